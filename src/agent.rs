@@ -1,0 +1,391 @@
+//! Running one attempt: a `run` command or an `exec:` agent as a child process in its own
+//! process group, with its prompt on stdin, its stdout as the result and its stderr in the
+//! transcript. Owns process spawning and killing; knows nothing about the DAG.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read as _, Seek as _, Write as _};
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// Results larger than this are cut (the transcript keeps all of it).
+pub const RESULT_CAP: usize = 1 << 20;
+
+/// How an agent is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Agent {
+    /// `exec:CMD`: `sh -c CMD`, prompt on stdin, result on stdout.
+    Exec(String),
+}
+
+impl Agent {
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name.strip_prefix("exec:") {
+            Some(cmd) if !cmd.trim().is_empty() => Ok(Self::Exec(cmd.to_owned())),
+            Some(_) => Err("agent \"exec:\" needs a command after the colon".into()),
+            None => Err(format!(
+                "unknown agent {name:?}: use exec:CMD (CMD gets the prompt on stdin and prints the result)"
+            )),
+        }
+    }
+}
+
+/// One attempt to run, fully described.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// Shell command, run with `sh -c` in `cwd`.
+    pub command: String,
+    /// Written to stdin, which is then closed; `None` gives the child an empty stdin.
+    pub stdin: Option<String>,
+    pub cwd: PathBuf,
+    /// Variables set on top of the inherited environment.
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    /// The attempt's transcript: a header, the child's stderr, then its stdout and the outcome.
+    pub transcript: PathBuf,
+    /// First lines of the transcript.
+    pub header: String,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    Failed(String),
+    TimedOut(Duration),
+    Interrupted,
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    pub outcome: Outcome,
+    /// Stdout, cut at `RESULT_CAP`.
+    pub stdout: String,
+    pub elapsed: Duration,
+}
+
+/// Variables never handed to a child: swarm's own API keys and git's repository overrides, which
+/// would point the child at the user's checkout instead of its own directory.
+fn is_withheld(name: &str) -> bool {
+    name.starts_with("GIT_") || matches!(name, "SWARM_API_KEY" | "OPENAI_API_KEY")
+}
+
+/// Runs one attempt to the end. Never returns early: when it returns, no process of the attempt
+/// is left.
+pub fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
+    let started = Instant::now();
+    match spawn_and_wait(inv, watchdog) {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = append(&inv.transcript, &format!("\nswarm: could not run the attempt: {e:#}\n"));
+            Finished {
+                outcome: Outcome::Failed(format!("could not start: {e:#}")),
+                stdout: String::new(),
+                elapsed: started.elapsed(),
+            }
+        }
+    }
+}
+
+fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finished> {
+    let started = Instant::now();
+    let mut transcript = File::create(&inv.transcript)?;
+    transcript.write_all(inv.header.as_bytes())?;
+    transcript.write_all(b"--- stderr ---\n")?;
+    // Stdout goes to an unnamed temporary file, not a pipe: a grandchild that keeps the pipe
+    // open could otherwise hold the attempt hostage after the agent has exited.
+    let mut out = tempfile_in(&inv.transcript)?;
+
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(&inv.command)
+        .current_dir(&inv.cwd)
+        .stdout(Stdio::from(out.try_clone()?))
+        .stderr(Stdio::from(transcript.try_clone()?))
+        .stdin(if inv.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .process_group(0);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_withheld) {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.envs(inv.env.iter().map(|(k, v)| (k, v)));
+    let mut child = cmd.spawn()?;
+    let pid = Pid::from_raw(child.id() as i32);
+    let ticket = watchdog.register(pid, inv.timeout);
+
+    let writer = match (child.stdin.take(), &inv.stdin) {
+        (Some(mut stdin), Some(text)) => {
+            let text = text.clone();
+            // A separate thread: a child that never reads must not block us on a full pipe.
+            Some(std::thread::spawn(move || {
+                let _ = stdin.write_all(text.as_bytes());
+            }))
+        }
+        _ => None,
+    };
+
+    wait_for_exit(pid);
+    // The agent has exited but is not reaped yet, so its pid (the group id) cannot be reused:
+    // killing the group now removes every process it left behind.
+    let _ = killpg(pid, Signal::SIGKILL);
+    let status = child.wait()?;
+    let reason = watchdog.unregister(ticket);
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+
+    out.rewind()?;
+    let mut bytes = Vec::new();
+    std::io::Read::by_ref(&mut out).take(RESULT_CAP as u64).read_to_end(&mut bytes)?;
+    let mut stdout = String::from_utf8_lossy(&bytes).into_owned();
+    if out.read(&mut [0u8; 1])? > 0 {
+        stdout.push_str("\n[result cut at 1 MiB; the transcript has all of it]\n");
+        out.rewind()?;
+    }
+    out.rewind()?;
+    transcript.write_all(b"--- stdout ---\n")?;
+    std::io::copy(&mut out, &mut transcript)?;
+
+    let elapsed = started.elapsed();
+    let outcome = match reason {
+        Some(KillReason::Timeout) => Outcome::TimedOut(inv.timeout),
+        Some(KillReason::Stop) => Outcome::Interrupted,
+        None if status.success() => Outcome::Succeeded,
+        None => Outcome::Failed(describe(status)),
+    };
+    writeln!(
+        transcript,
+        "\n--- end: {} after {:.2}s ---",
+        match &outcome {
+            Outcome::Succeeded => "succeeded".to_owned(),
+            Outcome::Failed(why) => format!("failed ({why})"),
+            Outcome::TimedOut(t) => format!("timed out after {}s", t.as_secs()),
+            Outcome::Interrupted => "interrupted".to_owned(),
+        },
+        elapsed.as_secs_f64()
+    )?;
+    Ok(Finished {
+        outcome,
+        stdout,
+        elapsed,
+    })
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(sig)) => match Signal::try_from(sig) {
+            Ok(s) => format!("killed by {s}"),
+            Err(_) => format!("killed by signal {sig}"),
+        },
+        (None, None) => "ended abnormally".to_owned(),
+    }
+}
+
+/// Blocks until the child has exited, leaving it unreaped.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+fn wait_for_exit(pid: Pid) {
+    use nix::sys::wait::{Id, WaitPidFlag, waitid};
+    loop {
+        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Err(nix::errno::Errno::EINTR) => {}
+            _ => return,
+        }
+    }
+}
+
+/// Without `waitid`, the group is killed after reaping instead; the pid cannot be reused while
+/// any process of the group is left, so the kill still reaches only the attempt's processes.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+fn wait_for_exit(_pid: Pid) {}
+
+fn tempfile_in(near: &std::path::Path) -> std::io::Result<File> {
+    let dir = near.parent().unwrap_or_else(|| std::path::Path::new("."));
+    let path = dir.join(format!(
+        ".{}.stdout",
+        near.file_name().and_then(|n| n.to_str()).unwrap_or("attempt")
+    ));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(f)
+}
+
+/// Why the watchdog ended an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillReason {
+    Timeout,
+    Stop,
+}
+
+struct Entry {
+    pgid: Pid,
+    deadline: Instant,
+    term_sent: Option<Instant>,
+    reason: Option<KillReason>,
+}
+
+#[derive(Default)]
+struct Registry {
+    entries: HashMap<u64, Entry>,
+    next: u64,
+    stopping: bool,
+    shutdown: bool,
+}
+
+/// Ends attempts that pass their deadline, and every attempt on a stop: the process group gets
+/// SIGTERM, then SIGKILL after `grace`. One thread serves all attempts.
+#[derive(Clone)]
+pub struct Watchdog {
+    shared: Arc<(Mutex<Registry>, Condvar)>,
+    grace: Duration,
+}
+
+/// An attempt registered with the watchdog.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket(u64);
+
+impl Watchdog {
+    pub fn start(grace: Duration) -> Self {
+        let dog = Self {
+            shared: Arc::new((Mutex::new(Registry::default()), Condvar::new())),
+            grace,
+        };
+        let worker = dog.clone();
+        std::thread::Builder::new()
+            .name("swarm-watchdog".into())
+            .spawn(move || worker.patrol())
+            .expect("spawning the watchdog thread");
+        dog
+    }
+
+    fn register(&self, pgid: Pid, timeout: Duration) -> Ticket {
+        let (lock, wake) = &*self.shared;
+        let mut reg = lock.lock().expect("watchdog lock");
+        let id = reg.next;
+        reg.next += 1;
+        let now = Instant::now();
+        let mut entry = Entry {
+            pgid,
+            deadline: now + timeout,
+            term_sent: None,
+            reason: None,
+        };
+        if reg.stopping {
+            let _ = killpg(pgid, Signal::SIGTERM);
+            entry.term_sent = Some(now);
+            entry.reason = Some(KillReason::Stop);
+        }
+        reg.entries.insert(id, entry);
+        wake.notify_one();
+        Ticket(id)
+    }
+
+    fn unregister(&self, ticket: Ticket) -> Option<KillReason> {
+        let (lock, _) = &*self.shared;
+        let mut reg = lock.lock().expect("watchdog lock");
+        reg.entries.remove(&ticket.0).and_then(|e| e.reason)
+    }
+
+    /// Stops every running attempt and every attempt started from now on.
+    pub fn stop_all(&self) {
+        let (lock, wake) = &*self.shared;
+        let mut reg = lock.lock().expect("watchdog lock");
+        reg.stopping = true;
+        let now = Instant::now();
+        for e in reg.entries.values_mut() {
+            if e.term_sent.is_none() {
+                let _ = killpg(e.pgid, Signal::SIGTERM);
+                e.term_sent = Some(now);
+                e.reason = Some(KillReason::Stop);
+            }
+        }
+        wake.notify_one();
+    }
+
+    /// Kills every running attempt at once (the second Ctrl-C).
+    pub fn kill_all_now(&self) {
+        let (lock, _) = &*self.shared;
+        let reg = lock.lock().expect("watchdog lock");
+        for e in reg.entries.values() {
+            let _ = killpg(e.pgid, Signal::SIGKILL);
+        }
+    }
+
+    /// Ends the watchdog thread.
+    pub fn shutdown(&self) {
+        let (lock, wake) = &*self.shared;
+        lock.lock().expect("watchdog lock").shutdown = true;
+        wake.notify_one();
+    }
+
+    fn patrol(&self) {
+        let (lock, wake) = &*self.shared;
+        let mut reg = lock.lock().expect("watchdog lock");
+        while !reg.shutdown {
+            let now = Instant::now();
+            let mut next = now + Duration::from_secs(1);
+            for e in reg.entries.values_mut() {
+                match e.term_sent {
+                    None if now >= e.deadline => {
+                        let _ = killpg(e.pgid, Signal::SIGTERM);
+                        e.term_sent = Some(now);
+                        e.reason = Some(KillReason::Timeout);
+                        next = next.min(now + self.grace);
+                    }
+                    None => next = next.min(e.deadline),
+                    Some(sent) if now >= sent + self.grace => {
+                        let _ = killpg(e.pgid, Signal::SIGKILL);
+                    }
+                    Some(sent) => next = next.min(sent + self.grace),
+                }
+            }
+            let wait = next.saturating_duration_since(Instant::now());
+            reg = wake.wait_timeout(reg, wait).expect("watchdog lock").0;
+        }
+    }
+}
+
+/// Runs a hook (`--on-escalate`) with `input` on stdin and waits for it, at most a minute.
+/// Returns what happened, for the event log.
+pub fn run_hook(command: &str, input: &str, cwd: &std::path::Path, transcript: &std::path::Path) -> String {
+    let inv = Invocation {
+        command: command.to_owned(),
+        stdin: Some(input.to_owned()),
+        cwd: cwd.to_owned(),
+        env: vec![("SWARM_ACTIVE".to_owned(), "1".to_owned())],
+        timeout: Duration::from_secs(60),
+        transcript: transcript.to_owned(),
+        header: format!("hook: {command}\n"),
+    };
+    let watchdog = Watchdog::start(Duration::from_secs(2));
+    let done = run(&inv, &watchdog);
+    watchdog.shutdown();
+    match done.outcome {
+        Outcome::Succeeded => "succeeded".to_owned(),
+        Outcome::Failed(why) => format!("failed ({why})"),
+        Outcome::TimedOut(_) => "timed out after 60s".to_owned(),
+        Outcome::Interrupted => "interrupted".to_owned(),
+    }
+}

@@ -1,0 +1,172 @@
+//! The command line: clap definitions and `command()`. Holds no logic; every value is handed on
+//! as parsed, and defaults that depend on configuration are applied by the caller.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0   every task done and merged
+  1   some tasks failed (their dependents were skipped), or swarm itself failed
+  2   usage or input error; nothing ran
+  3   needs a human: parked conflicts or other escalations
+  4   another run holds the repository
+  75  stopped early and resumable (interrupt, budget); continue with `swarm resume`";
+
+/// Turn a plan of tasks into finished, merged work: coding agents run many at a time, readers in
+/// a shared snapshot, writers in their own worktrees, merged back one at a time.
+#[derive(Debug, Parser)]
+#[command(name = "swarm", version, after_help = EXIT_CODES, max_term_width = 100)]
+pub struct Cli {
+    /// Run as if started in DIR.
+    #[arg(short = 'C', long = "directory", value_name = "DIR", global = true)]
+    pub directory: Option<PathBuf>,
+
+    /// Print nothing on stderr but errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// Print the final summary as JSON on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a task file (JSONL, one task per line).
+    Run {
+        /// The task file.
+        #[arg(value_name = "TASKS.jsonl")]
+        tasks: PathBuf,
+        #[command(flatten)]
+        options: RunOptions,
+    },
+    /// Continue an interrupted run (the newest unfinished one by default).
+    Resume {
+        /// The run id.
+        run: Option<String>,
+        #[command(flatten)]
+        options: RunOptions,
+    },
+    /// Show the tasks of a run (the newest by default).
+    Status {
+        /// The run id.
+        run: Option<String>,
+    },
+    /// Show a run's event log (the newest run by default).
+    Logs {
+        /// The run id.
+        run: Option<String>,
+        /// Only failures and errors, with their transcript paths.
+        #[arg(long)]
+        errors: bool,
+        /// Only the last N events.
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
+        /// Keep printing new events until the run ends.
+        #[arg(long)]
+        follow: bool,
+        /// Print the paths of the event log and transcripts instead of their contents.
+        #[arg(long)]
+        path: bool,
+    },
+    /// Print a run's or a task file's DAG.
+    Graph {
+        /// A run id or a task file (the newest run by default).
+        source: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+        format: GraphFormat,
+    },
+    /// Remove worktrees of finished tasks; a branch with unmerged commits is never deleted.
+    Gc {
+        /// List what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Options of a run. Unset options come from the run being resumed, then from the defaults.
+#[derive(Debug, Clone, Default, Args, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct RunOptions {
+    /// Run at most N tasks at once [default: 4].
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+
+    /// Run at most N writers at once [default: the value of --jobs].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_writers: Option<u32>,
+
+    /// The agent for prompt tasks: exec:CMD runs CMD with `sh -c`, prompt on stdin.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+
+    /// Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m].
+    #[arg(long, value_name = "DURATION")]
+    pub task_timeout: Option<String>,
+
+    /// Retry a failed attempt up to N times, with backoff [default: 1].
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+
+    /// Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged.
+    #[arg(long, value_name = "CMD")]
+    pub check: Option<String>,
+
+    /// Write the reducer's result and the run summary to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub final_out: Option<PathBuf>,
+
+    /// Start the run from REV [default: HEAD].
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+
+    /// What to do with the finished integration branch [default: auto].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub land: Option<Land>,
+
+    /// Put worktrees and snapshots under DIR [default: the user cache dir].
+    #[arg(long, value_name = "DIR", env = "SWARM_WORKTREE_DIR")]
+    pub worktree_dir: Option<PathBuf>,
+
+    /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
+    #[arg(long, value_name = "CMD")]
+    pub on_escalate: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Land {
+    /// Fast-forward the user's branch when it is clean and still at the base; else keep the branch.
+    Auto,
+    /// Always keep the integration branch and say how to take it.
+    Branch,
+    /// Keep the integration branch and say nothing about it.
+    None,
+}
+
+/// The clap command, for parsing, completions and man pages.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+pub fn parse() -> Cli {
+    Cli::parse()
+}

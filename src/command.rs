@@ -1,0 +1,747 @@
+//! The subcommands: each gathers its inputs, then hands the work to plan, schedule, git, store
+//! and report, and returns the exit code.
+
+use std::fs::File;
+use std::io::{Read as _, Seek as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use serde_json::json;
+
+use crate::agent::Agent;
+use crate::cli::{Cli, Command, GraphFormat, Land, RunOptions};
+use crate::git::{CommitId, Landing, Repo};
+use crate::plan::{Action, Plan};
+use crate::report::{self, Facts, Parked};
+use crate::schedule::{Ending, Layout, Scheduler, Settings};
+use crate::store::{Board, Event, RunRecord, RunStatus, TaskRecord, TaskStatus};
+use crate::ui::{self, Ui};
+use crate::{Busy, Usage, exit};
+
+/// Defaults of run options, as `--help` states them.
+const DEFAULT_JOBS: u32 = 4;
+const DEFAULT_RETRIES: u32 = 1;
+const DEFAULT_TIMEOUT: &str = "30m";
+const KILL_GRACE: Duration = Duration::from_secs(2);
+const RETRY_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Global flags every subcommand sees.
+struct Globals {
+    dir: PathBuf,
+    quiet: bool,
+    json: bool,
+}
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    let dir = match cli.directory {
+        Some(d) => d,
+        None => std::env::current_dir().context("could not read the current directory")?,
+    };
+    let g = Globals {
+        dir,
+        quiet: cli.quiet,
+        json: cli.json,
+    };
+    match cli.command {
+        Command::Run { tasks, options } => run_file(&g, &tasks, options),
+        Command::Resume { run, options } => resume(&g, run.as_deref(), options),
+        Command::Status { run } => status(&g, run.as_deref()),
+        Command::Logs {
+            run,
+            errors,
+            tail,
+            follow,
+            path,
+        } => logs(&g, run.as_deref(), errors, tail, follow, path),
+        Command::Graph { source, format } => graph(&g, source.as_deref(), format),
+        Command::Gc { dry_run } => gc(&g, dry_run),
+        Command::Completions { shell } => {
+            let mut cmd = crate::cli::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "swarm", &mut buf);
+            ui::out(&String::from_utf8_lossy(&buf));
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// A nested swarm started by one of swarm's own agents or hooks does nothing.
+fn refuse_when_nested(g: &Globals) -> Option<u8> {
+    if std::env::var_os("SWARM_ACTIVE").is_some_and(|v| !v.is_empty() && v != "0") {
+        ui::say(
+            g.quiet,
+            "Skipping",
+            "swarm is running inside a swarm task or hook (SWARM_ACTIVE is set); doing nothing",
+        );
+        return Some(exit::OK);
+    }
+    None
+}
+
+fn open_repo(g: &Globals) -> anyhow::Result<Repo> {
+    Repo::discover(&g.dir).map_err(|e| {
+        anyhow::Error::new(Usage::new(format!("{e:#}")).hint("run swarm inside a git checkout, or pass -C DIR"))
+    })
+}
+
+fn open_board(repo: &Repo) -> anyhow::Result<Board> {
+    Board::open(&repo.common_dir().join("swarm"))
+}
+
+/// The repository's run lock: held for the life of the process, released by the OS when the
+/// process ends however it ends, so a holder that died never blocks.
+struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    fn acquire(repo: &Repo, run: &str) -> anyhow::Result<Self> {
+        let dir = repo.common_dir().join("swarm");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("lock");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("could not open {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(Busy {
+                    holder: if holder.is_empty() {
+                        "a process that has not yet said which run".to_owned()
+                    } else {
+                        holder.to_owned()
+                    },
+                }
+                .into());
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("could not lock {}", path.display()));
+            }
+        }
+        file.set_len(0)?;
+        file.rewind()?;
+        writeln!(file, "pid {}, run {run}", std::process::id())?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// Run ids: UTC time and four hex digits, `20261129-071300-ab12`.
+fn new_run_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    let salt = (now.subsec_nanos() ^ std::process::id().rotate_left(16)) & 0xffff;
+    format!(
+        "{y:04}{mo:02}{d:02}-{:02}{:02}{:02}-{salt:04x}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Where worktrees go by default: the user cache dir.
+fn cache_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(x);
+    }
+    match std::env::var_os("HOME") {
+        Some(h) if cfg!(target_os = "macos") => PathBuf::from(h).join("Library/Caches"),
+        Some(h) => PathBuf::from(h).join(".cache"),
+        None => std::env::temp_dir(),
+    }
+}
+
+/// `<root>/<repo name>-<hash of its git dir>`: one folder per repository.
+fn worktree_root(repo: &Repo, configured: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let root = match configured {
+        Some(d) => std::path::absolute(d)?,
+        None => cache_dir().join("swarm").join("worktrees"),
+    };
+    let name = repo
+        .workdir()
+        .file_name()
+        .map_or_else(|| "repo".into(), |n| n.to_string_lossy().into_owned());
+    // FNV-1a: stable across versions, unlike the std hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in repo.common_dir().as_os_str().as_encoded_bytes() {
+        hash = (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let dir = root.join(format!("{name}-{:08x}", hash as u32));
+    let workdir = std::fs::canonicalize(repo.workdir())?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("could not create the worktree directory {}", dir.display()))?;
+    if std::fs::canonicalize(&dir)?.starts_with(&workdir) {
+        bail!(Usage::new(format!(
+            "the worktree directory {} is inside your checkout {}",
+            dir.display(),
+            workdir.display()
+        ))
+        .hint("point --worktree-dir (or SWARM_WORKTREE_DIR) outside the repository"));
+    }
+    Ok(dir)
+}
+
+/// Later options win where they are set.
+fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
+    RunOptions {
+        jobs: newer.jobs.or(base.jobs),
+        max_writers: newer.max_writers.or(base.max_writers),
+        agent: newer.agent.or(base.agent),
+        task_timeout: newer.task_timeout.or(base.task_timeout),
+        retries: newer.retries.or(base.retries),
+        check: newer.check.or(base.check),
+        final_out: newer.final_out.or(base.final_out),
+        base: newer.base.or(base.base),
+        land: newer.land.or(base.land),
+        worktree_dir: newer.worktree_dir.or(base.worktree_dir),
+        on_escalate: newer.on_escalate.or(base.on_escalate),
+    }
+}
+
+fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
+    let jobs = o.jobs.unwrap_or(DEFAULT_JOBS) as usize;
+    let agent = o
+        .agent
+        .as_deref()
+        .map(Agent::parse)
+        .transpose()
+        .map_err(|e| Usage::new(format!("--agent: {e}")))?;
+    let mut problems = Vec::new();
+    for t in &plan.tasks {
+        if let Action::Prompt(_) = t.action {
+            match (&t.agent, &agent) {
+                (Some(a), _) => {
+                    if let Err(e) = Agent::parse(a) {
+                        problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
+                    }
+                }
+                (None, None) => problems.push(format!(
+                    "line {}: task {:?} has a prompt but no agent is configured",
+                    t.line,
+                    t.id.as_str()
+                )),
+                (None, Some(_)) => {}
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            Usage::new(format!("nothing ran:\n  {}", problems.join("\n  ")))
+                .hint("pass --agent exec:CMD (CMD reads the prompt on stdin and prints the result), or set \"agent\" on the task")
+        );
+    }
+    let timeout = crate::plan::parse_duration(o.task_timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT))
+        .map_err(|e| Usage::new(format!("--task-timeout: {e}")))?;
+    Ok(Settings {
+        jobs,
+        max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),
+        retries: o.retries.unwrap_or(DEFAULT_RETRIES),
+        task_timeout: timeout,
+        kill_grace: KILL_GRACE,
+        backoff: RETRY_BACKOFF,
+        agent,
+        check: o.check.clone(),
+        on_escalate: o.on_escalate.clone(),
+    })
+}
+
+fn run_file(g: &Globals, tasks: &Path, options: RunOptions) -> anyhow::Result<u8> {
+    if let Some(code) = refuse_when_nested(g) {
+        return Ok(code);
+    }
+    let path = if tasks.is_absolute() {
+        tasks.to_owned()
+    } else {
+        g.dir.join(tasks)
+    };
+    let plan = Plan::load(&path).map_err(|e| match e.downcast::<crate::plan::Invalid>() {
+        Ok(invalid) => anyhow::Error::new(invalid),
+        Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
+    })?;
+    let settings = settings(&options, &plan)?;
+    let repo = open_repo(g)?;
+    let run_id = new_run_id();
+    let lock = Lock::acquire(&repo, &run_id)?;
+    let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
+    let base = repo.resolve(&base_rev).map_err(|e| {
+        anyhow::Error::new(Usage::new(format!("--base {base_rev}: {e:#}")).hint("a run starts from a commit; make one first"))
+    })?;
+    let worktrees = worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id);
+    let mut board = open_board(&repo)?;
+    let integration_ref = format!("refs/heads/swarm/{run_id}");
+    repo.create_branch(&format!("swarm/{run_id}"), &base)?;
+    let record = RunRecord {
+        id: run_id.clone(),
+        created_at: crate::store::now_ms(),
+        finished_at: None,
+        status: RunStatus::Running,
+        exit_code: None,
+        source: tasks.display().to_string(),
+        base_commit: base.to_string(),
+        integration_ref: integration_ref.clone(),
+        options: serde_json::to_value(&options)?,
+    };
+    let specs: Vec<(String, serde_json::Value)> = plan
+        .tasks
+        .iter()
+        .map(|t| (t.id.to_string(), t.to_json()))
+        .collect();
+    board.create_run(&record, &specs)?;
+    std::fs::write(board.run_dir(&run_id).join("plan.jsonl"), plan.to_jsonl())?;
+    let layout = Layout {
+        run: run_id,
+        base,
+        integration_ref,
+        worktrees,
+        run_dir: board.run_dir(&record.id),
+    };
+    execute(g, &repo, &mut board, &plan, &settings, &layout, &options, lock)
+}
+
+fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u8> {
+    if let Some(code) = refuse_when_nested(g) {
+        return Ok(code);
+    }
+    let repo = open_repo(g)?;
+    let mut board = open_board(&repo)?;
+    let run_id = match run {
+        Some(r) => r.to_owned(),
+        None => board
+            .latest_run(true)?
+            .ok_or_else(|| Usage::new("there is no unfinished run to resume"))?,
+    };
+    let lock = Lock::acquire(&repo, &run_id)?;
+    let record = board
+        .load_run(&run_id)?
+        .ok_or_else(|| Usage::new(format!("no run {run_id:?} in this repository")).hint("`swarm status` shows the newest run"))?;
+    if record.status == RunStatus::Finished {
+        bail!(Usage::new(format!(
+            "run {run_id} finished already (exit code {}); nothing to resume",
+            record.exit_code.unwrap_or_default()
+        )));
+    }
+    let stored: RunOptions = serde_json::from_value(record.options.clone()).context("stored run options")?;
+    let options = overlay(stored, newer);
+    let records = board.load_tasks(&run_id)?;
+    let plan = stored_plan(&records)?;
+    let settings = settings(&options, &plan)?;
+    board.set_run_options(&run_id, &serde_json::to_value(&options)?)?;
+    board.set_run_status(
+        &run_id,
+        RunStatus::Running,
+        None,
+        &Event::run("run_resumed", json!({ "pid": std::process::id() })),
+    )?;
+    let layout = Layout {
+        run: run_id.clone(),
+        base: CommitId::new(&record.base_commit),
+        integration_ref: record.integration_ref.clone(),
+        worktrees: worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id),
+        run_dir: board.run_dir(&run_id),
+    };
+    execute(g, &repo, &mut board, &plan, &settings, &layout, &options, lock)
+}
+
+/// The plan of a stored run, from its tasks' specs.
+fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
+    let text: String = records.iter().map(|r| format!("{}\n", r.spec)).collect();
+    Plan::parse(&text, "the stored plan").map_err(anyhow::Error::new)
+}
+
+#[expect(clippy::too_many_arguments, reason = "the pieces of one run, gathered by two callers")]
+fn execute(
+    g: &Globals,
+    repo: &Repo,
+    board: &mut Board,
+    plan: &Plan,
+    settings: &Settings,
+    layout: &Layout,
+    options: &RunOptions,
+    lock: Lock,
+) -> anyhow::Result<u8> {
+    let mut ui = Ui::new(g.quiet);
+    let records = board.load_tasks(&layout.run)?;
+    let ending = Scheduler::new(plan, repo, board, &mut ui, settings, layout, &records)?.run();
+    ui.finish();
+    let ending = ending?;
+    let records = board.load_tasks(&layout.run)?;
+    let parked = parked_tasks(board, &layout.run, &records)?;
+    let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
+    let code = match ending {
+        Ending::Interrupted => exit::RESUMABLE,
+        Ending::Finished if !parked.is_empty() => exit::NEEDS_HUMAN,
+        Ending::Finished if any(TaskStatus::Failed) || any(TaskStatus::Skipped) => exit::FAILED,
+        Ending::Finished => exit::OK,
+    };
+    let tip = repo
+        .ref_target(&layout.integration_ref)?
+        .context("the integration branch is gone")?;
+    let integration = layout.integration_ref.trim_start_matches("refs/heads/");
+    let landing = if ending == Ending::Interrupted {
+        Some(format!(
+            "Interrupted: `swarm resume {}` continues the run; merged work so far is on `{integration}`.",
+            layout.run
+        ))
+    } else {
+        land(repo, layout, &tip, options.land.unwrap_or(Land::Auto), parked.is_empty())?
+    };
+    let status = match ending {
+        Ending::Interrupted => RunStatus::Interrupted,
+        Ending::Finished => RunStatus::Finished,
+    };
+    board.set_run_status(
+        &layout.run,
+        status,
+        Some(i32::from(code)),
+        &Event::run("run_ended", json!({ "status": status.as_str(), "exit_code": code, "landing": landing })),
+    )?;
+    let run = board.load_run(&layout.run)?.context("the run vanished from the board")?;
+    let failed_attempts = board.failed_attempts(&layout.run)?;
+    let merges = merges(board, &layout.run)?;
+    let facts = Facts {
+        run: &run,
+        plan,
+        tasks: &records,
+        failed_attempts: &failed_attempts,
+        parked: &parked,
+        merges: &merges,
+        landing: landing.as_deref(),
+        exit_code: i32::from(code),
+    };
+    let text = report::markdown(&facts);
+    let report_path = layout.run_dir.join("report.md");
+    std::fs::write(&report_path, &text)?;
+    let mut shown = report_path.display().to_string();
+    if let Some(out) = &options.final_out {
+        let out = if out.is_absolute() { out.clone() } else { g.dir.join(out) };
+        std::fs::write(&out, &text).with_context(|| format!("could not write the report to {}", out.display()))?;
+        shown = out.display().to_string();
+    }
+    drop(lock);
+    if g.json {
+        ui::out(&serde_json::to_string_pretty(&report::json(&facts, &shown))?);
+    } else {
+        ui::out(&report::summary(&facts, &shown));
+    }
+    Ok(code)
+}
+
+/// Parked tasks with their branches and conflicting paths, from the event log of the board.
+fn parked_tasks(board: &Board, run: &str, records: &[TaskRecord]) -> anyhow::Result<Vec<Parked>> {
+    let events = read_events(&board.events_path(run))?;
+    Ok(records
+        .iter()
+        .filter(|t| t.status == TaskStatus::Parked)
+        .map(|t| {
+            let detail = events
+                .iter()
+                .rev()
+                .find(|e| e["kind"] == "parked" && e["task"] == t.id.as_str())
+                .map(|e| e["detail"].clone())
+                .unwrap_or_default();
+            Parked {
+                task: t.id.clone(),
+                branch: detail["branch"].as_str().unwrap_or_default().to_owned(),
+                paths: detail["paths"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect())
+}
+
+fn merges(board: &Board, run: &str) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(read_events(&board.events_path(run))?
+        .iter()
+        .filter(|e| e["kind"] == "merged")
+        .map(|e| {
+            (
+                e["task"].as_str().unwrap_or_default().to_owned(),
+                e["detail"]["after"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect())
+}
+
+fn read_events(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("could not read {}", path.display())),
+    };
+    // A line cut short by a kill is skipped, not fatal.
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+/// Takes the integration branch to the user per `--land`; returns the line to show. The
+/// integration branch is deleted once the user's branch holds all of it, if `drop_branch`
+/// (parked tasks name it in their instructions, so then it stays).
+fn land(
+    repo: &Repo,
+    layout: &Layout,
+    tip: &CommitId,
+    how: Land,
+    drop_branch: bool,
+) -> anyhow::Result<Option<String>> {
+    let integration = layout.integration_ref.trim_start_matches("refs/heads/");
+    if *tip == layout.base {
+        // Nothing was merged: the branch would only repeat the base.
+        repo.delete_branch_at(integration, tip)?;
+        return Ok(None);
+    }
+    let take = format!("git merge --ff-only {integration}");
+    match how {
+        Land::None => Ok(None),
+        Land::Branch => Ok(Some(format!(
+            "The merged work is on `{integration}`; take it with `{take}`."
+        ))),
+        Land::Auto => match repo.land(&layout.base, tip)? {
+            Landing::FastForwarded { branch } => {
+                if drop_branch {
+                    repo.delete_branch_at(integration, tip)?;
+                }
+                Ok(Some(format!(
+                    "Landed: `{branch}` fast-forwarded to {} and the checkout updated.",
+                    tip.short()
+                )))
+            }
+            Landing::Kept { reason } => Ok(Some(format!(
+                "Not landed ({reason}): the merged work is on `{integration}`; take it with `{take}`."
+            ))),
+        },
+    }
+}
+
+fn pick_run(board: &Board, run: Option<&str>) -> anyhow::Result<RunRecord> {
+    let id = match run {
+        Some(r) => r.to_owned(),
+        None => board
+            .latest_run(false)?
+            .ok_or_else(|| Usage::new("there are no runs in this repository yet"))?,
+    };
+    board
+        .load_run(&id)?
+        .ok_or_else(|| Usage::new(format!("no run {id:?} in this repository")).into())
+}
+
+fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
+    let repo = open_repo(g)?;
+    let board = open_board(&repo)?;
+    let run = pick_run(&board, run)?;
+    let tasks = board.load_tasks(&run.id)?;
+    if g.json {
+        ui::out(&serde_json::to_string_pretty(&json!({ "run": run, "tasks": tasks }))?);
+        return Ok(exit::OK);
+    }
+    let mut out = format!(
+        "run {}  {}{}  base {}  from {}\n",
+        run.id,
+        run.status.as_str(),
+        run.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default(),
+        &run.base_commit[..run.base_commit.len().min(12)],
+        run.source
+    );
+    let width = tasks.iter().map(|t| t.id.len()).max().unwrap_or(4);
+    for t in &tasks {
+        out.push_str(&format!(
+            "  {:<11} {:<width$}  {} attempt{}  {}{}\n",
+            t.status.as_str(),
+            t.id,
+            t.attempts,
+            if t.attempts == 1 { " " } else { "s" },
+            ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
+            t.error.as_deref().map(|e| format!("  {e}")).unwrap_or_default()
+        ));
+    }
+    ui::out(&out);
+    Ok(exit::OK)
+}
+
+fn logs(
+    g: &Globals,
+    run: Option<&str>,
+    errors: bool,
+    tail: Option<usize>,
+    follow: bool,
+    path: bool,
+) -> anyhow::Result<u8> {
+    let repo = open_repo(g)?;
+    let board = open_board(&repo)?;
+    let run = pick_run(&board, run)?;
+    let events_path = board.events_path(&run.id);
+    let is_error = |e: &serde_json::Value| {
+        matches!(
+            e["kind"].as_str(),
+            Some("task_failed" | "parked" | "escalated" | "task_skipped" | "error")
+        )
+    };
+    if path {
+        let mut out = format!("{}\n", events_path.display());
+        if errors {
+            for (_, _, _, transcript) in board.failed_attempts(&run.id)? {
+                out.push_str(&transcript);
+                out.push('\n');
+            }
+        }
+        ui::out(&out);
+        return Ok(exit::OK);
+    }
+    let show = |e: &serde_json::Value| -> String {
+        if g.json {
+            return e.to_string();
+        }
+        let at = e["at"].as_i64().unwrap_or_default();
+        let secs = at / 1000;
+        let mut line = format!(
+            "{:02}:{:02}:{:02}.{:03} {:<16} {}",
+            (secs / 3600) % 24,
+            (secs / 60) % 60,
+            secs % 60,
+            at % 1000,
+            e["kind"].as_str().unwrap_or("?"),
+            e["task"].as_str().unwrap_or("-")
+        );
+        if !e["detail"].is_null() {
+            line.push(' ');
+            line.push_str(&e["detail"].to_string());
+        }
+        line
+    };
+    let events = read_events(&events_path)?;
+    let selected: Vec<&serde_json::Value> = events.iter().filter(|e| !errors || is_error(e)).collect();
+    let start = tail.map_or(0, |n| selected.len().saturating_sub(n));
+    let mut out = String::new();
+    for e in &selected[start..] {
+        out.push_str(&show(e));
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        ui::out(&out);
+    }
+    if errors && !g.json {
+        let transcripts = board.failed_attempts(&run.id)?;
+        if !transcripts.is_empty() {
+            let mut t = String::from("transcripts of failed attempts:\n");
+            for (task, n, outcome, path) in transcripts {
+                t.push_str(&format!("  {task} attempt {n} ({outcome}): {path}\n"));
+            }
+            ui::out(&t);
+        }
+    }
+    if follow {
+        let mut seen = events.len();
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let events = read_events(&events_path)?;
+            for e in events.iter().skip(seen).filter(|e| !errors || is_error(e)) {
+                ui::out(&show(e));
+            }
+            seen = events.len();
+            let status = board.load_run(&run.id)?.map(|r| r.status);
+            if status != Some(RunStatus::Running) {
+                break;
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> anyhow::Result<u8> {
+    let file = source.map(|s| g.dir.join(s)).filter(|p| p.is_file());
+    let (plan, records) = if let Some(path) = file {
+        (Plan::load(&path)?, None)
+    } else {
+        let repo = open_repo(g)?;
+        let board = open_board(&repo)?;
+        let run = pick_run(&board, source)?;
+        let records = board.load_tasks(&run.id)?;
+        (stored_plan(&records)?, Some(records))
+    };
+    let text = match format {
+        GraphFormat::Mermaid => report::mermaid(&plan, records.as_deref()),
+        GraphFormat::Dot => report::dot(&plan, records.as_deref()),
+    };
+    ui::out(&text);
+    Ok(exit::OK)
+}
+
+fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
+    let repo = open_repo(g)?;
+    let _lock = Lock::acquire(&repo, "gc")?;
+    let mut actions = Vec::new();
+    for (name, path) in repo.worktrees_with_prefix("swarm-")? {
+        actions.push(format!("remove worktree {}", path.display()));
+        if !dry_run {
+            repo.remove_worktree(&name, &path)?;
+        }
+    }
+    // A swarm branch goes only when another branch holds every commit of it.
+    let branches = repo.branches_with_prefix("")?;
+    for (name, tip) in repo.branches_with_prefix("swarm/")? {
+        let held = branches
+            .iter()
+            .filter(|(other, _)| *other != name && !other.starts_with(&format!("{name}-")))
+            .try_fold(false, |found, (_, other_tip)| {
+                anyhow::Ok(found || repo.contains(other_tip, &tip)?)
+            })?;
+        if held {
+            actions.push(format!("delete branch {name} (merged)"));
+            if !dry_run {
+                repo.delete_branch_at(&name, &tip)?;
+            }
+        } else {
+            actions.push(format!("keep branch {name} (has commits no other branch has)"));
+        }
+    }
+    let verb = if dry_run { "would " } else { "" };
+    let mut out = String::new();
+    for a in &actions {
+        out.push_str(&format!("{verb}{a}\n"));
+    }
+    if actions.is_empty() {
+        out.push_str("nothing to clean\n");
+    }
+    ui::out(&out);
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_are_right() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,473 @@
+//! Git plumbing: finding the repository, worktrees and snapshots outside the user's checkout,
+//! committing a writer's changes, in-memory merges, compare-and-swap ref moves and landing.
+//! Mechanisms only: which merge to do, and when, is decided by the scheduler. Nothing here runs
+//! hooks (libgit2 has none) or touches the user's working tree except `land`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use git2::{
+    BranchType, ErrorCode, MergeOptions, ObjectType, Oid, Repository, RepositoryOpenFlags,
+    Signature, Status, StatusOptions, build::CheckoutBuilder,
+};
+
+/// A commit, as full hex.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommitId(String);
+
+impl CommitId {
+    pub fn new(hex: &str) -> Self {
+        Self(hex.to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn short(&self) -> &str {
+        &self.0[..self.0.len().min(12)]
+    }
+
+    fn oid(&self) -> anyhow::Result<Oid> {
+        Oid::from_str(&self.0).with_context(|| format!("bad commit id {:?}", self.0))
+    }
+}
+
+impl From<Oid> for CommitId {
+    fn from(oid: Oid) -> Self {
+        Self(oid.to_string())
+    }
+}
+
+impl fmt::Display for CommitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Who swarm's commits are by when the repository configures no identity.
+pub const DEFAULT_NAME: &str = "swarm";
+pub const DEFAULT_EMAIL: &str = "swarm@localhost";
+
+/// The user's repository.
+pub struct Repo {
+    repo: Repository,
+    workdir: PathBuf,
+    common_dir: PathBuf,
+}
+
+/// What a worktree's HEAD is.
+pub enum Head<'a> {
+    Detached(&'a CommitId),
+    /// A new branch `refs/heads/<name>` at the commit.
+    NewBranch(&'a str, &'a CommitId),
+}
+
+/// How a merge ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merge {
+    /// The integration ref moved from `before` to `after`.
+    Merged { before: CommitId, after: CommitId },
+    /// Nothing merged; these paths conflict.
+    Conflicted { paths: Vec<String> },
+}
+
+/// What landing did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// The user's branch was fast-forwarded and the checkout updated.
+    FastForwarded { branch: String },
+    /// Left alone, for this reason.
+    Kept { reason: String },
+}
+
+impl Repo {
+    /// Finds the repository containing `dir`.
+    pub fn discover(dir: &Path) -> anyhow::Result<Self> {
+        let repo = Repository::open_ext(dir, RepositoryOpenFlags::empty(), std::iter::empty::<&str>())
+            .with_context(|| format!("{} is not inside a git repository", dir.display()))?;
+        let Some(workdir) = repo.workdir().map(Path::to_owned) else {
+            bail!("{} is a bare repository; swarm needs a checkout", repo.path().display());
+        };
+        let common_dir = std::fs::canonicalize(repo.commondir())?;
+        Ok(Self {
+            repo,
+            workdir,
+            common_dir,
+        })
+    }
+
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Resolves a revision to a commit.
+    pub fn resolve(&self, rev: &str) -> anyhow::Result<CommitId> {
+        let obj = self
+            .repo
+            .revparse_single(rev)
+            .with_context(|| format!("unknown revision {rev:?}"))?;
+        let commit = obj
+            .peel_to_commit()
+            .with_context(|| format!("{rev:?} does not name a commit"))?;
+        Ok(commit.id().into())
+    }
+
+    /// The commit a full ref name points at, if it exists.
+    pub fn ref_target(&self, name: &str) -> anyhow::Result<Option<CommitId>> {
+        match self.repo.find_reference(name) {
+            Ok(r) => Ok(r.target().map(CommitId::from)),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Creates a branch; fails if it exists.
+    pub fn create_branch(&self, name: &str, at: &CommitId) -> anyhow::Result<()> {
+        let commit = self.repo.find_commit(at.oid()?)?;
+        self.repo
+            .branch(name, &commit, false)
+            .with_context(|| format!("could not create branch {name}"))?;
+        Ok(())
+    }
+
+    /// Deletes a branch if it points at `expected`.
+    pub fn delete_branch_at(&self, name: &str, expected: &CommitId) -> anyhow::Result<bool> {
+        match self.repo.find_branch(name, BranchType::Local) {
+            Ok(mut b) if b.get().target() == Some(expected.oid()?) => {
+                b.delete()?;
+                Ok(true)
+            }
+            Ok(_) => Ok(false),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Local branches whose names start with `prefix`, with their tips.
+    pub fn branches_with_prefix(&self, prefix: &str) -> anyhow::Result<Vec<(String, CommitId)>> {
+        let mut out = Vec::new();
+        for b in self.repo.branches(Some(BranchType::Local))? {
+            let (b, _) = b?;
+            if let (Some(name), Some(target)) = (b.name()?, b.get().target())
+                && name.starts_with(prefix)
+            {
+                out.push((name.to_owned(), target.into()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether `commit` is reachable from `from`.
+    pub fn contains(&self, from: &CommitId, commit: &CommitId) -> anyhow::Result<bool> {
+        let (from, commit) = (from.oid()?, commit.oid()?);
+        Ok(from == commit || self.repo.graph_descendant_of(from, commit)?)
+    }
+
+    /// Creates a worktree at `path` whose admin files live in `<common dir>/worktrees/<name>`.
+    /// Only the admin directory and the new branch are shared state, so several can be created
+    /// at once; no hook runs and no config is written.
+    pub fn add_worktree(&self, name: &str, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+        let admin = self.common_dir.join("worktrees").join(name);
+        if admin.exists() {
+            bail!("a worktree named {name} exists already ({})", admin.display());
+        }
+        let commit = match head {
+            Head::Detached(c) => (*c).clone(),
+            Head::NewBranch(branch, c) => {
+                self.create_branch(branch, c)?;
+                (*c).clone()
+            }
+        };
+        std::fs::create_dir_all(&admin)?;
+        std::fs::create_dir_all(path)?;
+        let path = std::fs::canonicalize(path)?;
+        let head_line = match head {
+            Head::Detached(c) => format!("{c}\n"),
+            Head::NewBranch(branch, _) => format!("ref: refs/heads/{branch}\n"),
+        };
+        std::fs::write(admin.join("HEAD"), head_line)?;
+        std::fs::write(admin.join("commondir"), "../..\n")?;
+        std::fs::write(admin.join("gitdir"), format!("{}\n", path.join(".git").display()))?;
+        std::fs::write(path.join(".git"), format!("gitdir: {}\n", admin.display()))?;
+        let wt = Repository::open(&path)
+            .with_context(|| format!("could not open the new worktree {}", path.display()))?;
+        let tree = wt.find_commit(commit.oid()?)?.tree()?;
+        wt.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().force()))
+            .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
+        Ok(())
+    }
+
+    /// Removes a worktree made by `add_worktree`: its files and its admin directory.
+    pub fn remove_worktree(&self, name: &str, path: &Path) -> anyhow::Result<()> {
+        if path.exists() {
+            std::fs::remove_dir_all(path)
+                .with_context(|| format!("could not remove {}", path.display()))?;
+        }
+        let admin = self.common_dir.join("worktrees").join(name);
+        if admin.exists() {
+            std::fs::remove_dir_all(&admin)?;
+        }
+        Ok(())
+    }
+
+    /// Names of worktrees in the admin directory that start with `prefix`, with their paths.
+    pub fn worktrees_with_prefix(&self, prefix: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
+        let dir = self.common_dir.join("worktrees");
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(out);
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(prefix) {
+                continue;
+            }
+            let gitdir = std::fs::read_to_string(entry.path().join("gitdir")).unwrap_or_default();
+            let path = Path::new(gitdir.trim())
+                .parent()
+                .map(Path::to_owned)
+                .unwrap_or_default();
+            out.push((name, path));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Merges `theirs` (a writer's commit, started from `base`) into the commit `into_ref`
+    /// points at, in memory, and moves the ref only if it still points where it did.
+    pub fn merge(
+        &self,
+        into_ref: &str,
+        theirs: &CommitId,
+        base: &CommitId,
+        message: &str,
+    ) -> anyhow::Result<Merge> {
+        let reference = self.repo.find_reference(into_ref)?;
+        let ours = reference
+            .target()
+            .with_context(|| format!("{into_ref} is not a direct ref"))?;
+        let ours_commit = self.repo.find_commit(ours)?;
+        let theirs_commit = self.repo.find_commit(theirs.oid()?)?;
+        let base_tree = self.repo.find_commit(base.oid()?)?.tree()?;
+        let mut index = self.repo.merge_trees(
+            &base_tree,
+            &ours_commit.tree()?,
+            &theirs_commit.tree()?,
+            Some(MergeOptions::new().fail_on_conflict(false)),
+        )?;
+        if index.has_conflicts() {
+            let mut paths = std::collections::BTreeSet::new();
+            for c in index.conflicts()? {
+                let c = c?;
+                for entry in [c.ancestor, c.our, c.their].into_iter().flatten() {
+                    paths.insert(String::from_utf8_lossy(&entry.path).into_owned());
+                }
+            }
+            return Ok(Merge::Conflicted {
+                paths: paths.into_iter().collect(),
+            });
+        }
+        let tree = self.repo.find_tree(index.write_tree_to(&self.repo)?)?;
+        let sig = self.signature()?;
+        let merged = self.repo.commit(
+            None,
+            &sig,
+            &sig,
+            message,
+            &tree,
+            &[&ours_commit, &theirs_commit],
+        )?;
+        self.repo
+            .reference_matching(into_ref, merged, true, ours, message)
+            .with_context(|| format!("{into_ref} moved while merging; nothing was merged"))?;
+        Ok(Merge::Merged {
+            before: ours.into(),
+            after: merged.into(),
+        })
+    }
+
+    /// Moves a ref from `from` to `to`, only if it still points at `from`.
+    pub fn move_ref(&self, name: &str, from: &CommitId, to: &CommitId, msg: &str) -> anyhow::Result<()> {
+        self.repo
+            .reference_matching(name, to.oid()?, true, from.oid()?, msg)
+            .with_context(|| format!("could not move {name}"))?;
+        Ok(())
+    }
+
+    /// The identity of swarm's commits: the repository's configured user, else the default.
+    fn signature(&self) -> anyhow::Result<Signature<'static>> {
+        match self.repo.signature() {
+            Ok(s) => Ok(s),
+            Err(_) => Ok(Signature::now(DEFAULT_NAME, DEFAULT_EMAIL)?),
+        }
+    }
+
+    /// The state of the user's checkout: HEAD, and every path that is not clean with its
+    /// status, size and modification time. Two equal fingerprints mean nobody touched it.
+    pub fn fingerprint(&self) -> anyhow::Result<Fingerprint> {
+        let head = self.repo.head().ok().and_then(|h| h.target()).map(CommitId::from);
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .exclude_submodules(true);
+        let mut paths = BTreeMap::new();
+        for s in self.repo.statuses(Some(&mut opts))?.iter() {
+            let path = String::from_utf8_lossy(s.path_bytes()).into_owned();
+            let meta = std::fs::symlink_metadata(self.workdir.join(&path)).ok();
+            let stamp = meta.map(|m| (m.len(), m.mtime(), m.mtime_nsec()));
+            paths.insert(path, (s.status().bits(), stamp));
+        }
+        Ok(Fingerprint { head, paths })
+    }
+
+    /// Fast-forwards the checked-out branch from `base` to `tip` and updates the checkout, only
+    /// if that branch is still at `base` and the checkout is clean.
+    pub fn land(&self, base: &CommitId, tip: &CommitId) -> anyhow::Result<Landing> {
+        let kept = |reason: &str| Ok(Landing::Kept { reason: reason.to_owned() });
+        let head = match self.repo.head() {
+            Ok(h) => h,
+            Err(_) => return kept("HEAD does not point at a commit"),
+        };
+        if !head.is_branch() {
+            return kept("HEAD is detached");
+        }
+        let branch_ref = head.name().unwrap_or_default().to_owned();
+        let branch = head.shorthand().unwrap_or_default().to_owned();
+        if head.target() != Some(base.oid()?) {
+            return kept(&format!("{branch} moved since the run started"));
+        }
+        if !self.fingerprint()?.paths.is_empty() {
+            return kept("the working tree or index has changes");
+        }
+        if base == tip {
+            return Ok(Landing::FastForwarded { branch });
+        }
+        let tree = self.repo.find_commit(tip.oid()?)?.tree()?;
+        // Safe checkout: it refuses, before writing anything, to overwrite what it does not
+        // expect; then the branch moves only if it is still at the base.
+        self.repo
+            .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
+            .context("could not update the checkout")?;
+        if let Err(e) = self.move_ref(&branch_ref, base, tip, "swarm: land run") {
+            let old = self.repo.find_commit(base.oid()?)?.tree()?;
+            self.repo
+                .checkout_tree(old.as_object(), Some(CheckoutBuilder::new().force()))?;
+            return Err(e);
+        }
+        Ok(Landing::FastForwarded { branch })
+    }
+}
+
+/// See `Repo::fingerprint`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    head: Option<CommitId>,
+    paths: BTreeMap<String, (u32, Option<(u64, i64, i64)>)>,
+}
+
+impl Fingerprint {
+    /// Paths whose state differs between two fingerprints.
+    pub fn changed_paths(&self, later: &Self) -> Vec<String> {
+        let mut out: Vec<String> = later
+            .paths
+            .iter()
+            .filter(|(p, v)| self.paths.get(*p) != Some(v))
+            .map(|(p, _)| p.clone())
+            .collect();
+        out.extend(
+            self.paths
+                .keys()
+                .filter(|p| !later.paths.contains_key(*p))
+                .cloned(),
+        );
+        if self.head != later.head {
+            out.push("HEAD".into());
+        }
+        out.sort();
+        out
+    }
+}
+
+/// Paths in a worktree that differ from its HEAD (new files included, ignored ones not).
+pub fn worktree_changes(path: &Path) -> anyhow::Result<Vec<String>> {
+    let repo = Repository::open(path)?;
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    Ok(statuses
+        .iter()
+        .filter(|s| s.status() != Status::CURRENT)
+        .map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned())
+        .collect())
+}
+
+/// Puts a worktree back to its HEAD: changes undone, new files removed (ignored ones kept).
+pub fn restore_worktree(path: &Path) -> anyhow::Result<()> {
+    let repo = Repository::open(path)?;
+    let tree = repo.head()?.peel_to_tree()?;
+    repo.checkout_tree(
+        tree.as_object(),
+        Some(CheckoutBuilder::new().force().remove_untracked(true)),
+    )?;
+    // Staged-only changes survive a checkout of the same tree; reset the index too.
+    let mut index = repo.index()?;
+    index.read_tree(&tree)?;
+    index.write()?;
+    Ok(())
+}
+
+/// Commits everything changed in a worktree (new, modified and deleted files; `.gitignore`
+/// honoured) on its branch. `None` when nothing changed.
+pub fn commit_worktree(path: &Path, message: &str) -> anyhow::Result<Option<CommitId>> {
+    let repo = Repository::open(path)?;
+    let parent = repo.head()?.peel_to_commit()?;
+    let mut index = repo.index()?;
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    let tree_id = index.write_tree()?;
+    if tree_id == parent.tree_id() {
+        return Ok(None);
+    }
+    index.write()?;
+    let tree = repo.find_tree(tree_id)?;
+    let sig = match repo.signature() {
+        Ok(s) => s,
+        Err(_) => Signature::now(DEFAULT_NAME, DEFAULT_EMAIL)?,
+    };
+    let id = repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])?;
+    Ok(Some(id.into()))
+}
+
+/// Paths changed between two commits, for telling a dependent writer what its deps did.
+pub fn changed_paths(repo_dir: &Path, from: &CommitId, to: &CommitId) -> anyhow::Result<Vec<String>> {
+    let repo = Repository::open(repo_dir)?;
+    let a = repo.find_commit(from.oid()?)?.tree()?;
+    let b = repo.find_commit(to.oid()?)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    Ok(diff
+        .deltas()
+        .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect())
+}
+
+/// Whether an object id names a commit in the repository at `repo_dir`.
+pub fn is_commit(repo_dir: &Path, id: &CommitId) -> bool {
+    Repository::open(repo_dir)
+        .ok()
+        .and_then(|r| id.oid().ok().and_then(|o| r.find_object(o, Some(ObjectType::Commit)).ok()).map(|_| ()))
+        .is_some()
+}

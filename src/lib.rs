@@ -1,0 +1,100 @@
+//! swarm: run a DAG of tasks with coding agents, readers in a shared snapshot and writers in
+//! their own worktrees, merged back one at a time. `main` is the whole program; the binary calls
+//! it, and it is the one place that prints errors and picks the exit code.
+
+pub mod agent;
+pub mod cli;
+mod command;
+pub mod git;
+pub mod plan;
+pub mod report;
+pub mod schedule;
+pub mod store;
+pub mod ui;
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Exit codes (SPEC §9).
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const NEEDS_HUMAN: u8 = 3;
+    pub const BUSY: u8 = 4;
+    pub const RESUMABLE: u8 = 75;
+}
+
+/// Bad input from the user: exit 2, nothing ran.
+#[derive(Debug)]
+pub struct Usage {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Usage {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Another run holds the repository: exit 4.
+#[derive(Debug)]
+pub struct Busy {
+    pub holder: String,
+}
+
+impl fmt::Display for Busy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "another swarm run holds this repository: {}", self.holder)
+    }
+}
+
+impl std::error::Error for Busy {}
+
+/// The whole program.
+pub fn main() -> ExitCode {
+    let cli = cli::parse();
+    match command::dispatch(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let (code, hint) = classify(&err);
+            ui::error(&err, hint.as_deref());
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn classify(err: &anyhow::Error) -> (u8, Option<String>) {
+    for cause in err.chain() {
+        if let Some(u) = cause.downcast_ref::<Usage>() {
+            return (exit::USAGE, u.hint.clone());
+        }
+        if cause.downcast_ref::<plan::Invalid>().is_some() {
+            return (exit::USAGE, None);
+        }
+        if cause.downcast_ref::<Busy>().is_some() {
+            return (
+                exit::BUSY,
+                Some("wait for it to finish, or stop it with Ctrl-C (then `swarm resume`)".into()),
+            );
+        }
+    }
+    (exit::FAILED, None)
+}

@@ -1,0 +1,692 @@
+//! Plans: `Task`, `TaskId`, `Mode`, `Lane`; parsing and validating task files (JSONL), and the
+//! DAG with its priorities. Does no I/O beyond reading the task file.
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A task's id: `[A-Za-z0-9._-]{1,64}`, not made of dots alone (it names files and branches).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let ok_chars = s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if s.is_empty() || s.len() > 64 || !ok_chars {
+            return Err(format!(
+                "bad id {s:?}: ids are 1 to 64 characters of A-Z a-z 0-9 . _ -"
+            ));
+        }
+        if s.chars().all(|c| c == '.') || s.ends_with(".lock") {
+            return Err(format!(
+                "bad id {s:?}: an id may not be dots alone or end in .lock"
+            ));
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether a task may change the repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Read,
+    Write,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+        }
+    }
+}
+
+/// A task's role. Unknown lanes are kept by name and default to `Mode::Write` (fail closed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lane {
+    Researcher,
+    Analyst,
+    Reviewer,
+    Writer,
+    Coder,
+    Reducer,
+    Worker,
+    Other(String),
+}
+
+impl Lane {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "researcher" => Self::Researcher,
+            "analyst" => Self::Analyst,
+            "reviewer" => Self::Reviewer,
+            "writer" => Self::Writer,
+            "coder" => Self::Coder,
+            "reducer" => Self::Reducer,
+            "worker" => Self::Worker,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Researcher => "researcher",
+            Self::Analyst => "analyst",
+            Self::Reviewer => "reviewer",
+            Self::Writer => "writer",
+            Self::Coder => "coder",
+            Self::Reducer => "reducer",
+            Self::Worker => "worker",
+            Self::Other(s) => s,
+        }
+    }
+
+    fn default_mode(&self) -> Mode {
+        match self {
+            Self::Researcher | Self::Analyst | Self::Reviewer | Self::Writer | Self::Reducer => {
+                Mode::Read
+            }
+            Self::Coder | Self::Worker | Self::Other(_) => Mode::Write,
+        }
+    }
+}
+
+/// What a task does: ask an agent, or run a shell command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Prompt(String),
+    Run(String),
+}
+
+/// One node of the plan, as written in the task file.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub id: TaskId,
+    pub action: Action,
+    pub deps: Vec<TaskId>,
+    pub lane: Lane,
+    pub mode: Mode,
+    pub title: Option<String>,
+    pub agent: Option<String>,
+    pub timeout: Option<Duration>,
+    pub check: Option<String>,
+    pub files: Vec<String>,
+    /// 1-based line in the task file it came from.
+    pub line: usize,
+}
+
+impl Task {
+    /// The task as one line of the task-file format.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("id".into(), self.id.as_str().into());
+        match &self.action {
+            Action::Prompt(p) => m.insert("prompt".into(), p.as_str().into()),
+            Action::Run(r) => m.insert("run".into(), r.as_str().into()),
+        };
+        m.insert(
+            "deps".into(),
+            self.deps.iter().map(|d| Value::from(d.as_str())).collect(),
+        );
+        m.insert("lane".into(), self.lane.as_str().into());
+        m.insert("mode".into(), self.mode.as_str().into());
+        if let Some(t) = &self.title {
+            m.insert("title".into(), t.as_str().into());
+        }
+        if let Some(a) = &self.agent {
+            m.insert("agent".into(), a.as_str().into());
+        }
+        if let Some(t) = self.timeout {
+            m.insert("timeout".into(), t.as_secs().into());
+        }
+        if let Some(c) = &self.check {
+            m.insert("check".into(), c.as_str().into());
+        }
+        if !self.files.is_empty() {
+            m.insert(
+                "files".into(),
+                self.files.iter().map(|f| Value::from(f.as_str())).collect(),
+            );
+        }
+        Value::Object(m)
+    }
+}
+
+/// One thing wrong with a task file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub line: usize,
+    pub task: Option<String>,
+    pub message: String,
+}
+
+/// A task file that cannot run: every problem found, in line order.
+#[derive(Debug)]
+pub struct Invalid {
+    pub source: String,
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(
+            f,
+            "{} has {n} problem{}; nothing ran",
+            self.source,
+            if n == 1 { "" } else { "s" }
+        )?;
+        for p in &self.problems {
+            write!(f, "\n  {}:{}: ", self.source, p.line)?;
+            if let Some(t) = &p.task {
+                write!(f, "task {t:?}: ")?;
+            }
+            f.write_str(&p.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// A validated DAG of tasks. Node `i` of the graph is `tasks[i]`; edges run from a dep to its
+/// dependent.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub tasks: Vec<Task>,
+    deps: Vec<Vec<usize>>,
+    dependents: Vec<Vec<usize>>,
+}
+
+const FIELDS: &[&str] = &[
+    "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check", "files",
+];
+
+impl Plan {
+    /// Reads and validates a task file.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("could not read the task file {}", path.display()))?;
+        Ok(Self::parse(&text, &path.display().to_string())?)
+    }
+
+    /// Parses JSONL text; `source` names it in problems.
+    pub fn parse(text: &str, source: &str) -> Result<Self, Invalid> {
+        let mut problems = Vec::new();
+        let mut tasks = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            if raw.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Value>(raw) {
+                Ok(Value::Object(obj)) => {
+                    if let Some(task) = parse_task(&obj, line, &mut problems) {
+                        tasks.push(task);
+                    }
+                }
+                Ok(_) => problems.push(Problem {
+                    line,
+                    task: None,
+                    message: "a task must be a JSON object".into(),
+                }),
+                Err(e) => problems.push(Problem {
+                    line,
+                    task: None,
+                    message: format!("not valid JSON: {e}"),
+                }),
+            }
+        }
+        if tasks.is_empty() && problems.is_empty() {
+            problems.push(Problem {
+                line: 1,
+                task: None,
+                message: "the file has no tasks".into(),
+            });
+        }
+        let plan = Self::link(tasks, &mut problems);
+        if problems.is_empty() {
+            Ok(plan)
+        } else {
+            problems.sort_by_key(|p| p.line);
+            Err(Invalid {
+                source: source.to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// Builds the plan from tasks stored by an earlier run (already validated then).
+    pub fn from_tasks(tasks: Vec<Task>) -> anyhow::Result<Self> {
+        let mut problems = Vec::new();
+        let plan = Self::link(tasks, &mut problems);
+        anyhow::ensure!(
+            problems.is_empty(),
+            "the stored plan is inconsistent: {}",
+            problems[0].message
+        );
+        Ok(plan)
+    }
+
+    /// Resolves deps to indices, reporting duplicate ids, unknown deps and cycles.
+    fn link(tasks: Vec<Task>, problems: &mut Vec<Problem>) -> Self {
+        let mut index = std::collections::HashMap::new();
+        for (i, t) in tasks.iter().enumerate() {
+            if let Some(&first) = index.get(&t.id) {
+                let first: &Task = &tasks[first];
+                problems.push(Problem {
+                    line: t.line,
+                    task: Some(t.id.to_string()),
+                    message: format!("duplicate id; first defined on line {}", first.line),
+                });
+            } else {
+                index.insert(t.id.clone(), i);
+            }
+        }
+        let mut deps = vec![Vec::new(); tasks.len()];
+        let mut dependents = vec![Vec::new(); tasks.len()];
+        let mut graph = DiGraph::<usize, ()>::with_capacity(tasks.len(), tasks.len() * 2);
+        for i in 0..tasks.len() {
+            graph.add_node(i);
+        }
+        for (i, t) in tasks.iter().enumerate() {
+            for d in &t.deps {
+                match index.get(d) {
+                    Some(&j) if !deps[i].contains(&j) => {
+                        deps[i].push(j);
+                        dependents[j].push(i);
+                        graph.add_edge(NodeIndex::new(j), NodeIndex::new(i), ());
+                    }
+                    Some(_) => {}
+                    None => problems.push(Problem {
+                        line: t.line,
+                        task: Some(t.id.to_string()),
+                        message: format!("unknown dependency {:?}", d.as_str()),
+                    }),
+                }
+            }
+        }
+        for scc in tarjan_scc(&graph) {
+            let looped = scc.len() > 1 || deps[scc[0].index()].contains(&scc[0].index());
+            if !looped {
+                continue;
+            }
+            let members: Vec<usize> = scc.iter().map(|n| n.index()).collect();
+            let cycle = find_cycle(&members, &deps);
+            let path: Vec<&str> = cycle.iter().map(|&i| tasks[i].id.as_str()).collect();
+            let first = cycle[0];
+            problems.push(Problem {
+                line: tasks[first].line,
+                task: Some(tasks[first].id.to_string()),
+                message: format!("dependency cycle: {} → {}", path.join(" → "), path[0]),
+            });
+        }
+        Self {
+            tasks,
+            deps,
+            dependents,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    pub fn deps(&self, i: usize) -> &[usize] {
+        &self.deps[i]
+    }
+
+    pub fn dependents(&self, i: usize) -> &[usize] {
+        &self.dependents[i]
+    }
+
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.tasks.iter().position(|t| t.id.as_str() == id)
+    }
+
+    /// Priority of each task: the number of tasks on the longest path from it to the end of the
+    /// DAG, itself included. Longer remaining paths start first.
+    pub fn priorities(&self) -> Vec<u32> {
+        let order = self.topological_order();
+        let mut prio = vec![1u32; self.len()];
+        for &i in order.iter().rev() {
+            let below = self.dependents[i]
+                .iter()
+                .map(|&d| prio[d])
+                .max()
+                .unwrap_or(0);
+            prio[i] = below + 1;
+        }
+        prio
+    }
+
+    /// Kahn's algorithm; ties keep file order.
+    pub fn topological_order(&self) -> Vec<usize> {
+        let mut indegree: Vec<usize> = self.deps.iter().map(Vec::len).collect();
+        let mut ready: std::collections::VecDeque<usize> =
+            (0..self.len()).filter(|&i| indegree[i] == 0).collect();
+        let mut order = Vec::with_capacity(self.len());
+        while let Some(i) = ready.pop_front() {
+            order.push(i);
+            for &d in &self.dependents[i] {
+                indegree[d] -= 1;
+                if indegree[d] == 0 {
+                    ready.push_back(d);
+                }
+            }
+        }
+        order
+    }
+
+    /// The task whose result is the run's deliverable: the last `reducer`-lane task, else the
+    /// single sink, else none.
+    pub fn deliverable(&self) -> Option<usize> {
+        if let Some(i) = self.tasks.iter().rposition(|t| t.lane == Lane::Reducer) {
+            return Some(i);
+        }
+        let sinks: Vec<usize> = (0..self.len())
+            .filter(|&i| self.dependents[i].is_empty())
+            .collect();
+        (sinks.len() == 1).then(|| sinks[0])
+    }
+
+    /// The plan in the task-file format.
+    pub fn to_jsonl(&self) -> String {
+        let mut out = String::new();
+        for t in &self.tasks {
+            out.push_str(&t.to_json().to_string());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// One cycle through the strongly connected `members`, as a list of task indices in dependency
+/// order (each depends on the one before it).
+fn find_cycle(members: &[usize], deps: &[Vec<usize>]) -> Vec<usize> {
+    let start = *members.iter().min().expect("an SCC is never empty");
+    // Walk dependencies inside the component until a task repeats; the repeat closes a cycle.
+    let mut path = vec![start];
+    let mut current = start;
+    loop {
+        let next = *deps[current]
+            .iter()
+            .filter(|d| members.contains(d))
+            .min()
+            .expect("every member of an SCC has a dep inside it");
+        if let Some(pos) = path.iter().position(|&p| p == next) {
+            let mut cycle = path.split_off(pos);
+            cycle.reverse();
+            // Rotate so the cycle starts at its earliest-listed task.
+            let min_pos = cycle
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, t)| **t)
+                .map_or(0, |(k, _)| k);
+            cycle.rotate_left(min_pos);
+            return cycle;
+        }
+        path.push(next);
+        current = next;
+    }
+}
+
+fn parse_task(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>) -> Option<Task> {
+    let before = problems.len();
+    let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
+    let mut problem = |message: String| {
+        problems.push(Problem {
+            line,
+            task: raw_id.clone(),
+            message,
+        });
+    };
+    for key in obj.keys() {
+        if !FIELDS.contains(&key.as_str()) {
+            problem(format!(
+                "unknown field {key:?} (known: {})",
+                FIELDS.join(", ")
+            ));
+        }
+    }
+    let id = match obj.get("id") {
+        Some(Value::String(s)) => match TaskId::parse(s) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                problem(e);
+                None
+            }
+        },
+        Some(_) => {
+            problem("\"id\" must be a string".into());
+            None
+        }
+        None => {
+            problem("missing \"id\"".into());
+            None
+        }
+    };
+    let mut string = |key: &str| match obj.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            problem(format!("{key:?} must be a string"));
+            None
+        }
+    };
+    let prompt = string("prompt");
+    let run = string("run");
+    let lane = string("lane");
+    let mode = string("mode");
+    let title = string("title");
+    let agent = string("agent");
+    let check = string("check");
+    let action = match (prompt, run) {
+        (Some(p), None) if !p.trim().is_empty() => Some(Action::Prompt(p)),
+        (None, Some(r)) if !r.trim().is_empty() => Some(Action::Run(r)),
+        (Some(_), Some(_)) => {
+            problem("has both \"prompt\" and \"run\"; give exactly one".into());
+            None
+        }
+        (None, None) if !obj.contains_key("prompt") && !obj.contains_key("run") => {
+            problem("has neither \"prompt\" nor \"run\"; give exactly one".into());
+            None
+        }
+        _ => {
+            problem("\"prompt\" or \"run\" is empty".into());
+            None
+        }
+    };
+    let deps = string_list(obj, "deps", &mut problem)
+        .into_iter()
+        .filter_map(|d| match TaskId::parse(&d) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                problem(format!("in \"deps\": {e}"));
+                None
+            }
+        })
+        .collect();
+    let files = string_list(obj, "files", &mut problem);
+    let lane = lane.map_or(Lane::Worker, |l| Lane::parse(&l));
+    let mode = match mode.as_deref() {
+        None => match action {
+            Some(Action::Run(_)) => Mode::Write,
+            _ => lane.default_mode(),
+        },
+        Some("read") => Mode::Read,
+        Some("write") => Mode::Write,
+        Some(other) => {
+            problem(format!("\"mode\" must be \"read\" or \"write\", not {other:?}"));
+            Mode::Write
+        }
+    };
+    let timeout = match obj.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if s > 0.0 => Some(Duration::from_secs_f64(s)),
+            _ => {
+                problem("\"timeout\" must be a positive number of seconds".into());
+                None
+            }
+        },
+        Some(Value::String(s)) => match parse_duration(s) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                problem(format!("\"timeout\": {e}"));
+                None
+            }
+        },
+        Some(_) => {
+            problem("\"timeout\" must be seconds or a duration like \"90s\"".into());
+            None
+        }
+    };
+    if problems.len() > before {
+        return None;
+    }
+    Some(Task {
+        id: id?,
+        action: action?,
+        deps,
+        lane,
+        mode,
+        title,
+        agent,
+        timeout,
+        check,
+        files,
+        line,
+    })
+}
+
+fn string_list(
+    obj: &Map<String, Value>,
+    key: &str,
+    problem: &mut impl FnMut(String),
+) -> Vec<String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => {
+            let mut out = Vec::new();
+            for item in items {
+                match item {
+                    Value::String(s) => out.push(s.clone()),
+                    _ => problem(format!("{key:?} must be a list of strings")),
+                }
+            }
+            out
+        }
+        Some(_) => {
+            problem(format!("{key:?} must be a list of strings"));
+            Vec::new()
+        }
+    }
+}
+
+/// Parses `90`, `90s`, `20m`, `1h`, `1.5h` into a duration.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (number, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let scale = match unit {
+        "ms" => 0.001,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("bad duration {s:?}: use a number with s, m or h")),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n.is_finite() => Ok(Duration::from_secs_f64(n * scale)),
+        _ => Err(format!("bad duration {s:?}: use a positive number with s, m or h")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(plan: &Plan, list: &[usize]) -> Vec<String> {
+        list.iter().map(|&i| plan.tasks[i].id.to_string()).collect()
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_line() {
+        let text = r#"{"id":"a","run":"true"}
+{"id":"a","run":"true"}
+{"id":"b","run":"true","deps":["nope"]}
+
+{"id":"c","run":"true","deps":["d"]}
+{"id":"d","run":"true","deps":["c"]}
+{"id":"bad id","prompt":"x"}
+{"id":"e","prompt":"x","run":"y"}
+{"id":"f","deps":"a","run":"true"}
+"#;
+        let err = Plan::parse(text, "t.jsonl").unwrap_err();
+        let lines: Vec<usize> = err.problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, vec![2, 3, 5, 7, 8, 9]);
+        let shown = err.to_string();
+        assert!(shown.contains("t.jsonl:5: task \"c\": dependency cycle: c → d → c"), "{shown}");
+        assert!(shown.contains("duplicate id; first defined on line 1"), "{shown}");
+    }
+
+    #[test]
+    fn longer_remaining_paths_have_higher_priority() {
+        let text = r#"{"id":"a","run":"true"}
+{"id":"b","run":"true","deps":["a"]}
+{"id":"c","run":"true","deps":["b"]}
+{"id":"d","run":"true"}
+"#;
+        let plan = Plan::parse(text, "t").unwrap();
+        assert_eq!(plan.priorities(), vec![3, 2, 1, 1]);
+        assert_eq!(ids(&plan, &plan.topological_order()), ["a", "d", "b", "c"]);
+    }
+
+    #[test]
+    fn default_modes_follow_lanes_and_unknown_lanes_fail_closed() {
+        let text = r#"{"id":"a","prompt":"x","lane":"researcher"}
+{"id":"b","prompt":"x","lane":"painter"}
+{"id":"c","run":"true","lane":"reviewer"}
+{"id":"d","prompt":"x"}
+"#;
+        let plan = Plan::parse(text, "t").unwrap();
+        let modes: Vec<Mode> = plan.tasks.iter().map(|t| t.mode).collect();
+        assert_eq!(modes, [Mode::Read, Mode::Write, Mode::Write, Mode::Write]);
+    }
+
+    #[test]
+    fn durations_accept_units() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+}

@@ -1,0 +1,314 @@
+//! The final report (the deliverable, then the run summary), the short summary for stdout, and
+//! the DAG as Mermaid or DOT. Formats what it is given; computes no state.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::plan::Plan;
+use crate::store::{RunRecord, TaskRecord, TaskStatus};
+
+/// A parked task and what to tell a human about it.
+#[derive(Debug, Clone)]
+pub struct Parked {
+    pub task: String,
+    pub branch: String,
+    pub paths: Vec<String>,
+}
+
+/// Everything a report shows, gathered by the caller.
+pub struct Facts<'a> {
+    pub run: &'a RunRecord,
+    pub plan: &'a Plan,
+    pub tasks: &'a [TaskRecord],
+    /// Failed or unfinished attempts: (task, number, outcome, transcript).
+    pub failed_attempts: &'a [(String, u32, String, String)],
+    pub parked: &'a [Parked],
+    /// Merges in order: (task, merge commit).
+    pub merges: &'a [(String, String)],
+    /// What happened to the integration branch, one line.
+    pub landing: Option<&'a str>,
+    pub exit_code: i32,
+}
+
+/// Counts of tasks by status.
+pub fn counts(tasks: &[TaskRecord]) -> Vec<(TaskStatus, usize)> {
+    let order = [
+        TaskStatus::Done,
+        TaskStatus::Failed,
+        TaskStatus::Skipped,
+        TaskStatus::Parked,
+        TaskStatus::Interrupted,
+        TaskStatus::Committed,
+        TaskStatus::Running,
+        TaskStatus::Pending,
+    ];
+    order
+        .iter()
+        .map(|&s| (s, tasks.iter().filter(|t| t.status == s).count()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+fn counts_line(tasks: &[TaskRecord]) -> String {
+    let parts: Vec<String> = counts(tasks)
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .collect();
+    format!("{} tasks: {}", tasks.len(), parts.join(", "))
+}
+
+/// The Markdown report: the deliverable's result, then "Run summary".
+pub fn markdown(f: &Facts<'_>) -> String {
+    let mut out = String::new();
+    match f.plan.deliverable() {
+        Some(i) => {
+            let t = &f.tasks[i];
+            match (&t.status, &t.result) {
+                (TaskStatus::Done, Some(r)) => {
+                    out.push_str(r.trim_end());
+                    out.push_str("\n\n");
+                }
+                _ => {
+                    let _ = writeln!(
+                        out,
+                        "_The final task `{}` did not finish ({}); there is no deliverable._\n",
+                        t.id,
+                        t.status.as_str()
+                    );
+                }
+            }
+        }
+        None => out.push_str(
+            "_This plan has no reducer task and more than one final task, so there is no single deliverable; each task's result is in the board (`swarm status`)._\n\n",
+        ),
+    }
+    out.push_str("## Run summary\n\n");
+    let _ = writeln!(
+        out,
+        "Run `{}` from `{}` ({}), base `{}`, integration branch `{}`.  ",
+        f.run.id,
+        f.run.source,
+        f.run.status.as_str(),
+        &f.run.base_commit[..f.run.base_commit.len().min(12)],
+        f.run.integration_ref.trim_start_matches("refs/heads/")
+    );
+    let _ = writeln!(out, "{}. Exit code {}.\n", counts_line(f.tasks), f.exit_code);
+    if let Some(l) = f.landing {
+        let _ = writeln!(out, "{l}\n");
+    }
+
+    out.push_str("| task | lane | mode | status | attempts | time |\n|---|---|---|---|---|---|\n");
+    for (t, spec) in f.tasks.iter().zip(&f.plan.tasks) {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            t.id,
+            spec.lane.as_str(),
+            spec.mode.as_str(),
+            t.status.as_str(),
+            t.attempts,
+            crate::ui::duration(std::time::Duration::from_millis(t.elapsed_ms.max(0) as u64))
+        );
+    }
+
+    if !f.parked.is_empty() {
+        out.push_str("\n### Needs attention\n\n");
+        for p in f.parked {
+            let integration = f.run.integration_ref.trim_start_matches("refs/heads/");
+            let _ = writeln!(
+                out,
+                "- `{}` is parked: its branch `{}` conflicts with `{}` in {}.\n  Inspect and resolve:\n\n  ```sh\n  git log --oneline {integration}..{}\n  git diff {integration}...{}\n  git switch {integration} && git merge {}\n  # fix the conflicts, then: git add -A && git commit\n  ```\n",
+                p.task,
+                p.branch,
+                integration,
+                p.paths
+                    .iter()
+                    .map(|x| format!("`{x}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                p.branch,
+                p.branch,
+                p.branch,
+            );
+        }
+    }
+
+    let failed: Vec<&TaskRecord> = f
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed)
+        .collect();
+    if !failed.is_empty() {
+        out.push_str("\n### Failures\n\n");
+        for t in failed {
+            let _ = writeln!(
+                out,
+                "- `{}` failed after {} attempt{}: {}",
+                t.id,
+                t.attempts,
+                if t.attempts == 1 { "" } else { "s" },
+                t.error.as_deref().unwrap_or("unknown error")
+            );
+            for (task, n, outcome, path) in f.failed_attempts {
+                if task == &t.id {
+                    let _ = writeln!(out, "  - attempt {n} ({outcome}): transcript `{path}`");
+                }
+            }
+        }
+    }
+    let skipped: Vec<&TaskRecord> = f
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Skipped)
+        .collect();
+    if !skipped.is_empty() {
+        out.push_str("\n### Skipped\n\n");
+        for t in skipped {
+            let _ = writeln!(
+                out,
+                "- `{}`: {}",
+                t.id,
+                t.error.as_deref().unwrap_or("a dependency did not finish")
+            );
+        }
+    }
+    if !f.merges.is_empty() {
+        out.push_str("\n### Merges\n\n");
+        for (task, commit) in f.merges {
+            let _ = writeln!(out, "- `{task}` merged as `{}`", &commit[..commit.len().min(12)]);
+        }
+    }
+
+    out.push_str("\n### Graph\n\n```mermaid\n");
+    out.push_str(&mermaid(f.plan, Some(f.tasks)));
+    out.push_str("```\n");
+    out
+}
+
+/// The short human summary for stdout.
+pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
+    let mut out = format!("run {}: {}\n", f.run.id, counts_line(f.tasks));
+    for p in f.parked {
+        let _ = writeln!(out, "parked: {} on branch {} ({})", p.task, p.branch, p.paths.join(", "));
+    }
+    for t in f.tasks.iter().filter(|t| t.status == TaskStatus::Failed) {
+        let _ = writeln!(out, "failed: {}: {}", t.id, t.error.as_deref().unwrap_or("unknown error"));
+    }
+    if let Some(l) = f.landing {
+        let _ = writeln!(out, "{l}");
+    }
+    let _ = writeln!(out, "report: {report_path}");
+    out
+}
+
+/// The summary as JSON.
+pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
+    let counts: serde_json::Map<String, Value> = counts(f.tasks)
+        .into_iter()
+        .map(|(s, n)| (s.as_str().to_owned(), n.into()))
+        .collect();
+    json!({
+        "run": f.run.id,
+        "status": f.run.status.as_str(),
+        "exit_code": f.exit_code,
+        "base": f.run.base_commit,
+        "integration_branch": f.run.integration_ref.trim_start_matches("refs/heads/"),
+        "counts": counts,
+        "tasks": f.tasks.iter().map(|t| json!({
+            "id": t.id,
+            "status": t.status.as_str(),
+            "attempts": t.attempts,
+            "elapsed_ms": t.elapsed_ms,
+            "error": t.error,
+            "transcript": t.transcript,
+        })).collect::<Vec<_>>(),
+        "parked": f.parked.iter().map(|p| json!({"task": p.task, "branch": p.branch, "paths": p.paths})).collect::<Vec<_>>(),
+        "landing": f.landing,
+        "report": report_path,
+    })
+}
+
+fn status_class(s: TaskStatus) -> &'static str {
+    match s {
+        TaskStatus::Done => "done",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Skipped => "skipped",
+        TaskStatus::Parked => "parked",
+        TaskStatus::Running | TaskStatus::Committed => "running",
+        TaskStatus::Pending | TaskStatus::Interrupted => "pending",
+    }
+}
+
+/// Mermaid node ids must be simple; task ids may hold dots and dashes.
+fn node(i: usize) -> String {
+    format!("t{i}")
+}
+
+/// The DAG as a Mermaid flowchart, coloured by status when statuses are given.
+pub fn mermaid(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
+    let mut out = String::from("flowchart TD\n");
+    for (i, t) in plan.tasks.iter().enumerate() {
+        let label = match tasks {
+            Some(ts) => format!("{}<br/>{}", t.id, ts[i].status.as_str()),
+            None => format!("{}<br/>{}", t.id, t.lane.as_str()),
+        };
+        let _ = writeln!(out, "  {}[\"{}\"]", node(i), label.replace('"', "'"));
+    }
+    for i in 0..plan.len() {
+        for &d in plan.deps(i) {
+            let _ = writeln!(out, "  {} --> {}", node(d), node(i));
+        }
+    }
+    if let Some(ts) = tasks {
+        out.push_str(
+            "  classDef done fill:#c8e6c9,stroke:#2e7d32\n  classDef failed fill:#ffcdd2,stroke:#c62828\n  classDef skipped fill:#eeeeee,stroke:#9e9e9e\n  classDef parked fill:#ffe0b2,stroke:#ef6c00\n  classDef running fill:#bbdefb,stroke:#1565c0\n  classDef pending fill:#ffffff,stroke:#616161\n",
+        );
+        for class in ["done", "failed", "skipped", "parked", "running", "pending"] {
+            let members: Vec<String> = ts
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| status_class(t.status) == class)
+                .map(|(i, _)| node(i))
+                .collect();
+            if !members.is_empty() {
+                let _ = writeln!(out, "  class {} {class}", members.join(","));
+            }
+        }
+    }
+    out
+}
+
+/// The DAG in Graphviz DOT.
+pub fn dot(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
+    let mut out = String::from("digraph swarm {\n  rankdir=TB;\n  node [shape=box];\n");
+    for (i, t) in plan.tasks.iter().enumerate() {
+        let (label, color) = match tasks {
+            Some(ts) => (
+                format!("{}\\n{}", t.id, ts[i].status.as_str()),
+                match status_class(ts[i].status) {
+                    "done" => "palegreen",
+                    "failed" => "lightpink",
+                    "parked" => "orange",
+                    "running" => "lightblue",
+                    "skipped" => "lightgrey",
+                    _ => "white",
+                },
+            ),
+            None => (format!("{}\\n{}", t.id, t.lane.as_str()), "white"),
+        };
+        let _ = writeln!(
+            out,
+            "  {} [label=\"{}\", style=filled, fillcolor={color}];",
+            node(i),
+            label.replace('"', "'")
+        );
+    }
+    for i in 0..plan.len() {
+        for &d in plan.deps(i) {
+            let _ = writeln!(out, "  {} -> {};", node(d), node(i));
+        }
+    }
+    out.push_str("}\n");
+    out
+}

@@ -1,0 +1,698 @@
+//! The board: run state in SQLite (`<git common dir>/swarm/board.db`, WAL), its versioned
+//! schema, and each run's append-only event log (`runs/<run>/events.jsonl`). Every change is one
+//! transaction, written before anything that depends on it happens. Used from one thread only.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use rusqlite::{Connection, OptionalExtension as _, Transaction, params};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Schema migrations, append-only: migration `i` takes the board from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[r"
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    source TEXT NOT NULL,
+    base_commit TEXT NOT NULL,
+    integration_ref TEXT NOT NULL,
+    options TEXT NOT NULL
+);
+CREATE TABLE tasks (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    spec TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    result TEXT,
+    error TEXT,
+    transcript TEXT,
+    started_at INTEGER,
+    finished_at INTEGER,
+    elapsed_ms INTEGER NOT NULL DEFAULT 0,
+    branch TEXT,
+    start_commit TEXT,
+    commit_id TEXT,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE attempts (
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    outcome TEXT,
+    transcript TEXT NOT NULL,
+    PRIMARY KEY (run_id, task_id, number)
+);
+CREATE TABLE merges (
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    commit_id TEXT NOT NULL,
+    before TEXT NOT NULL,
+    after TEXT,
+    state TEXT NOT NULL,
+    paths TEXT,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, task_id)
+);
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    task_id TEXT,
+    detail TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"];
+
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    Pending,
+    Running,
+    /// A writer whose commit waits for the merge queue.
+    Committed,
+    Done,
+    Failed,
+    Skipped,
+    Parked,
+    Interrupted,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Committed => "committed",
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Skipped => "skipped",
+            Self::Parked => "parked",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    fn parse(s: &str) -> anyhow::Result<Self> {
+        Ok(match s {
+            "pending" => Self::Pending,
+            "running" => Self::Running,
+            "committed" => Self::Committed,
+            "done" => Self::Done,
+            "failed" => Self::Failed,
+            "skipped" => Self::Skipped,
+            "parked" => Self::Parked,
+            "interrupted" => Self::Interrupted,
+            other => bail!("unknown task status {other:?} in the board"),
+        })
+    }
+
+    /// Finished for good: a resume does not run it again.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Done | Self::Failed | Self::Skipped | Self::Parked)
+    }
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Interrupted,
+    Finished,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Interrupted => "interrupted",
+            Self::Finished => "finished",
+        }
+    }
+
+    fn parse(s: &str) -> anyhow::Result<Self> {
+        Ok(match s {
+            "running" => Self::Running,
+            "interrupted" => Self::Interrupted,
+            "finished" => Self::Finished,
+            other => bail!("unknown run status {other:?} in the board"),
+        })
+    }
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub source: String,
+    pub base_commit: String,
+    pub integration_ref: String,
+    /// The run's options as JSON, owned by the caller.
+    pub options: Value,
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskRecord {
+    pub id: String,
+    /// The task in the task-file format.
+    pub spec: Value,
+    pub status: TaskStatus,
+    pub attempts: u32,
+    /// Failed attempts; interrupted ones do not count against `--retries`.
+    pub failures: u32,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub transcript: Option<String>,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub elapsed_ms: i64,
+    pub branch: Option<String>,
+    pub start_commit: Option<String>,
+    pub commit_id: Option<String>,
+}
+
+/// Something that happened, as written to the board and to `events.jsonl`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event<'a> {
+    pub kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<&'a str>,
+    pub detail: Value,
+}
+
+impl<'a> Event<'a> {
+    pub fn run(kind: &'a str, detail: Value) -> Self {
+        Self {
+            kind,
+            task: None,
+            detail,
+        }
+    }
+
+    pub fn task(kind: &'a str, task: &'a str, detail: Value) -> Self {
+        Self {
+            kind,
+            task: Some(task),
+            detail,
+        }
+    }
+}
+
+/// A change to one task, applied with its event in one transaction.
+#[derive(Debug, Default)]
+pub struct TaskUpdate<'a> {
+    pub status: Option<TaskStatus>,
+    pub attempts: Option<u32>,
+    pub failures: Option<u32>,
+    pub result: Option<&'a str>,
+    pub error: Option<Option<&'a str>>,
+    pub transcript: Option<&'a str>,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub elapsed_ms: Option<i64>,
+    pub branch: Option<&'a str>,
+    pub start_commit: Option<&'a str>,
+    pub commit_id: Option<&'a str>,
+}
+
+/// The board of one repository.
+pub struct Board {
+    conn: Connection,
+    dir: PathBuf,
+    log: Option<(String, File)>,
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Board {
+    /// Opens (creating and migrating as needed) the board in `swarm_dir`.
+    pub fn open(swarm_dir: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(swarm_dir)
+            .with_context(|| format!("could not create {}", swarm_dir.display()))?;
+        let path = swarm_dir.join("board.db");
+        let mut conn = Connection::open(&path)
+            .with_context(|| format!("could not open the board {}", path.display()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // WAL with synchronous=NORMAL: a commit survives the process being killed at any
+        // moment (the case swarm resumes from); only an OS crash can lose the last commits.
+        conn.pragma_update(None, "journal_mode", "wal")?;
+        conn.pragma_update(None, "synchronous", "normal")?;
+        conn.pragma_update(None, "foreign_keys", "on")?;
+        migrate(&mut conn).with_context(|| format!("board {}", path.display()))?;
+        Ok(Self {
+            conn,
+            dir: swarm_dir.to_owned(),
+            log: None,
+        })
+    }
+
+    /// The directory of a run's files.
+    pub fn run_dir(&self, run: &str) -> PathBuf {
+        self.dir.join("runs").join(run)
+    }
+
+    pub fn events_path(&self, run: &str) -> PathBuf {
+        self.run_dir(run).join("events.jsonl")
+    }
+
+    /// Records a new run and its tasks.
+    pub fn create_run(&mut self, run: &RunRecord, tasks: &[(String, Value)]) -> anyhow::Result<()> {
+        std::fs::create_dir_all(self.run_dir(&run.id).join("attempts"))?;
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO runs (id, created_at, status, source, base_commit, integration_ref, options)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                run.id,
+                run.created_at,
+                run.status.as_str(),
+                run.source,
+                run.base_commit,
+                run.integration_ref,
+                run.options.to_string()
+            ],
+        )?;
+        {
+            let mut insert = tx.prepare(
+                "INSERT INTO tasks (run_id, id, position, spec, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
+            )?;
+            for (pos, (id, spec)) in tasks.iter().enumerate() {
+                insert.execute(params![run.id, id, pos as i64, spec.to_string()])?;
+            }
+        }
+        let lines = vec![append_event(
+            &tx,
+            &run.id,
+            &Event::run("run_started", serde_json::json!({"tasks": tasks.len(), "base": run.base_commit})),
+        )?];
+        tx.commit()?;
+        self.write_log(&run.id, &lines)
+    }
+
+    /// Applies one task change and its event in one transaction.
+    pub fn update_task(
+        &mut self,
+        run: &str,
+        task: &str,
+        update: &TaskUpdate<'_>,
+        event: &Event<'_>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        apply_update(&tx, run, task, update)?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// Starts an attempt: the task is running and the attempt is recorded.
+    pub fn start_attempt(
+        &mut self,
+        run: &str,
+        task: &str,
+        number: u32,
+        transcript: &str,
+        event: &Event<'_>,
+    ) -> anyhow::Result<()> {
+        let now = now_ms();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO attempts (run_id, task_id, number, started_at, transcript)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![run, task, number, now, transcript],
+        )?;
+        apply_update(
+            &tx,
+            run,
+            task,
+            &TaskUpdate {
+                status: Some(TaskStatus::Running),
+                attempts: Some(number),
+                transcript: Some(transcript),
+                started_at: Some(now),
+                ..TaskUpdate::default()
+            },
+        )?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// Ends an attempt and applies the task change it causes, in one transaction.
+    pub fn finish_attempt(
+        &mut self,
+        run: &str,
+        task: &str,
+        number: u32,
+        outcome: &str,
+        update: &TaskUpdate<'_>,
+        events: &[Event<'_>],
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE attempts SET finished_at = ?1, outcome = ?2
+             WHERE run_id = ?3 AND task_id = ?4 AND number = ?5",
+            params![now_ms(), outcome, run, task, number],
+        )?;
+        apply_update(&tx, run, task, update)?;
+        let mut lines = Vec::with_capacity(events.len());
+        for e in events {
+            lines.push(append_event(&tx, run, e)?);
+        }
+        tx.commit()?;
+        self.write_log(run, &lines)
+    }
+
+    /// Marks several tasks with one status (skips, interrupts) in one transaction.
+    pub fn mark_tasks(
+        &mut self,
+        run: &str,
+        changes: &[(&str, TaskStatus, Option<&str>)],
+        kind: &str,
+    ) -> anyhow::Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.transaction()?;
+        let mut lines = Vec::with_capacity(changes.len());
+        for (task, status, why) in changes {
+            apply_update(
+                &tx,
+                run,
+                task,
+                &TaskUpdate {
+                    status: Some(*status),
+                    error: Some(*why),
+                    ..TaskUpdate::default()
+                },
+            )?;
+            let detail = why.map_or(Value::Null, |w| serde_json::json!({ "reason": w }));
+            lines.push(append_event(&tx, run, &Event::task(kind, task, detail))?);
+        }
+        tx.commit()?;
+        self.write_log(run, &lines)
+    }
+
+    /// Records a run-level event.
+    pub fn event(&mut self, run: &str, event: &Event<'_>) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    pub fn set_run_status(
+        &mut self,
+        run: &str,
+        status: RunStatus,
+        exit_code: Option<i32>,
+        event: &Event<'_>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        let finished = (status == RunStatus::Finished).then(now_ms);
+        tx.execute(
+            "UPDATE runs SET status = ?1, exit_code = ?2, finished_at = ?3 WHERE id = ?4",
+            params![status.as_str(), exit_code, finished, run],
+        )?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// Replaces the stored options of a run (a resume may change some).
+    pub fn set_run_options(&mut self, run: &str, options: &Value) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET options = ?1 WHERE id = ?2",
+            params![options.to_string(), run],
+        )?;
+        Ok(())
+    }
+
+    /// The newest run, or the newest one not finished.
+    pub fn latest_run(&self, unfinished: bool) -> anyhow::Result<Option<String>> {
+        let sql = if unfinished {
+            "SELECT id FROM runs WHERE status != 'finished' ORDER BY created_at DESC, id DESC LIMIT 1"
+        } else {
+            "SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1"
+        };
+        Ok(self.conn.query_row(sql, [], |r| r.get(0)).optional()?)
+    }
+
+    pub fn load_run(&self, run: &str) -> anyhow::Result<Option<RunRecord>> {
+        self.conn
+            .query_row(
+                "SELECT id, created_at, finished_at, status, exit_code, source, base_commit,
+                        integration_ref, options FROM runs WHERE id = ?1",
+                [run],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                        r.get::<_, String>(8)?,
+                    ))
+                },
+            )
+            .optional()?
+            .map(|(id, created_at, finished_at, status, exit_code, source, base, integ, opts)| {
+                Ok(RunRecord {
+                    id,
+                    created_at,
+                    finished_at,
+                    status: RunStatus::parse(&status)?,
+                    exit_code,
+                    source,
+                    base_commit: base,
+                    integration_ref: integ,
+                    options: serde_json::from_str(&opts).context("stored run options")?,
+                })
+            })
+            .transpose()
+    }
+
+    /// The tasks of a run in plan order.
+    pub fn load_tasks(&self, run: &str) -> anyhow::Result<Vec<TaskRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, spec, status, attempts, failures, result, error, transcript, started_at,
+                    finished_at, elapsed_ms, branch, start_commit, commit_id
+             FROM tasks WHERE run_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map([run], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                TaskRecord {
+                    id: String::new(),
+                    spec: Value::Null,
+                    status: TaskStatus::Pending,
+                    attempts: r.get(3)?,
+                    failures: r.get(4)?,
+                    result: r.get(5)?,
+                    error: r.get(6)?,
+                    transcript: r.get(7)?,
+                    started_at: r.get(8)?,
+                    finished_at: r.get(9)?,
+                    elapsed_ms: r.get(10)?,
+                    branch: r.get(11)?,
+                    start_commit: r.get(12)?,
+                    commit_id: r.get(13)?,
+                },
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, spec, status, mut rec) = row?;
+            rec.id = id;
+            rec.spec = serde_json::from_str(&spec).context("stored task")?;
+            rec.status = TaskStatus::parse(&status)?;
+            out.push(rec);
+        }
+        Ok(out)
+    }
+
+    /// Attempts of a run whose outcome is not success, for reports: (task, number, outcome,
+    /// transcript).
+    pub fn failed_attempts(&self, run: &str) -> anyhow::Result<Vec<(String, u32, String, String)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT task_id, number, COALESCE(outcome, 'unfinished'), transcript FROM attempts
+             WHERE run_id = ?1 AND (outcome IS NULL OR outcome != 'succeeded')
+             ORDER BY started_at, task_id, number",
+        )?;
+        let rows = stmt.query_map([run], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn write_log(&mut self, run: &str, lines: &[String]) -> anyhow::Result<()> {
+        if self.log.as_ref().is_none_or(|(r, _)| r != run) {
+            let path = self.events_path(run);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("could not open {}", path.display()))?;
+            self.log = Some((run.to_owned(), file));
+        }
+        let (_, file) = self.log.as_mut().expect("log opened above");
+        let mut buf = String::new();
+        for l in lines {
+            buf.push_str(l);
+            buf.push('\n');
+        }
+        file.write_all(buf.as_bytes())?;
+        Ok(())
+    }
+}
+
+fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
+    let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > MIGRATIONS.len() {
+        bail!(
+            "the board has schema version {version}, newer than this swarm knows ({}); use a newer swarm",
+            MIGRATIONS.len()
+        );
+    }
+    if version == MIGRATIONS.len() {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    for m in &MIGRATIONS[version..] {
+        tx.execute_batch(m)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len())?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn apply_update(tx: &Transaction<'_>, run: &str, task: &str, u: &TaskUpdate<'_>) -> anyhow::Result<()> {
+    let mut sets: Vec<&str> = Vec::new();
+    let mut values: Vec<rusqlite::types::Value> = Vec::new();
+    let mut set = |col: &'static str, v: rusqlite::types::Value| {
+        sets.push(col);
+        values.push(v);
+    };
+    use rusqlite::types::Value as V;
+    let text = |s: &str| V::Text(s.to_owned());
+    if let Some(s) = u.status {
+        set("status", text(s.as_str()));
+    }
+    if let Some(n) = u.attempts {
+        set("attempts", V::Integer(n.into()));
+    }
+    if let Some(n) = u.failures {
+        set("failures", V::Integer(n.into()));
+    }
+    if let Some(r) = u.result {
+        set("result", text(r));
+    }
+    if let Some(e) = u.error {
+        set("error", e.map_or(V::Null, text));
+    }
+    if let Some(t) = u.transcript {
+        set("transcript", text(t));
+    }
+    if let Some(t) = u.started_at {
+        set("started_at", V::Integer(t));
+    }
+    if let Some(t) = u.finished_at {
+        set("finished_at", V::Integer(t));
+    }
+    if let Some(t) = u.elapsed_ms {
+        set("elapsed_ms", V::Integer(t));
+    }
+    if let Some(b) = u.branch {
+        set("branch", text(b));
+    }
+    if let Some(c) = u.start_commit {
+        set("start_commit", text(c));
+    }
+    if let Some(c) = u.commit_id {
+        set("commit_id", text(c));
+    }
+    if sets.is_empty() {
+        return Ok(());
+    }
+    let assignments: Vec<String> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{c} = ?{}", i + 1))
+        .collect();
+    let sql = format!(
+        "UPDATE tasks SET {} WHERE run_id = ?{} AND id = ?{}",
+        assignments.join(", "),
+        values.len() + 1,
+        values.len() + 2
+    );
+    values.push(text(run));
+    values.push(text(task));
+    let changed = tx.execute(&sql, rusqlite::params_from_iter(values))?;
+    anyhow::ensure!(changed == 1, "task {task} of run {run} is not in the board");
+    Ok(())
+}
+
+/// Appends an event to the board and returns its `events.jsonl` line.
+fn append_event(tx: &Transaction<'_>, run: &str, e: &Event<'_>) -> anyhow::Result<String> {
+    let at = now_ms();
+    let seq: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1",
+        [run],
+        |r| r.get(0),
+    )?;
+    let detail = e.detail.to_string();
+    tx.execute(
+        "INSERT INTO events (run_id, seq, at, kind, task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![run, seq, at, e.kind, e.task, detail],
+    )?;
+    let mut line = serde_json::json!({ "seq": seq, "at": at, "kind": e.kind });
+    if let Some(t) = e.task {
+        line["task"] = t.into();
+    }
+    if !e.detail.is_null() {
+        line["detail"] = e.detail.clone();
+    }
+    Ok(line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_board_from_a_newer_swarm_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Board::open(dir.path()).unwrap());
+        let conn = Connection::open(dir.path().join("board.db")).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = Board::open(dir.path()).err().unwrap();
+        assert!(format!("{err:#}").contains("newer than this swarm knows"), "{err:#}");
+    }
+}

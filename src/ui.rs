@@ -1,0 +1,196 @@
+//! What people see: progress on stderr (bars on a terminal, plain lines otherwise, nothing with
+//! `-q`), the summary or JSON on stdout, and errors. Decides nothing.
+#![expect(clippy::print_stdout, clippy::print_stderr, reason = "the one module that prints")]
+
+use std::collections::HashMap;
+use std::io::IsTerminal as _;
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Progress output of a run.
+pub struct Ui {
+    mode: Mode,
+}
+
+enum Mode {
+    Quiet,
+    Plain,
+    Bars {
+        multi: MultiProgress,
+        overall: ProgressBar,
+        tasks: HashMap<String, ProgressBar>,
+    },
+}
+
+impl Ui {
+    /// Bars when stderr is a terminal, plain lines when it is not, nothing when quiet.
+    pub fn new(quiet: bool) -> Self {
+        let mode = if quiet {
+            Mode::Quiet
+        } else if std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb") {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(8));
+            let overall = multi.add(ProgressBar::new(0));
+            overall.set_style(
+                ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg}")
+                    .expect("a valid template")
+                    .progress_chars("=> "),
+            );
+            overall.set_prefix("Running");
+            Mode::Bars {
+                multi,
+                overall,
+                tasks: HashMap::new(),
+            }
+        } else {
+            Mode::Plain
+        };
+        Self { mode }
+    }
+
+    pub fn run_started(&mut self, run: &str, total: usize, finished: usize) {
+        match &mut self.mode {
+            Mode::Quiet => {}
+            Mode::Plain => line("Running", &format!("run {run}: {total} tasks ({finished} finished already)")),
+            Mode::Bars { multi, overall, .. } => {
+                overall.set_length(total as u64);
+                overall.set_position(finished as u64);
+                overall.set_message(format!("run {run}"));
+                overall.enable_steady_tick(Duration::from_millis(250));
+                let _ = multi.println(format_line("Running", &format!("run {run}: {total} tasks")));
+            }
+        }
+    }
+
+    pub fn task_started(&mut self, id: &str, attempt: u32) {
+        let what = if attempt > 1 {
+            format!("{id} (attempt {attempt})")
+        } else {
+            id.to_owned()
+        };
+        match &mut self.mode {
+            Mode::Quiet => {}
+            Mode::Plain => line("Started", &what),
+            Mode::Bars { multi, tasks, .. } => {
+                let bar = multi.add(ProgressBar::new_spinner());
+                bar.set_style(
+                    ProgressStyle::with_template("{prefix:>12} {msg} {elapsed}")
+                        .expect("a valid template"),
+                );
+                bar.set_prefix("Running");
+                bar.set_message(what);
+                bar.enable_steady_tick(Duration::from_millis(250));
+                tasks.insert(id.to_owned(), bar);
+            }
+        }
+    }
+
+    /// A task left the running state: `verb` is `Finished`, `Failed`, `Retrying`, ….
+    pub fn task_finished(&mut self, id: &str, verb: &str, elapsed: Duration, detail: Option<&str>) {
+        let text = match detail {
+            Some(d) => format!("{id} in {} ({d})", duration(elapsed)),
+            None => format!("{id} in {}", duration(elapsed)),
+        };
+        match &mut self.mode {
+            Mode::Quiet => {}
+            Mode::Plain => line(verb, &text),
+            Mode::Bars {
+                multi,
+                overall,
+                tasks,
+            } => {
+                if let Some(bar) = tasks.remove(id) {
+                    bar.finish_and_clear();
+                    multi.remove(&bar);
+                }
+                if verb != "Retrying" {
+                    overall.inc(1);
+                }
+                let _ = multi.println(format_line(verb, &text));
+            }
+        }
+    }
+
+    /// A permanent line, in the style `      Merged a3`.
+    pub fn note(&mut self, verb: &str, text: &str) {
+        match &mut self.mode {
+            Mode::Quiet => {}
+            Mode::Plain => line(verb, text),
+            Mode::Bars { multi, overall, .. } => {
+                if verb == "Skipped" {
+                    overall.inc(1);
+                }
+                let _ = multi.println(format_line(verb, text));
+            }
+        }
+    }
+
+    /// Clears the bars.
+    pub fn finish(&mut self) {
+        if let Mode::Bars { multi, overall, tasks } = &mut self.mode {
+            for (_, bar) in tasks.drain() {
+                bar.finish_and_clear();
+            }
+            overall.finish_and_clear();
+            let _ = multi.clear();
+        }
+    }
+
+    pub fn is_quiet(&self) -> bool {
+        matches!(self.mode, Mode::Quiet)
+    }
+}
+
+fn format_line(verb: &str, text: &str) -> String {
+    format!("{verb:>12} {text}")
+}
+
+fn line(verb: &str, text: &str) {
+    eprintln!("{}", format_line(verb, text));
+}
+
+/// `1.2s`, `3m04s`, `1h02m`.
+pub fn duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else if s < 3600.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!("{}h{:02}m", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+    }
+}
+
+/// Prints text on stdout.
+pub fn out(text: &str) {
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
+    }
+}
+
+/// Prints a permanent line on stderr, outside a run (e.g. landing notes).
+pub fn say(quiet: bool, verb: &str, text: &str) {
+    if !quiet {
+        line(verb, text);
+    }
+}
+
+/// Prints an error: `error: <what>`, one `caused by:` line per cause, then an optional hint.
+pub fn error(err: &anyhow::Error, hint: Option<&str>) {
+    let mut chain = err.chain();
+    if let Some(first) = chain.next() {
+        eprintln!("error: {first}");
+    }
+    for cause in chain {
+        eprintln!("caused by: {cause}");
+    }
+    if let Some(h) = hint {
+        eprintln!("hint: {h}");
+    }
+}
+
+/// Prints a warning line on stderr.
+pub fn warn(text: &str) {
+    eprintln!("warning: {text}");
+}
