@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         json: cli.json,
     };
     match cli.command {
-        Command::Run { tasks, options } => run_file(&g, &tasks, options),
+        Command::Run { tasks, options } => run_file(&g, &tasks, &options),
         Command::Resume { run, options } => resume(&g, run.as_deref(), options),
         Command::Status { run } => status(&g, run.as_deref()),
         Command::Logs {
@@ -270,7 +271,7 @@ fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
     })
 }
 
-fn run_file(g: &Globals, tasks: &Path, options: RunOptions) -> anyhow::Result<u8> {
+fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u8> {
     if let Some(code) = refuse_when_nested(g) {
         return Ok(code);
     }
@@ -283,7 +284,7 @@ fn run_file(g: &Globals, tasks: &Path, options: RunOptions) -> anyhow::Result<u8
         Ok(invalid) => anyhow::Error::new(invalid),
         Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
     })?;
-    let settings = settings(&options, &plan)?;
+    let settings = settings(options, &plan)?;
     let repo = open_repo(g)?;
     let run_id = new_run_id();
     let lock = Lock::acquire(&repo, &run_id)?;
@@ -304,7 +305,7 @@ fn run_file(g: &Globals, tasks: &Path, options: RunOptions) -> anyhow::Result<u8
         source: tasks.display().to_string(),
         base_commit: base.to_string(),
         integration_ref: integration_ref.clone(),
-        options: serde_json::to_value(&options)?,
+        options: serde_json::to_value(options)?,
     };
     let specs: Vec<(String, serde_json::Value)> = plan
         .tasks
@@ -320,7 +321,7 @@ fn run_file(g: &Globals, tasks: &Path, options: RunOptions) -> anyhow::Result<u8
         worktrees,
         run_dir: board.run_dir(&record.id),
     };
-    execute(g, &repo, &mut board, &plan, &settings, &layout, &options, lock)
+    execute(g, &repo, &mut board, &plan, &settings, &layout, options, lock)
 }
 
 fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u8> {
@@ -369,7 +370,10 @@ fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u
 
 /// The plan of a stored run, from its tasks' specs.
 fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
-    let text: String = records.iter().map(|r| format!("{}\n", r.spec)).collect();
+    let text: String = records
+        .iter()
+        .flat_map(|r| [r.spec.to_string(), "\n".to_owned()])
+        .collect();
     Plan::parse(&text, "the stored plan").map_err(anyhow::Error::new)
 }
 
@@ -572,15 +576,16 @@ fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     );
     let width = tasks.iter().map(|t| t.id.len()).max().unwrap_or(4);
     for t in &tasks {
-        out.push_str(&format!(
-            "  {:<11} {:<width$}  {} attempt{}  {}{}\n",
+        let _ = writeln!(
+            out,
+            "  {:<11} {:<width$}  {} attempt{}  {}{}",
             t.status.as_str(),
             t.id,
             t.attempts,
             if t.attempts == 1 { " " } else { "s" },
             ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
             t.error.as_deref().map(|e| format!("  {e}")).unwrap_or_default()
-        ));
+        );
     }
     ui::out(&out);
     Ok(exit::OK)
@@ -652,7 +657,7 @@ fn logs(
         if !transcripts.is_empty() {
             let mut t = String::from("transcripts of failed attempts:\n");
             for (task, n, outcome, path) in transcripts {
-                t.push_str(&format!("  {task} attempt {n} ({outcome}): {path}\n"));
+                let _ = writeln!(t, "  {task} attempt {n} ({outcome}): {path}");
             }
             ui::out(&t);
         }
@@ -725,7 +730,7 @@ fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
     let verb = if dry_run { "would " } else { "" };
     let mut out = String::new();
     for a in &actions {
-        out.push_str(&format!("{verb}{a}\n"));
+        let _ = writeln!(out, "{verb}{a}");
     }
     if actions.is_empty() {
         out.push_str("nothing to clean\n");

@@ -54,6 +54,7 @@ pub const DEFAULT_EMAIL: &str = "swarm@localhost";
 
 /// The user's repository.
 pub struct Repo {
+    #[expect(clippy::struct_field_names, reason = "the git2 handle inside swarm's Repo")]
     repo: Repository,
     workdir: PathBuf,
     common_dir: PathBuf,
@@ -334,9 +335,8 @@ impl Repo {
     /// if that branch is still at `base` and the checkout is clean.
     pub fn land(&self, base: &CommitId, tip: &CommitId) -> anyhow::Result<Landing> {
         let kept = |reason: &str| Ok(Landing::Kept { reason: reason.to_owned() });
-        let head = match self.repo.head() {
-            Ok(h) => h,
-            Err(_) => return kept("HEAD does not point at a commit"),
+        let Ok(head) = self.repo.head() else {
+            return kept("HEAD does not point at a commit");
         };
         if !head.is_branch() {
             return kept("HEAD is detached");
@@ -372,8 +372,11 @@ impl Repo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprint {
     head: Option<CommitId>,
-    paths: BTreeMap<String, (u32, Option<(u64, i64, i64)>)>,
+    paths: BTreeMap<String, (u32, Option<Stamp>)>,
 }
+
+/// Size, modification seconds and nanoseconds of a file.
+type Stamp = (u64, i64, i64);
 
 impl Fingerprint {
     /// Paths whose state differs between two fingerprints.

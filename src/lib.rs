@@ -40,6 +40,7 @@ impl Usage {
         }
     }
 
+    #[must_use]
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self

@@ -26,7 +26,9 @@ impl TaskId {
                 "bad id {s:?}: ids are 1 to 64 characters of A-Z a-z 0-9 . _ -"
             ));
         }
-        if s.chars().all(|c| c == '.') || s.ends_with(".lock") {
+        // Git refuses ref names ending in `.lock`, case-sensitively.
+        let lock_suffix = s.as_bytes().ends_with(b".lock");
+        if s.chars().all(|c| c == '.') || lock_suffix {
             return Err(format!(
                 "bad id {s:?}: an id may not be dots alone or end in .lock"
             ));
@@ -456,6 +458,7 @@ fn find_cycle(members: &[usize], deps: &[Vec<usize>]) -> Vec<usize> {
     }
 }
 
+#[expect(clippy::similar_names, reason = "`lane` and `line` are the names the file format uses")]
 fn parse_task(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>) -> Option<Task> {
     let before = problems.len();
     let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
@@ -500,13 +503,13 @@ fn parse_task(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>
         }
     };
     let prompt = string("prompt");
-    let run = string("run");
-    let lane = string("lane");
-    let mode = string("mode");
+    let command = string("run");
+    let lane_name = string("lane");
+    let mode_name = string("mode");
     let title = string("title");
     let agent = string("agent");
     let check = string("check");
-    let action = match (prompt, run) {
+    let action = match (prompt, command) {
         (Some(p), None) if !p.trim().is_empty() => Some(Action::Prompt(p)),
         (None, Some(r)) if !r.trim().is_empty() => Some(Action::Run(r)),
         (Some(_), Some(_)) => {
@@ -533,8 +536,8 @@ fn parse_task(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>
         })
         .collect();
     let files = string_list(obj, "files", &mut problem);
-    let lane = lane.map_or(Lane::Worker, |l| Lane::parse(&l));
-    let mode = match mode.as_deref() {
+    let lane = lane_name.map_or(Lane::Worker, |l| Lane::parse(&l));
+    let mode = match mode_name.as_deref() {
         None => match action {
             Some(Action::Run(_)) => Mode::Write,
             _ => lane.default_mode(),

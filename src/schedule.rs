@@ -3,6 +3,7 @@
 //! and report back over a channel. Prints only through `Ui`; reaches git only through `git`.
 
 use std::collections::{BinaryHeap, HashMap};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -205,8 +206,9 @@ impl<'a> Scheduler<'a> {
         watchdog: &Watchdog,
         signals: &SignalWatch,
     ) -> anyhow::Result<Ending> {
-        self.recover_committed()?;
+        // Counting first: a recovered merge releases its dependents, which must be counted.
         self.settle_initial()?;
+        self.recover_committed()?;
         let total = self.plan.len();
         let finished = self.slots.iter().filter(|s| is_final(s.state)).count();
         self.ui.run_started(&self.layout.run, total, finished);
@@ -632,11 +634,13 @@ impl<'a> Scheduler<'a> {
             Verdict::Failed(why) => {
                 let failures = self.slots[i].failures + 1;
                 self.slots[i].failures = failures;
-                let retry = failures <= self.settings.retries && !self.stopping;
-                let status = if retry {
-                    TaskStatus::Pending
-                } else {
-                    TaskStatus::Failed
+                let retries_left = failures <= self.settings.retries;
+                let retry = retries_left && !self.stopping;
+                let status = match (retries_left, self.stopping) {
+                    (true, false) => TaskStatus::Pending,
+                    // A resume gives it the retry it has left.
+                    (true, true) => TaskStatus::Interrupted,
+                    (false, _) => TaskStatus::Failed,
                 };
                 self.board.finish_attempt(
                     &run,
@@ -666,20 +670,17 @@ impl<'a> Scheduler<'a> {
                         report.elapsed,
                         Some(&format!("{why}; attempt {} in {:.1}s", report.attempt + 1, wait.as_secs_f64())),
                     );
+                } else if retries_left {
+                    self.slots[i].state = State::Interrupted;
+                    self.ui.task_finished(id, "Interrupted", report.elapsed, Some(&why));
                 } else {
-                    self.slots[i].state = if self.stopping {
-                        State::Interrupted
-                    } else {
-                        State::Failed
-                    };
+                    self.slots[i].state = State::Failed;
                     self.ui.task_finished(id, "Failed", report.elapsed, Some(&why));
                     if task.mode == Mode::Write {
                         // Kept for inspection until `swarm gc`.
                         self.ui.note("Kept", &format!("worktree of {id} at {}", self.layout.worktrees.join(id).display()));
                     }
-                    if !self.stopping {
-                        self.skip_dependents_of(i)?;
-                    }
+                    self.skip_dependents_of(i)?;
                 }
             }
         }
@@ -867,9 +868,9 @@ fn compose_prompt(prompt: &str, deps: &[(String, String)], changes: &[(String, V
         );
         for (id, result) in deps {
             let (text, cut) = cap(result, DEP_RESULT_CAP);
-            out.push_str(&format!("\n<result task=\"{id}\">\n{text}"));
+            let _ = write!(out, "\n<result task=\"{id}\">\n{text}");
             if cut > 0 {
-                out.push_str(&format!("\n[{cut} more bytes cut]"));
+                let _ = write!(out, "\n[{cut} more bytes cut]");
             }
             out.push_str("\n</result>\n");
         }
@@ -877,7 +878,7 @@ fn compose_prompt(prompt: &str, deps: &[(String, String)], changes: &[(String, V
     if !changes.is_empty() {
         out.push_str("\nFiles changed by those tasks (already in your working tree):\n");
         for (id, paths) in changes {
-            out.push_str(&format!("- {id}: {}\n", paths.join(", ")));
+            let _ = writeln!(out, "- {id}: {}", paths.join(", "));
         }
     }
     out

@@ -1,4 +1,4 @@
-//! The board: run state in SQLite (`<git common dir>/swarm/board.db`, WAL), its versioned
+//! The board: run state in `SQLite` (`<git common dir>/swarm/board.db`, WAL), its versioned
 //! schema, and each run's append-only event log (`runs/<run>/events.jsonl`). Every change is one
 //! transaction, written before anything that depends on it happens. Used from one thread only.
 
@@ -593,13 +593,13 @@ fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
 }
 
 fn apply_update(tx: &Transaction<'_>, run: &str, task: &str, u: &TaskUpdate<'_>) -> anyhow::Result<()> {
+    use rusqlite::types::Value as V;
     let mut sets: Vec<&str> = Vec::new();
     let mut values: Vec<rusqlite::types::Value> = Vec::new();
     let mut set = |col: &'static str, v: rusqlite::types::Value| {
         sets.push(col);
         values.push(v);
     };
-    use rusqlite::types::Value as V;
     let text = |s: &str| V::Text(s.to_owned());
     if let Some(s) = u.status {
         set("status", text(s.as_str()));
