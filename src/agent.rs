@@ -83,7 +83,10 @@ pub fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
     match spawn_and_wait(inv, watchdog) {
         Ok(done) => done,
         Err(e) => {
-            let _ = append(&inv.transcript, &format!("\nswarm: could not run the attempt: {e:#}\n"));
+            let _ = append(
+                &inv.transcript,
+                &format!("\nswarm: could not run the attempt: {e:#}\n"),
+            );
             Finished {
                 outcome: Outcome::Failed(format!("could not start: {e:#}")),
                 stdout: String::new(),
@@ -94,7 +97,10 @@ pub fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
 }
 
 fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
     f.write_all(text.as_bytes())
 }
 
@@ -152,7 +158,9 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
 
     out.rewind()?;
     let mut bytes = Vec::new();
-    std::io::Read::by_ref(&mut out).take(RESULT_CAP as u64).read_to_end(&mut bytes)?;
+    std::io::Read::by_ref(&mut out)
+        .take(RESULT_CAP as u64)
+        .read_to_end(&mut bytes)?;
     let mut stdout = String::from_utf8_lossy(&bytes).into_owned();
     if out.read(&mut [0u8; 1])? > 0 {
         stdout.push_str("\n[result cut at 1 MiB; the transcript has all of it]\n");
@@ -220,7 +228,9 @@ fn tempfile_in(near: &std::path::Path) -> std::io::Result<File> {
     let dir = near.parent().unwrap_or_else(|| std::path::Path::new("."));
     let path = dir.join(format!(
         ".{}.stdout",
-        near.file_name().and_then(|n| n.to_str()).unwrap_or("attempt")
+        near.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("attempt")
     ));
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -369,7 +379,12 @@ impl Watchdog {
 
 /// Runs a hook (`--on-escalate`) with `input` on stdin and waits for it, at most a minute.
 /// Returns what happened, for the event log.
-pub fn run_hook(command: &str, input: &str, cwd: &std::path::Path, transcript: &std::path::Path) -> String {
+pub fn run_hook(
+    command: &str,
+    input: &str,
+    cwd: &std::path::Path,
+    transcript: &std::path::Path,
+) -> String {
     let inv = Invocation {
         command: command.to_owned(),
         stdin: Some(input.to_owned()),

@@ -137,7 +137,12 @@ pub struct RunOptions {
     pub land: Option<Land>,
 
     /// Put worktrees and snapshots under DIR [default: the user cache dir].
-    #[arg(long, value_name = "DIR", env = "SWARM_WORKTREE_DIR", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "SWARM_WORKTREE_DIR",
+        hide_env_values = true
+    )]
     pub worktree_dir: Option<PathBuf>,
 
     /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.

@@ -1,9 +1,9 @@
 //! The subcommands: each gathers its inputs, then hands the work to plan, schedule, git, store
 //! and report, and returns the exit code.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -82,7 +82,9 @@ fn refuse_when_nested(g: &Globals) -> Option<u8> {
 
 fn open_repo(g: &Globals) -> anyhow::Result<Repo> {
     Repo::discover(&g.dir).map_err(|e| {
-        anyhow::Error::new(Usage::new(format!("{e:#}")).hint("run swarm inside a git checkout, or pass -C DIR"))
+        anyhow::Error::new(
+            Usage::new(format!("{e:#}")).hint("run swarm inside a git checkout, or pass -C DIR"),
+        )
     })
 }
 
@@ -132,6 +134,18 @@ impl Lock {
         writeln!(file, "pid {}, run {run}", std::process::id())?;
         Ok(Self { _file: file })
     }
+}
+
+/// Who holds the repository's run lock, if anyone; takes nothing.
+fn lock_holder(repo: &Repo) -> Option<String> {
+    let path = repo.common_dir().join("swarm").join("lock");
+    let mut file = std::fs::OpenOptions::new().read(true).open(path).ok()?;
+    if file.try_lock_shared().is_ok() {
+        return None;
+    }
+    let mut holder = String::new();
+    let _ = file.read_to_string(&mut holder);
+    Some(holder.trim().to_owned())
 }
 
 /// Run ids: UTC time and four hex digits, `20261129-071300-ab12`.
@@ -197,12 +211,14 @@ fn worktree_root(repo: &Repo, configured: Option<&Path>) -> anyhow::Result<PathB
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("could not create the worktree directory {}", dir.display()))?;
     if std::fs::canonicalize(&dir)?.starts_with(&workdir) {
-        bail!(Usage::new(format!(
-            "the worktree directory {} is inside your checkout {}",
-            dir.display(),
-            workdir.display()
-        ))
-        .hint("point --worktree-dir (or SWARM_WORKTREE_DIR) outside the repository"));
+        bail!(
+            Usage::new(format!(
+                "the worktree directory {} is inside your checkout {}",
+                dir.display(),
+                workdir.display()
+            ))
+            .hint("point --worktree-dir (or SWARM_WORKTREE_DIR) outside the repository")
+        );
     }
     Ok(dir)
 }
@@ -290,7 +306,10 @@ fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u
     let lock = Lock::acquire(&repo, &run_id)?;
     let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
     let base = repo.resolve(&base_rev).map_err(|e| {
-        anyhow::Error::new(Usage::new(format!("--base {base_rev}: {e:#}")).hint("a run starts from a commit; make one first"))
+        anyhow::Error::new(
+            Usage::new(format!("--base {base_rev}: {e:#}"))
+                .hint("a run starts from a commit; make one first"),
+        )
     })?;
     let worktrees = worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id);
     let mut board = open_board(&repo)?;
@@ -321,7 +340,9 @@ fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u
         worktrees,
         run_dir: board.run_dir(&record.id),
     };
-    execute(g, &repo, &mut board, &plan, &settings, &layout, options, lock)
+    execute(
+        g, &repo, &mut board, &plan, &settings, &layout, options, lock,
+    )
 }
 
 fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u8> {
@@ -337,16 +358,18 @@ fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u
             .ok_or_else(|| Usage::new("there is no unfinished run to resume"))?,
     };
     let lock = Lock::acquire(&repo, &run_id)?;
-    let record = board
-        .load_run(&run_id)?
-        .ok_or_else(|| Usage::new(format!("no run {run_id:?} in this repository")).hint("`swarm status` shows the newest run"))?;
+    let record = board.load_run(&run_id)?.ok_or_else(|| {
+        Usage::new(format!("no run {run_id:?} in this repository"))
+            .hint("`swarm status` shows the newest run")
+    })?;
     if record.status == RunStatus::Finished {
         bail!(Usage::new(format!(
             "run {run_id} finished already (exit code {}); nothing to resume",
             record.exit_code.unwrap_or_default()
         )));
     }
-    let stored: RunOptions = serde_json::from_value(record.options.clone()).context("stored run options")?;
+    let stored: RunOptions =
+        serde_json::from_value(record.options.clone()).context("stored run options")?;
     let options = overlay(stored, newer);
     let records = board.load_tasks(&run_id)?;
     let plan = stored_plan(&records)?;
@@ -365,7 +388,9 @@ fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u
         worktrees: worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id),
         run_dir: board.run_dir(&run_id),
     };
-    execute(g, &repo, &mut board, &plan, &settings, &layout, &options, lock)
+    execute(
+        g, &repo, &mut board, &plan, &settings, &layout, &options, lock,
+    )
 }
 
 /// The plan of a stored run, from its tasks' specs.
@@ -377,7 +402,10 @@ fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
     Plan::parse(&text, "the stored plan").map_err(anyhow::Error::new)
 }
 
-#[expect(clippy::too_many_arguments, reason = "the pieces of one run, gathered by two callers")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pieces of one run, gathered by two callers"
+)]
 fn execute(
     g: &Globals,
     repo: &Repo,
@@ -412,7 +440,13 @@ fn execute(
             layout.run
         ))
     } else {
-        land(repo, layout, &tip, options.land.unwrap_or(Land::Auto), parked.is_empty())?
+        land(
+            repo,
+            layout,
+            &tip,
+            options.land.unwrap_or(Land::Auto),
+            parked.is_empty(),
+        )?
     };
     let status = match ending {
         Ending::Interrupted => RunStatus::Interrupted,
@@ -422,9 +456,14 @@ fn execute(
         &layout.run,
         status,
         Some(i32::from(code)),
-        &Event::run("run_ended", json!({ "status": status.as_str(), "exit_code": code, "landing": landing })),
+        &Event::run(
+            "run_ended",
+            json!({ "status": status.as_str(), "exit_code": code, "landing": landing }),
+        ),
     )?;
-    let run = board.load_run(&layout.run)?.context("the run vanished from the board")?;
+    let run = board
+        .load_run(&layout.run)?
+        .context("the run vanished from the board")?;
     let failed_attempts = board.failed_attempts(&layout.run)?;
     let merges = merges(board, &layout.run)?;
     let facts = Facts {
@@ -442,13 +481,20 @@ fn execute(
     std::fs::write(&report_path, &text)?;
     let mut shown = report_path.display().to_string();
     if let Some(out) = &options.final_out {
-        let out = if out.is_absolute() { out.clone() } else { g.dir.join(out) };
-        std::fs::write(&out, &text).with_context(|| format!("could not write the report to {}", out.display()))?;
+        let out = if out.is_absolute() {
+            out.clone()
+        } else {
+            g.dir.join(out)
+        };
+        std::fs::write(&out, &text)
+            .with_context(|| format!("could not write the report to {}", out.display()))?;
         shown = out.display().to_string();
     }
     drop(lock);
     if g.json {
-        ui::out(&serde_json::to_string_pretty(&report::json(&facts, &shown))?);
+        ui::out(&serde_json::to_string_pretty(&report::json(
+            &facts, &shown,
+        ))?);
     } else {
         ui::out(&report::summary(&facts, &shown));
     }
@@ -473,7 +519,11 @@ fn parked_tasks(board: &Board, run: &str, records: &[TaskRecord]) -> anyhow::Res
                 branch: detail["branch"].as_str().unwrap_or_default().to_owned(),
                 paths: detail["paths"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_owned)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|p| p.as_str().map(str::to_owned))
+                            .collect()
+                    })
                     .unwrap_or_default(),
             }
         })
@@ -520,7 +570,9 @@ fn land(
     if *tip == layout.base {
         // Nothing was merged: the branch would only repeat the base.
         repo.delete_branch_at(integration, tip)?;
-        return Ok(None);
+        return Ok(Some(
+            "Nothing was merged; your branch is as it was.".to_owned(),
+        ));
     }
     let take = format!("git merge --ff-only {integration}");
     match how {
@@ -530,11 +582,14 @@ fn land(
         ))),
         Land::Auto => match repo.land(&layout.base, tip)? {
             Landing::FastForwarded { branch } => {
-                if drop_branch {
+                let kept = if drop_branch {
                     repo.delete_branch_at(integration, tip)?;
-                }
+                    String::new()
+                } else {
+                    format!("; `{integration}` is kept for the parked tasks")
+                };
                 Ok(Some(format!(
-                    "Landed: `{branch}` fast-forwarded to {} and the checkout updated.",
+                    "Landed: `{branch}` fast-forwarded to {} and the checkout updated{kept}.",
                     tip.short()
                 )))
             }
@@ -563,14 +618,28 @@ fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     let run = pick_run(&board, run)?;
     let tasks = board.load_tasks(&run.id)?;
     if g.json {
-        ui::out(&serde_json::to_string_pretty(&json!({ "run": run, "tasks": tasks }))?);
+        ui::out(&serde_json::to_string_pretty(
+            &json!({ "run": run, "tasks": tasks }),
+        )?);
         return Ok(exit::OK);
     }
+    let holder = lock_holder(&repo);
+    let alive = holder
+        .as_deref()
+        .is_some_and(|h| h.contains(run.id.as_str()));
+    let state = match run.status {
+        RunStatus::Running if !alive => {
+            "stopped (its process is gone; `swarm resume` continues it)".to_owned()
+        }
+        s => s.as_str().to_owned(),
+    };
     let mut out = format!(
         "run {}  {}{}  base {}  from {}\n",
         run.id,
-        run.status.as_str(),
-        run.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default(),
+        state,
+        run.exit_code
+            .map(|c| format!(" (exit {c})"))
+            .unwrap_or_default(),
         &run.base_commit[..run.base_commit.len().min(12)],
         run.source
     );
@@ -584,7 +653,10 @@ fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
             t.attempts,
             if t.attempts == 1 { " " } else { "s" },
             ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
-            t.error.as_deref().map(|e| format!("  {e}")).unwrap_or_default()
+            t.error
+                .as_deref()
+                .map(|e| format!("  {e}"))
+                .unwrap_or_default()
         );
     }
     ui::out(&out);
@@ -642,7 +714,8 @@ fn logs(
         line
     };
     let events = read_events(&events_path)?;
-    let selected: Vec<&serde_json::Value> = events.iter().filter(|e| !errors || is_error(e)).collect();
+    let selected: Vec<&serde_json::Value> =
+        events.iter().filter(|e| !errors || is_error(e)).collect();
     let start = tail.map_or(0, |n| selected.len().saturating_sub(n));
     let mut out = String::new();
     for e in &selected[start..] {
@@ -724,7 +797,9 @@ fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
                 repo.delete_branch_at(&name, &tip)?;
             }
         } else {
-            actions.push(format!("keep branch {name} (has commits no other branch has)"));
+            actions.push(format!(
+                "keep branch {name} (has commits no other branch has)"
+            ));
         }
     }
     let verb = if dry_run { "would " } else { "" };

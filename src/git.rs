@@ -54,7 +54,10 @@ pub const DEFAULT_EMAIL: &str = "swarm@localhost";
 
 /// The user's repository.
 pub struct Repo {
-    #[expect(clippy::struct_field_names, reason = "the git2 handle inside swarm's Repo")]
+    #[expect(
+        clippy::struct_field_names,
+        reason = "the git2 handle inside swarm's Repo"
+    )]
     repo: Repository,
     workdir: PathBuf,
     common_dir: PathBuf,
@@ -88,10 +91,17 @@ pub enum Landing {
 impl Repo {
     /// Finds the repository containing `dir`.
     pub fn discover(dir: &Path) -> anyhow::Result<Self> {
-        let repo = Repository::open_ext(dir, RepositoryOpenFlags::empty(), std::iter::empty::<&str>())
-            .with_context(|| format!("{} is not inside a git repository", dir.display()))?;
+        let repo = Repository::open_ext(
+            dir,
+            RepositoryOpenFlags::empty(),
+            std::iter::empty::<&str>(),
+        )
+        .with_context(|| format!("{} is not inside a git repository", dir.display()))?;
         let Some(workdir) = repo.workdir().map(Path::to_owned) else {
-            bail!("{} is a bare repository; swarm needs a checkout", repo.path().display());
+            bail!(
+                "{} is a bare repository; swarm needs a checkout",
+                repo.path().display()
+            );
         };
         let common_dir = std::fs::canonicalize(repo.commondir())?;
         Ok(Self {
@@ -127,6 +137,18 @@ impl Repo {
             Ok(r) => Ok(r.target().map(CommitId::from)),
             Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the lock file of the ref `name` (a full ref name) that a process killed while
+    /// moving it left behind; libgit2, like git, refuses to touch a locked ref. Only for refs
+    /// nobody else can be writing, i.e. a run's own refs while the run lock is held.
+    pub fn clear_stale_ref_lock(&self, name: &str) -> anyhow::Result<()> {
+        let lock = self.common_dir.join(format!("{name}.lock"));
+        match std::fs::remove_file(&lock) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e)
+                .with_context(|| format!("could not remove the stale lock {}", lock.display())),
+            _ => Ok(()),
         }
     }
 
@@ -178,7 +200,10 @@ impl Repo {
     pub fn add_worktree(&self, name: &str, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
         let admin = self.common_dir.join("worktrees").join(name);
         if admin.exists() {
-            bail!("a worktree named {name} exists already ({})", admin.display());
+            bail!(
+                "a worktree named {name} exists already ({})",
+                admin.display()
+            );
         }
         let commit = match head {
             Head::Detached(c) => (*c).clone(),
@@ -196,7 +221,10 @@ impl Repo {
         };
         std::fs::write(admin.join("HEAD"), head_line)?;
         std::fs::write(admin.join("commondir"), "../..\n")?;
-        std::fs::write(admin.join("gitdir"), format!("{}\n", path.join(".git").display()))?;
+        std::fs::write(
+            admin.join("gitdir"),
+            format!("{}\n", path.join(".git").display()),
+        )?;
         std::fs::write(path.join(".git"), format!("gitdir: {}\n", admin.display()))?;
         let wt = Repository::open(&path)
             .with_context(|| format!("could not open the new worktree {}", path.display()))?;
@@ -297,7 +325,13 @@ impl Repo {
     }
 
     /// Moves a ref from `from` to `to`, only if it still points at `from`.
-    pub fn move_ref(&self, name: &str, from: &CommitId, to: &CommitId, msg: &str) -> anyhow::Result<()> {
+    pub fn move_ref(
+        &self,
+        name: &str,
+        from: &CommitId,
+        to: &CommitId,
+        msg: &str,
+    ) -> anyhow::Result<()> {
         self.repo
             .reference_matching(name, to.oid()?, true, from.oid()?, msg)
             .with_context(|| format!("could not move {name}"))?;
@@ -315,7 +349,12 @@ impl Repo {
     /// The state of the user's checkout: HEAD, and every path that is not clean with its
     /// status, size and modification time. Two equal fingerprints mean nobody touched it.
     pub fn fingerprint(&self) -> anyhow::Result<Fingerprint> {
-        let head = self.repo.head().ok().and_then(|h| h.target()).map(CommitId::from);
+        let head = self
+            .repo
+            .head()
+            .ok()
+            .and_then(|h| h.target())
+            .map(CommitId::from);
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -334,7 +373,11 @@ impl Repo {
     /// Fast-forwards the checked-out branch from `base` to `tip` and updates the checkout, only
     /// if that branch is still at `base` and the checkout is clean.
     pub fn land(&self, base: &CommitId, tip: &CommitId) -> anyhow::Result<Landing> {
-        let kept = |reason: &str| Ok(Landing::Kept { reason: reason.to_owned() });
+        let kept = |reason: &str| {
+            Ok(Landing::Kept {
+                reason: reason.to_owned(),
+            })
+        };
         let Ok(head) = self.repo.head() else {
             return kept("HEAD does not point at a commit");
         };
@@ -346,8 +389,17 @@ impl Repo {
         if head.target() != Some(base.oid()?) {
             return kept(&format!("{branch} moved since the run started"));
         }
-        if !self.fingerprint()?.paths.is_empty() {
+        let dirty = self.fingerprint()?;
+        if dirty
+            .paths
+            .values()
+            .any(|(bits, _)| *bits != Status::WT_NEW.bits())
+        {
             return kept("the working tree or index has changes");
+        }
+        let incoming = changed_paths(&self.common_dir, base, tip)?;
+        if let Some(p) = incoming.iter().find(|p| dirty.paths.contains_key(*p)) {
+            return kept(&format!("the untracked file {p} would be overwritten"));
         }
         if base == tip {
             return Ok(Landing::FastForwarded { branch });
@@ -355,9 +407,15 @@ impl Repo {
         let tree = self.repo.find_commit(tip.oid()?)?.tree()?;
         // Safe checkout: it refuses, before writing anything, to overwrite what it does not
         // expect; then the branch moves only if it is still at the base.
-        self.repo
+        if let Err(e) = self
+            .repo
             .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
-            .context("could not update the checkout")?;
+        {
+            return kept(&format!(
+                "the checkout could not be updated safely: {}",
+                e.message()
+            ));
+        }
         if let Err(e) = self.move_ref(&branch_ref, base, tip, "swarm: land run") {
             let old = self.repo.find_commit(base.oid()?)?.tree()?;
             self.repo
@@ -455,7 +513,11 @@ pub fn commit_worktree(path: &Path, message: &str) -> anyhow::Result<Option<Comm
 }
 
 /// Paths changed between two commits, for telling a dependent writer what its deps did.
-pub fn changed_paths(repo_dir: &Path, from: &CommitId, to: &CommitId) -> anyhow::Result<Vec<String>> {
+pub fn changed_paths(
+    repo_dir: &Path,
+    from: &CommitId,
+    to: &CommitId,
+) -> anyhow::Result<Vec<String>> {
     let repo = Repository::open(repo_dir)?;
     let a = repo.find_commit(from.oid()?)?.tree()?;
     let b = repo.find_commit(to.oid()?)?.tree()?;
@@ -471,6 +533,11 @@ pub fn changed_paths(repo_dir: &Path, from: &CommitId, to: &CommitId) -> anyhow:
 pub fn is_commit(repo_dir: &Path, id: &CommitId) -> bool {
     Repository::open(repo_dir)
         .ok()
-        .and_then(|r| id.oid().ok().and_then(|o| r.find_object(o, Some(ObjectType::Commit)).ok()).map(|_| ()))
+        .and_then(|r| {
+            id.oid()
+                .ok()
+                .and_then(|o| r.find_object(o, Some(ObjectType::Commit)).ok())
+                .map(|_| ())
+        })
         .is_some()
 }

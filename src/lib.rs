@@ -63,7 +63,11 @@ pub struct Busy {
 
 impl fmt::Display for Busy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "another swarm run holds this repository: {}", self.holder)
+        write!(
+            f,
+            "another swarm run holds this repository: {}",
+            self.holder
+        )
     }
 }
 

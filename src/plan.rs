@@ -160,7 +160,7 @@ impl Task {
             m.insert("agent".into(), a.as_str().into());
         }
         if let Some(t) = self.timeout {
-            m.insert("timeout".into(), t.as_secs().into());
+            m.insert("timeout".into(), t.as_secs_f64().into());
         }
         if let Some(c) = &self.check {
             m.insert("check".into(), c.as_str().into());
@@ -458,7 +458,10 @@ fn find_cycle(members: &[usize], deps: &[Vec<usize>]) -> Vec<usize> {
     }
 }
 
-#[expect(clippy::similar_names, reason = "`lane` and `line` are the names the file format uses")]
+#[expect(
+    clippy::similar_names,
+    reason = "`lane` and `line` are the names the file format uses"
+)]
 fn parse_task(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>) -> Option<Task> {
     let before = problems.len();
     let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
@@ -545,7 +548,9 @@ fn parse_task(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>
         Some("read") => Mode::Read,
         Some("write") => Mode::Write,
         Some(other) => {
-            problem(format!("\"mode\" must be \"read\" or \"write\", not {other:?}"));
+            problem(format!(
+                "\"mode\" must be \"read\" or \"write\", not {other:?}"
+            ));
             Mode::Write
         }
     };
@@ -628,7 +633,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     };
     match number.trim().parse::<f64>() {
         Ok(n) if n > 0.0 && n.is_finite() => Ok(Duration::from_secs_f64(n * scale)),
-        _ => Err(format!("bad duration {s:?}: use a positive number with s, m or h")),
+        _ => Err(format!(
+            "bad duration {s:?}: use a positive number with s, m or h"
+        )),
     }
 }
 
@@ -656,8 +663,14 @@ mod tests {
         let lines: Vec<usize> = err.problems.iter().map(|p| p.line).collect();
         assert_eq!(lines, vec![2, 3, 5, 7, 8, 9]);
         let shown = err.to_string();
-        assert!(shown.contains("t.jsonl:5: task \"c\": dependency cycle: c → d → c"), "{shown}");
-        assert!(shown.contains("duplicate id; first defined on line 1"), "{shown}");
+        assert!(
+            shown.contains("t.jsonl:5: task \"c\": dependency cycle: c → d → c"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("duplicate id; first defined on line 1"),
+            "{shown}"
+        );
     }
 
     #[test]

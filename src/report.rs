@@ -86,14 +86,18 @@ pub fn markdown(f: &Facts<'_>) -> String {
     out.push_str("## Run summary\n\n");
     let _ = writeln!(
         out,
-        "Run `{}` from `{}` ({}), base `{}`, integration branch `{}`.  ",
+        "Run `{}` from `{}` ({}), base `{}`.  ",
         f.run.id,
         f.run.source,
         f.run.status.as_str(),
         &f.run.base_commit[..f.run.base_commit.len().min(12)],
-        f.run.integration_ref.trim_start_matches("refs/heads/")
     );
-    let _ = writeln!(out, "{}. Exit code {}.\n", counts_line(f.tasks), f.exit_code);
+    let _ = writeln!(
+        out,
+        "{}. Exit code {}.\n",
+        counts_line(f.tasks),
+        f.exit_code
+    );
     if let Some(l) = f.landing {
         let _ = writeln!(out, "{l}\n");
     }
@@ -176,7 +180,11 @@ pub fn markdown(f: &Facts<'_>) -> String {
     if !f.merges.is_empty() {
         out.push_str("\n### Merges\n\n");
         for (task, commit) in f.merges {
-            let _ = writeln!(out, "- `{task}` merged as `{}`", &commit[..commit.len().min(12)]);
+            let _ = writeln!(
+                out,
+                "- `{task}` merged as `{}`",
+                &commit[..commit.len().min(12)]
+            );
         }
     }
 
@@ -190,10 +198,21 @@ pub fn markdown(f: &Facts<'_>) -> String {
 pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
     let mut out = format!("run {}: {}\n", f.run.id, counts_line(f.tasks));
     for p in f.parked {
-        let _ = writeln!(out, "parked: {} on branch {} ({})", p.task, p.branch, p.paths.join(", "));
+        let _ = writeln!(
+            out,
+            "parked: {} on branch {} ({})",
+            p.task,
+            p.branch,
+            p.paths.join(", ")
+        );
     }
     for t in f.tasks.iter().filter(|t| t.status == TaskStatus::Failed) {
-        let _ = writeln!(out, "failed: {}: {}", t.id, t.error.as_deref().unwrap_or("unknown error"));
+        let _ = writeln!(
+            out,
+            "failed: {}: {}",
+            t.id,
+            t.error.as_deref().unwrap_or("unknown error")
+        );
     }
     if let Some(l) = f.landing {
         let _ = writeln!(out, "{l}");

@@ -66,7 +66,10 @@ struct Report {
 }
 
 enum Verdict {
-    Succeeded { result: String, commit: Option<CommitId> },
+    Succeeded {
+        result: String,
+        commit: Option<CommitId>,
+    },
     Failed(String),
     Interrupted,
 }
@@ -136,9 +139,9 @@ impl<'a> Scheduler<'a> {
         layout: &'a Layout,
         records: &[TaskRecord],
     ) -> anyhow::Result<Self> {
-        let tip = repo
-            .ref_target(&layout.integration_ref)?
-            .with_context(|| format!("the integration branch {} is gone", layout.integration_ref))?;
+        let tip = repo.ref_target(&layout.integration_ref)?.with_context(|| {
+            format!("the integration branch {} is gone", layout.integration_ref)
+        })?;
         let slots = records
             .iter()
             .map(|r| Slot {
@@ -206,6 +209,14 @@ impl<'a> Scheduler<'a> {
         watchdog: &Watchdog,
         signals: &SignalWatch,
     ) -> anyhow::Result<Ending> {
+        // This process holds the run lock and has not started anything yet, so a lock on one
+        // of the run's refs was left by a `kill -9` of an earlier process and would block it.
+        self.repo
+            .clear_stale_ref_lock(&self.layout.integration_ref)?;
+        for task in self.plan.tasks.iter().filter(|t| t.mode == Mode::Write) {
+            let branch = format!("refs/heads/swarm/{}-{}", self.layout.run, task.id);
+            self.repo.clear_stale_ref_lock(&branch)?;
+        }
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.settle_initial()?;
         self.recover_committed()?;
@@ -225,7 +236,8 @@ impl<'a> Scheduler<'a> {
                 self.start_ready(pool, tx, watchdog)?;
             }
             let delayed = self.next_delay();
-            if self.running == 0 && (self.stopping || (self.ready.is_empty() && delayed.is_none())) {
+            if self.running == 0 && (self.stopping || (self.ready.is_empty() && delayed.is_none()))
+            {
                 break;
             }
             let wait = delayed.map_or(Duration::from_secs(3600), |at| {
@@ -240,7 +252,10 @@ impl<'a> Scheduler<'a> {
                         watchdog.stop_all();
                         self.ui.note(
                             "Stopping",
-                            &format!("{} running task(s); press Ctrl-C again to kill now", self.running),
+                            &format!(
+                                "{} running task(s); press Ctrl-C again to kill now",
+                                self.running
+                            ),
                         );
                     }
                 }
@@ -251,25 +266,41 @@ impl<'a> Scheduler<'a> {
         if self.stopping {
             let mut marks = Vec::new();
             for (i, s) in self.slots.iter_mut().enumerate() {
-                if matches!(s.state, State::Waiting | State::Ready | State::Delayed(_)) && s.attempts > 0 {
+                if matches!(s.state, State::Waiting | State::Ready | State::Delayed(_))
+                    && s.attempts > 0
+                {
                     s.state = State::Interrupted;
-                    marks.push((self.plan.tasks[i].id.as_str(), TaskStatus::Interrupted, None));
+                    marks.push((
+                        self.plan.tasks[i].id.as_str(),
+                        TaskStatus::Interrupted,
+                        None,
+                    ));
                 }
             }
-            self.board.mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
+            self.board
+                .mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
             return Ok(Ending::Interrupted);
         }
         Ok(Ending::Finished)
     }
 
     /// Writers committed before a crash: merged already if the integration branch contains
-    /// their commit, else merged now.
+    /// their commit, else merged now. Finished writers lose the worktree and branch a crash
+    /// between their merge and its cleanup left behind.
     fn recover_committed(&mut self) -> anyhow::Result<()> {
         for i in 0..self.slots.len() {
+            if self.slots[i].state == State::Done && self.plan.tasks[i].mode == Mode::Write {
+                let unchanged = self.slots[i].commit.is_none();
+                self.remove_writer_worktree(i, unchanged)?;
+                continue;
+            }
             if self.slots[i].state != State::Committed {
                 continue;
             }
-            let commit = self.slots[i].commit.clone().context("a committed task has no commit")?;
+            let commit = self.slots[i]
+                .commit
+                .clone()
+                .context("a committed task has no commit")?;
             if self.repo.contains(&self.tip, &commit)? {
                 let id = self.plan.tasks[i].id.as_str();
                 self.board.update_task(
@@ -282,7 +313,10 @@ impl<'a> Scheduler<'a> {
                     &Event::task("merge_recovered", id, json!({ "commit": commit.as_str() })),
                 )?;
                 self.slots[i].state = State::Done;
-                self.ui.note("Merged", &format!("{id} (before the interruption)"));
+                self.ui
+                    .note("Merged", &format!("{id} (before the interruption)"));
+                self.remove_writer_worktree(i, false)?;
+                self.release_dependents(i);
             } else {
                 self.merge(i)?;
             }
@@ -298,7 +332,10 @@ impl<'a> Scheduler<'a> {
             }
             let deps = self.plan.deps(i);
             if let Some(&bad) = deps.iter().find(|&&d| {
-                matches!(self.slots[d].state, State::Failed | State::Skipped | State::Parked)
+                matches!(
+                    self.slots[d].state,
+                    State::Failed | State::Skipped | State::Parked
+                )
             }) {
                 self.skip_dependents_of(bad)?;
                 continue;
@@ -417,7 +454,10 @@ impl<'a> Scheduler<'a> {
                 env.push(("SWARM_DEPS_DIR".to_owned(), dir.display().to_string()));
                 env.push((
                     "SWARM_DEPS".to_owned(),
-                    deps.iter().map(|(d, _)| d.as_str()).collect::<Vec<_>>().join(" "),
+                    deps.iter()
+                        .map(|(d, _)| d.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
                 ));
                 (cmd.clone(), None, Some(dir))
             }
@@ -429,7 +469,9 @@ impl<'a> Scheduler<'a> {
                     .transpose()
                     .map_err(anyhow::Error::msg)?
                     .or_else(|| self.settings.agent.clone())
-                    .with_context(|| format!("task {id} has a prompt but no agent is configured"))?;
+                    .with_context(|| {
+                        format!("task {id} has a prompt but no agent is configured")
+                    })?;
                 let Agent::Exec(cmd) = agent;
                 let changes = self.dep_changes(i);
                 (cmd, Some(compose_prompt(prompt, &deps, &changes)), None)
@@ -463,7 +505,11 @@ impl<'a> Scheduler<'a> {
                     branch: Some(&format!("swarm/{}-{}", self.layout.run, id)),
                     ..TaskUpdate::default()
                 },
-                &Event::task("worktree", id, json!({ "path": cwd.display().to_string(), "start": start.as_str() })),
+                &Event::task(
+                    "worktree",
+                    id,
+                    json!({ "path": cwd.display().to_string(), "start": start.as_str() }),
+                ),
             )?;
             self.writers_running += 1;
         }
@@ -519,7 +565,10 @@ impl<'a> Scheduler<'a> {
             return Ok(s.path.clone());
         }
         let name = format!("swarm-{}-snap-{}", self.layout.run, self.tip.short());
-        let path = self.layout.worktrees.join(format!("snap-{}", self.tip.short()));
+        let path = self
+            .layout
+            .worktrees
+            .join(format!("snap-{}", self.tip.short()));
         // Left over from a run that was killed: start it afresh.
         self.repo.remove_worktree(&name, &path)?;
         self.repo
@@ -582,7 +631,11 @@ impl<'a> Scheduler<'a> {
                     json!({ "attempt": report.attempt, "elapsed_ms": elapsed_ms }),
                 )];
                 if let Some(c) = &commit {
-                    events.push(Event::task("committed", id, json!({ "commit": c.as_str() })));
+                    events.push(Event::task(
+                        "committed",
+                        id,
+                        json!({ "commit": c.as_str() }),
+                    ));
                 } else if task.mode == Mode::Write {
                     events.push(Event::task("no_changes", id, serde_json::Value::Null));
                 }
@@ -612,7 +665,16 @@ impl<'a> Scheduler<'a> {
                         self.remove_writer_worktree(i, true)?;
                     }
                     self.slots[i].state = State::Done;
-                    self.ui.task_finished(id, "Finished", report.elapsed, if task.mode == Mode::Write { Some("no changes") } else { None });
+                    self.ui.task_finished(
+                        id,
+                        "Finished",
+                        report.elapsed,
+                        if task.mode == Mode::Write {
+                            Some("no changes")
+                        } else {
+                            None
+                        },
+                    );
                     self.release_dependents(i);
                 }
             }
@@ -626,10 +688,15 @@ impl<'a> Scheduler<'a> {
                         status: Some(TaskStatus::Interrupted),
                         ..TaskUpdate::default()
                     },
-                    &[Event::task("task_interrupted", id, json!({ "attempt": report.attempt }))],
+                    &[Event::task(
+                        "task_interrupted",
+                        id,
+                        json!({ "attempt": report.attempt }),
+                    )],
                 )?;
                 self.slots[i].state = State::Interrupted;
-                self.ui.task_finished(id, "Interrupted", report.elapsed, None);
+                self.ui
+                    .task_finished(id, "Interrupted", report.elapsed, None);
             }
             Verdict::Failed(why) => {
                 let failures = self.slots[i].failures + 1;
@@ -668,17 +735,29 @@ impl<'a> Scheduler<'a> {
                         id,
                         "Retrying",
                         report.elapsed,
-                        Some(&format!("{why}; attempt {} in {:.1}s", report.attempt + 1, wait.as_secs_f64())),
+                        Some(&format!(
+                            "{why}; attempt {} in {:.1}s",
+                            report.attempt + 1,
+                            wait.as_secs_f64()
+                        )),
                     );
                 } else if retries_left {
                     self.slots[i].state = State::Interrupted;
-                    self.ui.task_finished(id, "Interrupted", report.elapsed, Some(&why));
+                    self.ui
+                        .task_finished(id, "Interrupted", report.elapsed, Some(&why));
                 } else {
                     self.slots[i].state = State::Failed;
-                    self.ui.task_finished(id, "Failed", report.elapsed, Some(&why));
+                    self.ui
+                        .task_finished(id, "Failed", report.elapsed, Some(&why));
                     if task.mode == Mode::Write {
                         // Kept for inspection until `swarm gc`.
-                        self.ui.note("Kept", &format!("worktree of {id} at {}", self.layout.worktrees.join(id).display()));
+                        self.ui.note(
+                            "Kept",
+                            &format!(
+                                "worktree of {id} at {}",
+                                self.layout.worktrees.join(id).display()
+                            ),
+                        );
                     }
                     self.skip_dependents_of(i)?;
                 }
@@ -691,14 +770,20 @@ impl<'a> Scheduler<'a> {
     fn merge(&mut self, i: usize) -> anyhow::Result<()> {
         let id = self.plan.tasks[i].id.as_str();
         let run = self.layout.run.clone();
-        let commit = self.slots[i].commit.clone().context("merging a task without a commit")?;
+        let commit = self.slots[i]
+            .commit
+            .clone()
+            .context("merging a task without a commit")?;
         let base = self.slots[i]
             .start_commit
             .clone()
             .context("merging a task without a start commit")?;
         let started = Instant::now();
         let message = format!("Merge swarm task {id} of run {run}");
-        match self.repo.merge(&self.layout.integration_ref, &commit, &base, &message)? {
+        match self
+            .repo
+            .merge(&self.layout.integration_ref, &commit, &base, &message)?
+        {
             Merge::Merged { before, after } => {
                 self.board.update_task(
                     &run,
@@ -744,7 +829,8 @@ impl<'a> Scheduler<'a> {
                     &Event::task("parked", id, detail.clone()),
                 )?;
                 self.slots[i].state = State::Parked;
-                self.ui.note("Parked", &format!("{id}: conflict in {}", paths.join(", ")));
+                self.ui
+                    .note("Parked", &format!("{id}: conflict in {}", paths.join(", ")));
                 self.escalate(id, &detail)?;
                 self.skip_dependents_of(i)?;
             }
@@ -759,19 +845,27 @@ impl<'a> Scheduler<'a> {
         info["task"] = id.into();
         let hook = match &self.settings.on_escalate {
             Some(cmd) => {
-                let log = self.layout.run_dir.join("attempts").join(format!("{id}.escalate.log"));
+                let log = self
+                    .layout
+                    .run_dir
+                    .join("attempts")
+                    .join(format!("{id}.escalate.log"));
                 let outcome = agent::run_hook(cmd, &info.to_string(), self.repo.workdir(), &log);
                 json!({ "command": cmd, "outcome": outcome })
             }
             None => serde_json::Value::Null,
         };
-        self.board.event(&self.layout.run, &Event::task("escalated", id, json!({ "hook": hook })))
+        self.board.event(
+            &self.layout.run,
+            &Event::task("escalated", id, json!({ "hook": hook })),
+        )
     }
 
     fn remove_writer_worktree(&mut self, i: usize, delete_branch: bool) -> anyhow::Result<()> {
         let id = self.plan.tasks[i].id.as_str();
         let name = format!("swarm-{}-{}", self.layout.run, id);
-        self.repo.remove_worktree(&name, &self.layout.worktrees.join(id))?;
+        self.repo
+            .remove_worktree(&name, &self.layout.worktrees.join(id))?;
         let branch = format!("swarm/{}-{}", self.layout.run, id);
         if let Some(start) = &self.slots[i].start_commit {
             if delete_branch {
@@ -822,34 +916,51 @@ impl<'a> Scheduler<'a> {
         let mut stack: Vec<usize> = self.plan.dependents(i).to_vec();
         let mut marks = Vec::new();
         while let Some(d) = stack.pop() {
-            if matches!(self.slots[d].state, State::Waiting | State::Ready | State::Delayed(_)) {
+            if matches!(
+                self.slots[d].state,
+                State::Waiting | State::Ready | State::Delayed(_)
+            ) {
                 self.slots[d].state = State::Skipped;
                 marks.push(d);
                 stack.extend_from_slice(self.plan.dependents(d));
             }
         }
         // Skipped tasks may still sit in the ready heap; they are dropped when popped.
-        self.ready.retain(|(_, std::cmp::Reverse(t))| self.slots[*t].state == State::Ready);
+        self.ready
+            .retain(|(_, std::cmp::Reverse(t))| self.slots[*t].state == State::Ready);
         let changes: Vec<(&str, TaskStatus, Option<&str>)> = marks
             .iter()
-            .map(|&d| (self.plan.tasks[d].id.as_str(), TaskStatus::Skipped, Some(why.as_str())))
+            .map(|&d| {
+                (
+                    self.plan.tasks[d].id.as_str(),
+                    TaskStatus::Skipped,
+                    Some(why.as_str()),
+                )
+            })
             .collect();
-        self.board.mark_tasks(&self.layout.run, &changes, "task_skipped")?;
+        self.board
+            .mark_tasks(&self.layout.run, &changes, "task_skipped")?;
         for &d in &marks {
-            self.ui.note("Skipped", &format!("{} ({why})", self.plan.tasks[d].id));
+            self.ui
+                .note("Skipped", &format!("{} ({why})", self.plan.tasks[d].id));
         }
         Ok(())
     }
 }
 
 fn is_final(s: State) -> bool {
-    matches!(s, State::Done | State::Failed | State::Skipped | State::Parked)
+    matches!(
+        s,
+        State::Done | State::Failed | State::Skipped | State::Parked
+    )
 }
 
 /// Retry `n` (1-based) waits base × 2^(n-1), at most a minute, with ±20% jitter so retries of
 /// many tasks do not land together.
 fn backoff(base: Duration, n: u32) -> Duration {
-    let exp = base.saturating_mul(1 << (n - 1).min(10)).min(Duration::from_secs(60));
+    let exp = base
+        .saturating_mul(1 << (n - 1).min(10))
+        .min(Duration::from_secs(60));
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -858,7 +969,11 @@ fn backoff(base: Duration, n: u32) -> Duration {
 }
 
 /// The prompt an agent gets: the task's own, then its deps' results framed as data.
-fn compose_prompt(prompt: &str, deps: &[(String, String)], changes: &[(String, Vec<String>)]) -> String {
+fn compose_prompt(
+    prompt: &str,
+    deps: &[(String, String)],
+    changes: &[(String, Vec<String>)],
+) -> String {
     let mut out = prompt.to_owned();
     if !deps.is_empty() {
         out.push_str(
@@ -920,7 +1035,9 @@ struct Job {
 impl Job {
     fn execute(self, watchdog: &Watchdog) -> Report {
         let started = Instant::now();
-        let verdict = self.attempt(watchdog).unwrap_or_else(|e| Verdict::Failed(format!("{e:#}")));
+        let verdict = self
+            .attempt(watchdog)
+            .unwrap_or_else(|e| Verdict::Failed(format!("{e:#}")));
         Report {
             task: self.task,
             attempt: self.attempt,
@@ -934,7 +1051,13 @@ impl Job {
             write_deps(dir, deps)?;
         }
         let repo = Repo::discover(&self.user_checkout)?;
-        if let JobKind::Writer { name, branch, start, .. } = &self.kind {
+        if let JobKind::Writer {
+            name,
+            branch,
+            start,
+            ..
+        } = &self.kind
+        {
             // A fresh worktree per attempt, from the integration tip the task started at.
             repo.remove_worktree(name, &self.invocation.cwd)?;
             if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
@@ -957,7 +1080,10 @@ impl Job {
             Outcome::Succeeded => {}
             Outcome::Interrupted => return Ok(Verdict::Interrupted),
             Outcome::TimedOut(t) => {
-                return Ok(Verdict::Failed(format!("timed out after {}", crate::ui::duration(t))));
+                return Ok(Verdict::Failed(format!(
+                    "timed out after {}",
+                    crate::ui::duration(t)
+                )));
             }
             Outcome::Failed(why) => return Ok(Verdict::Failed(why)),
         }
@@ -983,7 +1109,10 @@ impl Job {
                         command: check.clone(),
                         stdin: None,
                         transcript: self.invocation.transcript.with_extension("check.log"),
-                        header: format!("check of {}\ncommand: {check}\n", self.invocation.cwd.display()),
+                        header: format!(
+                            "check of {}\ncommand: {check}\n",
+                            self.invocation.cwd.display()
+                        ),
                         ..self.invocation.clone()
                     };
                     let outcome = agent::run(&check_run, watchdog).outcome;
@@ -1019,7 +1148,8 @@ fn write_deps(dir: &Path, deps: &[(String, String)]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Turns SIGINT/SIGTERM into messages; a second one kills every attempt and exits at once.
+/// Turns SIGINT/SIGTERM into messages; a second one kills every attempt and exits at once
+/// (exit 75: the run is resumable).
 struct SignalWatch {
     handle: signal_hook::iterator::Handle,
     armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -1048,7 +1178,8 @@ fn watch_signals(tx: Sender<Message>, watchdog: Watchdog) -> anyhow::Result<Sign
             for _ in signals.forever() {
                 if flag.load(std::sync::atomic::Ordering::SeqCst) {
                     watchdog.kill_all_now();
-                    std::process::exit(130);
+                    // The board is as a kill -9 would leave it: resumable.
+                    std::process::exit(i32::from(crate::exit::RESUMABLE));
                 }
                 let _ = tx.send(Message::Signal);
             }

@@ -120,7 +120,10 @@ impl TaskStatus {
 
     /// Finished for good: a resume does not run it again.
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Done | Self::Failed | Self::Skipped | Self::Parked)
+        matches!(
+            self,
+            Self::Done | Self::Failed | Self::Skipped | Self::Parked
+        )
     }
 }
 
@@ -304,7 +307,10 @@ impl Board {
         let lines = vec![append_event(
             &tx,
             &run.id,
-            &Event::run("run_started", serde_json::json!({"tasks": tasks.len(), "base": run.base_commit})),
+            &Event::run(
+                "run_started",
+                serde_json::json!({"tasks": tasks.len(), "base": run.base_commit}),
+            ),
         )?];
         tx.commit()?;
         self.write_log(&run.id, &lines)
@@ -479,19 +485,21 @@ impl Board {
                 },
             )
             .optional()?
-            .map(|(id, created_at, finished_at, status, exit_code, source, base, integ, opts)| {
-                Ok(RunRecord {
-                    id,
-                    created_at,
-                    finished_at,
-                    status: RunStatus::parse(&status)?,
-                    exit_code,
-                    source,
-                    base_commit: base,
-                    integration_ref: integ,
-                    options: serde_json::from_str(&opts).context("stored run options")?,
-                })
-            })
+            .map(
+                |(id, created_at, finished_at, status, exit_code, source, base, integ, opts)| {
+                    Ok(RunRecord {
+                        id,
+                        created_at,
+                        finished_at,
+                        status: RunStatus::parse(&status)?,
+                        exit_code,
+                        source,
+                        base_commit: base,
+                        integration_ref: integ,
+                        options: serde_json::from_str(&opts).context("stored run options")?,
+                    })
+                },
+            )
             .transpose()
     }
 
@@ -592,7 +600,12 @@ fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn apply_update(tx: &Transaction<'_>, run: &str, task: &str, u: &TaskUpdate<'_>) -> anyhow::Result<()> {
+fn apply_update(
+    tx: &Transaction<'_>,
+    run: &str,
+    task: &str,
+    u: &TaskUpdate<'_>,
+) -> anyhow::Result<()> {
     use rusqlite::types::Value as V;
     let mut sets: Vec<&str> = Vec::new();
     let mut values: Vec<rusqlite::types::Value> = Vec::new();
@@ -693,6 +706,9 @@ mod tests {
         conn.pragma_update(None, "user_version", 99).unwrap();
         drop(conn);
         let err = Board::open(dir.path()).err().unwrap();
-        assert!(format!("{err:#}").contains("newer than this swarm knows"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("newer than this swarm knows"),
+            "{err:#}"
+        );
     }
 }

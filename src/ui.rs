@@ -1,6 +1,10 @@
 //! What people see: progress on stderr (bars on a terminal, plain lines otherwise, nothing with
 //! `-q`), the summary or JSON on stdout, and errors. Decides nothing.
-#![expect(clippy::print_stdout, clippy::print_stderr, reason = "the one module that prints")]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the one module that prints"
+)]
 
 use std::collections::HashMap;
 use std::io::IsTerminal as _;
@@ -28,7 +32,9 @@ impl Ui {
     pub fn new(quiet: bool) -> Self {
         let mode = if quiet {
             Mode::Quiet
-        } else if std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb") {
+        } else if std::io::stderr().is_terminal()
+            && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+        {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(8));
             let overall = multi.add(ProgressBar::new(0));
             overall.set_style(
@@ -51,7 +57,10 @@ impl Ui {
     pub fn run_started(&mut self, run: &str, total: usize, finished: usize) {
         match &mut self.mode {
             Mode::Quiet => {}
-            Mode::Plain => line("Running", &format!("run {run}: {total} tasks ({finished} finished already)")),
+            Mode::Plain => line(
+                "Running",
+                &format!("run {run}: {total} tasks ({finished} finished already)"),
+            ),
             Mode::Bars { multi, overall, .. } => {
                 overall.set_length(total as u64);
                 overall.set_position(finished as u64);
@@ -127,7 +136,12 @@ impl Ui {
 
     /// Clears the bars.
     pub fn finish(&mut self) {
-        if let Mode::Bars { multi, overall, tasks } = &mut self.mode {
+        if let Mode::Bars {
+            multi,
+            overall,
+            tasks,
+        } = &mut self.mode
+        {
             for (_, bar) in tasks.drain() {
                 bar.finish_and_clear();
             }
@@ -157,7 +171,11 @@ pub fn duration(d: Duration) -> String {
     } else if s < 3600.0 {
         format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
     } else {
-        format!("{}h{:02}m", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+        format!(
+            "{}h{:02}m",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        )
     }
 }
 

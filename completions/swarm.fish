@@ -1,0 +1,108 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_swarm_global_optspecs
+    string join \n C/directory= q/quiet json h/help V/version
+end
+
+function __fish_swarm_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_swarm_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_swarm_using_subcommand
+    set -l cmd (__fish_swarm_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c swarm -n "__fish_swarm_needs_command" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_needs_command" -s V -l version -d 'Print version'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c swarm -n "__fish_swarm_using_subcommand run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l agent -d 'The agent for prompt tasks: exec:CMD runs CMD with `sh -c`, prompt on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l base -d 'Start the run from REV [default: HEAD]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
+branch\t'Always keep the integration branch and say how to take it'
+none\t'Keep the integration branch and say nothing about it'"
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l agent -d 'The agent for prompt tasks: exec:CMD runs CMD with `sh -c`, prompt on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l base -d 'Start the run from REV [default: HEAD]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
+branch\t'Always keep the integration branch and say how to take it'
+none\t'Keep the integration branch and say nothing about it'"
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c swarm -n "__fish_swarm_using_subcommand status" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand status" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand status" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand status" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l tail -d 'Only the last N events' -r
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l errors -d 'Only failures and errors, with their transcript paths'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l follow -d 'Keep printing new events until the run ends'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l path -d 'Print the paths of the event log and transcripts instead of their contents'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t''
+dot\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l dry-run -d 'List what would be removed, remove nothing'
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

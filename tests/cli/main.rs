@@ -1,0 +1,168 @@
+//! The one integration-test binary: the real `swarm` binary against real temporary git
+//! repositories with a fixed identity and fixed dates, and scriptable fake agents.
+
+mod engine;
+mod generated;
+mod writers;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temporary git repository with one commit, plus a private cache dir for worktrees.
+pub struct TestRepo {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub cache: PathBuf,
+}
+
+impl Default for TestRepo {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestRepo {
+    /// A repository holding `README.md` and `src/lib.rs`, committed once.
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("repo");
+        let cache = tmp.path().join("cache");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(&cache).unwrap();
+        let repo = Self {
+            _tmp: tmp,
+            root,
+            cache,
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.write("README.md", "# demo\n");
+        repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+        repo.commit_all("initial");
+        repo
+    }
+
+    /// Runs git in the repository with a fixed identity and date; panics on failure.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.root)
+            .env("GIT_AUTHOR_NAME", "Test User")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test User")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", self.cache.parent().unwrap())
+            .output()
+            .expect("running git");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn commit_all(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel)).unwrap()
+    }
+
+    /// Writes a task file outside the checkout and returns its path.
+    pub fn tasks(&self, lines: &[&str]) -> PathBuf {
+        let p = self.cache.parent().unwrap().join("tasks.jsonl");
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p
+    }
+
+    /// The swarm command for this repository, with a clean environment.
+    pub fn swarm_cmd(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_swarm"));
+        cmd.current_dir(&self.root)
+            .env("XDG_CACHE_HOME", &self.cache)
+            .env("HOME", self.cache.parent().unwrap())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .env_remove("SWARM_ACTIVE")
+            .env_remove("SWARM_WORKTREE_DIR")
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    pub fn swarm(&self, args: &[&str]) -> Output {
+        self.swarm_cmd().args(args).output().expect("running swarm")
+    }
+
+    /// The board directory: `<git common dir>/swarm`.
+    pub fn swarm_dir(&self) -> PathBuf {
+        self.root.join(".git").join("swarm")
+    }
+
+    /// Every byte a user could lose: HEAD, the index and every file outside `.git`.
+    pub fn state(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        out.insert(
+            "HEAD".into(),
+            std::fs::read(self.root.join(".git/HEAD")).unwrap(),
+        );
+        out.insert(
+            "HEAD commit".into(),
+            self.git(&["rev-parse", "HEAD"]).into_bytes(),
+        );
+        out.insert(
+            "index".into(),
+            std::fs::read(self.root.join(".git/index")).unwrap_or_default(),
+        );
+        collect_files(&self.root, &self.root, &mut out);
+        out
+    }
+}
+
+fn collect_files(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        if path == root.join(".git") {
+            continue;
+        }
+        if path.is_dir() {
+            collect_files(root, &path, out);
+        } else {
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            out.insert(rel, std::fs::read(&path).unwrap());
+        }
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The exit code, with stdout and stderr in the panic message when it is not `expected`.
+#[track_caller]
+pub fn assert_exit(o: &Output, expected: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(expected),
+        "exit status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+}
