@@ -314,7 +314,6 @@ fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u
     let worktrees = worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id);
     let mut board = open_board(&repo)?;
     let integration_ref = format!("refs/heads/swarm/{run_id}");
-    repo.create_branch(&format!("swarm/{run_id}"), &base)?;
     let record = RunRecord {
         id: run_id.clone(),
         created_at: crate::store::now_ms(),
@@ -332,6 +331,8 @@ fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u
         .map(|t| (t.id.to_string(), t.to_json()))
         .collect();
     board.create_run(&record, &specs)?;
+    // After the board knows the run, so a kill in between leaves a run that resume can finish.
+    repo.create_branch(&format!("swarm/{run_id}"), &base)?;
     std::fs::write(board.run_dir(&run_id).join("plan.jsonl"), plan.to_jsonl())?;
     let layout = Layout {
         run: run_id,
@@ -374,6 +375,29 @@ fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u
     let records = board.load_tasks(&run_id)?;
     let plan = stored_plan(&records)?;
     let settings = settings(&options, &plan)?;
+    let base = CommitId::new(&record.base_commit);
+    if repo.ref_target(&record.integration_ref)?.is_none() {
+        let integration = record.integration_ref.trim_start_matches("refs/heads/");
+        if records
+            .iter()
+            .any(|t| t.status == TaskStatus::Done && t.commit_id.is_some())
+        {
+            bail!(Usage::new(format!(
+                "the integration branch {integration} of run {run_id} was deleted, with the work merged into it"
+            ))
+            .hint(format!("recreate it (git branch {integration} <commit>) and resume again")));
+        }
+        // The run was killed before its branch was made.
+        repo.create_branch(integration, &base)?;
+    }
+    let leftovers = crate::agent::kill_leftovers(&run_id);
+    if leftovers > 0 {
+        ui::say(
+            g.quiet,
+            "Stopped",
+            &format!("{leftovers} process group(s) left running by the interrupted run"),
+        );
+    }
     board.set_run_options(&run_id, &serde_json::to_value(&options)?)?;
     board.set_run_status(
         &run_id,
@@ -383,7 +407,7 @@ fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u
     )?;
     let layout = Layout {
         run: run_id.clone(),
-        base: CommitId::new(&record.base_commit),
+        base,
         integration_ref: record.integration_ref.clone(),
         worktrees: worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id),
         run_dir: board.run_dir(&run_id),

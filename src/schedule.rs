@@ -281,7 +281,34 @@ impl<'a> Scheduler<'a> {
                 .mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
             return Ok(Ending::Interrupted);
         }
+        self.skip_stuck()?;
         Ok(Ending::Finished)
+    }
+
+    /// Tasks still waiting when nothing runs and nothing is ready can never start; they are
+    /// skipped and said to be stuck rather than waited on.
+    fn skip_stuck(&mut self) -> anyhow::Result<()> {
+        let stuck: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].state == State::Waiting)
+            .collect();
+        let why = "stuck: its dependencies can never finish";
+        let changes: Vec<(&str, TaskStatus, Option<&str>)> = stuck
+            .iter()
+            .map(|&i| {
+                (
+                    self.plan.tasks[i].id.as_str(),
+                    TaskStatus::Skipped,
+                    Some(why),
+                )
+            })
+            .collect();
+        self.board
+            .mark_tasks(&self.layout.run, &changes, "task_skipped")?;
+        for &i in &stuck {
+            self.slots[i].state = State::Skipped;
+            self.ui.note("Stuck", self.plan.tasks[i].id.as_str());
+        }
+        Ok(())
     }
 
     /// Writers committed before a crash: merged already if the integration branch contains

@@ -940,3 +940,65 @@ fn second_sigint_kills_tasks_at_once_and_the_run_stays_resumable() {
     assert_exit(&resumed, 0);
     assert_eq!(task_status(&status_json(&repo), "stubborn"), "done");
 }
+
+#[test]
+fn bad_task_file_error_reads_as_one_block_with_every_problem() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","run":"true","deps":["b"],"mode":"read"}"#,
+        r#"{"id":"b","run":"true","deps":["a"],"mode":"read"}"#,
+        r#"{"id":"a","run":"true"}"#,
+        r#"{"id":"c","prompt":"x","run":"y","deps":["zz"],"colour":"red"}"#,
+        r#"{"id":"bad id!","run":"true","timeout":"soon"}"#,
+        "not json",
+    ]);
+    let out = repo.swarm(&["run", path_arg(&tasks)]);
+    assert_exit(&out, 2);
+    let text = stderr(&out).replace(&tasks.display().to_string(), "[TASKS]");
+    insta::assert_snapshot!(text);
+    assert_eq!(swarm_branches(&repo), "", "a swarm branch was made");
+}
+
+#[test]
+fn resume_stops_agents_a_killed_swarm_left_running() {
+    let repo = TestRepo::new();
+    let pidfile = outside(&repo, "pid");
+    let tasks = task_file(
+        &repo,
+        &[json!({
+            "id": "stubborn",
+            "run": format!("sleep 60 & echo $! > {}; wait", sh(&pidfile)),
+            "mode": "read",
+            "timeout": 3,
+        })],
+    );
+    let mut child = repo
+        .swarm_cmd()
+        .args(["run", path_arg(&tasks), "-q"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the task to start", Duration::from_secs(10), || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let orphan: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(orphan), "the agent should outlive a kill -9 of swarm");
+    std::fs::remove_file(&pidfile).unwrap();
+
+    // The resumed attempt is stopped by its timeout; what matters is the orphan.
+    let resumed = repo
+        .swarm_cmd()
+        .args(["resume", "-q", "--retries", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&resumed, 1);
+    wait_for("the orphan to be killed", Duration::from_secs(5), || {
+        !alive(orphan)
+    });
+}
