@@ -315,7 +315,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --task-timeout --retries --check --final-out --base --land --worktree-dir --on-escalate --directory --quiet --json --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -385,7 +385,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --task-timeout --retries --check --final-out --base --land --worktree-dir --on-escalate --directory --quiet --json --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

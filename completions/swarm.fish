@@ -51,6 +51,7 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -68,6 +69,7 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -145,6 +145,11 @@ pub struct RunOptions {
     )]
     pub worktree_dir: Option<PathBuf>,
 
+    /// Before parking a conflicting writer, give its agent one attempt at resolving the conflict
+    /// (in a fresh worktree holding the conflicted merge; checked like any writer).
+    #[arg(long)]
+    pub resolve_conflicts: bool,
+
     /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
     #[arg(long, value_name = "CMD")]
     pub on_escalate: Option<String>,

@@ -237,6 +237,7 @@ fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
         land: newer.land.or(base.land),
         worktree_dir: newer.worktree_dir.or(base.worktree_dir),
         on_escalate: newer.on_escalate.or(base.on_escalate),
+        resolve_conflicts: newer.resolve_conflicts || base.resolve_conflicts,
     }
 }
 
@@ -284,6 +285,7 @@ fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
         agent,
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
+        resolve_conflicts: o.resolve_conflicts,
     })
 }
 
@@ -549,6 +551,7 @@ fn parked_tasks(board: &Board, run: &str, records: &[TaskRecord]) -> anyhow::Res
                             .collect()
                     })
                     .unwrap_or_default(),
+                resolver: detail["resolver"].as_str().map(str::to_owned),
             }
         })
         .collect())

@@ -512,6 +512,74 @@ pub fn commit_worktree(path: &Path, message: &str) -> anyhow::Result<Option<Comm
     Ok(Some(id.into()))
 }
 
+/// Writes the merge of `theirs` (started from `base`) into a worktree at its HEAD, conflicts
+/// and all: conflicted files get the usual `<<<<<<<`/`=======`/`>>>>>>>` markers.
+pub fn write_conflicted_merge(
+    path: &Path,
+    base: &CommitId,
+    theirs: &CommitId,
+) -> anyhow::Result<()> {
+    let repo = Repository::open(path)?;
+    let ours = repo.head()?.peel_to_commit()?;
+    let theirs = repo.find_commit(theirs.oid()?)?;
+    let base = repo.find_commit(base.oid()?)?;
+    let mut index = repo.merge_trees(
+        &base.tree()?,
+        &ours.tree()?,
+        &theirs.tree()?,
+        Some(MergeOptions::new().fail_on_conflict(false)),
+    )?;
+    repo.checkout_index(
+        Some(&mut index),
+        Some(
+            CheckoutBuilder::new()
+                .force()
+                .allow_conflicts(true)
+                .conflict_style_merge(true)
+                .our_label("integration")
+                .their_label("this task"),
+        ),
+    )?;
+    Ok(())
+}
+
+/// Which of `paths` in a worktree still hold conflict markers.
+pub fn files_with_conflict_markers(dir: &Path, paths: &[String]) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|p| {
+            std::fs::read(dir.join(p)).is_ok_and(|bytes| {
+                String::from_utf8_lossy(&bytes).lines().any(|l| {
+                    l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "======="
+                })
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// Commits a worktree's state as the merge of its HEAD and `theirs`.
+pub fn commit_worktree_merge(
+    path: &Path,
+    message: &str,
+    theirs: &CommitId,
+) -> anyhow::Result<CommitId> {
+    let repo = Repository::open(path)?;
+    let ours = repo.head()?.peel_to_commit()?;
+    let theirs = repo.find_commit(theirs.oid()?)?;
+    let mut index = repo.index()?;
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    index.write()?;
+    let sig = match repo.signature() {
+        Ok(s) => s,
+        Err(_) => Signature::now(DEFAULT_NAME, DEFAULT_EMAIL)?,
+    };
+    let id = repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&ours, &theirs])?;
+    Ok(id.into())
+}
+
 /// Paths changed between two commits, for telling a dependent writer what its deps did.
 pub fn changed_paths(
     repo_dir: &Path,

@@ -14,6 +14,8 @@ pub struct Parked {
     pub task: String,
     pub branch: String,
     pub paths: Vec<String>,
+    /// Why the resolver attempt failed, when one was made.
+    pub resolver: Option<String>,
 }
 
 /// Everything a report shows, gathered by the caller.
@@ -135,6 +137,12 @@ pub fn markdown(f: &Facts<'_>) -> String {
                 p.branch,
                 p.branch,
             );
+            if let Some(why) = &p.resolver {
+                let _ = writeln!(
+                    out,
+                    "  One attempt to resolve it automatically failed: {why}.\n"
+                );
+            }
         }
     }
 

@@ -34,6 +34,8 @@ pub struct Settings {
     pub agent: Option<Agent>,
     pub check: Option<String>,
     pub on_escalate: Option<String>,
+    /// Before parking a conflicting writer, let its agent try once to resolve the conflict.
+    pub resolve_conflicts: bool,
 }
 
 /// Where the run's files and branches live.
@@ -86,6 +88,8 @@ enum State {
     Delayed(Instant),
     Running,
     Committed,
+    /// A conflicting writer waiting for, or running, its one resolver attempt.
+    Resolving,
     Done,
     Failed,
     Skipped,
@@ -103,6 +107,9 @@ struct Slot {
     start_commit: Option<CommitId>,
     commit: Option<CommitId>,
     snapshot: Option<CommitId>,
+    /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
+    conflict: Vec<String>,
+    resolver_tried: bool,
 }
 
 struct Snapshot {
@@ -122,6 +129,8 @@ pub struct Scheduler<'a> {
     slots: Vec<Slot>,
     priority: Vec<u32>,
     ready: BinaryHeap<(u32, std::cmp::Reverse<usize>)>,
+    /// Conflicting writers whose resolver attempt has yet to start.
+    to_resolve: Vec<usize>,
     running: usize,
     writers_running: usize,
     snapshots: HashMap<CommitId, Snapshot>,
@@ -162,6 +171,8 @@ impl<'a> Scheduler<'a> {
                 start_commit: r.start_commit.as_deref().map(CommitId::new),
                 commit: r.commit_id.as_deref().map(CommitId::new),
                 snapshot: None,
+                conflict: Vec::new(),
+                resolver_tried: false,
             })
             .collect();
         Ok(Self {
@@ -174,6 +185,7 @@ impl<'a> Scheduler<'a> {
             slots,
             priority: plan.priorities(),
             ready: BinaryHeap::new(),
+            to_resolve: Vec::new(),
             running: 0,
             writers_running: 0,
             snapshots: HashMap::new(),
@@ -233,11 +245,12 @@ impl<'a> Scheduler<'a> {
                 }
             }
             if !self.stopping {
+                self.start_resolvers(pool, tx, watchdog)?;
                 self.start_ready(pool, tx, watchdog)?;
             }
             let delayed = self.next_delay();
-            if self.running == 0 && (self.stopping || (self.ready.is_empty() && delayed.is_none()))
-            {
+            let idle = self.ready.is_empty() && delayed.is_none() && self.to_resolve.is_empty();
+            if self.running == 0 && (self.stopping || idle) {
                 break;
             }
             let wait = delayed.map_or(Duration::from_secs(3600), |at| {
@@ -317,8 +330,8 @@ impl<'a> Scheduler<'a> {
     fn recover_committed(&mut self) -> anyhow::Result<()> {
         for i in 0..self.slots.len() {
             if self.slots[i].state == State::Done && self.plan.tasks[i].mode == Mode::Write {
-                let unchanged = self.slots[i].commit.is_none();
-                self.remove_writer_worktree(i, unchanged)?;
+                let merged = self.slots[i].commit.is_some();
+                self.remove_writer_worktree(i, merged)?;
                 continue;
             }
             if self.slots[i].state != State::Committed {
@@ -342,7 +355,7 @@ impl<'a> Scheduler<'a> {
                 self.slots[i].state = State::Done;
                 self.ui
                     .note("Merged", &format!("{id} (before the interruption)"));
-                self.remove_writer_worktree(i, false)?;
+                self.remove_writer_worktree(i, true)?;
                 self.release_dependents(i);
             } else {
                 self.merge(i)?;
@@ -634,6 +647,9 @@ impl<'a> Scheduler<'a> {
     /// Takes a worker's report: records it, then merges, retries, or releases dependents.
     fn finish(&mut self, report: Report) -> anyhow::Result<()> {
         let i = report.task;
+        if self.slots[i].state == State::Resolving {
+            return self.finish_resolver(report);
+        }
         let task = &self.plan.tasks[i];
         let id = task.id.as_str();
         self.running -= 1;
@@ -689,7 +705,7 @@ impl<'a> Scheduler<'a> {
                     self.merge(i)?;
                 } else {
                     if task.mode == Mode::Write {
-                        self.remove_writer_worktree(i, true)?;
+                        self.remove_writer_worktree(i, false)?;
                     }
                     self.slots[i].state = State::Done;
                     self.ui.task_finished(
@@ -807,10 +823,19 @@ impl<'a> Scheduler<'a> {
             .context("merging a task without a start commit")?;
         let started = Instant::now();
         let message = format!("Merge swarm task {id} of run {run}");
-        match self
-            .repo
-            .merge(&self.layout.integration_ref, &commit, &base, &message)?
-        {
+        let outcome = if self.slots[i].resolver_tried && self.tip == base {
+            // The resolver's commit is the merge of this very tip and the task: move onto it.
+            self.repo
+                .move_ref(&self.layout.integration_ref, &base, &commit, &message)?;
+            Merge::Merged {
+                before: base,
+                after: commit.clone(),
+            }
+        } else {
+            self.repo
+                .merge(&self.layout.integration_ref, &commit, &base, &message)?
+        };
+        match outcome {
             Merge::Merged { before, after } => {
                 self.board.update_task(
                     &run,
@@ -833,36 +858,241 @@ impl<'a> Scheduler<'a> {
                 self.tip = after;
                 self.slots[i].state = State::Done;
                 self.ui.note("Merged", id);
-                self.remove_writer_worktree(i, false)?;
+                self.remove_writer_worktree(i, true)?;
                 self.release_dependents(i);
                 self.drop_stale_snapshots()?;
             }
             Merge::Conflicted { paths } => {
-                let branch = format!("swarm/{run}-{id}");
-                let detail = json!({
-                    "branch": branch,
-                    "commit": commit.as_str(),
-                    "paths": paths,
-                    "integration": self.layout.integration_ref.trim_start_matches("refs/heads/"),
-                });
-                self.board.update_task(
-                    &run,
-                    id,
-                    &TaskUpdate {
-                        status: Some(TaskStatus::Parked),
-                        error: Some(Some(&format!("merge conflict in {}", paths.join(", ")))),
-                        ..TaskUpdate::default()
-                    },
-                    &Event::task("parked", id, detail.clone()),
-                )?;
-                self.slots[i].state = State::Parked;
-                self.ui
-                    .note("Parked", &format!("{id}: conflict in {}", paths.join(", ")));
-                self.escalate(id, &detail)?;
-                self.skip_dependents_of(i)?;
+                if self.settings.resolve_conflicts
+                    && !self.slots[i].resolver_tried
+                    && self.resolver_agent(i).is_some()
+                {
+                    self.board.event(
+                        &run,
+                        &Event::task("resolving", id, json!({ "paths": paths })),
+                    )?;
+                    self.ui.note(
+                        "Resolving",
+                        &format!("{id}: conflict in {}", paths.join(", ")),
+                    );
+                    self.slots[i].state = State::Resolving;
+                    self.slots[i].conflict = paths;
+                    self.to_resolve.push(i);
+                } else {
+                    self.park(i, &paths, None)?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// Parks a conflicting writer: its branch stays, its dependents are skipped, a human is told.
+    fn park(&mut self, i: usize, paths: &[String], resolver: Option<&str>) -> anyhow::Result<()> {
+        let id = self.plan.tasks[i].id.as_str();
+        let run = self.layout.run.clone();
+        let branch = format!("swarm/{run}-{id}");
+        let original = self.slots[i]
+            .commit
+            .clone()
+            .unwrap_or_else(|| CommitId::new(""));
+        let mut detail = json!({
+            "branch": branch,
+            "commit": original.as_str(),
+            "paths": paths,
+            "integration": self.layout.integration_ref.trim_start_matches("refs/heads/"),
+        });
+        if let Some(why) = resolver {
+            detail["resolver"] = why.into();
+        }
+        self.board.update_task(
+            &run,
+            id,
+            &TaskUpdate {
+                status: Some(TaskStatus::Parked),
+                error: Some(Some(&format!("merge conflict in {}", paths.join(", ")))),
+                ..TaskUpdate::default()
+            },
+            &Event::task("parked", id, detail.clone()),
+        )?;
+        self.slots[i].state = State::Parked;
+        self.ui
+            .note("Parked", &format!("{id}: conflict in {}", paths.join(", ")));
+        self.escalate(id, &detail)?;
+        self.skip_dependents_of(i)
+    }
+
+    /// The agent command that may resolve a task's conflict: the task's agent or the run's.
+    fn resolver_agent(&self, i: usize) -> Option<String> {
+        let task = &self.plan.tasks[i];
+        let agent = match &task.agent {
+            Some(a) => Agent::parse(a).ok(),
+            None => self.settings.agent.clone(),
+        };
+        agent.map(|Agent::Exec(cmd)| cmd)
+    }
+
+    fn start_resolvers(
+        &mut self,
+        pool: &rayon::ThreadPool,
+        tx: &Sender<Message>,
+        watchdog: &Watchdog,
+    ) -> anyhow::Result<()> {
+        while self.running < self.settings.jobs
+            && self.writers_running < self.settings.max_writers
+            && let Some(i) = self.to_resolve.pop()
+        {
+            self.start_resolver(i, pool, tx, watchdog)?;
+        }
+        Ok(())
+    }
+
+    /// One bounded attempt by the agent, in a fresh worktree at the integration tip holding the
+    /// conflicted merge, to resolve it; the result is a merge commit, checked like any writer.
+    fn start_resolver(
+        &mut self,
+        i: usize,
+        pool: &rayon::ThreadPool,
+        tx: &Sender<Message>,
+        watchdog: &Watchdog,
+    ) -> anyhow::Result<()> {
+        let task = &self.plan.tasks[i];
+        let id = task.id.as_str();
+        let run = &self.layout.run;
+        let slot = &mut self.slots[i];
+        slot.resolver_tried = true;
+        let command = self
+            .resolver_agent(i)
+            .context("a resolver needs an agent")?;
+        let slot = &self.slots[i];
+        let theirs = slot
+            .commit
+            .clone()
+            .context("resolving a task without a commit")?;
+        let base = slot
+            .start_commit
+            .clone()
+            .context("resolving a task without a start")?;
+        let what = match &task.action {
+            Action::Prompt(p) => format!("Its task was:\n\n{p}"),
+            Action::Run(r) => format!("Its task ran the command `{r}`."),
+        };
+        let prompt = format!(
+            "Another change was merged first, and merging this task's change now conflicts in: {}.\n\
+             The files in your working directory hold the merge with conflict markers \
+             (<<<<<<<, =======, >>>>>>>). Edit them so that both changes are kept, remove every \
+             marker, and change nothing else. {what}",
+            slot.conflict.join(", ")
+        );
+        let path = self.layout.worktrees.join(format!("{id}.resolve"));
+        let transcript = self
+            .layout
+            .run_dir
+            .join("attempts")
+            .join(format!("{id}.resolve.log"));
+        let tip = self.tip.clone();
+        self.board.event(
+            run,
+            &Event::task(
+                "resolver_started",
+                id,
+                json!({ "path": path.display().to_string(), "tip": tip.as_str() }),
+            ),
+        )?;
+        let job = Job {
+            task: i,
+            attempt: self.slots[i].attempts,
+            kind: JobKind::Resolver {
+                name: format!("swarm-{run}-{id}-resolve"),
+                branch: format!("swarm/{run}-{id}-resolve"),
+                tip,
+                base,
+                theirs,
+                paths: self.slots[i].conflict.clone(),
+                check: task.check.clone().or_else(|| self.settings.check.clone()),
+                message: format!("Merge swarm task {id} of run {run}, conflicts resolved"),
+            },
+            invocation: Invocation {
+                command,
+                stdin: Some(prompt),
+                cwd: path.clone(),
+                env: vec![
+                    ("SWARM_RUN_ID".to_owned(), run.clone()),
+                    ("SWARM_TASK_ID".to_owned(), id.to_owned()),
+                    ("SWARM_MODE".to_owned(), "write".to_owned()),
+                    ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
+                    ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+                ],
+                timeout: task.timeout.unwrap_or(self.settings.task_timeout),
+                header: format!(
+                    "swarm run {run} task {id}: resolving a merge conflict\ncwd: {}\n",
+                    path.display()
+                ),
+                transcript,
+            },
+            deps_dir: None,
+            user_checkout: self.repo.workdir().to_owned(),
+        };
+        self.running += 1;
+        self.writers_running += 1;
+        self.ui.task_started(&format!("{id} (resolving)"), 1);
+        let tx = tx.clone();
+        let watchdog = watchdog.clone();
+        pool.spawn(move || {
+            let report = job.execute(&watchdog);
+            let _ = tx.send(Message::Done(report));
+        });
+        Ok(())
+    }
+
+    /// Takes a resolver's report: a resolved merge goes through the merge queue once more; a
+    /// failed one parks the task.
+    fn finish_resolver(&mut self, report: Report) -> anyhow::Result<()> {
+        let i = report.task;
+        let id = self.plan.tasks[i].id.to_string();
+        self.running -= 1;
+        self.writers_running -= 1;
+        self.ui.task_finished(
+            &format!("{id} (resolving)"),
+            "Resolved",
+            report.elapsed,
+            None,
+        );
+        let paths = std::mem::take(&mut self.slots[i].conflict);
+        match report.verdict {
+            Verdict::Succeeded {
+                commit: Some(resolved),
+                ..
+            } => {
+                let tip = self.tip.clone();
+                self.board.update_task(
+                    &self.layout.run,
+                    &id,
+                    &TaskUpdate {
+                        commit_id: Some(resolved.as_str()),
+                        start_commit: Some(tip.as_str()),
+                        ..TaskUpdate::default()
+                    },
+                    &Event::task(
+                        "resolved",
+                        &id,
+                        json!({ "commit": resolved.as_str(), "paths": paths }),
+                    ),
+                )?;
+                self.slots[i].commit = Some(resolved);
+                self.slots[i].start_commit = Some(tip);
+                self.slots[i].state = State::Committed;
+                self.merge(i)
+            }
+            Verdict::Succeeded { commit: None, .. } => {
+                self.park(i, &paths, Some("the resolver produced no commit"))
+            }
+            Verdict::Failed(why) => self.park(i, &paths, Some(&why)),
+            Verdict::Interrupted => {
+                // Still committed in the board: a resume merges it again.
+                self.slots[i].state = State::Committed;
+                Ok(())
+            }
+        }
     }
 
     /// Tells a human, once: the event, and the `--on-escalate` hook.
@@ -888,18 +1118,34 @@ impl<'a> Scheduler<'a> {
         )
     }
 
-    fn remove_writer_worktree(&mut self, i: usize, delete_branch: bool) -> anyhow::Result<()> {
+    /// Removes a writer's worktrees (its own and its resolver's) and the branches that hold
+    /// nothing of value any more: merged ones whose tips the integration branch contains, or,
+    /// for a writer with no changes, a branch still at its start.
+    fn remove_writer_worktree(&mut self, i: usize, merged: bool) -> anyhow::Result<()> {
         let id = self.plan.tasks[i].id.as_str();
-        let name = format!("swarm-{}-{}", self.layout.run, id);
-        self.repo
-            .remove_worktree(&name, &self.layout.worktrees.join(id))?;
-        let branch = format!("swarm/{}-{}", self.layout.run, id);
-        if let Some(start) = &self.slots[i].start_commit {
-            if delete_branch {
-                self.repo.delete_branch_at(&branch, start)?;
-            } else if let Some(c) = &self.slots[i].commit {
-                // Merged: the integration branch holds the commit now.
-                self.repo.delete_branch_at(&branch, c)?;
+        let run = &self.layout.run;
+        self.repo.remove_worktree(
+            &format!("swarm-{run}-{id}"),
+            &self.layout.worktrees.join(id),
+        )?;
+        self.repo.remove_worktree(
+            &format!("swarm-{run}-{id}-resolve"),
+            &self.layout.worktrees.join(format!("{id}.resolve")),
+        )?;
+        for branch in [
+            format!("swarm/{run}-{id}"),
+            format!("swarm/{run}-{id}-resolve"),
+        ] {
+            let Some(at) = self.repo.ref_target(&format!("refs/heads/{branch}"))? else {
+                continue;
+            };
+            let worthless = if merged {
+                self.repo.contains(&self.tip, &at)?
+            } else {
+                self.slots[i].start_commit.as_ref() == Some(&at)
+            };
+            if worthless {
+                self.repo.delete_branch_at(&branch, &at)?;
             }
         }
         Ok(())
@@ -1047,6 +1293,19 @@ enum JobKind {
         check: Option<String>,
         message: String,
     },
+    /// A conflicting writer's one attempt at resolving its merge.
+    Resolver {
+        name: String,
+        branch: String,
+        /// The integration tip the resolution starts from.
+        tip: CommitId,
+        /// The writer's start commit and its commit.
+        base: CommitId,
+        theirs: CommitId,
+        paths: Vec<String>,
+        check: Option<String>,
+        message: String,
+    },
 }
 
 /// One attempt, as handed to a pool thread.
@@ -1078,20 +1337,28 @@ impl Job {
             write_deps(dir, deps)?;
         }
         let repo = Repo::discover(&self.user_checkout)?;
-        if let JobKind::Writer {
-            name,
-            branch,
-            start,
-            ..
-        } = &self.kind
-        {
-            // A fresh worktree per attempt, from the integration tip the task started at.
-            repo.remove_worktree(name, &self.invocation.cwd)?;
-            if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
-                repo.delete_branch_at(branch, &old)?;
+        match &self.kind {
+            JobKind::Reader => {}
+            JobKind::Writer {
+                name,
+                branch,
+                start,
+                ..
+            } => {
+                // A fresh worktree per attempt, from the integration tip the task started at.
+                fresh_worktree(&repo, name, branch, start, &self.invocation.cwd)?;
             }
-            repo.add_worktree(name, &self.invocation.cwd, &Head::NewBranch(branch, start))
-                .context("could not create the writer's worktree")?;
+            JobKind::Resolver {
+                name,
+                branch,
+                tip,
+                base,
+                theirs,
+                ..
+            } => {
+                fresh_worktree(&repo, name, branch, tip, &self.invocation.cwd)?;
+                git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
+            }
         }
         let before = repo.fingerprint()?;
         let finished = agent::run(&self.invocation, watchdog);
@@ -1131,36 +1398,81 @@ impl Job {
             }
             JobKind::Writer { check, message, .. } => {
                 let commit = git::commit_worktree(&self.invocation.cwd, message)?;
-                if let (Some(check), Some(_)) = (check, &commit) {
-                    let check_run = Invocation {
-                        command: check.clone(),
-                        stdin: None,
-                        transcript: self.invocation.transcript.with_extension("check.log"),
-                        header: format!(
-                            "check of {}\ncommand: {check}\n",
-                            self.invocation.cwd.display()
-                        ),
-                        ..self.invocation.clone()
-                    };
-                    let outcome = agent::run(&check_run, watchdog).outcome;
-                    match outcome {
-                        Outcome::Succeeded => {}
-                        Outcome::Interrupted => return Ok(Verdict::Interrupted),
-                        Outcome::TimedOut(_) | Outcome::Failed(_) => {
-                            return Ok(Verdict::Failed(format!(
-                                "check `{check}` failed; see {}",
-                                check_run.transcript.display()
-                            )));
-                        }
-                    }
+                if let (Some(check), Some(_)) = (check, &commit)
+                    && let Some(failed) = self.check(check, watchdog)
+                {
+                    return Ok(failed);
                 }
                 Ok(Verdict::Succeeded {
                     result: finished.stdout,
                     commit,
                 })
             }
+            JobKind::Resolver {
+                theirs,
+                paths,
+                check,
+                message,
+                ..
+            } => {
+                let left = git::files_with_conflict_markers(&self.invocation.cwd, paths);
+                if !left.is_empty() {
+                    return Ok(Verdict::Failed(format!(
+                        "conflict markers are left in {}",
+                        left.join(", ")
+                    )));
+                }
+                let commit = git::commit_worktree_merge(&self.invocation.cwd, message, theirs)?;
+                if let Some(check) = check
+                    && let Some(failed) = self.check(check, watchdog)
+                {
+                    return Ok(failed);
+                }
+                Ok(Verdict::Succeeded {
+                    result: finished.stdout,
+                    commit: Some(commit),
+                })
+            }
         }
     }
+
+    /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
+    fn check(&self, check: &str, watchdog: &Watchdog) -> Option<Verdict> {
+        let check_run = Invocation {
+            command: check.to_owned(),
+            stdin: None,
+            transcript: self.invocation.transcript.with_extension("check.log"),
+            header: format!(
+                "check of {}\ncommand: {check}\n",
+                self.invocation.cwd.display()
+            ),
+            ..self.invocation.clone()
+        };
+        match agent::run(&check_run, watchdog).outcome {
+            Outcome::Succeeded => None,
+            Outcome::Interrupted => Some(Verdict::Interrupted),
+            Outcome::TimedOut(_) | Outcome::Failed(_) => Some(Verdict::Failed(format!(
+                "check `{check}` failed; see {}",
+                check_run.transcript.display()
+            ))),
+        }
+    }
+}
+
+/// Replaces whatever an earlier attempt left with a new worktree on a new branch at `start`.
+fn fresh_worktree(
+    repo: &Repo,
+    name: &str,
+    branch: &str,
+    start: &CommitId,
+    path: &Path,
+) -> anyhow::Result<()> {
+    repo.remove_worktree(name, path)?;
+    if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
+        repo.delete_branch_at(branch, &old)?;
+    }
+    repo.add_worktree(name, path, &Head::NewBranch(branch, start))
+        .context("could not create the writer's worktree")
 }
 
 /// One file per dep, `<dep id>.txt`, holding its whole result.

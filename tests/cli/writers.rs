@@ -738,3 +738,86 @@ fn deletions_and_new_directories_are_merged_and_ignored_files_are_not() {
     assert!(!repo.root.join("debug.log").exists());
     assert!(!repo.root.join("build").exists());
 }
+
+/// Two writers changing the same line of `shared.txt`; the second one finishes last.
+fn same_line_writers(repo: &TestRepo) -> PathBuf {
+    repo.write("shared.txt", "top\nshared\nbottom\n");
+    repo.commit_all("add shared.txt");
+    repo.tasks(&[
+        r#"{"id":"first","run":"sed -i 's/shared/from first/' shared.txt"}"#,
+        r#"{"id":"second","run":"sleep 0.5; sed -i 's/shared/from second/' shared.txt"}"#,
+    ])
+}
+
+#[test]
+fn a_conflict_the_resolver_settles_is_merged_once_and_nothing_is_parked() {
+    let repo = TestRepo::new();
+    let tasks = same_line_writers(&repo);
+    // The "agent" keeps both sides: it drops the marker lines.
+    let agent = "exec:sed -i '/^<<<<<<< /d; /^=======$/d; /^>>>>>>> /d' shared.txt";
+
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "--resolve-conflicts",
+        "--agent",
+        agent,
+    ]);
+
+    assert_exit(&out, 0);
+    assert_eq!(
+        repo.read("shared.txt"),
+        "top\nfrom first\nfrom second\nbottom\n"
+    );
+    assert!(
+        swarm_branches(&repo).is_empty(),
+        "{:?}",
+        swarm_branches(&repo)
+    );
+    assert!(
+        extra_worktrees(&repo).is_empty(),
+        "{:?}",
+        extra_worktrees(&repo)
+    );
+    let merges = repo.git(&["log", "--merges", "--format=%s"]);
+    // One merge per task: the resolver's merge commit is the one for `second`.
+    assert_eq!(
+        merges
+            .lines()
+            .filter(|l| l.starts_with("Merge swarm task second"))
+            .count(),
+        1,
+        "{merges}"
+    );
+    assert_eq!(merges.lines().count(), 2, "{merges}");
+}
+
+#[test]
+fn a_resolver_that_leaves_markers_parks_the_writer_with_the_reason() {
+    let repo = TestRepo::new();
+    let tasks = same_line_writers(&repo);
+    let report = outside(&repo, "report.md");
+
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "--resolve-conflicts",
+        "--agent",
+        "exec:true",
+        "--final-out",
+        path_str(&report),
+    ]);
+
+    assert_exit(&out, 3);
+    let run = run_id(&repo);
+    assert_eq!(
+        show(&repo, &format!("swarm/{run}-second"), "shared.txt"),
+        "top\nfrom second\nbottom\n"
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("conflict markers are left in shared.txt"),
+        "{text}"
+    );
+    assert_eq!(repo.read("shared.txt"), "top\nfrom first\nbottom\n");
+}
