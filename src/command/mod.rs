@@ -1,7 +1,6 @@
 //! The subcommands: each gathers its inputs, then hands the work to plan, schedule, git, store
 //! and report, and returns the exit code.
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -11,7 +10,7 @@ use anyhow::{Context as _, bail};
 use serde_json::json;
 
 use crate::agent::Agent;
-use crate::cli::{Cli, Command, GraphFormat, Land, RunOptions};
+use crate::cli::{Cli, Command, Land, RunOptions};
 use crate::git::{CommitId, Landing, Repo};
 use crate::plan::{Action, Plan};
 use crate::report::{self, Facts, Parked};
@@ -19,6 +18,10 @@ use crate::schedule::{Ending, Layout, Scheduler, Settings};
 use crate::store::{Board, Event, RunRecord, RunStatus, TaskRecord, TaskStatus};
 use crate::ui::{self, Ui};
 use crate::{Busy, Usage, exit};
+
+mod inspect;
+
+use inspect::{gc, graph, logs, status};
 
 /// Defaults of run options, as `--help` states them.
 const DEFAULT_JOBS: u32 = 4;
@@ -134,18 +137,6 @@ impl Lock {
         writeln!(file, "pid {}, run {run}", std::process::id())?;
         Ok(Self { _file: file })
     }
-}
-
-/// Who holds the repository's run lock, if anyone; takes nothing.
-fn lock_holder(repo: &Repo) -> Option<String> {
-    let path = repo.common_dir().join("swarm").join("lock");
-    let mut file = std::fs::OpenOptions::new().read(true).open(path).ok()?;
-    if file.try_lock_shared().is_ok() {
-        return None;
-    }
-    let mut holder = String::new();
-    let _ = file.read_to_string(&mut holder);
-    Some(holder.trim().to_owned())
 }
 
 /// Run ids: UTC time and four hex digits, `20261129-071300-ab12`.
@@ -625,220 +616,6 @@ fn land(
             ))),
         },
     }
-}
-
-fn pick_run(board: &Board, run: Option<&str>) -> anyhow::Result<RunRecord> {
-    let id = match run {
-        Some(r) => r.to_owned(),
-        None => board
-            .latest_run(false)?
-            .ok_or_else(|| Usage::new("there are no runs in this repository yet"))?,
-    };
-    board
-        .load_run(&id)?
-        .ok_or_else(|| Usage::new(format!("no run {id:?} in this repository")).into())
-}
-
-fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
-    let repo = open_repo(g)?;
-    let board = open_board(&repo)?;
-    let run = pick_run(&board, run)?;
-    let tasks = board.load_tasks(&run.id)?;
-    if g.json {
-        ui::out(&serde_json::to_string_pretty(
-            &json!({ "run": run, "tasks": tasks }),
-        )?);
-        return Ok(exit::OK);
-    }
-    let holder = lock_holder(&repo);
-    let alive = holder
-        .as_deref()
-        .is_some_and(|h| h.contains(run.id.as_str()));
-    let state = match run.status {
-        RunStatus::Running if !alive => {
-            "stopped (its process is gone; `swarm resume` continues it)".to_owned()
-        }
-        s => s.as_str().to_owned(),
-    };
-    let mut out = format!(
-        "run {}  {}{}  base {}  from {}\n",
-        run.id,
-        state,
-        run.exit_code
-            .map(|c| format!(" (exit {c})"))
-            .unwrap_or_default(),
-        &run.base_commit[..run.base_commit.len().min(12)],
-        run.source
-    );
-    let width = tasks.iter().map(|t| t.id.len()).max().unwrap_or(4);
-    for t in &tasks {
-        let _ = writeln!(
-            out,
-            "  {:<11} {:<width$}  {} attempt{}  {}{}",
-            t.status.as_str(),
-            t.id,
-            t.attempts,
-            if t.attempts == 1 { " " } else { "s" },
-            ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
-            t.error
-                .as_deref()
-                .map(|e| format!("  {e}"))
-                .unwrap_or_default()
-        );
-    }
-    ui::out(&out);
-    Ok(exit::OK)
-}
-
-fn logs(
-    g: &Globals,
-    run: Option<&str>,
-    errors: bool,
-    tail: Option<usize>,
-    follow: bool,
-    path: bool,
-) -> anyhow::Result<u8> {
-    let repo = open_repo(g)?;
-    let board = open_board(&repo)?;
-    let run = pick_run(&board, run)?;
-    let events_path = board.events_path(&run.id);
-    let is_error = |e: &serde_json::Value| {
-        matches!(
-            e["kind"].as_str(),
-            Some("task_failed" | "parked" | "escalated" | "task_skipped" | "error")
-        )
-    };
-    if path {
-        let mut out = format!("{}\n", events_path.display());
-        if errors {
-            for (_, _, _, transcript) in board.failed_attempts(&run.id)? {
-                out.push_str(&transcript);
-                out.push('\n');
-            }
-        }
-        ui::out(&out);
-        return Ok(exit::OK);
-    }
-    let show = |e: &serde_json::Value| -> String {
-        if g.json {
-            return e.to_string();
-        }
-        let at = e["at"].as_i64().unwrap_or_default();
-        let secs = at / 1000;
-        let mut line = format!(
-            "{:02}:{:02}:{:02}.{:03} {:<16} {}",
-            (secs / 3600) % 24,
-            (secs / 60) % 60,
-            secs % 60,
-            at % 1000,
-            e["kind"].as_str().unwrap_or("?"),
-            e["task"].as_str().unwrap_or("-")
-        );
-        if !e["detail"].is_null() {
-            line.push(' ');
-            line.push_str(&e["detail"].to_string());
-        }
-        line
-    };
-    let events = read_events(&events_path)?;
-    let selected: Vec<&serde_json::Value> =
-        events.iter().filter(|e| !errors || is_error(e)).collect();
-    let start = tail.map_or(0, |n| selected.len().saturating_sub(n));
-    let mut out = String::new();
-    for e in &selected[start..] {
-        out.push_str(&show(e));
-        out.push('\n');
-    }
-    if !out.is_empty() {
-        ui::out(&out);
-    }
-    if errors && !g.json {
-        let transcripts = board.failed_attempts(&run.id)?;
-        if !transcripts.is_empty() {
-            let mut t = String::from("transcripts of failed attempts:\n");
-            for (task, n, outcome, path) in transcripts {
-                let _ = writeln!(t, "  {task} attempt {n} ({outcome}): {path}");
-            }
-            ui::out(&t);
-        }
-    }
-    if follow {
-        let mut seen = events.len();
-        loop {
-            std::thread::sleep(Duration::from_millis(200));
-            let events = read_events(&events_path)?;
-            for e in events.iter().skip(seen).filter(|e| !errors || is_error(e)) {
-                ui::out(&show(e));
-            }
-            seen = events.len();
-            let status = board.load_run(&run.id)?.map(|r| r.status);
-            if status != Some(RunStatus::Running) {
-                break;
-            }
-        }
-    }
-    Ok(exit::OK)
-}
-
-fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> anyhow::Result<u8> {
-    let file = source.map(|s| g.dir.join(s)).filter(|p| p.is_file());
-    let (plan, records) = if let Some(path) = file {
-        (Plan::load(&path)?, None)
-    } else {
-        let repo = open_repo(g)?;
-        let board = open_board(&repo)?;
-        let run = pick_run(&board, source)?;
-        let records = board.load_tasks(&run.id)?;
-        (stored_plan(&records)?, Some(records))
-    };
-    let text = match format {
-        GraphFormat::Mermaid => report::mermaid(&plan, records.as_deref()),
-        GraphFormat::Dot => report::dot(&plan, records.as_deref()),
-    };
-    ui::out(&text);
-    Ok(exit::OK)
-}
-
-fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
-    let repo = open_repo(g)?;
-    let _lock = Lock::acquire(&repo, "gc")?;
-    let mut actions = Vec::new();
-    for (name, path) in repo.worktrees_with_prefix("swarm-")? {
-        actions.push(format!("remove worktree {}", path.display()));
-        if !dry_run {
-            repo.remove_worktree(&name, &path)?;
-        }
-    }
-    // A swarm branch goes only when another branch holds every commit of it.
-    let branches = repo.branches_with_prefix("")?;
-    for (name, tip) in repo.branches_with_prefix("swarm/")? {
-        let held = branches
-            .iter()
-            .filter(|(other, _)| *other != name && !other.starts_with(&format!("{name}-")))
-            .try_fold(false, |found, (_, other_tip)| {
-                anyhow::Ok(found || repo.contains(other_tip, &tip)?)
-            })?;
-        if held {
-            actions.push(format!("delete branch {name} (merged)"));
-            if !dry_run {
-                repo.delete_branch_at(&name, &tip)?;
-            }
-        } else {
-            actions.push(format!(
-                "keep branch {name} (has commits no other branch has)"
-            ));
-        }
-    }
-    let verb = if dry_run { "would " } else { "" };
-    let mut out = String::new();
-    for a in &actions {
-        let _ = writeln!(out, "{verb}{a}");
-    }
-    if actions.is_empty() {
-        out.push_str("nothing to clean\n");
-    }
-    ui::out(&out);
-    Ok(exit::OK)
 }
 
 #[cfg(test)]

@@ -1,0 +1,271 @@
+//! One attempt on a pool thread: preparing its worktree, running it, checking what it did,
+//! committing a writer's changes and running its check. Reports back a `Verdict`.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use super::Message;
+
+use crate::agent::{self, Invocation, Outcome, Watchdog};
+use crate::git::{self, CommitId, Head, Repo};
+
+/// The dedicated pool that runs attempts (never rayon's global pool: attempts block on child
+/// processes), sized to `--jobs`.
+pub(super) struct Workers {
+    pool: rayon::ThreadPool,
+    tx: Sender<Message>,
+    watchdog: Watchdog,
+}
+
+impl Workers {
+    pub(super) fn start(
+        jobs: usize,
+        tx: Sender<Message>,
+        watchdog: Watchdog,
+    ) -> anyhow::Result<Self> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .thread_name(|i| format!("swarm-attempt-{i}"))
+            .build()
+            .context("could not start the attempt pool")?;
+        Ok(Self { pool, tx, watchdog })
+    }
+
+    /// Runs a job on the pool; its report arrives on the loop's channel.
+    pub(super) fn spawn(&self, job: Job) {
+        let tx = self.tx.clone();
+        let watchdog = self.watchdog.clone();
+        self.pool.spawn(move || {
+            let report = job.execute(&watchdog);
+            let _ = tx.send(Message::Done(report));
+        });
+    }
+
+    /// Stops every running attempt (the first Ctrl-C).
+    pub(super) fn stop_all(&self) {
+        self.watchdog.stop_all();
+    }
+}
+
+/// What an attempt's worker reports.
+pub(super) struct Report {
+    pub(super) task: usize,
+    pub(super) attempt: u32,
+    pub(super) verdict: Verdict,
+    pub(super) elapsed: Duration,
+}
+
+pub(super) enum Verdict {
+    Succeeded {
+        result: String,
+        commit: Option<CommitId>,
+    },
+    Failed(String),
+    Interrupted,
+}
+
+pub(super) enum JobKind {
+    Reader,
+    Writer {
+        name: String,
+        branch: String,
+        start: CommitId,
+        check: Option<String>,
+        message: String,
+    },
+    /// A conflicting writer's one attempt at resolving its merge.
+    Resolver {
+        name: String,
+        branch: String,
+        /// The integration tip the resolution starts from.
+        tip: CommitId,
+        /// The writer's start commit and its commit.
+        base: CommitId,
+        theirs: CommitId,
+        paths: Vec<String>,
+        check: Option<String>,
+        message: String,
+    },
+}
+
+/// One attempt, as handed to a pool thread.
+pub(super) struct Job {
+    pub(super) task: usize,
+    pub(super) attempt: u32,
+    pub(super) kind: JobKind,
+    pub(super) invocation: Invocation,
+    pub(super) deps_dir: Option<(PathBuf, Vec<(String, String)>)>,
+    pub(super) user_checkout: PathBuf,
+}
+
+impl Job {
+    pub(super) fn execute(self, watchdog: &Watchdog) -> Report {
+        let started = Instant::now();
+        let verdict = self
+            .attempt(watchdog)
+            .unwrap_or_else(|e| Verdict::Failed(format!("{e:#}")));
+        Report {
+            task: self.task,
+            attempt: self.attempt,
+            verdict,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    fn attempt(&self, watchdog: &Watchdog) -> anyhow::Result<Verdict> {
+        if let Some((dir, deps)) = &self.deps_dir {
+            write_deps(dir, deps)?;
+        }
+        let repo = Repo::discover(&self.user_checkout)?;
+        match &self.kind {
+            JobKind::Reader => {}
+            JobKind::Writer {
+                name,
+                branch,
+                start,
+                ..
+            } => {
+                // A fresh worktree per attempt, from the integration tip the task started at.
+                fresh_worktree(&repo, name, branch, start, &self.invocation.cwd)?;
+            }
+            JobKind::Resolver {
+                name,
+                branch,
+                tip,
+                base,
+                theirs,
+                ..
+            } => {
+                fresh_worktree(&repo, name, branch, tip, &self.invocation.cwd)?;
+                git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
+            }
+        }
+        let before = repo.fingerprint()?;
+        let finished = agent::run(&self.invocation, watchdog);
+        let touched = before.changed_paths(&repo.fingerprint()?);
+        if !touched.is_empty() {
+            return Ok(Verdict::Failed(format!(
+                "changed your checkout {} (outside its own directory): {}; nothing of it is merged",
+                self.user_checkout.display(),
+                touched.join(", ")
+            )));
+        }
+        match finished.outcome {
+            Outcome::Succeeded => {}
+            Outcome::Interrupted => return Ok(Verdict::Interrupted),
+            Outcome::TimedOut(t) => {
+                return Ok(Verdict::Failed(format!(
+                    "timed out after {}",
+                    crate::ui::duration(t)
+                )));
+            }
+            Outcome::Failed(why) => return Ok(Verdict::Failed(why)),
+        }
+        match &self.kind {
+            JobKind::Reader => {
+                let changed = git::worktree_changes(&self.invocation.cwd)?;
+                if !changed.is_empty() {
+                    git::restore_worktree(&self.invocation.cwd)?;
+                    return Ok(Verdict::Failed(format!(
+                        "a read-only task changed its snapshot ({}); the snapshot was restored",
+                        changed.join(", ")
+                    )));
+                }
+                Ok(Verdict::Succeeded {
+                    result: finished.stdout,
+                    commit: None,
+                })
+            }
+            JobKind::Writer { check, message, .. } => {
+                let commit = git::commit_worktree(&self.invocation.cwd, message)?;
+                if let (Some(check), Some(_)) = (check, &commit)
+                    && let Some(failed) = self.check(check, watchdog)
+                {
+                    return Ok(failed);
+                }
+                Ok(Verdict::Succeeded {
+                    result: finished.stdout,
+                    commit,
+                })
+            }
+            JobKind::Resolver {
+                theirs,
+                paths,
+                check,
+                message,
+                ..
+            } => {
+                let left = git::files_with_conflict_markers(&self.invocation.cwd, paths);
+                if !left.is_empty() {
+                    return Ok(Verdict::Failed(format!(
+                        "conflict markers are left in {}",
+                        left.join(", ")
+                    )));
+                }
+                let commit = git::commit_worktree_merge(&self.invocation.cwd, message, theirs)?;
+                if let Some(check) = check
+                    && let Some(failed) = self.check(check, watchdog)
+                {
+                    return Ok(failed);
+                }
+                Ok(Verdict::Succeeded {
+                    result: finished.stdout,
+                    commit: Some(commit),
+                })
+            }
+        }
+    }
+
+    /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
+    fn check(&self, check: &str, watchdog: &Watchdog) -> Option<Verdict> {
+        let check_run = Invocation {
+            command: check.to_owned(),
+            stdin: None,
+            transcript: self.invocation.transcript.with_extension("check.log"),
+            header: format!(
+                "check of {}\ncommand: {check}\n",
+                self.invocation.cwd.display()
+            ),
+            ..self.invocation.clone()
+        };
+        match agent::run(&check_run, watchdog).outcome {
+            Outcome::Succeeded => None,
+            Outcome::Interrupted => Some(Verdict::Interrupted),
+            Outcome::TimedOut(_) | Outcome::Failed(_) => Some(Verdict::Failed(format!(
+                "check `{check}` failed; see {}",
+                check_run.transcript.display()
+            ))),
+        }
+    }
+}
+
+/// Replaces whatever an earlier attempt left with a new worktree on a new branch at `start`.
+pub(super) fn fresh_worktree(
+    repo: &Repo,
+    name: &str,
+    branch: &str,
+    start: &CommitId,
+    path: &Path,
+) -> anyhow::Result<()> {
+    repo.remove_worktree(name, path)?;
+    if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
+        repo.delete_branch_at(branch, &old)?;
+    }
+    repo.add_worktree(name, path, &Head::NewBranch(branch, start))
+        .context("could not create the writer's worktree")
+}
+
+/// One file per dep, `<dep id>.txt`, holding its whole result.
+pub(super) fn write_deps(dir: &Path, deps: &[(String, String)]) -> anyhow::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    std::fs::create_dir_all(dir)?;
+    for (id, result) in deps {
+        std::fs::write(dir.join(format!("{id}.txt")), result)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,620 @@
+//! The run loop: readiness, priority, slots, retries, the merge queue and signals. One thread
+//! (the caller's) owns the board, the terminal and the merges; attempts run on a dedicated pool
+//! and report back over a channel. Prints only through `Ui`; reaches git only through `git`.
+
+use std::collections::{BinaryHeap, HashMap};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::agent::{Agent, Watchdog};
+use crate::git::{CommitId, Repo};
+use crate::plan::{Mode, Plan};
+use crate::store::{Board, Event, TaskRecord, TaskStatus, TaskUpdate, now_ms};
+use crate::ui::Ui;
+
+mod job;
+mod merge;
+mod prompt;
+mod signal;
+mod start;
+
+use job::{Report, Verdict, Workers};
+use signal::{SignalWatch, watch_signals};
+
+/// A dependency's result is cut to this many bytes inside a prompt.
+pub const DEP_RESULT_CAP: usize = 16 * 1024;
+
+/// How the run behaves; fixed for the run's lifetime.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub jobs: usize,
+    pub max_writers: usize,
+    pub retries: u32,
+    pub task_timeout: Duration,
+    /// Between SIGTERM and SIGKILL when an attempt is stopped.
+    pub kill_grace: Duration,
+    /// The first retry waits this long; each further one twice as long (capped at a minute).
+    pub backoff: Duration,
+    pub agent: Option<Agent>,
+    pub check: Option<String>,
+    pub on_escalate: Option<String>,
+    /// Before parking a conflicting writer, let its agent try once to resolve the conflict.
+    pub resolve_conflicts: bool,
+}
+
+/// Where the run's files and branches live.
+pub struct Layout {
+    pub run: String,
+    pub base: CommitId,
+    /// Full ref name of the integration branch, `refs/heads/swarm/<run>`.
+    pub integration_ref: String,
+    /// This run's worktrees and snapshots.
+    pub worktrees: PathBuf,
+    /// This run's files in the board directory.
+    pub run_dir: PathBuf,
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Every task reached a final state.
+    Finished,
+    /// Stopped by a signal; unfinished tasks are resumable.
+    Interrupted,
+}
+
+enum Message {
+    Done(Report),
+    Signal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Ready,
+    Delayed(Instant),
+    Running,
+    Committed,
+    /// A conflicting writer waiting for, or running, its one resolver attempt.
+    Resolving,
+    Done,
+    Failed,
+    Skipped,
+    Parked,
+    Interrupted,
+}
+
+/// Per-task memory of the loop.
+struct Slot {
+    state: State,
+    waiting_on: usize,
+    attempts: u32,
+    failures: u32,
+    result: Option<String>,
+    start_commit: Option<CommitId>,
+    commit: Option<CommitId>,
+    snapshot: Option<CommitId>,
+    /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
+    conflict: Vec<String>,
+    resolver_tried: bool,
+}
+
+struct Snapshot {
+    name: String,
+    path: PathBuf,
+    users: usize,
+}
+
+/// The loop's state; lives on the owner thread.
+pub struct Scheduler<'a> {
+    plan: &'a Plan,
+    repo: &'a Repo,
+    board: &'a mut Board,
+    ui: &'a mut Ui,
+    settings: &'a Settings,
+    layout: &'a Layout,
+    slots: Vec<Slot>,
+    priority: Vec<u32>,
+    ready: BinaryHeap<(u32, std::cmp::Reverse<usize>)>,
+    /// Conflicting writers whose resolver attempt has yet to start.
+    to_resolve: Vec<usize>,
+    running: usize,
+    writers_running: usize,
+    snapshots: HashMap<CommitId, Snapshot>,
+    tip: CommitId,
+    stopping: bool,
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn new(
+        plan: &'a Plan,
+        repo: &'a Repo,
+        board: &'a mut Board,
+        ui: &'a mut Ui,
+        settings: &'a Settings,
+        layout: &'a Layout,
+        records: &[TaskRecord],
+    ) -> anyhow::Result<Self> {
+        let tip = repo.ref_target(&layout.integration_ref)?.with_context(|| {
+            format!("the integration branch {} is gone", layout.integration_ref)
+        })?;
+        let slots = records
+            .iter()
+            .map(|r| Slot {
+                state: match r.status {
+                    TaskStatus::Done => State::Done,
+                    TaskStatus::Failed => State::Failed,
+                    TaskStatus::Skipped => State::Skipped,
+                    TaskStatus::Parked => State::Parked,
+                    TaskStatus::Committed => State::Committed,
+                    TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted => {
+                        State::Waiting
+                    }
+                },
+                waiting_on: 0,
+                attempts: r.attempts,
+                failures: r.failures,
+                result: r.result.clone(),
+                start_commit: r.start_commit.as_deref().map(CommitId::new),
+                commit: r.commit_id.as_deref().map(CommitId::new),
+                snapshot: None,
+                conflict: Vec::new(),
+                resolver_tried: false,
+            })
+            .collect();
+        Ok(Self {
+            plan,
+            repo,
+            board,
+            ui,
+            settings,
+            layout,
+            slots,
+            priority: plan.priorities(),
+            ready: BinaryHeap::new(),
+            to_resolve: Vec::new(),
+            running: 0,
+            writers_running: 0,
+            snapshots: HashMap::new(),
+            tip,
+            stopping: false,
+        })
+    }
+
+    /// Runs every task that can run; returns when all are final or a signal stopped the run.
+    pub fn run(mut self) -> anyhow::Result<Ending> {
+        let (tx, rx) = mpsc::channel();
+        let watchdog = Watchdog::start(self.settings.kill_grace);
+        let signals = watch_signals(tx.clone(), watchdog.clone())?;
+        let workers = Workers::start(self.settings.jobs, tx, watchdog.clone())?;
+        let outcome = self.drive(&workers, &rx, &signals);
+        signals.close();
+        watchdog.shutdown();
+        let cleanup = self.remove_snapshots();
+        let ending = outcome?;
+        cleanup?;
+        Ok(ending)
+    }
+
+    fn drive(
+        &mut self,
+        workers: &Workers,
+        rx: &Receiver<Message>,
+        signals: &SignalWatch,
+    ) -> anyhow::Result<Ending> {
+        // This process holds the run lock and has not started anything yet, so a lock on one
+        // of the run's refs was left by a `kill -9` of an earlier process and would block it.
+        self.repo
+            .clear_stale_ref_lock(&self.layout.integration_ref)?;
+        for task in self.plan.tasks.iter().filter(|t| t.mode == Mode::Write) {
+            let branch = format!("refs/heads/swarm/{}-{}", self.layout.run, task.id);
+            self.repo.clear_stale_ref_lock(&branch)?;
+        }
+        // Counting first: a recovered merge releases its dependents, which must be counted.
+        self.settle_initial()?;
+        self.recover_committed()?;
+        let total = self.plan.len();
+        let finished = self.slots.iter().filter(|s| is_final(s.state)).count();
+        self.ui.run_started(&self.layout.run, total, finished);
+        loop {
+            let now = Instant::now();
+            for i in 0..self.slots.len() {
+                if let State::Delayed(at) = self.slots[i].state
+                    && at <= now
+                {
+                    self.make_ready(i);
+                }
+            }
+            if !self.stopping {
+                self.start_resolvers(workers)?;
+                self.start_ready(workers)?;
+            }
+            let delayed = self.next_delay();
+            let idle = self.ready.is_empty() && delayed.is_none() && self.to_resolve.is_empty();
+            if self.running == 0 && (self.stopping || idle) {
+                break;
+            }
+            let wait = delayed.map_or(Duration::from_secs(3600), |at| {
+                at.saturating_duration_since(Instant::now())
+            });
+            match rx.recv_timeout(wait) {
+                Ok(Message::Done(report)) => self.finish(report)?,
+                Ok(Message::Signal) => {
+                    if !self.stopping {
+                        self.stopping = true;
+                        signals.armed();
+                        workers.stop_all();
+                        self.ui.note(
+                            "Stopping",
+                            &format!(
+                                "{} running task(s); press Ctrl-C again to kill now",
+                                self.running
+                            ),
+                        );
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => unreachable!("the loop holds a sender"),
+            }
+        }
+        if self.stopping {
+            let mut marks = Vec::new();
+            for (i, s) in self.slots.iter_mut().enumerate() {
+                if matches!(s.state, State::Waiting | State::Ready | State::Delayed(_))
+                    && s.attempts > 0
+                {
+                    s.state = State::Interrupted;
+                    marks.push((
+                        self.plan.tasks[i].id.as_str(),
+                        TaskStatus::Interrupted,
+                        None,
+                    ));
+                }
+            }
+            self.board
+                .mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
+            return Ok(Ending::Interrupted);
+        }
+        self.skip_stuck()?;
+        Ok(Ending::Finished)
+    }
+
+    /// Tasks still waiting when nothing runs and nothing is ready can never start; they are
+    /// skipped and said to be stuck rather than waited on.
+    fn skip_stuck(&mut self) -> anyhow::Result<()> {
+        let stuck: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].state == State::Waiting)
+            .collect();
+        let why = "stuck: its dependencies can never finish";
+        let changes: Vec<(&str, TaskStatus, Option<&str>)> = stuck
+            .iter()
+            .map(|&i| {
+                (
+                    self.plan.tasks[i].id.as_str(),
+                    TaskStatus::Skipped,
+                    Some(why),
+                )
+            })
+            .collect();
+        self.board
+            .mark_tasks(&self.layout.run, &changes, "task_skipped")?;
+        for &i in &stuck {
+            self.slots[i].state = State::Skipped;
+            self.ui.note("Stuck", self.plan.tasks[i].id.as_str());
+        }
+        Ok(())
+    }
+
+    /// Counts unfinished deps, skips what can never run, queues what is ready.
+    fn settle_initial(&mut self) -> anyhow::Result<()> {
+        for i in self.plan.topological_order() {
+            if self.slots[i].state != State::Waiting {
+                continue;
+            }
+            let deps = self.plan.deps(i);
+            if let Some(&bad) = deps.iter().find(|&&d| {
+                matches!(
+                    self.slots[d].state,
+                    State::Failed | State::Skipped | State::Parked
+                )
+            }) {
+                self.skip_dependents_of(bad)?;
+                continue;
+            }
+            self.slots[i].waiting_on = deps
+                .iter()
+                .filter(|&&d| self.slots[d].state != State::Done)
+                .count();
+            if self.slots[i].waiting_on == 0 {
+                self.make_ready(i);
+            }
+        }
+        Ok(())
+    }
+
+    fn make_ready(&mut self, i: usize) {
+        self.slots[i].state = State::Ready;
+        self.ready.push((self.priority[i], std::cmp::Reverse(i)));
+    }
+
+    fn next_delay(&self) -> Option<Instant> {
+        self.slots
+            .iter()
+            .filter_map(|s| match s.state {
+                State::Delayed(at) => Some(at),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Takes a worker's report: records it, then merges, retries, or releases dependents.
+    fn finish(&mut self, report: Report) -> anyhow::Result<()> {
+        let i = report.task;
+        if self.slots[i].state == State::Resolving {
+            return self.finish_resolver(report);
+        }
+        let task = &self.plan.tasks[i];
+        let id = task.id.as_str();
+        self.running -= 1;
+        if task.mode == Mode::Write {
+            self.writers_running -= 1;
+        }
+        if let Some(commit) = self.slots[i].snapshot.take() {
+            self.release_snapshot(&commit)?;
+        }
+        let elapsed_ms = report.elapsed.as_millis() as i64;
+        let run = self.layout.run.clone();
+        match report.verdict {
+            Verdict::Succeeded { result, commit } => {
+                let status = if commit.is_some() {
+                    TaskStatus::Committed
+                } else {
+                    TaskStatus::Done
+                };
+                let mut events = vec![Event::task(
+                    "task_succeeded",
+                    id,
+                    json!({ "attempt": report.attempt, "elapsed_ms": elapsed_ms }),
+                )];
+                if let Some(c) = &commit {
+                    events.push(Event::task(
+                        "committed",
+                        id,
+                        json!({ "commit": c.as_str() }),
+                    ));
+                } else if task.mode == Mode::Write {
+                    events.push(Event::task("no_changes", id, serde_json::Value::Null));
+                }
+                self.board.finish_attempt(
+                    &run,
+                    id,
+                    report.attempt,
+                    "succeeded",
+                    &TaskUpdate {
+                        status: Some(status),
+                        result: Some(&result),
+                        error: Some(None),
+                        finished_at: Some(now_ms()),
+                        elapsed_ms: Some(elapsed_ms),
+                        commit_id: commit.as_ref().map(CommitId::as_str),
+                        ..TaskUpdate::default()
+                    },
+                    &events,
+                )?;
+                self.slots[i].result = Some(result);
+                if let Some(c) = commit {
+                    self.slots[i].commit = Some(c);
+                    self.slots[i].state = State::Committed;
+                    self.merge(i)?;
+                } else {
+                    if task.mode == Mode::Write {
+                        self.remove_writer_worktree(i, false)?;
+                    }
+                    self.slots[i].state = State::Done;
+                    self.ui.task_finished(
+                        id,
+                        "Finished",
+                        report.elapsed,
+                        if task.mode == Mode::Write {
+                            Some("no changes")
+                        } else {
+                            None
+                        },
+                    );
+                    self.release_dependents(i);
+                }
+            }
+            Verdict::Interrupted => {
+                self.board.finish_attempt(
+                    &run,
+                    id,
+                    report.attempt,
+                    "interrupted",
+                    &TaskUpdate {
+                        status: Some(TaskStatus::Interrupted),
+                        ..TaskUpdate::default()
+                    },
+                    &[Event::task(
+                        "task_interrupted",
+                        id,
+                        json!({ "attempt": report.attempt }),
+                    )],
+                )?;
+                self.slots[i].state = State::Interrupted;
+                self.ui
+                    .task_finished(id, "Interrupted", report.elapsed, None);
+            }
+            Verdict::Failed(why) => {
+                let failures = self.slots[i].failures + 1;
+                self.slots[i].failures = failures;
+                let retries_left = failures <= self.settings.retries;
+                let retry = retries_left && !self.stopping;
+                let status = match (retries_left, self.stopping) {
+                    (true, false) => TaskStatus::Pending,
+                    // A resume gives it the retry it has left.
+                    (true, true) => TaskStatus::Interrupted,
+                    (false, _) => TaskStatus::Failed,
+                };
+                self.board.finish_attempt(
+                    &run,
+                    id,
+                    report.attempt,
+                    "failed",
+                    &TaskUpdate {
+                        status: Some(status),
+                        failures: Some(failures),
+                        error: Some(Some(&why)),
+                        finished_at: Some(now_ms()),
+                        elapsed_ms: Some(elapsed_ms),
+                        ..TaskUpdate::default()
+                    },
+                    &[Event::task(
+                        "task_failed",
+                        id,
+                        json!({ "attempt": report.attempt, "error": why, "retry": retry }),
+                    )],
+                )?;
+                if retry {
+                    let wait = backoff(self.settings.backoff, failures);
+                    self.slots[i].state = State::Delayed(Instant::now() + wait);
+                    self.ui.task_finished(
+                        id,
+                        "Retrying",
+                        report.elapsed,
+                        Some(&format!(
+                            "{why}; attempt {} in {:.1}s",
+                            report.attempt + 1,
+                            wait.as_secs_f64()
+                        )),
+                    );
+                } else if retries_left {
+                    self.slots[i].state = State::Interrupted;
+                    self.ui
+                        .task_finished(id, "Interrupted", report.elapsed, Some(&why));
+                } else {
+                    self.slots[i].state = State::Failed;
+                    self.ui
+                        .task_finished(id, "Failed", report.elapsed, Some(&why));
+                    if task.mode == Mode::Write {
+                        // Kept for inspection until `swarm gc`.
+                        self.ui.note(
+                            "Kept",
+                            &format!(
+                                "worktree of {id} at {}",
+                                self.layout.worktrees.join(id).display()
+                            ),
+                        );
+                    }
+                    self.skip_dependents_of(i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Snapshots of old tips that no reader uses any more.
+    fn drop_stale_snapshots(&mut self) -> anyhow::Result<()> {
+        let stale: Vec<CommitId> = self
+            .snapshots
+            .iter()
+            .filter(|(c, s)| s.users == 0 && **c != self.tip)
+            .map(|(c, _)| c.clone())
+            .collect();
+        for c in stale {
+            let s = self.snapshots.remove(&c).expect("listed above");
+            self.repo.remove_worktree(&s.name, &s.path)?;
+        }
+        Ok(())
+    }
+
+    fn release_dependents(&mut self, i: usize) {
+        for &d in self.plan.dependents(i) {
+            let s = &mut self.slots[d];
+            if s.state == State::Waiting {
+                s.waiting_on -= 1;
+                if s.waiting_on == 0 {
+                    self.make_ready(d);
+                }
+            }
+        }
+    }
+
+    /// Marks every task downstream of `i` skipped, saying why.
+    fn skip_dependents_of(&mut self, i: usize) -> anyhow::Result<()> {
+        let cause = self.plan.tasks[i].id.to_string();
+        let why = match self.slots[i].state {
+            State::Parked => format!("dependency {cause} is parked"),
+            State::Skipped => format!("dependency {cause} was skipped"),
+            _ => format!("dependency {cause} failed"),
+        };
+        let mut stack: Vec<usize> = self.plan.dependents(i).to_vec();
+        let mut marks = Vec::new();
+        while let Some(d) = stack.pop() {
+            if matches!(
+                self.slots[d].state,
+                State::Waiting | State::Ready | State::Delayed(_)
+            ) {
+                self.slots[d].state = State::Skipped;
+                marks.push(d);
+                stack.extend_from_slice(self.plan.dependents(d));
+            }
+        }
+        // Skipped tasks may still sit in the ready heap; they are dropped when popped.
+        self.ready
+            .retain(|(_, std::cmp::Reverse(t))| self.slots[*t].state == State::Ready);
+        let changes: Vec<(&str, TaskStatus, Option<&str>)> = marks
+            .iter()
+            .map(|&d| {
+                (
+                    self.plan.tasks[d].id.as_str(),
+                    TaskStatus::Skipped,
+                    Some(why.as_str()),
+                )
+            })
+            .collect();
+        self.board
+            .mark_tasks(&self.layout.run, &changes, "task_skipped")?;
+        for &d in &marks {
+            self.ui
+                .note("Skipped", &format!("{} ({why})", self.plan.tasks[d].id));
+        }
+        Ok(())
+    }
+}
+
+fn is_final(s: State) -> bool {
+    matches!(
+        s,
+        State::Done | State::Failed | State::Skipped | State::Parked
+    )
+}
+
+/// Retry `n` (1-based) waits base × 2^(n-1), at most a minute, with ±20% jitter so retries of
+/// many tasks do not land together.
+fn backoff(base: Duration, n: u32) -> Duration {
+    let exp = base
+        .saturating_mul(1 << (n - 1).min(10))
+        .min(Duration::from_secs(60));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let jitter = 0.8 + 0.4 * f64::from(nanos % 1000) / 1000.0;
+    exp.mul_f64(jitter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let b = Duration::from_secs(1);
+        assert!(backoff(b, 1) <= Duration::from_millis(1200));
+        assert!(backoff(b, 3) >= Duration::from_millis(3200));
+        assert!(backoff(b, 30) <= Duration::from_secs(72));
+    }
+}

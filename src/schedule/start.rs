@@ -1,0 +1,240 @@
+//! Starting attempts, on the owner thread: picking ready tasks for free slots, preparing what
+//! each attempt needs (its directory, prompt or deps files, environment) and recording the start
+//! before handing it to the pool; and the readers' shared snapshots, one per commit.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use super::job::{Job, JobKind, Workers};
+use super::prompt::compose_prompt;
+use super::{Scheduler, Snapshot, State};
+use crate::agent::{Agent, Invocation};
+use crate::git::{self, CommitId, Head};
+use crate::plan::{Action, Mode};
+use crate::store::{Event, TaskUpdate};
+
+impl Scheduler<'_> {
+    pub(super) fn start_ready(&mut self, workers: &Workers) -> anyhow::Result<()> {
+        let mut held = Vec::new();
+        while self.running < self.settings.jobs {
+            let Some((prio, std::cmp::Reverse(i))) = self.ready.pop() else {
+                break;
+            };
+            if self.plan.tasks[i].mode == Mode::Write
+                && self.writers_running >= self.settings.max_writers
+            {
+                held.push((prio, std::cmp::Reverse(i)));
+                continue;
+            }
+            self.start(i, workers)?;
+        }
+        self.ready.extend(held);
+        Ok(())
+    }
+
+    fn start(&mut self, i: usize, workers: &Workers) -> anyhow::Result<()> {
+        let task = &self.plan.tasks[i];
+        let id = task.id.as_str();
+        let attempt = self.slots[i].attempts + 1;
+        let transcript = self
+            .layout
+            .run_dir
+            .join("attempts")
+            .join(format!("{id}.{attempt}.log"));
+        let (cwd, job_kind) = match task.mode {
+            Mode::Read => {
+                let path = self.acquire_snapshot()?;
+                self.slots[i].snapshot = Some(self.tip.clone());
+                (path, JobKind::Reader)
+            }
+            Mode::Write => {
+                let name = format!("swarm-{}-{}", self.layout.run, id);
+                let path = self.layout.worktrees.join(id);
+                self.slots[i].start_commit = Some(self.tip.clone());
+                (
+                    path.clone(),
+                    JobKind::Writer {
+                        name,
+                        branch: format!("swarm/{}-{}", self.layout.run, id),
+                        start: self.tip.clone(),
+                        check: task.check.clone().or_else(|| self.settings.check.clone()),
+                        message: format!(
+                            "{}\n\nswarm task {id} of run {}",
+                            task.title.as_deref().unwrap_or(id),
+                            self.layout.run
+                        ),
+                    },
+                )
+            }
+        };
+        let mut env = vec![
+            ("SWARM_RUN_ID".to_owned(), self.layout.run.clone()),
+            ("SWARM_TASK_ID".to_owned(), id.to_owned()),
+            ("SWARM_MODE".to_owned(), task.mode.as_str().to_owned()),
+            ("SWARM_ATTEMPT".to_owned(), attempt.to_string()),
+            ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+        ];
+        let deps: Vec<(String, String)> = self
+            .plan
+            .deps(i)
+            .iter()
+            .map(|&d| {
+                (
+                    self.plan.tasks[d].id.to_string(),
+                    self.slots[d].result.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let (command, stdin, deps_dir) = match &task.action {
+            Action::Run(cmd) => {
+                let dir = self.layout.run_dir.join("deps").join(id);
+                env.push(("SWARM_DEPS_DIR".to_owned(), dir.display().to_string()));
+                env.push((
+                    "SWARM_DEPS".to_owned(),
+                    deps.iter()
+                        .map(|(d, _)| d.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ));
+                (cmd.clone(), None, Some(dir))
+            }
+            Action::Prompt(prompt) => {
+                let agent = task
+                    .agent
+                    .as_deref()
+                    .map(Agent::parse)
+                    .transpose()
+                    .map_err(anyhow::Error::msg)?
+                    .or_else(|| self.settings.agent.clone())
+                    .with_context(|| {
+                        format!("task {id} has a prompt but no agent is configured")
+                    })?;
+                let Agent::Exec(cmd) = agent;
+                let changes = self.dep_changes(i);
+                (cmd, Some(compose_prompt(prompt, &deps, &changes)), None)
+            }
+        };
+        let timeout = task.timeout.unwrap_or(self.settings.task_timeout);
+        let header = format!(
+            "swarm run {} task {id} attempt {attempt}\nmode: {}\ncwd: {}\ncommand: {}\n",
+            self.layout.run,
+            task.mode.as_str(),
+            cwd.display(),
+            command
+        );
+        self.board.start_attempt(
+            &self.layout.run,
+            id,
+            attempt,
+            &transcript.display().to_string(),
+            &Event::task(
+                "task_started",
+                id,
+                json!({ "attempt": attempt, "cwd": cwd.display().to_string() }),
+            ),
+        )?;
+        if let JobKind::Writer { start, .. } = &job_kind {
+            self.board.update_task(
+                &self.layout.run,
+                id,
+                &TaskUpdate {
+                    start_commit: Some(start.as_str()),
+                    branch: Some(&format!("swarm/{}-{}", self.layout.run, id)),
+                    ..TaskUpdate::default()
+                },
+                &Event::task(
+                    "worktree",
+                    id,
+                    json!({ "path": cwd.display().to_string(), "start": start.as_str() }),
+                ),
+            )?;
+            self.writers_running += 1;
+        }
+        self.slots[i].state = State::Running;
+        self.slots[i].attempts = attempt;
+        self.running += 1;
+        self.ui.task_started(id, attempt);
+
+        let job = Job {
+            task: i,
+            attempt,
+            kind: job_kind,
+            invocation: Invocation {
+                command,
+                stdin,
+                cwd,
+                env,
+                timeout,
+                transcript,
+                header,
+            },
+            deps_dir: deps_dir.map(|d| (d, deps)),
+            user_checkout: self.repo.workdir().to_owned(),
+        };
+        workers.spawn(job);
+        Ok(())
+    }
+
+    /// Paths changed by the writers among a task's deps, for its prompt.
+    fn dep_changes(&self, i: usize) -> Vec<(String, Vec<String>)> {
+        self.plan
+            .deps(i)
+            .iter()
+            .filter_map(|&d| {
+                let s = &self.slots[d];
+                let (Some(from), Some(to)) = (&s.start_commit, &s.commit) else {
+                    return None;
+                };
+                let paths = git::changed_paths(self.repo.common_dir(), from, to).ok()?;
+                Some((self.plan.tasks[d].id.to_string(), paths))
+            })
+            .collect()
+    }
+
+    pub(super) fn acquire_snapshot(&mut self) -> anyhow::Result<PathBuf> {
+        if let Some(s) = self.snapshots.get_mut(&self.tip) {
+            s.users += 1;
+            return Ok(s.path.clone());
+        }
+        let name = format!("swarm-{}-snap-{}", self.layout.run, self.tip.short());
+        let path = self
+            .layout
+            .worktrees
+            .join(format!("snap-{}", self.tip.short()));
+        // Left over from a run that was killed: start it afresh.
+        self.repo.remove_worktree(&name, &path)?;
+        self.repo
+            .add_worktree(&name, &path, &Head::Detached(&self.tip))
+            .context("could not create the readers' snapshot")?;
+        self.snapshots.insert(
+            self.tip.clone(),
+            Snapshot {
+                name,
+                path: path.clone(),
+                users: 1,
+            },
+        );
+        Ok(path)
+    }
+
+    pub(super) fn release_snapshot(&mut self, commit: &CommitId) -> anyhow::Result<()> {
+        let Some(s) = self.snapshots.get_mut(commit) else {
+            return Ok(());
+        };
+        s.users -= 1;
+        if s.users == 0 && *commit != self.tip {
+            let s = self.snapshots.remove(commit).expect("present above");
+            self.repo.remove_worktree(&s.name, &s.path)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove_snapshots(&mut self) -> anyhow::Result<()> {
+        for (_, s) in self.snapshots.drain() {
+            self.repo.remove_worktree(&s.name, &s.path)?;
+        }
+        Ok(())
+    }
+}
