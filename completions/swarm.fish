@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json h/help V/version
+    string join \n C/directory= q/quiet json goal= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= allow-program= task-timeout= retries= check= final-out= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -25,9 +25,32 @@ function __fish_swarm_using_subcommand
 end
 
 complete -c swarm -n "__fish_swarm_needs_command" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l goal -d 'What to do, in prose: planned by the model, then run' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l plan-out -d 'Write the (repaired) plan to FILE in the task-file format (`swarm run FILE` runs it)' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l agent -d 'The agent for prompt tasks: auto, openai (built in), or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l base -d 'Start the run from REV [default: HEAD]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
+branch\t'Always keep the integration branch and say how to take it'
+none\t'Keep the integration branch and say nothing about it'"
+complete -c swarm -n "__fish_swarm_needs_command" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_needs_command" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print the final summary as JSON on stdout'
-complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_needs_command" -l plan-only -d 'Plan only: write the plan (to --plan-out, else stdout) and run nothing'
+complete -c swarm -n "__fish_swarm_needs_command" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_needs_command" -s V -l version -d 'Print version'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
@@ -39,7 +62,13 @@ complete -c swarm -n "__fish_swarm_needs_command" -f -a "completions" -d 'Print 
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l agent -d 'The agent for prompt tasks: exec:CMD runs CMD with `sh -c`, prompt on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l agent -d 'The agent for prompt tasks: auto, openai (built in), or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
@@ -57,7 +86,13 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the f
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l agent -d 'The agent for prompt tasks: exec:CMD runs CMD with `sh -c`, prompt on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l agent -d 'The agent for prompt tasks: auto, openai (built in), or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r

@@ -1,5 +1,9 @@
 //! The command line: clap definitions and `command()`. Holds no logic; every value is handed on
 //! as parsed, and defaults that depend on configuration are applied by the caller.
+#![expect(
+    clippy::doc_markdown,
+    reason = "doc comments here are --help text for users, not rustdoc"
+)]
 
 use std::path::PathBuf;
 
@@ -14,10 +18,19 @@ Exit codes:
   4   another run holds the repository
   75  stopped early and resumable (interrupt, budget); continue with `swarm resume`";
 
-/// Turn a plan of tasks into finished, merged work: coding agents run many at a time, readers in
-/// a shared snapshot, writers in their own worktrees, merged back one at a time.
+/// Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding agents
+/// run them many at a time (readers in a shared snapshot, writers in their own worktrees), and
+/// the writers are merged back one at a time.
 #[derive(Debug, Parser)]
-#[command(name = "swarm", version, after_help = EXIT_CODES, max_term_width = 100)]
+#[command(
+    name = "swarm",
+    version,
+    after_help = EXIT_CODES,
+    max_term_width = 100,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    arg_required_else_help = true
+)]
 pub struct Cli {
     /// Run as if started in DIR.
     #[arg(short = 'C', long = "directory", value_name = "DIR", global = true)]
@@ -31,8 +44,23 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// What to do, in prose: planned by the model, then run.
+    #[arg(long, value_name = "TEXT", required = true)]
+    pub goal: Option<String>,
+
+    /// Write the (repaired) plan to FILE in the task-file format (`swarm run FILE` runs it).
+    #[arg(long, value_name = "FILE")]
+    pub plan_out: Option<PathBuf>,
+
+    /// Plan only: write the plan (to --plan-out, else stdout) and run nothing.
+    #[arg(long)]
+    pub plan_only: bool,
+
+    #[command(flatten)]
+    pub options: RunOptions,
+
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -108,9 +136,37 @@ pub struct RunOptions {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_writers: Option<u32>,
 
-    /// The agent for prompt tasks: exec:CMD runs CMD with `sh -c`, prompt on stdin.
+    /// The agent for prompt tasks: auto, openai (built in), or exec:CMD (CMD run with `sh -c`,
+    /// prompt on stdin, result on stdout) [default: auto].
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
+
+    /// The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini].
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+
+    /// The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE,
+    /// OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or
+    /// OPENAI_API_KEY only.
+    #[arg(long, value_name = "URL")]
+    pub api_base: Option<String>,
+
+    /// Give up on a model request that has not answered after this long, and retry it
+    /// [default: 5m].
+    #[arg(long, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
+
+    /// The built-in agent's cap on model turns per attempt [default: 40].
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+
+    /// The built-in agent's cap on tokens per attempt [default: 400000].
+    #[arg(long, value_name = "N")]
+    pub max_task_tokens: Option<u64>,
+
+    /// Let the built-in agent run PROGRAM (no shell; repeat for several).
+    #[arg(long, value_name = "PROGRAM")]
+    pub allow_program: Vec<String>,
 
     /// Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m].
     #[arg(long, value_name = "DURATION")]

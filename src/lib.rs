@@ -6,9 +6,12 @@ pub mod agent;
 pub mod cli;
 mod command;
 pub mod git;
+pub mod llm;
 pub mod plan;
+pub mod planner;
 pub mod report;
 pub mod schedule;
+pub mod secret;
 pub mod store;
 pub mod ui;
 

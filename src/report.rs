@@ -28,6 +28,8 @@ pub struct Facts<'a> {
     pub parked: &'a [Parked],
     /// Merges in order: (task, merge commit).
     pub merges: &'a [(String, String)],
+    /// Repairs made to a planned goal's plan: (kind, message).
+    pub repairs: &'a [(String, String)],
     /// What happened to the integration branch, one line.
     pub landing: Option<&'a str>,
     pub exit_code: i32,
@@ -183,6 +185,12 @@ pub fn markdown(f: &Facts<'_>) -> String {
                 t.id,
                 t.error.as_deref().unwrap_or("a dependency did not finish")
             );
+        }
+    }
+    if !f.repairs.is_empty() {
+        out.push_str("\n### Plan repairs\n\n");
+        for (kind, message) in f.repairs {
+            let _ = writeln!(out, "- {kind}: {message}");
         }
     }
     if !f.merges.is_empty() {

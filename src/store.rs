@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// Schema migrations, append-only: migration `i` takes the board from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,
@@ -73,7 +74,14 @@ CREATE TABLE events (
     detail TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
-"];
+",
+    r"
+ALTER TABLE tasks ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN cost REAL;
+ALTER TABLE attempts ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cost REAL;
+",
+];
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -189,6 +197,10 @@ pub struct TaskRecord {
     pub branch: Option<String>,
     pub start_commit: Option<String>,
     pub commit_id: Option<String>,
+    /// LLM tokens used by all attempts.
+    pub tokens: u64,
+    /// Cost in US dollars where the agent reports it; `None` is unknown, never zero.
+    pub cost: Option<f64>,
 }
 
 /// Something that happened, as written to the board and to `events.jsonl`.
@@ -233,6 +245,16 @@ pub struct TaskUpdate<'a> {
     pub branch: Option<&'a str>,
     pub start_commit: Option<&'a str>,
     pub commit_id: Option<&'a str>,
+    pub tokens: Option<u64>,
+    pub cost: Option<f64>,
+}
+
+/// How an attempt ended, as recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptEnd<'a> {
+    pub outcome: &'a str,
+    pub tokens: u64,
+    pub cost: Option<f64>,
 }
 
 /// The board of one repository.
@@ -316,6 +338,26 @@ impl Board {
         self.write_log(&run.id, &lines)
     }
 
+    /// Adds the tasks of a run whose plan came after the run was recorded (a planned goal).
+    pub fn add_tasks(&mut self, run: &str, tasks: &[(String, Value)]) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut insert = tx.prepare(
+                "INSERT INTO tasks (run_id, id, position, spec, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
+            )?;
+            for (pos, (id, spec)) in tasks.iter().enumerate() {
+                insert.execute(params![run, id, pos as i64, spec.to_string()])?;
+            }
+        }
+        let line = append_event(
+            &tx,
+            run,
+            &Event::run("plan_ready", serde_json::json!({ "tasks": tasks.len() })),
+        )?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
     /// Applies one task change and its event in one transaction.
     pub fn update_task(
         &mut self,
@@ -370,15 +412,23 @@ impl Board {
         run: &str,
         task: &str,
         number: u32,
-        outcome: &str,
+        end: &AttemptEnd<'_>,
         update: &TaskUpdate<'_>,
         events: &[Event<'_>],
     ) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "UPDATE attempts SET finished_at = ?1, outcome = ?2
-             WHERE run_id = ?3 AND task_id = ?4 AND number = ?5",
-            params![now_ms(), outcome, run, task, number],
+            "UPDATE attempts SET finished_at = ?1, outcome = ?2, tokens = ?3, cost = ?4
+             WHERE run_id = ?5 AND task_id = ?6 AND number = ?7",
+            params![
+                now_ms(),
+                end.outcome,
+                end.tokens as i64,
+                end.cost,
+                run,
+                task,
+                number
+            ],
         )?;
         apply_update(&tx, run, task, update)?;
         let mut lines = Vec::with_capacity(events.len());
@@ -507,7 +557,7 @@ impl Board {
     pub fn load_tasks(&self, run: &str) -> anyhow::Result<Vec<TaskRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, spec, status, attempts, failures, result, error, transcript, started_at,
-                    finished_at, elapsed_ms, branch, start_commit, commit_id
+                    finished_at, elapsed_ms, branch, start_commit, commit_id, tokens, cost
              FROM tasks WHERE run_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([run], |r| {
@@ -530,6 +580,8 @@ impl Board {
                     branch: r.get(11)?,
                     start_commit: r.get(12)?,
                     commit_id: r.get(13)?,
+                    tokens: r.get::<_, i64>(14)?.max(0) as u64,
+                    cost: r.get(15)?,
                 },
             ))
         })?;
@@ -613,7 +665,7 @@ fn apply_update(
         sets.push(col);
         values.push(v);
     };
-    let text = |s: &str| V::Text(s.to_owned());
+    let text = |s: &str| V::Text(crate::secret::redact(s).into_owned());
     if let Some(s) = u.status {
         set("status", text(s.as_str()));
     }
@@ -650,6 +702,12 @@ fn apply_update(
     if let Some(c) = u.commit_id {
         set("commit_id", text(c));
     }
+    if let Some(t) = u.tokens {
+        set("tokens", V::Integer(t as i64));
+    }
+    if let Some(c) = u.cost {
+        set("cost", V::Real(c));
+    }
     if sets.is_empty() {
         return Ok(());
     }
@@ -679,7 +737,7 @@ fn append_event(tx: &Transaction<'_>, run: &str, e: &Event<'_>) -> anyhow::Resul
         [run],
         |r| r.get(0),
     )?;
-    let detail = e.detail.to_string();
+    let detail = crate::secret::redact(&e.detail.to_string()).into_owned();
     tx.execute(
         "INSERT INTO events (run_id, seq, at, kind, task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![run, seq, at, e.kind, e.task, detail],
@@ -689,7 +747,7 @@ fn append_event(tx: &Transaction<'_>, run: &str, e: &Event<'_>) -> anyhow::Resul
         line["task"] = t.into();
     }
     if !e.detail.is_null() {
-        line["detail"] = e.detail.clone();
+        line["detail"] = serde_json::from_str(&detail).unwrap_or_else(|_| e.detail.clone());
     }
     Ok(line.to_string())
 }

@@ -198,10 +198,10 @@ pub fn say(quiet: bool, verb: &str, text: &str) {
 pub fn error(err: &anyhow::Error, hint: Option<&str>) {
     let mut chain = err.chain();
     if let Some(first) = chain.next() {
-        eprintln!("error: {first}");
+        eprintln!("error: {}", crate::secret::redact(&first.to_string()));
     }
     for cause in chain {
-        eprintln!("caused by: {cause}");
+        eprintln!("caused by: {}", crate::secret::redact(&cause.to_string()));
     }
     if let Some(h) = hint {
         eprintln!("hint: {h}");

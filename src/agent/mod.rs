@@ -1,6 +1,10 @@
 //! Running one attempt: a `run` command or an `exec:` agent as a child process in its own
 //! process group, with its prompt on stdin, its stdout as the result and its stderr in the
-//! transcript. Owns process spawning and killing; knows nothing about the DAG.
+//! transcript; or the built-in agent (`openai`). Owns process spawning and killing; knows
+//! nothing about the DAG.
+
+pub mod openai;
+pub mod tools;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -22,15 +26,21 @@ pub const RESULT_CAP: usize = 1 << 20;
 pub enum Agent {
     /// `exec:CMD`: `sh -c CMD`, prompt on stdin, result on stdout.
     Exec(String),
+    /// The built-in OpenAI-compatible agent.
+    OpenAi,
 }
 
 impl Agent {
+    /// `exec:CMD` or `openai` (`auto` is resolved by the caller, which knows the configuration).
     pub fn parse(name: &str) -> Result<Self, String> {
+        if name == "openai" {
+            return Ok(Self::OpenAi);
+        }
         match name.strip_prefix("exec:") {
             Some(cmd) if !cmd.trim().is_empty() => Ok(Self::Exec(cmd.to_owned())),
             Some(_) => Err("agent \"exec:\" needs a command after the colon".into()),
             None => Err(format!(
-                "unknown agent {name:?}: use exec:CMD (CMD gets the prompt on stdin and prints the result)"
+                "unknown agent {name:?}: use openai, auto, or exec:CMD (CMD gets the prompt on stdin and prints the result)"
             )),
         }
     }
@@ -68,6 +78,8 @@ pub struct Finished {
     /// Stdout, cut at `RESULT_CAP`.
     pub stdout: String,
     pub elapsed: Duration,
+    /// LLM tokens used (the built-in agent); 0 otherwise.
+    pub tokens: u64,
 }
 
 /// Variables never handed to a child: swarm's own API keys and git's repository overrides, which
@@ -91,6 +103,7 @@ pub fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
                 outcome: Outcome::Failed(format!("could not start: {e:#}")),
                 stdout: String::new(),
                 elapsed: started.elapsed(),
+                tokens: 0,
             }
         }
     }
@@ -188,10 +201,14 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         },
         elapsed.as_secs_f64()
     )?;
+    drop(transcript);
+    crate::secret::redact_file(&inv.transcript)?;
+    let stdout = crate::secret::redact(&stdout).into_owned();
     Ok(Finished {
         outcome,
         stdout,
         elapsed,
+        tokens: 0,
     })
 }
 
@@ -332,6 +349,11 @@ impl Watchdog {
             }
         }
         wake.notify_one();
+    }
+
+    /// Whether a stop was asked for (the built-in agent polls this between requests).
+    pub fn is_stopping(&self) -> bool {
+        self.shared.0.lock().expect("watchdog lock").stopping
     }
 
     /// Kills every running attempt at once (the second Ctrl-C).

@@ -12,13 +12,15 @@ use serde_json::json;
 use crate::agent::Agent;
 use crate::cli::{Cli, Command, Land, RunOptions};
 use crate::git::{CommitId, Landing, Repo};
+use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
 use crate::report::{self, Facts, Parked};
-use crate::schedule::{Ending, Layout, Scheduler, Settings};
+use crate::schedule::{BuiltinLimits, Ending, Layout, Scheduler, Settings};
 use crate::store::{Board, Event, RunRecord, RunStatus, TaskRecord, TaskStatus};
 use crate::ui::{self, Ui};
 use crate::{Busy, Usage, exit};
 
+mod goal;
 mod inspect;
 
 use inspect::{gc, graph, logs, status};
@@ -29,6 +31,14 @@ const DEFAULT_RETRIES: u32 = 1;
 const DEFAULT_TIMEOUT: &str = "30m";
 const KILL_GRACE: Duration = Duration::from_secs(2);
 const RETRY_BACKOFF: Duration = Duration::from_secs(1);
+const DEFAULT_REQUEST_TIMEOUT: &str = "5m";
+const DEFAULT_MAX_TURNS: u32 = 40;
+const DEFAULT_MAX_TASK_TOKENS: u64 = 400_000;
+/// Tries of one model request, and the longest wait between two.
+const LLM_ATTEMPTS: u32 = 8;
+const LLM_MAX_WAIT: Duration = Duration::from_secs(60);
+/// A reducer takes at most this many results: each may fill `DEP_RESULT_CAP` of its prompt.
+const MAX_FAN_IN: usize = 8;
 
 /// Global flags every subcommand sees.
 struct Globals {
@@ -47,7 +57,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         quiet: cli.quiet,
         json: cli.json,
     };
-    match cli.command {
+    let Some(command) = cli.command else {
+        let goal = cli.goal.unwrap_or_default();
+        return goal::run_goal(
+            &g,
+            &goal,
+            cli.plan_out.as_deref(),
+            cli.plan_only,
+            &cli.options,
+        );
+    };
+    match command {
         Command::Run { tasks, options } => run_file(&g, &tasks, &options),
         Command::Resume { run, options } => resume(&g, run.as_deref(), options),
         Command::Status { run } => status(&g, run.as_deref()),
@@ -229,40 +249,90 @@ fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
         worktree_dir: newer.worktree_dir.or(base.worktree_dir),
         on_escalate: newer.on_escalate.or(base.on_escalate),
         resolve_conflicts: newer.resolve_conflicts || base.resolve_conflicts,
+        model: newer.model.or(base.model),
+        api_base: newer.api_base.or(base.api_base),
+        request_timeout: newer.request_timeout.or(base.request_timeout),
+        max_turns: newer.max_turns.or(base.max_turns),
+        max_task_tokens: newer.max_task_tokens.or(base.max_task_tokens),
+        allow_program: if newer.allow_program.is_empty() {
+            base.allow_program
+        } else {
+            newer.allow_program
+        },
     }
 }
 
+/// The model endpoint from flags and the environment, if one is configured.
+fn endpoint(o: &RunOptions) -> Option<Endpoint> {
+    Endpoint::resolve(o.api_base.as_deref(), None, o.model.as_deref(), &|name| {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    })
+}
+
+/// The model client for the planner and the built-in agent, if an endpoint is configured.
+fn model_client(o: &RunOptions, jobs: usize) -> anyhow::Result<Option<Client>> {
+    let Some(endpoint) = endpoint(o) else {
+        return Ok(None);
+    };
+    if let Some(key) = &endpoint.key {
+        crate::secret::init(&[key.as_str()]);
+    }
+    let read_timeout = crate::plan::parse_duration(
+        o.request_timeout
+            .as_deref()
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+    )
+    .map_err(|e| Usage::new(format!("--request-timeout: {e}")))?;
+    Ok(Some(Client::new(
+        endpoint,
+        Limits {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout,
+            max_attempts: LLM_ATTEMPTS,
+            max_wait: LLM_MAX_WAIT,
+            max_in_flight: jobs,
+        },
+    )))
+}
+
+const NO_MODEL_HINT: &str = "set SWARM_API_BASE (an OpenAI-compatible endpoint such as http://localhost:11434/v1) and/or SWARM_API_KEY, or pass --agent exec:CMD (CMD reads the prompt on stdin and prints the result)";
+
 fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
     let jobs = o.jobs.unwrap_or(DEFAULT_JOBS) as usize;
-    let agent = o
-        .agent
-        .as_deref()
-        .map(Agent::parse)
-        .transpose()
-        .map_err(|e| Usage::new(format!("--agent: {e}")))?;
+    let llm = model_client(o, jobs)?;
+    // `auto`: the built-in agent when a model is configured.
+    let resolve = |name: Option<&str>| -> Result<Option<Agent>, String> {
+        match name {
+            None | Some("auto") => Ok(llm.is_some().then_some(Agent::OpenAi)),
+            Some(n) => match Agent::parse(n)? {
+                Agent::OpenAi if llm.is_none() => Err(
+                    "the built-in agent (openai) needs a model endpoint, and none is configured"
+                        .to_owned(),
+                ),
+                a => Ok(Some(a)),
+            },
+        }
+    };
+    let agent = resolve(o.agent.as_deref())
+        .map_err(|e| Usage::new(format!("--agent: {e}")).hint(NO_MODEL_HINT))?;
     let mut problems = Vec::new();
     for t in &plan.tasks {
         if let Action::Prompt(_) = t.action {
-            match (&t.agent, &agent) {
-                (Some(a), _) => {
-                    if let Err(e) = Agent::parse(a) {
-                        problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
-                    }
+            match t.agent.as_deref().map(|a| resolve(Some(a))) {
+                Some(Err(e)) => {
+                    problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
                 }
-                (None, None) => problems.push(format!(
+                Some(Ok(None)) | None if agent.is_none() => problems.push(format!(
                     "line {}: task {:?} has a prompt but no agent is configured",
                     t.line,
                     t.id.as_str()
                 )),
-                (None, Some(_)) => {}
+                _ => {}
             }
         }
     }
     if !problems.is_empty() {
-        bail!(
-            Usage::new(format!("nothing ran:\n  {}", problems.join("\n  ")))
-                .hint("pass --agent exec:CMD (CMD reads the prompt on stdin and prints the result), or set \"agent\" on the task")
-        );
+        bail!(Usage::new(format!("nothing ran:\n  {}", problems.join("\n  "))).hint(NO_MODEL_HINT));
     }
     let timeout = crate::plan::parse_duration(o.task_timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT))
         .map_err(|e| Usage::new(format!("--task-timeout: {e}")))?;
@@ -277,6 +347,12 @@ fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
         resolve_conflicts: o.resolve_conflicts,
+        llm,
+        builtin: BuiltinLimits {
+            max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+            max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),
+            allowed_programs: o.allow_program.clone(),
+        },
     })
 }
 
@@ -294,49 +370,96 @@ fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u
         Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
     })?;
     let settings = settings(options, &plan)?;
-    let repo = open_repo(g)?;
-    let run_id = new_run_id();
-    let lock = Lock::acquire(&repo, &run_id)?;
-    let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
-    let base = repo.resolve(&base_rev).map_err(|e| {
-        anyhow::Error::new(
-            Usage::new(format!("--base {base_rev}: {e:#}"))
-                .hint("a run starts from a commit; make one first"),
+    let run = NewRun::begin(g, tasks.display().to_string(), options)?;
+    run.launch(g, &plan, &settings, options)
+}
+
+/// A run recorded in the board, holding the lock, whose plan is not yet stored.
+struct NewRun {
+    repo: Repo,
+    lock: Lock,
+    board: Board,
+    record: RunRecord,
+    base: CommitId,
+}
+
+impl NewRun {
+    /// Takes the repository's lock and records the run.
+    fn begin(g: &Globals, source: String, options: &RunOptions) -> anyhow::Result<Self> {
+        let repo = open_repo(g)?;
+        let run_id = new_run_id();
+        let lock = Lock::acquire(&repo, &run_id)?;
+        let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
+        let base = repo.resolve(&base_rev).map_err(|e| {
+            anyhow::Error::new(
+                Usage::new(format!("--base {base_rev}: {e:#}"))
+                    .hint("a run starts from a commit; make one first"),
+            )
+        })?;
+        // Checked before anything is written: a bad --worktree-dir is an input error.
+        worktree_root(&repo, options.worktree_dir.as_deref())?;
+        let mut board = open_board(&repo)?;
+        let record = RunRecord {
+            id: run_id.clone(),
+            created_at: crate::store::now_ms(),
+            finished_at: None,
+            status: RunStatus::Running,
+            exit_code: None,
+            source,
+            base_commit: base.to_string(),
+            integration_ref: format!("refs/heads/swarm/{run_id}"),
+            options: serde_json::to_value(options)?,
+        };
+        board.create_run(&record, &[])?;
+        Ok(Self {
+            repo,
+            lock,
+            board,
+            record,
+            base,
+        })
+    }
+
+    /// Stores the plan, makes the integration branch and runs it.
+    fn launch(
+        mut self,
+        g: &Globals,
+        plan: &Plan,
+        settings: &Settings,
+        options: &RunOptions,
+    ) -> anyhow::Result<u8> {
+        let run_id = self.record.id.clone();
+        let specs: Vec<(String, serde_json::Value)> = plan
+            .tasks
+            .iter()
+            .map(|t| (t.id.to_string(), t.to_json()))
+            .collect();
+        self.board.add_tasks(&run_id, &specs)?;
+        // After the board knows the run, so a kill in between leaves a run that resume can finish.
+        self.repo
+            .create_branch(&format!("swarm/{run_id}"), &self.base)?;
+        std::fs::write(
+            self.board.run_dir(&run_id).join("plan.jsonl"),
+            plan.to_jsonl(),
+        )?;
+        let layout = Layout {
+            worktrees: worktree_root(&self.repo, options.worktree_dir.as_deref())?.join(&run_id),
+            run_dir: self.board.run_dir(&run_id),
+            run: run_id,
+            base: self.base,
+            integration_ref: self.record.integration_ref,
+        };
+        execute(
+            g,
+            &self.repo,
+            &mut self.board,
+            plan,
+            settings,
+            &layout,
+            options,
+            self.lock,
         )
-    })?;
-    let worktrees = worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id);
-    let mut board = open_board(&repo)?;
-    let integration_ref = format!("refs/heads/swarm/{run_id}");
-    let record = RunRecord {
-        id: run_id.clone(),
-        created_at: crate::store::now_ms(),
-        finished_at: None,
-        status: RunStatus::Running,
-        exit_code: None,
-        source: tasks.display().to_string(),
-        base_commit: base.to_string(),
-        integration_ref: integration_ref.clone(),
-        options: serde_json::to_value(options)?,
-    };
-    let specs: Vec<(String, serde_json::Value)> = plan
-        .tasks
-        .iter()
-        .map(|t| (t.id.to_string(), t.to_json()))
-        .collect();
-    board.create_run(&record, &specs)?;
-    // After the board knows the run, so a kill in between leaves a run that resume can finish.
-    repo.create_branch(&format!("swarm/{run_id}"), &base)?;
-    std::fs::write(board.run_dir(&run_id).join("plan.jsonl"), plan.to_jsonl())?;
-    let layout = Layout {
-        run: run_id,
-        base,
-        integration_ref,
-        worktrees,
-        run_dir: board.run_dir(&record.id),
-    };
-    execute(
-        g, &repo, &mut board, &plan, &settings, &layout, options, lock,
-    )
+    }
 }
 
 fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u8> {
@@ -483,6 +606,7 @@ fn execute(
         .context("the run vanished from the board")?;
     let failed_attempts = board.failed_attempts(&layout.run)?;
     let merges = merges(board, &layout.run)?;
+    let repairs = repairs(board, &layout.run)?;
     let facts = Facts {
         run: &run,
         plan,
@@ -490,6 +614,7 @@ fn execute(
         failed_attempts: &failed_attempts,
         parked: &parked,
         merges: &merges,
+        repairs: &repairs,
         landing: landing.as_deref(),
         exit_code: i32::from(code),
     };
@@ -556,6 +681,22 @@ fn merges(board: &Board, run: &str) -> anyhow::Result<Vec<(String, String)>> {
             (
                 e["task"].as_str().unwrap_or_default().to_owned(),
                 e["detail"]["after"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect())
+}
+
+fn repairs(board: &Board, run: &str) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(read_events(&board.events_path(run))?
+        .iter()
+        .filter(|e| e["kind"] == "plan_repair")
+        .map(|e| {
+            (
+                e["detail"]["kind"].as_str().unwrap_or_default().to_owned(),
+                e["detail"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             )
         })
         .collect())

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 
 use super::Message;
 
+use crate::agent::openai::Builtin;
 use crate::agent::{self, Invocation, Outcome, Watchdog};
 use crate::git::{self, CommitId, Head, Repo};
 
@@ -39,7 +40,7 @@ impl Workers {
         let tx = self.tx.clone();
         let watchdog = self.watchdog.clone();
         self.pool.spawn(move || {
-            let report = job.execute(&watchdog);
+            let report = job.execute(&watchdog, &tx);
             let _ = tx.send(Message::Done(report));
         });
     }
@@ -56,6 +57,8 @@ pub(super) struct Report {
     pub(super) attempt: u32,
     pub(super) verdict: Verdict,
     pub(super) elapsed: Duration,
+    /// LLM tokens the attempt used (0 for commands and exec agents).
+    pub(super) tokens: u64,
 }
 
 pub(super) enum Verdict {
@@ -97,25 +100,35 @@ pub(super) struct Job {
     pub(super) attempt: u32,
     pub(super) kind: JobKind,
     pub(super) invocation: Invocation,
+    /// Set for the built-in agent; the invocation then gives only its directory, environment
+    /// (for the check), timeout and transcript.
+    pub(super) builtin: Option<Builtin>,
     pub(super) deps_dir: Option<(PathBuf, Vec<(String, String)>)>,
     pub(super) user_checkout: PathBuf,
 }
 
 impl Job {
-    pub(super) fn execute(self, watchdog: &Watchdog) -> Report {
+    pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
+        let mut tokens = 0;
         let verdict = self
-            .attempt(watchdog)
+            .attempt(watchdog, tx, &mut tokens)
             .unwrap_or_else(|e| Verdict::Failed(format!("{e:#}")));
         Report {
             task: self.task,
             attempt: self.attempt,
             verdict,
             elapsed: started.elapsed(),
+            tokens,
         }
     }
 
-    fn attempt(&self, watchdog: &Watchdog) -> anyhow::Result<Verdict> {
+    fn attempt(
+        &self,
+        watchdog: &Watchdog,
+        tx: &Sender<Message>,
+        tokens: &mut u64,
+    ) -> anyhow::Result<Verdict> {
         if let Some((dir, deps)) = &self.deps_dir {
             write_deps(dir, deps)?;
         }
@@ -144,7 +157,17 @@ impl Job {
             }
         }
         let before = repo.fingerprint()?;
-        let finished = agent::run(&self.invocation, watchdog);
+        let finished = match &self.builtin {
+            None => agent::run(&self.invocation, watchdog),
+            Some(builtin) => {
+                let task = self.task;
+                let mut notify = |notice: crate::llm::Notice| {
+                    let _ = tx.send(Message::Notice { task, notice });
+                };
+                agent::openai::run(&self.invocation, builtin, watchdog, &mut notify)
+            }
+        };
+        *tokens = finished.tokens;
         let touched = before.changed_paths(&repo.fingerprint()?);
         if !touched.is_empty() {
             return Ok(Verdict::Failed(format!(

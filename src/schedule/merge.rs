@@ -10,6 +10,8 @@ use serde_json::json;
 use super::job::{Job, JobKind, Report, Verdict, Workers};
 use super::prompt::resolver_prompt;
 use super::{Scheduler, State};
+use crate::agent::openai::Builtin;
+use crate::agent::tools::Access;
 use crate::agent::{self, Agent, Invocation};
 use crate::git::{CommitId, Merge};
 use crate::plan::Mode;
@@ -168,14 +170,14 @@ impl Scheduler<'_> {
         self.skip_dependents_of(i)
     }
 
-    /// The agent command that may resolve a task's conflict: the task's agent or the run's.
-    fn resolver_agent(&self, i: usize) -> Option<String> {
+    /// The agent that may resolve a task's conflict: the task's agent or the run's, if usable.
+    fn resolver_agent(&self, i: usize) -> Option<Agent> {
         let task = &self.plan.tasks[i];
         let agent = match &task.agent {
             Some(a) => Agent::parse(a).ok(),
             None => self.settings.agent.clone(),
         };
-        agent.map(|Agent::Exec(cmd)| cmd)
+        agent.filter(|a| *a != Agent::OpenAi || self.settings.llm.is_some())
     }
 
     pub(super) fn start_resolvers(&mut self, workers: &Workers) -> anyhow::Result<()> {
@@ -196,7 +198,7 @@ impl Scheduler<'_> {
         let run = &self.layout.run;
         let slot = &mut self.slots[i];
         slot.resolver_tried = true;
-        let command = self
+        let agent = self
             .resolver_agent(i)
             .context("a resolver needs an agent")?;
         let slot = &self.slots[i];
@@ -209,6 +211,22 @@ impl Scheduler<'_> {
             .clone()
             .context("resolving a task without a start")?;
         let prompt = resolver_prompt(&task.action, &slot.conflict);
+        let (command, stdin, builtin) = match agent {
+            Agent::Exec(cmd) => (cmd, Some(prompt), None),
+            Agent::OpenAi => (
+                "(built-in agent)".to_owned(),
+                None,
+                Some(Builtin {
+                    client: self.settings.llm.clone().context("no model client")?,
+                    prompt,
+                    access: Access::Write,
+                    lane: "merge-conflict resolver".to_owned(),
+                    max_turns: self.settings.builtin.max_turns,
+                    max_tokens: self.settings.builtin.max_tokens,
+                    allowed_programs: self.settings.builtin.allowed_programs.clone(),
+                }),
+            ),
+        };
         let path = self.layout.worktrees.join(format!("{id}.resolve"));
         let transcript = self
             .layout
@@ -239,7 +257,7 @@ impl Scheduler<'_> {
             },
             invocation: Invocation {
                 command,
-                stdin: Some(prompt),
+                stdin,
                 cwd: path.clone(),
                 env: vec![
                     ("SWARM_RUN_ID".to_owned(), run.clone()),
@@ -255,6 +273,7 @@ impl Scheduler<'_> {
                 ),
                 transcript,
             },
+            builtin,
             deps_dir: None,
             user_checkout: self.repo.workdir().to_owned(),
         };

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::agent::{Agent, Watchdog};
 use crate::git::{CommitId, Repo};
 use crate::plan::{Mode, Plan};
-use crate::store::{Board, Event, TaskRecord, TaskStatus, TaskUpdate, now_ms};
+use crate::store::{AttemptEnd, Board, Event, TaskRecord, TaskStatus, TaskUpdate, now_ms};
 use crate::ui::Ui;
 
 mod job;
@@ -44,6 +44,18 @@ pub struct Settings {
     pub on_escalate: Option<String>,
     /// Before parking a conflicting writer, let its agent try once to resolve the conflict.
     pub resolve_conflicts: bool,
+    /// The model client of the built-in agent, when it is configured.
+    pub llm: Option<crate::llm::Client>,
+    pub builtin: BuiltinLimits,
+}
+
+/// Caps of the built-in agent, per attempt.
+#[derive(Debug, Clone)]
+pub struct BuiltinLimits {
+    pub max_turns: u32,
+    pub max_tokens: u64,
+    /// Programs the agent may run (none by default).
+    pub allowed_programs: Vec<String>,
 }
 
 /// Where the run's files and branches live.
@@ -69,6 +81,12 @@ pub enum Ending {
 
 enum Message {
     Done(Report),
+    /// Something the built-in agent's model client met on the way (a throttled request, a
+    /// retry), for the event log.
+    Notice {
+        task: usize,
+        notice: crate::llm::Notice,
+    },
     Signal,
 }
 
@@ -98,6 +116,8 @@ struct Slot {
     start_commit: Option<CommitId>,
     commit: Option<CommitId>,
     snapshot: Option<CommitId>,
+    /// LLM tokens used by all attempts so far.
+    tokens: u64,
     /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
     conflict: Vec<String>,
     resolver_tried: bool,
@@ -162,6 +182,7 @@ impl<'a> Scheduler<'a> {
                 start_commit: r.start_commit.as_deref().map(CommitId::new),
                 commit: r.commit_id.as_deref().map(CommitId::new),
                 snapshot: None,
+                tokens: r.tokens,
                 conflict: Vec::new(),
                 resolver_tried: false,
             })
@@ -243,6 +264,12 @@ impl<'a> Scheduler<'a> {
             });
             match rx.recv_timeout(wait) {
                 Ok(Message::Done(report)) => self.finish(report)?,
+                Ok(Message::Notice { task, notice }) => {
+                    let id = self.plan.tasks[task].id.as_str();
+                    let (kind, detail) = notice_event(&notice);
+                    self.board
+                        .event(&self.layout.run, &Event::task(kind, id, detail))?;
+                }
                 Ok(Message::Signal) => {
                     if !self.stopping {
                         self.stopping = true;
@@ -367,6 +394,8 @@ impl<'a> Scheduler<'a> {
             self.release_snapshot(&commit)?;
         }
         let elapsed_ms = report.elapsed.as_millis() as i64;
+        self.slots[i].tokens += report.tokens;
+        let tokens = Some(self.slots[i].tokens);
         let run = self.layout.run.clone();
         match report.verdict {
             Verdict::Succeeded { result, commit } => {
@@ -393,13 +422,18 @@ impl<'a> Scheduler<'a> {
                     &run,
                     id,
                     report.attempt,
-                    "succeeded",
+                    &AttemptEnd {
+                        outcome: "succeeded",
+                        tokens: report.tokens,
+                        cost: None,
+                    },
                     &TaskUpdate {
                         status: Some(status),
                         result: Some(&result),
                         error: Some(None),
                         finished_at: Some(now_ms()),
                         elapsed_ms: Some(elapsed_ms),
+                        tokens,
                         commit_id: commit.as_ref().map(CommitId::as_str),
                         ..TaskUpdate::default()
                     },
@@ -433,9 +467,14 @@ impl<'a> Scheduler<'a> {
                     &run,
                     id,
                     report.attempt,
-                    "interrupted",
+                    &AttemptEnd {
+                        outcome: "interrupted",
+                        tokens: report.tokens,
+                        cost: None,
+                    },
                     &TaskUpdate {
                         status: Some(TaskStatus::Interrupted),
+                        tokens,
                         ..TaskUpdate::default()
                     },
                     &[Event::task(
@@ -463,13 +502,18 @@ impl<'a> Scheduler<'a> {
                     &run,
                     id,
                     report.attempt,
-                    "failed",
+                    &AttemptEnd {
+                        outcome: "failed",
+                        tokens: report.tokens,
+                        cost: None,
+                    },
                     &TaskUpdate {
                         status: Some(status),
                         failures: Some(failures),
                         error: Some(Some(&why)),
                         finished_at: Some(now_ms()),
                         elapsed_ms: Some(elapsed_ms),
+                        tokens,
                         ..TaskUpdate::default()
                     },
                     &[Event::task(
@@ -583,6 +627,26 @@ impl<'a> Scheduler<'a> {
                 .note("Skipped", &format!("{} ({why})", self.plan.tasks[d].id));
         }
         Ok(())
+    }
+}
+
+/// A model client's notice as an event: its kind and detail.
+pub fn notice_event(notice: &crate::llm::Notice) -> (&'static str, serde_json::Value) {
+    use crate::llm::Notice;
+    match notice {
+        Notice::Throttled {
+            status,
+            wait,
+            attempt,
+        } => (
+            "llm_throttled",
+            json!({ "status": status, "wait_ms": wait.as_millis() as u64, "attempt": attempt }),
+        ),
+        Notice::Retrying { why, wait, attempt } => (
+            "llm_retrying",
+            json!({ "why": why, "wait_ms": wait.as_millis() as u64, "attempt": attempt }),
+        ),
+        Notice::Concurrency { limit } => ("llm_concurrency", json!({ "limit": limit })),
     }
 }
 

@@ -10,6 +10,8 @@ use serde_json::json;
 use super::job::{Job, JobKind, Workers};
 use super::prompt::compose_prompt;
 use super::{Scheduler, Snapshot, State};
+use crate::agent::openai::Builtin;
+use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
 use crate::git::{self, CommitId, Head};
 use crate::plan::{Action, Mode};
@@ -87,6 +89,7 @@ impl Scheduler<'_> {
                 )
             })
             .collect();
+        let mut builtin = None;
         let (command, stdin, deps_dir) = match &task.action {
             Action::Run(cmd) => {
                 let dir = self.layout.run_dir.join("deps").join(id);
@@ -111,9 +114,29 @@ impl Scheduler<'_> {
                     .with_context(|| {
                         format!("task {id} has a prompt but no agent is configured")
                     })?;
-                let Agent::Exec(cmd) = agent;
                 let changes = self.dep_changes(i);
-                (cmd, Some(compose_prompt(prompt, &deps, &changes)), None)
+                let prompt = compose_prompt(prompt, &deps, &changes);
+                match agent {
+                    Agent::Exec(cmd) => (cmd, Some(prompt), None),
+                    Agent::OpenAi => {
+                        let client = self.settings.llm.clone().with_context(|| {
+                            format!("task {id} needs the built-in agent, which is not configured")
+                        })?;
+                        builtin = Some(Builtin {
+                            client,
+                            prompt,
+                            access: match task.mode {
+                                Mode::Read => Access::Read,
+                                Mode::Write => Access::Write,
+                            },
+                            lane: task.lane.as_str().to_owned(),
+                            max_turns: self.settings.builtin.max_turns,
+                            max_tokens: self.settings.builtin.max_tokens,
+                            allowed_programs: self.settings.builtin.allowed_programs.clone(),
+                        });
+                        ("(built-in agent)".to_owned(), None, None)
+                    }
+                }
             }
         };
         let timeout = task.timeout.unwrap_or(self.settings.task_timeout);
@@ -170,6 +193,7 @@ impl Scheduler<'_> {
                 transcript,
                 header,
             },
+            builtin,
             deps_dir: deps_dir.map(|d| (d, deps)),
             user_checkout: self.repo.workdir().to_owned(),
         };

@@ -2,7 +2,9 @@
 //! repositories with a fixed identity and fixed dates, and scriptable fake agents.
 
 mod engine;
+pub mod fake_llm;
 mod generated;
+mod goal;
 mod writers;
 
 use std::collections::BTreeMap;
@@ -96,6 +98,11 @@ impl TestRepo {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
             .env_remove("SWARM_ACTIVE")
+            .env_remove("SWARM_API_BASE")
+            .env_remove("SWARM_API_KEY")
+            .env_remove("SWARM_MODEL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
             .env_remove("SWARM_WORKTREE_DIR")
             .stdin(std::process::Stdio::null());
         cmd

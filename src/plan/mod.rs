@@ -11,6 +11,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub mod repair;
+
 /// A task's id: `[A-Za-z0-9._-]{1,64}`, not made of dots alone (it names files and branches).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -1,0 +1,827 @@
+//! The built-in agent's tools: listing, reading and searching the task's directory, and for
+//! writers writing and editing files, and running the programs the user named. Every path is
+//! confined to the task's directory: no absolute paths, no `..` escape, nothing under `.git`, no
+//! symbolic link out. Problems come back to the model as text starting with `error: `, never as
+//! errors of swarm's.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::io::{self, Read};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use std::{fs, thread};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Results longer than this are cut.
+const OUTPUT_CAP: usize = 64 * 1024;
+const LIST_CAP: usize = 2_000;
+const MATCH_CAP: usize = 200;
+/// A NUL byte this early means the file is binary.
+const BINARY_PROBE: usize = 8 * 1024;
+
+/// What a task may do with its directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// The tools of one task, bound to its directory.
+#[derive(Debug)]
+pub struct Tools {
+    /// Canonical, so that canonical targets can be compared with it.
+    root: PathBuf,
+    access: Access,
+    allowed_programs: Vec<String>,
+    command_timeout: Duration,
+}
+
+/// The outcome of one tool call, as text for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub text: String,
+    /// True when the call changed a file (or, for a writer, ran a command that may have).
+    pub wrote: bool,
+    /// True when the call was refused by confinement: a path out of bounds, a write by a reader
+    /// or a program the user did not allow (for logs).
+    pub refused: bool,
+}
+
+/// Why a call did not do what was asked; the text follows `error: `.
+enum Problem {
+    Refused(String),
+    Failed(String),
+}
+
+fn failed(text: impl Into<String>) -> Problem {
+    Problem::Failed(text.into())
+}
+
+fn refused(raw: &str, why: &str) -> Problem {
+    Problem::Refused(format!("refused: {raw} {why}"))
+}
+
+fn not_found(raw: &str) -> Problem {
+    failed(format!("no such file or directory: {raw}"))
+}
+
+fn io_failed(raw: &str, e: &io::Error) -> Problem {
+    match e.kind() {
+        io::ErrorKind::NotFound => not_found(raw),
+        _ => failed(format!("{raw}: {e}")),
+    }
+}
+
+/// The arguments of any tool; each tool checks for the ones it needs.
+#[derive(Deserialize)]
+struct Args {
+    path: Option<String>,
+    start_line: Option<usize>,
+    end_line: Option<usize>,
+    pattern: Option<String>,
+    content: Option<String>,
+    old: Option<String>,
+    new: Option<String>,
+    program: Option<String>,
+    #[serde(default, rename = "args")]
+    argv: Vec<String>,
+}
+
+fn needed<'a>(value: Option<&'a String>, key: &str) -> Result<&'a str, Problem> {
+    value
+        .map(String::as_str)
+        .ok_or_else(|| failed(format!("missing argument `{key}`")))
+}
+
+impl Tools {
+    pub fn new(
+        root: &Path,
+        access: Access,
+        allowed_programs: Vec<String>,
+        command_timeout: Duration,
+    ) -> io::Result<Self> {
+        let root = root.canonicalize()?;
+        Ok(Self {
+            root,
+            access,
+            allowed_programs,
+            command_timeout,
+        })
+    }
+
+    /// The `tools` array of an `OpenAI` request for this task.
+    pub fn definitions(&self) -> Value {
+        let mut tools = vec![
+            function(
+                "list_files",
+                "List the files under a directory, recursively, one path per line (ignored files \
+                 and .git left out). All paths are relative to the task's directory.",
+                &[("path", "string", "directory to list; default \".\"", false)],
+            ),
+            function(
+                "read_file",
+                "Read a text file; each line comes back as \"N: text\", N the line number.",
+                &[
+                    ("path", "string", "file to read", true),
+                    (
+                        "start_line",
+                        "integer",
+                        "first line (1-based); default 1",
+                        false,
+                    ),
+                    (
+                        "end_line",
+                        "integer",
+                        "last line (inclusive); default the last",
+                        false,
+                    ),
+                ],
+            ),
+            function(
+                "search",
+                "Search the lines of the files with a regular expression (Rust regex syntax); \
+                 each match comes back as \"path:line: text\", at most 200.",
+                &[
+                    ("pattern", "string", "regular expression", true),
+                    ("path", "string", "file or directory; default \".\"", false),
+                ],
+            ),
+        ];
+        if self.access == Access::Write {
+            tools.push(function(
+                "write_file",
+                "Create or overwrite a file (missing directories are made).",
+                &[
+                    ("path", "string", "file", true),
+                    ("content", "string", "new content", true),
+                ],
+            ));
+            tools.push(function(
+                "edit_file",
+                "Replace `old` by `new` in a file. `old` must occur exactly once: include enough \
+                 surrounding text to make it unique.",
+                &[
+                    ("path", "string", "file to edit", true),
+                    ("old", "string", "exact text to replace", true),
+                    ("new", "string", "replacement text", true),
+                ],
+            ));
+        }
+        if !self.allowed_programs.is_empty() {
+            let description = format!(
+                "Run a program in the task's directory (no shell, empty stdin); answers its exit \
+                 status, stdout and stderr. Allowed programs: {}. Killed after {} s.",
+                self.allowed_programs.join(", "),
+                self.command_timeout.as_secs()
+            );
+            let params = [
+                ("program", "string", "an allowed program's name", true),
+                ("args", "array", "arguments, one per element", true),
+            ];
+            tools.push(function("run_command", &description, &params));
+        }
+        Value::Array(tools)
+    }
+
+    /// Executes one tool call, `name` with its JSON `arguments` as the model sent them.
+    pub fn call(&self, name: &str, arguments: &str) -> ToolResult {
+        let writes = matches!(name, "write_file" | "edit_file");
+        let runs = name == "run_command" && !self.allowed_programs.is_empty();
+        let answer = match name {
+            _ if writes && self.access == Access::Read => {
+                Err(Problem::Refused("this task is read-only".into()))
+            }
+            "list_files" | "read_file" | "search" | "write_file" | "edit_file" => {
+                self.dispatch(name, arguments)
+            }
+            _ if runs => parse(arguments).and_then(|a| {
+                let program = needed(a.program.as_ref(), "program")?;
+                self.run(program, &a.argv)
+            }),
+            _ => Err(failed(format!("unknown tool {name:?}"))),
+        };
+        // A command may have changed files even when it failed or timed out.
+        let wrote = answer.is_ok() && (writes || (runs && self.access == Access::Write));
+        let hint = if name == "read_file" {
+            "; use start_line and end_line to read the rest"
+        } else {
+            ""
+        };
+        let (text, refused) = match answer {
+            Ok(text) => (cap(text, hint), false),
+            Err(Problem::Refused(why)) => (cap(format!("error: {why}"), ""), true),
+            Err(Problem::Failed(why)) => (cap(format!("error: {why}"), ""), false),
+        };
+        ToolResult {
+            text,
+            wrote,
+            refused,
+        }
+    }
+
+    fn dispatch(&self, name: &str, arguments: &str) -> Result<String, Problem> {
+        let a = parse(arguments)?;
+        let path = || needed(a.path.as_ref(), "path");
+        let dir = a.path.as_deref().unwrap_or(".");
+        match name {
+            "list_files" => self.list_files(dir),
+            "read_file" => self.read_file(path()?, a.start_line, a.end_line),
+            "search" => self.search(needed(a.pattern.as_ref(), "pattern")?, dir),
+            "write_file" => self.write_file(path()?, needed(a.content.as_ref(), "content")?),
+            _ => self.edit_file(
+                path()?,
+                needed(a.old.as_ref(), "old")?,
+                needed(a.new.as_ref(), "new")?,
+            ),
+        }
+    }
+
+    /// Resolves `rel` through its deepest existing part, which must lead inside the root and
+    /// not into `.git`: that part, canonical, and the names after it that do not exist (yet).
+    fn resolve(&self, raw: &str, rel: &Path) -> Result<(PathBuf, Vec<OsString>), Problem> {
+        let mut existing = rel.to_path_buf();
+        let mut missing = Vec::new();
+        let canon = loop {
+            match self.root.join(&existing).canonicalize() {
+                Ok(canon) => break canon,
+                Err(e) => match existing.file_name() {
+                    Some(name) => {
+                        missing.push(name.to_owned());
+                        existing.pop();
+                    }
+                    None => return Err(io_failed(raw, &e)),
+                },
+            }
+        };
+        match canon.strip_prefix(&self.root) {
+            Err(_) => Err(refused(
+                raw,
+                "leads outside the task's directory (symbolic link)",
+            )),
+            Ok(inside) if inside.components().any(|c| is_git(c.as_os_str())) => {
+                Err(refused(raw, "leads into .git, which tasks may not touch"))
+            }
+            Ok(_) => Ok((canon, missing)),
+        }
+    }
+
+    /// An existing path to read, canonical and inside the root.
+    fn readable(&self, raw: &str) -> Result<PathBuf, Problem> {
+        match self.resolve(raw, &lexical(raw)?)? {
+            (canon, missing) if missing.is_empty() => Ok(canon),
+            _ => Err(not_found(raw)),
+        }
+    }
+
+    /// A file to write, by its canonical parent (which may not exist yet): never a symbolic link,
+    /// never through a symbolic link out of the root. Creates nothing.
+    fn writable(&self, raw: &str) -> Result<PathBuf, Problem> {
+        let rel = lexical(raw)?;
+        if rel.file_name().is_none() {
+            return Err(failed(format!("{raw} is the task's directory, not a file")));
+        }
+        let (mut target, missing) = self.resolve(raw, &rel)?;
+        if fs::symlink_metadata(self.root.join(&rel)).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(refused(
+                raw,
+                "is a symbolic link; write to its target instead",
+            ));
+        }
+        for name in missing.iter().rev() {
+            target.push(name);
+            // Still there although it did not resolve: a symbolic link that leads nowhere.
+            if fs::symlink_metadata(&target).is_ok() {
+                return Err(refused(raw, "passes through a broken symbolic link"));
+            }
+        }
+        match fs::metadata(&target) {
+            Ok(m) if m.is_dir() => Err(failed(format!("{raw} is a directory"))),
+            Ok(m) if !m.is_file() => Err(failed(format!("{raw} is not a regular file"))),
+            _ => Ok(target),
+        }
+    }
+
+    /// The listed files (see `git::list_files`) at or under `raw`.
+    fn files_under(&self, raw: &str) -> Result<Vec<String>, Problem> {
+        let canon = self.readable(raw)?;
+        let under = canon.strip_prefix(&self.root).unwrap_or(&canon);
+        let under = under.to_string_lossy();
+        let all = crate::git::list_files(&self.root)
+            .map_err(|e| failed(format!("listing files: {e:#}")))?;
+        Ok(all
+            .into_iter()
+            .filter(|f| {
+                under.is_empty()
+                    || *f == *under
+                    || f.strip_prefix(&*under).is_some_and(|r| r.starts_with('/'))
+            })
+            .filter(|f| !f.split('/').any(|c| is_git(OsStr::new(c))))
+            .collect())
+    }
+
+    fn list_files(&self, raw: &str) -> Result<String, Problem> {
+        let files = self.files_under(raw)?;
+        if files.is_empty() {
+            return Ok(format!("no files under {raw}"));
+        }
+        let mut text = files
+            .iter()
+            .take(LIST_CAP)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n");
+        if files.len() > LIST_CAP {
+            let _ = write!(
+                text,
+                "\n[{} more files not shown; list a subdirectory]",
+                files.len() - LIST_CAP
+            );
+        }
+        Ok(text)
+    }
+
+    /// The text of a regular file inside the root; binary files are refused.
+    fn text_of(&self, raw: &str) -> Result<String, Problem> {
+        let file = self.readable(raw)?;
+        let meta = fs::metadata(&file).map_err(|e| io_failed(raw, &e))?;
+        if meta.is_dir() {
+            return Err(failed(format!("{raw} is a directory; use list_files")));
+        }
+        if !meta.is_file() {
+            return Err(failed(format!("{raw} is not a regular file")));
+        }
+        let bytes = fs::read(&file).map_err(|e| io_failed(raw, &e))?;
+        if bytes.iter().take(BINARY_PROBE).any(|&b| b == 0) {
+            return Err(failed(format!("{raw} is a binary file")));
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn read_file(
+        &self,
+        raw: &str,
+        start: Option<usize>,
+        end: Option<usize>,
+    ) -> Result<String, Problem> {
+        let text = self.text_of(raw)?;
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.is_empty() {
+            return Ok(format!("{raw} is empty"));
+        }
+        let start = start.unwrap_or(1).max(1);
+        let end = end.unwrap_or(lines.len()).min(lines.len());
+        if start > lines.len() {
+            return Err(failed(format!("{raw} has only {} lines", lines.len())));
+        }
+        if end < start {
+            return Err(failed(format!(
+                "end_line {end} is before start_line {start}"
+            )));
+        }
+        let mut out = String::new();
+        for (n, line) in lines[start - 1..end].iter().enumerate() {
+            let _ = writeln!(out, "{}: {line}", start + n);
+        }
+        Ok(out)
+    }
+
+    fn search(&self, pattern: &str, raw: &str) -> Result<String, Problem> {
+        let re = regex::Regex::new(pattern).map_err(|e| failed(format!("invalid regex: {e}")))?;
+        let mut out = String::new();
+        let mut found = 0;
+        for file in self.files_under(raw)? {
+            // Skipped quietly: binary files, and listed files that are refused (a symbolic link
+            // out of the root is listed like any file).
+            let Ok(text) = self.text_of(&file) else {
+                continue;
+            };
+            for (n, line) in text.lines().enumerate().filter(|(_, l)| re.is_match(l)) {
+                if found == MATCH_CAP {
+                    out.push_str("[stopped at 200 matches; narrow the pattern or the path]");
+                    return Ok(out);
+                }
+                found += 1;
+                let _ = writeln!(out, "{file}:{}: {line}", n + 1);
+            }
+        }
+        if found == 0 {
+            return Ok(format!("no matches for {pattern:?} under {raw}"));
+        }
+        Ok(out)
+    }
+
+    fn write_file(&self, raw: &str, content: &str) -> Result<String, Problem> {
+        let target = self.writable(raw)?;
+        if let Some(dir) = target.parent() {
+            fs::create_dir_all(dir).map_err(|e| io_failed(raw, &e))?;
+        }
+        fs::write(&target, content).map_err(|e| io_failed(raw, &e))?;
+        Ok(format!("wrote {raw} ({} bytes)", content.len()))
+    }
+
+    fn edit_file(&self, raw: &str, old: &str, new: &str) -> Result<String, Problem> {
+        let target = self.writable(raw)?;
+        if old.is_empty() {
+            return Err(failed("`old` is empty; give the exact text to replace"));
+        }
+        let bytes = fs::read(&target).map_err(|e| io_failed(raw, &e))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| failed(format!("{raw} is not UTF-8 text")))?;
+        match text.matches(old).count() {
+            1 => {
+                fs::write(&target, text.replacen(old, new, 1)).map_err(|e| io_failed(raw, &e))?;
+                Ok(format!("edited {raw}"))
+            }
+            0 => Err(failed(format!(
+                "`old` was not found in {raw}; read the file and copy the text exactly"
+            ))),
+            n => Err(failed(format!(
+                "`old` occurs {n} times in {raw}; include more surrounding text so it occurs once"
+            ))),
+        }
+    }
+
+    fn run(&self, program: &str, args: &[String]) -> Result<String, Problem> {
+        if program.contains('/') || !self.allowed_programs.iter().any(|p| p == program) {
+            return Err(Problem::Refused(format!(
+                "refused: {program:?} is not an allowed program (allowed: {})",
+                self.allowed_programs.join(", ")
+            )));
+        }
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .current_dir(&self.root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        for (name, _) in std::env::vars_os() {
+            if is_withheld(&name) {
+                cmd.env_remove(name);
+            }
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| failed(format!("could not start {program}: {e}")))?;
+        let group = Pid::from_raw(child.id() as i32);
+        let pipes: [Box<dyn Read + Send>; 2] = [
+            Box::new(child.stdout.take().expect("stdout is piped")),
+            Box::new(child.stderr.take().expect("stderr is piped")),
+        ];
+        let outputs = pipes.map(|pipe| {
+            let (tx, rx) = mpsc::channel();
+            thread::spawn(move || tx.send(drain(pipe)));
+            rx
+        });
+        let deadline = Instant::now() + self.command_timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                _ if Instant::now() >= deadline => break None,
+                _ => thread::sleep(Duration::from_millis(10)),
+            }
+        };
+        // The whole group, even after a normal exit: a background child left running could
+        // change files later and would keep the pipes open.
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = child.wait();
+        let mut text = match status {
+            Some(status) => format!("{status}\n"),
+            None => format!(
+                "error: {program} timed out after {} s and was killed\n",
+                self.command_timeout.as_secs_f32()
+            ),
+        };
+        let wait = Duration::from_secs(1);
+        let [stdout, stderr] = outputs.map(|rx| rx.recv_timeout(wait).unwrap_or_default());
+        let _ = write!(text, "--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+        Ok(text)
+    }
+}
+
+fn parse(arguments: &str) -> Result<Args, Problem> {
+    let arguments = Some(arguments)
+        .filter(|a| !a.trim().is_empty())
+        .unwrap_or("{}");
+    serde_json::from_str(arguments).map_err(|e| failed(format!("bad arguments: {e}")))
+}
+
+/// A tool definition; each parameter is (name, JSON type, description, required).
+fn function(name: &str, description: &str, params: &[(&str, &str, &str, bool)]) -> Value {
+    let mut properties = serde_json::Map::new();
+    for &(key, kind, what, _) in params {
+        let mut schema = json!({"type": kind, "description": what});
+        if kind == "array" {
+            schema["items"] = json!({"type": "string"});
+        }
+        properties.insert(key.to_owned(), schema);
+    }
+    let required: Vec<&str> = params.iter().filter(|p| p.3).map(|p| p.0).collect();
+    json!({"type": "function", "function": {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": required},
+    }})
+}
+
+/// `.git` in any case: on a case-insensitive file system `.GIT` is the same directory.
+fn is_git(name: &OsStr) -> bool {
+    name.eq_ignore_ascii_case(".git")
+}
+
+/// The path the model named, normalised without touching the disk: relative, not escaping the
+/// root with `..`, with no `.git` component. Empty for the root itself.
+fn lexical(raw: &str) -> Result<PathBuf, Problem> {
+    let mut out = PathBuf::new();
+    for part in Path::new(raw).components() {
+        match part {
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(refused(
+                    raw,
+                    "is an absolute path; paths are relative to the task's directory",
+                ));
+            }
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return Err(refused(raw, "is outside the task's directory"));
+                }
+            }
+            Component::Normal(name) if is_git(name) => {
+                return Err(refused(raw, "is inside .git, which tasks may not touch"));
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    Ok(out)
+}
+
+/// Git's repository overrides and anything that looks like a credential.
+fn is_withheld(name: &OsStr) -> bool {
+    let name = name.to_string_lossy().to_ascii_uppercase();
+    name.starts_with("GIT_") || ["KEY", "TOKEN", "SECRET"].iter().any(|w| name.contains(w))
+}
+
+/// Reads a pipe to its end, keeping the first `OUTPUT_CAP` bytes.
+fn drain(pipe: impl Read) -> String {
+    let mut kept = Vec::new();
+    let mut pipe = pipe;
+    let _ = (&mut pipe).take(OUTPUT_CAP as u64).read_to_end(&mut kept);
+    let more = io::copy(&mut pipe, &mut io::sink()).unwrap_or(0);
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if more > 0 {
+        let _ = write!(text, "\n[{more} more bytes not shown]");
+    }
+    text
+}
+
+/// Cuts `text` to `OUTPUT_CAP` bytes, saying so.
+fn cap(mut text: String, hint: &str) -> String {
+    if text.len() <= OUTPUT_CAP {
+        return text;
+    }
+    let mut cut = OUTPUT_CAP - 200;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let more = text.len() - cut;
+    text.truncate(cut);
+    let _ = write!(text, "\n[cut at 64 KiB: {more} more bytes not shown{hint}]");
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use serde_json::json;
+
+    use super::{Access, ToolResult, Tools};
+
+    /// A git repository `work` (the task's directory) next to an `outside` directory.
+    fn setup(access: Access, programs: &[&str]) -> (tempfile::TempDir, Tools) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("work");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir(tmp.path().join("outside")).unwrap();
+        git2::Repository::init(&root).unwrap();
+        let programs = programs.iter().map(|p| (*p).to_owned()).collect();
+        let tools = Tools::new(&root, access, programs, Duration::from_millis(300)).unwrap();
+        (tmp, tools)
+    }
+
+    fn read(t: &Tools, path: &str) -> ToolResult {
+        t.call("read_file", &json!({"path": path}).to_string())
+    }
+
+    fn lines(t: &Tools, path: &str, start: usize, end: usize) -> String {
+        let args = json!({"path": path, "start_line": start, "end_line": end});
+        t.call("read_file", &args.to_string()).text
+    }
+
+    fn put(t: &Tools, path: &str, content: &str) -> ToolResult {
+        let args = json!({"path": path, "content": content});
+        t.call("write_file", &args.to_string())
+    }
+
+    fn edit(t: &Tools, path: &str, old: &str, new: &str) -> ToolResult {
+        let args = json!({"path": path, "old": old, "new": new});
+        t.call("edit_file", &args.to_string())
+    }
+
+    fn search(t: &Tools, pattern: &str) -> String {
+        let args = json!({"pattern": pattern});
+        t.call("search", &args.to_string()).text
+    }
+
+    fn run(t: &Tools, program: &str, args: &[&str]) -> ToolResult {
+        let args = json!({"program": program, "args": args});
+        t.call("run_command", &args.to_string())
+    }
+
+    fn starts(text: &str, prefix: &str) {
+        assert!(
+            text.starts_with(prefix),
+            "{text:?} should start with {prefix:?}"
+        );
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn assert_refused(r: &ToolResult, path: &str) {
+        starts(&r.text, &format!("error: refused: {path} "));
+        assert!(r.refused && !r.wrote);
+    }
+
+    #[test]
+    fn paths_out_of_bounds_are_refused_and_nothing_is_created_outside() {
+        let (tmp, tools) = setup(Access::Write, &[]);
+        let outside = tmp.path().join("outside");
+        symlink(&outside, tmp.path().join("work/out")).unwrap();
+        let absolute = outside.join("x").to_string_lossy().into_owned();
+        let paths = [
+            "../x",
+            &absolute,
+            "a/../../x",
+            ".git/hooks/pre-commit",
+            "sub/.git/x",
+        ];
+        for path in paths
+            .into_iter()
+            .chain([".GIT/config", "out/x", "out/new/x"])
+        {
+            assert_refused(&put(&tools, path, "bad"), path);
+            assert_refused(&read(&tools, path), path);
+            assert_refused(&edit(&tools, path, "a", "b"), path);
+        }
+        assert!(tools.call("list_files", r#"{"path": "out"}"#).refused);
+        assert!(
+            tools
+                .call("search", r#"{"pattern": "x", "path": ".."}"#)
+                .refused
+        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        assert!(!tmp.path().join("x").exists());
+        assert!(!tmp.path().join("work/.git/hooks/pre-commit").exists());
+        assert!(!tmp.path().join("work/sub/.git").exists());
+        assert!(!tmp.path().join("work/a").exists());
+    }
+
+    #[test]
+    fn symlinks_out_and_symlinked_files_are_refused() {
+        let (tmp, tools) = setup(Access::Write, &[]);
+        let root = tmp.path().join("work");
+        let secret = tmp.path().join("outside/secret.txt");
+        write(&secret, "the secret\n");
+        symlink(&secret, root.join("leak")).unwrap();
+        symlink(root.join(".git/config"), root.join("config")).unwrap();
+        write(&root.join("real.txt"), "real\n");
+        symlink("real.txt", root.join("alias")).unwrap();
+
+        assert_refused(&read(&tools, "leak"), "leak");
+        assert_refused(&read(&tools, "config"), "config");
+        assert!(search(&tools, "secret|repositoryformat").starts_with("no matches"));
+        assert_refused(&put(&tools, "leak", "x"), "leak");
+        assert_refused(&put(&tools, "alias", "x"), "alias");
+        assert_refused(&edit(&tools, "alias", "real", "x"), "alias");
+        assert_eq!(
+            std::fs::read_to_string(root.join("real.txt")).unwrap(),
+            "real\n"
+        );
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "the secret\n");
+        // Reading through a symbolic link that stays inside is fine.
+        assert_eq!(read(&tools, "alias").text, "1: real\n");
+    }
+
+    #[test]
+    fn read_file_numbers_lines_and_honours_ranges() {
+        let (tmp, tools) = setup(Access::Read, &[]);
+        write(
+            &tmp.path().join("work/sub/f.txt"),
+            "one\ntwo\nthree\nfour\n",
+        );
+        assert_eq!(
+            read(&tools, "sub/f.txt").text,
+            "1: one\n2: two\n3: three\n4: four\n"
+        );
+        assert_eq!(lines(&tools, "./sub/f.txt", 2, 3), "2: two\n3: three\n");
+        assert_eq!(lines(&tools, "sub/f.txt", 4, 99), "4: four\n");
+        assert!(lines(&tools, "sub/f.txt", 9, 10).starts_with("error: "));
+        let missing = read(&tools, "nope.txt").text;
+        assert_eq!(missing, "error: no such file or directory: nope.txt");
+        write(&tmp.path().join("work/bin"), "a\0b");
+        assert_eq!(read(&tools, "bin").text, "error: bin is a binary file");
+    }
+
+    #[test]
+    fn search_and_list_files_honour_gitignore_and_leave_out_git() {
+        let (tmp, tools) = setup(Access::Read, &[]);
+        let root = tmp.path().join("work");
+        write(&root.join(".gitignore"), "ignored.txt\n");
+        write(&root.join("ignored.txt"), "needle here\n");
+        write(&root.join("sub/kept.txt"), "hay\nneedle there\n");
+        assert_eq!(search(&tools, "need(le)"), "sub/kept.txt:2: needle there\n");
+        let listed = tools.call("list_files", "{}").text;
+        assert_eq!(listed, ".gitignore\nsub/kept.txt");
+        let sub = tools.call("list_files", r#"{"path": "sub"}"#).text;
+        assert_eq!(sub, "sub/kept.txt");
+        assert!(search(&tools, "(unclosed").starts_with("error: invalid regex"));
+    }
+
+    #[test]
+    fn list_files_walks_a_directory_that_is_not_a_repository() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(&tmp.path().join("a/b.txt"), "b");
+        write(&tmp.path().join(".git/config"), "c");
+        let tools = Tools::new(tmp.path(), Access::Read, vec![], Duration::from_secs(1)).unwrap();
+        assert_eq!(tools.call("list_files", "").text, "a/b.txt");
+    }
+
+    #[test]
+    fn edit_file_needs_exactly_one_match_and_write_file_makes_directories() {
+        let (tmp, tools) = setup(Access::Write, &[]);
+        let file = tmp.path().join("work/f.rs");
+        write(&file, "a = 1;\na = 1;\nb = 2;\n");
+        let none = edit(&tools, "f.rs", "c", "d");
+        starts(&none.text, "error: `old` was not found");
+        let two = edit(&tools, "f.rs", "a = 1", "x");
+        starts(&two.text, "error: `old` occurs 2 times");
+        assert!(!none.wrote && !two.wrote);
+        let one = edit(&tools, "f.rs", "b = 2", "b = 3");
+        assert_eq!((one.text.as_str(), one.wrote), ("edited f.rs", true));
+        let text = |path: &Path| std::fs::read_to_string(path).unwrap();
+        assert_eq!(text(&file), "a = 1;\na = 1;\nb = 3;\n");
+        assert!(put(&tools, "n/e/w.txt", "hi").wrote);
+        assert_eq!(text(&tmp.path().join("work/n/e/w.txt")), "hi");
+    }
+
+    #[test]
+    fn a_reader_cannot_write_and_bad_calls_are_errors() {
+        let (tmp, tools) = setup(Access::Read, &[]);
+        let w = put(&tools, "f", "x");
+        assert!(w.refused);
+        assert_eq!(w.text, "error: this task is read-only");
+        assert!(!tmp.path().join("work/f").exists());
+        let names = tools.definitions().to_string();
+        assert!(names.contains("read_file") && !names.contains("write_file"));
+        assert!(!names.contains("run_command"));
+        starts(
+            &tools.call("read_file", "{not json").text,
+            "error: bad arguments",
+        );
+        starts(
+            &tools.call("read_file", "{}").text,
+            "error: missing argument",
+        );
+        starts(&run(&tools, "echo", &[]).text, "error: unknown tool");
+    }
+
+    #[test]
+    fn run_command_runs_allowed_programs_only_and_kills_at_the_timeout() {
+        let (_tmp, tools) = setup(Access::Write, &["echo", "sleep"]);
+        assert!(tools.definitions().to_string().contains("echo, sleep"));
+        for program in ["ls", "/bin/echo", "./echo"] {
+            let r = run(&tools, program, &[]);
+            assert!(r.refused && !r.wrote, "{}", r.text);
+        }
+        let r = run(&tools, "echo", &["hi", "there"]);
+        starts(&r.text, "exit status: 0\n--- stdout ---\nhi there\n");
+        assert!(r.wrote && !r.refused);
+        let started = Instant::now();
+        let r = run(&tools, "sleep", &["5"]);
+        starts(&r.text, "error: sleep timed out");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+}

@@ -1,0 +1,832 @@
+//! The OpenAI-compatible chat-completions client: one POST per call, with retries, jittered
+//! backoff, `Retry-After`, and a concurrency limit shared by every thread of a run that shrinks
+//! on throttling and grows back on success. It is the only user of ureq. It must not know about
+//! tasks, prompts or tools, and must never put the API key in `Debug` output, errors or notices.
+
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const DEFAULT_BASE: &str = "https://api.openai.com/v1";
+const DEFAULT_MODEL: &str = "gpt-4o-mini";
+const POLL: Duration = Duration::from_millis(100);
+const SUCCESSES_TO_GROW: u32 = 5;
+const SERVER_TEXT_CAP: usize = 500;
+
+/// Where and how to reach the model. Secrets never appear in Debug output or errors.
+#[derive(Clone)]
+pub struct Endpoint {
+    /// e.g. `http://127.0.0.1:8080/v1`, no trailing slash.
+    pub base: String,
+    pub key: Option<String>,
+    pub model: String,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("base", &self.base)
+            .field("key", &self.key.as_ref().map(|_| "[redacted]"))
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// From flags, then `SWARM_API_BASE` / `SWARM_API_KEY` / `SWARM_MODEL`, then
+    /// `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL`. `None` when neither a base nor a
+    /// key is set anywhere: that is how `auto` knows the built-in agent is not configured.
+    pub fn resolve(
+        base: Option<&str>,
+        key: Option<&str>,
+        model: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<Endpoint> {
+        let pick = |flag: Option<&str>, names: [&str; 2]| {
+            flag.map(str::to_owned)
+                .into_iter()
+                .chain(names.iter().filter_map(|name| env(name)))
+                .map(|value| value.trim().to_owned())
+                .find(|value| !value.is_empty())
+        };
+        let base = pick(base, ["SWARM_API_BASE", "OPENAI_BASE_URL"]);
+        let key = pick(key, ["SWARM_API_KEY", "OPENAI_API_KEY"]);
+        if base.is_none() && key.is_none() {
+            return None;
+        }
+        let model = pick(model, ["SWARM_MODEL", "OPENAI_MODEL"]);
+        let base = base.unwrap_or_else(|| DEFAULT_BASE.to_owned());
+        Some(Endpoint {
+            base: base.trim_end_matches('/').to_owned(),
+            key,
+            model: model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+        })
+    }
+
+    /// How errors name the endpoint: base without any `user:password@`, and the model.
+    fn label(&self) -> String {
+        let base = match self.base.split_once("://") {
+            Some((scheme, rest)) => {
+                let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+                let host = authority
+                    .rsplit_once('@')
+                    .map_or(authority, |(_, host)| host);
+                format!("{scheme}://{host}{path}")
+            }
+            None => self.base.clone(),
+        };
+        format!("{base} (model {})", self.model)
+    }
+
+    /// Removes the key from text that came back from the server, in case it echoes it.
+    fn scrub(&self, text: &str) -> String {
+        match self.key.as_deref() {
+            Some(key) if !key.is_empty() => text.replace(key, "[redacted]"),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub connect_timeout: Duration,
+    /// The whole exchange, from connecting to the last byte of the response.
+    pub read_timeout: Duration,
+    /// Tries per call, e.g. 8.
+    pub max_attempts: u32,
+    /// Cap on one backoff or `Retry-After` wait, e.g. 60 s.
+    pub max_wait: Duration,
+    /// Never more calls in flight than this (`-j`).
+    pub max_in_flight: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+}
+
+/// What happened on the way, for the caller's event log (never includes the key).
+#[derive(Debug, Clone)]
+pub enum Notice {
+    Throttled {
+        status: u16,
+        wait: Duration,
+        attempt: u32,
+    },
+    Retrying {
+        why: String,
+        wait: Duration,
+        attempt: u32,
+    },
+    Concurrency {
+        limit: usize,
+    },
+}
+
+#[derive(Debug)]
+pub enum LlmError {
+    /// 400/401/403/404 etc: do not retry. The message names the endpoint base and model and the
+    /// server's error text (truncated to 500 chars), never the key.
+    Rejected { status: u16, message: String },
+    /// Retries used up (last cause in message).
+    GaveUp { attempts: u32, message: String },
+    /// Cancelled by the caller's stop flag.
+    Stopped,
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LlmError::Rejected { status, message } => write!(f, "HTTP {status} from {message}"),
+            LlmError::GaveUp { attempts, message } => {
+                write!(f, "gave up after {attempts} attempt(s) on {message}")
+            }
+            LlmError::Stopped => f.write_str("model call stopped"),
+        }
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+#[derive(Debug)]
+pub struct Reply {
+    /// `choices[0].message` as returned.
+    pub message: serde_json::Value,
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+}
+
+/// Shared by all threads of a run (Clone = same limiter).
+#[derive(Clone)]
+pub struct Client {
+    endpoint: Endpoint,
+    limits: Limits,
+    agent: ureq::Agent,
+    limiter: Arc<Limiter>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("endpoint", &self.endpoint)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One try's result, before the retry policy looks at it.
+enum Try {
+    Done(Reply),
+    /// Worth another try. `throttle` is the status of a 429/503/529 (the server asks us to slow
+    /// down); other 5xx, transport trouble and unparseable bodies have none.
+    Again {
+        throttle: Option<u16>,
+        retry_after: Option<Duration>,
+        cause: String,
+    },
+    Fatal(LlmError),
+}
+
+impl Client {
+    pub fn new(endpoint: Endpoint, limits: Limits) -> Self {
+        let config = ureq::Agent::config_builder()
+            .timeout_connect(Some(limits.connect_timeout))
+            .timeout_global(Some(limits.read_timeout))
+            .http_status_as_error(false)
+            .build();
+        Client {
+            endpoint,
+            limits,
+            agent: ureq::Agent::new_with_config(config),
+            limiter: Arc::new(Limiter::new(limits.max_in_flight)),
+        }
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// POST `{base}/chat/completions` with `body` (adding `"model"` if absent). Retries on 429,
+    /// 5xx, transport errors, timeouts and unparseable bodies with jittered exponential backoff
+    /// or the server's `Retry-After`, both capped by `max_wait`; fails fast on other 4xx.
+    /// `stop` is polled before each try and while waiting; `notify` hears about each wait.
+    pub fn chat(
+        &self,
+        body: &serde_json::Value,
+        stop: &dyn Fn() -> bool,
+        notify: &mut dyn FnMut(Notice),
+    ) -> Result<Reply, LlmError> {
+        let mut body = body.clone();
+        if let Some(fields) = body.as_object_mut() {
+            fields
+                .entry("model")
+                .or_insert_with(|| self.endpoint.model.clone().into());
+        }
+        let payload = body.to_string();
+        let attempts = self.limits.max_attempts.max(1);
+        for attempt in 1..=attempts {
+            if stop() {
+                return Err(LlmError::Stopped);
+            }
+            let slot = self.limiter.acquire(stop)?;
+            let result = self.try_once(&payload);
+            drop(slot);
+            let (throttle, retry_after, cause) = match result {
+                Try::Done(reply) => {
+                    if let Some(limit) = self.limiter.succeeded() {
+                        notify(Notice::Concurrency { limit });
+                    }
+                    return Ok(reply);
+                }
+                Try::Fatal(mut err) => {
+                    self.limiter.failed();
+                    if let LlmError::GaveUp { attempts, .. } = &mut err {
+                        *attempts = attempt;
+                    }
+                    return Err(err);
+                }
+                Try::Again {
+                    throttle,
+                    retry_after,
+                    cause,
+                } => (throttle, retry_after, cause),
+            };
+            if throttle.is_none() {
+                self.limiter.failed();
+            } else if let Some(limit) = self.limiter.throttled() {
+                notify(Notice::Concurrency { limit });
+            }
+            if attempt == attempts {
+                return Err(LlmError::GaveUp {
+                    attempts,
+                    message: format!("{}: {cause}", self.endpoint.label()),
+                });
+            }
+            let wait = retry_after
+                .unwrap_or_else(|| backoff(attempt))
+                .min(self.limits.max_wait);
+            notify(match throttle {
+                Some(status) => Notice::Throttled {
+                    status,
+                    wait,
+                    attempt,
+                },
+                None => Notice::Retrying {
+                    why: cause,
+                    wait,
+                    attempt,
+                },
+            });
+            pause(wait, stop)?;
+        }
+        unreachable!("the last attempt always returns")
+    }
+
+    fn try_once(&self, payload: &str) -> Try {
+        let url = format!("{}/chat/completions", self.endpoint.base);
+        let mut request = self
+            .agent
+            .post(&url)
+            .header("content-type", "application/json");
+        if let Some(key) = &self.endpoint.key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let response = match request.send(payload) {
+            Ok(response) => response,
+            Err(err) => return self.transport_failure(&err),
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| parse_retry_after(value, SystemTime::now()));
+        let text = match response.into_body().read_to_string() {
+            Ok(text) => text,
+            Err(err) if (200..300).contains(&status) => return self.transport_failure(&err),
+            Err(_) => String::new(),
+        };
+        let server_text = || self.endpoint.scrub(&server_words(&text));
+        match status {
+            200..=299 => match parse_reply(&text) {
+                Some(reply) => Try::Done(reply),
+                None => Try::Again {
+                    throttle: None,
+                    retry_after: None,
+                    cause: format!("unparseable reply: {}", server_text()),
+                },
+            },
+            429 | 500..=599 => Try::Again {
+                throttle: matches!(status, 429 | 503 | 529).then_some(status),
+                retry_after,
+                cause: format!("HTTP {status}: {}", server_text()),
+            },
+            _ => Try::Fatal(LlmError::Rejected {
+                status,
+                message: format!("{}: {}", self.endpoint.label(), server_text()),
+            }),
+        }
+    }
+
+    fn transport_failure(&self, err: &ureq::Error) -> Try {
+        let cause = self.endpoint.scrub(&err.to_string());
+        match err {
+            ureq::Error::Io(_)
+            | ureq::Error::Timeout(_)
+            | ureq::Error::ConnectionFailed
+            | ureq::Error::HostNotFound
+            | ureq::Error::Protocol(_) => Try::Again {
+                throttle: None,
+                retry_after: None,
+                cause,
+            },
+            _ => Try::Fatal(LlmError::GaveUp {
+                attempts: 1,
+                message: format!("{}: {cause}", self.endpoint.label()),
+            }),
+        }
+    }
+}
+
+/// Calls in flight never exceed `limit`; the limit halves on throttling and creeps back up.
+struct Limiter {
+    state: Mutex<LimiterState>,
+    freed: Condvar,
+}
+
+struct LimiterState {
+    max: usize,
+    limit: usize,
+    in_flight: usize,
+    streak: u32,
+}
+
+/// A held slot; dropping it frees the slot.
+struct Slot<'a>(&'a Limiter);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.lock().in_flight -= 1;
+        self.0.freed.notify_all();
+    }
+}
+
+impl Limiter {
+    fn new(max: usize) -> Self {
+        let max = max.max(1);
+        Limiter {
+            state: Mutex::new(LimiterState {
+                max,
+                limit: max,
+                in_flight: 0,
+                streak: 0,
+            }),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LimiterState> {
+        // The counters stay consistent even if a holder panicked.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn acquire(&self, stop: &dyn Fn() -> bool) -> Result<Slot<'_>, LlmError> {
+        let mut state = self.lock();
+        loop {
+            if state.in_flight < state.limit {
+                state.in_flight += 1;
+                return Ok(Slot(self));
+            }
+            if stop() {
+                return Err(LlmError::Stopped);
+            }
+            state = self
+                .freed
+                .wait_timeout(state, POLL)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Returns the new limit when it changed.
+    fn throttled(&self) -> Option<usize> {
+        let mut state = self.lock();
+        state.streak = 0;
+        let halved = (state.limit / 2).max(1);
+        (halved != state.limit).then(|| {
+            state.limit = halved;
+            halved
+        })
+    }
+
+    /// Returns the new limit when it changed.
+    fn succeeded(&self) -> Option<usize> {
+        let mut state = self.lock();
+        state.streak += 1;
+        if state.streak < SUCCESSES_TO_GROW || state.limit >= state.max {
+            return None;
+        }
+        state.streak = 0;
+        state.limit += 1;
+        let limit = state.limit;
+        drop(state);
+        self.freed.notify_all();
+        Some(limit)
+    }
+
+    fn failed(&self) {
+        self.lock().streak = 0;
+    }
+}
+
+/// 1 s doubling per attempt, ±20% so that threads throttled together do not retry together.
+fn backoff(attempt: u32) -> Duration {
+    let base = Duration::from_secs(1 << attempt.saturating_sub(1).min(16));
+    let random = RandomState::new().build_hasher().finish();
+    let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
+    base.mul_f64(0.8 + 0.4 * unit)
+}
+
+/// Sleeps in short steps so a stop request is noticed quickly.
+fn pause(wait: Duration, stop: &dyn Fn() -> bool) -> Result<(), LlmError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        if stop() {
+            return Err(LlmError::Stopped);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(POLL));
+    }
+}
+
+fn parse_reply(text: &str) -> Option<Reply> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let choice = value.get("choices")?.get(0)?;
+    let message = choice.get("message").filter(|m| m.is_object())?.clone();
+    let count = |name: &str| {
+        value
+            .get("usage")
+            .and_then(|usage| usage.get(name))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    Some(Reply {
+        message,
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+        usage: Usage {
+            prompt_tokens: count("prompt_tokens"),
+            completion_tokens: count("completion_tokens"),
+            total_tokens: count("total_tokens"),
+        },
+    })
+}
+
+/// The server's own words, at most 500 chars: `error.message` or `error` when the body is
+/// JSON, else the body itself.
+fn server_words(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let error = parsed.as_ref().and_then(|value| value.get("error"));
+    let message = error.and_then(|e| e.get("message").unwrap_or(e).as_str());
+    let text = message.unwrap_or(body).trim();
+    match text.char_indices().nth(SERVER_TEXT_CAP) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None if text.is_empty() => "(empty body)".to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// `Retry-After` is either delta-seconds or an IMF-fixdate (RFC 9110 §10.2.3).
+fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = parse_http_date(value)?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Parses `Wed, 21 Oct 2015 07:28:00 GMT`; the obsolete RFC 850 and asctime forms are not
+/// accepted (callers then fall back to their own backoff).
+fn parse_http_date(value: &str) -> Option<SystemTime> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let parts: Vec<&str> = value.split_ascii_whitespace().collect();
+    let [weekday, day, month, year, time, "GMT"] = parts[..] else {
+        return None;
+    };
+    if !weekday.ends_with(',') {
+        return None;
+    }
+    let day: i64 = day.parse().ok()?;
+    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let year: i64 = year.parse().ok()?;
+    let mut hms = time.split(':').map(|n| n.parse::<i64>().ok());
+    let (Some(Some(h)), Some(Some(m)), Some(Some(s)), None) =
+        (hms.next(), hms.next(), hms.next(), hms.next())
+    else {
+        return None;
+    };
+    if !(1..=31).contains(&day) || year < 1970 || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    // Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Client, Endpoint, Limiter, Limits, LlmError, Notice, Reply, Usage};
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::mpsc::{Receiver, channel};
+    use std::time::{Duration, Instant, UNIX_EPOCH};
+
+    const OK: &str = r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],
+        "usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#;
+    const KEY: &str = "sk-secret-123";
+
+    /// A loopback server: one connection per scripted `(status, extra header, body)`; status 0
+    /// means read the request and never answer. Each request read is sent back to the test.
+    fn serve(script: Vec<(u16, &'static str, &'static str)>) -> (String, Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut silent = Vec::new();
+            for (status, header, body) in script {
+                let (mut stream, _) = listener.accept().unwrap();
+                let mut reader = BufReader::new(&stream);
+                let (mut request, mut line, mut length) = (String::new(), String::new(), 0);
+                while reader.read_line(&mut line).unwrap() > 2 {
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(n) = lower.strip_prefix("content-length:") {
+                        length = n.trim().parse().unwrap();
+                    }
+                    request.push_str(&std::mem::take(&mut line));
+                }
+                let mut content = vec![0; length];
+                reader.read_exact(&mut content).unwrap();
+                tx.send(request + &String::from_utf8(content).unwrap()).ok();
+                if status == 0 {
+                    silent.push(stream);
+                    continue;
+                }
+                let len = body.len();
+                let head = format!("HTTP/1.1 {status} X\r\n{header}Content-Length: {len}\r\n");
+                write!(stream, "{head}Connection: close\r\n\r\n{body}").ok();
+            }
+            std::thread::sleep(Duration::from_secs(5));
+        });
+        (base, rx)
+    }
+
+    fn client(base: &str, max_wait_ms: u64) -> Client {
+        let endpoint = Endpoint {
+            base: base.into(),
+            key: Some(KEY.into()),
+            model: "m-1".into(),
+        };
+        let limits = Limits {
+            connect_timeout: Duration::from_secs(2),
+            read_timeout: Duration::from_secs(1),
+            max_attempts: 3,
+            max_wait: Duration::from_millis(max_wait_ms),
+            max_in_flight: 4,
+        };
+        Client::new(endpoint, limits)
+    }
+
+    fn chat(client: &Client) -> (Result<Reply, LlmError>, Vec<Notice>) {
+        let mut notices = Vec::new();
+        let body = serde_json::json!({"messages": [{"role": "user", "content": "hello"}]});
+        let result = client.chat(&body, &|| false, &mut |n| notices.push(n));
+        (result, notices)
+    }
+
+    #[test]
+    fn ok_reply_is_parsed_with_usage_and_request_carries_key_and_model() {
+        let (base, requests) = serve(vec![(200, "", OK)]);
+        let (result, notices) = chat(&client(&base, 60_000));
+        let reply = result.unwrap();
+        assert_eq!(reply.message["content"], "hi");
+        assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+        let usage = Usage {
+            prompt_tokens: 3,
+            completion_tokens: 2,
+            total_tokens: 5,
+        };
+        assert_eq!(reply.usage, usage);
+        assert!(notices.is_empty());
+        let request = requests.recv().unwrap().to_ascii_lowercase();
+        assert!(
+            request.starts_with("post /v1/chat/completions "),
+            "{request}"
+        );
+        assert!(request.contains(&format!("authorization: bearer {KEY}")));
+        assert!(request.contains(r#""model":"m-1""#));
+    }
+
+    #[test]
+    fn throttled_twice_honours_retry_after_and_cuts_concurrency() {
+        let wait = "Retry-After: 1\r\n";
+        let (base, _) = serve(vec![
+            (429, wait, "{}"),
+            (429, wait, "slow down"),
+            (200, "", OK),
+        ]);
+        let start = Instant::now();
+        let (result, notices) = chat(&client(&base, 60_000));
+        assert!(result.is_ok());
+        assert!(start.elapsed() >= Duration::from_secs(2));
+        let throttled = |n: &&Notice| matches!(n, Notice::Throttled { status: 429, .. });
+        assert_eq!(notices.iter().filter(throttled).count(), 2, "{notices:?}");
+        assert!(
+            matches!(notices[0], Notice::Concurrency { limit: 2 }),
+            "{notices:?}"
+        );
+    }
+
+    #[test]
+    fn server_error_then_ok_succeeds_after_one_retry() {
+        let (base, _) = serve(vec![(500, "", "oops"), (200, "", OK)]);
+        let (result, notices) = chat(&client(&base, 50));
+        assert!(result.is_ok());
+        assert!(
+            matches!(&notices[..], [Notice::Retrying { attempt: 1, .. }]),
+            "{notices:?}"
+        );
+    }
+
+    #[test]
+    fn unauthorized_is_rejected_at_once_without_leaking_the_key() {
+        let body = r#"{"error":{"message":"Incorrect API key provided: sk-secret-123"}}"#;
+        let (base, requests) = serve(vec![(401, "", body), (200, "", OK)]);
+        let (result, notices) = chat(&client(&base, 50));
+        let err = result.unwrap_err();
+        let LlmError::Rejected {
+            status: 401,
+            message,
+        } = &err
+        else {
+            panic!("{err:?}")
+        };
+        assert!(
+            message.contains(&base) && message.contains("m-1") && message.contains("Incorrect")
+        );
+        assert!(!format!("{err} {err:?}").contains(KEY), "{err}");
+        assert!(notices.is_empty());
+        requests.recv().unwrap();
+        assert!(requests.recv_timeout(Duration::from_millis(200)).is_err());
+    }
+
+    #[test]
+    fn unparseable_body_is_retried() {
+        let (base, _) = serve(vec![
+            (200, "", "{not json"),
+            (200, "", r#"{"choices":[]}"#),
+            (200, "", OK),
+        ]);
+        let (result, notices) = chat(&client(&base, 50));
+        assert!(result.is_ok());
+        assert_eq!(notices.len(), 2, "{notices:?}");
+    }
+
+    #[test]
+    fn silent_server_times_out_and_is_retried() {
+        let (base, _) = serve(vec![(0, "", ""), (200, "", OK)]);
+        let start = Instant::now();
+        let (result, notices) = chat(&client(&base, 50));
+        assert!(result.is_ok());
+        assert!(start.elapsed() >= Duration::from_secs(1));
+        assert!(
+            matches!(&notices[..], [Notice::Retrying { .. }]),
+            "{notices:?}"
+        );
+    }
+
+    #[test]
+    fn retries_run_out_with_the_last_cause() {
+        let (base, _) = serve(vec![
+            (502, "", "bad"),
+            (502, "", "bad"),
+            (502, "", "still bad"),
+        ]);
+        let err = chat(&client(&base, 10)).0.unwrap_err();
+        let gave_up = matches!(&err, LlmError::GaveUp { attempts: 3, message } if message.contains("still bad"));
+        assert!(gave_up, "{err:?}");
+    }
+
+    #[test]
+    fn stop_flag_interrupts_the_backoff_wait() {
+        let (base, _) = serve(vec![(500, "", "oops")]);
+        let client = client(&base, 60_000);
+        let (start, body) = (Instant::now(), serde_json::json!({"messages": []}));
+        let stop = || start.elapsed() > Duration::from_millis(300);
+        assert!(matches!(
+            client.chat(&body, &stop, &mut |_| {}),
+            Err(LlmError::Stopped)
+        ));
+        assert!(
+            start.elapsed() < Duration::from_millis(700),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(matches!(
+            client.chat(&body, &|| true, &mut |_| {}),
+            Err(LlmError::Stopped)
+        ));
+    }
+
+    #[test]
+    fn retry_after_accepts_seconds_and_http_dates() {
+        let secs =
+            |v| super::parse_http_date(v).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs());
+        assert_eq!(secs("Wed, 21 Oct 2015 07:28:00 GMT"), Some(1_445_412_480));
+        assert_eq!(secs("Thu, 29 Feb 2024 23:59:59 GMT"), Some(1_709_251_199));
+        assert_eq!(secs("Wed, 21 Foo 2015 07:28:00 GMT"), None);
+        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_470);
+        let parse = |v| super::parse_retry_after(v, now);
+        assert_eq!(
+            parse("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(parse("Tue, 20 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(parse(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(parse("soon"), None);
+    }
+
+    #[test]
+    fn limiter_halves_on_throttle_and_grows_back_after_five_successes() {
+        let limiter = Limiter::new(8);
+        let cuts: Vec<_> = (0..4).map(|_| limiter.throttled()).collect();
+        assert_eq!(cuts, [Some(4), Some(2), Some(1), None]);
+        let grow = |n| {
+            (0..n)
+                .filter_map(|_| limiter.succeeded())
+                .collect::<Vec<usize>>()
+        };
+        assert!(grow(4).is_empty());
+        limiter.failed();
+        assert_eq!(grow(5), [2]);
+        assert_eq!(grow(35), [3, 4, 5, 6, 7, 8]);
+        assert!(grow(10).is_empty());
+    }
+
+    #[test]
+    fn full_limiter_makes_callers_wait_until_stopped() {
+        let limiter = Limiter::new(2);
+        limiter.throttled();
+        let held = limiter.acquire(&|| false).unwrap();
+        let start = Instant::now();
+        let stop = || start.elapsed() > Duration::from_millis(150);
+        assert!(matches!(limiter.acquire(&stop), Err(LlmError::Stopped)));
+        drop(held);
+        assert!(limiter.acquire(&|| true).is_ok());
+    }
+
+    #[test]
+    fn endpoint_resolves_flags_then_swarm_then_openai_and_hides_the_key() {
+        let env = |name: &str| match name {
+            "SWARM_MODEL" => Some("swarm-model".to_owned()),
+            "OPENAI_BASE_URL" => Some("http://local/v1/".to_owned()),
+            "OPENAI_API_KEY" => Some("sk-openai".to_owned()),
+            _ => None,
+        };
+        let show = |e: Endpoint| format!("{} {:?} {}", e.base, e.key, e.model);
+        let e = Endpoint::resolve(None, None, None, &env).unwrap();
+        assert_eq!(show(e), r#"http://local/v1 Some("sk-openai") swarm-model"#);
+        let e = Endpoint::resolve(Some("http://f"), Some("sk-f"), Some("f"), &env).unwrap();
+        assert!(!format!("{e:?}").contains("sk-f") && format!("{e:?}").contains("[redacted]"));
+        assert_eq!(show(e), r#"http://f Some("sk-f") f"#);
+        assert!(Endpoint::resolve(None, None, Some("m"), &|_| None).is_none());
+        let e = Endpoint::resolve(None, Some("k"), None, &|_| None).unwrap();
+        assert_eq!(
+            show(e),
+            r#"https://api.openai.com/v1 Some("k") gpt-4o-mini"#
+        );
+        let e = Endpoint {
+            base: "https://u:pw@host:1/v1".into(),
+            key: None,
+            model: "m".into(),
+        };
+        assert_eq!(e.label(), "https://host:1/v1 (model m)");
+    }
+}

@@ -1,0 +1,469 @@
+//! From a goal to merged work against the fake OpenAI-compatible server: planning, repairs, the
+//! built-in agent and its confined tools, throttling, hung requests and secrets.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::fake_llm::{FakeLlm, Reply, Request, has_tool, tool_results};
+use crate::{TestRepo, assert_exit, stderr, stdout};
+
+/// The user message of an agent request: the task's prompt.
+fn task_prompt(req: &Request) -> String {
+    req.messages()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn plan_call(tasks: &Value) -> Reply {
+    Reply::ToolCalls(vec![(
+        "plan-1".into(),
+        "submit_plan".into(),
+        json!({ "tasks": tasks }),
+    )])
+}
+
+/// A plan with two readers, one writer and a reducer.
+fn good_plan() -> Value {
+    json!([
+        {"id": "survey", "prompt": "TASK survey: list the files and report them", "deps": [], "lane": "researcher"},
+        {"id": "readme", "prompt": "TASK readme: read README.md and summarise it", "deps": [], "lane": "analyst"},
+        {"id": "notes", "prompt": "TASK notes: write NOTES.md with a line of notes", "deps": [], "lane": "coder", "files": ["NOTES.md"]},
+        {"id": "final", "prompt": "TASK final: combine the results into the report", "deps": ["survey", "readme", "notes"], "lane": "reducer"}
+    ])
+}
+
+/// Agents that use a tool once, then answer; the writer writes NOTES.md; the reducer answers
+/// with the report.
+fn agent_reply(req: &Request) -> Reply {
+    let prompt = task_prompt(req);
+    let done = !tool_results(req).is_empty();
+    if prompt.contains("TASK final") {
+        return Reply::Text("# Final report\n\nEverything was surveyed.".into());
+    }
+    if prompt.contains("TASK notes") {
+        return if done {
+            Reply::Text("wrote NOTES.md".into())
+        } else {
+            Reply::ToolCalls(vec![(
+                "w1".into(),
+                "write_file".into(),
+                json!({"path": "NOTES.md", "content": "notes from the agent\n"}),
+            )])
+        };
+    }
+    if done {
+        Reply::Text(format!("finding of {}", &prompt[..prompt.len().min(12)]))
+    } else {
+        Reply::ToolCalls(vec![(
+            "r1".into(),
+            "read_file".into(),
+            json!({"path": "README.md"}),
+        )])
+    }
+}
+
+fn goal_cmd(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
+    repo.swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .args(args)
+        .output()
+        .expect("running swarm")
+}
+
+fn outside(repo: &TestRepo, name: &str) -> PathBuf {
+    repo.cache.parent().unwrap().join(name)
+}
+
+fn events(repo: &TestRepo) -> Vec<Value> {
+    let runs = repo.swarm_dir().join("runs");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(runs).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path().join("events.jsonl")).unwrap();
+        out.extend(
+            text.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+        );
+    }
+    out
+}
+
+#[test]
+fn a_goal_is_planned_run_merged_and_reported() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    });
+    let report = outside(&repo, "report.md");
+    let plan = outside(&repo, "plan.jsonl");
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &[
+            "--goal",
+            "Survey the repository and leave notes",
+            "--final-out",
+            report.to_str().unwrap(),
+            "--plan-out",
+            plan.to_str().unwrap(),
+        ],
+    );
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with("# Final report"), "{text}");
+    assert!(text.contains("## Run summary"), "{text}");
+    // The writer's file was merged and landed on the user's branch.
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+    assert!(
+        repo.git(&["log", "--merges", "--format=%s"])
+            .contains("notes")
+    );
+    // The plan file is a valid task file with the four tasks.
+    let graph = repo.swarm(&["graph", plan.to_str().unwrap()]);
+    assert_exit(&graph, 0);
+    let plan_text = std::fs::read_to_string(&plan).unwrap();
+    assert_eq!(plan_text.lines().count(), 4, "{plan_text}");
+    assert!(plan_text.contains("\"mode\":\"write\""), "{plan_text}");
+    // The planner saw the repository's summary.
+    let first = &llm.requests()[0];
+    assert!(
+        first.body.to_string().contains("README.md"),
+        "{}",
+        first.body
+    );
+}
+
+#[test]
+fn the_saved_plan_runs_with_swarm_run() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    });
+    let plan = outside(&repo, "plan.jsonl");
+    let planned = goal_cmd(
+        &repo,
+        &llm,
+        &[
+            "--goal",
+            "Survey",
+            "--plan-only",
+            "--plan-out",
+            plan.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&planned, 0);
+    assert!(
+        !repo.root.join("NOTES.md").exists(),
+        "--plan-only ran something"
+    );
+
+    let ran = goal_cmd(&repo, &llm, &["run", plan.to_str().unwrap()]);
+    assert_exit(&ran, 0);
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+}
+
+#[test]
+fn escapes_from_the_worktree_are_refused_and_the_task_still_completes() {
+    let repo = TestRepo::new();
+    let victim = outside(&repo, "victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, repo.root.join("out")).unwrap();
+    repo.commit_all("a symlink out");
+    let tmp_target = format!("/tmp/swarm-escape-{}", std::process::id());
+    let attempts = [
+        json!({"path": "../escaped.txt", "content": "x"}),
+        json!({"path": tmp_target, "content": "x"}),
+        json!({"path": "out/escaped.txt", "content": "x"}),
+        json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\necho pwned\n"}),
+    ];
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen_by_script = seen.clone();
+    let plan = json!([
+        {"id": "sneaky", "prompt": "TASK sneaky: write files", "deps": [], "lane": "coder"},
+        {"id": "final", "prompt": "TASK final: report", "deps": ["sneaky"], "lane": "reducer"}
+    ]);
+    let llm = FakeLlm::start(move |req, _| {
+        if has_tool(req, "submit_plan") {
+            return plan_call(&plan);
+        }
+        let prompt = task_prompt(req);
+        if prompt.contains("TASK final") {
+            return Reply::Text("final".into());
+        }
+        let results = tool_results(req);
+        if results.is_empty() {
+            let calls = attempts
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (format!("c{i}"), "write_file".to_owned(), a.clone()))
+                .collect();
+            return Reply::ToolCalls(calls);
+        }
+        seen_by_script
+            .lock()
+            .unwrap()
+            .extend(results.into_iter().map(|(_, text)| text));
+        Reply::Text("tried".into())
+    });
+
+    let out = goal_cmd(&repo, &llm, &["--goal", "Try to escape"]);
+
+    assert_exit(&out, 0);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert!(seen.iter().all(|t| t.starts_with("error:")), "{seen:?}");
+    assert!(!outside(&repo, "escaped.txt").exists());
+    assert!(!repo.root.parent().unwrap().join("escaped.txt").exists());
+    assert!(!Path::new(&tmp_target).exists());
+    assert!(!victim.join("escaped.txt").exists());
+    assert!(!repo.root.join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn throttled_requests_wait_and_the_run_completes() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, n| {
+        if n < 5 {
+            return Reply::Status {
+                status: 429,
+                body: r#"{"error":{"message":"slow down"}}"#.into(),
+                headers: vec![("Retry-After".into(), "1".into())],
+            };
+        }
+        if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    });
+
+    let out = goal_cmd(&repo, &llm, &["--goal", "Survey", "--json"]);
+
+    assert_exit(&out, 0);
+    let summary: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(summary["counts"].get("failed").is_none(), "{summary}");
+    let throttled: Vec<Value> = events(&repo)
+        .into_iter()
+        .filter(|e| e["kind"] == "llm_throttled")
+        .collect();
+    assert_eq!(throttled.len(), 5, "{throttled:?}");
+    assert!(
+        throttled
+            .iter()
+            .all(|e| e["detail"]["wait_ms"].as_u64().unwrap() >= 1000)
+    );
+}
+
+#[test]
+fn a_request_that_never_answers_is_abandoned_and_retried() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, n| {
+        if n == 0 {
+            return Reply::Hang;
+        }
+        if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    });
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["--goal", "Survey", "--request-timeout", "1s"],
+    );
+
+    assert_exit(&out, 0);
+    let retried = events(&repo)
+        .into_iter()
+        .filter(|e| e["kind"] == "llm_retrying")
+        .count();
+    assert_eq!(retried, 1);
+    assert!(llm.requests().len() > 1);
+}
+
+/// Plans with defects, each repaired (or re-planned) and listed in the report.
+fn run_defective_plan(first: Reply, then: Reply) -> (TestRepo, String, Output) {
+    let repo = TestRepo::new();
+    let then = Arc::new(Mutex::new(Some(then)));
+    let first = Arc::new(Mutex::new(Some(first)));
+    let llm = FakeLlm::start(move |req, _| {
+        if has_tool(req, "submit_plan") {
+            if let Some(r) = first.lock().unwrap().take() {
+                return r;
+            }
+            if let Some(r) = then.lock().unwrap().take() {
+                return r;
+            }
+            return plan_call(&good_plan());
+        }
+        Reply::Text(format!(
+            "done: {}",
+            &task_prompt(req)[..8.min(task_prompt(req).len())]
+        ))
+    });
+    let report = outside(&repo, "report.md");
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["--goal", "Do it", "--final-out", report.to_str().unwrap()],
+    );
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    (repo, text, out)
+}
+
+fn reader(id: &str, deps: &[&str]) -> Value {
+    json!({"id": id, "prompt": format!("TASK {id}"), "deps": deps, "lane": "analyst"})
+}
+
+#[test]
+fn a_cycle_goes_back_to_the_planner_and_is_broken_if_it_stays() {
+    let cyclic = json!([reader("a", &["b"]), reader("b", &["a"]), {"id": "r", "prompt": "TASK r", "deps": ["a", "b"], "lane": "reducer"}]);
+    let (_, text, out) = run_defective_plan(plan_call(&cyclic), plan_call(&cyclic));
+    assert_exit(&out, 0);
+    assert!(text.contains("### Plan repairs"), "{text}");
+    assert!(text.contains("replanned"), "{text}");
+    assert!(
+        text.contains("a → b → a") || text.contains("b → a → b"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_deps_duplicates_orphans_and_a_missing_reducer_are_repaired() {
+    let plan = json!([
+        reader("a", &["ghost"]),
+        reader("a", &[]),
+        reader("lonely", &[]),
+        {"id": "sum", "prompt": "TASK sum", "deps": ["a"], "lane": "analyst"}
+    ]);
+    let (_, text, out) = run_defective_plan(plan_call(&plan), plan_call(&plan));
+    assert_exit(&out, 0);
+    for kind in [
+        "dropped_unknown_dep",
+        "duplicate_id",
+        "promoted_reducer",
+        "wired_orphan",
+    ] {
+        assert!(text.contains(kind), "{kind} missing:\n{text}");
+    }
+}
+
+#[test]
+fn an_unreadable_plan_is_asked_for_again() {
+    let garbage = Reply::ToolCalls(vec![("p".into(), "submit_plan".into(), json!("{not json"))]);
+    let (_, text, out) = run_defective_plan(garbage, plan_call(&good_plan()));
+    assert_exit(&out, 0);
+    assert!(text.contains("replanned"), "{text}");
+    assert!(text.contains("could not be read"), "{text}");
+}
+
+#[test]
+fn forty_tasks_feeding_one_reducer_become_a_tree_of_reducers() {
+    let mut tasks: Vec<Value> = (0..40).map(|i| reader(&format!("t{i}"), &[])).collect();
+    let all: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+    tasks.push(json!({"id": "r", "prompt": "TASK r", "deps": all, "lane": "reducer"}));
+    let (repo, text, out) = run_defective_plan(plan_call(&json!(tasks)), plan_call(&json!(tasks)));
+    assert_exit(&out, 0);
+    assert!(text.contains("fan_in_tree"), "{text}");
+    let status: Value = serde_json::from_str(&stdout(&repo.swarm(&["status", "--json"]))).unwrap();
+    let n = status["tasks"].as_array().unwrap().len();
+    assert!(n > 41, "no intermediate reducers: {n} tasks");
+}
+
+#[test]
+fn canary_secrets_appear_nowhere() {
+    let repo = TestRepo::new();
+    let token = "tok-canary-5551234567";
+    let llm = FakeLlm::start(move |req, _| {
+        if has_tool(req, "submit_plan") {
+            return plan_call(&good_plan());
+        }
+        // A model that repeats a secret it should never have seen.
+        if task_prompt(req).contains("TASK final") {
+            return Reply::Text(format!(
+                "# Report\nleaked {token} and sk-canary-key-0123456789"
+            ));
+        }
+        agent_reply(req)
+    });
+    let report = outside(&repo, "report.md");
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .env("FOO_TOKEN", token)
+        .args(["--goal", "Survey", "--final-out", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let mut haystacks = vec![
+        ("stdout".to_owned(), out.stdout.clone()),
+        ("stderr".to_owned(), out.stderr.clone()),
+        ("report".to_owned(), std::fs::read(&report).unwrap()),
+    ];
+    collect(&repo.swarm_dir(), &mut haystacks);
+    for (name, bytes) in &haystacks {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains(token), "{name} holds the token");
+        assert!(
+            !text.contains("sk-canary-key-0123456789"),
+            "{name} holds the key"
+        );
+    }
+    assert!(String::from_utf8_lossy(&std::fs::read(&report).unwrap()).contains("[redacted]"));
+    // The key did reach the server, as the Authorization header.
+    let auth = llm.requests()[0]
+        .header("authorization")
+        .unwrap()
+        .to_owned();
+    assert_eq!(auth, "Bearer sk-canary-key-0123456789");
+    assert!(stderr(&out).is_empty() || !stderr(&out).contains(token));
+}
+
+fn collect(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else {
+            out.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn a_goal_without_a_model_is_refused_with_a_hint() {
+    let repo = TestRepo::new();
+    let out = repo
+        .swarm_cmd()
+        .env_remove("SWARM_API_BASE")
+        .env_remove("SWARM_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .args(["--goal", "anything"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("SWARM_API_BASE"), "{}", stderr(&out));
+    assert!(!repo.swarm_dir().join("runs").exists());
+}
