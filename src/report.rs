@@ -106,19 +106,40 @@ pub fn markdown(f: &Facts<'_>) -> String {
         let _ = writeln!(out, "{l}\n");
     }
 
-    out.push_str("| task | lane | mode | status | attempts | time |\n|---|---|---|---|---|---|\n");
+    out.push_str(
+        "| task | lane | mode | status | attempts | time | tokens | cost |\n|---|---|---|---|---|---|---|---|\n",
+    );
     for (t, spec) in f.tasks.iter().zip(&f.plan.tasks) {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
             t.id,
             spec.lane.as_str(),
             spec.mode.as_str(),
             t.status.as_str(),
             t.attempts,
-            crate::ui::duration(std::time::Duration::from_millis(t.elapsed_ms.max(0) as u64))
+            crate::ui::duration(std::time::Duration::from_millis(t.elapsed_ms.max(0) as u64)),
+            t.tokens,
+            if is_command(spec) {
+                "-".to_owned()
+            } else {
+                cost(t.cost)
+            },
         );
     }
+    let tokens: u64 = f.tasks.iter().map(|t| t.tokens).sum();
+    // Commands cost nothing; any agent task of unknown cost makes the total unknown.
+    let total_cost = f
+        .tasks
+        .iter()
+        .zip(&f.plan.tasks)
+        .filter(|(_, spec)| !is_command(spec))
+        .try_fold(0.0, |sum, (t, _)| t.cost.map(|c| sum + c));
+    let _ = writeln!(
+        out,
+        "\nTokens used by the tasks: {tokens}; cost: {}.",
+        cost(total_cost)
+    );
 
     if !f.parked.is_empty() {
         out.push_str("\n### Needs attention\n\n");
@@ -262,6 +283,15 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
         "landing": f.landing,
         "report": report_path,
     })
+}
+
+fn is_command(task: &crate::plan::Task) -> bool {
+    matches!(task.action, crate::plan::Action::Run(_))
+}
+
+/// A cost in dollars, or "unknown" (never shown as zero when the agent did not say).
+fn cost(c: Option<f64>) -> String {
+    c.map_or_else(|| "unknown".to_owned(), |c| format!("${c:.4}"))
 }
 
 fn status_class(s: TaskStatus) -> &'static str {

@@ -12,7 +12,7 @@ pub const MASK: &str = "[redacted]";
 
 static SECRETS: OnceLock<Vec<String>> = OnceLock::new();
 
-fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     ["KEY", "TOKEN", "SECRET"].iter().any(|w| upper.contains(w))
 }

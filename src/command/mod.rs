@@ -489,6 +489,24 @@ fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u
         serde_json::from_value(record.options.clone()).context("stored run options")?;
     let options = overlay(stored, newer);
     let records = board.load_tasks(&run_id)?;
+    if records.is_empty() {
+        // Stopped while planning, before any task was stored: there is nothing to continue.
+        board.set_run_status(
+            &run_id,
+            RunStatus::Finished,
+            Some(i32::from(exit::FAILED)),
+            &Event::run(
+                "run_abandoned",
+                json!({ "reason": "stopped before its plan was stored" }),
+            ),
+        )?;
+        bail!(
+            Usage::new(format!(
+                "run {run_id} was stopped before its plan was stored; there is nothing to resume"
+            ))
+            .hint("start it again")
+        );
+    }
     let plan = stored_plan(&records)?;
     let settings = settings(&options, &plan)?;
     let base = CommitId::new(&record.base_commit);

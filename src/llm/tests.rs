@@ -1,0 +1,277 @@
+//! Tests of the parent module.
+
+use super::{Client, Endpoint, Limiter, Limits, LlmError, Notice, Reply, Usage};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+const OK: &str = r#"{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],
+    "usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#;
+const KEY: &str = "sk-secret-123";
+
+/// A loopback server: one connection per scripted `(status, extra header, body)`; status 0
+/// means read the request and never answer. Each request read is sent back to the test.
+fn serve(script: Vec<(u16, &'static str, &'static str)>) -> (String, Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut silent = Vec::new();
+        for (status, header, body) in script {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(&stream);
+            let (mut request, mut line, mut length) = (String::new(), String::new(), 0);
+            while reader.read_line(&mut line).unwrap() > 2 {
+                let lower = line.to_ascii_lowercase();
+                if let Some(n) = lower.strip_prefix("content-length:") {
+                    length = n.trim().parse().unwrap();
+                }
+                request.push_str(&std::mem::take(&mut line));
+            }
+            let mut content = vec![0; length];
+            reader.read_exact(&mut content).unwrap();
+            tx.send(request + &String::from_utf8(content).unwrap()).ok();
+            if status == 0 {
+                silent.push(stream);
+                continue;
+            }
+            let len = body.len();
+            let head = format!("HTTP/1.1 {status} X\r\n{header}Content-Length: {len}\r\n");
+            write!(stream, "{head}Connection: close\r\n\r\n{body}").ok();
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    (base, rx)
+}
+
+fn client(base: &str, max_wait_ms: u64) -> Client {
+    let endpoint = Endpoint {
+        base: base.into(),
+        key: Some(KEY.into()),
+        model: "m-1".into(),
+    };
+    let limits = Limits {
+        connect_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_secs(1),
+        max_attempts: 3,
+        max_wait: Duration::from_millis(max_wait_ms),
+        max_in_flight: 4,
+    };
+    Client::new(endpoint, limits)
+}
+
+fn chat(client: &Client) -> (Result<Reply, LlmError>, Vec<Notice>) {
+    let mut notices = Vec::new();
+    let body = serde_json::json!({"messages": [{"role": "user", "content": "hello"}]});
+    let result = client.chat(&body, &|| false, &mut |n| notices.push(n));
+    (result, notices)
+}
+
+#[test]
+fn ok_reply_is_parsed_with_usage_and_request_carries_key_and_model() {
+    let (base, requests) = serve(vec![(200, "", OK)]);
+    let (result, notices) = chat(&client(&base, 60_000));
+    let reply = result.unwrap();
+    assert_eq!(reply.message["content"], "hi");
+    assert_eq!(reply.finish_reason.as_deref(), Some("stop"));
+    let usage = Usage {
+        prompt_tokens: 3,
+        completion_tokens: 2,
+        total_tokens: 5,
+    };
+    assert_eq!(reply.usage, usage);
+    assert!(notices.is_empty());
+    let request = requests.recv().unwrap().to_ascii_lowercase();
+    assert!(
+        request.starts_with("post /v1/chat/completions "),
+        "{request}"
+    );
+    assert!(request.contains(&format!("authorization: bearer {KEY}")));
+    assert!(request.contains(r#""model":"m-1""#));
+}
+
+#[test]
+fn throttled_twice_honours_retry_after_and_cuts_concurrency() {
+    let wait = "Retry-After: 1\r\n";
+    let (base, _) = serve(vec![
+        (429, wait, "{}"),
+        (429, wait, "slow down"),
+        (200, "", OK),
+    ]);
+    let start = Instant::now();
+    let (result, notices) = chat(&client(&base, 60_000));
+    assert!(result.is_ok());
+    assert!(start.elapsed() >= Duration::from_secs(2));
+    let throttled = |n: &&Notice| matches!(n, Notice::Throttled { status: 429, .. });
+    assert_eq!(notices.iter().filter(throttled).count(), 2, "{notices:?}");
+    assert!(
+        matches!(notices[0], Notice::Concurrency { limit: 2 }),
+        "{notices:?}"
+    );
+}
+
+#[test]
+fn server_error_then_ok_succeeds_after_one_retry() {
+    let (base, _) = serve(vec![(500, "", "oops"), (200, "", OK)]);
+    let (result, notices) = chat(&client(&base, 50));
+    assert!(result.is_ok());
+    assert!(
+        matches!(&notices[..], [Notice::Retrying { attempt: 1, .. }]),
+        "{notices:?}"
+    );
+}
+
+#[test]
+fn unauthorized_is_rejected_at_once_without_leaking_the_key() {
+    let body = r#"{"error":{"message":"Incorrect API key provided: sk-secret-123"}}"#;
+    let (base, requests) = serve(vec![(401, "", body), (200, "", OK)]);
+    let (result, notices) = chat(&client(&base, 50));
+    let err = result.unwrap_err();
+    let LlmError::Rejected {
+        status: 401,
+        message,
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(message.contains(&base) && message.contains("m-1") && message.contains("Incorrect"));
+    assert!(!format!("{err} {err:?}").contains(KEY), "{err}");
+    assert!(notices.is_empty());
+    requests.recv().unwrap();
+    assert!(requests.recv_timeout(Duration::from_millis(200)).is_err());
+}
+
+#[test]
+fn unparseable_body_is_retried() {
+    let (base, _) = serve(vec![
+        (200, "", "{not json"),
+        (200, "", r#"{"choices":[]}"#),
+        (200, "", OK),
+    ]);
+    let (result, notices) = chat(&client(&base, 50));
+    assert!(result.is_ok());
+    assert_eq!(notices.len(), 2, "{notices:?}");
+}
+
+#[test]
+fn silent_server_times_out_and_is_retried() {
+    let (base, _) = serve(vec![(0, "", ""), (200, "", OK)]);
+    let start = Instant::now();
+    let (result, notices) = chat(&client(&base, 50));
+    assert!(result.is_ok());
+    assert!(start.elapsed() >= Duration::from_secs(1));
+    assert!(
+        matches!(&notices[..], [Notice::Retrying { .. }]),
+        "{notices:?}"
+    );
+}
+
+#[test]
+fn retries_run_out_with_the_last_cause() {
+    let (base, _) = serve(vec![
+        (502, "", "bad"),
+        (502, "", "bad"),
+        (502, "", "still bad"),
+    ]);
+    let err = chat(&client(&base, 10)).0.unwrap_err();
+    let gave_up =
+        matches!(&err, LlmError::GaveUp { attempts: 3, message } if message.contains("still bad"));
+    assert!(gave_up, "{err:?}");
+}
+
+#[test]
+fn stop_flag_interrupts_the_backoff_wait() {
+    let (base, _) = serve(vec![(500, "", "oops")]);
+    let client = client(&base, 60_000);
+    let (start, body) = (Instant::now(), serde_json::json!({"messages": []}));
+    let stop = || start.elapsed() > Duration::from_millis(300);
+    assert!(matches!(
+        client.chat(&body, &stop, &mut |_| {}),
+        Err(LlmError::Stopped)
+    ));
+    assert!(
+        start.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(matches!(
+        client.chat(&body, &|| true, &mut |_| {}),
+        Err(LlmError::Stopped)
+    ));
+}
+
+#[test]
+fn retry_after_accepts_seconds_and_http_dates() {
+    let secs =
+        |v| super::parse_http_date(v).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs());
+    assert_eq!(secs("Wed, 21 Oct 2015 07:28:00 GMT"), Some(1_445_412_480));
+    assert_eq!(secs("Thu, 29 Feb 2024 23:59:59 GMT"), Some(1_709_251_199));
+    assert_eq!(secs("Wed, 21 Foo 2015 07:28:00 GMT"), None);
+    let now = UNIX_EPOCH + Duration::from_secs(1_445_412_470);
+    let parse = |v| super::parse_retry_after(v, now);
+    assert_eq!(
+        parse("Wed, 21 Oct 2015 07:28:00 GMT"),
+        Some(Duration::from_secs(10))
+    );
+    assert_eq!(parse("Tue, 20 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+    assert_eq!(parse(" 7 "), Some(Duration::from_secs(7)));
+    assert_eq!(parse("soon"), None);
+}
+
+#[test]
+fn limiter_halves_on_throttle_and_grows_back_after_five_successes() {
+    let limiter = Limiter::new(8);
+    let cuts: Vec<_> = (0..4).map(|_| limiter.throttled()).collect();
+    assert_eq!(cuts, [Some(4), Some(2), Some(1), None]);
+    let grow = |n| {
+        (0..n)
+            .filter_map(|_| limiter.succeeded())
+            .collect::<Vec<usize>>()
+    };
+    assert!(grow(4).is_empty());
+    limiter.failed();
+    assert_eq!(grow(5), [2]);
+    assert_eq!(grow(35), [3, 4, 5, 6, 7, 8]);
+    assert!(grow(10).is_empty());
+}
+
+#[test]
+fn full_limiter_makes_callers_wait_until_stopped() {
+    let limiter = Limiter::new(2);
+    limiter.throttled();
+    let held = limiter.acquire(&|| false).unwrap();
+    let start = Instant::now();
+    let stop = || start.elapsed() > Duration::from_millis(150);
+    assert!(matches!(limiter.acquire(&stop), Err(LlmError::Stopped)));
+    drop(held);
+    assert!(limiter.acquire(&|| true).is_ok());
+}
+
+#[test]
+fn endpoint_resolves_flags_then_swarm_then_openai_and_hides_the_key() {
+    let env = |name: &str| match name {
+        "SWARM_MODEL" => Some("swarm-model".to_owned()),
+        "OPENAI_BASE_URL" => Some("http://local/v1/".to_owned()),
+        "OPENAI_API_KEY" => Some("sk-openai".to_owned()),
+        _ => None,
+    };
+    let show = |e: Endpoint| format!("{} {:?} {}", e.base, e.key, e.model);
+    let e = Endpoint::resolve(None, None, None, &env).unwrap();
+    assert_eq!(show(e), r#"http://local/v1 Some("sk-openai") swarm-model"#);
+    let e = Endpoint::resolve(Some("http://f"), Some("sk-f"), Some("f"), &env).unwrap();
+    assert!(!format!("{e:?}").contains("sk-f") && format!("{e:?}").contains("[redacted]"));
+    assert_eq!(show(e), r#"http://f Some("sk-f") f"#);
+    assert!(Endpoint::resolve(None, None, Some("m"), &|_| None).is_none());
+    let e = Endpoint::resolve(None, Some("k"), None, &|_| None).unwrap();
+    assert_eq!(
+        show(e),
+        r#"https://api.openai.com/v1 Some("k") gpt-4o-mini"#
+    );
+    let e = Endpoint {
+        base: "https://u:pw@host:1/v1".into(),
+        key: None,
+        model: "m".into(),
+    };
+    assert_eq!(e.label(), "https://host:1/v1 (model m)");
+}
