@@ -110,17 +110,40 @@ pub fn plan(
     let mut usage = Usage::default();
     let mut repairs = Vec::new();
     let mut requests = 0;
+    let mut with_tools = true;
     loop {
-        let body = json!({
-            "messages": messages,
-            "tools": tools(),
-            "tool_choice": { "type": "function", "function": { "name": "submit_plan" } },
-        });
+        let body = if with_tools {
+            json!({
+                "messages": messages,
+                "tools": tools(),
+                "tool_choice": { "type": "function", "function": { "name": "submit_plan" } },
+            })
+        } else {
+            json!({ "messages": messages })
+        };
         requests += 1;
-        let reply = client.chat(&body, stop, notify).map_err(|e| match e {
-            LlmError::Stopped => anyhow::anyhow!("planning was interrupted"),
-            e => anyhow::Error::new(e).context("the planner's model call failed"),
-        })?;
+        let reply = match client.chat(&body, stop, notify) {
+            Ok(r) => r,
+            // Some servers take no tools (or no forced tool choice): ask for the JSON in text.
+            Err(LlmError::Rejected {
+                status: 400 | 422, ..
+            }) if with_tools => {
+                with_tools = false;
+                repairs.push(Repair {
+                    kind: "no_function_call",
+                    message:
+                        "the endpoint refused the function call; asked for the plan as JSON text"
+                            .into(),
+                });
+                messages.push(json!({
+                    "role": "user",
+                    "content": format!("Answer with the plan as one JSON object only, following this schema:\n{}", plan_schema()),
+                }));
+                continue;
+            }
+            Err(LlmError::Stopped) => anyhow::bail!("planning was interrupted"),
+            Err(e) => return Err(anyhow::Error::new(e).context("the planner's model call failed")),
+        };
         usage.prompt_tokens += reply.usage.prompt_tokens;
         usage.completion_tokens += reply.usage.completion_tokens;
         usage.total_tokens += reply.usage.total_tokens;

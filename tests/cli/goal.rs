@@ -467,3 +467,34 @@ fn a_goal_without_a_model_is_refused_with_a_hint() {
     assert!(stderr(&out).contains("SWARM_API_BASE"), "{}", stderr(&out));
     assert!(!repo.swarm_dir().join("runs").exists());
 }
+
+#[test]
+fn an_endpoint_without_function_calls_gets_the_plan_as_text() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            return Reply::Status {
+                status: 400,
+                body: r#"{"error":{"message":"tools are not supported"}}"#.into(),
+                headers: vec![],
+            };
+        }
+        if req.body.get("tools").is_none() {
+            let plan = json!({ "tasks": good_plan() });
+            return Reply::Text(format!("Here you go:\n```json\n{plan}\n```"));
+        }
+        agent_reply(req)
+    });
+    let report = outside(&repo, "report.md");
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["--goal", "Survey", "--final-out", report.to_str().unwrap()],
+    );
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("no_function_call"), "{text}");
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+}
