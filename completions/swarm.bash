@@ -19,6 +19,9 @@ _swarm() {
             swarm,completions)
                 cmd="swarm__subcmd__completions"
                 ;;
+            swarm,config)
+                cmd="swarm__subcmd__config"
+                ;;
             swarm,gc)
                 cmd="swarm__subcmd__gc"
                 ;;
@@ -42,6 +45,9 @@ _swarm() {
                 ;;
             swarm__subcmd__help,completions)
                 cmd="swarm__subcmd__help__subcmd__completions"
+                ;;
+            swarm__subcmd__help,config)
+                cmd="swarm__subcmd__help__subcmd__config"
                 ;;
             swarm__subcmd__help,gc)
                 cmd="swarm__subcmd__help__subcmd__gc"
@@ -71,7 +77,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --goal --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --config --goal --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -82,6 +88,10 @@ _swarm() {
                     return 0
                     ;;
                 -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -173,7 +183,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__completions)
-            opts="-C -q -h --directory --quiet --json --help bash elvish fish powershell zsh"
+            opts="-C -q -h --directory --quiet --json --config --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -184,6 +194,108 @@ _swarm() {
                     return 0
                     ;;
                 -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__config)
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-writers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-turns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-task-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-program)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --task-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --check)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --final-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --land)
+                    COMPREPLY=($(compgen -W "auto branch none" -- "${cur}"))
+                    return 0
+                    ;;
+                --worktree-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-escalate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --directory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -195,7 +307,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__gc)
-            opts="-C -q -h --dry-run --directory --quiet --json --help"
+            opts="-C -q -h --dry-run --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -209,6 +321,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -217,7 +333,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__graph)
-            opts="-C -q -h --format --directory --quiet --json --help"
+            opts="-C -q -h --format --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -235,6 +351,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -243,7 +363,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__help)
-            opts="run resume status logs graph gc completions help"
+            opts="run resume status logs graph config gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -257,6 +377,20 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__help__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -369,7 +503,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__logs)
-            opts="-C -q -h --errors --tail --follow --path --directory --quiet --json --help"
+            opts="-C -q -h --errors --tail --follow --path --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -387,6 +521,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -395,7 +533,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -478,6 +616,10 @@ _swarm() {
                     return 0
                     ;;
                 -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -489,7 +631,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -575,6 +717,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -583,7 +729,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__status)
-            opts="-C -q -h --directory --quiet --json --help"
+            opts="-C -q -h --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -594,6 +740,10 @@ _swarm() {
                     return 0
                     ;;
                 -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

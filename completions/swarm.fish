@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json goal= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= allow-program= task-timeout= retries= check= final-out= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json config= goal= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= allow-program= task-timeout= retries= check= final-out= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -25,6 +25,7 @@ function __fish_swarm_using_subcommand
 end
 
 complete -c swarm -n "__fish_swarm_needs_command" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l goal -d 'What to do, in prose: planned by the model, then run' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l plan-out -d 'Write the (repaired) plan to FILE in the task-file format (`swarm run FILE` runs it)' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
@@ -57,6 +58,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -f -a "resume" -d 'Continue an
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -80,6 +82,7 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the final summary as JSON on stdout'
@@ -104,16 +107,19 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand status" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l tail -d 'Only the last N events' -r
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l errors -d 'Only failures and errors, with their transcript paths'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l follow -d 'Keep printing new events until the run ends'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l path -d 'Print the paths of the event log and transcripts instead of their contents'
@@ -123,23 +129,52 @@ complete -c swarm -n "__fish_swarm_using_subcommand logs" -s h -l help -d 'Print
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t''
 dot\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l agent -d 'The agent for prompt tasks: auto, openai (built in), or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l base -d 'Start the run from REV [default: HEAD]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
+branch\t'Always keep the integration branch and say how to take it'
+none\t'Keep the integration branch and say nothing about it'"
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l dry-run -d 'List what would be removed, remove nothing'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

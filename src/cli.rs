@@ -44,6 +44,10 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Read this configuration file instead of the user's (~/.config/swarm/config.toml).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+
     /// What to do, in prose: planned by the model, then run.
     #[arg(long, value_name = "TEXT", required = true)]
     pub goal: Option<String>,
@@ -109,6 +113,12 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
         format: GraphFormat,
+    },
+    /// Show the effective settings and where each came from (flags, SWARM_* variables,
+    /// .swarm.toml, the user's config file, defaults), and the agent profiles.
+    Config {
+        #[command(flatten)]
+        options: RunOptions,
     },
     /// Remove worktrees of finished tasks; a branch with unmerged commits is never deleted.
     Gc {
@@ -193,12 +203,7 @@ pub struct RunOptions {
     pub land: Option<Land>,
 
     /// Put worktrees and snapshots under DIR [default: the user cache dir].
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "SWARM_WORKTREE_DIR",
-        hide_env_values = true
-    )]
+    #[arg(long, value_name = "DIR")]
     pub worktree_dir: Option<PathBuf>,
 
     /// Before parking a conflicting writer, give its agent one attempt at resolving the conflict

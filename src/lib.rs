@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod cli;
 mod command;
+pub mod config;
 pub mod git;
 pub mod llm;
 pub mod plan;

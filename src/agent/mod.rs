@@ -3,6 +3,7 @@
 //! transcript; or the built-in agent (`openai`). Owns process spawning and killing; knows
 //! nothing about the DAG.
 
+pub mod cli;
 pub mod openai;
 pub mod tools;
 
@@ -28,6 +29,8 @@ pub enum Agent {
     Exec(String),
     /// The built-in OpenAI-compatible agent.
     OpenAi,
+    /// A coding-agent CLI (claude, codex, or a profile from the configuration).
+    Cli(cli::Profile),
 }
 
 impl Agent {
@@ -49,8 +52,14 @@ impl Agent {
 /// One attempt to run, fully described.
 #[derive(Debug, Clone)]
 pub struct Invocation {
-    /// Shell command, run with `sh -c` in `cwd`.
+    /// Shell command, run with `sh -c` in `cwd` (shown in the transcript when `argv` is set).
     pub command: String,
+    /// A program and its arguments, run directly instead of `command` when not empty.
+    pub argv: Vec<String>,
+    /// Variables removed from the inherited environment besides the withheld ones.
+    pub env_drop: Vec<String>,
+    /// Withheld variables passed all the same (never the API key).
+    pub env_pass: Vec<String>,
     /// Written to stdin, which is then closed; `None` gives the child an empty stdin.
     pub stdin: Option<String>,
     pub cwd: PathBuf,
@@ -63,6 +72,19 @@ pub struct Invocation {
     pub header: String,
 }
 
+impl Outcome {
+    /// A few words for logs and transcripts.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Succeeded => "succeeded".to_owned(),
+            Self::Failed(why) => format!("failed ({why})"),
+            Self::TimedOut(t) => format!("timed out after {}s", t.as_secs()),
+            Self::Interrupted => "interrupted".to_owned(),
+            Self::Limited(l) => format!("usage limit ({})", l.message),
+        }
+    }
+}
+
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -70,6 +92,8 @@ pub enum Outcome {
     Failed(String),
     TimedOut(Duration),
     Interrupted,
+    /// The agent hit its provider's usage limit: not the task's fault.
+    Limited(cli::UsageLimit),
 }
 
 #[derive(Debug)]
@@ -78,14 +102,21 @@ pub struct Finished {
     /// Stdout, cut at `RESULT_CAP`.
     pub stdout: String,
     pub elapsed: Duration,
-    /// LLM tokens used (the built-in agent); 0 otherwise.
+    /// LLM tokens used, where the agent says; 0 otherwise.
     pub tokens: u64,
+    /// Cost in dollars, where the agent says.
+    pub cost: Option<f64>,
 }
 
 /// Variables never handed to a child: swarm's own API keys and git's repository overrides, which
 /// would point the child at the user's checkout instead of its own directory.
 fn is_withheld(name: &str) -> bool {
-    name.starts_with("GIT_") || matches!(name, "SWARM_API_KEY" | "OPENAI_API_KEY")
+    name.starts_with("GIT_") || is_api_key(name)
+}
+
+/// swarm's own key: no agent but the built-in one ever gets it.
+fn is_api_key(name: &str) -> bool {
+    matches!(name, "SWARM_API_KEY" | "OPENAI_API_KEY")
 }
 
 /// Runs one attempt to the end. Never returns early: when it returns, no process of the attempt
@@ -104,6 +135,7 @@ pub fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
                 stdout: String::new(),
                 elapsed: started.elapsed(),
                 tokens: 0,
+                cost: None,
             }
         }
     }
@@ -126,10 +158,16 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     // open could otherwise hold the attempt hostage after the agent has exited.
     let mut out = tempfile_in(&inv.transcript)?;
 
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(&inv.command)
-        .current_dir(&inv.cwd)
+    let mut cmd = if let Some((program, args)) = inv.argv.split_first() {
+        let mut c = Command::new(program);
+        c.args(args);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(&inv.command);
+        c
+    };
+    cmd.current_dir(&inv.cwd)
         .stdout(Stdio::from(out.try_clone()?))
         .stderr(Stdio::from(transcript.try_clone()?))
         .stdin(if inv.stdin.is_some() {
@@ -139,7 +177,9 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         })
         .process_group(0);
     for (name, _) in std::env::vars_os() {
-        if name.to_str().is_some_and(is_withheld) {
+        let Some(n) = name.to_str() else { continue };
+        let passed = inv.env_pass.iter().any(|p| p == n) && !is_api_key(n);
+        if (is_withheld(n) && !passed) || inv.env_drop.iter().any(|d| d == n) {
             cmd.env_remove(name);
         }
     }
@@ -193,12 +233,7 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     writeln!(
         transcript,
         "\n--- end: {} after {:.2}s ---",
-        match &outcome {
-            Outcome::Succeeded => "succeeded".to_owned(),
-            Outcome::Failed(why) => format!("failed ({why})"),
-            Outcome::TimedOut(t) => format!("timed out after {}s", t.as_secs()),
-            Outcome::Interrupted => "interrupted".to_owned(),
-        },
+        outcome.describe(),
         elapsed.as_secs_f64()
     )?;
     drop(transcript);
@@ -209,6 +244,7 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         stdout,
         elapsed,
         tokens: 0,
+        cost: None,
     })
 }
 
@@ -433,6 +469,66 @@ pub fn kill_leftovers(run: &str) -> usize {
     groups.len()
 }
 
+/// Whether `program` is an executable file in a directory of `PATH`.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+impl cli::Profile {
+    /// The program and arguments for a task of `mode`, and the same as one line for logs.
+    pub fn argv(&self, mode: crate::plan::Mode) -> (Vec<String>, String) {
+        let mode_args = match mode {
+            crate::plan::Mode::Read => &self.reader_args,
+            crate::plan::Mode::Write => &self.writer_args,
+        };
+        let argv: Vec<String> = std::iter::once(self.command.clone())
+            .chain(mode_args.iter().cloned())
+            .collect();
+        let shown = argv.join(" ");
+        (argv, shown)
+    }
+}
+
+/// Runs a coding-agent CLI and reads its output with `parser`: the result, tokens and cost, and
+/// the errors it reports even when it exits 0. One that printed its final answer and then hung
+/// until the timeout counts as done.
+pub fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Finished {
+    let mut done = run(inv, watchdog);
+    let parsed = cli::parse(parser, &done.stdout, std::time::SystemTime::now());
+    done.tokens = parsed.tokens;
+    done.cost = parsed.cost;
+    if let Some(limit) = parsed.usage_limit {
+        done.outcome = Outcome::Limited(limit);
+        return done;
+    }
+    done.outcome = match (
+        std::mem::replace(&mut done.outcome, Outcome::Succeeded),
+        parsed.error,
+    ) {
+        (Outcome::Succeeded, Some(e)) => {
+            Outcome::Failed(format!("the agent reported an error: {e}"))
+        }
+        (Outcome::TimedOut(_), None) if parsed.complete => {
+            let _ = append(
+                &inv.transcript,
+                "swarm: the agent gave its final answer, then did not exit; it was stopped and its answer kept\n",
+            );
+            Outcome::Succeeded
+        }
+        (Outcome::Failed(why), Some(e)) => Outcome::Failed(format!("{why}: {e}")),
+        (outcome, _) => outcome,
+    };
+    done.stdout = crate::secret::redact(&parsed.result).into_owned();
+    done
+}
+
 /// Runs a hook (`--on-escalate`) with `input` on stdin and waits for it, at most a minute.
 /// Returns what happened, for the event log.
 pub fn run_hook(
@@ -443,6 +539,9 @@ pub fn run_hook(
 ) -> String {
     let inv = Invocation {
         command: command.to_owned(),
+        argv: Vec::new(),
+        env_drop: Vec::new(),
+        env_pass: Vec::new(),
         stdin: Some(input.to_owned()),
         cwd: cwd.to_owned(),
         env: vec![("SWARM_ACTIVE".to_owned(), "1".to_owned())],
@@ -453,10 +552,5 @@ pub fn run_hook(
     let watchdog = Watchdog::start(Duration::from_secs(2));
     let done = run(&inv, &watchdog);
     watchdog.shutdown();
-    match done.outcome {
-        Outcome::Succeeded => "succeeded".to_owned(),
-        Outcome::Failed(why) => format!("failed ({why})"),
-        Outcome::TimedOut(_) => "timed out after 60s".to_owned(),
-        Outcome::Interrupted => "interrupted".to_owned(),
-    }
+    done.outcome.describe()
 }

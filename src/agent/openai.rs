@@ -73,12 +73,7 @@ pub fn run(
     };
     log.line(&format!(
         "\n--- end: {} after {:.2}s, {tokens} tokens ---",
-        match &outcome {
-            Outcome::Succeeded => "succeeded".to_owned(),
-            Outcome::Failed(why) => format!("failed ({why})"),
-            Outcome::TimedOut(t) => format!("timed out after {}s", t.as_secs()),
-            Outcome::Interrupted => "interrupted".to_owned(),
-        },
+        outcome.describe(),
         started.elapsed().as_secs_f64()
     ));
     Finished {
@@ -86,6 +81,7 @@ pub fn run(
         stdout: crate::secret::redact(&stdout).into_owned(),
         elapsed: started.elapsed(),
         tokens,
+        cost: None,
     }
 }
 

@@ -8,9 +8,9 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{
-    Globals, MAX_FAN_IN, NO_MODEL_HINT, NewRun, model_client, refuse_when_nested, settings,
+    Configured, Globals, MAX_FAN_IN, NO_MODEL_HINT, NewRun, model_client, refuse_when_nested,
+    settings,
 };
-use crate::cli::RunOptions;
 use crate::git::Repo;
 use crate::planner;
 use crate::store::{Event, RunStatus};
@@ -26,8 +26,9 @@ pub(super) fn run_goal(
     goal: &str,
     plan_out: Option<&Path>,
     plan_only: bool,
-    options: &RunOptions,
+    configured: &Configured,
 ) -> anyhow::Result<u8> {
+    let options = &configured.options;
     if let Some(code) = refuse_when_nested(g) {
         return Ok(code);
     }
@@ -38,7 +39,7 @@ pub(super) fn run_goal(
     let client = model_client(options, jobs)?.ok_or_else(|| {
         Usage::new("planning a goal needs a model, and none is configured").hint(NO_MODEL_HINT)
     })?;
-    let mut run = NewRun::begin(g, format!("goal: {}", one_line(goal)), options)?;
+    let mut run = NewRun::begin(g, format!("goal: {}", one_line(goal)), options, None)?;
     let run_id = run.record.id.clone();
     let summary = summarize(&run.repo)?;
     ui::say(g.quiet, "Planning", &one_line(goal));
@@ -117,7 +118,7 @@ pub(super) fn run_goal(
         }
         return Ok(exit::OK);
     }
-    let settings = settings(options, &planned.plan)?;
+    let settings = settings(options, &planned.plan, &configured.profiles)?;
     run.launch(g, &planned.plan, &settings, options)
 }
 

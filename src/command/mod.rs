@@ -9,7 +9,10 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use serde_json::json;
 
+use std::collections::BTreeMap;
+
 use crate::agent::Agent;
+use crate::agent::cli::Profile;
 use crate::cli::{Cli, Command, Land, RunOptions};
 use crate::git::{CommitId, Landing, Repo};
 use crate::llm::{Client, Endpoint, Limits};
@@ -37,6 +40,8 @@ const DEFAULT_MAX_TASK_TOKENS: u64 = 400_000;
 /// Tries of one model request, and the longest wait between two.
 const LLM_ATTEMPTS: u32 = 8;
 const LLM_MAX_WAIT: Duration = Duration::from_secs(60);
+/// The longest a provider's usage limit may pause a run before it stops (resumable).
+const MAX_LIMIT_WAIT: Duration = Duration::from_secs(3600);
 /// A reducer takes at most this many results: each may fill `DEP_RESULT_CAP` of its prompt.
 const MAX_FAN_IN: usize = 8;
 
@@ -57,19 +62,39 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         quiet: cli.quiet,
         json: cli.json,
     };
+    let explicit = cli.config.as_deref();
     let Some(command) = cli.command else {
         let goal = cli.goal.unwrap_or_default();
+        let configured = configure(&g, &cli.options, explicit)?;
         return goal::run_goal(
             &g,
             &goal,
             cli.plan_out.as_deref(),
             cli.plan_only,
-            &cli.options,
+            &configured,
         );
     };
     match command {
-        Command::Run { tasks, options } => run_file(&g, &tasks, &options),
-        Command::Resume { run, options } => resume(&g, run.as_deref(), options),
+        Command::Run { tasks, options } => {
+            let configured = configure(&g, &options, explicit)?;
+            run_file(&g, &tasks, &configured)
+        }
+        Command::Resume { run, options } => {
+            // A run keeps the options it started with; only the profiles are read anew.
+            let configured = configure(&g, &RunOptions::default(), explicit)?;
+            resume(&g, run.as_deref(), options, &configured.profiles)
+        }
+        Command::Config { options } => {
+            let config = load_config(&g, &options, explicit)?;
+            if g.json {
+                ui::out(&serde_json::to_string_pretty(&crate::config::to_json(
+                    &config,
+                ))?);
+            } else {
+                ui::out(&crate::config::describe(&config));
+            }
+            Ok(exit::OK)
+        }
         Command::Status { run } => status(&g, run.as_deref()),
         Command::Logs {
             run,
@@ -88,6 +113,99 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
     }
+}
+
+/// Run options after the configuration layers, and the agent profiles.
+struct Configured {
+    options: RunOptions,
+    profiles: BTreeMap<String, Profile>,
+}
+
+fn load_config(
+    g: &Globals,
+    flags: &RunOptions,
+    explicit: Option<&Path>,
+) -> anyhow::Result<crate::config::Config> {
+    let root = Repo::discover(&g.dir).ok().map(|r| r.workdir().to_owned());
+    let env = |name: &str| std::env::var(name).ok();
+    let explicit = explicit.map(|p| {
+        if p.is_absolute() {
+            p.to_owned()
+        } else {
+            g.dir.join(p)
+        }
+    });
+    crate::config::load(root.as_deref(), flags, &env, explicit.as_deref()).map_err(|e| {
+        anyhow::Error::new(
+            Usage::new(e.to_string())
+                .hint("`swarm config` shows the settings and where they come from"),
+        )
+    })
+}
+
+/// Flags over `SWARM_*` variables over `.swarm.toml` over the user's config over defaults.
+fn configure(
+    g: &Globals,
+    flags: &RunOptions,
+    explicit: Option<&Path>,
+) -> anyhow::Result<Configured> {
+    let config = load_config(g, flags, explicit)?;
+    let mut profiles = BTreeMap::new();
+    for (name, (spec, file)) in &config.profiles {
+        let profile = profile_from(name, spec).map_err(|e| {
+            anyhow::Error::new(Usage::new(format!(
+                "{}: [agents.{name}]: {e}",
+                file.display()
+            )))
+        })?;
+        profiles.insert(name.clone(), profile);
+    }
+    Ok(Configured {
+        options: config.options,
+        profiles,
+    })
+}
+
+/// A profile from its `[agents.NAME]` table, over the built-in one of that name if any.
+fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile, String> {
+    use crate::agent::cli::{Parser, claude_profile, codex_profile};
+    let mut p = match name {
+        "claude" => claude_profile(),
+        "codex" => codex_profile(),
+        _ => Profile {
+            name: name.to_owned(),
+            command: spec.command.clone().ok_or("a profile needs a `command`")?,
+            reader_args: Vec::new(),
+            writer_args: Vec::new(),
+            parser: Parser::Text,
+            drop_env: Vec::new(),
+            pass_env: Vec::new(),
+        },
+    };
+    if let Some(c) = &spec.command {
+        p.command.clone_from(c);
+    }
+    if let Some(a) = &spec.args {
+        p.reader_args.clone_from(a);
+        p.writer_args.clone_from(a);
+    }
+    if let Some(a) = &spec.reader_args {
+        p.reader_args.clone_from(a);
+    }
+    if let Some(a) = &spec.writer_args {
+        p.writer_args.clone_from(a);
+    }
+    if let Some(parser) = &spec.parser {
+        p.parser =
+            Parser::parse_name(parser).ok_or_else(|| format!("unknown parser {parser:?}"))?;
+    }
+    if let Some(e) = &spec.pass_env {
+        p.pass_env.clone_from(e);
+    }
+    if let Some(e) = &spec.drop_env {
+        p.drop_env.clone_from(e);
+    }
+    Ok(p)
 }
 
 /// A nested swarm started by one of swarm's own agents or hooks does nothing.
@@ -295,40 +413,101 @@ fn model_client(o: &RunOptions, jobs: usize) -> anyhow::Result<Option<Client>> {
     )))
 }
 
-const NO_MODEL_HINT: &str = "set SWARM_API_BASE (an OpenAI-compatible endpoint such as http://localhost:11434/v1) and/or SWARM_API_KEY, or pass --agent exec:CMD (CMD reads the prompt on stdin and prints the result)";
+const NO_MODEL_HINT: &str = "configure an agent: set SWARM_API_BASE (an OpenAI-compatible endpoint such as http://localhost:11434/v1) and/or SWARM_API_KEY for the built-in agent; or install the `claude` or `codex` CLI; or pass --agent exec:CMD (CMD reads the prompt on stdin and prints the result); or define a profile [agents.NAME] in .swarm.toml";
 
-fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
+/// Resolves agent names: `auto`, `openai`, `exec:CMD`, and profiles (the built-in `claude` and
+/// `codex`, and those of the configuration, which may replace them).
+struct AgentNames<'a> {
+    llm: bool,
+    profiles: &'a BTreeMap<String, Profile>,
+}
+
+impl AgentNames<'_> {
+    /// `auto`: the built-in agent when a model is configured, else `claude`, else `codex`
+    /// when found on PATH, else none.
+    fn auto(&self) -> Option<Agent> {
+        if self.llm {
+            return Some(Agent::OpenAi);
+        }
+        ["claude", "codex"].iter().find_map(|name| {
+            let p = self.profiles.get(*name)?;
+            crate::agent::on_path(&p.command).then(|| Agent::Cli(p.clone()))
+        })
+    }
+
+    fn resolve(&self, name: Option<&str>) -> Result<Option<Agent>, String> {
+        let name = match name {
+            None | Some("auto") => return Ok(self.auto()),
+            Some(n) => n,
+        };
+        if let Some(p) = self.profiles.get(name) {
+            return Ok(Some(Agent::Cli(p.clone())));
+        }
+        match Agent::parse(name) {
+            Ok(Agent::OpenAi) if !self.llm => Err(
+                "the built-in agent (openai) needs a model endpoint, and none is configured"
+                    .to_owned(),
+            ),
+            Ok(a) => Ok(Some(a)),
+            Err(_) => {
+                let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+                Err(format!(
+                    "unknown agent {name:?}: use auto, openai, exec:CMD, or a profile ({})",
+                    known.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// The built-in profiles, replaced by configured ones of the same name.
+fn profiles(configured: &BTreeMap<String, Profile>) -> BTreeMap<String, Profile> {
+    let mut all = BTreeMap::new();
+    for p in [
+        crate::agent::cli::claude_profile(),
+        crate::agent::cli::codex_profile(),
+    ] {
+        all.insert(p.name.clone(), p);
+    }
+    all.extend(configured.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
+fn settings(
+    o: &RunOptions,
+    plan: &Plan,
+    configured: &BTreeMap<String, Profile>,
+) -> anyhow::Result<Settings> {
     let jobs = o.jobs.unwrap_or(DEFAULT_JOBS) as usize;
     let llm = model_client(o, jobs)?;
-    // `auto`: the built-in agent when a model is configured.
-    let resolve = |name: Option<&str>| -> Result<Option<Agent>, String> {
-        match name {
-            None | Some("auto") => Ok(llm.is_some().then_some(Agent::OpenAi)),
-            Some(n) => match Agent::parse(n)? {
-                Agent::OpenAi if llm.is_none() => Err(
-                    "the built-in agent (openai) needs a model endpoint, and none is configured"
-                        .to_owned(),
-                ),
-                a => Ok(Some(a)),
-            },
-        }
+    let all = profiles(configured);
+    let names = AgentNames {
+        llm: llm.is_some(),
+        profiles: &all,
     };
-    let agent = resolve(o.agent.as_deref())
+    let agent = names
+        .resolve(o.agent.as_deref())
         .map_err(|e| Usage::new(format!("--agent: {e}")).hint(NO_MODEL_HINT))?;
     let mut problems = Vec::new();
+    let mut named_agents = BTreeMap::new();
     for t in &plan.tasks {
-        if let Action::Prompt(_) = t.action {
-            match t.agent.as_deref().map(|a| resolve(Some(a))) {
-                Some(Err(e)) => {
-                    problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
-                }
-                Some(Ok(None)) | None if agent.is_none() => problems.push(format!(
+        match t.agent.as_deref().map(|a| (a, names.resolve(Some(a)))) {
+            Some((_, Err(e))) => {
+                problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
+            }
+            Some((a, Ok(Some(resolved)))) => {
+                named_agents.insert(a.to_owned(), resolved);
+            }
+            Some((_, Ok(None))) | None
+                if agent.is_none() && matches!(t.action, Action::Prompt(_)) =>
+            {
+                problems.push(format!(
                     "line {}: task {:?} has a prompt but no agent is configured",
                     t.line,
                     t.id.as_str()
-                )),
-                _ => {}
+                ));
             }
+            _ => {}
         }
     }
     if !problems.is_empty() {
@@ -348,6 +527,8 @@ fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
         on_escalate: o.on_escalate.clone(),
         resolve_conflicts: o.resolve_conflicts,
         llm,
+        named_agents,
+        max_limit_wait: MAX_LIMIT_WAIT,
         builtin: BuiltinLimits {
             max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),
@@ -356,7 +537,8 @@ fn settings(o: &RunOptions, plan: &Plan) -> anyhow::Result<Settings> {
     })
 }
 
-fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u8> {
+fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> anyhow::Result<u8> {
+    let options = &configured.options;
     if let Some(code) = refuse_when_nested(g) {
         return Ok(code);
     }
@@ -369,23 +551,38 @@ fn run_file(g: &Globals, tasks: &Path, options: &RunOptions) -> anyhow::Result<u
         Ok(invalid) => anyhow::Error::new(invalid),
         Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
     })?;
-    let settings = settings(options, &plan)?;
-    let run = NewRun::begin(g, tasks.display().to_string(), options)?;
+    let settings = settings(options, &plan, &configured.profiles)?;
+    let run = NewRun::begin(g, tasks.display().to_string(), options, Some(&plan))?;
     run.launch(g, &plan, &settings, options)
 }
 
-/// A run recorded in the board, holding the lock, whose plan is not yet stored.
+fn task_specs(plan: &Plan) -> Vec<(String, serde_json::Value)> {
+    plan.tasks
+        .iter()
+        .map(|t| (t.id.to_string(), t.to_json()))
+        .collect()
+}
+
+/// A run recorded in the board and holding the lock, not yet started.
 struct NewRun {
     repo: Repo,
     lock: Lock,
     board: Board,
     record: RunRecord,
     base: CommitId,
+    /// Whether the plan's tasks went into the board with the run.
+    tasks_stored: bool,
 }
 
 impl NewRun {
-    /// Takes the repository's lock and records the run.
-    fn begin(g: &Globals, source: String, options: &RunOptions) -> anyhow::Result<Self> {
+    /// Takes the repository's lock and records the run, with its tasks when the plan is known
+    /// (in one transaction, so a kill never leaves a task file's run without its tasks).
+    fn begin(
+        g: &Globals,
+        source: String,
+        options: &RunOptions,
+        plan: Option<&Plan>,
+    ) -> anyhow::Result<Self> {
         let repo = open_repo(g)?;
         let run_id = new_run_id();
         let lock = Lock::acquire(&repo, &run_id)?;
@@ -410,13 +607,14 @@ impl NewRun {
             integration_ref: format!("refs/heads/swarm/{run_id}"),
             options: serde_json::to_value(options)?,
         };
-        board.create_run(&record, &[])?;
+        board.create_run(&record, &plan.map(task_specs).unwrap_or_default())?;
         Ok(Self {
             repo,
             lock,
             board,
             record,
             base,
+            tasks_stored: plan.is_some(),
         })
     }
 
@@ -429,12 +627,9 @@ impl NewRun {
         options: &RunOptions,
     ) -> anyhow::Result<u8> {
         let run_id = self.record.id.clone();
-        let specs: Vec<(String, serde_json::Value)> = plan
-            .tasks
-            .iter()
-            .map(|t| (t.id.to_string(), t.to_json()))
-            .collect();
-        self.board.add_tasks(&run_id, &specs)?;
+        if !self.tasks_stored {
+            self.board.add_tasks(&run_id, &task_specs(plan))?;
+        }
         // After the board knows the run, so a kill in between leaves a run that resume can finish.
         self.repo
             .create_branch(&format!("swarm/{run_id}"), &self.base)?;
@@ -462,7 +657,12 @@ impl NewRun {
     }
 }
 
-fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u8> {
+fn resume(
+    g: &Globals,
+    run: Option<&str>,
+    newer: RunOptions,
+    profiles: &BTreeMap<String, Profile>,
+) -> anyhow::Result<u8> {
     if let Some(code) = refuse_when_nested(g) {
         return Ok(code);
     }
@@ -508,7 +708,7 @@ fn resume(g: &Globals, run: Option<&str>, newer: RunOptions) -> anyhow::Result<u
         );
     }
     let plan = stored_plan(&records)?;
-    let settings = settings(&options, &plan)?;
+    let settings = settings(&options, &plan, profiles)?;
     let base = CommitId::new(&record.base_commit);
     if repo.ref_target(&record.integration_ref)?.is_none() {
         let integration = record.integration_ref.trim_start_matches("refs/heads/");

@@ -57,8 +57,10 @@ pub(super) struct Report {
     pub(super) attempt: u32,
     pub(super) verdict: Verdict,
     pub(super) elapsed: Duration,
-    /// LLM tokens the attempt used (0 for commands and exec agents).
+    /// LLM tokens the attempt used, where the agent says (0 otherwise).
     pub(super) tokens: u64,
+    /// Its cost in dollars, where the agent says.
+    pub(super) cost: Option<f64>,
 }
 
 pub(super) enum Verdict {
@@ -68,6 +70,8 @@ pub(super) enum Verdict {
     },
     Failed(String),
     Interrupted,
+    /// The agent's provider refused for a while; the attempt does not count as a failure.
+    Limited(crate::agent::cli::UsageLimit),
 }
 
 pub(super) enum JobKind {
@@ -103,6 +107,8 @@ pub(super) struct Job {
     /// Set for the built-in agent; the invocation then gives only its directory, environment
     /// (for the check), timeout and transcript.
     pub(super) builtin: Option<Builtin>,
+    /// Set for a coding-agent CLI: how to read its output.
+    pub(super) parser: Option<crate::agent::cli::Parser>,
     pub(super) deps_dir: Option<(PathBuf, Vec<(String, String)>)>,
     pub(super) user_checkout: PathBuf,
 }
@@ -110,16 +116,17 @@ pub(super) struct Job {
 impl Job {
     pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
-        let mut tokens = 0;
+        let mut usage = (0, None);
         let verdict = self
-            .attempt(watchdog, tx, &mut tokens)
+            .attempt(watchdog, tx, &mut usage)
             .unwrap_or_else(|e| Verdict::Failed(format!("{e:#}")));
         Report {
             task: self.task,
             attempt: self.attempt,
             verdict,
             elapsed: started.elapsed(),
-            tokens,
+            tokens: usage.0,
+            cost: usage.1,
         }
     }
 
@@ -127,7 +134,7 @@ impl Job {
         &self,
         watchdog: &Watchdog,
         tx: &Sender<Message>,
-        tokens: &mut u64,
+        usage: &mut (u64, Option<f64>),
     ) -> anyhow::Result<Verdict> {
         if let Some((dir, deps)) = &self.deps_dir {
             write_deps(dir, deps)?;
@@ -157,9 +164,10 @@ impl Job {
             }
         }
         let before = repo.fingerprint()?;
-        let finished = match &self.builtin {
-            None => agent::run(&self.invocation, watchdog),
-            Some(builtin) => {
+        let finished = match (&self.builtin, self.parser) {
+            (None, None) => agent::run(&self.invocation, watchdog),
+            (None, Some(parser)) => agent::run_cli(&self.invocation, parser, watchdog),
+            (Some(builtin), _) => {
                 let task = self.task;
                 let mut notify = |notice: crate::llm::Notice| {
                     let _ = tx.send(Message::Notice { task, notice });
@@ -167,7 +175,8 @@ impl Job {
                 agent::openai::run(&self.invocation, builtin, watchdog, &mut notify)
             }
         };
-        *tokens = finished.tokens;
+        usage.0 = finished.tokens;
+        usage.1 = finished.cost;
         let touched = before.changed_paths(&repo.fingerprint()?);
         if !touched.is_empty() {
             return Ok(Verdict::Failed(format!(
@@ -186,6 +195,7 @@ impl Job {
                 )));
             }
             Outcome::Failed(why) => return Ok(Verdict::Failed(why)),
+            Outcome::Limited(limit) => return Ok(Verdict::Limited(limit)),
         }
         match &self.kind {
             JobKind::Reader => {
@@ -246,6 +256,9 @@ impl Job {
     fn check(&self, check: &str, watchdog: &Watchdog) -> Option<Verdict> {
         let check_run = Invocation {
             command: check.to_owned(),
+            argv: Vec::new(),
+            env_drop: Vec::new(),
+            env_pass: Vec::new(),
             stdin: None,
             transcript: self.invocation.transcript.with_extension("check.log"),
             header: format!(
@@ -257,10 +270,12 @@ impl Job {
         match agent::run(&check_run, watchdog).outcome {
             Outcome::Succeeded => None,
             Outcome::Interrupted => Some(Verdict::Interrupted),
-            Outcome::TimedOut(_) | Outcome::Failed(_) => Some(Verdict::Failed(format!(
-                "check `{check}` failed; see {}",
-                check_run.transcript.display()
-            ))),
+            Outcome::TimedOut(_) | Outcome::Failed(_) | Outcome::Limited(_) => {
+                Some(Verdict::Failed(format!(
+                    "check `{check}` failed; see {}",
+                    check_run.transcript.display()
+                )))
+            }
         }
     }
 }

@@ -172,12 +172,9 @@ impl Scheduler<'_> {
 
     /// The agent that may resolve a task's conflict: the task's agent or the run's, if usable.
     fn resolver_agent(&self, i: usize) -> Option<Agent> {
-        let task = &self.plan.tasks[i];
-        let agent = match &task.agent {
-            Some(a) => Agent::parse(a).ok(),
-            None => self.settings.agent.clone(),
-        };
-        agent.filter(|a| *a != Agent::OpenAi || self.settings.llm.is_some())
+        self.settings
+            .agent_for(self.plan.tasks[i].agent.as_deref())
+            .filter(|a| *a != Agent::OpenAi || self.settings.llm.is_some())
     }
 
     pub(super) fn start_resolvers(&mut self, workers: &Workers) -> anyhow::Result<()> {
@@ -211,8 +208,16 @@ impl Scheduler<'_> {
             .clone()
             .context("resolving a task without a start")?;
         let prompt = resolver_prompt(&task.action, &slot.conflict);
+        let mut argv = Vec::new();
+        let mut cli = None;
         let (command, stdin, builtin) = match agent {
             Agent::Exec(cmd) => (cmd, Some(prompt), None),
+            Agent::Cli(profile) => {
+                let (program_and_args, shown) = profile.argv(crate::plan::Mode::Write);
+                argv = program_and_args;
+                cli = Some(profile);
+                (shown, Some(prompt), None)
+            }
             Agent::OpenAi => (
                 "(built-in agent)".to_owned(),
                 None,
@@ -257,6 +262,9 @@ impl Scheduler<'_> {
             },
             invocation: Invocation {
                 command,
+                argv,
+                env_drop: cli.as_ref().map(|p| p.drop_env.clone()).unwrap_or_default(),
+                env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
                 stdin,
                 cwd: path.clone(),
                 env: vec![
@@ -274,6 +282,7 @@ impl Scheduler<'_> {
                 transcript,
             },
             builtin,
+            parser: cli.map(|p| p.parser),
             deps_dir: None,
             user_checkout: self.repo.workdir().to_owned(),
         };
@@ -327,7 +336,7 @@ impl Scheduler<'_> {
                 self.park(i, &paths, Some("the resolver produced no commit"))
             }
             Verdict::Failed(why) => self.park(i, &paths, Some(&why)),
-            Verdict::Interrupted => {
+            Verdict::Interrupted | Verdict::Limited(_) => {
                 // Still committed in the board: a resume merges it again.
                 self.slots[i].state = State::Committed;
                 Ok(())

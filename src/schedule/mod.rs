@@ -25,6 +25,9 @@ mod start;
 use job::{Report, Verdict, Workers};
 use signal::{SignalWatch, watch_signals};
 
+/// How long a usage limit pauses the run when the agent does not say when it resets.
+const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
+
 /// A dependency's result is cut to this many bytes inside a prompt.
 pub const DEP_RESULT_CAP: usize = 16 * 1024;
 
@@ -47,6 +50,22 @@ pub struct Settings {
     /// The model client of the built-in agent, when it is configured.
     pub llm: Option<crate::llm::Client>,
     pub builtin: BuiltinLimits,
+    /// Agents named by tasks (`"agent": "claude"`), resolved.
+    pub named_agents: std::collections::BTreeMap<String, Agent>,
+    /// The longest a provider's usage limit may pause the run; a later reset stops the run
+    /// (resumable) instead.
+    pub max_limit_wait: Duration,
+}
+
+impl Settings {
+    /// The agent for a task: the one its `agent` field names, else the run's. Names were
+    /// checked when the settings were made; an unknown one here gives `None`.
+    pub fn agent_for(&self, name: Option<&str>) -> Option<Agent> {
+        match name {
+            None | Some("auto") => self.agent.clone(),
+            Some(n) => self.named_agents.get(n).cloned(),
+        }
+    }
 }
 
 /// Caps of the built-in agent, per attempt.
@@ -118,6 +137,8 @@ struct Slot {
     snapshot: Option<CommitId>,
     /// LLM tokens used by all attempts so far.
     tokens: u64,
+    /// Their cost in dollars, where the agent says.
+    cost: Option<f64>,
     /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
     conflict: Vec<String>,
     resolver_tried: bool,
@@ -140,6 +161,10 @@ pub struct Scheduler<'a> {
     slots: Vec<Slot>,
     priority: Vec<u32>,
     ready: BinaryHeap<(u32, std::cmp::Reverse<usize>)>,
+    /// No attempt starts before this: an agent's provider said its usage limit resets then.
+    paused_until: Option<Instant>,
+    /// A usage limit resets later than `max_limit_wait`: the run stops (resumable).
+    limit_stop: Option<String>,
     /// Conflicting writers whose resolver attempt has yet to start.
     to_resolve: Vec<usize>,
     running: usize,
@@ -183,6 +208,7 @@ impl<'a> Scheduler<'a> {
                 commit: r.commit_id.as_deref().map(CommitId::new),
                 snapshot: None,
                 tokens: r.tokens,
+                cost: r.cost,
                 conflict: Vec::new(),
                 resolver_tried: false,
             })
@@ -198,6 +224,8 @@ impl<'a> Scheduler<'a> {
             priority: plan.priorities(),
             ready: BinaryHeap::new(),
             to_resolve: Vec::new(),
+            paused_until: None,
+            limit_stop: None,
             running: 0,
             writers_running: 0,
             snapshots: HashMap::new(),
@@ -250,7 +278,15 @@ impl<'a> Scheduler<'a> {
                     self.make_ready(i);
                 }
             }
-            if !self.stopping {
+            if let Some(why) = self.limit_stop.take()
+                && !self.stopping
+            {
+                self.stopping = true;
+                workers.stop_all();
+                self.ui.note("Stopping", &why);
+            }
+            let paused = self.paused_until.is_some_and(|t| t > now);
+            if !self.stopping && !paused {
                 self.start_resolvers(workers)?;
                 self.start_ready(workers)?;
             }
@@ -378,6 +414,72 @@ impl<'a> Scheduler<'a> {
             .min()
     }
 
+    /// An attempt met its provider's usage limit: the task waits (no failure counted) and no
+    /// attempt starts until the reset; a reset beyond `max_limit_wait` stops the run instead.
+    fn pause_for_limit(
+        &mut self,
+        i: usize,
+        report: &Report,
+        limit: &crate::agent::cli::UsageLimit,
+        tokens: Option<u64>,
+        cost: Option<f64>,
+    ) -> anyhow::Result<()> {
+        let id = self.plan.tasks[i].id.as_str();
+        let wait = limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
+            t.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        });
+        let too_long = wait > self.settings.max_limit_wait;
+        self.board.finish_attempt(
+            &self.layout.run,
+            id,
+            report.attempt,
+            &AttemptEnd {
+                outcome: "usage_limit",
+                tokens: report.tokens,
+                cost: report.cost,
+            },
+            &TaskUpdate {
+                status: Some(if too_long {
+                    TaskStatus::Interrupted
+                } else {
+                    TaskStatus::Pending
+                }),
+                tokens,
+                cost,
+                ..TaskUpdate::default()
+            },
+            &[Event::task(
+                "usage_limit",
+                id,
+                json!({ "message": limit.message, "wait_ms": wait.as_millis() as u64, "stops_run": too_long }),
+            )],
+        )?;
+        let text = format!(
+            "{id}: usage limit ({}); resets in {}",
+            limit.message,
+            crate::ui::duration(wait)
+        );
+        self.ui
+            .task_finished(id, "Limited", report.elapsed, Some(&text));
+        if too_long {
+            self.slots[i].state = State::Interrupted;
+            self.limit_stop = Some(format!(
+                "{text}, past the {} this run waits; `swarm resume` continues it later",
+                crate::ui::duration(self.settings.max_limit_wait)
+            ));
+        } else {
+            let until = Instant::now() + wait;
+            self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
+            self.slots[i].state = State::Delayed(until);
+            self.ui.note(
+                "Paused",
+                &format!("no new attempts for {}", crate::ui::duration(wait)),
+            );
+        }
+        Ok(())
+    }
+
     /// Takes a worker's report: records it, then merges, retries, or releases dependents.
     fn finish(&mut self, report: Report) -> anyhow::Result<()> {
         let i = report.task;
@@ -396,6 +498,10 @@ impl<'a> Scheduler<'a> {
         let elapsed_ms = report.elapsed.as_millis() as i64;
         self.slots[i].tokens += report.tokens;
         let tokens = Some(self.slots[i].tokens);
+        if let Some(c) = report.cost {
+            self.slots[i].cost = Some(self.slots[i].cost.unwrap_or(0.0) + c);
+        }
+        let cost = self.slots[i].cost;
         let run = self.layout.run.clone();
         match report.verdict {
             Verdict::Succeeded { result, commit } => {
@@ -425,7 +531,7 @@ impl<'a> Scheduler<'a> {
                     &AttemptEnd {
                         outcome: "succeeded",
                         tokens: report.tokens,
-                        cost: None,
+                        cost: report.cost,
                     },
                     &TaskUpdate {
                         status: Some(status),
@@ -434,6 +540,7 @@ impl<'a> Scheduler<'a> {
                         finished_at: Some(now_ms()),
                         elapsed_ms: Some(elapsed_ms),
                         tokens,
+                        cost,
                         commit_id: commit.as_ref().map(CommitId::as_str),
                         ..TaskUpdate::default()
                     },
@@ -462,6 +569,7 @@ impl<'a> Scheduler<'a> {
                     self.release_dependents(i);
                 }
             }
+            Verdict::Limited(ref limit) => self.pause_for_limit(i, &report, limit, tokens, cost)?,
             Verdict::Interrupted => {
                 self.board.finish_attempt(
                     &run,
@@ -470,11 +578,12 @@ impl<'a> Scheduler<'a> {
                     &AttemptEnd {
                         outcome: "interrupted",
                         tokens: report.tokens,
-                        cost: None,
+                        cost: report.cost,
                     },
                     &TaskUpdate {
                         status: Some(TaskStatus::Interrupted),
                         tokens,
+                        cost,
                         ..TaskUpdate::default()
                     },
                     &[Event::task(
@@ -505,7 +614,7 @@ impl<'a> Scheduler<'a> {
                     &AttemptEnd {
                         outcome: "failed",
                         tokens: report.tokens,
-                        cost: None,
+                        cost: report.cost,
                     },
                     &TaskUpdate {
                         status: Some(status),
@@ -514,6 +623,7 @@ impl<'a> Scheduler<'a> {
                         finished_at: Some(now_ms()),
                         elapsed_ms: Some(elapsed_ms),
                         tokens,
+                        cost,
                         ..TaskUpdate::default()
                     },
                     &[Event::task(

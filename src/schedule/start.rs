@@ -90,6 +90,8 @@ impl Scheduler<'_> {
             })
             .collect();
         let mut builtin = None;
+        let mut cli: Option<crate::agent::cli::Profile> = None;
+        let mut argv_run = Vec::new();
         let (command, stdin, deps_dir) = match &task.action {
             Action::Run(cmd) => {
                 let dir = self.layout.run_dir.join("deps").join(id);
@@ -104,13 +106,9 @@ impl Scheduler<'_> {
                 (cmd.clone(), None, Some(dir))
             }
             Action::Prompt(prompt) => {
-                let agent = task
-                    .agent
-                    .as_deref()
-                    .map(Agent::parse)
-                    .transpose()
-                    .map_err(anyhow::Error::msg)?
-                    .or_else(|| self.settings.agent.clone())
+                let agent = self
+                    .settings
+                    .agent_for(task.agent.as_deref())
                     .with_context(|| {
                         format!("task {id} has a prompt but no agent is configured")
                     })?;
@@ -118,6 +116,12 @@ impl Scheduler<'_> {
                 let prompt = compose_prompt(prompt, &deps, &changes);
                 match agent {
                     Agent::Exec(cmd) => (cmd, Some(prompt), None),
+                    Agent::Cli(profile) => {
+                        let (argv, shown) = profile.argv(task.mode);
+                        cli = Some(profile);
+                        argv_run = argv;
+                        (shown, Some(prompt), None)
+                    }
                     Agent::OpenAi => {
                         let client = self.settings.llm.clone().with_context(|| {
                             format!("task {id} needs the built-in agent, which is not configured")
@@ -186,6 +190,9 @@ impl Scheduler<'_> {
             kind: job_kind,
             invocation: Invocation {
                 command,
+                argv: argv_run,
+                env_drop: cli.as_ref().map(|p| p.drop_env.clone()).unwrap_or_default(),
+                env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
                 stdin,
                 cwd,
                 env,
@@ -194,6 +201,7 @@ impl Scheduler<'_> {
                 header,
             },
             builtin,
+            parser: cli.map(|p| p.parser),
             deps_dir: deps_dir.map(|d| (d, deps)),
             user_checkout: self.repo.workdir().to_owned(),
         };

@@ -1,7 +1,9 @@
 //! The one integration-test binary: the real `swarm` binary against real temporary git
 //! repositories with a fixed identity and fixed dates, and scriptable fake agents.
 
+mod agents;
 mod engine;
+pub mod fake_agents;
 pub mod fake_llm;
 mod generated;
 mod goal;

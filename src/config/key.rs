@@ -1,0 +1,263 @@
+//! Run options by their key: names in files and flags, environment variables, defaults, and
+//! the per-key copying, parsing and checking the layers need.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::cli::{Land, RunOptions};
+
+/// Jobs and writers are bounded as the flags are.
+const MAX_SLOTS: u32 = 1024;
+
+/// A run option, by its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Key {
+    Jobs,
+    MaxWriters,
+    Agent,
+    Model,
+    ApiBase,
+    RequestTimeout,
+    MaxTurns,
+    MaxTaskTokens,
+    AllowProgram,
+    TaskTimeout,
+    Retries,
+    Check,
+    Land,
+    WorktreeDir,
+    ResolveConflicts,
+    OnEscalate,
+    FinalOut,
+    Base,
+}
+
+impl Key {
+    pub(super) const ALL: [Key; 18] = [
+        Key::Jobs,
+        Key::MaxWriters,
+        Key::Agent,
+        Key::Model,
+        Key::ApiBase,
+        Key::RequestTimeout,
+        Key::MaxTurns,
+        Key::MaxTaskTokens,
+        Key::AllowProgram,
+        Key::TaskTimeout,
+        Key::Retries,
+        Key::Check,
+        Key::Land,
+        Key::WorktreeDir,
+        Key::ResolveConflicts,
+        Key::OnEscalate,
+        Key::FinalOut,
+        Key::Base,
+    ];
+
+    /// The key in files, and the flag's long name.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Key::Jobs => "jobs",
+            Key::MaxWriters => "max-writers",
+            Key::Agent => "agent",
+            Key::Model => "model",
+            Key::ApiBase => "api-base",
+            Key::RequestTimeout => "request-timeout",
+            Key::MaxTurns => "max-turns",
+            Key::MaxTaskTokens => "max-task-tokens",
+            Key::AllowProgram => "allow-program",
+            Key::TaskTimeout => "task-timeout",
+            Key::Retries => "retries",
+            Key::Check => "check",
+            Key::Land => "land",
+            Key::WorktreeDir => "worktree-dir",
+            Key::ResolveConflicts => "resolve-conflicts",
+            Key::OnEscalate => "on-escalate",
+            Key::FinalOut => "final-out",
+            Key::Base => "base",
+        }
+    }
+
+    /// The environment variable, for options that are not per run.
+    pub(super) fn var(self) -> Option<&'static str> {
+        Some(match self {
+            Key::Jobs => "SWARM_JOBS",
+            Key::MaxWriters => "SWARM_MAX_WRITERS",
+            Key::Agent => "SWARM_AGENT",
+            Key::Model => "SWARM_MODEL",
+            Key::ApiBase => "SWARM_API_BASE",
+            Key::RequestTimeout => "SWARM_REQUEST_TIMEOUT",
+            Key::MaxTurns => "SWARM_MAX_TURNS",
+            Key::MaxTaskTokens => "SWARM_MAX_TASK_TOKENS",
+            Key::AllowProgram => "SWARM_ALLOW_PROGRAMS",
+            Key::TaskTimeout => "SWARM_TASK_TIMEOUT",
+            Key::Retries => "SWARM_RETRIES",
+            Key::Check => "SWARM_CHECK",
+            Key::Land => "SWARM_LAND",
+            Key::WorktreeDir => "SWARM_WORKTREE_DIR",
+            Key::ResolveConflicts => "SWARM_RESOLVE_CONFLICTS",
+            Key::OnEscalate => "SWARM_ON_ESCALATE",
+            Key::FinalOut | Key::Base => return None,
+        })
+    }
+
+    /// Per-run options are flags only.
+    pub(super) fn in_files(self) -> bool {
+        !matches!(self, Key::FinalOut | Key::Base)
+    }
+
+    /// What applies when nothing sets the option; null when it stays unset, and for
+    /// max-writers, whose default is the value of jobs.
+    pub(super) fn default_value(self) -> Value {
+        match self {
+            Key::Jobs => json!(4),
+            Key::Agent | Key::Land => json!("auto"),
+            Key::RequestTimeout => json!("5m"),
+            Key::MaxTurns => json!(40),
+            Key::MaxTaskTokens => json!(400_000),
+            Key::TaskTimeout => json!("30m"),
+            Key::Retries => json!(1),
+            Key::Base => json!("HEAD"),
+            Key::MaxWriters
+            | Key::Model
+            | Key::ApiBase
+            | Key::AllowProgram
+            | Key::Check
+            | Key::WorktreeDir
+            | Key::ResolveConflicts
+            | Key::OnEscalate
+            | Key::FinalOut => Value::Null,
+        }
+    }
+
+    /// Whether the command line gave this option (a flag left out is `None`, empty or false).
+    pub(super) fn is_set(self, o: &RunOptions) -> bool {
+        match self {
+            Key::Jobs => o.jobs.is_some(),
+            Key::MaxWriters => o.max_writers.is_some(),
+            Key::Agent => o.agent.is_some(),
+            Key::Model => o.model.is_some(),
+            Key::ApiBase => o.api_base.is_some(),
+            Key::RequestTimeout => o.request_timeout.is_some(),
+            Key::MaxTurns => o.max_turns.is_some(),
+            Key::MaxTaskTokens => o.max_task_tokens.is_some(),
+            Key::AllowProgram => !o.allow_program.is_empty(),
+            Key::TaskTimeout => o.task_timeout.is_some(),
+            Key::Retries => o.retries.is_some(),
+            Key::Check => o.check.is_some(),
+            Key::Land => o.land.is_some(),
+            Key::WorktreeDir => o.worktree_dir.is_some(),
+            Key::ResolveConflicts => o.resolve_conflicts,
+            Key::OnEscalate => o.on_escalate.is_some(),
+            Key::FinalOut => o.final_out.is_some(),
+            Key::Base => o.base.is_some(),
+        }
+    }
+
+    /// Copies this option's value from one set of options to another.
+    pub(super) fn copy(self, from: &RunOptions, to: &mut RunOptions) {
+        match self {
+            Key::Jobs => to.jobs = from.jobs,
+            Key::MaxWriters => to.max_writers = from.max_writers,
+            Key::Agent => to.agent.clone_from(&from.agent),
+            Key::Model => to.model.clone_from(&from.model),
+            Key::ApiBase => to.api_base.clone_from(&from.api_base),
+            Key::RequestTimeout => to.request_timeout.clone_from(&from.request_timeout),
+            Key::MaxTurns => to.max_turns = from.max_turns,
+            Key::MaxTaskTokens => to.max_task_tokens = from.max_task_tokens,
+            Key::AllowProgram => to.allow_program.clone_from(&from.allow_program),
+            Key::TaskTimeout => to.task_timeout.clone_from(&from.task_timeout),
+            Key::Retries => to.retries = from.retries,
+            Key::Check => to.check.clone_from(&from.check),
+            Key::Land => to.land = from.land,
+            Key::WorktreeDir => to.worktree_dir.clone_from(&from.worktree_dir),
+            Key::ResolveConflicts => to.resolve_conflicts = from.resolve_conflicts,
+            Key::OnEscalate => to.on_escalate.clone_from(&from.on_escalate),
+            Key::FinalOut => to.final_out.clone_from(&from.final_out),
+            Key::Base => to.base.clone_from(&from.base),
+        }
+    }
+
+    /// Sets this option from an environment variable's text.
+    pub(super) fn parse_into(self, text: &str, o: &mut RunOptions) -> Result<(), String> {
+        let text = text.trim();
+        let owned = || Some(text.to_owned());
+        match self {
+            Key::Jobs => o.jobs = Some(number(text)?),
+            Key::MaxWriters => o.max_writers = Some(number(text)?),
+            Key::MaxTurns => o.max_turns = Some(number(text)?),
+            Key::MaxTaskTokens => o.max_task_tokens = Some(number(text)?),
+            Key::Retries => o.retries = Some(number(text)?),
+            Key::Agent => o.agent = owned(),
+            Key::Model => o.model = owned(),
+            Key::ApiBase => o.api_base = owned(),
+            Key::RequestTimeout => o.request_timeout = owned(),
+            Key::TaskTimeout => o.task_timeout = owned(),
+            Key::Check => o.check = owned(),
+            Key::OnEscalate => o.on_escalate = owned(),
+            Key::Base => o.base = owned(),
+            Key::FinalOut => o.final_out = Some(PathBuf::from(text)),
+            Key::WorktreeDir => o.worktree_dir = Some(PathBuf::from(text)),
+            Key::AllowProgram => {
+                o.allow_program = text
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
+            Key::Land => {
+                o.land = Some(match text.to_ascii_lowercase().as_str() {
+                    "auto" => Land::Auto,
+                    "branch" => Land::Branch,
+                    "none" => Land::None,
+                    _ => return Err(format!("`{text}` is not auto, branch or none")),
+                });
+            }
+            Key::ResolveConflicts => {
+                o.resolve_conflicts = match text.to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    _ => return Err(format!("`{text}` is not 1/true/yes or 0/false/no")),
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what the types alone do not: the same bounds the flags have.
+    pub(super) fn check(self, o: &RunOptions) -> Result<(), String> {
+        let slots = |n: Option<u32>| match n {
+            Some(n) if !(1..=MAX_SLOTS).contains(&n) => {
+                Err(format!("{n} is out of range: use 1 to {MAX_SLOTS}"))
+            }
+            _ => Ok(()),
+        };
+        let duration = |d: Option<&str>| match d {
+            Some(d) => crate::plan::parse_duration(d).map(drop),
+            None => Ok(()),
+        };
+        match self {
+            Key::Jobs => slots(o.jobs),
+            Key::MaxWriters => slots(o.max_writers),
+            Key::TaskTimeout => duration(o.task_timeout.as_deref()),
+            Key::RequestTimeout => duration(o.request_timeout.as_deref()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The option's value in `o` as JSON (null when unset); JSON scalars and arrays of strings
+    /// are also TOML, so `describe` shows them as they would be written in a file.
+    pub(super) fn value(self, o: &RunOptions) -> Value {
+        let all = serde_json::to_value(o).unwrap_or_default();
+        all.get(self.name().replace('-', "_"))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("`{text}` is not a whole number"))
+}

@@ -1,0 +1,328 @@
+//! Coding-agent CLIs as agents (the fake `claude` and `codex` of `fake_agents`), usage limits,
+//! and configuration files.
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::fake_agents::FakeAgents;
+use crate::{TestRepo, assert_exit, stderr, stdout};
+
+fn agents(repo: &TestRepo) -> FakeAgents {
+    FakeAgents::install(&repo.cache.parent().unwrap().join("fakes"))
+}
+
+fn outside(repo: &TestRepo, name: &str) -> PathBuf {
+    repo.cache.parent().unwrap().join(name)
+}
+
+fn run_with(repo: &TestRepo, fakes: &FakeAgents, args: &[&str]) -> Output {
+    repo.swarm_cmd()
+        .env("PATH", fakes.path_env())
+        .env("SWARM_API_KEY_FOR_TEST", "unused")
+        .args(args)
+        .output()
+        .expect("running swarm")
+}
+
+/// Two readers, two writers on different files, and a reducer, all prompt tasks.
+fn mixed_tasks(repo: &TestRepo) -> PathBuf {
+    repo.tasks(&[
+        r#"{"id":"look","prompt":"Look around.\nRESULT: the code is small","lane":"researcher"}"#,
+        r#"{"id":"judge","prompt":"Review it.\nRESULT: looks fine","lane":"reviewer"}"#,
+        r#"{"id":"one","prompt":"FILE: one.txt\nEDIT: first change","lane":"coder"}"#,
+        r#"{"id":"two","prompt":"FILE: two.txt\nEDIT: second change","lane":"coder"}"#,
+        r#"{"id":"sum","prompt":"Sum up.\nRESULT: all done","deps":["look","judge","one","two"],"lane":"reducer"}"#,
+    ])
+}
+
+fn status(repo: &TestRepo) -> Value {
+    serde_json::from_str(&stdout(&repo.swarm(&["status", "--json"]))).unwrap()
+}
+
+#[test]
+fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    let tasks = mixed_tasks(&repo);
+    let report = outside(&repo, "report.md");
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "claude",
+            "--final-out",
+            report.to_str().unwrap(),
+        ],
+    );
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("one.txt"), "first change\n");
+    assert_eq!(repo.read("two.txt"), "second change\n");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with("all done"), "{text}");
+    // Each of the five tasks reports 150 tokens and $0.0125.
+    assert!(text.contains("| 150 | $0.0125 |"), "{text}");
+    assert!(
+        text.contains("Tokens used by the tasks: 750; cost: $0.0625."),
+        "{text}"
+    );
+    let calls = fakes.invocations("claude");
+    assert_eq!(calls.len(), 5);
+    let writers = calls.iter().filter(|c| c["writer"] == true).count();
+    assert_eq!(writers, 2, "{calls:?}");
+}
+
+#[test]
+fn fake_codex_runs_the_same_plan_with_unknown_cost() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    let tasks = mixed_tasks(&repo);
+    let report = outside(&repo, "report.md");
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "codex",
+            "--final-out",
+            report.to_str().unwrap(),
+        ],
+    );
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("one.txt"), "first change\n");
+    assert_eq!(repo.read("two.txt"), "second change\n");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with("all done"), "{text}");
+    assert!(text.contains("cost: unknown."), "{text}");
+    assert!(!text.contains("$0.0000"), "{text}");
+    let tokens = status(&repo)["tasks"][0]["tokens"].as_u64().unwrap();
+    assert!(tokens > 0);
+}
+
+#[test]
+fn an_error_reported_with_exit_0_is_a_failed_attempt_and_retried() {
+    for agent in ["claude", "codex"] {
+        let repo = TestRepo::new();
+        let fakes = agents(&repo);
+        fakes.set_mode(agent, "error-exit-0-once");
+        let tasks =
+            repo.tasks(&[r#"{"id":"w","prompt":"FILE: w.txt\nEDIT: done","lane":"coder"}"#]);
+
+        let out = run_with(
+            &repo,
+            &fakes,
+            &["run", tasks.to_str().unwrap(), "--agent", agent],
+        );
+
+        assert_exit(&out, 0);
+        let s = status(&repo);
+        assert_eq!(s["tasks"][0]["attempts"], 2, "{agent}: {s}");
+        assert_eq!(repo.read("w.txt"), "done\n");
+        let first_log = repo.swarm(&["logs", "--errors"]).stdout;
+        assert!(
+            String::from_utf8_lossy(&first_log).contains("the agent reported an error"),
+            "{agent}"
+        );
+    }
+}
+
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn stdin_waiters_hangers_and_grandchildren_never_hang_the_run() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    let tasks = repo.tasks(&[
+        r#"{"id":"waits","prompt":"FAKE_MODE: wait-stdin\nRESULT: read it all","lane":"analyst"}"#,
+        r#"{"id":"hangs","prompt":"FAKE_MODE: hang-after-result\nRESULT: answered then hung","lane":"analyst"}"#,
+        r#"{"id":"forks","prompt":"FAKE_MODE: grandchild\nRESULT: left a child","lane":"analyst"}"#,
+    ]);
+    let started = Instant::now();
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "claude",
+            "--task-timeout",
+            "3s",
+            "--retries",
+            "0",
+        ],
+    );
+
+    assert_exit(&out, 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let s = status(&repo);
+    for t in s["tasks"].as_array().unwrap() {
+        assert_eq!(t["status"], "done", "{t}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for call in fakes.invocations("claude") {
+        if let Some(pid) = call["grandchild_pid"].as_u64() {
+            assert!(!alive(pid), "grandchild {pid} outlived its attempt");
+        }
+    }
+    let leftovers = std::process::Command::new("pgrep")
+        .args(["-f", &fakes.bin.display().to_string()])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(leftovers.trim().is_empty(), "processes left: {leftovers}");
+}
+
+#[test]
+fn a_usage_limit_pauses_new_attempts_until_it_resets() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    fakes.set_mode("claude", "usage-limit-once");
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","prompt":"RESULT: a","lane":"analyst"}"#,
+        r#"{"id":"b","prompt":"RESULT: b","deps":["a"],"lane":"reducer"}"#,
+    ]);
+    let started = Instant::now();
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "claude",
+            "--retries",
+            "0",
+        ],
+    );
+
+    assert_exit(&out, 0);
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1800), "no pause: {took:?}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let s = status(&repo);
+    assert_eq!(s["tasks"][0]["status"], "done");
+    // The limited attempt did not use up the task's (zero) retries.
+    assert_eq!(s["tasks"][0]["failures"], 0, "{s}");
+    let logs = String::from_utf8_lossy(&repo.swarm(&["logs"]).stdout).into_owned();
+    assert!(logs.contains("usage_limit"), "{logs}");
+}
+
+#[test]
+fn a_profile_from_swarm_toml_runs_its_command() {
+    let repo = TestRepo::new();
+    let script = outside(&repo, "my-agent");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > /dev/null\necho \"mine says hi with $1\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    repo.write(
+        ".swarm.toml",
+        &format!(
+            "jobs = 2\n\n[agents.mine]\ncommand = \"{}\"\nargs = [\"--flag\"]\nparser = \"text\"\n",
+            script.display()
+        ),
+    );
+    repo.commit_all("config");
+    let tasks = repo.tasks(&[r#"{"id":"t","prompt":"hello","lane":"reducer","agent":"mine"}"#]);
+    let report = outside(&repo, "report.md");
+
+    let out = repo.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--final-out",
+        report.to_str().unwrap(),
+    ]);
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with("mine says hi with --flag"), "{text}");
+}
+
+#[test]
+fn an_unknown_config_key_is_rejected_with_its_line() {
+    let repo = TestRepo::new();
+    repo.write(".swarm.toml", "jobs = 2\nretries = 1\njbos = 3\n");
+    let tasks = repo.tasks(&[r#"{"id":"t","run":"true","mode":"read"}"#]);
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap()]);
+
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains(".swarm.toml:3"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("jbos"), "{}", stderr(&out));
+    assert!(!repo.swarm_dir().join("runs").exists(), "a run started");
+}
+
+#[test]
+fn the_config_command_says_where_each_value_came_from() {
+    let repo = TestRepo::new();
+    repo.write(".swarm.toml", "jobs = 2\nretries = 3\n");
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_RETRIES", "5")
+        .args(["config", "--check", "true"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{key} =")))
+            .unwrap_or_else(|| panic!("no {key} in:\n{text}"))
+            .to_owned()
+    };
+    assert!(line("jobs").contains(".swarm.toml"), "{text}");
+    assert!(line("retries").contains("SWARM_RETRIES"), "{text}");
+    assert!(line("check").contains("--check"), "{text}");
+    assert!(line("task-timeout").contains("default"), "{text}");
+}
+
+#[test]
+fn a_cli_agent_never_sees_swarms_api_key() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    let tasks = repo.tasks(&[r#"{"id":"t","prompt":"RESULT: ok","lane":"reducer"}"#]);
+    let out = repo
+        .swarm_cmd()
+        .env("PATH", fakes.path_env())
+        .env("SWARM_API_KEY", "sk-never-for-agents-123")
+        .env("OPENAI_API_KEY", "sk-never-for-agents-456")
+        .env("SWARM_API_BASE", "http://127.0.0.1:9/v1")
+        .args(["run", tasks.to_str().unwrap(), "--agent", "claude"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let call = &fakes.invocations("claude")[0];
+    assert_eq!(call["env"]["SWARM_API_KEY"], false, "{call}");
+    assert_eq!(call["env"]["OPENAI_API_KEY"], false, "{call}");
+    assert_eq!(call["env"]["SWARM_TASK_ID"], true, "{call}");
+}
