@@ -27,7 +27,6 @@ Exit codes:
     version,
     after_help = EXIT_CODES,
     max_term_width = 100,
-    args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     arg_required_else_help = true
 )]

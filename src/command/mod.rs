@@ -63,6 +63,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         json: cli.json,
     };
     let explicit = cli.config.as_deref();
+    if cli.command.is_some()
+        && (cli.goal.is_some()
+            || cli.plan_out.is_some()
+            || cli.plan_only
+            || serde_json::to_value(&cli.options)? != serde_json::to_value(RunOptions::default())?)
+    {
+        bail!(Usage::new(
+            "--goal, --plan-out, --plan-only and run options go without a subcommand; a subcommand's options go after it"
+        )
+        .hint("e.g. `swarm run tasks.jsonl -j 8`, or `swarm --goal \"…\" -j 8`"));
+    }
     let Some(command) = cli.command else {
         let goal = cli.goal.unwrap_or_default();
         let configured = configure(&g, &cli.options, explicit)?;

@@ -1002,3 +1002,18 @@ fn resume_stops_agents_a_killed_swarm_left_running() {
         !alive(orphan)
     });
 }
+
+#[test]
+fn global_flags_work_before_the_subcommand_and_run_options_after_it() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"a","run":"echo hi","mode":"read"}"#]);
+    let out = repo.swarm(&["-q", "--json", "run", path_arg(&tasks), "-j", "2"]);
+    assert_exit(&out, 0);
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    let summary: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(summary["exit_code"], 0);
+
+    let misplaced = repo.swarm(&["-j", "2", "run", path_arg(&tasks)]);
+    assert_exit(&misplaced, 2);
+    assert!(stderr(&misplaced).contains("after it"));
+}
