@@ -461,7 +461,22 @@ impl Fingerprint {
 
 /// Paths in a worktree that differ from its HEAD (new files included, ignored ones not).
 pub fn worktree_changes(path: &Path) -> anyhow::Result<Vec<String>> {
-    let repo = Repository::open(path)?;
+    // Readers of one snapshot follow each other on the same pool threads: keep the snapshot's
+    // repository open per thread instead of opening it for every reader.
+    thread_local! {
+        static OPEN: std::cell::RefCell<Option<(PathBuf, Repository)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    OPEN.with_borrow_mut(|open| {
+        if open.as_ref().is_none_or(|(p, _)| p != path) {
+            *open = Some((path.to_owned(), Repository::open(path)?));
+        }
+        let (_, repo) = open.as_ref().expect("opened above");
+        changes_in(repo)
+    })
+}
+
+fn changes_in(repo: &Repository) -> anyhow::Result<Vec<String>> {
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)

@@ -163,7 +163,8 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         c.args(args);
         c
     } else {
-        let mut c = Command::new("sh");
+        // The full path: looking `sh` up along PATH costs a failed exec per entry before it.
+        let mut c = Command::new("/bin/sh");
         c.arg("-c").arg(&inv.command);
         c
     };

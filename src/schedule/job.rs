@@ -139,7 +139,7 @@ impl Job {
         if let Some((dir, deps)) = &self.deps_dir {
             write_deps(dir, deps)?;
         }
-        let repo = Repo::discover(&self.user_checkout)?;
+        let repo = user_repo(&self.user_checkout)?;
         match &self.kind {
             JobKind::Reader => {}
             JobKind::Writer {
@@ -278,6 +278,23 @@ impl Job {
             }
         }
     }
+}
+
+/// The user's repository, opened once per pool thread: every attempt fingerprints it twice.
+fn user_repo(checkout: &Path) -> anyhow::Result<std::rc::Rc<Repo>> {
+    thread_local! {
+        static OPEN: std::cell::RefCell<Option<(PathBuf, std::rc::Rc<Repo>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    OPEN.with_borrow_mut(|open| {
+        if open.as_ref().is_none_or(|(p, _)| p != checkout) {
+            *open = Some((
+                checkout.to_owned(),
+                std::rc::Rc::new(Repo::discover(checkout)?),
+            ));
+        }
+        Ok(open.as_ref().expect("opened above").1.clone())
+    })
 }
 
 /// Replaces whatever an earlier attempt left with a new worktree on a new branch at `start`.
