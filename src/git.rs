@@ -229,8 +229,15 @@ impl Repo {
         let wt = Repository::open(&path)
             .with_context(|| format!("could not open the new worktree {}", path.display()))?;
         let tree = wt.find_commit(commit.oid()?)?.tree()?;
-        wt.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().force()))
-            .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
+        // Filters (line endings, smudge) need attribute lookups that cost libgit2 several
+        // `realpath` calls per file; a tree without `.gitattributes` in a repository that
+        // converts no line endings has nothing for them to do.
+        let plain = !has_attributes(&tree)? && !converts_line_endings(&wt);
+        wt.checkout_tree(
+            tree.as_object(),
+            Some(CheckoutBuilder::new().force().disable_filters(plain)),
+        )
+        .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
         Ok(())
     }
 
@@ -287,25 +294,16 @@ impl Repo {
         let ours_commit = self.repo.find_commit(ours)?;
         let theirs_commit = self.repo.find_commit(theirs.oid()?)?;
         let base_tree = self.repo.find_commit(base.oid()?)?.tree()?;
-        let mut index = self.repo.merge_trees(
-            &base_tree,
-            &ours_commit.tree()?,
-            &theirs_commit.tree()?,
-            Some(MergeOptions::new().fail_on_conflict(false)),
-        )?;
-        if index.has_conflicts() {
-            let mut paths = std::collections::BTreeSet::new();
-            for c in index.conflicts()? {
-                let c = c?;
-                for entry in [c.ancestor, c.our, c.their].into_iter().flatten() {
-                    paths.insert(String::from_utf8_lossy(&entry.path).into_owned());
-                }
-            }
-            return Ok(Merge::Conflicted {
-                paths: paths.into_iter().collect(),
-            });
-        }
-        let tree = self.repo.find_tree(index.write_tree_to(&self.repo)?)?;
+        let ours_tree = ours_commit.tree()?;
+        let theirs_tree = theirs_commit.tree()?;
+        let merged_tree = match self.apply_disjoint(&base_tree, &ours_tree, &theirs_tree)? {
+            Some(tree) => tree,
+            None => match self.merge_whole_trees(&base_tree, &ours_tree, &theirs_tree)? {
+                Ok(tree) => tree,
+                Err(paths) => return Ok(Merge::Conflicted { paths }),
+            },
+        };
+        let tree = self.repo.find_tree(merged_tree)?;
         let sig = self.signature()?;
         let merged = self.repo.commit(
             None,
@@ -322,6 +320,90 @@ impl Repo {
             before: ours.into(),
             after: merged.into(),
         })
+    }
+
+    /// The merge when the writer's changes and those merged since it started touch different
+    /// paths (none the same, none inside another): the integration tree with the writer's
+    /// changes applied, found from two tree diffs that skip unchanged subtrees, instead of a
+    /// walk of the whole tree. `None` when they overlap.
+    fn apply_disjoint(
+        &self,
+        base: &git2::Tree<'_>,
+        ours: &git2::Tree<'_>,
+        theirs: &git2::Tree<'_>,
+    ) -> anyhow::Result<Option<Oid>> {
+        let ours_paths: std::collections::BTreeSet<String> = self
+            .repo
+            .diff_tree_to_tree(Some(base), Some(ours), None)?
+            .deltas()
+            .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(base), Some(theirs), None)?;
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for d in diff.deltas() {
+            let Some(path) = d.new_file().path().or_else(|| d.old_file().path()) else {
+                return Ok(None);
+            };
+            let path = path.to_string_lossy().into_owned();
+            let inside = |a: &str, b: &str| {
+                a.len() > b.len() && a.starts_with(b) && a.as_bytes()[b.len()] == b'/'
+            };
+            let prefix = format!("{path}/");
+            let clash = ours_paths.contains(&path)
+                || ours_paths
+                    .range(prefix.clone()..)
+                    .next()
+                    .is_some_and(|p| p.starts_with(&prefix))
+                || ours_paths.iter().any(|p| inside(&path, p));
+            if clash {
+                return Ok(None);
+            }
+            match d.status() {
+                git2::Delta::Deleted => {
+                    update.remove(path.as_str());
+                }
+                git2::Delta::Added | git2::Delta::Modified | git2::Delta::Typechange => {
+                    let mode = match d.new_file().mode() {
+                        git2::FileMode::BlobExecutable => git2::FileMode::BlobExecutable,
+                        git2::FileMode::Link => git2::FileMode::Link,
+                        git2::FileMode::Commit => git2::FileMode::Commit,
+                        _ => git2::FileMode::Blob,
+                    };
+                    update.upsert(path.as_str(), d.new_file().id(), mode);
+                }
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(update.create_updated(&self.repo, ours)?))
+    }
+
+    /// libgit2's three-way merge of whole trees: the merged tree, or the conflicting paths.
+    fn merge_whole_trees(
+        &self,
+        base: &git2::Tree<'_>,
+        ours: &git2::Tree<'_>,
+        theirs: &git2::Tree<'_>,
+    ) -> anyhow::Result<Result<Oid, Vec<String>>> {
+        let mut index = self.repo.merge_trees(
+            base,
+            ours,
+            theirs,
+            Some(MergeOptions::new().fail_on_conflict(false)),
+        )?;
+        if index.has_conflicts() {
+            let mut paths = std::collections::BTreeSet::new();
+            for c in index.conflicts()? {
+                let c = c?;
+                for entry in [c.ancestor, c.our, c.their].into_iter().flatten() {
+                    paths.insert(String::from_utf8_lossy(&entry.path).into_owned());
+                }
+            }
+            return Ok(Err(paths.into_iter().collect()));
+        }
+        Ok(Ok(index.write_tree_to(&self.repo)?))
     }
 
     /// Moves a ref from `from` to `to`, only if it still points at `from`.
@@ -424,6 +506,41 @@ impl Repo {
         }
         Ok(Landing::FastForwarded { branch })
     }
+}
+
+/// Whether any directory of `tree` holds a `.gitattributes` file.
+fn has_attributes(tree: &git2::Tree<'_>) -> anyhow::Result<bool> {
+    let mut found = false;
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        if entry.name_bytes() == b".gitattributes" {
+            found = true;
+            return git2::TreeWalkResult::Abort;
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .or_else(|e| if found { Ok(()) } else { Err(e) })?;
+    Ok(found)
+}
+
+/// Whether the configuration asks for line-ending conversion on checkout, or names
+/// attributes outside the tree (`core.attributesFile`, `info/attributes`).
+fn converts_line_endings(repo: &Repository) -> bool {
+    let Ok(config) = repo.config() else {
+        return true;
+    };
+    let autocrlf = config.get_string("core.autocrlf").unwrap_or_default();
+    let eol = config.get_string("core.eol").unwrap_or_default();
+    let default_attributes = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|x| !x.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|dir| dir.join("git").join("attributes"));
+    let global_attributes = config.get_path("core.attributesFile").is_ok()
+        || default_attributes.is_some_and(|p| p.exists())
+        || repo.commondir().join("info").join("attributes").exists();
+    !matches!(autocrlf.as_str(), "" | "false")
+        || !matches!(eol.as_str(), "" | "native" | "lf")
+        || global_attributes
 }
 
 /// See `Repo::fingerprint`.

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 const DEFAULT_MODEL: &str = "gpt-4o-mini";
 const POLL: Duration = Duration::from_millis(100);
-const SUCCESSES_TO_GROW: u32 = 5;
+const SUCCESSES_TO_GROW: u32 = 2;
+/// Successes in a row before trying one more request in flight than the server took before.
+const SUCCESSES_TO_PROBE: u32 = 25;
 const SERVER_TEXT_CAP: usize = 500;
 
 /// Where and how to reach the model. Secrets never appear in Debug output or errors.
@@ -234,6 +236,7 @@ impl Client {
             }
             let slot = self.limiter.acquire(stop)?;
             let result = self.try_once(&payload);
+            let sent = slot.sent;
             drop(slot);
             let (throttle, retry_after, cause) = match result {
                 Try::Done(reply) => {
@@ -257,7 +260,7 @@ impl Client {
             };
             if throttle.is_none() {
                 self.limiter.failed();
-            } else if let Some(limit) = self.limiter.throttled() {
+            } else if let Some(limit) = self.limiter.throttled(sent) {
                 notify(Notice::Concurrency { limit });
             }
             if attempt == attempts {
@@ -363,15 +366,24 @@ struct LimiterState {
     limit: usize,
     in_flight: usize,
     streak: u32,
+    /// Bumped at every cut: throttling answers to requests sent before a cut say nothing new.
+    generation: u64,
+    /// The most requests in flight the server is known to take: the in-flight count just
+    /// below the one it throttled. Growth is quick up to it and slow past it.
+    ceiling: usize,
 }
 
 /// A held slot; dropping it frees the slot.
-struct Slot<'a>(&'a Limiter);
+struct Slot<'a> {
+    limiter: &'a Limiter,
+    /// The generation it was taken in, and the requests in flight with it.
+    sent: (u64, usize),
+}
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        self.0.lock().in_flight -= 1;
-        self.0.freed.notify_all();
+        self.limiter.lock().in_flight -= 1;
+        self.limiter.freed.notify_all();
     }
 }
 
@@ -384,6 +396,8 @@ impl Limiter {
                 limit: max,
                 in_flight: 0,
                 streak: 0,
+                generation: 0,
+                ceiling: max,
             }),
             freed: Condvar::new(),
         }
@@ -399,7 +413,10 @@ impl Limiter {
         loop {
             if state.in_flight < state.limit {
                 state.in_flight += 1;
-                return Ok(Slot(self));
+                return Ok(Slot {
+                    limiter: self,
+                    sent: (state.generation, state.in_flight),
+                });
             }
             if stop() {
                 return Err(LlmError::Stopped);
@@ -412,10 +429,17 @@ impl Limiter {
         }
     }
 
-    /// Returns the new limit when it changed.
-    fn throttled(&self) -> Option<usize> {
+    /// A request sent as `sent` (generation, in flight with it) was throttled. Returns the new
+    /// limit when it changed: halved once per round of requests, not once per answer, so a
+    /// burst of refusals to one round cuts it once.
+    fn throttled(&self, sent: (u64, usize)) -> Option<usize> {
         let mut state = self.lock();
         state.streak = 0;
+        state.ceiling = state.ceiling.min(sent.1.saturating_sub(1)).max(1);
+        if sent.0 != state.generation {
+            return None;
+        }
+        state.generation += 1;
         let halved = (state.limit / 2).max(1);
         (halved != state.limit).then(|| {
             state.limit = halved;
@@ -427,7 +451,13 @@ impl Limiter {
     fn succeeded(&self) -> Option<usize> {
         let mut state = self.lock();
         state.streak += 1;
-        if state.streak < SUCCESSES_TO_GROW || state.limit >= state.max {
+        // Back to the known-good level quickly; past it, probe rarely.
+        let needed = if state.limit < state.ceiling {
+            SUCCESSES_TO_GROW
+        } else {
+            SUCCESSES_TO_PROBE
+        };
+        if state.streak < needed || state.limit >= state.max {
             return None;
         }
         state.streak = 0;

@@ -220,26 +220,42 @@ fn retry_after_accepts_seconds_and_http_dates() {
 }
 
 #[test]
-fn limiter_halves_on_throttle_and_grows_back_after_five_successes() {
-    let limiter = Limiter::new(8);
-    let cuts: Vec<_> = (0..4).map(|_| limiter.throttled()).collect();
-    assert_eq!(cuts, [Some(4), Some(2), Some(1), None]);
+fn limiter_cuts_once_per_round_then_climbs_back_fast_and_probes_slowly() {
+    let limiter = Limiter::new(16);
+    // A round of 16 requests: the server took 8 and refused the other 8.
+    let slots: Vec<_> = (0..16)
+        .map(|_| limiter.acquire(&|| false).unwrap())
+        .collect();
+    let sent: Vec<_> = slots.iter().map(|s| s.sent).collect();
+    drop(slots);
+    let cuts: Vec<_> = sent[8..].iter().map(|s| limiter.throttled(*s)).collect();
+    assert_eq!(cuts[0], Some(8), "one cut for the round");
+    assert!(cuts[1..].iter().all(Option::is_none), "{cuts:?}");
+    // The server took 8 in flight: back there quickly, past it only slowly.
     let grow = |n| {
         (0..n)
             .filter_map(|_| limiter.succeeded())
             .collect::<Vec<usize>>()
     };
-    assert!(grow(4).is_empty());
+    assert!(grow(24).is_empty(), "at the ceiling, growth waits");
+    assert_eq!(grow(1), [9]);
+    // A refusal at 9 in flight halves once, then the climb back to 8 is quick.
+    let at_nine: Vec<_> = (0..9)
+        .map(|_| limiter.acquire(&|| false).unwrap())
+        .collect();
+    let last = at_nine.last().unwrap().sent;
+    drop(at_nine);
+    assert_eq!(limiter.throttled(last), Some(4));
+    assert_eq!(grow(8), [5, 6, 7, 8]);
     limiter.failed();
-    assert_eq!(grow(5), [2]);
-    assert_eq!(grow(35), [3, 4, 5, 6, 7, 8]);
-    assert!(grow(10).is_empty());
+    assert!(grow(1).is_empty());
 }
 
 #[test]
 fn full_limiter_makes_callers_wait_until_stopped() {
     let limiter = Limiter::new(2);
-    limiter.throttled();
+    let first = limiter.acquire(&|| false).unwrap().sent;
+    limiter.throttled(first);
     let held = limiter.acquire(&|| false).unwrap();
     let start = Instant::now();
     let stop = || start.elapsed() > Duration::from_millis(150);

@@ -821,3 +821,28 @@ fn a_resolver_that_leaves_markers_parks_the_writer_with_the_reason() {
     );
     assert_eq!(repo.read("shared.txt"), "top\nfrom first\nbottom\n");
 }
+
+#[test]
+fn writers_changing_different_lines_of_one_file_are_both_merged() {
+    let repo = TestRepo::new();
+    repo.write("lines.txt", "one\ntwo\nthree\nfour\nfive\n");
+    repo.commit_all("lines");
+    let tasks = repo.tasks(&[
+        r#"{"id":"top","run":"sed -i 's/^one$/ONE/' lines.txt"}"#,
+        r#"{"id":"bottom","run":"sleep 0.3; sed -i 's/^five$/FIVE/' lines.txt"}"#,
+        r#"{"id":"elsewhere","run":"mkdir -p deep/er && echo x > deep/er/new.txt && rm README.md"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "3"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("lines.txt"), "ONE\ntwo\nthree\nfour\nFIVE\n");
+    assert_eq!(repo.read("deep/er/new.txt"), "x\n");
+    assert!(!repo.root.join("README.md").exists());
+    assert_eq!(
+        repo.git(&["log", "--merges", "--format=%s"])
+            .lines()
+            .count(),
+        3
+    );
+}
