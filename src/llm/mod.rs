@@ -236,7 +236,9 @@ impl Client {
             }
             let slot = self.limiter.acquire(stop)?;
             let result = self.try_once(&payload);
-            let sent = slot.sent;
+            // Counted while this request still holds its slot: the server refused it with this
+            // many in flight.
+            let sent = (slot.sent.0, self.limiter.in_flight());
             drop(slot);
             let (throttle, retry_after, cause) = match result {
                 Try::Done(reply) => {
@@ -429,7 +431,11 @@ impl Limiter {
         }
     }
 
-    /// A request sent as `sent` (generation, in flight with it) was throttled. Returns the new
+    fn in_flight(&self) -> usize {
+        self.lock().in_flight
+    }
+
+    /// A request of generation `sent.0` was throttled with `sent.1` requests in flight. Returns the new
     /// limit when it changed: halved once per round of requests, not once per answer, so a
     /// burst of refusals to one round cuts it once.
     fn throttled(&self, sent: (u64, usize)) -> Option<usize> {

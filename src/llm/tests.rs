@@ -222,13 +222,17 @@ fn retry_after_accepts_seconds_and_http_dates() {
 #[test]
 fn limiter_cuts_once_per_round_then_climbs_back_fast_and_probes_slowly() {
     let limiter = Limiter::new(16);
-    // A round of 16 requests: the server took 8 and refused the other 8.
+    // A round of 16 requests: the server took 8 and refused the other 8, answering each
+    // refusal while the 8 it took were still in flight.
     let slots: Vec<_> = (0..16)
         .map(|_| limiter.acquire(&|| false).unwrap())
         .collect();
-    let sent: Vec<_> = slots.iter().map(|s| s.sent).collect();
+    let generation = slots[0].sent.0;
     drop(slots);
-    let cuts: Vec<_> = sent[8..].iter().map(|s| limiter.throttled(*s)).collect();
+    let cuts: Vec<_> = (9..=16)
+        .rev()
+        .map(|n| limiter.throttled((generation, n)))
+        .collect();
     assert_eq!(cuts[0], Some(8), "one cut for the round");
     assert!(cuts[1..].iter().all(Option::is_none), "{cuts:?}");
     // The server took 8 in flight: back there quickly, past it only slowly.
