@@ -278,7 +278,17 @@ fn wait_for_exit(pid: Pid) {
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
 fn wait_for_exit(_pid: Pid) {}
 
+/// An unnamed file for the attempt's stdout: in memory where the system has `memfd_create`
+/// (creating and deleting a file per attempt costs more than the attempt on some file
+/// systems), else created next to the transcript and unlinked at once.
 fn tempfile_in(near: &std::path::Path) -> std::io::Result<File> {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    {
+        use nix::sys::memfd::{MFdFlags, memfd_create};
+        if let Ok(fd) = memfd_create(c"swarm-stdout", MFdFlags::MFD_CLOEXEC) {
+            return Ok(File::from(fd));
+        }
+    }
     let dir = near.parent().unwrap_or_else(|| std::path::Path::new("."));
     let path = dir.join(format!(
         ".{}.stdout",

@@ -263,6 +263,7 @@ impl<'a> Scheduler<'a> {
             let branch = format!("refs/heads/swarm/{}-{}", self.layout.run, task.id);
             self.repo.clear_stale_ref_lock(&branch)?;
         }
+        std::fs::create_dir_all(self.layout.run_dir.join("deps").join(start::NO_DEPS_DIR))?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.settle_initial()?;
         self.recover_committed()?;

@@ -17,6 +17,9 @@ use crate::git::{self, CommitId, Head};
 use crate::plan::{Action, Mode};
 use crate::store::{Event, TaskUpdate};
 
+/// The deps directory of `run` tasks without deps: no task id can have this name.
+pub(super) const NO_DEPS_DIR: &str = "(none)";
+
 impl Scheduler<'_> {
     pub(super) fn start_ready(&mut self, workers: &Workers) -> anyhow::Result<()> {
         let mut held = Vec::new();
@@ -94,7 +97,13 @@ impl Scheduler<'_> {
         let mut argv_run = Vec::new();
         let (command, stdin, deps_dir) = match &task.action {
             Action::Run(cmd) => {
-                let dir = self.layout.run_dir.join("deps").join(id);
+                // A task without deps shares one empty directory: a directory per task
+                // costs more than a trivial task itself on some file systems.
+                let dir = if deps.is_empty() {
+                    self.layout.run_dir.join("deps").join(NO_DEPS_DIR)
+                } else {
+                    self.layout.run_dir.join("deps").join(id)
+                };
                 env.push(("SWARM_DEPS_DIR".to_owned(), dir.display().to_string()));
                 env.push((
                     "SWARM_DEPS".to_owned(),
@@ -202,7 +211,7 @@ impl Scheduler<'_> {
             },
             builtin,
             parser: cli.map(|p| p.parser),
-            deps_dir: deps_dir.map(|d| (d, deps)),
+            deps_dir: deps_dir.filter(|_| !deps.is_empty()).map(|d| (d, deps)),
             user_checkout: self.repo.workdir().to_owned(),
         };
         workers.spawn(job);
