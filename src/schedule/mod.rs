@@ -167,6 +167,8 @@ pub struct Scheduler<'a> {
     limit_stop: Option<String>,
     /// Conflicting writers whose resolver attempt has yet to start.
     to_resolve: Vec<usize>,
+    /// Tasks held back until a time (their state is `Delayed`).
+    delayed: Vec<usize>,
     running: usize,
     writers_running: usize,
     snapshots: HashMap<CommitId, Snapshot>,
@@ -224,6 +226,7 @@ impl<'a> Scheduler<'a> {
             priority: plan.priorities(),
             ready: BinaryHeap::new(),
             to_resolve: Vec::new(),
+            delayed: Vec::new(),
             paused_until: None,
             limit_stop: None,
             running: 0,
@@ -272,12 +275,16 @@ impl<'a> Scheduler<'a> {
         self.ui.run_started(&self.layout.run, total, finished);
         loop {
             let now = Instant::now();
-            for i in 0..self.slots.len() {
-                if let State::Delayed(at) = self.slots[i].state
-                    && at <= now
-                {
-                    self.make_ready(i);
-                }
+            let due: Vec<usize> = self
+                .delayed
+                .iter()
+                .copied()
+                .filter(|&i| matches!(self.slots[i].state, State::Delayed(at) if at <= now))
+                .collect();
+            self.delayed
+                .retain(|&i| matches!(self.slots[i].state, State::Delayed(at) if at > now));
+            for i in due {
+                self.make_ready(i);
             }
             if let Some(why) = self.limit_stop.take()
                 && !self.stopping
@@ -406,13 +413,19 @@ impl<'a> Scheduler<'a> {
     }
 
     fn next_delay(&self) -> Option<Instant> {
-        self.slots
+        self.delayed
             .iter()
-            .filter_map(|s| match s.state {
+            .filter_map(|&i| match self.slots[i].state {
                 State::Delayed(at) => Some(at),
                 _ => None,
             })
             .min()
+    }
+
+    /// Holds a task back until `until` (a retry's backoff, a usage limit's reset).
+    fn delay(&mut self, i: usize, until: Instant) {
+        self.slots[i].state = State::Delayed(until);
+        self.delayed.push(i);
     }
 
     /// An attempt met its provider's usage limit: the task waits (no failure counted) and no
@@ -472,7 +485,7 @@ impl<'a> Scheduler<'a> {
         } else {
             let until = Instant::now() + wait;
             self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
-            self.slots[i].state = State::Delayed(until);
+            self.delay(i, until);
             self.ui.note(
                 "Paused",
                 &format!("no new attempts for {}", crate::ui::duration(wait)),
@@ -635,7 +648,7 @@ impl<'a> Scheduler<'a> {
                 )?;
                 if retry {
                     let wait = backoff(self.settings.backoff, failures);
-                    self.slots[i].state = State::Delayed(Instant::now() + wait);
+                    self.delay(i, Instant::now() + wait);
                     self.ui.task_finished(
                         id,
                         "Retrying",
