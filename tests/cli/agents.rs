@@ -326,3 +326,32 @@ fn a_cli_agent_never_sees_swarms_api_key() {
     assert_eq!(call["env"]["OPENAI_API_KEY"], false, "{call}");
     assert_eq!(call["env"]["SWARM_TASK_ID"], true, "{call}");
 }
+
+#[test]
+fn a_usage_limit_resetting_beyond_an_hour_stops_the_run_resumably() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","prompt":"FAKE_MODE: usage-limit\nRESET_IN: 7200\nRESULT: a","lane":"analyst"}"#,
+        r#"{"id":"b","prompt":"RESULT: b","deps":["a"],"lane":"reducer"}"#,
+    ]);
+    let started = Instant::now();
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &["run", tasks.to_str().unwrap(), "--agent", "claude"],
+    );
+
+    assert_exit(&out, 75);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let s = status(&repo);
+    assert_eq!(s["run"]["status"], "interrupted", "{s}");
+    assert_eq!(s["tasks"][0]["status"], "interrupted", "{s}");
+    assert_eq!(s["tasks"][0]["failures"], 0, "{s}");
+    assert_eq!(s["tasks"][1]["status"], "pending", "{s}");
+}

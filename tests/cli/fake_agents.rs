@@ -35,7 +35,8 @@
 //!   swarm closes stdin;
 //! - `error-exit-0`: an error reported in the output with exit status 0 (claude: `is_error`
 //!   result; codex: `error` then `turn.failed`);
-//! - `usage-limit`: claude: `Claude AI usage limit reached|<now+3>` with `is_error`, exit 0;
+//! - `usage-limit`: claude: `Claude AI usage limit reached|<now+3>` with `is_error`, exit 0
+//!   (a `RESET_IN: <seconds>` line in the prompt moves the reset);
 //!   codex: `error` and `turn.failed` saying `You've hit your usage limit. Try again in 3
 //!   seconds.`, exit 1 (real codex prints minutes or a clock time; seconds keep tests fast);
 //! - `hang-after-result`: a normal run, then `sleep 600`;
@@ -291,7 +292,9 @@ edit() {
 
 R=$(json_str "$RESULT")
 F=$(json_str "$FILE")
-RESET=$(( $(date +%s) + 3 ))
+RESET_IN=$(line_of RESET_IN)
+[ -n "$RESET_IN" ] || RESET_IN=3
+RESET=$(( $(date +%s) + RESET_IN ))
 
 claude_result() { # subtype is_error result cost input output
     printf '{"type":"result","subtype":"%s","is_error":%s,"duration_ms":1234,"duration_api_ms":1100,"num_turns":2,"result":"%s","session_id":"fake-session-%s","total_cost_usd":%s,"usage":{"input_tokens":%s,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%s},"permission_denials":[]}\n' \
@@ -336,7 +339,7 @@ codex_run() {
     case "$MODE" in
         error-exit-0|usage-limit)
             if [ "$MODE" = usage-limit ]; then
-                MSG="You've hit your usage limit. Try again in 3 seconds."
+                MSG="You've hit your usage limit. Try again in $RESET_IN seconds."
                 STATUS=1
             else
                 MSG="unexpected status 500 Internal Server Error: fake failure"
