@@ -145,8 +145,9 @@ pub struct RunOptions {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_writers: Option<u32>,
 
-    /// The agent for prompt tasks: auto, openai (built in), or exec:CMD (CMD run with `sh -c`,
-    /// prompt on stdin, result on stdout) [default: auto].
+    /// The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the
+    /// configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout)
+    /// [default: auto].
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
 
