@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use git2::{
-    BranchType, ErrorCode, MergeOptions, ObjectType, Oid, Repository, RepositoryOpenFlags,
-    Signature, Status, StatusOptions, build::CheckoutBuilder,
+    BranchType, ErrorCode, MergeOptions, Oid, Repository, RepositoryOpenFlags, Signature, Status,
+    StatusOptions, build::CheckoutBuilder,
 };
 
 /// A commit, as full hex.
@@ -727,19 +727,6 @@ pub fn changed_paths(
         .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
         .map(|p| p.to_string_lossy().into_owned())
         .collect())
-}
-
-/// Whether an object id names a commit in the repository at `repo_dir`.
-pub fn is_commit(repo_dir: &Path, id: &CommitId) -> bool {
-    Repository::open(repo_dir)
-        .ok()
-        .and_then(|r| {
-            id.oid()
-                .ok()
-                .and_then(|o| r.find_object(o, Some(ObjectType::Commit)).ok())
-                .map(|_| ())
-        })
-        .is_some()
 }
 
 /// The files an agent may see in `dir`: tracked files (from the index, minus deleted ones and

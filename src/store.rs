@@ -125,14 +125,6 @@ impl TaskStatus {
             other => bail!("unknown task status {other:?} in the board"),
         })
     }
-
-    /// Finished for good: a resume does not run it again.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            Self::Done | Self::Failed | Self::Skipped | Self::Parked
-        )
-    }
 }
 
 /// Where a run stands.

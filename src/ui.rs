@@ -149,10 +149,6 @@ impl Ui {
             let _ = multi.clear();
         }
     }
-
-    pub fn is_quiet(&self) -> bool {
-        matches!(self.mode, Mode::Quiet)
-    }
 }
 
 fn format_line(verb: &str, text: &str) -> String {
@@ -206,9 +202,4 @@ pub fn error(err: &anyhow::Error, hint: Option<&str>) {
     if let Some(h) = hint {
         eprintln!("hint: {h}");
     }
-}
-
-/// Prints a warning line on stderr.
-pub fn warn(text: &str) {
-    eprintln!("warning: {text}");
 }

@@ -21,7 +21,6 @@ fn outside(repo: &TestRepo, name: &str) -> PathBuf {
 fn run_with(repo: &TestRepo, fakes: &FakeAgents, args: &[&str]) -> Output {
     repo.swarm_cmd()
         .env("PATH", fakes.path_env())
-        .env("SWARM_API_KEY_FOR_TEST", "unused")
         .args(args)
         .output()
         .expect("running swarm")
@@ -42,31 +41,36 @@ fn status(repo: &TestRepo) -> Value {
     serde_json::from_str(&stdout(&repo.swarm(&["status", "--json"]))).unwrap()
 }
 
-#[test]
-fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
-    let repo = TestRepo::new();
-    let fakes = agents(&repo);
-    let tasks = mixed_tasks(&repo);
-    let report = outside(&repo, "report.md");
-
+/// Runs the mixed plan with `agent`: both writers' edits are merged and the reducer's answer
+/// leads the report, which is returned.
+fn run_mixed(repo: &TestRepo, agent: &str) -> (FakeAgents, String) {
+    let fakes = agents(repo);
+    let tasks = mixed_tasks(repo);
+    let report = outside(repo, "report.md");
     let out = run_with(
-        &repo,
+        repo,
         &fakes,
         &[
             "run",
             tasks.to_str().unwrap(),
             "--agent",
-            "claude",
+            agent,
             "--final-out",
             report.to_str().unwrap(),
         ],
     );
-
     assert_exit(&out, 0);
     assert_eq!(repo.read("one.txt"), "first change\n");
     assert_eq!(repo.read("two.txt"), "second change\n");
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(text.starts_with("all done"), "{text}");
+    (fakes, text)
+}
+
+#[test]
+fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
+    let repo = TestRepo::new();
+    let (fakes, text) = run_mixed(&repo, "claude");
     // Each of the five tasks reports 150 tokens and $0.0125.
     assert!(text.contains("| 150 | $0.0125 |"), "{text}");
     assert!(
@@ -82,30 +86,10 @@ fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
 #[test]
 fn fake_codex_runs_the_same_plan_with_unknown_cost() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
-    let tasks = mixed_tasks(&repo);
-    let report = outside(&repo, "report.md");
-
-    let out = run_with(
-        &repo,
-        &fakes,
-        &[
-            "run",
-            tasks.to_str().unwrap(),
-            "--agent",
-            "codex",
-            "--final-out",
-            report.to_str().unwrap(),
-        ],
-    );
-
-    assert_exit(&out, 0);
-    assert_eq!(repo.read("one.txt"), "first change\n");
-    assert_eq!(repo.read("two.txt"), "second change\n");
-    let text = std::fs::read_to_string(&report).unwrap();
-    assert!(text.starts_with("all done"), "{text}");
+    let (fakes, text) = run_mixed(&repo, "codex");
     assert!(text.contains("cost: unknown."), "{text}");
     assert!(!text.contains("$0.0000"), "{text}");
+    assert_eq!(fakes.invocations("codex").len(), 5);
     let tokens = status(&repo)["tasks"][0]["tokens"].as_u64().unwrap();
     assert!(tokens > 0);
 }
