@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::job::{Job, JobKind, Report, Verdict, Workers};
 use super::prompt::resolver_prompt;
-use super::{Scheduler, State};
+use super::{Checkout, Scheduler, State};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{self, Agent, Invocation};
@@ -139,7 +139,7 @@ impl Scheduler<'_> {
     fn park(&mut self, i: usize, paths: &[String], resolver: Option<&str>) -> anyhow::Result<()> {
         let id = self.plan.tasks[i].id.as_str();
         let run = self.layout.run.clone();
-        let branch = format!("swarm/{run}-{id}");
+        let branch = self.layout.branch(id, Checkout::Task);
         let original = self.slots[i]
             .commit
             .clone()
@@ -232,7 +232,7 @@ impl Scheduler<'_> {
                 }),
             ),
         };
-        let path = self.layout.worktrees.join(format!("{id}.resolve"));
+        let (name, path) = self.layout.worktree(id, Checkout::Resolver);
         let transcript = self
             .layout
             .run_dir
@@ -251,8 +251,8 @@ impl Scheduler<'_> {
             task: i,
             attempt: self.slots[i].attempts,
             kind: JobKind::Resolver {
-                name: format!("swarm-{run}-{id}-resolve"),
-                branch: format!("swarm/{run}-{id}-resolve"),
+                name,
+                branch: self.layout.branch(id, Checkout::Resolver),
                 tip,
                 base,
                 theirs,
@@ -372,19 +372,10 @@ impl Scheduler<'_> {
     /// for a writer with no changes, a branch still at its start.
     pub(super) fn remove_writer_worktree(&mut self, i: usize, merged: bool) -> anyhow::Result<()> {
         let id = self.plan.tasks[i].id.as_str();
-        let run = &self.layout.run;
-        self.repo.remove_worktree(
-            &format!("swarm-{run}-{id}"),
-            &self.layout.worktrees.join(id),
-        )?;
-        self.repo.remove_worktree(
-            &format!("swarm-{run}-{id}-resolve"),
-            &self.layout.worktrees.join(format!("{id}.resolve")),
-        )?;
-        for branch in [
-            format!("swarm/{run}-{id}"),
-            format!("swarm/{run}-{id}-resolve"),
-        ] {
+        for checkout in [Checkout::Task, Checkout::Resolver] {
+            let (name, path) = self.layout.worktree(id, checkout);
+            self.repo.remove_worktree(&name, &path)?;
+            let branch = self.layout.branch(id, checkout);
             let Some(at) = self.repo.ref_target(&format!("refs/heads/{branch}"))? else {
                 continue;
             };

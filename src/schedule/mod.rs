@@ -89,6 +89,37 @@ pub struct Layout {
     pub run_dir: PathBuf,
 }
 
+/// Which of a writer's checkouts: its own, or the one its conflict resolver works in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checkout {
+    Task,
+    Resolver,
+}
+
+impl Layout {
+    /// A writer's branch: `swarm/<run>-<task>` (`…-resolve` for its resolver).
+    fn branch(&self, task: &str, checkout: Checkout) -> String {
+        match checkout {
+            Checkout::Task => format!("swarm/{}-{task}", self.run),
+            Checkout::Resolver => format!("swarm/{}-{task}-resolve", self.run),
+        }
+    }
+
+    /// A writer's worktree: its admin name in the git directory, and its path.
+    fn worktree(&self, task: &str, checkout: Checkout) -> (String, PathBuf) {
+        match checkout {
+            Checkout::Task => (
+                format!("swarm-{}-{task}", self.run),
+                self.worktrees.join(task),
+            ),
+            Checkout::Resolver => (
+                format!("swarm-{}-{task}-resolve", self.run),
+                self.worktrees.join(format!("{task}.resolve")),
+            ),
+        }
+    }
+}
+
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
@@ -263,8 +294,11 @@ impl<'a> Scheduler<'a> {
         self.repo
             .clear_stale_ref_lock(&self.layout.integration_ref)?;
         for task in self.plan.tasks.iter().filter(|t| t.mode == Mode::Write) {
-            let branch = format!("refs/heads/swarm/{}-{}", self.layout.run, task.id);
-            self.repo.clear_stale_ref_lock(&branch)?;
+            for checkout in [Checkout::Task, Checkout::Resolver] {
+                let branch = self.layout.branch(task.id.as_str(), checkout);
+                self.repo
+                    .clear_stale_ref_lock(&format!("refs/heads/{branch}"))?;
+            }
         }
         std::fs::create_dir_all(self.layout.run_dir.join("deps").join(start::NO_DEPS_DIR))?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
@@ -673,7 +707,7 @@ impl<'a> Scheduler<'a> {
                             "Kept",
                             &format!(
                                 "worktree of {id} at {}",
-                                self.layout.worktrees.join(id).display()
+                                self.layout.worktree(id, Checkout::Task).1.display()
                             ),
                         );
                     }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::job::{Job, JobKind, Workers};
 use super::prompt::compose_prompt;
-use super::{Scheduler, Snapshot, State};
+use super::{Checkout, Scheduler, Snapshot, State};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
@@ -55,14 +55,13 @@ impl Scheduler<'_> {
                 (path, JobKind::Reader)
             }
             Mode::Write => {
-                let name = format!("swarm-{}-{}", self.layout.run, id);
-                let path = self.layout.worktrees.join(id);
+                let (name, path) = self.layout.worktree(id, Checkout::Task);
                 self.slots[i].start_commit = Some(self.tip.clone());
                 (
                     path.clone(),
                     JobKind::Writer {
                         name,
-                        branch: format!("swarm/{}-{}", self.layout.run, id),
+                        branch: self.layout.branch(id, Checkout::Task),
                         start: self.tip.clone(),
                         check: task.check.clone().or_else(|| self.settings.check.clone()),
                         message: format!(
@@ -177,7 +176,7 @@ impl Scheduler<'_> {
                 id,
                 &TaskUpdate {
                     start_commit: Some(start.as_str()),
-                    branch: Some(&format!("swarm/{}-{}", self.layout.run, id)),
+                    branch: Some(&self.layout.branch(id, Checkout::Task)),
                     ..TaskUpdate::default()
                 },
                 &Event::task(

@@ -68,6 +68,17 @@ fn agent_reply(req: &Request) -> Reply {
     }
 }
 
+/// A server that plans `good_plan` and answers agents with `agent_reply`.
+fn good_server() -> FakeLlm {
+    FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    })
+}
+
 fn goal_cmd(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
     repo.swarm_cmd()
         .env("SWARM_API_BASE", llm.base_url())
@@ -99,13 +110,7 @@ fn events(repo: &TestRepo) -> Vec<Value> {
 #[test]
 fn a_goal_is_planned_run_merged_and_reported() {
     let repo = TestRepo::new();
-    let llm = FakeLlm::start(|req, _| {
-        if has_tool(req, "submit_plan") {
-            plan_call(&good_plan())
-        } else {
-            agent_reply(req)
-        }
-    });
+    let llm = good_server();
     let report = outside(&repo, "report.md");
     let plan = outside(&repo, "plan.jsonl");
 
@@ -150,13 +155,7 @@ fn a_goal_is_planned_run_merged_and_reported() {
 #[test]
 fn the_saved_plan_runs_with_swarm_run() {
     let repo = TestRepo::new();
-    let llm = FakeLlm::start(|req, _| {
-        if has_tool(req, "submit_plan") {
-            plan_call(&good_plan())
-        } else {
-            agent_reply(req)
-        }
-    });
+    let llm = good_server();
     let plan = outside(&repo, "plan.jsonl");
     let planned = goal_cmd(
         &repo,
