@@ -254,6 +254,35 @@ impl Repo {
         Ok(())
     }
 
+    /// Like `remove_worktree`, but the files go in a background thread: the worktree is
+    /// unregistered and moved aside at once (a rename), then deleted. The merge queue calls
+    /// this, so deleting thousands of files does not hold up the next merge.
+    pub fn remove_worktree_later(
+        &self,
+        name: &str,
+        path: &Path,
+    ) -> anyhow::Result<Option<std::thread::JoinHandle<()>>> {
+        let admin = self.common_dir.join("worktrees").join(name);
+        if admin.exists() {
+            std::fs::remove_dir_all(&admin)?;
+        }
+        if !path.exists() {
+            return Ok(None);
+        }
+        let mut aside = path.as_os_str().to_owned();
+        // A space: no task id, so no other worktree, can have this name.
+        aside.push(" (removing)");
+        let aside = PathBuf::from(aside);
+        if std::fs::rename(path, &aside).is_err() {
+            std::fs::remove_dir_all(path)
+                .with_context(|| format!("could not remove {}", path.display()))?;
+            return Ok(None);
+        }
+        Ok(Some(std::thread::spawn(move || {
+            let _ = std::fs::remove_dir_all(&aside);
+        })))
+    }
+
     /// Names of worktrees in the admin directory that start with `prefix`, with their paths.
     pub fn worktrees_with_prefix(&self, prefix: &str) -> anyhow::Result<Vec<(String, PathBuf)>> {
         let dir = self.common_dir.join("worktrees");

@@ -374,7 +374,9 @@ impl Scheduler<'_> {
         let id = self.plan.tasks[i].id.as_str();
         for checkout in [Checkout::Task, Checkout::Resolver] {
             let (name, path) = self.layout.worktree(id, checkout);
-            self.repo.remove_worktree(&name, &path)?;
+            if let Some(deleting) = self.repo.remove_worktree_later(&name, &path)? {
+                self.cleanup.push(deleting);
+            }
             let branch = self.layout.branch(id, checkout);
             let Some(at) = self.repo.ref_target(&format!("refs/heads/{branch}"))? else {
                 continue;

@@ -200,6 +200,8 @@ pub struct Scheduler<'a> {
     to_resolve: Vec<usize>,
     /// Tasks held back until a time (their state is `Delayed`).
     delayed: Vec<usize>,
+    /// Removed worktrees still being deleted in the background; joined before `run` returns.
+    cleanup: Vec<std::thread::JoinHandle<()>>,
     running: usize,
     writers_running: usize,
     snapshots: HashMap<CommitId, Snapshot>,
@@ -258,6 +260,7 @@ impl<'a> Scheduler<'a> {
             ready: BinaryHeap::new(),
             to_resolve: Vec::new(),
             delayed: Vec::new(),
+            cleanup: Vec::new(),
             paused_until: None,
             limit_stop: None,
             running: 0,
@@ -278,6 +281,9 @@ impl<'a> Scheduler<'a> {
         signals.close();
         watchdog.shutdown();
         let cleanup = self.remove_snapshots();
+        for deleting in self.cleanup.drain(..) {
+            let _ = deleting.join();
+        }
         let ending = outcome?;
         cleanup?;
         Ok(ending)
