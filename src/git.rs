@@ -161,17 +161,43 @@ impl Repo {
         Ok(())
     }
 
-    /// Deletes a branch if it points at `expected`.
+    /// Deletes a branch if it points at `expected` and no checkout has it as its HEAD.
+    ///
+    /// The ref is deleted directly rather than with libgit2's branch deletion: that one scans
+    /// every worktree and takes one being created or removed at that moment by another thread
+    /// for a checkout of the branch, so it fails at random while writers start.
     pub fn delete_branch_at(&self, name: &str, expected: &CommitId) -> anyhow::Result<bool> {
-        match self.repo.find_branch(name, BranchType::Local) {
-            Ok(mut b) if b.get().target() == Some(expected.oid()?) => {
-                b.delete()?;
+        let full = format!("refs/heads/{name}");
+        match self.repo.find_reference(&full) {
+            Ok(mut r) if r.target() == Some(expected.oid()?) => {
+                if self.is_checked_out(&full) {
+                    return Ok(false);
+                }
+                // Deleting checks the ref still points where it was read: a compare-and-swap.
+                r.delete()
+                    .with_context(|| format!("could not delete branch {name}"))?;
                 Ok(true)
             }
             Ok(_) => Ok(false),
             Err(e) if e.code() == ErrorCode::NotFound => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Whether the main checkout or a linked worktree has the ref `full` as its HEAD. Admin
+    /// directories that cannot be read (being created or removed) hold nobody's checkout.
+    fn is_checked_out(&self, full: &str) -> bool {
+        let wanted = format!("ref: {full}");
+        let heads = std::iter::once(self.common_dir.join("HEAD")).chain(
+            std::fs::read_dir(self.common_dir.join("worktrees"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| entry.path().join("HEAD")),
+        );
+        heads
+            .filter_map(|head| std::fs::read_to_string(head).ok())
+            .any(|head| head.trim_end() == wanted)
     }
 
     /// Local branches whose names start with `prefix`, with their tips.
@@ -817,4 +843,79 @@ fn walk_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> anyhow::Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with_commit(dir: &Path) -> (Repo, CommitId) {
+        let raw = Repository::init(dir).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let tree = raw.treebuilder(None).unwrap().write().unwrap();
+        let tree = raw.find_tree(tree).unwrap();
+        let c = raw
+            .commit(Some("HEAD"), &sig, &sig, "first", &tree, &[])
+            .unwrap();
+        (Repo::discover(dir).unwrap(), c.into())
+    }
+
+    #[test]
+    fn deleting_a_branch_ignores_worktrees_another_thread_is_removing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, c) = repo_with_commit(&dir.path().join("repo"));
+        let common = repo.common_dir().to_owned();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Another thread registers and unregisters a worktree over and over, as writers
+        // starting and merged ones being cleaned up do. libgit2's own branch deletion takes an
+        // admin directory caught half-removed for a checkout of the branch being deleted.
+        let churn = {
+            let stop = stop.clone();
+            let wt = dir.path().join("other");
+            std::thread::spawn(move || {
+                let admin = common.join("worktrees").join("swarm-r-b");
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::fs::create_dir_all(&admin).unwrap();
+                    std::fs::write(admin.join("HEAD"), "ref: refs/heads/swarm/r-b\n").unwrap();
+                    std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+                    let gitdir = format!("{}\n", wt.join(".git").display());
+                    std::fs::write(admin.join("gitdir"), gitdir).unwrap();
+                    std::fs::remove_dir_all(&admin).unwrap();
+                }
+            })
+        };
+        let mut failures = 0;
+        for _ in 0..2000 {
+            repo.create_branch("swarm/r-a", &c).unwrap();
+            if !matches!(repo.delete_branch_at("swarm/r-a", &c), Ok(true)) {
+                failures += 1;
+                break;
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        churn.join().unwrap();
+        assert_eq!(failures, 0);
+    }
+
+    #[test]
+    fn a_branch_someone_has_checked_out_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, c) = repo_with_commit(&dir.path().join("repo"));
+        repo.create_branch("swarm/r-a", &c).unwrap();
+        let wt = dir.path().join("wt");
+        repo.add_worktree("swarm-r-a", &wt, &Head::Detached(&c))
+            .unwrap();
+        let admin = repo.common_dir().join("worktrees").join("swarm-r-a");
+        std::fs::write(admin.join("HEAD"), "ref: refs/heads/swarm/r-a\n").unwrap();
+        assert!(!repo.delete_branch_at("swarm/r-a", &c).unwrap());
+        assert_eq!(
+            repo.ref_target("refs/heads/swarm/r-a").unwrap(),
+            Some(c.clone())
+        );
+        // The user's own checkout counts too.
+        let raw = Repository::open(dir.path().join("repo")).unwrap();
+        let current = raw.head().unwrap().shorthand().unwrap().to_owned();
+        assert!(!repo.delete_branch_at(&current, &c).unwrap());
+        assert_eq!(repo.resolve(&current).unwrap(), c);
+    }
 }
