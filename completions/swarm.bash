@@ -34,6 +34,9 @@ _swarm() {
             swarm,logs)
                 cmd="swarm__subcmd__logs"
                 ;;
+            swarm,queue)
+                cmd="swarm__subcmd__queue"
+                ;;
             swarm,resume)
                 cmd="swarm__subcmd__resume"
                 ;;
@@ -61,6 +64,9 @@ _swarm() {
             swarm__subcmd__help,logs)
                 cmd="swarm__subcmd__help__subcmd__logs"
                 ;;
+            swarm__subcmd__help,queue)
+                cmd="swarm__subcmd__help__subcmd__queue"
+                ;;
             swarm__subcmd__help,resume)
                 cmd="swarm__subcmd__help__subcmd__resume"
                 ;;
@@ -70,6 +76,48 @@ _swarm() {
             swarm__subcmd__help,status)
                 cmd="swarm__subcmd__help__subcmd__status"
                 ;;
+            swarm__subcmd__help__subcmd__queue,add)
+                cmd="swarm__subcmd__help__subcmd__queue__subcmd__add"
+                ;;
+            swarm__subcmd__help__subcmd__queue,list)
+                cmd="swarm__subcmd__help__subcmd__queue__subcmd__list"
+                ;;
+            swarm__subcmd__help__subcmd__queue,rm)
+                cmd="swarm__subcmd__help__subcmd__queue__subcmd__rm"
+                ;;
+            swarm__subcmd__help__subcmd__queue,run)
+                cmd="swarm__subcmd__help__subcmd__queue__subcmd__run"
+                ;;
+            swarm__subcmd__queue,add)
+                cmd="swarm__subcmd__queue__subcmd__add"
+                ;;
+            swarm__subcmd__queue,help)
+                cmd="swarm__subcmd__queue__subcmd__help"
+                ;;
+            swarm__subcmd__queue,list)
+                cmd="swarm__subcmd__queue__subcmd__list"
+                ;;
+            swarm__subcmd__queue,rm)
+                cmd="swarm__subcmd__queue__subcmd__rm"
+                ;;
+            swarm__subcmd__queue,run)
+                cmd="swarm__subcmd__queue__subcmd__run"
+                ;;
+            swarm__subcmd__queue__subcmd__help,add)
+                cmd="swarm__subcmd__queue__subcmd__help__subcmd__add"
+                ;;
+            swarm__subcmd__queue__subcmd__help,help)
+                cmd="swarm__subcmd__queue__subcmd__help__subcmd__help"
+                ;;
+            swarm__subcmd__queue__subcmd__help,list)
+                cmd="swarm__subcmd__queue__subcmd__help__subcmd__list"
+                ;;
+            swarm__subcmd__queue__subcmd__help,rm)
+                cmd="swarm__subcmd__queue__subcmd__help__subcmd__rm"
+                ;;
+            swarm__subcmd__queue__subcmd__help,run)
+                cmd="swarm__subcmd__queue__subcmd__help__subcmd__run"
+                ;;
             *)
                 ;;
         esac
@@ -77,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --config --goal --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --config --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -96,6 +144,10 @@ _swarm() {
                     return 0
                     ;;
                 --goal)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --goals-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -159,6 +211,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --final-out-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --base)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -209,7 +265,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__config)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -268,6 +324,10 @@ _swarm() {
                     return 0
                     ;;
                 --final-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --final-out-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -363,7 +423,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__help)
-            opts="run resume status logs graph config gc completions help"
+            opts="run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -460,6 +520,76 @@ _swarm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        swarm__subcmd__help__subcmd__queue)
+            opts="add list rm run"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__help__subcmd__queue__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__help__subcmd__queue__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__help__subcmd__queue__subcmd__rm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__help__subcmd__queue__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         swarm__subcmd__help__subcmd__resume)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -532,8 +662,298 @@ _swarm() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        swarm__subcmd__queue)
+            opts="-C -q -h --directory --quiet --json --config --help add list rm run help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --directory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__add)
+            opts="-C -q -h --directory --quiet --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --directory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__help)
+            opts="add list rm run help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__help__subcmd__rm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__list)
+            opts="-C -q -h --directory --quiet --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --directory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__rm)
+            opts="-C -q -h --directory --quiet --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --directory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        swarm__subcmd__queue__subcmd__run)
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-writers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-turns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-task-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-program)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --task-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --check)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --final-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --final-out-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --land)
+                    COMPREPLY=($(compgen -W "auto branch none" -- "${cur}"))
+                    return 0
+                    ;;
+                --worktree-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-escalate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --directory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -592,6 +1012,10 @@ _swarm() {
                     return 0
                     ;;
                 --final-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --final-out-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -631,7 +1055,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -690,6 +1114,10 @@ _swarm() {
                     return 0
                     ;;
                 --final-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --final-out-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

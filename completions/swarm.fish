@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json config= goal= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= allow-program= task-timeout= retries= check= final-out= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json config= goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= allow-program= task-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -26,7 +26,8 @@ end
 
 complete -c swarm -n "__fish_swarm_needs_command" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
-complete -c swarm -n "__fish_swarm_needs_command" -l goal -d 'What to do, in prose: planned by the model, then run' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l goal -d 'What to do, in prose: planned by the model, then run. Give it several times for several goals: the model infers which goal needs which; independent goals run at once, a goal that needs others is planned once they are done and merged' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l goals-file -d 'Read goals from FILE, one a line (blank lines and lines starting with # are skipped), as if each were given with --goal' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l plan-out -d 'Write the (repaired) plan to FILE in the task-file format (`swarm run FILE` runs it)' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
@@ -40,7 +41,8 @@ complete -c swarm -n "__fish_swarm_needs_command" -l allow-program -d 'Let the b
 complete -c swarm -n "__fish_swarm_needs_command" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
-complete -c swarm -n "__fish_swarm_needs_command" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
@@ -59,6 +61,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -f -a "status" -d 'Show the ta
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -74,7 +77,8 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l allow-program -d 'Le
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
@@ -99,7 +103,8 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l allow-program -d 
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
@@ -145,7 +150,8 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l allow-program -d 
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
-complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out -d 'Write the reducer\'s result and the run summary to FILE' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
@@ -158,6 +164,62 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "rm" -d 'Remove a goal that no run has taken yet'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l base -d 'Start the run from REV [default: HEAD]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
+branch\t'Always keep the integration branch and say how to take it'
+none\t'Keep the integration branch and say nothing about it'"
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Remove a goal that no run has taken yet'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l dry-run -d 'List what would be removed, remove nothing'
@@ -169,12 +231,17 @@ complete -c swarm -n "__fish_swarm_using_subcommand completions" -l config -d 'R
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "rm" -d 'Remove a goal that no run has taken yet'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'

@@ -47,9 +47,16 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
 
-    /// What to do, in prose: planned by the model, then run.
-    #[arg(long, value_name = "TEXT", required = true)]
-    pub goal: Option<String>,
+    /// What to do, in prose: planned by the model, then run. Give it several times for
+    /// several goals: the model infers which goal needs which; independent goals run at once,
+    /// a goal that needs others is planned once they are done and merged.
+    #[arg(long, value_name = "TEXT", required_unless_present = "goals_file")]
+    pub goal: Vec<String>,
+
+    /// Read goals from FILE, one a line (blank lines and lines starting with # are skipped),
+    /// as if each were given with --goal.
+    #[arg(long, value_name = "FILE")]
+    pub goals_file: Option<PathBuf>,
 
     /// Write the (repaired) plan to FILE in the task-file format (`swarm run FILE` runs it).
     #[arg(long, value_name = "FILE")]
@@ -118,6 +125,11 @@ pub enum Command {
     Config {
         #[command(flatten)]
         options: RunOptions,
+    },
+    /// A durable queue of goals in the repository's board, drained as one multi-goal run.
+    Queue {
+        #[command(subcommand)]
+        action: QueueAction,
     },
     /// Remove worktrees of finished tasks; a branch with unmerged commits is never deleted.
     Gc {
@@ -190,9 +202,16 @@ pub struct RunOptions {
     #[arg(long, value_name = "CMD")]
     pub check: Option<String>,
 
-    /// Write the reducer's result and the run summary to FILE.
+    /// Write the reducer's result and the run summary to FILE. With several goals: one
+    /// section per goal (its reducer's result), then one run summary with the goal graph and
+    /// the task graph.
     #[arg(long, value_name = "FILE")]
     pub final_out: Option<PathBuf>,
+
+    /// With several goals, also write one report per goal to DIR/<goal id>.md (its section
+    /// and its tasks); DIR is created if needed.
+    #[arg(long, value_name = "DIR")]
+    pub final_out_dir: Option<PathBuf>,
 
     /// Start the run from REV [default: HEAD].
     #[arg(long, value_name = "REV")]
@@ -214,6 +233,29 @@ pub struct RunOptions {
     /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
     #[arg(long, value_name = "CMD")]
     pub on_escalate: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueAction {
+    /// Add a goal to the queue (the words are joined with spaces).
+    Add {
+        #[arg(required = true, value_name = "TEXT")]
+        text: Vec<String>,
+    },
+    /// List the goals waiting in the queue and those a run has taken and not finished
+    /// (--json for JSON). A goal leaves the queue when the run that took it finishes.
+    List,
+    /// Remove a goal that no run has taken yet.
+    Rm {
+        /// The goal's number, as `swarm queue list` shows it.
+        id: i64,
+    },
+    /// Run every queued goal as one multi-goal run; goals added while it runs join it (and
+    /// the dependency pass) before it ends.
+    Run {
+        #[command(flatten)]
+        options: Box<RunOptions>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

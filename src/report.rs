@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use crate::plan::Plan;
-use crate::store::{RunRecord, TaskRecord, TaskStatus};
+use crate::store::{GoalRecord, GoalStatus, RunRecord, TaskRecord, TaskStatus};
 
 /// A parked task and what to tell a human about it.
 #[derive(Debug, Clone)]
@@ -16,6 +16,14 @@ pub struct Parked {
     pub paths: Vec<String>,
     /// Why the resolver attempt failed, when one was made.
     pub resolver: Option<String>,
+}
+
+/// One goal of a multi-goal run, with its tasks (indices into the run's tasks).
+pub struct GoalFacts {
+    pub record: GoalRecord,
+    pub tasks: Vec<usize>,
+    /// The task whose result is the goal's deliverable.
+    pub deliverable: Option<usize>,
 }
 
 /// Everything a report shows, gathered by the caller.
@@ -33,6 +41,11 @@ pub struct Facts<'a> {
     /// What happened to the integration branch, one line.
     pub landing: Option<&'a str>,
     pub exit_code: i32,
+    /// The goals of a multi-goal run (none for a single goal or a task file).
+    pub goals: &'a [GoalFacts],
+    /// What the run says about its goals as a whole: a failed dependency pass, dropped
+    /// dependencies, a deadlock.
+    pub goal_notes: &'a [String],
 }
 
 /// Counts of tasks by status.
@@ -62,9 +75,17 @@ fn counts_line(tasks: &[TaskRecord]) -> String {
     format!("{} tasks: {}", tasks.len(), parts.join(", "))
 }
 
-/// The Markdown report: the deliverable's result, then "Run summary".
+/// The Markdown report: the deliverable's result (one section per goal in a multi-goal run),
+/// then "Run summary".
 pub fn markdown(f: &Facts<'_>) -> String {
     let mut out = String::new();
+    if !f.goals.is_empty() {
+        for g in f.goals {
+            out.push_str(&goal_section(f, g));
+        }
+        out.push_str(&run_summary(f));
+        return out;
+    }
     match f.plan.deliverable() {
         Some(i) => {
             let t = &f.tasks[i];
@@ -87,6 +108,129 @@ pub fn markdown(f: &Facts<'_>) -> String {
             "_This plan has no reducer task and more than one final task, so there is no single deliverable; each task's result is in the board (`swarm status`)._\n\n",
         ),
     }
+    out.push_str(&run_summary(f));
+    out
+}
+
+/// A goal's section: its text, status and why, what it needed, and its deliverable.
+pub fn goal_section(f: &Facts<'_>, g: &GoalFacts) -> String {
+    let mut out = String::new();
+    let r = &g.record;
+    let _ = writeln!(out, "## Goal {}: {}\n", r.id, one_line(&r.text));
+    let mut status = format!("Status: **{}**", r.status.as_str());
+    if let Some(why) = &r.reason {
+        let _ = write!(status, " ({why})");
+    }
+    let _ = writeln!(out, "{status}.  ");
+    match r.needs.as_deref() {
+        Some([]) => out.push_str("Needs no other goal.\n\n"),
+        Some(needs) => {
+            let list: Vec<String> = needs
+                .iter()
+                .map(|n| format!("goal {} ({})", n.goal, n.reason))
+                .collect();
+            let _ = writeln!(out, "Needs {}.\n", list.join("; "));
+        }
+        None => out.push_str("Its dependencies were never inferred.\n\n"),
+    }
+    match g.deliverable.map(|i| &f.tasks[i]) {
+        Some(t) if t.status == TaskStatus::Done && t.result.is_some() => {
+            out.push_str(t.result.as_deref().unwrap_or_default().trim_end());
+            out.push_str("\n\n");
+        }
+        Some(t) => {
+            let _ = writeln!(
+                out,
+                "_Its final task `{}` did not finish ({}); there is no deliverable._\n",
+                t.id,
+                t.status.as_str()
+            );
+        }
+        None if g.tasks.is_empty() => {
+            out.push_str("_It was never planned, so there is no deliverable._\n\n");
+        }
+        None => out.push_str(
+            "_Its plan has no single final task, so there is no single deliverable._\n\n",
+        ),
+    }
+    out
+}
+
+/// The report of one goal, for `--final-out-dir`: its section and its tasks.
+pub fn goal_markdown(f: &Facts<'_>, g: &GoalFacts) -> String {
+    let mut out = goal_section(f, g);
+    let _ = writeln!(
+        out,
+        "Run `{}` ({}); the run's whole report covers every goal.\n",
+        f.run.id,
+        f.run.status.as_str()
+    );
+    if !g.tasks.is_empty() {
+        out.push_str("| task | status | attempts | note |\n|---|---|---|---|\n");
+        for &i in &g.tasks {
+            let t = &f.tasks[i];
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} |",
+                t.id,
+                t.status.as_str(),
+                t.attempts,
+                t.error.as_deref().unwrap_or("").replace('|', "\\|")
+            );
+        }
+    }
+    out
+}
+
+/// The goals' graph as a Mermaid flowchart, coloured by status.
+pub fn goal_mermaid(goals: &[GoalFacts]) -> String {
+    let mut out = String::from("flowchart LR\n");
+    for (i, g) in goals.iter().enumerate() {
+        let text: String = one_line(&g.record.text).chars().take(40).collect();
+        let label = format!("{}: {}<br/>{}", g.record.id, text, g.record.status.as_str());
+        let _ = writeln!(out, "  g{i}[\"{}\"]", label.replace('"', "'"));
+    }
+    for (i, g) in goals.iter().enumerate() {
+        for n in g.record.needs.iter().flatten() {
+            if let Some(j) = goals.iter().position(|o| o.record.id == n.goal) {
+                let _ = writeln!(out, "  g{j} --> g{i}");
+            }
+        }
+    }
+    out.push_str(
+        "  classDef done fill:#c8e6c9,stroke:#2e7d32\n  classDef failed fill:#ffcdd2,stroke:#c62828\n  classDef skipped fill:#eeeeee,stroke:#9e9e9e\n  classDef parked fill:#ffe0b2,stroke:#ef6c00\n  classDef pending fill:#ffffff,stroke:#616161\n",
+    );
+    for class in ["done", "failed", "skipped", "parked", "pending"] {
+        let members: Vec<String> = goals
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| goal_class(g.record.status) == class)
+            .map(|(i, _)| format!("g{i}"))
+            .collect();
+        if !members.is_empty() {
+            let _ = writeln!(out, "  class {} {class}", members.join(","));
+        }
+    }
+    out
+}
+
+fn goal_class(s: GoalStatus) -> &'static str {
+    match s {
+        GoalStatus::Done => "done",
+        GoalStatus::Failed => "failed",
+        GoalStatus::Skipped => "skipped",
+        GoalStatus::Parked => "parked",
+        GoalStatus::Pending | GoalStatus::Planned => "pending",
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// "Run summary": the run, its tasks, attention, failures, skips, repairs, merges, graphs.
+fn run_summary(f: &Facts<'_>) -> String {
+    let mut out = String::new();
     out.push_str("## Run summary\n\n");
     let _ = writeln!(
         out,
@@ -104,6 +248,23 @@ pub fn markdown(f: &Facts<'_>) -> String {
     );
     if let Some(l) = f.landing {
         let _ = writeln!(out, "{l}\n");
+    }
+    if !f.goals.is_empty() {
+        let done = f
+            .goals
+            .iter()
+            .filter(|g| g.record.status == GoalStatus::Done)
+            .count();
+        let _ = writeln!(out, "{} goals, {done} done.\n", f.goals.len());
+        for note in f.goal_notes {
+            let _ = writeln!(out, "- {note}");
+        }
+        if !f.goal_notes.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("### Goal graph\n\n```mermaid\n");
+        out.push_str(&goal_mermaid(f.goals));
+        out.push_str("```\n\n");
     }
 
     out.push_str(
@@ -225,7 +386,11 @@ pub fn markdown(f: &Facts<'_>) -> String {
         }
     }
 
-    out.push_str("\n### Graph\n\n```mermaid\n");
+    out.push_str(if f.goals.is_empty() {
+        "\n### Graph\n\n```mermaid\n"
+    } else {
+        "\n### Task graph\n\n```mermaid\n"
+    });
     out.push_str(&mermaid(f.plan, Some(f.tasks)));
     out.push_str("```\n");
     out
@@ -234,6 +399,16 @@ pub fn markdown(f: &Facts<'_>) -> String {
 /// The short human summary for stdout.
 pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
     let mut out = format!("run {}: {}\n", f.run.id, counts_line(f.tasks));
+    for g in f.goals {
+        let r = &g.record;
+        let why = r
+            .reason
+            .as_ref()
+            .map(|w| format!(" ({w})"))
+            .unwrap_or_default();
+        let text: String = one_line(&r.text).chars().take(60).collect();
+        let _ = writeln!(out, "goal {} {}{why}: {text}", r.id, r.status.as_str());
+    }
     for p in f.parked {
         let _ = writeln!(
             out,
@@ -278,6 +453,14 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "elapsed_ms": t.elapsed_ms,
             "error": t.error,
             "transcript": t.transcript,
+        })).collect::<Vec<_>>(),
+        "goals": f.goals.iter().map(|g| json!({
+            "id": g.record.id,
+            "text": g.record.text,
+            "status": g.record.status.as_str(),
+            "reason": g.record.reason,
+            "needs": g.record.needs,
+            "tasks": g.tasks.iter().map(|&i| f.tasks[i].id.as_str()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "parked": f.parked.iter().map(|p| json!({"task": p.task, "branch": p.branch, "paths": p.paths})).collect::<Vec<_>>(),
         "landing": f.landing,

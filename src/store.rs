@@ -7,8 +7,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use rusqlite::{Connection, OptionalExtension as _, Transaction, params};
-use serde::Serialize;
+use rusqlite::{Connection, OptionalExtension as _, Transaction, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Schema migrations, append-only: migration `i` takes the board from version `i` to `i + 1`.
@@ -80,6 +80,26 @@ ALTER TABLE tasks ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN cost REAL;
 ALTER TABLE attempts ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN cost REAL;
+",
+    r"
+CREATE TABLE goals (
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    needs TEXT,
+    status TEXT NOT NULL,
+    reason TEXT,
+    queue_id INTEGER,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    text TEXT NOT NULL,
+    added_at INTEGER NOT NULL,
+    run_id TEXT,
+    goal_id TEXT
+);
 ",
 ];
 
@@ -193,6 +213,96 @@ pub struct TaskRecord {
     pub tokens: u64,
     /// Cost in US dollars where the agent reports it; `None` is unknown, never zero.
     pub cost: Option<f64>,
+}
+
+/// Where a goal of a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GoalStatus {
+    Pending,
+    /// Its tasks are on the board.
+    Planned,
+    Done,
+    Failed,
+    Parked,
+    Skipped,
+}
+
+impl GoalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Planned => "planned",
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Parked => "parked",
+            Self::Skipped => "skipped",
+        }
+    }
+
+    /// Whether the goal will not change any more in this run.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            Self::Done | Self::Failed | Self::Parked | Self::Skipped
+        )
+    }
+
+    fn parse(s: &str) -> anyhow::Result<Self> {
+        Ok(match s {
+            "pending" => Self::Pending,
+            "planned" => Self::Planned,
+            "done" => Self::Done,
+            "failed" => Self::Failed,
+            "parked" => Self::Parked,
+            "skipped" => Self::Skipped,
+            other => bail!("unknown goal status {other:?} in the board"),
+        })
+    }
+}
+
+/// A goal that must land before another can start, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Need {
+    pub goal: String,
+    pub reason: String,
+}
+
+/// A goal of a run as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct GoalRecord {
+    pub id: String,
+    pub text: String,
+    /// `None` until the dependency pass ran; `Some(vec![])` is a goal that needs nothing.
+    pub needs: Option<Vec<Need>>,
+    pub status: GoalStatus,
+    pub reason: Option<String>,
+    /// The queue item the goal came from.
+    pub queue_id: Option<i64>,
+}
+
+/// A goal waiting in the queue, or taken by a run that has not finished.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueItem {
+    pub id: i64,
+    pub text: String,
+    pub added_at: i64,
+    pub run_id: Option<String>,
+    pub goal_id: Option<String>,
+    /// The status of the goal it became, once a run took it.
+    pub goal_status: Option<GoalStatus>,
+}
+
+/// What removing a queue item did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueRemoval {
+    Removed,
+    NotFound,
+    /// A run already took the item; it stays, since the run's goal refers to it.
+    Taken {
+        run: String,
+        goal: String,
+    },
 }
 
 /// Something that happened, as written to the board and to `events.jsonl`.
@@ -334,11 +444,17 @@ impl Board {
     pub fn add_tasks(&mut self, run: &str, tasks: &[(String, Value)]) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         {
+            // After the run's tasks so far: goals planned one after another keep their order.
+            let first: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(position) + 1, 0) FROM tasks WHERE run_id = ?1",
+                [run],
+                |r| r.get(0),
+            )?;
             let mut insert = tx.prepare(
                 "INSERT INTO tasks (run_id, id, position, spec, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
             )?;
             for (pos, (id, spec)) in tasks.iter().enumerate() {
-                insert.execute(params![run, id, pos as i64, spec.to_string()])?;
+                insert.execute(params![run, id, first + pos as i64, spec.to_string()])?;
             }
         }
         let line = append_event(
@@ -600,6 +716,211 @@ impl Board {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Adds goals to a run, after its existing ones.
+    pub fn add_goals(&mut self, run: &str, goals: &[GoalRecord]) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        let lines = insert_goals(&tx, run, goals)?;
+        tx.commit()?;
+        self.write_log(run, &lines)
+    }
+
+    /// Stores the result of the dependency pass: each goal's needs (replacing) and its events.
+    pub fn set_goal_needs(
+        &mut self,
+        run: &str,
+        needs: &[(String, Vec<Need>)],
+        events: &[Event<'_>],
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        for (goal, goal_needs) in needs {
+            let changed = tx.execute(
+                "UPDATE goals SET needs = ?1 WHERE run_id = ?2 AND id = ?3",
+                params![serde_json::to_string(goal_needs)?, run, goal],
+            )?;
+            anyhow::ensure!(changed == 1, "goal {goal} of run {run} is not in the board");
+        }
+        let mut lines = Vec::with_capacity(events.len());
+        for e in events {
+            lines.push(append_event(&tx, run, e)?);
+        }
+        tx.commit()?;
+        self.write_log(run, &lines)
+    }
+
+    /// Sets a goal's status and reason (`None` clears it) with its event.
+    pub fn set_goal_status(
+        &mut self,
+        run: &str,
+        goal: &str,
+        status: GoalStatus,
+        reason: Option<&str>,
+        event: &Event<'_>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        let reason = reason.map(|r| crate::secret::redact(r).into_owned());
+        let changed = tx.execute(
+            "UPDATE goals SET status = ?1, reason = ?2 WHERE run_id = ?3 AND id = ?4",
+            params![status.as_str(), reason, run, goal],
+        )?;
+        anyhow::ensure!(changed == 1, "goal {goal} of run {run} is not in the board");
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// The goals of a run in the order they were added.
+    pub fn load_goals(&self, run: &str) -> anyhow::Result<Vec<GoalRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, text, needs, status, reason, queue_id FROM goals
+             WHERE run_id = ?1 ORDER BY position",
+        )?;
+        let rows = stmt.query_map([run], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<i64>>(5)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, text, needs, status, reason, queue_id) = row?;
+            out.push(GoalRecord {
+                needs: needs
+                    .map(|n| serde_json::from_str(&n))
+                    .transpose()
+                    .with_context(|| format!("stored needs of goal {id}"))?,
+                status: GoalStatus::parse(&status)?,
+                id,
+                text,
+                reason,
+                queue_id,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Queues a goal for the next run to take; returns its id. Called from another process
+    /// than the one running, hence the immediate transaction: it waits for the write lock up
+    /// front instead of failing on a lock upgrade.
+    pub fn queue_add(&mut self, text: &str) -> anyhow::Result<i64> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO queue (text, added_at) VALUES (?1, ?2)",
+            params![text, now_ms()],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Items not taken yet, and items taken by runs that have not finished, in queue order.
+    pub fn queue_items(&self) -> anyhow::Result<Vec<QueueItem>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT q.id, q.text, q.added_at, q.run_id, q.goal_id, g.status
+             FROM queue q
+             LEFT JOIN runs r ON r.id = q.run_id
+             LEFT JOIN goals g ON g.run_id = q.run_id AND g.id = q.goal_id
+             WHERE q.run_id IS NULL OR r.status IS NULL OR r.status != 'finished'
+             ORDER BY q.id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                QueueItem {
+                    id: r.get(0)?,
+                    text: r.get(1)?,
+                    added_at: r.get(2)?,
+                    run_id: r.get(3)?,
+                    goal_id: r.get(4)?,
+                    goal_status: None,
+                },
+                r.get::<_, Option<String>>(5)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut item, status) = row?;
+            item.goal_status = status.as_deref().map(GoalStatus::parse).transpose()?;
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    /// Removes a queue item no run has taken yet.
+    pub fn queue_remove(&mut self, id: i64) -> anyhow::Result<QueueRemoval> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let taken: Option<(Option<String>, Option<String>)> = tx
+            .query_row(
+                "SELECT run_id, goal_id FROM queue WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let removal = match taken {
+            None => QueueRemoval::NotFound,
+            Some((Some(run), goal)) => QueueRemoval::Taken {
+                run,
+                goal: goal.unwrap_or_default(),
+            },
+            Some((None, _)) => {
+                tx.execute("DELETE FROM queue WHERE id = ?1", [id])?;
+                QueueRemoval::Removed
+            }
+        };
+        tx.commit()?;
+        Ok(removal)
+    }
+
+    /// Makes every item nobody took yet a pending goal of `run`, in one immediate transaction
+    /// so that two runs never take the same item; returns the new goals.
+    pub fn take_queue(&mut self, run: &str) -> anyhow::Result<Vec<GoalRecord>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let items: Vec<(i64, String)> = {
+            let mut stmt =
+                tx.prepare("SELECT id, text FROM queue WHERE run_id IS NULL ORDER BY id")?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?
+        };
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let existing: i64 =
+            tx.query_row("SELECT COUNT(*) FROM goals WHERE run_id = ?1", [run], |r| {
+                r.get(0)
+            })?;
+        let goals: Vec<GoalRecord> = items
+            .into_iter()
+            .zip(existing + 1..)
+            .map(|((queue_id, text), n)| GoalRecord {
+                id: format!("g{n}"),
+                text,
+                needs: None,
+                status: GoalStatus::Pending,
+                reason: None,
+                queue_id: Some(queue_id),
+            })
+            .collect();
+        let lines = insert_goals(&tx, run, &goals)?;
+        {
+            let mut take =
+                tx.prepare("UPDATE queue SET run_id = ?1, goal_id = ?2 WHERE id = ?3")?;
+            for g in &goals {
+                take.execute(params![run, g.id, g.queue_id])?;
+            }
+        }
+        tx.commit()?;
+        self.write_log(run, &lines)?;
+        Ok(goals)
+    }
+
     fn write_log(&mut self, run: &str, lines: &[String]) -> anyhow::Result<()> {
         if self.log.as_ref().is_none_or(|(r, _)| r != run) {
             let path = self.events_path(run);
@@ -721,6 +1042,40 @@ fn apply_update(
     Ok(())
 }
 
+/// Inserts goals after the run's existing ones and returns their `goal_added` event lines.
+fn insert_goals(
+    tx: &Transaction<'_>,
+    run: &str,
+    goals: &[GoalRecord],
+) -> anyhow::Result<Vec<String>> {
+    let next: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(position), -1) + 1 FROM goals WHERE run_id = ?1",
+        [run],
+        |r| r.get(0),
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO goals (run_id, id, position, text, needs, status, reason, queue_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    let mut lines = Vec::with_capacity(goals.len());
+    for (pos, g) in (next..).zip(goals) {
+        let needs = g.needs.as_ref().map(serde_json::to_string).transpose()?;
+        insert.execute(params![
+            run,
+            g.id,
+            pos,
+            g.text,
+            needs,
+            g.status.as_str(),
+            g.reason,
+            g.queue_id
+        ])?;
+        let detail = serde_json::json!({ "goal": g.id, "text": g.text });
+        lines.push(append_event(tx, run, &Event::run("goal_added", detail))?);
+    }
+    Ok(lines)
+}
+
 /// Appends an event to the board and returns its `events.jsonl` line.
 fn append_event(tx: &Transaction<'_>, run: &str, e: &Event<'_>) -> anyhow::Result<String> {
     let at = now_ms();
@@ -759,6 +1114,340 @@ mod tests {
         assert!(
             format!("{err:#}").contains("newer than this swarm knows"),
             "{err:#}"
+        );
+    }
+
+    fn board_with_run(dir: &Path, run: &str) -> Board {
+        let mut board = Board::open(dir).unwrap();
+        create_run(&mut board, run);
+        board
+    }
+
+    fn create_run(board: &mut Board, run: &str) {
+        let record = RunRecord {
+            id: run.to_owned(),
+            created_at: now_ms(),
+            finished_at: None,
+            status: RunStatus::Running,
+            exit_code: None,
+            source: "goal".to_owned(),
+            base_commit: "0000000".to_owned(),
+            integration_ref: format!("refs/swarm/{run}"),
+            options: Value::Null,
+        };
+        board.create_run(&record, &[]).unwrap();
+    }
+
+    fn goal(id: &str, needs: Option<Vec<Need>>) -> GoalRecord {
+        GoalRecord {
+            id: id.to_owned(),
+            text: format!("do {id}"),
+            needs,
+            status: GoalStatus::Pending,
+            reason: None,
+            queue_id: None,
+        }
+    }
+
+    fn ids(goals: &[GoalRecord]) -> Vec<&str> {
+        goals.iter().map(|g| g.id.as_str()).collect()
+    }
+
+    fn event_kinds(board: &Board, run: &str) -> Vec<String> {
+        std::fs::read_to_string(board.events_path(run))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["kind"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_board_at_version_2_migrates_and_keeps_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("board.db")).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(MIGRATIONS[1]).unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        conn.execute(
+            "INSERT INTO runs (id, created_at, status, source, base_commit, integration_ref, options)
+             VALUES ('r1', 1, 'finished', 'tasks.toml', 'abc', 'refs/x', 'null')",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+
+        let mut board = Board::open(dir.path()).unwrap();
+        let version: usize = board
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 3);
+        assert_eq!(
+            board.load_run("r1").unwrap().unwrap().status,
+            RunStatus::Finished
+        );
+        board.add_goals("r1", &[goal("g1", None)]).unwrap();
+        assert_eq!(ids(&board.load_goals("r1").unwrap()), ["g1"]);
+    }
+
+    #[test]
+    fn goals_round_trip_with_and_without_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "r1");
+        let needs = vec![Need {
+            goal: "g1".to_owned(),
+            reason: "uses its API".to_owned(),
+        }];
+        let mut done = goal("g3", Some(Vec::new()));
+        done.status = GoalStatus::Done;
+        done.reason = Some("landed".to_owned());
+        done.queue_id = Some(7);
+        board
+            .add_goals(
+                "r1",
+                &[goal("g1", None), goal("g2", Some(needs.clone())), done],
+            )
+            .unwrap();
+
+        let goals = board.load_goals("r1").unwrap();
+        assert_eq!(ids(&goals), ["g1", "g2", "g3"]);
+        assert_eq!(goals[0].needs, None);
+        assert_eq!(goals[0].text, "do g1");
+        assert_eq!(goals[1].needs.as_ref(), Some(&needs));
+        assert_eq!(goals[2].needs, Some(Vec::new()));
+        assert_eq!(goals[2].status, GoalStatus::Done);
+        assert_eq!(goals[2].reason.as_deref(), Some("landed"));
+        assert_eq!(goals[2].queue_id, Some(7));
+        assert_eq!(
+            event_kinds(&board, "r1"),
+            ["run_started", "goal_added", "goal_added", "goal_added"]
+        );
+    }
+
+    #[test]
+    fn goal_positions_continue_across_two_additions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "r1");
+        // Ids sort the other way round, so only the positions give this order.
+        board
+            .add_goals("r1", &[goal("z", None), goal("y", None)])
+            .unwrap();
+        board
+            .add_goals("r1", &[goal("b", None), goal("a", None)])
+            .unwrap();
+        assert_eq!(ids(&board.load_goals("r1").unwrap()), ["z", "y", "b", "a"]);
+    }
+
+    #[test]
+    fn goal_needs_are_replaced_and_their_events_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "r1");
+        board
+            .add_goals("r1", &[goal("g1", None), goal("g2", None)])
+            .unwrap();
+        let need = |goal: &str| Need {
+            goal: goal.to_owned(),
+            reason: "because".to_owned(),
+        };
+        board
+            .set_goal_needs("r1", &[("g2".to_owned(), vec![need("g1")])], &[])
+            .unwrap();
+        board
+            .set_goal_needs(
+                "r1",
+                &[
+                    ("g1".to_owned(), Vec::new()),
+                    ("g2".to_owned(), vec![need("g3")]),
+                ],
+                &[Event::run("needs_ready", Value::Null)],
+            )
+            .unwrap();
+
+        let goals = board.load_goals("r1").unwrap();
+        assert_eq!(goals[0].needs, Some(Vec::new()));
+        assert_eq!(goals[1].needs, Some(vec![need("g3")]));
+        assert_eq!(event_kinds(&board, "r1").last().unwrap(), "needs_ready");
+        assert!(
+            board
+                .set_goal_needs("r1", &[("g9".to_owned(), Vec::new())], &[])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn goal_status_and_reason_are_set_with_their_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "r1");
+        board.add_goals("r1", &[goal("g1", None)]).unwrap();
+        let parked = Event::run("goal_parked", serde_json::json!({ "goal": "g1" }));
+        board
+            .set_goal_status("r1", "g1", GoalStatus::Parked, Some("conflict"), &parked)
+            .unwrap();
+        let g = &board.load_goals("r1").unwrap()[0];
+        assert_eq!(
+            (g.status, g.reason.as_deref()),
+            (GoalStatus::Parked, Some("conflict"))
+        );
+        assert!(g.status.is_final());
+        assert!(!GoalStatus::Planned.is_final());
+        assert_eq!(event_kinds(&board, "r1").last().unwrap(), "goal_parked");
+
+        board
+            .set_goal_status("r1", "g1", GoalStatus::Planned, None, &parked)
+            .unwrap();
+        assert_eq!(board.load_goals("r1").unwrap()[0].reason, None);
+        assert!(
+            board
+                .set_goal_status("r1", "g9", GoalStatus::Done, None, &parked)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn take_queue_takes_only_untaken_items_and_numbers_goals_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "r1");
+        assert!(board.take_queue("r1").unwrap().is_empty());
+        let first: Vec<i64> = ["one", "two", "three"]
+            .iter()
+            .map(|t| board.queue_add(t).unwrap())
+            .collect();
+
+        let taken = board.take_queue("r1").unwrap();
+        assert_eq!(ids(&taken), ["g1", "g2", "g3"]);
+        assert_eq!(taken[1].text, "two");
+        assert_eq!(taken[1].queue_id, Some(first[1]));
+        assert!(
+            taken
+                .iter()
+                .all(|g| g.status == GoalStatus::Pending && g.needs.is_none())
+        );
+        assert!(board.take_queue("r1").unwrap().is_empty());
+
+        let four = board.queue_add("four").unwrap();
+        let taken = board.take_queue("r1").unwrap();
+        assert_eq!(ids(&taken), ["g4"]);
+        assert_eq!(taken[0].queue_id, Some(four));
+
+        let stored = board.load_goals("r1").unwrap();
+        assert_eq!(ids(&stored), ["g1", "g2", "g3", "g4"]);
+        assert_eq!(stored[3].text, "four");
+        let items = board.queue_items().unwrap();
+        assert!(items.iter().all(|i| i.run_id.as_deref() == Some("r1")));
+        assert_eq!(items[3].goal_id.as_deref(), Some("g4"));
+        assert_eq!(
+            event_kinds(&board, "r1")
+                .iter()
+                .filter(|k| *k == "goal_added")
+                .count(),
+            4
+        );
+    }
+
+    #[test]
+    fn queue_items_hide_finished_runs_and_show_running_ones_with_goal_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "old");
+        board.queue_add("finished work").unwrap();
+        board.take_queue("old").unwrap();
+        let end = Event::run("run_finished", Value::Null);
+        board
+            .set_run_status("old", RunStatus::Finished, Some(0), &end)
+            .unwrap();
+
+        create_run(&mut board, "new");
+        let running = board.queue_add("running work").unwrap();
+        board.take_queue("new").unwrap();
+        let planned = Event::run("goal_planned", Value::Null);
+        board
+            .set_goal_status("new", "g1", GoalStatus::Planned, None, &planned)
+            .unwrap();
+        let waiting = board.queue_add("waiting work").unwrap();
+
+        let items = board.queue_items().unwrap();
+        assert_eq!(
+            items.iter().map(|i| i.id).collect::<Vec<_>>(),
+            [running, waiting]
+        );
+        assert_eq!(items[0].text, "running work");
+        assert_eq!(items[0].run_id.as_deref(), Some("new"));
+        assert_eq!(items[0].goal_id.as_deref(), Some("g1"));
+        assert_eq!(items[0].goal_status, Some(GoalStatus::Planned));
+        assert_eq!(
+            (items[1].run_id.as_deref(), items[1].goal_status),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn queue_remove_deletes_untaken_items_and_keeps_taken_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "r1");
+        let taken = board.queue_add("taken").unwrap();
+        board.take_queue("r1").unwrap();
+        let free = board.queue_add("free").unwrap();
+
+        assert_eq!(
+            board.queue_remove(taken).unwrap(),
+            QueueRemoval::Taken {
+                run: "r1".to_owned(),
+                goal: "g1".to_owned()
+            }
+        );
+        assert_eq!(board.queue_remove(free).unwrap(), QueueRemoval::Removed);
+        assert_eq!(board.queue_remove(free).unwrap(), QueueRemoval::NotFound);
+        let items = board.queue_items().unwrap();
+        assert_eq!(items.iter().map(|i| i.id).collect::<Vec<_>>(), [taken]);
+    }
+
+    #[test]
+    fn two_boards_on_one_file_both_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut running = board_with_run(dir.path(), "r1");
+        let mut other = Board::open(dir.path()).unwrap();
+        let a = other.queue_add("from the other process").unwrap();
+        let b = running.queue_add("from the running process").unwrap();
+        let c = other.queue_add("again from the other").unwrap();
+        assert!(a < b && b < c);
+        assert_eq!(ids(&running.take_queue("r1").unwrap()), ["g1", "g2", "g3"]);
+        assert!(
+            other
+                .queue_items()
+                .unwrap()
+                .iter()
+                .all(|i| i.goal_id.is_some())
+        );
+    }
+
+    #[test]
+    fn take_queue_waits_for_another_writer_and_sees_its_items() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = board_with_run(dir.path(), "r1");
+        board.queue_add("before").unwrap();
+        // Another process is in the middle of a write. A deferred transaction would read the
+        // old snapshot, then fail to upgrade to a writer once that write commits (SQLITE_BUSY).
+        let writer = Connection::open(dir.path().join("board.db")).unwrap();
+        writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+        writer
+            .execute(
+                "INSERT INTO queue (text, added_at) VALUES ('during', 0)",
+                [],
+            )
+            .unwrap();
+        let commit = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            writer.execute_batch("COMMIT").unwrap();
+        });
+        let taken = board.take_queue("r1").unwrap();
+        commit.join().unwrap();
+        assert_eq!(
+            taken.iter().map(|g| g.text.as_str()).collect::<Vec<_>>(),
+            ["before", "during"]
         );
     }
 }

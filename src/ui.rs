@@ -71,6 +71,13 @@ impl Ui {
         }
     }
 
+    /// A goal was planned while the run goes: its tasks join the count.
+    pub fn tasks_added(&mut self, n: usize) {
+        if let Mode::Bars { overall, .. } = &mut self.mode {
+            overall.inc_length(n as u64);
+        }
+    }
+
     pub fn task_started(&mut self, id: &str, attempt: u32) {
         let what = if attempt > 1 {
             format!("{id} (attempt {attempt})")

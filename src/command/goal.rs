@@ -11,9 +11,11 @@ use super::{
     Configured, Globals, MAX_FAN_IN, NO_MODEL_HINT, NewRun, model_client, refuse_when_nested,
     settings,
 };
+use crate::cli::RunOptions;
 use crate::git::Repo;
 use crate::planner;
-use crate::store::{Event, RunStatus};
+use crate::schedule::GoalRun;
+use crate::store::{Event, GoalRecord, GoalStatus, RunStatus};
 use crate::{Usage, exit, ui};
 
 /// Lines of the README the planner sees.
@@ -119,7 +121,102 @@ pub(super) fn run_goal(
         return Ok(exit::OK);
     }
     let settings = settings(options, &planned.plan, &configured.profiles)?;
-    run.launch(g, &planned.plan, &settings, options)
+    run.launch(g, planned.plan, &settings, options, None)
+}
+
+/// `swarm --goal A --goal B …`, `--goals-file`, and `swarm queue run`: records the goals (or
+/// takes the queue's), then runs them together; the scheduler infers which needs which and
+/// plans each when it can.
+pub(super) fn run_goals(
+    g: &Globals,
+    goals: &[String],
+    from_queue: bool,
+    configured: &Configured,
+) -> anyhow::Result<u8> {
+    let options = &configured.options;
+    if let Some(code) = refuse_when_nested(g) {
+        return Ok(code);
+    }
+    if let Some(n) = goals.iter().position(|t| t.trim().is_empty()) {
+        anyhow::bail!(Usage::new(format!("goal {} is empty", n + 1)));
+    }
+    let jobs = options.jobs.unwrap_or(super::DEFAULT_JOBS) as usize;
+    if model_client(options, jobs)?.is_none() {
+        anyhow::bail!(
+            Usage::new("planning goals needs a model, and none is configured").hint(NO_MODEL_HINT)
+        );
+    }
+    let source = if from_queue {
+        "queue".to_owned()
+    } else {
+        format!("{} goals", goals.len())
+    };
+    let mut run = NewRun::begin(g, source, options, None)?;
+    let run_id = run.record.id.clone();
+    if from_queue {
+        run.board.take_queue(&run_id)?;
+    } else {
+        let records: Vec<GoalRecord> = goals
+            .iter()
+            .enumerate()
+            .map(|(n, text)| GoalRecord {
+                id: format!("g{}", n + 1),
+                text: text.trim().to_owned(),
+                needs: None,
+                status: GoalStatus::Pending,
+                reason: None,
+                queue_id: None,
+            })
+            .collect();
+        run.board.add_goals(&run_id, &records)?;
+    }
+    let records = run.board.load_goals(&run_id)?;
+    let plan = crate::plan::Plan::from_tasks(Vec::new())?;
+    let settings = settings(options, &plan, &configured.profiles)?;
+    let goals = goal_run(&run.repo, options, records)?;
+    run.launch(g, plan, &settings, options, Some(goals))
+}
+
+/// What the scheduler needs to plan a run's goals.
+pub(super) fn goal_run(
+    repo: &Repo,
+    options: &RunOptions,
+    goals: Vec<GoalRecord>,
+) -> anyhow::Result<GoalRun> {
+    let jobs = options.jobs.unwrap_or(super::DEFAULT_JOBS) as usize;
+    let client = model_client(options, jobs)?.ok_or_else(|| {
+        Usage::new("planning goals needs a model, and none is configured").hint(NO_MODEL_HINT)
+    })?;
+    Ok(GoalRun {
+        client,
+        summary: summarize(repo)?,
+        max_fan_in: MAX_FAN_IN,
+        from_queue: goals.iter().any(|g| g.queue_id.is_some()),
+        goals,
+    })
+}
+
+/// Goals from a file, one a line; blank lines and `#` comments are skipped.
+pub(super) fn read_goals_file(path: &Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Usage::new(format!(
+            "could not read the goals file {}: {e}",
+            path.display()
+        ))
+    })?;
+    let goals: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    if goals.is_empty() {
+        anyhow::bail!(Usage::new(format!(
+            "the goals file {} holds no goal (one a line)",
+            path.display()
+        )));
+    }
+    Ok(goals)
 }
 
 fn one_line(text: &str) -> String {

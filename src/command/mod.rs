@@ -13,18 +13,21 @@ use std::collections::BTreeMap;
 
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
-use crate::cli::{Cli, Command, Land, RunOptions};
+use crate::cli::{Cli, Command, Land, QueueAction, RunOptions};
 use crate::git::{CommitId, Landing, Repo};
 use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
-use crate::report::{self, Facts, Parked};
-use crate::schedule::{BuiltinLimits, Ending, Layout, Scheduler, Settings};
-use crate::store::{Board, Event, RunRecord, RunStatus, TaskRecord, TaskStatus};
+use crate::report::{self, Facts, GoalFacts, Parked};
+use crate::schedule::{BuiltinLimits, Ending, GoalRun, Layout, Scheduler, Settings};
+use crate::store::{
+    Board, Event, GoalRecord, GoalStatus, RunRecord, RunStatus, TaskRecord, TaskStatus,
+};
 use crate::ui::{self, Ui};
 use crate::{Busy, Usage, exit};
 
 mod goal;
 mod inspect;
+mod queue;
 
 use inspect::{gc, graph, logs, status};
 
@@ -64,7 +67,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     };
     let explicit = cli.config.as_deref();
     if cli.command.is_some()
-        && (cli.goal.is_some()
+        && (!cli.goal.is_empty()
+            || cli.goals_file.is_some()
             || cli.plan_out.is_some()
             || cli.plan_only
             || serde_json::to_value(&cli.options)? != serde_json::to_value(RunOptions::default())?)
@@ -75,15 +79,22 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         .hint("e.g. `swarm run tasks.jsonl -j 8`, or `swarm --goal \"…\" -j 8`"));
     }
     let Some(command) = cli.command else {
-        let goal = cli.goal.unwrap_or_default();
+        let mut goals = cli.goal;
+        if let Some(file) = &cli.goals_file {
+            goals.extend(goal::read_goals_file(&g.dir.join(file))?);
+        }
         let configured = configure(&g, &cli.options, explicit)?;
-        return goal::run_goal(
-            &g,
-            &goal,
-            cli.plan_out.as_deref(),
-            cli.plan_only,
-            &configured,
-        );
+        if let [one] = goals.as_slice()
+            && cli.goals_file.is_none()
+        {
+            return goal::run_goal(&g, one, cli.plan_out.as_deref(), cli.plan_only, &configured);
+        }
+        if cli.plan_out.is_some() || cli.plan_only {
+            bail!(Usage::new("--plan-out and --plan-only take one goal").hint(
+                "with several goals, a goal that needs others is planned only once they are merged"
+            ));
+        }
+        return goal::run_goals(&g, &goals, false, &configured);
     };
     match command {
         Command::Run { tasks, options } => {
@@ -116,6 +127,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         } => logs(&g, run.as_deref(), errors, tail, follow, path),
         Command::Graph { source, format } => graph(&g, source.as_deref(), format),
         Command::Gc { dry_run } => gc(&g, dry_run),
+        Command::Queue { action } => match action {
+            QueueAction::Add { text } => queue::add(&g, &text.join(" ")),
+            QueueAction::List => queue::list(&g),
+            QueueAction::Rm { id } => queue::remove(&g, id),
+            QueueAction::Run { options } => {
+                let configured = configure(&g, &options, explicit)?;
+                queue::run(&g, &configured)
+            }
+        },
         Command::Completions { shell } => {
             let mut cmd = crate::cli::command();
             let mut buf = Vec::new();
@@ -373,6 +393,7 @@ fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
         retries: newer.retries.or(base.retries),
         check: newer.check.or(base.check),
         final_out: newer.final_out.or(base.final_out),
+        final_out_dir: newer.final_out_dir.or(base.final_out_dir),
         base: newer.base.or(base.base),
         land: newer.land.or(base.land),
         worktree_dir: newer.worktree_dir.or(base.worktree_dir),
@@ -564,7 +585,7 @@ fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> anyhow::Resul
     })?;
     let settings = settings(options, &plan, &configured.profiles)?;
     let run = NewRun::begin(g, tasks.display().to_string(), options, Some(&plan))?;
-    run.launch(g, &plan, &settings, options)
+    run.launch(g, plan, &settings, options, None)
 }
 
 fn task_specs(plan: &Plan) -> Vec<(String, serde_json::Value)> {
@@ -633,13 +654,14 @@ impl NewRun {
     fn launch(
         mut self,
         g: &Globals,
-        plan: &Plan,
+        plan: Plan,
         settings: &Settings,
         options: &RunOptions,
+        goals: Option<GoalRun>,
     ) -> anyhow::Result<u8> {
         let run_id = self.record.id.clone();
         if !self.tasks_stored {
-            self.board.add_tasks(&run_id, &task_specs(plan))?;
+            self.board.add_tasks(&run_id, &task_specs(&plan))?;
         }
         // After the board knows the run, so a kill in between leaves a run that resume can finish.
         self.repo
@@ -664,6 +686,7 @@ impl NewRun {
             &layout,
             options,
             self.lock,
+            goals,
         )
     }
 }
@@ -700,7 +723,8 @@ fn resume(
         serde_json::from_value(record.options.clone()).context("stored run options")?;
     let options = overlay(stored, newer);
     let records = board.load_tasks(&run_id)?;
-    if records.is_empty() {
+    let goal_records = board.load_goals(&run_id)?;
+    if records.is_empty() && goal_records.is_empty() {
         // Stopped while planning, before any task was stored: there is nothing to continue.
         board.set_run_status(
             &run_id,
@@ -720,6 +744,11 @@ fn resume(
     }
     let plan = stored_plan(&records)?;
     let settings = settings(&options, &plan, profiles)?;
+    let goals = if goal_records.is_empty() {
+        None
+    } else {
+        Some(goal::goal_run(&repo, &options, goal_records)?)
+    };
     let base = CommitId::new(&record.base_commit);
     if repo.ref_target(&record.integration_ref)?.is_none() {
         let integration = record.integration_ref.trim_start_matches("refs/heads/");
@@ -758,12 +787,16 @@ fn resume(
         run_dir: board.run_dir(&run_id),
     };
     execute(
-        g, &repo, &mut board, &plan, &settings, &layout, &options, lock,
+        g, &repo, &mut board, plan, &settings, &layout, &options, lock, goals,
     )
 }
 
 /// The plan of a stored run, from its tasks' specs.
 fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
+    if records.is_empty() {
+        // A multi-goal run stopped before any goal was planned.
+        return Plan::from_tasks(Vec::new());
+    }
     let text: String = records
         .iter()
         .flat_map(|r| [r.spec.to_string(), "\n".to_owned()])
@@ -779,24 +812,40 @@ fn execute(
     g: &Globals,
     repo: &Repo,
     board: &mut Board,
-    plan: &Plan,
+    plan: Plan,
     settings: &Settings,
     layout: &Layout,
     options: &RunOptions,
     lock: Lock,
+    goals: Option<GoalRun>,
 ) -> anyhow::Result<u8> {
     let mut ui = Ui::new(g.quiet);
     let records = board.load_tasks(&layout.run)?;
-    let ending = Scheduler::new(plan, repo, board, &mut ui, settings, layout, &records)?.run();
+    let outcome = Scheduler::new(
+        plan, repo, board, &mut ui, settings, layout, &records, goals,
+    )?
+    .run();
     ui.finish();
-    let ending = ending?;
+    let (ending, plan) = outcome?;
+    let plan = &plan;
     let records = board.load_tasks(&layout.run)?;
+    let goals = goal_facts(plan, board.load_goals(&layout.run)?);
     let parked = parked_tasks(board, &layout.run, &records)?;
     let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
+    let goal_unfinished = goals.iter().any(|g| {
+        matches!(
+            g.record.status,
+            GoalStatus::Failed | GoalStatus::Skipped | GoalStatus::Pending
+        )
+    });
     let code = match ending {
         Ending::Interrupted => exit::RESUMABLE,
         Ending::Finished if !parked.is_empty() => exit::NEEDS_HUMAN,
-        Ending::Finished if any(TaskStatus::Failed) || any(TaskStatus::Skipped) => exit::FAILED,
+        Ending::Finished
+            if any(TaskStatus::Failed) || any(TaskStatus::Skipped) || goal_unfinished =>
+        {
+            exit::FAILED
+        }
         Ending::Finished => exit::OK,
     };
     let tip = repo
@@ -836,6 +885,11 @@ fn execute(
     let failed_attempts = board.failed_attempts(&layout.run)?;
     let merges = merges(board, &layout.run)?;
     let repairs = repairs(board, &layout.run)?;
+    let goal_notes = if goals.is_empty() {
+        Vec::new()
+    } else {
+        goal_notes(board, &layout.run)?
+    };
     let facts = Facts {
         run: &run,
         plan,
@@ -846,6 +900,8 @@ fn execute(
         repairs: &repairs,
         landing: landing.as_deref(),
         exit_code: i32::from(code),
+        goals: &goals,
+        goal_notes: &goal_notes,
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
@@ -860,6 +916,22 @@ fn execute(
         std::fs::write(&out, &text)
             .with_context(|| format!("could not write the report to {}", out.display()))?;
         shown = out.display().to_string();
+    }
+    if let Some(dir) = &options.final_out_dir
+        && !goals.is_empty()
+    {
+        let dir = if dir.is_absolute() {
+            dir.clone()
+        } else {
+            g.dir.join(dir)
+        };
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("could not create {}", dir.display()))?;
+        for goal in &goals {
+            let path = dir.join(format!("{}.md", goal.record.id));
+            std::fs::write(&path, report::goal_markdown(&facts, goal))
+                .with_context(|| format!("could not write the report to {}", path.display()))?;
+        }
     }
     drop(lock);
     if g.json {
@@ -897,6 +969,62 @@ fn parked_tasks(board: &Board, run: &str, records: &[TaskRecord]) -> anyhow::Res
                     })
                     .unwrap_or_default(),
                 resolver: detail["resolver"].as_str().map(str::to_owned),
+            }
+        })
+        .collect())
+}
+
+/// Each goal with its tasks and the task holding its deliverable.
+fn goal_facts(plan: &Plan, records: Vec<GoalRecord>) -> Vec<GoalFacts> {
+    records
+        .into_iter()
+        .map(|record| {
+            let prefix = format!("{}.", record.id);
+            let tasks: Vec<usize> = (0..plan.len())
+                .filter(|&i| plan.tasks[i].id.as_str().starts_with(&prefix))
+                .collect();
+            let own = Plan::from_tasks(tasks.iter().map(|&i| plan.tasks[i].clone()).collect());
+            let deliverable = own.ok().and_then(|p| p.deliverable()).map(|d| tasks[d]);
+            GoalFacts {
+                record,
+                tasks,
+                deliverable,
+            }
+        })
+        .collect()
+}
+
+/// What the event log says about the goals as a whole, one line each.
+fn goal_notes(board: &Board, run: &str) -> anyhow::Result<Vec<String>> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    Ok(read_events(&board.events_path(run))?
+        .iter()
+        .filter_map(|e| {
+            let d = &e["detail"];
+            match e["kind"].as_str()? {
+                "goal_needs_failed" => Some(format!(
+                    "The dependency pass failed ({}), so goals {} ran as independent.",
+                    text(&d["error"]),
+                    d["goals"]
+                        .as_array()
+                        .map(|a| a.iter().map(text).collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default()
+                )),
+                "goal_need_dropped" => Some(format!(
+                    "Dropped the inferred dependency of goal {} on goal {} ({}): {}.",
+                    text(&d["goal"]),
+                    text(&d["needs"]),
+                    text(&d["reason"]),
+                    text(&d["why"])
+                )),
+                "deadlock" => Some(format!(
+                    "Deadlock: nothing was running and nothing could become ready; stuck: {}.",
+                    d["stuck"]
+                        .as_array()
+                        .map(|a| a.iter().map(text).collect::<Vec<_>>().join("; "))
+                        .unwrap_or_default()
+                )),
+                _ => None,
             }
         })
         .collect())

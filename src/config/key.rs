@@ -30,11 +30,12 @@ pub(super) enum Key {
     ResolveConflicts,
     OnEscalate,
     FinalOut,
+    FinalOutDir,
     Base,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 18] = [
+    pub(super) const ALL: [Key; 19] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -52,6 +53,7 @@ impl Key {
         Key::ResolveConflicts,
         Key::OnEscalate,
         Key::FinalOut,
+        Key::FinalOutDir,
         Key::Base,
     ];
 
@@ -75,6 +77,7 @@ impl Key {
             Key::ResolveConflicts => "resolve-conflicts",
             Key::OnEscalate => "on-escalate",
             Key::FinalOut => "final-out",
+            Key::FinalOutDir => "final-out-dir",
             Key::Base => "base",
         }
     }
@@ -98,13 +101,13 @@ impl Key {
             Key::WorktreeDir => "SWARM_WORKTREE_DIR",
             Key::ResolveConflicts => "SWARM_RESOLVE_CONFLICTS",
             Key::OnEscalate => "SWARM_ON_ESCALATE",
-            Key::FinalOut | Key::Base => return None,
+            Key::FinalOut | Key::FinalOutDir | Key::Base => return None,
         })
     }
 
     /// Per-run options are flags only.
     pub(super) fn in_files(self) -> bool {
-        !matches!(self, Key::FinalOut | Key::Base)
+        !matches!(self, Key::FinalOut | Key::FinalOutDir | Key::Base)
     }
 
     /// What applies when nothing sets the option; null when it stays unset, and for
@@ -127,7 +130,8 @@ impl Key {
             | Key::WorktreeDir
             | Key::ResolveConflicts
             | Key::OnEscalate
-            | Key::FinalOut => Value::Null,
+            | Key::FinalOut
+            | Key::FinalOutDir => Value::Null,
         }
     }
 
@@ -151,6 +155,7 @@ impl Key {
             Key::ResolveConflicts => o.resolve_conflicts,
             Key::OnEscalate => o.on_escalate.is_some(),
             Key::FinalOut => o.final_out.is_some(),
+            Key::FinalOutDir => o.final_out_dir.is_some(),
             Key::Base => o.base.is_some(),
         }
     }
@@ -175,6 +180,7 @@ impl Key {
             Key::ResolveConflicts => to.resolve_conflicts = from.resolve_conflicts,
             Key::OnEscalate => to.on_escalate.clone_from(&from.on_escalate),
             Key::FinalOut => to.final_out.clone_from(&from.final_out),
+            Key::FinalOutDir => to.final_out_dir.clone_from(&from.final_out_dir),
             Key::Base => to.base.clone_from(&from.base),
         }
     }
@@ -198,6 +204,7 @@ impl Key {
             Key::OnEscalate => o.on_escalate = owned(),
             Key::Base => o.base = owned(),
             Key::FinalOut => o.final_out = Some(PathBuf::from(text)),
+            Key::FinalOutDir => o.final_out_dir = Some(PathBuf::from(text)),
             Key::WorktreeDir => o.worktree_dir = Some(PathBuf::from(text)),
             Key::AllowProgram => {
                 o.allow_program = text

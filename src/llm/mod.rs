@@ -212,6 +212,14 @@ impl Client {
         &self.endpoint
     }
 
+    /// The same client (and in-flight limiter) trying each request at most `n` times.
+    #[must_use]
+    pub fn with_attempts(&self, n: u32) -> Self {
+        let mut c = self.clone();
+        c.limits.max_attempts = n;
+        c
+    }
+
     /// POST `{base}/chat/completions` with `body` (adding `"model"` if absent). Retries on 429,
     /// 5xx, transport errors, timeouts and unparseable bodies with jittered exponential backoff
     /// or the server's `Retry-After`, both capped by `max_wait`; fails fast on other 4xx.

@@ -353,6 +353,46 @@ impl Plan {
         }
     }
 
+    /// Appends tasks whose deps name tasks of the plan or each other (a goal planned while the
+    /// run goes); returns the indices they got.
+    pub fn extend(&mut self, tasks: Vec<Task>) -> anyhow::Result<std::ops::Range<usize>> {
+        let start = self.len();
+        let mut all = self.tasks.clone();
+        all.extend(tasks);
+        let mut problems = Vec::new();
+        let linked = Self::link(all, &mut problems);
+        if let Some(p) = problems.first() {
+            anyhow::bail!("task {}: {}", p.task.as_deref().unwrap_or("?"), p.message);
+        }
+        *self = linked;
+        Ok(start..self.len())
+    }
+
+    /// The tasks with their ids (and deps) prefixed by `goal` and a dot, so the tasks of
+    /// several goals can share one run: `scan` of goal `g2` becomes `g2.scan`. An id cut to
+    /// fit the 64-character limit that then collides is an error.
+    pub fn namespaced(&self, goal: &str) -> anyhow::Result<Vec<Task>> {
+        let rename = |id: &TaskId| {
+            let room = 64usize.saturating_sub(goal.len() + 1);
+            let cut: String = id.as_str().chars().take(room).collect();
+            TaskId::parse(&format!("{goal}.{cut}")).map_err(|e| anyhow::anyhow!(e))
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::with_capacity(self.len());
+        for t in &self.tasks {
+            let mut t = t.clone();
+            t.id = rename(&t.id)?;
+            anyhow::ensure!(
+                seen.insert(t.id.clone()),
+                "two task ids of goal {goal} become {} when namespaced",
+                t.id
+            );
+            t.deps = t.deps.iter().map(rename).collect::<anyhow::Result<_>>()?;
+            out.push(t);
+        }
+        Ok(out)
+    }
+
     pub fn len(&self) -> usize {
         self.tasks.len()
     }
@@ -647,6 +687,30 @@ mod tests {
 
     fn ids(plan: &Plan, list: &[usize]) -> Vec<String> {
         list.iter().map(|&i| plan.tasks[i].id.to_string()).collect()
+    }
+
+    #[test]
+    fn goals_plans_share_a_run_under_their_own_prefix() {
+        let a = Plan::parse(
+            "{\"id\":\"scan\",\"run\":\"true\",\"mode\":\"read\"}\n{\"id\":\"sum\",\"run\":\"true\",\"deps\":[\"scan\"],\"mode\":\"read\"}\n",
+            "a",
+        )
+        .unwrap();
+        let mut run = Plan::from_tasks(a.namespaced("g1").unwrap()).unwrap();
+        let added = run.extend(a.namespaced("g2").unwrap()).unwrap();
+        assert_eq!(added, 2..4);
+        assert_eq!(
+            ids(&run, &[0, 1, 2, 3]),
+            ["g1.scan", "g1.sum", "g2.scan", "g2.sum"]
+        );
+        assert_eq!(run.deps(3), [2]);
+        assert_eq!(run.dependents(0), [1]);
+        // The same goal twice would duplicate ids: refused, the plan unchanged.
+        assert!(run.extend(a.namespaced("g2").unwrap()).is_err());
+        assert_eq!(run.len(), 4);
+        let long = "x".repeat(64);
+        let b = Plan::parse(&format!("{{\"id\":\"{long}\",\"run\":\"true\"}}\n"), "b").unwrap();
+        assert_eq!(b.namespaced("g10").unwrap()[0].id.as_str().len(), 64);
     }
 
     #[test]

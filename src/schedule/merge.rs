@@ -137,7 +137,8 @@ impl Scheduler<'_> {
 
     /// Parks a conflicting writer: its branch stays, its dependents are skipped, a human is told.
     fn park(&mut self, i: usize, paths: &[String], resolver: Option<&str>) -> anyhow::Result<()> {
-        let id = self.plan.tasks[i].id.as_str();
+        let plan = std::rc::Rc::clone(&self.plan);
+        let id = plan.tasks[i].id.as_str();
         let run = self.layout.run.clone();
         let branch = self.layout.branch(id, Checkout::Task);
         let original = self.slots[i]
@@ -190,7 +191,8 @@ impl Scheduler<'_> {
     /// One bounded attempt by the agent, in a fresh worktree at the integration tip holding the
     /// conflicted merge, to resolve it; the result is a merge commit, checked like any writer.
     fn start_resolver(&mut self, i: usize, workers: &Workers) -> anyhow::Result<()> {
-        let task = &self.plan.tasks[i];
+        let plan = std::rc::Rc::clone(&self.plan);
+        let task = &plan.tasks[i];
         let id = task.id.as_str();
         let run = &self.layout.run;
         let slot = &mut self.slots[i];

@@ -4,6 +4,7 @@
 
 use std::collections::{BinaryHeap, HashMap};
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ use crate::plan::{Mode, Plan};
 use crate::store::{AttemptEnd, Board, Event, TaskRecord, TaskStatus, TaskUpdate, now_ms};
 use crate::ui::Ui;
 
+mod goal;
 mod job;
 mod merge;
 mod prompt;
@@ -24,6 +26,8 @@ mod start;
 
 use job::{Report, Verdict, Workers};
 use signal::{SignalWatch, watch_signals};
+
+pub use goal::GoalRun;
 
 /// How long a usage limit pauses the run when the agent does not say when it resets.
 const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
@@ -138,6 +142,20 @@ enum Message {
         notice: crate::llm::Notice,
     },
     Signal,
+    /// The dependency pass over these goals (indices) ended.
+    Needs {
+        goals: Vec<usize>,
+        result: anyhow::Result<crate::planner::needs::Inferred>,
+    },
+    /// Planning a goal ended.
+    Planned {
+        goal: usize,
+        result: anyhow::Result<crate::planner::Planned>,
+    },
+    /// Something the planner's model client met on the way.
+    GoalNotice {
+        notice: crate::llm::Notice,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +193,26 @@ struct Slot {
     resolver_tried: bool,
 }
 
+impl Slot {
+    /// A task nothing has happened to yet.
+    fn waiting() -> Self {
+        Self {
+            state: State::Waiting,
+            waiting_on: 0,
+            attempts: 0,
+            failures: 0,
+            result: None,
+            start_commit: None,
+            commit: None,
+            snapshot: None,
+            tokens: 0,
+            cost: None,
+            conflict: Vec::new(),
+            resolver_tried: false,
+        }
+    }
+}
+
 struct Snapshot {
     name: String,
     path: PathBuf,
@@ -183,7 +221,8 @@ struct Snapshot {
 
 /// The loop's state; lives on the owner thread.
 pub struct Scheduler<'a> {
-    plan: &'a Plan,
+    /// Shared so a task can be read while the scheduler changes; grows when a goal is planned.
+    plan: Rc<Plan>,
     repo: &'a Repo,
     board: &'a mut Board,
     ui: &'a mut Ui,
@@ -207,17 +246,26 @@ pub struct Scheduler<'a> {
     snapshots: HashMap<CommitId, Snapshot>,
     tip: CommitId,
     stopping: bool,
+    /// The goals of a multi-goal run.
+    goals: Option<goal::Goals>,
+    /// The loop's channel, for the threads that plan goals.
+    sender: Option<mpsc::Sender<Message>>,
 }
 
 impl<'a> Scheduler<'a> {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the pieces of one run, owned by the command that starts it"
+    )]
     pub fn new(
-        plan: &'a Plan,
+        plan: Plan,
         repo: &'a Repo,
         board: &'a mut Board,
         ui: &'a mut Ui,
         settings: &'a Settings,
         layout: &'a Layout,
         records: &[TaskRecord],
+        goals: Option<GoalRun>,
     ) -> anyhow::Result<Self> {
         let tip = repo.ref_target(&layout.integration_ref)?.with_context(|| {
             format!("the integration branch {} is gone", layout.integration_ref)
@@ -249,7 +297,6 @@ impl<'a> Scheduler<'a> {
             })
             .collect();
         Ok(Self {
-            plan,
             repo,
             board,
             ui,
@@ -257,6 +304,9 @@ impl<'a> Scheduler<'a> {
             layout,
             slots,
             priority: plan.priorities(),
+            goals: goals.map(|g| goal::Goals::new(g, &plan)),
+            sender: None,
+            plan: Rc::new(plan),
             ready: BinaryHeap::new(),
             to_resolve: Vec::new(),
             delayed: Vec::new(),
@@ -271,10 +321,12 @@ impl<'a> Scheduler<'a> {
         })
     }
 
-    /// Runs every task that can run; returns when all are final or a signal stopped the run.
-    pub fn run(mut self) -> anyhow::Result<Ending> {
+    /// Runs every task that can run; returns when all are final or a signal stopped the run,
+    /// with the plan as it ended (goals planned during the run add tasks).
+    pub fn run(mut self) -> anyhow::Result<(Ending, Plan)> {
         let (tx, rx) = mpsc::channel();
         let watchdog = Watchdog::start(self.settings.kill_grace);
+        self.sender = Some(tx.clone());
         let signals = watch_signals(tx.clone(), watchdog.clone())?;
         let workers = Workers::start(self.settings.jobs, tx, watchdog.clone())?;
         let outcome = self.drive(&workers, &rx, &signals);
@@ -286,7 +338,8 @@ impl<'a> Scheduler<'a> {
         }
         let ending = outcome?;
         cleanup?;
-        Ok(ending)
+        let plan = Rc::try_unwrap(self.plan).unwrap_or_else(|shared| (*shared).clone());
+        Ok((ending, plan))
     }
 
     fn drive(
@@ -330,22 +383,35 @@ impl<'a> Scheduler<'a> {
                 && !self.stopping
             {
                 self.stopping = true;
+                if let Some(g) = &self.goals {
+                    g.stop();
+                }
                 workers.stop_all();
                 self.ui.note("Stopping", &why);
             }
+            self.advance_goals()?;
             let paused = self.paused_until.is_some_and(|t| t > now);
             if !self.stopping && !paused {
                 self.start_resolvers(workers)?;
                 self.start_ready(workers)?;
             }
             let delayed = self.next_delay();
-            let idle = self.ready.is_empty() && delayed.is_none() && self.to_resolve.is_empty();
+            let idle = self.ready.is_empty()
+                && delayed.is_none()
+                && self.to_resolve.is_empty()
+                && !self.goals.as_ref().is_some_and(goal::Goals::busy);
             if self.running == 0 && (self.stopping || idle) {
+                if self.poll_queue_before_ending() {
+                    continue;
+                }
                 break;
             }
-            let wait = delayed.map_or(Duration::from_secs(3600), |at| {
+            let mut wait = delayed.map_or(Duration::from_secs(3600), |at| {
                 at.saturating_duration_since(Instant::now())
             });
+            if self.goals.as_ref().is_some_and(goal::Goals::drains_queue) {
+                wait = wait.min(goal::QUEUE_POLL);
+            }
             match rx.recv_timeout(wait) {
                 Ok(Message::Done(report)) => self.finish(report)?,
                 Ok(Message::Notice { task, notice }) => {
@@ -354,9 +420,19 @@ impl<'a> Scheduler<'a> {
                     self.board
                         .event(&self.layout.run, &Event::task(kind, id, detail))?;
                 }
+                Ok(Message::Needs { goals, result }) => self.needs_inferred(&goals, result)?,
+                Ok(Message::Planned { goal, result }) => self.goal_planned(goal, result)?,
+                Ok(Message::GoalNotice { notice }) => {
+                    let (kind, detail) = notice_event(&notice);
+                    self.board
+                        .event(&self.layout.run, &Event::run(kind, detail))?;
+                }
                 Ok(Message::Signal) => {
                     if !self.stopping {
                         self.stopping = true;
+                        if let Some(g) = &self.goals {
+                            g.stop();
+                        }
                         signals.armed();
                         workers.stop_all();
                         self.ui.note(
@@ -390,24 +466,52 @@ impl<'a> Scheduler<'a> {
                 .mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
             return Ok(Ending::Interrupted);
         }
-        self.skip_stuck()?;
+        // Nothing runs and nothing can become ready: whatever has not ended is stuck, and
+        // waiting for it would be forever.
+        let mut stuck = self.report_stuck_goals()?;
+        stuck.extend(self.skip_stuck()?);
+        if self.goals.is_some() {
+            self.settle_goals()?;
+        }
+        if !stuck.is_empty() {
+            self.board.event(
+                &self.layout.run,
+                &Event::run("deadlock", json!({ "stuck": stuck })),
+            )?;
+            for line in &stuck {
+                self.ui.note("Deadlock", line);
+            }
+        }
         Ok(Ending::Finished)
     }
 
     /// Tasks still waiting when nothing runs and nothing is ready can never start; they are
-    /// skipped and said to be stuck rather than waited on.
-    fn skip_stuck(&mut self) -> anyhow::Result<()> {
+    /// skipped, each with what it waits for. Returns one line per task.
+    fn skip_stuck(&mut self) -> anyhow::Result<Vec<String>> {
         let stuck: Vec<usize> = (0..self.slots.len())
             .filter(|&i| self.slots[i].state == State::Waiting)
             .collect();
-        let why = "stuck: its dependencies can never finish";
-        let changes: Vec<(&str, TaskStatus, Option<&str>)> = stuck
+        let reasons: Vec<String> = stuck
             .iter()
             .map(|&i| {
+                let waits: Vec<&str> = self
+                    .plan
+                    .deps(i)
+                    .iter()
+                    .filter(|&&d| self.slots[d].state != State::Done)
+                    .map(|&d| self.plan.tasks[d].id.as_str())
+                    .collect();
+                format!("deadlock: waits for {}", waits.join(", "))
+            })
+            .collect();
+        let changes: Vec<(&str, TaskStatus, Option<&str>)> = stuck
+            .iter()
+            .zip(&reasons)
+            .map(|(&i, why)| {
                 (
                     self.plan.tasks[i].id.as_str(),
                     TaskStatus::Skipped,
-                    Some(why),
+                    Some(why.as_str()),
                 )
             })
             .collect();
@@ -415,9 +519,12 @@ impl<'a> Scheduler<'a> {
             .mark_tasks(&self.layout.run, &changes, "task_skipped")?;
         for &i in &stuck {
             self.slots[i].state = State::Skipped;
-            self.ui.note("Stuck", self.plan.tasks[i].id.as_str());
         }
-        Ok(())
+        Ok(stuck
+            .iter()
+            .zip(&reasons)
+            .map(|(&i, why)| format!("task {}: {}", self.plan.tasks[i].id, &why[10..]))
+            .collect())
     }
 
     /// Counts unfinished deps, skips what can never run, queues what is ready.
@@ -540,7 +647,8 @@ impl<'a> Scheduler<'a> {
         if self.slots[i].state == State::Resolving {
             return self.finish_resolver(report);
         }
-        let task = &self.plan.tasks[i];
+        let plan = Rc::clone(&self.plan);
+        let task = &plan.tasks[i];
         let id = task.id.as_str();
         self.running -= 1;
         if task.mode == Mode::Write {
@@ -740,7 +848,8 @@ impl<'a> Scheduler<'a> {
     }
 
     fn release_dependents(&mut self, i: usize) {
-        for &d in self.plan.dependents(i) {
+        let plan = Rc::clone(&self.plan);
+        for &d in plan.dependents(i) {
             let s = &mut self.slots[d];
             if s.state == State::Waiting {
                 s.waiting_on -= 1;

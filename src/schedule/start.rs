@@ -40,7 +40,8 @@ impl Scheduler<'_> {
     }
 
     fn start(&mut self, i: usize, workers: &Workers) -> anyhow::Result<()> {
-        let task = &self.plan.tasks[i];
+        let plan = std::rc::Rc::clone(&self.plan);
+        let task = &plan.tasks[i];
         let id = task.id.as_str();
         let attempt = self.slots[i].attempts + 1;
         let transcript = self

@@ -7,6 +7,7 @@ pub mod fake_agents;
 pub mod fake_llm;
 mod generated;
 mod goal;
+mod goals;
 mod writers;
 
 use std::collections::BTreeMap;

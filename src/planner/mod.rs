@@ -2,6 +2,9 @@
 //! JSON schema as a function to call, reading the answer (a function call, or the first JSON
 //! value in the text), sending a cycle or unreadable answer back (at most twice), then the
 //! deterministic repair. Touches no git and no board; the caller records what it reports.
+//! Which goal of a run needs which is asked for in [`needs`].
+
+pub mod needs;
 
 use serde_json::{Value, json};
 
@@ -215,7 +218,21 @@ fn push_answer(messages: &mut Vec<Value>, message: &Value) {
 /// The draft in a model's answer: the arguments of a `submit_plan` call, else the first JSON
 /// object or array in its text (fenced or not).
 fn read_answer(message: &Value) -> Result<(Vec<DraftTask>, Vec<Repair>), String> {
-    let from_call = message["tool_calls"]
+    let value = match call_arguments(message) {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => return Err(format!("the function arguments are not valid JSON: {e}")),
+        None => {
+            let text = message["content"].as_str().unwrap_or_default();
+            first_json(text).ok_or_else(|| "the answer holds no JSON plan".to_owned())?
+        }
+    };
+    repair::parse_draft(&value)
+}
+
+/// The arguments of the first function call in a model's answer, parsed (some servers send
+/// them as a JSON string, others as an object); `None` when the answer calls no function.
+fn call_arguments(message: &Value) -> Option<Result<Value, String>> {
+    message["tool_calls"]
         .as_array()
         .into_iter()
         .flatten()
@@ -228,16 +245,7 @@ fn read_answer(message: &Value) -> Result<(Vec<DraftTask>, Vec<Repair>), String>
                 Value::Object(_) => Some(Ok(args.clone())),
                 _ => None,
             }
-        });
-    let value = match from_call {
-        Some(Ok(v)) => v,
-        Some(Err(e)) => return Err(format!("the function arguments are not valid JSON: {e}")),
-        None => {
-            let text = message["content"].as_str().unwrap_or_default();
-            first_json(text).ok_or_else(|| "the answer holds no JSON plan".to_owned())?
-        }
-    };
-    repair::parse_draft(&value)
+        })
 }
 
 /// The first JSON object or array in `text` that parses.
