@@ -44,9 +44,10 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     let board = open_board(&repo)?;
     let run = pick_run(&board, run)?;
     let tasks = board.load_tasks(&run.id)?;
+    let goals = board.load_goals(&run.id)?;
     if g.json {
         ui::out(&serde_json::to_string_pretty(
-            &json!({ "run": run, "tasks": tasks }),
+            &json!({ "run": run, "goals": goals, "tasks": tasks }),
         )?);
         return Ok(exit::OK);
     }
@@ -70,6 +71,30 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
         &run.base_commit[..run.base_commit.len().min(12)],
         run.source
     );
+    for goal in &goals {
+        let needs = match goal.needs.as_deref() {
+            None => " (needs not inferred yet)".to_owned(),
+            Some([]) => String::new(),
+            Some(n) => format!(
+                " (needs {})",
+                n.iter()
+                    .map(|n| n.goal.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "  goal {:<4} {:<8} {}{needs}{}",
+            goal.id,
+            goal.status.as_str(),
+            goal.text.split_whitespace().collect::<Vec<_>>().join(" "),
+            goal.reason
+                .as_deref()
+                .map(|r| format!("  {r}"))
+                .unwrap_or_default()
+        );
+    }
     let width = tasks.iter().map(|t| t.id.len()).max().unwrap_or(4);
     for t in &tasks {
         let _ = writeln!(
@@ -105,7 +130,17 @@ pub(super) fn logs(
     let is_error = |e: &serde_json::Value| {
         matches!(
             e["kind"].as_str(),
-            Some("task_failed" | "parked" | "escalated" | "task_skipped" | "error")
+            Some(
+                "task_failed"
+                    | "parked"
+                    | "escalated"
+                    | "task_skipped"
+                    | "error"
+                    | "goal_skipped"
+                    | "goal_planning_failed"
+                    | "goal_needs_failed"
+                    | "deadlock"
+            )
         )
     };
     if path {

@@ -558,16 +558,21 @@ impl Scheduler<'_> {
         goals.list[gi].planning = false;
         let id = goals.list[gi].id.clone();
         let run = self.layout.run.clone();
-        let planned = match result.and_then(|p| {
+        // The plan joins the run's DAG, or the goal fails; the run's DAG is left as it was.
+        let plan = Rc::make_mut(&mut self.plan);
+        let joined = result.and_then(|p| {
             let tasks = p.plan.namespaced(&id)?;
-            Ok((p, tasks))
-        }) {
-            Ok(p) => p,
-            Err(e) if self.stopping => {
-                // Stopped while planning: the goal stays pending and a resume plans it again.
-                let _ = e;
-                return Ok(());
-            }
+            let specs: Vec<(String, serde_json::Value)> = tasks
+                .iter()
+                .map(|t| (t.id.to_string(), t.to_json()))
+                .collect();
+            let added = plan.extend(tasks)?;
+            Ok((p, specs, added))
+        });
+        let (p, specs, added) = match joined {
+            Ok(j) => j,
+            // Stopped while planning: the goal stays pending and a resume plans it again.
+            Err(_) if self.stopping => return Ok(()),
             Err(e) => {
                 let reason = format!("planning failed: {e:#}");
                 goals.list[gi].status = GoalStatus::Failed;
@@ -585,12 +590,6 @@ impl Scheduler<'_> {
                 return Ok(());
             }
         };
-        let (p, tasks) = planned;
-        let specs: Vec<(String, serde_json::Value)> = tasks
-            .iter()
-            .map(|t| (t.id.to_string(), t.to_json()))
-            .collect();
-        let added = Rc::make_mut(&mut self.plan).extend(tasks)?;
         for r in &p.repairs {
             self.board.event(
                 &run,

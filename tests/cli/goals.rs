@@ -400,6 +400,13 @@ fn goals_that_need_a_parked_goal_are_skipped_and_the_rest_go_on() {
     assert!(text.contains("## Goal g4"), "{text}");
     assert!(text.contains("RESULT-D"), "{text}");
     assert!(!Path::new(&s.repo.root.join("beta.txt")).exists());
+    // `swarm status` lists the goals with their outcome and needs.
+    let status = stdout(&s.swarm(&llm, &["status"]));
+    assert!(status.contains("goal g1   parked"), "{status}");
+    assert!(
+        status.contains("goal g3   skipped  GOAL-C: add gamma.txt (needs g2)"),
+        "{status}"
+    );
 }
 
 #[test]
@@ -650,4 +657,48 @@ fn a_goal_queued_while_the_queue_drains_joins_the_run_after_the_dependency_pass(
         serde_json::from_slice::<Value>(&listed.stdout).unwrap(),
         json!([])
     );
+}
+
+#[test]
+fn a_goal_whose_planning_fails_fails_alone_and_its_dependents_are_skipped() {
+    let s = setup();
+    let (llm, _) = server(
+        || needs_call(&json!([{"goal": "g2", "needs": "g1", "reason": "B builds on A"}])),
+        |goal| match goal {
+            'A' => Reply::error(404, "no such model for A"),
+            'B' => plan_for('B', &["beta.txt"]),
+            _ => plan_for('C', &["gamma.txt"]),
+        },
+    );
+    let report = outside(&s.repo, "report.md");
+    let out = s.swarm(
+        &llm,
+        &[
+            "--goal",
+            GOAL_A,
+            "--goal",
+            GOAL_B,
+            "--goal",
+            GOAL_C,
+            "--final-out",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&out, 1);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("Status: **failed** (planning failed:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("_It was never planned, so there is no deliverable._"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Status: **skipped** (needs goal g1, which failed)"),
+        "{text}"
+    );
+    assert_eq!(s.repo.read("gamma.txt"), "written by g3.cw0\n");
+    let so = stdout(&out);
+    assert!(so.contains("goal g3 done"), "{so}");
 }
