@@ -200,9 +200,11 @@ fn independent_goals_overlap_and_a_dependent_goal_is_planned_after_its_need_merg
     );
     let report = outside(&s.repo, "report.md");
     let dir = outside(&s.repo, "goals");
-    let out = s.swarm(
-        &llm,
-        &[
+    // Writers long enough that A's and C's overlap even when their plans arrive apart.
+    let out = s
+        .cmd(&llm)
+        .env("AGENT_PAUSE", "1")
+        .args([
             "--goal",
             GOAL_A,
             "--goal",
@@ -213,8 +215,9 @@ fn independent_goals_overlap_and_a_dependent_goal_is_planned_after_its_need_merg
             report.to_str().unwrap(),
             "--final-out-dir",
             dir.to_str().unwrap(),
-        ],
-    );
+        ])
+        .output()
+        .unwrap();
     assert_exit(&out, 0);
 
     // Every goal's work was merged and landed.
