@@ -135,6 +135,9 @@ impl Scheduler<'_> {
         let Some(goals) = self.goals.as_mut() else {
             return Ok(());
         };
+        if self.stopping {
+            return Ok(());
+        }
         if goals.from_queue && goals.polled.is_none_or(|t| t.elapsed() >= QUEUE_POLL) {
             goals.polled = Some(Instant::now());
             let taken = self.board.take_queue(&self.layout.run)?;
@@ -153,9 +156,6 @@ impl Scheduler<'_> {
                     planning: false,
                 });
             }
-        }
-        if self.stopping {
-            return Ok(());
         }
         loop {
             let mut changed = self.settle_goals()?;
@@ -661,30 +661,31 @@ impl Scheduler<'_> {
         let stuck: Vec<usize> = (0..goals.list.len())
             .filter(|&gi| goals.list[gi].status == GoalStatus::Pending)
             .collect();
+        let whys: Vec<String> = stuck
+            .iter()
+            .map(|&gi| {
+                let waits: Vec<String> = goals.list[gi]
+                    .needs
+                    .iter()
+                    .flatten()
+                    .filter_map(|n| {
+                        let o = &goals.list[goals.index(&n.goal)?];
+                        (o.status != GoalStatus::Done)
+                            .then(|| format!("goal {} ({})", o.id, o.status.as_str()))
+                    })
+                    .collect();
+                if waits.is_empty() {
+                    "its dependencies were never settled".to_owned()
+                } else {
+                    format!("waits for {}", waits.join(", "))
+                }
+            })
+            .collect();
         let mut lines = Vec::new();
-        for &gi in &stuck {
-            let g = &goals.list[gi];
-            let waits: Vec<String> = g
-                .needs
-                .iter()
-                .flatten()
-                .filter_map(|n| {
-                    let o = &goals.list[goals.index(&n.goal)?];
-                    (o.status != GoalStatus::Done)
-                        .then(|| format!("goal {} ({})", o.id, o.status.as_str()))
-                })
-                .collect();
-            let why = if waits.is_empty() {
-                "its dependencies were never settled".to_owned()
-            } else {
-                format!("waits for {}", waits.join(", "))
-            };
-            lines.push(format!("goal {}: {why}", g.id));
-        }
-        for (&gi, line) in stuck.iter().zip(&lines) {
+        for (&gi, why) in stuck.iter().zip(&whys) {
             let g = &mut goals.list[gi];
             g.status = GoalStatus::Skipped;
-            let reason = format!("deadlock: {}", line.split_once(": ").map_or("", |x| x.1));
+            let reason = format!("deadlock: {why}");
             self.board.set_goal_status(
                 &self.layout.run,
                 &g.id,
@@ -692,6 +693,7 @@ impl Scheduler<'_> {
                 Some(&reason),
                 &Event::run("goal_stuck", json!({ "goal": g.id, "reason": reason })),
             )?;
+            lines.push(format!("goal {}: {why}", g.id));
         }
         Ok(lines)
     }

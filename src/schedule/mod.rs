@@ -491,19 +491,20 @@ impl<'a> Scheduler<'a> {
         let stuck: Vec<usize> = (0..self.slots.len())
             .filter(|&i| self.slots[i].state == State::Waiting)
             .collect();
-        let reasons: Vec<String> = stuck
+        let waits: Vec<String> = stuck
             .iter()
             .map(|&i| {
-                let waits: Vec<&str> = self
+                let on: Vec<&str> = self
                     .plan
                     .deps(i)
                     .iter()
                     .filter(|&&d| self.slots[d].state != State::Done)
                     .map(|&d| self.plan.tasks[d].id.as_str())
                     .collect();
-                format!("deadlock: waits for {}", waits.join(", "))
+                format!("waits for {}", on.join(", "))
             })
             .collect();
+        let reasons: Vec<String> = waits.iter().map(|w| format!("deadlock: {w}")).collect();
         let changes: Vec<(&str, TaskStatus, Option<&str>)> = stuck
             .iter()
             .zip(&reasons)
@@ -522,8 +523,8 @@ impl<'a> Scheduler<'a> {
         }
         Ok(stuck
             .iter()
-            .zip(&reasons)
-            .map(|(&i, why)| format!("task {}: {}", self.plan.tasks[i].id, &why[10..]))
+            .zip(&waits)
+            .map(|(&i, w)| format!("task {}: {w}", self.plan.tasks[i].id))
             .collect())
     }
 
