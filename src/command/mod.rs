@@ -383,6 +383,35 @@ fn worktree_root(repo: &Repo, configured: Option<&Path>) -> anyhow::Result<PathB
     Ok(dir)
 }
 
+/// Where `run` tasks find their deps' results (`$SWARM_DEPS_DIR`): a directory of the user's
+/// own in memory (`/dev/shm/swarm-<uid>/<run>`) where the system has one, since thousands of
+/// small files cost far more to create on a disk file system than a trivial task costs to run;
+/// else `deps/` in the run's directory. Either way it is only a view of results the board
+/// holds, rewritten for every attempt and removed when the run stops.
+fn deps_root(run_dir: &Path, run: &str) -> PathBuf {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let on_disk = run_dir.join("deps");
+    let shm = Path::new("/dev/shm");
+    let Ok(me) = std::fs::metadata(run_dir).map(|m| m.uid()) else {
+        return on_disk;
+    };
+    if !shm.is_dir() {
+        return on_disk;
+    }
+    let mine = shm.join(format!("swarm-{me}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&mine);
+    // Anyone can create names in /dev/shm: use the directory only if it is ours and private.
+    match std::fs::symlink_metadata(&mine) {
+        Ok(m) if m.is_dir() && m.uid() == me && !has_any(m.mode(), 0o077) => mine.join(run),
+        _ => on_disk,
+    }
+}
+
+/// Whether any of the permission bits in `bits` are set in `mode`.
+fn has_any(mode: u32, bits: u32) -> bool {
+    mode & bits != 0
+}
+
 /// Later options win where they are set.
 fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
     RunOptions {
@@ -672,6 +701,7 @@ impl NewRun {
         )?;
         let layout = Layout {
             worktrees: worktree_root(&self.repo, options.worktree_dir.as_deref())?.join(&run_id),
+            deps: deps_root(&self.board.run_dir(&run_id), &run_id),
             run_dir: self.board.run_dir(&run_id),
             run: run_id,
             base: self.base,
@@ -784,6 +814,7 @@ fn resume(
         base,
         integration_ref: record.integration_ref.clone(),
         worktrees: worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id),
+        deps: deps_root(&board.run_dir(&run_id), &run_id),
         run_dir: board.run_dir(&run_id),
     };
     execute(

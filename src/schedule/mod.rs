@@ -91,6 +91,8 @@ pub struct Layout {
     pub worktrees: PathBuf,
     /// This run's files in the board directory.
     pub run_dir: PathBuf,
+    /// The directories behind `$SWARM_DEPS_DIR`, one per `run` task with deps.
+    pub deps: PathBuf,
 }
 
 /// Which of a writer's checkouts: its own, or the one its conflict resolver works in.
@@ -332,7 +334,12 @@ impl<'a> Scheduler<'a> {
         let outcome = self.drive(&workers, &rx, &signals);
         signals.close();
         watchdog.shutdown();
-        let cleanup = self.remove_snapshots();
+        let mut cleanup = self.remove_snapshots();
+        if let Err(e) = std::fs::remove_dir_all(&self.layout.deps)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            cleanup = cleanup.and(Err(e.into()));
+        }
         for deleting in self.cleanup.drain(..) {
             let _ = deleting.join();
         }
@@ -359,7 +366,7 @@ impl<'a> Scheduler<'a> {
                     .clear_stale_ref_lock(&format!("refs/heads/{branch}"))?;
             }
         }
-        std::fs::create_dir_all(self.layout.run_dir.join("deps").join(start::NO_DEPS_DIR))?;
+        std::fs::create_dir_all(self.layout.deps.join(start::NO_DEPS_DIR))?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.settle_initial()?;
         self.recover_committed()?;

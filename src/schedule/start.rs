@@ -100,9 +100,9 @@ impl Scheduler<'_> {
                 // A task without deps shares one empty directory: a directory per task
                 // costs more than a trivial task itself on some file systems.
                 let dir = if deps.is_empty() {
-                    self.layout.run_dir.join("deps").join(NO_DEPS_DIR)
+                    self.layout.deps.join(NO_DEPS_DIR)
                 } else {
-                    self.layout.run_dir.join("deps").join(id)
+                    self.layout.deps.join(id)
                 };
                 env.push(("SWARM_DEPS_DIR".to_owned(), dir.display().to_string()));
                 env.push((

@@ -149,18 +149,36 @@ fn a_reducer_assembles_its_deps_results_into_the_final_report() {
     let tasks = repo.tasks(&[
         r#"{"id":"a","run":"echo alpha","mode":"read"}"#,
         r#"{"id":"b","run":"echo beta","mode":"read"}"#,
-        r#"{"id":"sum","run":"cat \"$SWARM_DEPS_DIR\"/a.txt \"$SWARM_DEPS_DIR\"/b.txt","deps":["a","b"],"lane":"reducer","mode":"read"}"#,
+        r#"{"id":"sum","run":"cat \"$SWARM_DEPS_DIR\"/a.txt \"$SWARM_DEPS_DIR\"/b.txt; echo \"$SWARM_DEPS_DIR\" > \"$WHERE\"; ls -ld \"$SWARM_DEPS_DIR/../..\" >> \"$WHERE\"","deps":["a","b"],"lane":"reducer","mode":"read"}"#,
     ]);
     let report = repo.cache.join("report.md");
-    let out = repo.swarm(&[
-        "run",
-        tasks.to_str().unwrap(),
-        "--final-out",
-        report.to_str().unwrap(),
-    ]);
+    let where_file = repo.cache.join("where");
+    let out = repo
+        .swarm_cmd()
+        .env("WHERE", &where_file)
+        .args([
+            "run",
+            tasks.to_str().unwrap(),
+            "--final-out",
+            report.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert_exit(&out, 0);
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(text.starts_with("alpha\nbeta\n"), "{text}");
+    // The deps' files lived in a private directory in memory (where the system has one),
+    // and are gone with the run.
+    let seen = std::fs::read_to_string(&where_file).unwrap();
+    let dir = seen.lines().next().unwrap();
+    if Path::new("/dev/shm").is_dir() {
+        assert!(dir.starts_with("/dev/shm/swarm-"), "{seen}");
+        assert!(
+            seen.lines().nth(1).unwrap().starts_with("drwx------"),
+            "{seen}"
+        );
+    }
+    assert!(!Path::new(dir).exists(), "{dir} is left");
     assert!(text.contains("## Run summary"), "{text}");
     assert!(text.contains("```mermaid"), "{text}");
     assert!(stdout(&out).contains("3 tasks: 3 done"), "{}", stdout(&out));
