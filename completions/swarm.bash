@@ -125,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --config --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --config --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -188,6 +188,10 @@ _swarm() {
                     return 0
                     ;;
                 --max-task-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -265,7 +269,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__config)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -304,6 +308,10 @@ _swarm() {
                     return 0
                     ;;
                 --max-task-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -851,7 +859,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -890,6 +898,10 @@ _swarm() {
                     return 0
                     ;;
                 --max-task-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -953,7 +965,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -992,6 +1004,10 @@ _swarm() {
                     return 0
                     ;;
                 --max-task-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1055,7 +1071,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1094,6 +1110,10 @@ _swarm() {
                     return 0
                     ;;
                 --max-task-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

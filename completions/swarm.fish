@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json config= goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= allow-program= task-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json config= goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -37,6 +37,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -l api-base -d 'The OpenAI-com
 complete -c swarm -n "__fish_swarm_needs_command" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
@@ -73,6 +74,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l api-base -d 'The Ope
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
@@ -99,6 +101,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l api-base -d 'The 
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
@@ -146,6 +149,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l api-base -d 'The 
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
@@ -197,6 +201,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r

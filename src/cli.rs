@@ -12,7 +12,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 const EXIT_CODES: &str = "\
 Exit codes:
   0   every task done and merged
-  1   some tasks failed (their dependents were skipped), or swarm itself failed
+  1   some tasks or goals failed or were skipped (a deadlock too), or swarm itself failed
   2   usage or input error; nothing ran
   3   needs a human: parked conflicts or other escalations
   4   another run holds the repository
@@ -185,6 +185,12 @@ pub struct RunOptions {
     /// The built-in agent's cap on tokens per attempt [default: 400000].
     #[arg(long, value_name = "N")]
     pub max_task_tokens: Option<u64>,
+
+    /// Once the run's tasks have used N tokens in all, start nothing new: running tasks finish
+    /// and finished writers are merged, then the run stops, resumable (exit 75); resume it
+    /// with a larger --budget-tokens [default: no budget].
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
 
     /// Let the built-in agent run PROGRAM (no shell; repeat for several).
     #[arg(long, value_name = "PROGRAM")]

@@ -433,6 +433,7 @@ fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
         request_timeout: newer.request_timeout.or(base.request_timeout),
         max_turns: newer.max_turns.or(base.max_turns),
         max_task_tokens: newer.max_task_tokens.or(base.max_task_tokens),
+        budget_tokens: newer.budget_tokens.or(base.budget_tokens),
         allow_program: if newer.allow_program.is_empty() {
             base.allow_program
         } else {
@@ -590,6 +591,7 @@ fn settings(
         llm,
         named_agents,
         max_limit_wait: MAX_LIMIT_WAIT,
+        budget_tokens: o.budget_tokens,
         builtin: BuiltinLimits {
             max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),
@@ -870,7 +872,7 @@ fn execute(
         )
     });
     let code = match ending {
-        Ending::Interrupted => exit::RESUMABLE,
+        Ending::Interrupted | Ending::OverBudget => exit::RESUMABLE,
         Ending::Finished if !parked.is_empty() => exit::NEEDS_HUMAN,
         Ending::Finished
             if any(TaskStatus::Failed) || any(TaskStatus::Skipped) || goal_unfinished =>
@@ -888,6 +890,12 @@ fn execute(
             "Interrupted: `swarm resume {}` continues the run; merged work so far is on `{integration}`.",
             layout.run
         ))
+    } else if ending == Ending::OverBudget {
+        Some(format!(
+            "Stopped at the token budget ({} tokens): `swarm resume {} --budget-tokens N` with a larger N continues the run; merged work so far is on `{integration}`.",
+            options.budget_tokens.unwrap_or_default(),
+            layout.run
+        ))
     } else {
         land(
             repo,
@@ -898,7 +906,7 @@ fn execute(
         )?
     };
     let status = match ending {
-        Ending::Interrupted => RunStatus::Interrupted,
+        Ending::Interrupted | Ending::OverBudget => RunStatus::Interrupted,
         Ending::Finished => RunStatus::Finished,
     };
     board.set_run_status(

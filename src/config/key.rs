@@ -21,6 +21,7 @@ pub(super) enum Key {
     RequestTimeout,
     MaxTurns,
     MaxTaskTokens,
+    BudgetTokens,
     AllowProgram,
     TaskTimeout,
     Retries,
@@ -35,7 +36,7 @@ pub(super) enum Key {
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 19] = [
+    pub(super) const ALL: [Key; 20] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -44,6 +45,7 @@ impl Key {
         Key::RequestTimeout,
         Key::MaxTurns,
         Key::MaxTaskTokens,
+        Key::BudgetTokens,
         Key::AllowProgram,
         Key::TaskTimeout,
         Key::Retries,
@@ -68,6 +70,7 @@ impl Key {
             Key::RequestTimeout => "request-timeout",
             Key::MaxTurns => "max-turns",
             Key::MaxTaskTokens => "max-task-tokens",
+            Key::BudgetTokens => "budget-tokens",
             Key::AllowProgram => "allow-program",
             Key::TaskTimeout => "task-timeout",
             Key::Retries => "retries",
@@ -93,6 +96,7 @@ impl Key {
             Key::RequestTimeout => "SWARM_REQUEST_TIMEOUT",
             Key::MaxTurns => "SWARM_MAX_TURNS",
             Key::MaxTaskTokens => "SWARM_MAX_TASK_TOKENS",
+            Key::BudgetTokens => "SWARM_BUDGET_TOKENS",
             Key::AllowProgram => "SWARM_ALLOW_PROGRAMS",
             Key::TaskTimeout => "SWARM_TASK_TIMEOUT",
             Key::Retries => "SWARM_RETRIES",
@@ -131,7 +135,8 @@ impl Key {
             | Key::ResolveConflicts
             | Key::OnEscalate
             | Key::FinalOut
-            | Key::FinalOutDir => Value::Null,
+            | Key::FinalOutDir
+            | Key::BudgetTokens => Value::Null,
         }
     }
 
@@ -146,6 +151,7 @@ impl Key {
             Key::RequestTimeout => o.request_timeout.is_some(),
             Key::MaxTurns => o.max_turns.is_some(),
             Key::MaxTaskTokens => o.max_task_tokens.is_some(),
+            Key::BudgetTokens => o.budget_tokens.is_some(),
             Key::AllowProgram => !o.allow_program.is_empty(),
             Key::TaskTimeout => o.task_timeout.is_some(),
             Key::Retries => o.retries.is_some(),
@@ -171,6 +177,7 @@ impl Key {
             Key::RequestTimeout => to.request_timeout.clone_from(&from.request_timeout),
             Key::MaxTurns => to.max_turns = from.max_turns,
             Key::MaxTaskTokens => to.max_task_tokens = from.max_task_tokens,
+            Key::BudgetTokens => to.budget_tokens = from.budget_tokens,
             Key::AllowProgram => to.allow_program.clone_from(&from.allow_program),
             Key::TaskTimeout => to.task_timeout.clone_from(&from.task_timeout),
             Key::Retries => to.retries = from.retries,
@@ -194,6 +201,7 @@ impl Key {
             Key::MaxWriters => o.max_writers = Some(number(text)?),
             Key::MaxTurns => o.max_turns = Some(number(text)?),
             Key::MaxTaskTokens => o.max_task_tokens = Some(number(text)?),
+            Key::BudgetTokens => o.budget_tokens = Some(number(text)?),
             Key::Retries => o.retries = Some(number(text)?),
             Key::Agent => o.agent = owned(),
             Key::Model => o.model = owned(),

@@ -340,6 +340,7 @@ on-escalate = "notify"
 request-timeout = "2m"
 max-turns = 30
 max-task-tokens = 100000
+budget-tokens = 5000000
 allow-program = ["cargo"]
 resolve-conflicts = true
 

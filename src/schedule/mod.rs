@@ -59,6 +59,8 @@ pub struct Settings {
     /// The longest a provider's usage limit may pause the run; a later reset stops the run
     /// (resumable) instead.
     pub max_limit_wait: Duration,
+    /// Tokens the run's tasks may use in all before nothing new starts.
+    pub budget_tokens: Option<u64>,
 }
 
 impl Settings {
@@ -133,6 +135,8 @@ pub enum Ending {
     Finished,
     /// Stopped by a signal; unfinished tasks are resumable.
     Interrupted,
+    /// The token budget was spent: nothing new started, what ran finished; resumable.
+    OverBudget,
 }
 
 enum Message {
@@ -248,6 +252,12 @@ pub struct Scheduler<'a> {
     snapshots: HashMap<CommitId, Snapshot>,
     tip: CommitId,
     stopping: bool,
+    /// Tokens the tasks' attempts have used, this run and before a resume.
+    tokens_used: u64,
+    /// The run is stopping because its token budget is spent.
+    over_budget: bool,
+    /// A signal asked the run to stop.
+    signalled: bool,
     /// The goals of a multi-goal run.
     goals: Option<goal::Goals>,
     /// The loop's channel, for the threads that plan goals.
@@ -307,6 +317,9 @@ impl<'a> Scheduler<'a> {
             slots,
             priority: plan.priorities(),
             goals: goals.map(|g| goal::Goals::new(g, &plan)),
+            tokens_used: records.iter().map(|r| r.tokens).sum(),
+            over_budget: false,
+            signalled: false,
             sender: None,
             plan: Rc::new(plan),
             ready: BinaryHeap::new(),
@@ -396,6 +409,7 @@ impl<'a> Scheduler<'a> {
                 workers.stop_all();
                 self.ui.note("Stopping", &why);
             }
+            self.check_budget()?;
             self.advance_goals()?;
             let paused = self.paused_until.is_some_and(|t| t > now);
             if !self.stopping && !paused {
@@ -435,7 +449,10 @@ impl<'a> Scheduler<'a> {
                         .event(&self.layout.run, &Event::run(kind, detail))?;
                 }
                 Ok(Message::Signal) => {
-                    if !self.stopping {
+                    // Also when the run was already winding down (a spent budget, a long usage
+                    // limit): a Ctrl-C then stops the running attempts too.
+                    if !self.signalled {
+                        self.signalled = true;
                         self.stopping = true;
                         if let Some(g) = &self.goals {
                             g.stop();
@@ -471,7 +488,11 @@ impl<'a> Scheduler<'a> {
             }
             self.board
                 .mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
-            return Ok(Ending::Interrupted);
+            return Ok(if self.over_budget && !self.signalled {
+                Ending::OverBudget
+            } else {
+                Ending::Interrupted
+            });
         }
         // Nothing runs and nothing can become ready: whatever has not ended is stuck, and
         // waiting for it would be forever.
@@ -490,6 +511,37 @@ impl<'a> Scheduler<'a> {
             }
         }
         Ok(Ending::Finished)
+    }
+
+    /// Past the token budget, nothing new starts: running attempts finish (and finished writers
+    /// are merged), then the loop ends, resumable.
+    fn check_budget(&mut self) -> anyhow::Result<()> {
+        let Some(budget) = self.settings.budget_tokens else {
+            return Ok(());
+        };
+        if self.stopping || self.tokens_used < budget {
+            return Ok(());
+        }
+        self.stopping = true;
+        self.over_budget = true;
+        if let Some(g) = &self.goals {
+            g.stop();
+        }
+        self.board.event(
+            &self.layout.run,
+            &Event::run(
+                "budget_spent",
+                json!({ "budget": budget, "used": self.tokens_used, "running": self.running }),
+            ),
+        )?;
+        self.ui.note(
+            "Stopping",
+            &format!(
+                "the token budget is spent ({} of {budget} tokens); {} running task(s) finish, nothing new starts",
+                self.tokens_used, self.running
+            ),
+        );
+        Ok(())
     }
 
     /// Tasks still waiting when nothing runs and nothing is ready can never start; they are
@@ -667,6 +719,7 @@ impl<'a> Scheduler<'a> {
         }
         let elapsed_ms = report.elapsed.as_millis() as i64;
         self.slots[i].tokens += report.tokens;
+        self.tokens_used += report.tokens;
         let tokens = Some(self.slots[i].tokens);
         if let Some(c) = report.cost {
             self.slots[i].cost = Some(self.slots[i].cost.unwrap_or(0.0) + c);

@@ -497,3 +497,63 @@ fn an_endpoint_without_function_calls_gets_the_plan_as_text() {
     assert!(text.contains("no_function_call"), "{text}");
     assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
 }
+
+#[test]
+fn past_the_token_budget_nothing_new_starts_running_work_merges_and_resume_finishes() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| agent_reply(req));
+    let tasks = outside(&repo, "tasks.jsonl");
+    let lines: Vec<String> = [
+        json!({"id": "notes", "prompt": "TASK notes: write NOTES.md", "lane": "coder"}),
+        json!({"id": "r1", "prompt": "TASK r1: read", "lane": "analyst"}),
+        json!({"id": "r2", "prompt": "TASK r2: read", "lane": "analyst"}),
+        json!({"id": "r3", "prompt": "TASK r3: read", "lane": "analyst"}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    std::fs::write(&tasks, lines.join("\n") + "\n").unwrap();
+    let run = [
+        "run",
+        tasks.to_str().unwrap(),
+        "--agent",
+        "openai",
+        "-j",
+        "2",
+        "--budget-tokens",
+        "10",
+    ];
+    let out = goal_cmd(&repo, &llm, &run);
+    assert_exit(&out, 75);
+    assert!(
+        stdout(&out).contains("Stopped at the token budget (10 tokens)"),
+        "{}",
+        stdout(&out)
+    );
+    // The first two started; once one had spent the budget nothing else started, and the
+    // writer that was running still finished and was merged.
+    let status: Value = serde_json::from_slice(&repo.swarm(&["status", "--json"]).stdout).unwrap();
+    let by_id = |id: &str| {
+        status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()["status"]
+            .clone()
+    };
+    assert_eq!(by_id("notes"), "done", "{status}");
+    assert_eq!(by_id("r1"), "done", "{status}");
+    assert_eq!(by_id("r2"), "pending", "{status}");
+    assert_eq!(by_id("r3"), "pending", "{status}");
+    let run_id = status["run"]["id"].as_str().unwrap().to_owned();
+    let notes = repo.git(&["show", &format!("swarm/{run_id}:NOTES.md")]);
+    assert_eq!(notes, "notes from the agent\n");
+    let requests = llm.requests().len();
+
+    let resumed = goal_cmd(&repo, &llm, &["resume", "--budget-tokens", "100000000"]);
+    assert_exit(&resumed, 0);
+    // Only r2 and r3 ran (a read each, then the answer).
+    assert_eq!(llm.requests().len(), requests + 4);
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+}
