@@ -116,7 +116,12 @@ pub fn markdown(f: &Facts<'_>) -> String {
 pub fn goal_section(f: &Facts<'_>, g: &GoalFacts) -> String {
     let mut out = String::new();
     let r = &g.record;
-    let _ = writeln!(out, "## Goal {}: {}\n", r.id, one_line(&r.text));
+    let _ = writeln!(
+        out,
+        "## Goal {}: {}\n",
+        r.id,
+        crate::ui::one_line(&r.text, usize::MAX)
+    );
     let mut status = format!("Status: **{}**", r.status.as_str());
     if let Some(why) = &r.reason {
         let _ = write!(status, " ({why})");
@@ -186,7 +191,7 @@ pub fn goal_markdown(f: &Facts<'_>, g: &GoalFacts) -> String {
 pub fn goal_mermaid(goals: &[GoalFacts]) -> String {
     let mut out = String::from("flowchart LR\n");
     for (i, g) in goals.iter().enumerate() {
-        let text: String = one_line(&g.record.text).chars().take(40).collect();
+        let text = crate::ui::one_line(&g.record.text, 40);
         let label = format!("{}: {}<br/>{}", g.record.id, text, g.record.status.as_str());
         let _ = writeln!(out, "  g{i}[\"{}\"]", label.replace('"', "'"));
     }
@@ -222,10 +227,6 @@ fn goal_class(s: GoalStatus) -> &'static str {
         GoalStatus::Parked => "parked",
         GoalStatus::Pending | GoalStatus::Planned => "pending",
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// "Run summary": the run, its tasks, attention, failures, skips, repairs, merges, graphs.
@@ -406,7 +407,7 @@ pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
             .as_ref()
             .map(|w| format!(" ({w})"))
             .unwrap_or_default();
-        let text: String = one_line(&r.text).chars().take(60).collect();
+        let text = crate::ui::one_line(&r.text, 60);
         let _ = writeln!(out, "goal {} {}{why}: {text}", r.id, r.status.as_str());
     }
     for p in f.parked {

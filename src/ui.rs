@@ -167,6 +167,18 @@ fn line(verb: &str, text: &str) {
 }
 
 /// `1.2s`, `3m04s`, `1h02m`.
+/// `text` on one line (runs of whitespace become one space), cut to `max` characters with an
+/// ellipsis.
+pub fn one_line(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > max {
+        let kept: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{kept}…")
+    } else {
+        line
+    }
+}
+
 pub fn duration(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 60.0 {

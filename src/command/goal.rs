@@ -41,10 +41,15 @@ pub(super) fn run_goal(
     let client = model_client(options, jobs)?.ok_or_else(|| {
         Usage::new("planning a goal needs a model, and none is configured").hint(NO_MODEL_HINT)
     })?;
-    let mut run = NewRun::begin(g, format!("goal: {}", one_line(goal)), options, None)?;
+    let mut run = NewRun::begin(
+        g,
+        format!("goal: {}", ui::one_line(goal, 100)),
+        options,
+        None,
+    )?;
     let run_id = run.record.id.clone();
     let summary = summarize(&run.repo)?;
-    ui::say(g.quiet, "Planning", &one_line(goal));
+    ui::say(g.quiet, "Planning", &ui::one_line(goal, 100));
     let board = &mut run.board;
     let mut notes = Vec::new();
     let planned = planner::plan(&client, goal, &summary, MAX_FAN_IN, &|| false, &mut |n| {
@@ -217,15 +222,6 @@ pub(super) fn read_goals_file(path: &Path) -> anyhow::Result<Vec<String>> {
         )));
     }
     Ok(goals)
-}
-
-fn one_line(text: &str) -> String {
-    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() > 100 {
-        format!("{}…", line.chars().take(99).collect::<String>())
-    } else {
-        line
-    }
 }
 
 /// What the planner is told about the repository: the top of its file tree, the head of its

@@ -1018,16 +1018,11 @@ fn goal_facts(plan: &Plan, records: Vec<GoalRecord>) -> Vec<GoalFacts> {
     records
         .into_iter()
         .map(|record| {
-            let prefix = format!("{}.", record.id);
-            let tasks: Vec<usize> = (0..plan.len())
-                .filter(|&i| plan.tasks[i].id.as_str().starts_with(&prefix))
-                .collect();
-            let own = Plan::from_tasks(tasks.iter().map(|&i| plan.tasks[i].clone()).collect());
-            let deliverable = own.ok().and_then(|p| p.deliverable()).map(|d| tasks[d]);
+            let tasks = plan.goal_tasks(&record.id);
             GoalFacts {
+                deliverable: plan.deliverable_among(&tasks),
                 record,
                 tasks,
-                deliverable,
             }
         })
         .collect()

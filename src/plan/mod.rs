@@ -459,6 +459,33 @@ impl Plan {
         (sinks.len() == 1).then(|| sinks[0])
     }
 
+    /// The tasks of goal `goal` in a plan of several goals: those whose ids it prefixes
+    /// (`goal.`), in plan order.
+    pub fn goal_tasks(&self, goal: &str) -> Vec<usize> {
+        let prefix = format!("{goal}.");
+        (0..self.len())
+            .filter(|&i| self.tasks[i].id.as_str().starts_with(&prefix))
+            .collect()
+    }
+
+    /// The deliverable of a goal's `tasks`: its last `reducer`-lane task, else its single task
+    /// no other of them depends on, else none.
+    pub fn deliverable_among(&self, tasks: &[usize]) -> Option<usize> {
+        if let Some(&i) = tasks
+            .iter()
+            .rev()
+            .find(|&&i| self.tasks[i].lane == Lane::Reducer)
+        {
+            return Some(i);
+        }
+        let sinks: Vec<usize> = tasks
+            .iter()
+            .copied()
+            .filter(|&i| !self.dependents[i].iter().any(|d| tasks.contains(d)))
+            .collect();
+        (sinks.len() == 1).then(|| sinks[0])
+    }
+
     /// The plan in the task-file format.
     pub fn to_jsonl(&self) -> String {
         let mut out = String::new();
@@ -705,6 +732,10 @@ mod tests {
         );
         assert_eq!(run.deps(3), [2]);
         assert_eq!(run.dependents(0), [1]);
+        assert_eq!(run.goal_tasks("g2"), [2, 3]);
+        // No reducer lane: the goal's one final task is its deliverable.
+        assert_eq!(run.deliverable_among(&run.goal_tasks("g2")), Some(3));
+        assert_eq!(run.deliverable(), None);
         // The same goal twice would duplicate ids: refused, the plan unchanged.
         assert!(run.extend(a.namespaced("g2").unwrap()).is_err());
         assert_eq!(run.len(), 4);

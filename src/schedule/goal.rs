@@ -73,10 +73,7 @@ impl Goals {
             .goals
             .into_iter()
             .map(|g| {
-                let prefix = format!("{}.", g.id);
-                let tasks: Vec<usize> = (0..plan.len())
-                    .filter(|&i| plan.tasks[i].id.as_str().starts_with(&prefix))
-                    .collect();
+                let tasks = plan.goal_tasks(&g.id);
                 // Tasks on the board mean the goal was planned, even if a kill came before
                 // its status was.
                 let status = if g.status == GoalStatus::Pending && !tasks.is_empty() {
@@ -145,8 +142,10 @@ impl Scheduler<'_> {
                 goals.final_poll = false;
             }
             for g in taken {
-                self.ui
-                    .note("Queued", &format!("{}: {}", g.id, one_line(&g.text)));
+                self.ui.note(
+                    "Queued",
+                    &format!("{}: {}", g.id, crate::ui::one_line(&g.text, 80)),
+                );
                 goals.list.push(Goal {
                     id: g.id,
                     text: g.text,
@@ -226,8 +225,10 @@ impl Scheduler<'_> {
                 GoalStatus::Parked => "Parked",
                 _ => "Failed",
             };
-            self.ui
-                .note(verb, &format!("goal {}: {}", g.id, one_line(&g.text)));
+            self.ui.note(
+                verb,
+                &format!("goal {}: {}", g.id, crate::ui::one_line(&g.text, 80)),
+            );
         }
         Ok(!ended.is_empty())
     }
@@ -368,8 +369,10 @@ impl Scheduler<'_> {
             let (client, text, fan_in) = (goals.client.clone(), g.text.clone(), goals.max_fan_in);
             let stop = goals.stop.clone();
             let tx = self.sender.clone().expect("the loop is running");
-            self.ui
-                .note("Planning", &format!("goal {}: {}", g.id, one_line(&g.text)));
+            self.ui.note(
+                "Planning",
+                &format!("goal {}: {}", g.id, crate::ui::one_line(&g.text, 80)),
+            );
             std::thread::spawn(move || {
                 let notices = tx.clone();
                 let result = planner::plan(
@@ -441,14 +444,8 @@ impl Scheduler<'_> {
     /// The result of a goal's deliverable (its reducer), if it has one yet.
     fn goal_result(&self, gi: usize) -> Option<&str> {
         let goals = self.goals.as_ref()?;
-        let tasks = &goals.list[gi].tasks;
-        let first = *tasks.first()?;
-        let sub = crate::plan::Plan::from_tasks(
-            tasks.iter().map(|&i| self.plan.tasks[i].clone()).collect(),
-        )
-        .ok()?;
-        let d = sub.deliverable()?;
-        self.slots[first + d].result.as_deref()
+        let d = self.plan.deliverable_among(&goals.list[gi].tasks)?;
+        self.slots[d].result.as_deref()
     }
 
     /// The dependency pass ended: the goals it covered get their needs, or none if it failed.
@@ -710,13 +707,4 @@ fn known_edges(list: &[Goal]) -> Vec<Edge> {
             })
         })
         .collect()
-}
-
-fn one_line(text: &str) -> String {
-    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() > 80 {
-        format!("{}…", line.chars().take(79).collect::<String>())
-    } else {
-        line
-    }
 }

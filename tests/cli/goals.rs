@@ -154,6 +154,14 @@ impl Setup {
     }
 }
 
+/// `--goal G` for each goal, then `--final-out REPORT`, then `extra`.
+fn goals_args<'a>(goals: &[&'a str], report: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args: Vec<&str> = goals.iter().flat_map(|g| ["--goal", g]).collect();
+    args.extend(["--final-out", report.to_str().unwrap()]);
+    args.extend(extra);
+    args
+}
+
 fn events(repo: &TestRepo) -> Vec<Value> {
     let runs = repo.swarm_dir().join("runs");
     let mut out = Vec::new();
@@ -204,18 +212,11 @@ fn independent_goals_overlap_and_a_dependent_goal_is_planned_after_its_need_merg
     let out = s
         .cmd(&llm)
         .env("AGENT_PAUSE", "1")
-        .args([
-            "--goal",
-            GOAL_A,
-            "--goal",
-            GOAL_B,
-            "--goal",
-            GOAL_C,
-            "--final-out",
-            report.to_str().unwrap(),
-            "--final-out-dir",
-            dir.to_str().unwrap(),
-        ])
+        .args(goals_args(
+            &[GOAL_A, GOAL_B, GOAL_C],
+            &report,
+            &["--final-out-dir", dir.to_str().unwrap()],
+        ))
         .output()
         .unwrap();
     assert_exit(&out, 0);
@@ -367,21 +368,13 @@ fn goals_that_need_a_parked_goal_are_skipped_and_the_rest_go_on() {
         },
     );
     let report = outside(&s.repo, "report.md");
-    let out = s.swarm(
-        &llm,
-        &[
-            "--goal",
-            GOAL_A,
-            "--goal",
-            GOAL_B,
-            "--goal",
-            GOAL_C,
-            "--goal",
-            "GOAL-D: an independent goal writing delta.txt",
-            "--final-out",
-            report.to_str().unwrap(),
-        ],
-    );
+    let goals = [
+        GOAL_A,
+        GOAL_B,
+        GOAL_C,
+        "GOAL-D: an independent goal writing delta.txt",
+    ];
+    let out = s.swarm(&llm, &goals_args(&goals, &report, &[]));
     assert_exit(&out, 3);
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(text.contains("Status: **parked**"), "{text}");
@@ -674,19 +667,7 @@ fn a_goal_whose_planning_fails_fails_alone_and_its_dependents_are_skipped() {
         },
     );
     let report = outside(&s.repo, "report.md");
-    let out = s.swarm(
-        &llm,
-        &[
-            "--goal",
-            GOAL_A,
-            "--goal",
-            GOAL_B,
-            "--goal",
-            GOAL_C,
-            "--final-out",
-            report.to_str().unwrap(),
-        ],
-    );
+    let out = s.swarm(&llm, &goals_args(&[GOAL_A, GOAL_B, GOAL_C], &report, &[]));
     assert_exit(&out, 1);
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(
