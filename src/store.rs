@@ -492,11 +492,11 @@ impl Board {
     ) -> anyhow::Result<()> {
         let now = now_ms();
         let tx = self.conn.transaction()?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR REPLACE INTO attempts (run_id, task_id, number, started_at, transcript)
              VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![run, task, number, now, transcript],
-        )?;
+        )?
+        .execute(params![run, task, number, now, transcript])?;
         apply_update(
             &tx,
             run,
@@ -525,19 +525,19 @@ impl Board {
         events: &[Event<'_>],
     ) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE attempts SET finished_at = ?1, outcome = ?2, tokens = ?3, cost = ?4
              WHERE run_id = ?5 AND task_id = ?6 AND number = ?7",
-            params![
-                now_ms(),
-                end.outcome,
-                end.tokens as i64,
-                end.cost,
-                run,
-                task,
-                number
-            ],
-        )?;
+        )?
+        .execute(params![
+            now_ms(),
+            end.outcome,
+            end.tokens as i64,
+            end.cost,
+            run,
+            task,
+            number
+        ])?;
         apply_update(&tx, run, task, update)?;
         let mut lines = Vec::with_capacity(events.len());
         for e in events {
@@ -1037,7 +1037,10 @@ fn apply_update(
     );
     values.push(text(run));
     values.push(text(task));
-    let changed = tx.execute(&sql, rusqlite::params_from_iter(values))?;
+    // Cached: a run repeats a handful of shapes of this update thousands of times.
+    let changed = tx
+        .prepare_cached(&sql)?
+        .execute(rusqlite::params_from_iter(values))?;
     anyhow::ensure!(changed == 1, "task {task} of run {run} is not in the board");
     Ok(())
 }
@@ -1079,16 +1082,14 @@ fn insert_goals(
 /// Appends an event to the board and returns its `events.jsonl` line.
 fn append_event(tx: &Transaction<'_>, run: &str, e: &Event<'_>) -> anyhow::Result<String> {
     let at = now_ms();
-    let seq: i64 = tx.query_row(
-        "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1",
-        [run],
-        |r| r.get(0),
-    )?;
+    let seq: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1")?
+        .query_row([run], |r| r.get(0))?;
     let detail = crate::secret::redact(&e.detail.to_string()).into_owned();
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO events (run_id, seq, at, kind, task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![run, seq, at, e.kind, e.task, detail],
-    )?;
+    )?
+    .execute(params![run, seq, at, e.kind, e.task, detail])?;
     let mut line = serde_json::json!({ "seq": seq, "at": at, "kind": e.kind });
     if let Some(t) = e.task {
         line["task"] = t.into();

@@ -863,7 +863,9 @@ fn execute(
     let plan = &plan;
     let records = board.load_tasks(&layout.run)?;
     let goals = goal_facts(plan, board.load_goals(&layout.run)?);
-    let parked = parked_tasks(board, &layout.run, &records)?;
+    // Read once: a long run's log holds tens of thousands of events.
+    let events = read_events(&board.events_path(&layout.run))?;
+    let parked = parked_tasks(&events, &records);
     let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
     let goal_unfinished = goals.iter().any(|g| {
         matches!(
@@ -922,12 +924,12 @@ fn execute(
         .load_run(&layout.run)?
         .context("the run vanished from the board")?;
     let failed_attempts = board.failed_attempts(&layout.run)?;
-    let merges = merges(board, &layout.run)?;
-    let repairs = repairs(board, &layout.run)?;
+    let merges = merges(&events);
+    let repairs = repairs(&events);
     let goal_notes = if goals.is_empty() {
         Vec::new()
     } else {
-        goal_notes(board, &layout.run)?
+        goal_notes(&events)
     };
     let facts = Facts {
         run: &run,
@@ -984,9 +986,8 @@ fn execute(
 }
 
 /// Parked tasks with their branches and conflicting paths, from the event log of the board.
-fn parked_tasks(board: &Board, run: &str, records: &[TaskRecord]) -> anyhow::Result<Vec<Parked>> {
-    let events = read_events(&board.events_path(run))?;
-    Ok(records
+fn parked_tasks(events: &[serde_json::Value], records: &[TaskRecord]) -> Vec<Parked> {
+    records
         .iter()
         .filter(|t| t.status == TaskStatus::Parked)
         .map(|t| {
@@ -1010,7 +1011,7 @@ fn parked_tasks(board: &Board, run: &str, records: &[TaskRecord]) -> anyhow::Res
                 resolver: detail["resolver"].as_str().map(str::to_owned),
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Each goal with its tasks and the task holding its deliverable.
@@ -1029,9 +1030,9 @@ fn goal_facts(plan: &Plan, records: Vec<GoalRecord>) -> Vec<GoalFacts> {
 }
 
 /// What the event log says about the goals as a whole, one line each.
-fn goal_notes(board: &Board, run: &str) -> anyhow::Result<Vec<String>> {
+fn goal_notes(events: &[serde_json::Value]) -> Vec<String> {
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
-    Ok(read_events(&board.events_path(run))?
+    events
         .iter()
         .filter_map(|e| {
             let d = &e["detail"];
@@ -1061,11 +1062,11 @@ fn goal_notes(board: &Board, run: &str) -> anyhow::Result<Vec<String>> {
                 _ => None,
             }
         })
-        .collect())
+        .collect()
 }
 
-fn merges(board: &Board, run: &str) -> anyhow::Result<Vec<(String, String)>> {
-    Ok(read_events(&board.events_path(run))?
+fn merges(events: &[serde_json::Value]) -> Vec<(String, String)> {
+    events
         .iter()
         .filter(|e| e["kind"] == "merged")
         .map(|e| {
@@ -1074,11 +1075,11 @@ fn merges(board: &Board, run: &str) -> anyhow::Result<Vec<(String, String)>> {
                 e["detail"]["after"].as_str().unwrap_or_default().to_owned(),
             )
         })
-        .collect())
+        .collect()
 }
 
-fn repairs(board: &Board, run: &str) -> anyhow::Result<Vec<(String, String)>> {
-    Ok(read_events(&board.events_path(run))?
+fn repairs(events: &[serde_json::Value]) -> Vec<(String, String)> {
+    events
         .iter()
         .filter(|e| e["kind"] == "plan_repair")
         .map(|e| {
@@ -1090,7 +1091,7 @@ fn repairs(board: &Board, run: &str) -> anyhow::Result<Vec<(String, String)>> {
                     .to_owned(),
             )
         })
-        .collect())
+        .collect()
 }
 
 fn read_events(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
