@@ -241,17 +241,9 @@ impl Repo {
         std::fs::create_dir_all(&admin)?;
         std::fs::create_dir_all(path)?;
         let path = std::fs::canonicalize(path)?;
-        let head_line = match head {
-            Head::Detached(c) => format!("{c}\n"),
-            Head::NewBranch(branch, _) => format!("ref: refs/heads/{branch}\n"),
-        };
-        std::fs::write(admin.join("HEAD"), head_line)?;
+        std::fs::write(admin.join("HEAD"), head_line(head))?;
         std::fs::write(admin.join("commondir"), "../..\n")?;
-        std::fs::write(
-            admin.join("gitdir"),
-            format!("{}\n", path.join(".git").display()),
-        )?;
-        std::fs::write(path.join(".git"), format!("gitdir: {}\n", admin.display()))?;
+        link_worktree(&admin, &path)?;
         let wt = Repository::open(&path)
             .with_context(|| format!("could not open the new worktree {}", path.display()))?;
         let tree = wt.find_commit(commit.oid()?)?.tree()?;
@@ -264,6 +256,79 @@ impl Repo {
             Some(CheckoutBuilder::new().force().disable_filters(plain)),
         )
         .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
+        Ok(())
+    }
+
+    /// Sets a worktree aside for reuse: its HEAD is detached at `at` (so its branch can be
+    /// deleted) and it moves to `to`, keeping its admin name.
+    pub fn set_worktree_aside(
+        &self,
+        name: &str,
+        path: &Path,
+        at: &CommitId,
+        to: &Path,
+    ) -> anyhow::Result<()> {
+        let admin = self.common_dir.join("worktrees").join(name);
+        std::fs::write(admin.join("HEAD"), format!("{at}\n"))?;
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(path, to)
+            .with_context(|| format!("could not move {} to {}", path.display(), to.display()))?;
+        link_worktree(&admin, to)
+    }
+
+    /// Makes the worktree set aside as `old` (admin name, path) the worktree `name` at `path`,
+    /// with `head` checked out: only the files that differ from the commit it was at are
+    /// written, and files the new commit does not have (untracked or ignored ones included)
+    /// are removed, so it ends as a fresh checkout would, for a fraction of the file creations.
+    pub fn reuse_worktree(
+        &self,
+        old: (&str, &Path),
+        name: &str,
+        path: &Path,
+        head: &Head<'_>,
+    ) -> anyhow::Result<()> {
+        let worktrees = self.common_dir.join("worktrees");
+        let admin = worktrees.join(name);
+        if admin.exists() {
+            bail!(
+                "a worktree named {name} exists already ({})",
+                admin.display()
+            );
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(old.1, path)
+            .with_context(|| format!("could not move {} to {}", old.1.display(), path.display()))?;
+        std::fs::rename(worktrees.join(old.0), &admin)?;
+        link_worktree(&admin, path)?;
+        let commit = match head {
+            Head::Detached(c) => (*c).clone(),
+            Head::NewBranch(branch, c) => {
+                self.create_branch(branch, c)?;
+                (*c).clone()
+            }
+        };
+        // HEAD still names the commit the worktree is at: the checkout's baseline, so only
+        // the differences are written.
+        let wt = Repository::open(path)
+            .with_context(|| format!("could not open the worktree {}", path.display()))?;
+        let tree = wt.find_commit(commit.oid()?)?.tree()?;
+        let plain = !has_attributes(&tree)? && !converts_line_endings(&wt);
+        wt.checkout_tree(
+            tree.as_object(),
+            Some(
+                CheckoutBuilder::new()
+                    .force()
+                    .remove_untracked(true)
+                    .remove_ignored(true)
+                    .disable_filters(plain),
+            ),
+        )
+        .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
+        std::fs::write(admin.join("HEAD"), head_line(head))?;
         Ok(())
     }
 
@@ -564,6 +629,25 @@ impl Repo {
 }
 
 /// Whether any directory of `tree` holds a `.gitattributes` file.
+/// What a worktree's HEAD file says for `head`.
+fn head_line(head: &Head<'_>) -> String {
+    match head {
+        Head::Detached(c) => format!("{c}\n"),
+        Head::NewBranch(branch, _) => format!("ref: refs/heads/{branch}\n"),
+    }
+}
+
+/// Points a worktree's admin directory and its `.git` file at each other.
+fn link_worktree(admin: &Path, path: &Path) -> anyhow::Result<()> {
+    let path = std::fs::canonicalize(path)?;
+    std::fs::write(
+        admin.join("gitdir"),
+        format!("{}\n", path.join(".git").display()),
+    )?;
+    std::fs::write(path.join(".git"), format!("gitdir: {}\n", admin.display()))?;
+    Ok(())
+}
+
 fn has_attributes(tree: &git2::Tree<'_>) -> anyhow::Result<bool> {
     let mut found = false;
     tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {

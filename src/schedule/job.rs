@@ -82,6 +82,8 @@ pub(super) enum JobKind {
         start: CommitId,
         check: Option<String>,
         message: String,
+        /// A merged writer's worktree set aside (admin name, path) to be reused.
+        reuse: Option<(String, PathBuf)>,
     },
     /// A conflicting writer's one attempt at resolving its merge.
     Resolver {
@@ -146,10 +148,18 @@ impl Job {
                 name,
                 branch,
                 start,
+                reuse,
                 ..
             } => {
                 // A fresh worktree per attempt, from the integration tip the task started at.
-                fresh_worktree(&repo, name, branch, start, &self.invocation.cwd)?;
+                fresh_worktree(
+                    &repo,
+                    name,
+                    branch,
+                    start,
+                    &self.invocation.cwd,
+                    reuse.as_ref(),
+                )?;
             }
             JobKind::Resolver {
                 name,
@@ -159,7 +169,7 @@ impl Job {
                 theirs,
                 ..
             } => {
-                fresh_worktree(&repo, name, branch, tip, &self.invocation.cwd)?;
+                fresh_worktree(&repo, name, branch, tip, &self.invocation.cwd, None)?;
                 git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
             }
         }
@@ -297,19 +307,37 @@ fn user_repo(checkout: &Path) -> anyhow::Result<std::rc::Rc<Repo>> {
     })
 }
 
-/// Replaces whatever an earlier attempt left with a new worktree on a new branch at `start`.
+/// Replaces whatever an earlier attempt left with a new worktree on a new branch at `start`:
+/// the one set aside as `reuse` when given (updating only the files that differ), else a new
+/// checkout.
 pub(super) fn fresh_worktree(
     repo: &Repo,
     name: &str,
     branch: &str,
     start: &CommitId,
     path: &Path,
+    reuse: Option<&(String, PathBuf)>,
 ) -> anyhow::Result<()> {
     repo.remove_worktree(name, path)?;
     if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
         repo.delete_branch_at(branch, &old)?;
     }
-    repo.add_worktree(name, path, &Head::NewBranch(branch, start))
+    let head = Head::NewBranch(branch, start);
+    if let Some((old_name, old_path)) = reuse {
+        if repo
+            .reuse_worktree((old_name, old_path), name, path, &head)
+            .is_ok()
+        {
+            return Ok(());
+        }
+        // Whatever went wrong, a new checkout replaces it.
+        repo.remove_worktree(old_name, old_path)?;
+        repo.remove_worktree(name, path)?;
+        if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
+            repo.delete_branch_at(branch, &old)?;
+        }
+    }
+    repo.add_worktree(name, path, &head)
         .context("could not create the writer's worktree")
 }
 

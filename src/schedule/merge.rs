@@ -373,14 +373,34 @@ impl Scheduler<'_> {
     /// nothing of value any more: merged ones whose tips the integration branch contains, or,
     /// for a writer with no changes, a branch still at its start.
     pub(super) fn remove_writer_worktree(&mut self, i: usize, merged: bool) -> anyhow::Result<()> {
-        let id = self.plan.tasks[i].id.as_str();
+        let plan = std::rc::Rc::clone(&self.plan);
+        let id = plan.tasks[i].id.as_str();
         for checkout in [Checkout::Task, Checkout::Resolver] {
             let (name, path) = self.layout.worktree(id, checkout);
-            if let Some(deleting) = self.repo.remove_worktree_later(&name, &path)? {
+            let branch = self.layout.branch(id, checkout);
+            let tip = self.repo.ref_target(&format!("refs/heads/{branch}"))?;
+            let reusable = checkout == Checkout::Task
+                && self.set_aside.len() < self.settings.max_writers
+                && path.exists();
+            let set_aside = match (&tip, reusable) {
+                (Some(at), true) => {
+                    let to = self
+                        .layout
+                        .set_aside_dir()
+                        .join(self.set_aside_count.to_string());
+                    self.set_aside_count += 1;
+                    let moved = self.repo.set_worktree_aside(&name, &path, at, &to).is_ok();
+                    if moved {
+                        self.set_aside.push((name.clone(), to));
+                    }
+                    moved
+                }
+                _ => false,
+            };
+            if !set_aside && let Some(deleting) = self.repo.remove_worktree_later(&name, &path)? {
                 self.cleanup.push(deleting);
             }
-            let branch = self.layout.branch(id, checkout);
-            let Some(at) = self.repo.ref_target(&format!("refs/heads/{branch}"))? else {
+            let Some(at) = tip else {
                 continue;
             };
             let worthless = if merged {
@@ -391,6 +411,23 @@ impl Scheduler<'_> {
             if worthless {
                 self.repo.delete_branch_at(&branch, &at)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Worktrees a killed run had set aside are removed before this one starts.
+    pub(super) fn remove_stale_set_aside(&mut self) -> anyhow::Result<()> {
+        let dir = self.layout.set_aside_dir();
+        // Admin files hold canonical paths.
+        let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        let prefix = format!("swarm-{}-", self.layout.run);
+        for (name, path) in self.repo.worktrees_with_prefix(&prefix)? {
+            if path.starts_with(&canonical) {
+                self.repo.remove_worktree(&name, &path)?;
+            }
+        }
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
         }
         Ok(())
     }

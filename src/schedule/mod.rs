@@ -113,6 +113,11 @@ impl Layout {
         }
     }
 
+    /// Where merged writers' worktrees wait to be reused (a name no task id can take).
+    fn set_aside_dir(&self) -> PathBuf {
+        self.worktrees.join("(set aside)")
+    }
+
     /// A writer's worktree: its admin name in the git directory, and its path.
     fn worktree(&self, task: &str, checkout: Checkout) -> (String, PathBuf) {
         match checkout {
@@ -247,6 +252,11 @@ pub struct Scheduler<'a> {
     delayed: Vec<usize>,
     /// Removed worktrees still being deleted in the background; joined before `run` returns.
     cleanup: Vec<std::thread::JoinHandle<()>>,
+    /// Worktrees of merged writers (admin name, path), set aside for the next writers: updating
+    /// one costs the files that differ, a new checkout costs every file.
+    set_aside: Vec<(String, PathBuf)>,
+    /// Worktrees set aside so far, to name the next one.
+    set_aside_count: usize,
     running: usize,
     writers_running: usize,
     snapshots: HashMap<CommitId, Snapshot>,
@@ -326,6 +336,8 @@ impl<'a> Scheduler<'a> {
             to_resolve: Vec::new(),
             delayed: Vec::new(),
             cleanup: Vec::new(),
+            set_aside: Vec::new(),
+            set_aside_count: 0,
             paused_until: None,
             limit_stop: None,
             running: 0,
@@ -347,6 +359,11 @@ impl<'a> Scheduler<'a> {
         let outcome = self.drive(&workers, &rx, &signals);
         signals.close();
         watchdog.shutdown();
+        for (name, path) in std::mem::take(&mut self.set_aside) {
+            if let Ok(Some(deleting)) = self.repo.remove_worktree_later(&name, &path) {
+                self.cleanup.push(deleting);
+            }
+        }
         let mut cleanup = self.remove_snapshots();
         if let Err(e) = std::fs::remove_dir_all(&self.layout.deps)
             && e.kind() != std::io::ErrorKind::NotFound
@@ -380,6 +397,7 @@ impl<'a> Scheduler<'a> {
             }
         }
         std::fs::create_dir_all(self.layout.deps.join(start::NO_DEPS_DIR))?;
+        self.remove_stale_set_aside()?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.settle_initial()?;
         self.recover_committed()?;

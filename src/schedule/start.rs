@@ -70,6 +70,7 @@ impl Scheduler<'_> {
                             task.title.as_deref().unwrap_or(id),
                             self.layout.run
                         ),
+                        reuse: self.set_aside.pop(),
                     },
                 )
             }
@@ -171,7 +172,7 @@ impl Scheduler<'_> {
                 json!({ "attempt": attempt, "cwd": cwd.display().to_string() }),
             ),
         )?;
-        if let JobKind::Writer { start, .. } = &job_kind {
+        if let JobKind::Writer { start, reuse, .. } = &job_kind {
             self.board.update_task(
                 &self.layout.run,
                 id,
@@ -183,7 +184,11 @@ impl Scheduler<'_> {
                 &Event::task(
                     "worktree",
                     id,
-                    json!({ "path": cwd.display().to_string(), "start": start.as_str() }),
+                    json!({
+                        "path": cwd.display().to_string(),
+                        "start": start.as_str(),
+                        "reuses": reuse.as_ref().map(|(_, p)| p.display().to_string()),
+                    }),
                 ),
             )?;
             self.writers_running += 1;

@@ -140,6 +140,57 @@ fn twelve_writers_on_different_files_are_all_merged_and_landed() {
     assert_eq!(swarm_branches(&repo), Vec::<String>::new());
 }
 
+#[test]
+fn a_merged_writers_worktree_is_reused_and_the_next_writer_sees_a_clean_checkout_of_the_tip() {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "build/\n*.tmp\n");
+    repo.write("old.txt", "old\n");
+    repo.commit_all("ignore build output");
+    let tasks = repo.tasks(&[
+        // Leaves ignored output behind, deletes a file and adds one; its check (run after the
+        // commit) dirties a tracked file.
+        r#"{"id":"a","run":"echo A > a.txt && rm old.txt && mkdir -p build && echo junk > build/out && echo scratch > notes.tmp","check":"echo dirty >> src/lib.rs"}"#,
+        // Fails unless it sees exactly the integration tip: a's change, none of a's leftovers.
+        r#"{"id":"b","run":"test -f a.txt && test ! -e old.txt && test ! -e build && test ! -e notes.tmp && test \"$(git status --porcelain)\" = '' && echo B > b.txt","deps":["a"]}"#,
+        r#"{"id":"c","run":"test -f b.txt && test -f a.txt && echo C > c.txt","deps":["b"]}"#,
+    ]);
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "1"]);
+    assert_exit(&out, 0);
+    for (file, text) in [("a.txt", "A\n"), ("b.txt", "B\n"), ("c.txt", "C\n")] {
+        assert_eq!(show(&repo, "main", file), text);
+    }
+    assert!(!tree_paths(&repo, "main").contains(&"old.txt".to_owned()));
+    // b and c each got the worktree the writer before them had left, under their own name.
+    let run = run_id(&repo);
+    let worktree_events: Vec<Value> = events(&repo, &run)
+        .into_iter()
+        .filter(|e| e["kind"] == "worktree")
+        .collect();
+    assert_eq!(worktree_events.len(), 3);
+    assert!(worktree_events[0]["detail"]["reuses"].is_null());
+    for e in &worktree_events[1..] {
+        assert!(e["detail"]["reuses"].is_string(), "{e}");
+        assert!(
+            e["detail"]["path"]
+                .as_str()
+                .unwrap()
+                .ends_with(e["task"].as_str().unwrap())
+        );
+    }
+    // b's commit holds b's change only.
+    let b_commit = repo.git(&[
+        "log",
+        "--no-merges",
+        "--format=%H",
+        "--grep=task b of run",
+        "main",
+    ]);
+    let changed = repo.git(&["show", "--name-only", "--format=", b_commit.trim()]);
+    assert_eq!(changed.trim(), "b.txt");
+    assert_eq!(extra_worktrees(&repo), Vec::<String>::new());
+    assert_eq!(swarm_branches(&repo), Vec::<String>::new());
+}
+
 /// Two writers start from the same tip and change the same line; `b` finishes later, so `a`
 /// merges and `b` is parked. `after` depends on `b`.
 fn run_with_a_conflict(repo: &TestRepo, extra: &[&str]) -> (std::process::Output, String) {
