@@ -187,18 +187,20 @@ pub fn goal_markdown(f: &Facts<'_>, g: &GoalFacts) -> String {
     out
 }
 
-/// The goals' graph as a Mermaid flowchart, coloured by status.
+/// The goals' graph as a Mermaid flowchart, coloured by status. Goal ids (`g1`, …) are made
+/// by swarm, so they serve as node ids.
 pub fn goal_mermaid(goals: &[GoalFacts]) -> String {
     let mut out = String::from("flowchart LR\n");
-    for (i, g) in goals.iter().enumerate() {
-        let text = crate::ui::one_line(&g.record.text, 40);
-        let label = format!("{}: {}<br/>{}", g.record.id, text, g.record.status.as_str());
-        let _ = writeln!(out, "  g{i}[\"{}\"]", label.replace('"', "'"));
+    for g in goals {
+        let r = &g.record;
+        let text = crate::ui::one_line(&r.text, 40);
+        let label = format!("{}: {}<br/>{}", r.id, text, r.status.as_str());
+        let _ = writeln!(out, "  {}[\"{}\"]", r.id, label.replace('"', "'"));
     }
-    for (i, g) in goals.iter().enumerate() {
+    for g in goals {
         for n in g.record.needs.iter().flatten() {
-            if let Some(j) = goals.iter().position(|o| o.record.id == n.goal) {
-                let _ = writeln!(out, "  g{j} --> g{i}");
+            if goals.iter().any(|o| o.record.id == n.goal) {
+                let _ = writeln!(out, "  {} --> {}", n.goal, g.record.id);
             }
         }
     }
@@ -206,11 +208,10 @@ pub fn goal_mermaid(goals: &[GoalFacts]) -> String {
         "  classDef done fill:#c8e6c9,stroke:#2e7d32\n  classDef failed fill:#ffcdd2,stroke:#c62828\n  classDef skipped fill:#eeeeee,stroke:#9e9e9e\n  classDef parked fill:#ffe0b2,stroke:#ef6c00\n  classDef pending fill:#ffffff,stroke:#616161\n",
     );
     for class in ["done", "failed", "skipped", "parked", "pending"] {
-        let members: Vec<String> = goals
+        let members: Vec<&str> = goals
             .iter()
-            .enumerate()
-            .filter(|(_, g)| goal_class(g.record.status) == class)
-            .map(|(i, _)| format!("g{i}"))
+            .filter(|g| goal_class(g.record.status) == class)
+            .map(|g| g.record.id.as_str())
             .collect();
         if !members.is_empty() {
             let _ = writeln!(out, "  class {} {class}", members.join(","));

@@ -288,7 +288,8 @@ fn independent_goals_overlap_and_a_dependent_goal_is_planned_after_its_need_merg
         "{text}"
     );
     assert!(text.contains("### Goal graph"), "{text}");
-    assert!(text.contains("  g0 --> g1\n"), "{text}");
+    assert!(text.contains("  g1 --> g2\n"), "{text}");
+    assert!(text.contains("  class g1,g2,g3 done\n"), "{text}");
     assert!(text.contains("### Task graph"), "{text}");
     assert!(text.find("## Goal g3").unwrap() < text.find("## Run summary").unwrap());
     // One report per goal in --final-out-dir.
