@@ -125,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --config --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --config --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -203,6 +203,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --stall-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --retries)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -269,7 +273,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__config)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -320,6 +324,10 @@ _swarm() {
                     return 0
                     ;;
                 --task-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stall-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -859,7 +867,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -910,6 +918,10 @@ _swarm() {
                     return 0
                     ;;
                 --task-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stall-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -965,7 +977,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1016,6 +1028,10 @@ _swarm() {
                     return 0
                     ;;
                 --task-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stall-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1071,7 +1087,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1122,6 +1138,10 @@ _swarm() {
                     return 0
                     ;;
                 --task-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stall-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

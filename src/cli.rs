@@ -200,6 +200,13 @@ pub struct RunOptions {
     #[arg(long, value_name = "DURATION")]
     pub task_timeout: Option<String>,
 
+    /// Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it
+    /// counts as a failed attempt, like a timeout. For agents that show progress as they go
+    /// (codex --json, scripts that log); Claude's JSON output, for one, comes only at the end
+    /// [default: off].
+    #[arg(long, value_name = "DURATION")]
+    pub stall_timeout: Option<String>,
+
     /// Retry a failed attempt up to N times, with backoff [default: 1].
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,

@@ -66,6 +66,8 @@ pub struct Invocation {
     /// Variables set on top of the inherited environment.
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
+    /// Stop the attempt as hung when it writes nothing (stdout or stderr) for this long.
+    pub stall: Option<Duration>,
     /// The attempt's transcript: a header, the child's stderr, then its stdout and the outcome.
     pub transcript: PathBuf,
     /// First lines of the transcript.
@@ -79,6 +81,7 @@ impl Outcome {
             Self::Succeeded => "succeeded".to_owned(),
             Self::Failed(why) => format!("failed ({why})"),
             Self::TimedOut(t) => format!("timed out after {}s", t.as_secs()),
+            Self::Stalled(t) => format!("stopped as hung: no output for {}s", t.as_secs()),
             Self::Interrupted => "interrupted".to_owned(),
             Self::Limited(l) => format!("usage limit ({})", l.message),
         }
@@ -91,6 +94,8 @@ pub enum Outcome {
     Succeeded,
     Failed(String),
     TimedOut(Duration),
+    /// Wrote nothing for this long and was stopped as hung.
+    Stalled(Duration),
     Interrupted,
     /// The agent hit its provider's usage limit: not the task's fault.
     Limited(cli::UsageLimit),
@@ -187,7 +192,11 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     cmd.envs(inv.env.iter().map(|(k, v)| (k, v)));
     let mut child = cmd.spawn()?;
     let pid = Pid::from_raw(child.id() as i32);
-    let ticket = watchdog.register(pid, inv.timeout);
+    let progress = match inv.stall {
+        Some(limit) => Some((limit, vec![out.try_clone()?, transcript.try_clone()?])),
+        None => None,
+    };
+    let ticket = watchdog.register(pid, inv.timeout, progress);
 
     let writer = match (child.stdin.take(), &inv.stdin) {
         (Some(mut stdin), Some(text)) => {
@@ -227,6 +236,7 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     let elapsed = started.elapsed();
     let outcome = match reason {
         Some(KillReason::Timeout) => Outcome::TimedOut(inv.timeout),
+        Some(KillReason::Stalled) => Outcome::Stalled(inv.stall.unwrap_or_default()),
         Some(KillReason::Stop) => Outcome::Interrupted,
         None if status.success() => Outcome::Succeeded,
         None => Outcome::Failed(describe(status)),
@@ -310,6 +320,7 @@ fn tempfile_in(near: &std::path::Path) -> std::io::Result<File> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum KillReason {
     Timeout,
+    Stalled,
     Stop,
 }
 
@@ -318,6 +329,26 @@ struct Entry {
     deadline: Instant,
     term_sent: Option<Instant>,
     reason: Option<KillReason>,
+    progress: Option<Progress>,
+}
+
+/// What the watchdog watches for signs of life: the sizes of an attempt's output files.
+struct Progress {
+    limit: Duration,
+    files: Vec<File>,
+    size: u64,
+    changed: Instant,
+}
+
+impl Progress {
+    /// The output written so far.
+    fn size(&self) -> u64 {
+        self.files
+            .iter()
+            .filter_map(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    }
 }
 
 #[derive(Default)]
@@ -354,7 +385,12 @@ impl Watchdog {
         dog
     }
 
-    fn register(&self, pgid: Pid, timeout: Duration) -> Ticket {
+    fn register(
+        &self,
+        pgid: Pid,
+        timeout: Duration,
+        progress: Option<(Duration, Vec<File>)>,
+    ) -> Ticket {
         let (lock, wake) = &*self.shared;
         let mut reg = lock.lock().expect("watchdog lock");
         let id = reg.next;
@@ -365,6 +401,12 @@ impl Watchdog {
             deadline: now + timeout,
             term_sent: None,
             reason: None,
+            progress: progress.map(|(limit, files)| Progress {
+                limit,
+                files,
+                size: 0,
+                changed: now,
+            }),
         };
         if reg.stopping {
             let _ = killpg(pgid, Signal::SIGTERM);
@@ -426,11 +468,27 @@ impl Watchdog {
             let now = Instant::now();
             let mut next = now + Duration::from_secs(1);
             for e in reg.entries.values_mut() {
+                let stalled = match (&mut e.progress, e.term_sent) {
+                    (Some(p), None) => {
+                        let size = p.size();
+                        if size != p.size {
+                            p.size = size;
+                            p.changed = now;
+                        }
+                        next = next.min(p.changed + p.limit);
+                        now >= p.changed + p.limit
+                    }
+                    _ => false,
+                };
                 match e.term_sent {
-                    None if now >= e.deadline => {
+                    None if now >= e.deadline || stalled => {
                         let _ = killpg(e.pgid, Signal::SIGTERM);
                         e.term_sent = Some(now);
-                        e.reason = Some(KillReason::Timeout);
+                        e.reason = Some(if stalled && now < e.deadline {
+                            KillReason::Stalled
+                        } else {
+                            KillReason::Timeout
+                        });
                         next = next.min(now + self.grace);
                     }
                     None => next = next.min(e.deadline),
@@ -526,7 +584,7 @@ pub fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Fi
         (Outcome::Succeeded, Some(e)) => {
             Outcome::Failed(format!("the agent reported an error: {e}"))
         }
-        (Outcome::TimedOut(_), None) if parsed.complete => {
+        (Outcome::TimedOut(_) | Outcome::Stalled(_), None) if parsed.complete => {
             let _ = append(
                 &inv.transcript,
                 "swarm: the agent gave its final answer, then did not exit; it was stopped and its answer kept\n",
@@ -557,6 +615,7 @@ pub fn run_hook(
         cwd: cwd.to_owned(),
         env: vec![("SWARM_ACTIVE".to_owned(), "1".to_owned())],
         timeout: Duration::from_secs(60),
+        stall: None,
         transcript: transcript.to_owned(),
         header: format!("hook: {command}\n"),
     };

@@ -419,6 +419,7 @@ fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
         max_writers: newer.max_writers.or(base.max_writers),
         agent: newer.agent.or(base.agent),
         task_timeout: newer.task_timeout.or(base.task_timeout),
+        stall_timeout: newer.stall_timeout.or(base.stall_timeout),
         retries: newer.retries.or(base.retries),
         check: newer.check.or(base.check),
         final_out: newer.final_out.or(base.final_out),
@@ -577,7 +578,14 @@ fn settings(
     }
     let timeout = crate::plan::parse_duration(o.task_timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT))
         .map_err(|e| Usage::new(format!("--task-timeout: {e}")))?;
+    let stall_timeout = o
+        .stall_timeout
+        .as_deref()
+        .map(crate::plan::parse_duration)
+        .transpose()
+        .map_err(|e| Usage::new(format!("--stall-timeout: {e}")))?;
     Ok(Settings {
+        stall_timeout,
         jobs,
         max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),
         retries: o.retries.unwrap_or(DEFAULT_RETRIES),

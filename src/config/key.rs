@@ -24,6 +24,7 @@ pub(super) enum Key {
     BudgetTokens,
     AllowProgram,
     TaskTimeout,
+    StallTimeout,
     Retries,
     Check,
     Land,
@@ -36,7 +37,7 @@ pub(super) enum Key {
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 20] = [
+    pub(super) const ALL: [Key; 21] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -48,6 +49,7 @@ impl Key {
         Key::BudgetTokens,
         Key::AllowProgram,
         Key::TaskTimeout,
+        Key::StallTimeout,
         Key::Retries,
         Key::Check,
         Key::Land,
@@ -73,6 +75,7 @@ impl Key {
             Key::BudgetTokens => "budget-tokens",
             Key::AllowProgram => "allow-program",
             Key::TaskTimeout => "task-timeout",
+            Key::StallTimeout => "stall-timeout",
             Key::Retries => "retries",
             Key::Check => "check",
             Key::Land => "land",
@@ -99,6 +102,7 @@ impl Key {
             Key::BudgetTokens => "SWARM_BUDGET_TOKENS",
             Key::AllowProgram => "SWARM_ALLOW_PROGRAMS",
             Key::TaskTimeout => "SWARM_TASK_TIMEOUT",
+            Key::StallTimeout => "SWARM_STALL_TIMEOUT",
             Key::Retries => "SWARM_RETRIES",
             Key::Check => "SWARM_CHECK",
             Key::Land => "SWARM_LAND",
@@ -136,7 +140,8 @@ impl Key {
             | Key::OnEscalate
             | Key::FinalOut
             | Key::FinalOutDir
-            | Key::BudgetTokens => Value::Null,
+            | Key::BudgetTokens
+            | Key::StallTimeout => Value::Null,
         }
     }
 
@@ -154,6 +159,7 @@ impl Key {
             Key::BudgetTokens => o.budget_tokens.is_some(),
             Key::AllowProgram => !o.allow_program.is_empty(),
             Key::TaskTimeout => o.task_timeout.is_some(),
+            Key::StallTimeout => o.stall_timeout.is_some(),
             Key::Retries => o.retries.is_some(),
             Key::Check => o.check.is_some(),
             Key::Land => o.land.is_some(),
@@ -180,6 +186,7 @@ impl Key {
             Key::BudgetTokens => to.budget_tokens = from.budget_tokens,
             Key::AllowProgram => to.allow_program.clone_from(&from.allow_program),
             Key::TaskTimeout => to.task_timeout.clone_from(&from.task_timeout),
+            Key::StallTimeout => to.stall_timeout.clone_from(&from.stall_timeout),
             Key::Retries => to.retries = from.retries,
             Key::Check => to.check.clone_from(&from.check),
             Key::Land => to.land = from.land,
@@ -208,6 +215,7 @@ impl Key {
             Key::ApiBase => o.api_base = owned(),
             Key::RequestTimeout => o.request_timeout = owned(),
             Key::TaskTimeout => o.task_timeout = owned(),
+            Key::StallTimeout => o.stall_timeout = owned(),
             Key::Check => o.check = owned(),
             Key::OnEscalate => o.on_escalate = owned(),
             Key::Base => o.base = owned(),
@@ -257,6 +265,7 @@ impl Key {
             Key::Jobs => slots(o.jobs),
             Key::MaxWriters => slots(o.max_writers),
             Key::TaskTimeout => duration(o.task_timeout.as_deref()),
+            Key::StallTimeout => duration(o.stall_timeout.as_deref()),
             Key::RequestTimeout => duration(o.request_timeout.as_deref()),
             _ => Ok(()),
         }

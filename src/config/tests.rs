@@ -341,6 +341,7 @@ request-timeout = "2m"
 max-turns = 30
 max-task-tokens = 100000
 budget-tokens = 5000000
+stall-timeout = "10m"
 allow-program = ["cargo"]
 resolve-conflicts = true
 

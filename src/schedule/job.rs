@@ -204,6 +204,12 @@ impl Job {
                     crate::ui::duration(t)
                 )));
             }
+            Outcome::Stalled(t) => {
+                return Ok(Verdict::Failed(format!(
+                    "hung: no output for {}, stopped",
+                    crate::ui::duration(t)
+                )));
+            }
             Outcome::Failed(why) => return Ok(Verdict::Failed(why)),
             Outcome::Limited(limit) => return Ok(Verdict::Limited(limit)),
         }
@@ -271,6 +277,8 @@ impl Job {
             env_pass: Vec::new(),
             stdin: None,
             transcript: self.invocation.transcript.with_extension("check.log"),
+            // A check is the user's own command, held only to the task's timeout.
+            stall: None,
             header: format!(
                 "check of {}\ncommand: {check}\n",
                 self.invocation.cwd.display()
@@ -280,12 +288,13 @@ impl Job {
         match agent::run(&check_run, watchdog).outcome {
             Outcome::Succeeded => None,
             Outcome::Interrupted => Some(Verdict::Interrupted),
-            Outcome::TimedOut(_) | Outcome::Failed(_) | Outcome::Limited(_) => {
-                Some(Verdict::Failed(format!(
-                    "check `{check}` failed; see {}",
-                    check_run.transcript.display()
-                )))
-            }
+            Outcome::TimedOut(_)
+            | Outcome::Stalled(_)
+            | Outcome::Failed(_)
+            | Outcome::Limited(_) => Some(Verdict::Failed(format!(
+                "check `{check}` failed; see {}",
+                check_run.transcript.display()
+            ))),
         }
     }
 }

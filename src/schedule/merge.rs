@@ -277,6 +277,7 @@ impl Scheduler<'_> {
                     ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
                 ],
                 timeout: task.timeout.unwrap_or(self.settings.task_timeout),
+                stall: self.settings.stall_timeout,
                 header: format!(
                     "swarm run {run} task {id}: resolving a merge conflict\ncwd: {}\n",
                     path.display()

@@ -42,6 +42,8 @@ pub struct Settings {
     pub max_writers: usize,
     pub retries: u32,
     pub task_timeout: Duration,
+    /// An attempt that writes nothing for this long is stopped as hung.
+    pub stall_timeout: Option<Duration>,
     /// Between SIGTERM and SIGKILL when an attempt is stopped.
     pub kill_grace: Duration,
     /// The first retry waits this long; each further one twice as long (capped at a minute).

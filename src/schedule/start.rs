@@ -211,6 +211,8 @@ impl Scheduler<'_> {
                 cwd,
                 env,
                 timeout,
+                // The built-in agent runs in swarm; its requests have their own timeout.
+                stall: self.settings.stall_timeout.filter(|_| builtin.is_none()),
                 transcript,
                 header,
             },

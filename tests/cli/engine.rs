@@ -416,6 +416,45 @@ fn task_ignoring_sigterm_is_killed_with_its_children_on_timeout() {
     );
 }
 
+#[test]
+fn a_silent_attempt_is_stopped_as_hung_and_one_that_keeps_talking_is_not() {
+    let repo = TestRepo::new();
+    let tasks = task_file(
+        &repo,
+        &[
+            // Says one thing, then nothing for far longer than the stall limit.
+            json!({"id": "silent", "run": "echo starting >&2; sleep 20", "mode": "read"}),
+            // Takes longer than the stall limit in all, but never goes quiet for that long.
+            json!({"id": "talker", "run": "for i in 1 2 3 4 5 6 7 8; do echo tick $i >&2; sleep 0.3; done; echo done", "mode": "read"}),
+        ],
+    );
+    let started = Instant::now();
+    let child = repo
+        .swarm_cmd()
+        .args([
+            "run",
+            path_arg(&tasks),
+            "--stall-timeout",
+            "1s",
+            "--retries",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(child, Duration::from_secs(15));
+    assert_exit(&out, 1);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let status = status_json(&repo);
+    assert_eq!(task_status(&status, "talker"), "done");
+    assert_eq!(task_status(&status, "silent"), "failed");
+    let error = task_field(&status, "silent", "error")
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("hung: no output for 1.0s"), "error: {error}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Crashes, interrupts, the run lock.
 
