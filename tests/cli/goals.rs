@@ -323,11 +323,17 @@ fn a_failed_dependency_pass_runs_the_goals_as_independent_and_says_so() {
             goals.to_str().unwrap(),
             "--final-out",
             report.to_str().unwrap(),
+            "--json",
         ],
     );
     assert_exit(&out, 0);
     assert_eq!(s.repo.read("alpha.txt"), "written by g1.aw0\n");
     assert_eq!(s.repo.read("beta.txt"), "written by g2.bw0\n");
+    // The JSON summary lists the goals with their tasks, and needs that are empty.
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["goals"][0]["text"], GOAL_A);
+    assert_eq!(summary["goals"][1]["needs"], json!([]));
+    assert_eq!(summary["goals"][1]["tasks"], json!(["g2.bw0", "g2.br"]));
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(
         text.contains("The dependency pass failed") && text.contains("ran as independent"),
@@ -686,6 +692,19 @@ fn a_goal_whose_planning_fails_fails_alone_and_its_dependents_are_skipped() {
     assert_eq!(s.repo.read("gamma.txt"), "written by g3.cw0\n");
     let so = stdout(&out);
     assert!(so.contains("goal g3 done"), "{so}");
+    // The goals, their outcomes and their tasks are in `status --json` too.
+    let status: Value =
+        serde_json::from_slice(&s.swarm(&llm, &["status", "--json"]).stdout).unwrap();
+    let outcomes: Vec<(&str, &str)> = status["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["id"].as_str().unwrap(), g["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("g1", "failed"), ("g2", "skipped"), ("g3", "done")]
+    );
 }
 
 #[test]
