@@ -64,7 +64,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -f -a "logs" -d 'Show a run\'s
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
-complete -c swarm -n "__fish_swarm_needs_command" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "gc" -d 'Remove worktrees of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
@@ -248,7 +248,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_su
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "completions" -d 'Print a shell completion script'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'

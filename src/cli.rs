@@ -131,7 +131,8 @@ pub enum Command {
         #[command(subcommand)]
         action: QueueAction,
     },
-    /// Remove worktrees of finished tasks; a branch with unmerged commits is never deleted.
+    /// Remove worktrees of finished tasks and the deps' files killed runs left behind; a branch
+    /// with unmerged commits is never deleted.
     Gc {
         /// List what would be removed, remove nothing.
         #[arg(long)]

@@ -612,6 +612,15 @@ impl Board {
         Ok(())
     }
 
+    /// Every run's id, oldest first.
+    pub fn run_ids(&self) -> anyhow::Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs ORDER BY created_at, id")?;
+        let ids = stmt.query_map([], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    }
+
     /// The newest run, or the newest one not finished.
     pub fn latest_run(&self, unfinished: bool) -> anyhow::Result<Option<String>> {
         let sql = if unfinished {

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use serde_json::json;
 
 use super::{Globals, Lock, open_board, open_repo, read_events, stored_plan};
@@ -242,6 +243,18 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
         actions.push(format!("remove worktree {}", path.display()));
         if !dry_run {
             repo.remove_worktree(&name, &path)?;
+        }
+    }
+    // Deps' files left by runs that were killed and never resumed (a run removes its own).
+    let board = open_board(&repo)?;
+    for run in board.run_ids()? {
+        let deps = super::deps_root(&board.run_dir(&run), &run);
+        if deps.exists() {
+            actions.push(format!("remove {}", deps.display()));
+            if !dry_run {
+                std::fs::remove_dir_all(&deps)
+                    .with_context(|| format!("could not remove {}", deps.display()))?;
+            }
         }
     }
     // A swarm branch goes only when another branch holds every commit of it.

@@ -1074,3 +1074,40 @@ fn global_flags_work_before_the_subcommand_and_run_options_after_it() {
     assert_exit(&misplaced, 2);
     assert!(stderr(&misplaced).contains("after it"));
 }
+
+#[test]
+fn gc_removes_the_deps_files_a_killed_run_left() {
+    let repo = TestRepo::new();
+    let seen = outside(&repo, "deps-dir");
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "a", "run": "echo alpha", "mode": "read"}),
+            json!({"id": "b", "run": format!("echo \"$SWARM_DEPS_DIR\" > {}; sleep 3", sh(&seen)), "deps": ["a"], "mode": "read"}),
+        ],
+    );
+    let mut child = repo
+        .swarm_cmd()
+        .args(["run", path_arg(&tasks)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("b to start", Duration::from_secs(10), || {
+        std::fs::read_to_string(&seen).is_ok_and(|s| s.ends_with('\n'))
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let dir = PathBuf::from(std::fs::read_to_string(&seen).unwrap().trim());
+    assert!(dir.join("a.txt").exists(), "{}", dir.display());
+    let dry = repo.swarm(&["gc", "--dry-run"]);
+    assert_exit(&dry, 0);
+    assert!(
+        stdout(&dry).contains(&format!("would remove {}", dir.parent().unwrap().display())),
+        "{}",
+        stdout(&dry)
+    );
+    assert!(dir.exists());
+    assert_exit(&repo.swarm(&["gc"]), 0);
+    assert!(!dir.exists());
+}
