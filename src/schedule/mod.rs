@@ -567,44 +567,42 @@ impl<'a> Scheduler<'a> {
     /// Tasks still waiting when nothing runs and nothing is ready can never start; they are
     /// skipped, each with what it waits for. Returns one line per task.
     fn skip_stuck(&mut self) -> anyhow::Result<Vec<String>> {
-        let stuck: Vec<usize> = (0..self.slots.len())
-            .filter(|&i| self.slots[i].state == State::Waiting)
-            .collect();
-        let waits: Vec<String> = stuck
+        let mut skips = Vec::new();
+        let mut lines = Vec::new();
+        for i in (0..self.slots.len()).filter(|&i| self.slots[i].state == State::Waiting) {
+            let on: Vec<&str> = self
+                .plan
+                .deps(i)
+                .iter()
+                .filter(|&&d| self.slots[d].state != State::Done)
+                .map(|&d| self.plan.tasks[d].id.as_str())
+                .collect();
+            let waits = format!("waits for {}", on.join(", "));
+            lines.push(format!("task {}: {waits}", self.plan.tasks[i].id));
+            skips.push((i, format!("deadlock: {waits}")));
+        }
+        self.mark_skipped(&skips)?;
+        Ok(lines)
+    }
+
+    /// Marks tasks skipped, each with its reason: in the loop, and on the board in one
+    /// transaction.
+    fn mark_skipped(&mut self, skips: &[(usize, String)]) -> anyhow::Result<()> {
+        for &(i, _) in skips {
+            self.slots[i].state = State::Skipped;
+        }
+        let changes: Vec<(&str, TaskStatus, Option<&str>)> = skips
             .iter()
-            .map(|&i| {
-                let on: Vec<&str> = self
-                    .plan
-                    .deps(i)
-                    .iter()
-                    .filter(|&&d| self.slots[d].state != State::Done)
-                    .map(|&d| self.plan.tasks[d].id.as_str())
-                    .collect();
-                format!("waits for {}", on.join(", "))
-            })
-            .collect();
-        let reasons: Vec<String> = waits.iter().map(|w| format!("deadlock: {w}")).collect();
-        let changes: Vec<(&str, TaskStatus, Option<&str>)> = stuck
-            .iter()
-            .zip(&reasons)
-            .map(|(&i, why)| {
+            .map(|(i, why)| {
                 (
-                    self.plan.tasks[i].id.as_str(),
+                    self.plan.tasks[*i].id.as_str(),
                     TaskStatus::Skipped,
                     Some(why.as_str()),
                 )
             })
             .collect();
         self.board
-            .mark_tasks(&self.layout.run, &changes, "task_skipped")?;
-        for &i in &stuck {
-            self.slots[i].state = State::Skipped;
-        }
-        Ok(stuck
-            .iter()
-            .zip(&waits)
-            .map(|(&i, w)| format!("task {}: {w}", self.plan.tasks[i].id))
-            .collect())
+            .mark_tasks(&self.layout.run, &changes, "task_skipped")
     }
 
     /// Counts unfinished deps, skips what can never run, queues what is ready.
@@ -961,21 +959,11 @@ impl<'a> Scheduler<'a> {
                 stack.extend_from_slice(self.plan.dependents(d));
             }
         }
-        // Skipped tasks may still sit in the ready heap; they are dropped when popped.
+        // Skipped tasks leave the ready heap at once.
         self.ready
             .retain(|(_, std::cmp::Reverse(t))| self.slots[*t].state == State::Ready);
-        let changes: Vec<(&str, TaskStatus, Option<&str>)> = marks
-            .iter()
-            .map(|&d| {
-                (
-                    self.plan.tasks[d].id.as_str(),
-                    TaskStatus::Skipped,
-                    Some(why.as_str()),
-                )
-            })
-            .collect();
-        self.board
-            .mark_tasks(&self.layout.run, &changes, "task_skipped")?;
+        let skips: Vec<(usize, String)> = marks.iter().map(|&d| (d, why.clone())).collect();
+        self.mark_skipped(&skips)?;
         for &d in &marks {
             self.ui
                 .note("Skipped", &format!("{} ({why})", self.plan.tasks[d].id));

@@ -5,17 +5,11 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::fake_agents::FakeAgents;
-use crate::{TestRepo, assert_exit, stderr, stdout};
+use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
 
 fn agents(repo: &TestRepo) -> FakeAgents {
     FakeAgents::install(&repo.cache.parent().unwrap().join("fakes"))
-}
-
-fn outside(repo: &TestRepo, name: &str) -> PathBuf {
-    repo.cache.parent().unwrap().join(name)
 }
 
 fn run_with(repo: &TestRepo, fakes: &FakeAgents, args: &[&str]) -> Output {
@@ -35,10 +29,6 @@ fn mixed_tasks(repo: &TestRepo) -> PathBuf {
         r#"{"id":"two","prompt":"FILE: two.txt\nEDIT: second change","lane":"coder"}"#,
         r#"{"id":"sum","prompt":"Sum up.\nRESULT: all done","deps":["look","judge","one","two"],"lane":"reducer"}"#,
     ])
-}
-
-fn status(repo: &TestRepo) -> Value {
-    serde_json::from_str(&stdout(&repo.swarm(&["status", "--json"]))).unwrap()
 }
 
 /// Runs the mixed plan with `agent`: both writers' edits are merged and the reducer's answer
@@ -90,7 +80,7 @@ fn fake_codex_runs_the_same_plan_with_unknown_cost() {
     assert!(text.contains("cost: unknown."), "{text}");
     assert!(!text.contains("$0.0000"), "{text}");
     assert_eq!(fakes.invocations("codex").len(), 5);
-    let tokens = status(&repo)["tasks"][0]["tokens"].as_u64().unwrap();
+    let tokens = status_json(&repo)["tasks"][0]["tokens"].as_u64().unwrap();
     assert!(tokens > 0);
 }
 
@@ -110,7 +100,7 @@ fn an_error_reported_with_exit_0_is_a_failed_attempt_and_retried() {
         );
 
         assert_exit(&out, 0);
-        let s = status(&repo);
+        let s = status_json(&repo);
         assert_eq!(s["tasks"][0]["attempts"], 2, "{agent}: {s}");
         assert_eq!(repo.read("w.txt"), "done\n");
         let first_log = repo.swarm(&["logs", "--errors"]).stdout;
@@ -161,7 +151,7 @@ fn stdin_waiters_hangers_and_grandchildren_never_hang_the_run() {
         "{:?}",
         started.elapsed()
     );
-    let s = status(&repo);
+    let s = status_json(&repo);
     for t in s["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "done", "{t}");
     }
@@ -207,7 +197,7 @@ fn a_usage_limit_pauses_new_attempts_until_it_resets() {
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(1800), "no pause: {took:?}");
     assert!(took < Duration::from_secs(15), "{took:?}");
-    let s = status(&repo);
+    let s = status_json(&repo);
     assert_eq!(s["tasks"][0]["status"], "done");
     // The limited attempt did not use up the task's (zero) retries.
     assert_eq!(s["tasks"][0]["failures"], 0, "{s}");
@@ -333,7 +323,7 @@ fn a_usage_limit_resetting_beyond_an_hour_stops_the_run_resumably() {
         "{:?}",
         started.elapsed()
     );
-    let s = status(&repo);
+    let s = status_json(&repo);
     assert_eq!(s["run"]["status"], "interrupted", "{s}");
     assert_eq!(s["tasks"][0]["status"], "interrupted", "{s}");
     assert_eq!(s["tasks"][0]["failures"], 0, "{s}");

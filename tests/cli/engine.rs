@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{TestRepo, assert_exit, stderr, stdout};
+use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout, tasks_with_status};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers of this module.
@@ -18,11 +18,6 @@ fn task_file(repo: &TestRepo, tasks: &[Value]) -> PathBuf {
     repo.tasks(&refs)
 }
 
-/// A path next to the repository (not inside the checkout, not in the cache dir).
-fn outside(repo: &TestRepo, name: &str) -> PathBuf {
-    repo.cache.parent().unwrap().join(name)
-}
-
 /// `path` as a shell word; the temp paths used here hold no quote characters.
 fn sh(path: &Path) -> String {
     let s = path.display().to_string();
@@ -32,14 +27,6 @@ fn sh(path: &Path) -> String {
 
 fn path_arg(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// `swarm status [RUN] --json`, parsed.
-fn status_json(repo: &TestRepo) -> Value {
-    let out = repo.swarm(&["status", "--json"]);
-    assert_exit(&out, 0);
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("status --json: {e}\n{}", stdout(&out)))
 }
 
 /// The status of one task in `swarm status --json` output.
@@ -496,13 +483,7 @@ fn killed_run_resumes_without_rerunning_finished_tasks() {
         status["run"]["status"], "running",
         "a killed run cannot have recorded an end"
     );
-    let done: Vec<String> = status["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["status"] == "done")
-        .map(|t| t["id"].as_str().unwrap().to_owned())
-        .collect();
+    let done = tasks_with_status(&status, "done");
     assert!(
         done.len() >= 2,
         "too few tasks were done before the kill: {done:?}"

@@ -1,14 +1,14 @@
 //! From a goal to merged work against the fake OpenAI-compatible server: planning, repairs, the
 //! built-in agent and its confined tools, throttling, hung requests and secrets.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
 use crate::fake_llm::{FakeLlm, Reply, Request, has_tool, tool_results};
-use crate::{TestRepo, assert_exit, stderr, stdout};
+use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
 
 /// The user message of an agent request: the task's prompt.
 fn task_prompt(req: &Request) -> String {
@@ -88,10 +88,6 @@ fn goal_cmd(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("running swarm")
-}
-
-fn outside(repo: &TestRepo, name: &str) -> PathBuf {
-    repo.cache.parent().unwrap().join(name)
 }
 
 fn events(repo: &TestRepo) -> Vec<Value> {
@@ -384,7 +380,7 @@ fn forty_tasks_feeding_one_reducer_become_a_tree_of_reducers() {
     let (repo, text, out) = run_defective_plan(plan_call(&json!(tasks)), plan_call(&json!(tasks)));
     assert_exit(&out, 0);
     assert!(text.contains("fan_in_tree"), "{text}");
-    let status: Value = serde_json::from_str(&stdout(&repo.swarm(&["status", "--json"]))).unwrap();
+    let status = status_json(&repo);
     let n = status["tasks"].as_array().unwrap().len();
     assert!(n > 41, "no intermediate reducers: {n} tasks");
 }
@@ -532,7 +528,7 @@ fn past_the_token_budget_nothing_new_starts_running_work_merges_and_resume_finis
     );
     // The first two started; once one had spent the budget nothing else started, and the
     // writer that was running still finished and was merged.
-    let status: Value = serde_json::from_slice(&repo.swarm(&["status", "--json"]).stdout).unwrap();
+    let status = status_json(&repo);
     let by_id = |id: &str| {
         status["tasks"]
             .as_array()

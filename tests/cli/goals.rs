@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use crate::fake_llm::{FakeLlm, Reply, Request, has_tool};
-use crate::{TestRepo, assert_exit, stdout};
+use crate::{TestRepo, assert_exit, outside, status_json, stdout, tasks_with_status};
 
 const GOAL_A: &str = "GOAL-A: add alpha.txt";
 const GOAL_B: &str = "GOAL-B: describe alpha.txt in beta.txt";
@@ -40,10 +40,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
-}
-
-fn outside(repo: &TestRepo, name: &str) -> PathBuf {
-    repo.cache.parent().unwrap().join(name)
 }
 
 fn letter(text: &str) -> Option<char> {
@@ -528,15 +524,8 @@ fn the_queue_survives_a_kill_and_resume_finishes_it_without_rerunning_tasks() {
     // Still queued: the run has not finished.
     let listed = s.swarm(&llm, &["queue", "list"]);
     assert!(stdout(&listed).contains("GOAL-C"), "{}", stdout(&listed));
-    let status = s.swarm(&llm, &["status", "--json"]);
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let done: Vec<String> = status["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["status"] == "done")
-        .map(|t| t["id"].as_str().unwrap().to_owned())
-        .collect();
+    let status = status_json(&s.repo);
+    let done = tasks_with_status(&status, "done");
     assert!(!done.is_empty(), "{status}");
     let before = s.starts();
 
@@ -693,8 +682,7 @@ fn a_goal_whose_planning_fails_fails_alone_and_its_dependents_are_skipped() {
     let so = stdout(&out);
     assert!(so.contains("goal g3 done"), "{so}");
     // The goals, their outcomes and their tasks are in `status --json` too.
-    let status: Value =
-        serde_json::from_slice(&s.swarm(&llm, &["status", "--json"]).stdout).unwrap();
+    let status = status_json(&s.repo);
     let outcomes: Vec<(&str, &str)> = status["goals"]
         .as_array()
         .unwrap()

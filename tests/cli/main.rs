@@ -156,6 +156,30 @@ fn collect_files(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
     }
 }
 
+/// A path beside the repository (not in it), for files a test and its tasks share.
+pub fn outside(repo: &TestRepo, name: &str) -> PathBuf {
+    repo.cache.parent().unwrap().join(name)
+}
+
+/// `swarm status --json` of the newest run.
+pub fn status_json(repo: &TestRepo) -> serde_json::Value {
+    let out = repo.swarm(&["status", "--json"]);
+    assert_exit(&out, 0);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("status --json: {e}\n{}", stdout(&out)))
+}
+
+/// The ids of the tasks with `status` in a `status --json` answer.
+pub fn tasks_with_status(status: &serde_json::Value, wanted: &str) -> Vec<String> {
+    status["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter(|t| t["status"] == wanted)
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

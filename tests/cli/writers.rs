@@ -8,18 +8,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::{TestRepo, assert_exit, stderr, stdout};
+use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
 
 /// The id of the repository's newest run.
 fn run_id(repo: &TestRepo) -> String {
     let status = status_json(repo);
     status["run"]["id"].as_str().expect("a run id").to_owned()
-}
-
-fn status_json(repo: &TestRepo) -> Value {
-    let out = repo.swarm(&["status", "--json"]);
-    assert_exit(&out, 0);
-    serde_json::from_str(&stdout(&out)).expect("status --json is JSON")
 }
 
 /// Each task of the newest run: id → its record as `status --json` shows it.
@@ -77,10 +71,6 @@ fn tree_paths(repo: &TestRepo, rev: &str) -> Vec<String> {
 
 fn show(repo: &TestRepo, rev: &str, path: &str) -> String {
     repo.git(&["show", &format!("{rev}:{path}")])
-}
-
-fn outside(repo: &TestRepo, name: &str) -> PathBuf {
-    repo.cache.parent().unwrap().join(name)
 }
 
 fn path_str(p: &Path) -> &str {
