@@ -629,6 +629,13 @@ impl Repo {
 }
 
 /// Whether any directory of `tree` holds a `.gitattributes` file.
+/// A new, empty repository at `dir`, for tests of other modules that need one.
+#[cfg(test)]
+pub fn init(dir: &Path) -> anyhow::Result<()> {
+    Repository::init(dir)?;
+    Ok(())
+}
+
 /// What a worktree's HEAD file says for `head`.
 fn head_line(head: &Head<'_>) -> String {
     match head {

@@ -1,5 +1,6 @@
 //! `swarm --goal TEXT`: summarise the repository, have the model plan the goal, record the
-//! plan and its repairs, then run it like a task file.
+//! plan and its repairs, then run it like a task file. Several goals (and the queue) are
+//! recorded and handed to the scheduler, which plans each when it can.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,10 +12,9 @@ use super::{
     Configured, Globals, MAX_FAN_IN, NO_MODEL_HINT, NewRun, model_client, refuse_when_nested,
     settings,
 };
-use crate::cli::RunOptions;
 use crate::git::Repo;
 use crate::planner;
-use crate::schedule::GoalRun;
+use crate::schedule::{GoalRun, Settings};
 use crate::store::{Event, GoalRecord, GoalStatus, RunStatus};
 use crate::{Usage, exit, ui};
 
@@ -145,12 +145,10 @@ pub(super) fn run_goals(
     if let Some(n) = goals.iter().position(|t| t.trim().is_empty()) {
         anyhow::bail!(Usage::new(format!("goal {} is empty", n + 1)));
     }
-    let jobs = options.jobs.unwrap_or(super::DEFAULT_JOBS) as usize;
-    if model_client(options, jobs)?.is_none() {
-        anyhow::bail!(
-            Usage::new("planning goals needs a model, and none is configured").hint(NO_MODEL_HINT)
-        );
-    }
+    // Checked before anything is recorded: a run that cannot plan must not be started.
+    let plan = crate::plan::Plan::from_tasks(Vec::new())?;
+    let settings = settings(options, &plan, &configured.profiles)?;
+    goal_run_client(&settings)?;
     let source = if from_queue {
         "queue".to_owned()
     } else {
@@ -176,24 +174,28 @@ pub(super) fn run_goals(
         run.board.add_goals(&run_id, &records)?;
     }
     let records = run.board.load_goals(&run_id)?;
-    let plan = crate::plan::Plan::from_tasks(Vec::new())?;
-    let settings = settings(options, &plan, &configured.profiles)?;
-    let goals = goal_run(&run.repo, options, records)?;
+    let goals = goal_run(&run.repo, &settings, records)?;
     run.launch(g, plan, &settings, options, Some(goals))
+}
+
+/// The planners' model client: the run's own, so planners and the built-in agent share one
+/// limit on requests in flight.
+fn goal_run_client(settings: &Settings) -> anyhow::Result<crate::llm::Client> {
+    settings.llm.clone().ok_or_else(|| {
+        Usage::new("planning goals needs a model, and none is configured")
+            .hint(NO_MODEL_HINT)
+            .into()
+    })
 }
 
 /// What the scheduler needs to plan a run's goals.
 pub(super) fn goal_run(
     repo: &Repo,
-    options: &RunOptions,
+    settings: &Settings,
     goals: Vec<GoalRecord>,
 ) -> anyhow::Result<GoalRun> {
-    let jobs = options.jobs.unwrap_or(super::DEFAULT_JOBS) as usize;
-    let client = model_client(options, jobs)?.ok_or_else(|| {
-        Usage::new("planning goals needs a model, and none is configured").hint(NO_MODEL_HINT)
-    })?;
     Ok(GoalRun {
-        client,
+        client: goal_run_client(settings)?,
         summary: summarize(repo)?,
         max_fan_in: MAX_FAN_IN,
         from_queue: goals.iter().any(|g| g.queue_id.is_some()),

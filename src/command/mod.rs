@@ -787,7 +787,7 @@ fn resume(
     let goals = if goal_records.is_empty() {
         None
     } else {
-        Some(goal::goal_run(&repo, &options, goal_records)?)
+        Some(goal::goal_run(&repo, &settings, goal_records)?)
     };
     let base = CommitId::new(&record.base_commit);
     if repo.ref_target(&record.integration_ref)?.is_none() {

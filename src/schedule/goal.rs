@@ -58,7 +58,6 @@ pub(super) struct Goals {
     list: Vec<Goal>,
     /// The goals whose needs the dependency pass in flight decides.
     pass: Option<Vec<usize>>,
-    planning: usize,
     polled: Option<Instant>,
     /// The queue was read once more after the run had nothing left to do.
     final_poll: bool,
@@ -98,7 +97,6 @@ impl Goals {
             from_queue: run.from_queue,
             list,
             pass: None,
-            planning: 0,
             polled: None,
             final_poll: false,
             stop: Arc::new(AtomicBool::new(false)),
@@ -107,7 +105,7 @@ impl Goals {
 
     /// A dependency pass or a planner is in flight.
     pub(super) fn busy(&self) -> bool {
-        self.pass.is_some() || self.planning > 0
+        self.pass.is_some() || self.list.iter().any(|g| g.planning)
     }
 
     pub(super) fn drains_queue(&self) -> bool {
@@ -189,10 +187,13 @@ impl Scheduler<'_> {
             if g.status != GoalStatus::Planned {
                 continue;
             }
-            let ends: Vec<State> = g.tasks.iter().map(|&i| self.slots[i].state).collect();
-            if !ends.iter().all(|s| super::is_final(*s)) {
+            // From the last task back: a goal's reducer ends last, so an unfinished goal is
+            // told at once, however many of its tasks have ended.
+            let state = |&i: &usize| self.slots[i].state;
+            if !g.tasks.iter().rev().map(state).all(super::is_final) {
                 continue;
             }
+            let ends: Vec<State> = g.tasks.iter().map(state).collect();
             let status = if ends.contains(&State::Parked) {
                 GoalStatus::Parked
             } else if ends.iter().all(|s| *s == State::Done) {
@@ -364,7 +365,6 @@ impl Scheduler<'_> {
             let goals = self.goals.as_mut().expect("called with goals");
             let g = &mut goals.list[gi];
             g.planning = true;
-            goals.planning += 1;
             let summary = format!("{}{context}", goals.summary);
             let (client, text, fan_in) = (goals.client.clone(), g.text.clone(), goals.max_fan_in);
             let stop = goals.stop.clone();
@@ -551,7 +551,6 @@ impl Scheduler<'_> {
         result: anyhow::Result<Planned>,
     ) -> anyhow::Result<()> {
         let goals = self.goals.as_mut().expect("called with goals");
-        goals.planning -= 1;
         goals.list[gi].planning = false;
         let id = goals.list[gi].id.clone();
         let run = self.layout.run.clone();

@@ -14,7 +14,7 @@ fn setup(access: Access, programs: &[&str]) -> (tempfile::TempDir, Tools) {
     let root = tmp.path().join("work");
     std::fs::create_dir_all(root.join("sub")).unwrap();
     std::fs::create_dir(tmp.path().join("outside")).unwrap();
-    git2::Repository::init(&root).unwrap();
+    crate::git::init(&root).unwrap();
     let programs = programs.iter().map(|p| (*p).to_owned()).collect();
     let tools = Tools::new(&root, access, programs, Duration::from_millis(300)).unwrap();
     (tmp, tools)
