@@ -218,15 +218,20 @@ fn push_answer(messages: &mut Vec<Value>, message: &Value) {
 /// The draft in a model's answer: the arguments of a `submit_plan` call, else the first JSON
 /// object or array in its text (fenced or not).
 fn read_answer(message: &Value) -> Result<(Vec<DraftTask>, Vec<Repair>), String> {
-    let value = match call_arguments(message) {
-        Some(Ok(v)) => v,
-        Some(Err(e)) => return Err(format!("the function arguments are not valid JSON: {e}")),
+    repair::parse_draft(&answer_json(message)?)
+}
+
+/// The JSON a model answered with (`choices[0].message`): the arguments of its function call,
+/// else the first JSON object or array in its text (fenced or not).
+fn answer_json(message: &Value) -> Result<Value, String> {
+    match call_arguments(message) {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(format!("the function arguments are not valid JSON: {e}")),
         None => {
             let text = message["content"].as_str().unwrap_or_default();
-            first_json(text).ok_or_else(|| "the answer holds no JSON plan".to_owned())?
+            first_json(text).ok_or_else(|| "the answer holds no JSON".to_owned())
         }
-    };
-    repair::parse_draft(&value)
+    }
 }
 
 /// The arguments of the first function call in a model's answer, parsed (some servers send

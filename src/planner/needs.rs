@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::{Value, json};
 
-use super::{call_arguments, first_json};
+use super::answer_json;
 use crate::llm::{Client, LlmError, Notice, Usage};
 
 /// A goal as the dependency pass sees it.
@@ -190,14 +190,7 @@ pub fn infer(
 /// `{"dependencies": [...]}` or the bare list is accepted; ids are trimmed, a missing reason
 /// is empty. Nothing is checked against the goals here: [`settle`] does that.
 fn read_answer(message: &Value) -> Result<Vec<Edge>, String> {
-    let value = match call_arguments(message) {
-        Some(Ok(v)) => v,
-        Some(Err(e)) => return Err(format!("the function arguments are not valid JSON: {e}")),
-        None => {
-            let text = message["content"].as_str().unwrap_or_default();
-            first_json(text).ok_or_else(|| "the answer holds no JSON".to_owned())?
-        }
-    };
+    let value = answer_json(message)?;
     let items = match &value {
         Value::Array(items) => items,
         other => other["dependencies"]
