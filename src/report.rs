@@ -113,7 +113,7 @@ pub fn markdown(f: &Facts<'_>) -> String {
 }
 
 /// A goal's section: its text, status and why, what it needed, and its deliverable.
-pub fn goal_section(f: &Facts<'_>, g: &GoalFacts) -> String {
+fn goal_section(f: &Facts<'_>, g: &GoalFacts) -> String {
     let mut out = String::new();
     let r = &g.record;
     let _ = writeln!(
@@ -189,7 +189,7 @@ pub fn goal_markdown(f: &Facts<'_>, g: &GoalFacts) -> String {
 
 /// The goals' graph as a Mermaid flowchart, coloured by status. Goal ids (`g1`, …) are made
 /// by swarm, so they serve as node ids.
-pub fn goal_mermaid(goals: &[GoalFacts]) -> String {
+fn goal_mermaid(goals: &[GoalFacts]) -> String {
     let mut out = String::from("flowchart LR\n");
     for g in goals {
         let r = &g.record;

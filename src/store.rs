@@ -240,14 +240,6 @@ impl GoalStatus {
         }
     }
 
-    /// Whether the goal will not change any more in this run.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            Self::Done | Self::Failed | Self::Parked | Self::Skipped
-        )
-    }
-
     fn parse(s: &str) -> anyhow::Result<Self> {
         Ok(match s {
             "pending" => Self::Pending,
@@ -1303,8 +1295,6 @@ mod tests {
             (g.status, g.reason.as_deref()),
             (GoalStatus::Parked, Some("conflict"))
         );
-        assert!(g.status.is_final());
-        assert!(!GoalStatus::Planned.is_final());
         assert_eq!(event_kinds(&board, "r1").last().unwrap(), "goal_parked");
 
         board
