@@ -10,24 +10,31 @@ const MIN_SECRET_LEN: usize = 6;
 
 pub const MASK: &str = "[redacted]";
 
-static SECRETS: OnceLock<Vec<String>> = OnceLock::new();
+/// What names a secret given by a flag or a config file rather than a variable.
+const THE_API_KEY: &str = "the API key";
+
+/// Each secret with the name of the variable it came from.
+static SECRETS: OnceLock<Vec<(String, String)>> = OnceLock::new();
 
 pub(crate) fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     ["KEY", "TOKEN", "SECRET"].iter().any(|w| upper.contains(w))
 }
 
-fn collect(extra: &[&str]) -> Vec<String> {
-    let mut values: Vec<String> = std::env::vars_os()
+fn collect(extra: &[&str]) -> Vec<(String, String)> {
+    let mut values: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .filter(|(k, _)| is_secret_name(k))
-        .map(|(_, v)| v)
-        .chain(extra.iter().map(|s| (*s).to_owned()))
-        .filter(|v| v.len() >= MIN_SECRET_LEN)
+        .chain(
+            extra
+                .iter()
+                .map(|s| (THE_API_KEY.to_owned(), (*s).to_owned())),
+        )
+        .filter(|(_, v)| v.len() >= MIN_SECRET_LEN)
         .collect();
     // Longest first, so a secret containing another is hidden whole.
-    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-    values.dedup();
+    values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+    values.dedup_by(|a, b| a.1 == b.1);
     values
 }
 
@@ -37,14 +44,16 @@ pub fn init(extra: &[&str]) {
     let _ = SECRETS.set(collect(extra));
 }
 
-fn secrets() -> &'static [String] {
+/// Every secret, with the name of the variable that holds it.
+pub fn named() -> &'static [(String, String)] {
     SECRETS.get_or_init(|| collect(&[]))
 }
 
 /// `text` with every secret replaced by `[redacted]`.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let found: Vec<&String> = secrets()
+    let found: Vec<&String> = named()
         .iter()
+        .map(|(_, v)| v)
         .filter(|s| text.contains(s.as_str()))
         .collect();
     if found.is_empty() {
@@ -59,7 +68,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 
 /// Hides secrets in a file in place (a transcript written by a child process).
 pub fn redact_file(path: &std::path::Path) -> std::io::Result<()> {
-    if secrets().is_empty() {
+    if named().is_empty() {
         return Ok(());
     }
     let bytes = std::fs::read(path)?;

@@ -101,6 +101,11 @@ CREATE TABLE queue (
     goal_id TEXT
 );
 ",
+    // The integration tip swarm itself set: merges compare-and-swap against it, never against
+    // a value read back from the ref. NULL for runs recorded before it (read from the ref).
+    r"
+ALTER TABLE runs ADD COLUMN tip TEXT;
+",
 ];
 
 /// Where a task stands.
@@ -400,8 +405,8 @@ impl Board {
         std::fs::create_dir_all(self.run_dir(&run.id).join("attempts"))?;
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO runs (id, created_at, status, source, base_commit, integration_ref, options)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (id, created_at, status, source, base_commit, integration_ref, options, tip)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?5)",
             params![
                 run.id,
                 run.created_at,
@@ -471,6 +476,44 @@ impl Board {
         let line = append_event(&tx, run, event)?;
         tx.commit()?;
         self.write_log(run, &[line])
+    }
+
+    /// Records a merge: the task change, the integration tip it made, and its event, in one
+    /// transaction.
+    pub fn record_merge(
+        &mut self,
+        run: &str,
+        task: &str,
+        update: &TaskUpdate<'_>,
+        tip: &str,
+        event: &Event<'_>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        apply_update(&tx, run, task, update)?;
+        tx.prepare_cached("UPDATE runs SET tip = ?1 WHERE id = ?2")?
+            .execute(params![tip, run])?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// Sets the integration tip swarm recorded, with the event that says why.
+    pub fn set_tip(&mut self, run: &str, tip: &str, event: &Event<'_>) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("UPDATE runs SET tip = ?1 WHERE id = ?2", params![tip, run])?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// The integration tip swarm recorded for a run (`None` for runs recorded before swarm
+    /// kept it).
+    pub fn tip(&self, run: &str) -> anyhow::Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT tip FROM runs WHERE id = ?1", [run], |r| r.get(0))
+            .optional()?
+            .flatten())
     }
 
     /// Starts an attempt: the task is running and the attempt is recorded.
@@ -1188,11 +1231,13 @@ mod tests {
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(version, 3);
+        assert_eq!(version, MIGRATIONS.len());
         assert_eq!(
             board.load_run("r1").unwrap().unwrap().status,
             RunStatus::Finished
         );
+        // A run recorded before swarm kept the integration tip has none.
+        assert_eq!(board.tip("r1").unwrap(), None);
         board.add_goals("r1", &[goal("g1", None)]).unwrap();
         assert_eq!(ids(&board.load_goals("r1").unwrap()), ["g1"]);
     }

@@ -239,15 +239,34 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let _lock = Lock::acquire(&repo, "gc")?;
     let mut actions = Vec::new();
+    // Linked worktrees, as swarm made them before each task had a repository of its own.
     for (name, path) in repo.worktrees_with_prefix("swarm-")? {
         actions.push(format!("remove worktree {}", path.display()));
         if !dry_run {
             repo.remove_worktree(&name, &path)?;
         }
     }
-    // Deps' files left by runs that were killed and never resumed (a run removes its own).
     let board = open_board(&repo)?;
     for run in board.run_ids()? {
+        // The checkouts of the run's tasks, named in its directory.
+        let named = board.run_dir(&run).join(crate::schedule::CHECKOUTS_FILE);
+        if let Ok(bytes) = std::fs::read(&named) {
+            use std::os::unix::ffi::OsStringExt as _;
+            let dir = std::path::PathBuf::from(std::ffi::OsString::from_vec(bytes));
+            if dir.is_dir() {
+                for entry in std::fs::read_dir(&dir)? {
+                    let path = entry?.path();
+                    actions.push(format!("remove worktree {}", path.display()));
+                    if !dry_run {
+                        crate::git::remove_checkout(&path)?;
+                    }
+                }
+                if !dry_run {
+                    crate::git::remove_checkout(&dir)?;
+                }
+            }
+        }
+        // Deps' files left by runs that were killed and never resumed (a run removes its own).
         let deps = super::deps_root(&board.run_dir(&run), &run);
         if deps.exists() {
             actions.push(format!("remove {}", deps.display()));

@@ -790,20 +790,6 @@ fn resume(
         Some(goal::goal_run(&repo, &settings, goal_records)?)
     };
     let base = CommitId::new(&record.base_commit);
-    if repo.ref_target(&record.integration_ref)?.is_none() {
-        let integration = record.integration_ref.trim_start_matches("refs/heads/");
-        if records
-            .iter()
-            .any(|t| t.status == TaskStatus::Done && t.commit_id.is_some())
-        {
-            bail!(Usage::new(format!(
-                "the integration branch {integration} of run {run_id} was deleted, with the work merged into it"
-            ))
-            .hint(format!("recreate it (git branch {integration} <commit>) and resume again")));
-        }
-        // The run was killed before its branch was made.
-        repo.create_branch(integration, &base)?;
-    }
     let leftovers = crate::agent::kill_leftovers(&run_id);
     if leftovers > 0 {
         ui::say(
@@ -867,7 +853,7 @@ fn execute(
     )?
     .run();
     ui.finish();
-    let (ending, plan) = outcome?;
+    let (ending, plan, tip) = outcome?;
     let plan = &plan;
     let records = board.load_tasks(&layout.run)?;
     let goals = goal_facts(plan, board.load_goals(&layout.run)?);
@@ -883,6 +869,7 @@ fn execute(
     });
     let code = match ending {
         Ending::Interrupted | Ending::OverBudget => exit::RESUMABLE,
+        Ending::Halted => exit::NEEDS_HUMAN,
         Ending::Finished if !parked.is_empty() => exit::NEEDS_HUMAN,
         Ending::Finished
             if any(TaskStatus::Failed) || any(TaskStatus::Skipped) || goal_unfinished =>
@@ -891,15 +878,20 @@ fn execute(
         }
         Ending::Finished => exit::OK,
     };
-    let tip = repo
-        .ref_target(&layout.integration_ref)?
-        .context("the integration branch is gone")?;
     let integration = layout.integration_ref.trim_start_matches("refs/heads/");
     let landing = if ending == Ending::Interrupted {
         Some(format!(
             "Interrupted: `swarm resume {}` continues the run; merged work so far is on `{integration}`.",
             layout.run
         ))
+    } else if ending == Ending::Halted {
+        let why = events
+            .iter()
+            .rev()
+            .find(|e| e["kind"] == "integration_moved")
+            .and_then(|e| e["detail"]["reason"].as_str())
+            .unwrap_or("merging stopped");
+        Some(format!("Not landed: {why}."))
     } else if ending == Ending::OverBudget {
         Some(format!(
             "Stopped at the token budget ({} tokens): `swarm resume {} --budget-tokens N` with a larger N continues the run; merged work so far is on `{integration}`.",
@@ -916,7 +908,7 @@ fn execute(
         )?
     };
     let status = match ending {
-        Ending::Interrupted | Ending::OverBudget => RunStatus::Interrupted,
+        Ending::Interrupted | Ending::OverBudget | Ending::Halted => RunStatus::Interrupted,
         Ending::Finished => RunStatus::Finished,
     };
     board.set_run_status(

@@ -104,7 +104,7 @@ const PROFILE_KEYS: [&str; 7] = [
     "pass-env",
     "drop-env",
 ];
-const REPO_FILE: &str = ".swarm.toml";
+pub(crate) const REPO_FILE: &str = ".swarm.toml";
 /// The run options and profiles of one config file, with the keys it sets.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -11,7 +11,7 @@ use super::Message;
 
 use crate::agent::openai::Builtin;
 use crate::agent::{self, Invocation, Outcome, Watchdog};
-use crate::git::{self, CommitId, Head, Repo};
+use crate::git::{self, Commit, CommitId, Head, Left, Repo};
 
 /// The dedicated pool that runs attempts (never rayon's global pool: attempts block on child
 /// processes), sized to `--jobs`.
@@ -75,20 +75,22 @@ pub(super) enum Verdict {
 }
 
 pub(super) enum JobKind {
-    Reader,
+    /// A reader in the shared snapshot of this commit.
+    Reader { commit: CommitId },
     Writer {
-        name: String,
         branch: String,
         start: CommitId,
         check: Option<String>,
         message: String,
-        /// A merged writer's worktree set aside (admin name, path) to be reused.
-        reuse: Option<(String, PathBuf)>,
+        /// A merged writer's checkout set aside, to be reused.
+        reuse: Option<PathBuf>,
+        /// Where what the agent left is kept when its result is refused.
+        keep_as: String,
     },
     /// A conflicting writer's one attempt at resolving its merge.
     Resolver {
-        name: String,
         branch: String,
+        keep_as: String,
         /// The integration tip the resolution starts from.
         tip: CommitId,
         /// The writer's start commit and its commit.
@@ -143,33 +145,24 @@ impl Job {
         }
         let repo = user_repo(&self.user_checkout)?;
         match &self.kind {
-            JobKind::Reader => {}
+            JobKind::Reader { .. } => {}
             JobKind::Writer {
-                name,
                 branch,
                 start,
                 reuse,
                 ..
             } => {
-                // A fresh worktree per attempt, from the integration tip the task started at.
-                fresh_worktree(
-                    &repo,
-                    name,
-                    branch,
-                    start,
-                    &self.invocation.cwd,
-                    reuse.as_ref(),
-                )?;
+                // A fresh checkout per attempt, from the integration tip the task started at.
+                fresh_checkout(&repo, branch, start, &self.invocation.cwd, reuse.as_deref())?;
             }
             JobKind::Resolver {
-                name,
                 branch,
                 tip,
                 base,
                 theirs,
                 ..
             } => {
-                fresh_worktree(&repo, name, branch, tip, &self.invocation.cwd, None)?;
+                fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None)?;
                 git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
             }
         }
@@ -214,10 +207,10 @@ impl Job {
             Outcome::Limited(limit) => return Ok(Verdict::Limited(limit)),
         }
         match &self.kind {
-            JobKind::Reader => {
-                let changed = git::worktree_changes(&self.invocation.cwd)?;
+            JobKind::Reader { commit } => {
+                let changed = git::snapshot_changes(&self.invocation.cwd, commit)?;
                 if !changed.is_empty() {
-                    git::restore_worktree(&self.invocation.cwd)?;
+                    git::restore_snapshot(&self.invocation.cwd, commit)?;
                     return Ok(Verdict::Failed(format!(
                         "a read-only task changed its snapshot ({}); the snapshot was restored",
                         changed.join(", ")
@@ -228,8 +221,26 @@ impl Job {
                     commit: None,
                 })
             }
-            JobKind::Writer { check, message, .. } => {
-                let commit = git::commit_worktree(&self.invocation.cwd, message)?;
+            JobKind::Writer {
+                branch,
+                start,
+                check,
+                message,
+                keep_as,
+                ..
+            } => {
+                let left = repo.take_result(
+                    &self.invocation.cwd,
+                    branch,
+                    start,
+                    &Commit::Plain(message),
+                    keep_as,
+                )?;
+                let commit = match left {
+                    Left::Nothing => None,
+                    Left::Commits(c) => Some(c),
+                    Left::Refused { why, kept } => return Ok(refused(why, kept)),
+                };
                 if let (Some(check), Some(_)) = (check, &commit)
                     && let Some(failed) = self.check(check, watchdog)
                 {
@@ -241,6 +252,9 @@ impl Job {
                 })
             }
             JobKind::Resolver {
+                branch,
+                keep_as,
+                tip,
                 theirs,
                 paths,
                 check,
@@ -254,7 +268,18 @@ impl Job {
                         left.join(", ")
                     )));
                 }
-                let commit = git::commit_worktree_merge(&self.invocation.cwd, message, theirs)?;
+                let left = repo.take_result(
+                    &self.invocation.cwd,
+                    branch,
+                    tip,
+                    &Commit::MergeOf(theirs, message),
+                    keep_as,
+                )?;
+                let commit = match left {
+                    Left::Nothing => None,
+                    Left::Commits(c) => Some(c),
+                    Left::Refused { why, kept } => return Ok(refused(why, kept)),
+                };
                 if let Some(check) = check
                     && let Some(failed) = self.check(check, watchdog)
                 {
@@ -262,7 +287,7 @@ impl Job {
                 }
                 Ok(Verdict::Succeeded {
                     result: finished.stdout,
-                    commit: Some(commit),
+                    commit,
                 })
             }
         }
@@ -316,38 +341,36 @@ fn user_repo(checkout: &Path) -> anyhow::Result<std::rc::Rc<Repo>> {
     })
 }
 
-/// Replaces whatever an earlier attempt left with a new worktree on a new branch at `start`:
+/// Replaces whatever an earlier attempt left with a new checkout on a new branch at `start`:
 /// the one set aside as `reuse` when given (updating only the files that differ), else a new
-/// checkout.
-pub(super) fn fresh_worktree(
+/// one.
+pub(super) fn fresh_checkout(
     repo: &Repo,
-    name: &str,
     branch: &str,
     start: &CommitId,
     path: &Path,
-    reuse: Option<&(String, PathBuf)>,
+    reuse: Option<&Path>,
 ) -> anyhow::Result<()> {
-    repo.remove_worktree(name, path)?;
-    if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
-        repo.delete_branch_at(branch, &old)?;
-    }
+    git::remove_checkout(path)?;
     let head = Head::NewBranch(branch, start);
-    if let Some((old_name, old_path)) = reuse {
-        if repo
-            .reuse_worktree((old_name, old_path), name, path, &head)
-            .is_ok()
-        {
+    if let Some(old) = reuse {
+        if repo.reuse_checkout(old, path, &head).is_ok() {
             return Ok(());
         }
         // Whatever went wrong, a new checkout replaces it.
-        repo.remove_worktree(old_name, old_path)?;
-        repo.remove_worktree(name, path)?;
-        if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
-            repo.delete_branch_at(branch, &old)?;
-        }
+        git::remove_checkout(old)?;
+        git::remove_checkout(path)?;
     }
-    repo.add_worktree(name, path, &head)
-        .context("could not create the writer's worktree")
+    repo.create_checkout(path, &head)
+        .context("could not create the writer's checkout")
+}
+
+/// The verdict on a result that was refused, saying where what the agent left is kept.
+fn refused(why: String, kept: Option<String>) -> Verdict {
+    Verdict::Failed(match kept {
+        Some(branch) => format!("{why}; what it left is kept on branch {branch}"),
+        None => why,
+    })
 }
 
 /// One file per dep, `<dep id>.txt`, holding its whole result.

@@ -10,6 +10,17 @@ use serde_json::json;
 use super::job::{Job, JobKind, Report, Verdict, Workers};
 use super::prompt::resolver_prompt;
 use super::{Checkout, Scheduler, State};
+
+/// Why a writer is parked.
+enum Hold {
+    /// Its merge conflicts in these paths; `resolver` says why the one resolver attempt failed.
+    Conflict {
+        paths: Vec<String>,
+        resolver: Option<String>,
+    },
+    /// Its change must be seen by a human before it is merged.
+    Review { why: String, paths: Vec<String> },
+}
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{self, Agent, Invocation};
@@ -18,6 +29,49 @@ use crate::plan::Mode;
 use crate::store::{Event, TaskStatus, TaskUpdate};
 
 impl Scheduler<'_> {
+    /// The integration ref should be where swarm left it. A kill between moving it and
+    /// recording the merge leaves it one merge ahead: that merge is swarm's own (its first
+    /// parent is the recorded tip, and it merges, or is, the commit of a task waiting to be
+    /// merged) and is taken. Anything else moved it.
+    pub(super) fn settle_integration_ref(&mut self) -> anyhow::Result<()> {
+        let found = self.repo.ref_target(&self.layout.integration_ref)?;
+        let Some(f) = found.clone() else {
+            if self.tip == self.layout.base {
+                // The run was killed before its branch was made.
+                let integration = self
+                    .layout
+                    .integration_ref
+                    .trim_start_matches("refs/heads/");
+                return self.repo.create_branch(integration, &self.tip);
+            }
+            return self.integration_moved(None);
+        };
+        if f == self.tip {
+            return Ok(());
+        }
+        let parents = self.repo.parents(&f)?;
+        let waiting = |c: &CommitId| {
+            self.slots
+                .iter()
+                .any(|s| s.state == State::Committed && s.commit.as_ref() == Some(c))
+        };
+        let own = parents.first() == Some(&self.tip)
+            && (waiting(&f) || parents.get(1).is_some_and(waiting));
+        if !own {
+            return self.integration_moved(found.as_ref());
+        }
+        self.board.set_tip(
+            &self.layout.run,
+            f.as_str(),
+            &Event::run(
+                "tip_recovered",
+                json!({ "before": self.tip.as_str(), "after": f.as_str() }),
+            ),
+        )?;
+        self.tip = f;
+        Ok(())
+    }
+
     /// Writers committed before a crash: merged already if the integration branch contains
     /// their commit, else merged now. Finished writers lose the worktree and branch a crash
     /// between their merge and its cleanup left behind.
@@ -58,8 +112,13 @@ impl Scheduler<'_> {
         Ok(())
     }
 
-    /// Merges a committed writer into the integration branch; parks it on a conflict.
+    /// Merges a committed writer into the integration branch; parks it on a conflict, or
+    /// when its change must be seen by a human first.
     pub(super) fn merge(&mut self, i: usize) -> anyhow::Result<()> {
+        if self.halted.is_some() {
+            // Still committed in the board: a resume merges it.
+            return Ok(());
+        }
         let id = self.plan.tasks[i].id.as_str();
         let run = self.layout.run.clone();
         let commit = self.slots[i]
@@ -70,29 +129,34 @@ impl Scheduler<'_> {
             .start_commit
             .clone()
             .context("merging a task without a start commit")?;
+        if let Some(hold) = self.review(&base, &commit)? {
+            return self.park(i, &hold);
+        }
         let started = Instant::now();
         let message = format!("Merge swarm task {id} of run {run}");
         let outcome = if self.slots[i].resolver_tried && self.tip == base {
             // The resolver's commit is the merge of this very tip and the task: move onto it.
             self.repo
-                .move_ref(&self.layout.integration_ref, &base, &commit, &message)?;
-            Merge::Merged {
-                before: base,
-                after: commit.clone(),
-            }
+                .advance(&self.layout.integration_ref, &base, &commit, &message)?
         } else {
-            self.repo
-                .merge(&self.layout.integration_ref, &commit, &base, &message)?
+            self.repo.merge(
+                &self.layout.integration_ref,
+                &self.tip,
+                &commit,
+                &base,
+                &message,
+            )?
         };
         match outcome {
             Merge::Merged { before, after } => {
-                self.board.update_task(
+                self.board.record_merge(
                     &run,
                     id,
                     &TaskUpdate {
                         status: Some(TaskStatus::Done),
                         ..TaskUpdate::default()
                     },
+                    after.as_str(),
                     &Event::task(
                         "merged",
                         id,
@@ -128,15 +192,108 @@ impl Scheduler<'_> {
                     self.slots[i].conflict = paths;
                     self.to_resolve.push(i);
                 } else {
-                    self.park(i, &paths, None)?;
+                    self.park(
+                        i,
+                        &Hold::Conflict {
+                            paths,
+                            resolver: None,
+                        },
+                    )?;
                 }
             }
+            Merge::Refused { why, paths } => self.park(i, &Hold::Review { why, paths })?,
+            Merge::Moved { found } => self.integration_moved(found.as_ref())?,
         }
         Ok(())
     }
 
-    /// Parks a conflicting writer: its branch stays, its dependents are skipped, a human is told.
-    fn park(&mut self, i: usize, paths: &[String], resolver: Option<&str>) -> anyhow::Result<()> {
+    /// Whether a writer's change must be seen by a human before it is merged: it changes a
+    /// file swarm reads commands from, or holds the value of a secret swarm hides.
+    fn review(&self, base: &CommitId, commit: &CommitId) -> anyhow::Result<Option<Hold>> {
+        let secrets = crate::secret::named();
+        let needles: Vec<&[u8]> = secrets.iter().map(|(_, v)| v.as_bytes()).collect();
+        let scan = self
+            .repo
+            .scan_change(base, commit, &[crate::config::REPO_FILE], &needles)?;
+        if !scan.guarded.is_empty() {
+            return Ok(Some(Hold::Review {
+                why: format!(
+                    "it changes {}, which names commands swarm runs; swarm merges no such change without you",
+                    scan.guarded.join(", ")
+                ),
+                paths: scan.guarded,
+            }));
+        }
+        if scan.found.is_empty() {
+            return Ok(None);
+        }
+        let mut names: Vec<&str> = scan
+            .found
+            .iter()
+            .map(|(_, n)| secrets[*n].0.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let paths: Vec<String> = scan.found.into_iter().map(|(p, _)| p).collect();
+        Ok(Some(Hold::Review {
+            why: format!(
+                "{} holds the value of {}, a secret swarm hides; swarm merges no such change without you",
+                paths.join(", "),
+                names.join(", ")
+            ),
+            paths,
+        }))
+    }
+
+    /// The integration ref is not where swarm left it: someone else moved it. What they put
+    /// there is kept on a branch of its own, the ref goes back to swarm's tip, nothing more is
+    /// merged this run, and a human is told.
+    fn integration_moved(&mut self, found: Option<&CommitId>) -> anyhow::Result<()> {
+        let integration = self
+            .layout
+            .integration_ref
+            .trim_start_matches("refs/heads/")
+            .to_owned();
+        let backup = found.map(|f| format!("{integration}@moved-{}", f.short()));
+        if let (Some(f), Some(b)) = (found, &backup) {
+            self.repo.set_branch(b, f)?;
+            self.repo.move_ref(
+                &self.layout.integration_ref,
+                f,
+                &self.tip,
+                "swarm: put back where swarm left it",
+            )?;
+        } else {
+            self.repo.create_branch(&integration, &self.tip)?;
+        }
+        let what = match &backup {
+            Some(b) => format!("what it found there is kept as branch {b}"),
+            None => "it had been deleted".to_owned(),
+        };
+        let why = format!(
+            "the integration branch {integration} was moved by something other than swarm; swarm put it back at {} ({what}) and merges nothing more this run; look at it, then `swarm resume {}` merges the rest",
+            self.tip.short(),
+            self.layout.run
+        );
+        let detail = json!({
+            "integration": integration,
+            "found": found.map(CommitId::as_str),
+            "backup": backup,
+            "tip": self.tip.as_str(),
+            "reason": why,
+        });
+        self.board.event(
+            &self.layout.run,
+            &Event::run("integration_moved", detail.clone()),
+        )?;
+        self.ui.note("Halted", &why);
+        self.escalate(None, &detail)?;
+        self.halted = Some(why);
+        Ok(())
+    }
+
+    /// Parks a writer: its branch stays, its dependents are skipped, a human is told.
+    fn park(&mut self, i: usize, hold: &Hold) -> anyhow::Result<()> {
         let plan = std::rc::Rc::clone(&self.plan);
         let id = plan.tasks[i].id.as_str();
         let run = self.layout.run.clone();
@@ -148,26 +305,37 @@ impl Scheduler<'_> {
         let mut detail = json!({
             "branch": branch,
             "commit": original.as_str(),
-            "paths": paths,
             "integration": self.layout.integration_ref.trim_start_matches("refs/heads/"),
         });
-        if let Some(why) = resolver {
-            detail["resolver"] = why.into();
-        }
+        let (error, line) = match hold {
+            Hold::Conflict { paths, resolver } => {
+                detail["paths"] = json!(paths);
+                if let Some(why) = resolver {
+                    detail["resolver"] = why.as_str().into();
+                }
+                let error = format!("merge conflict in {}", paths.join(", "));
+                let line = format!("{id}: conflict in {}", paths.join(", "));
+                (error, line)
+            }
+            Hold::Review { why, paths } => {
+                detail["paths"] = json!(paths);
+                detail["reason"] = why.as_str().into();
+                (why.clone(), format!("{id}: {why}"))
+            }
+        };
         self.board.update_task(
             &run,
             id,
             &TaskUpdate {
                 status: Some(TaskStatus::Parked),
-                error: Some(Some(&format!("merge conflict in {}", paths.join(", ")))),
+                error: Some(Some(&error)),
                 ..TaskUpdate::default()
             },
             &Event::task("parked", id, detail.clone()),
         )?;
         self.slots[i].state = State::Parked;
-        self.ui
-            .note("Parked", &format!("{id}: conflict in {}", paths.join(", ")));
-        self.escalate(id, &detail)?;
+        self.ui.note("Parked", &line);
+        self.escalate(Some(id), &detail)?;
         self.skip_dependents_of(i)
     }
 
@@ -234,7 +402,7 @@ impl Scheduler<'_> {
                 }),
             ),
         };
-        let (name, path) = self.layout.worktree(id, Checkout::Resolver);
+        let path = self.layout.worktree(id, Checkout::Resolver);
         let transcript = self
             .layout
             .run_dir
@@ -253,8 +421,10 @@ impl Scheduler<'_> {
             task: i,
             attempt: self.slots[i].attempts,
             kind: JobKind::Resolver {
-                name,
                 branch: self.layout.branch(id, Checkout::Resolver),
+                keep_as: self
+                    .layout
+                    .kept_branch(id, Checkout::Resolver, self.slots[i].attempts),
                 tip,
                 base,
                 theirs,
@@ -335,10 +505,20 @@ impl Scheduler<'_> {
                 self.slots[i].state = State::Committed;
                 self.merge(i)
             }
-            Verdict::Succeeded { commit: None, .. } => {
-                self.park(i, &paths, Some("the resolver produced no commit"))
-            }
-            Verdict::Failed(why) => self.park(i, &paths, Some(&why)),
+            Verdict::Succeeded { commit: None, .. } => self.park(
+                i,
+                &Hold::Conflict {
+                    paths,
+                    resolver: Some("the resolver produced no commit".to_owned()),
+                },
+            ),
+            Verdict::Failed(why) => self.park(
+                i,
+                &Hold::Conflict {
+                    paths,
+                    resolver: Some(why),
+                },
+            ),
             Verdict::Interrupted | Verdict::Limited(_) => {
                 // Still committed in the board: a resume merges it again.
                 self.slots[i].state = State::Committed;
@@ -347,37 +527,41 @@ impl Scheduler<'_> {
         }
     }
 
-    /// Tells a human, once: the event, and the `--on-escalate` hook.
-    fn escalate(&mut self, id: &str, detail: &serde_json::Value) -> anyhow::Result<()> {
+    /// Tells a human, once: the event, and the `--on-escalate` hook. `task` is `None` for a
+    /// problem of the run as a whole.
+    fn escalate(&mut self, task: Option<&str>, detail: &serde_json::Value) -> anyhow::Result<()> {
         let mut info = detail.clone();
         info["run"] = self.layout.run.clone().into();
-        info["task"] = id.into();
+        info["task"] = task.into();
         let hook = match &self.settings.on_escalate {
             Some(cmd) => {
                 let log = self
                     .layout
                     .run_dir
                     .join("attempts")
-                    .join(format!("{id}.escalate.log"));
+                    .join(format!("{}.escalate.log", task.unwrap_or("(run)")));
                 let outcome = agent::run_hook(cmd, &info.to_string(), self.repo.workdir(), &log);
                 json!({ "command": cmd, "outcome": outcome })
             }
             None => serde_json::Value::Null,
         };
-        self.board.event(
-            &self.layout.run,
-            &Event::task("escalated", id, json!({ "hook": hook })),
-        )
+        let detail = json!({ "hook": hook });
+        let event = match task {
+            Some(id) => Event::task("escalated", id, detail),
+            None => Event::run("escalated", detail),
+        };
+        self.board.event(&self.layout.run, &event)
     }
 
-    /// Removes a writer's worktrees (its own and its resolver's) and the branches that hold
+    /// Removes a writer's checkouts (its own and its resolver's) and the branches that hold
     /// nothing of value any more: merged ones whose tips the integration branch contains, or,
-    /// for a writer with no changes, a branch still at its start.
+    /// for a writer with no changes, a branch still at its start. Its own checkout is set
+    /// aside for the next writer when it holds a merged result.
     pub(super) fn remove_writer_worktree(&mut self, i: usize, merged: bool) -> anyhow::Result<()> {
         let plan = std::rc::Rc::clone(&self.plan);
         let id = plan.tasks[i].id.as_str();
         for checkout in [Checkout::Task, Checkout::Resolver] {
-            let (name, path) = self.layout.worktree(id, checkout);
+            let path = self.layout.worktree(id, checkout);
             let branch = self.layout.branch(id, checkout);
             let tip = self.repo.ref_target(&format!("refs/heads/{branch}"))?;
             let reusable = checkout == Checkout::Task
@@ -390,15 +574,15 @@ impl Scheduler<'_> {
                         .set_aside_dir()
                         .join(self.set_aside_count.to_string());
                     self.set_aside_count += 1;
-                    let moved = self.repo.set_worktree_aside(&name, &path, at, &to).is_ok();
+                    let moved = self.repo.set_checkout_aside(&path, at, &to).is_ok();
                     if moved {
-                        self.set_aside.push((name.clone(), to));
+                        self.set_aside.push(to);
                     }
                     moved
                 }
                 _ => false,
             };
-            if !set_aside && let Some(deleting) = self.repo.remove_worktree_later(&name, &path)? {
+            if !set_aside && let Some(deleting) = crate::git::remove_checkout_later(&path)? {
                 self.cleanup.push(deleting);
             }
             let Some(at) = tip else {
@@ -416,20 +600,8 @@ impl Scheduler<'_> {
         Ok(())
     }
 
-    /// Worktrees a killed run had set aside are removed before this one starts.
+    /// Checkouts a killed run had set aside are removed before this one starts.
     pub(super) fn remove_stale_set_aside(&mut self) -> anyhow::Result<()> {
-        let dir = self.layout.set_aside_dir();
-        // Admin files hold canonical paths.
-        let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
-        let prefix = format!("swarm-{}-", self.layout.run);
-        for (name, path) in self.repo.worktrees_with_prefix(&prefix)? {
-            if path.starts_with(&canonical) {
-                self.repo.remove_worktree(&name, &path)?;
-            }
-        }
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
-        Ok(())
+        crate::git::remove_checkout(&self.layout.set_aside_dir())
     }
 }

@@ -32,6 +32,9 @@ pub use goal::GoalRun;
 /// How long a usage limit pauses the run when the agent does not say when it resets.
 const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
 
+/// The file in a run's directory that names the directory of its checkouts.
+pub const CHECKOUTS_FILE: &str = "checkouts";
+
 /// A dependency's result is cut to this many bytes inside a prompt.
 pub const DEP_RESULT_CAP: usize = 16 * 1024;
 
@@ -115,22 +118,22 @@ impl Layout {
         }
     }
 
-    /// Where merged writers' worktrees wait to be reused (a name no task id can take).
+    /// Where an attempt whose result was refused keeps what its agent left:
+    /// `swarm/<run>-<task>@<attempt>` (no task id holds an `@`).
+    fn kept_branch(&self, task: &str, checkout: Checkout, attempt: u32) -> String {
+        format!("{}@{attempt}", self.branch(task, checkout))
+    }
+
+    /// Where merged writers' checkouts wait to be reused (a name no task id can take).
     fn set_aside_dir(&self) -> PathBuf {
         self.worktrees.join("(set aside)")
     }
 
-    /// A writer's worktree: its admin name in the git directory, and its path.
-    fn worktree(&self, task: &str, checkout: Checkout) -> (String, PathBuf) {
+    /// A writer's checkout.
+    fn worktree(&self, task: &str, checkout: Checkout) -> PathBuf {
         match checkout {
-            Checkout::Task => (
-                format!("swarm-{}-{task}", self.run),
-                self.worktrees.join(task),
-            ),
-            Checkout::Resolver => (
-                format!("swarm-{}-{task}-resolve", self.run),
-                self.worktrees.join(format!("{task}.resolve")),
-            ),
+            Checkout::Task => self.worktrees.join(task),
+            Checkout::Resolver => self.worktrees.join(format!("{task}.resolve")),
         }
     }
 }
@@ -144,6 +147,9 @@ pub enum Ending {
     Interrupted,
     /// The token budget was spent: nothing new started, what ran finished; resumable.
     OverBudget,
+    /// Something only a human can settle stopped the merges (the integration ref moved under
+    /// the run); nothing new started, what ran finished; resumable once settled.
+    Halted,
 }
 
 enum Message {
@@ -227,7 +233,6 @@ impl Slot {
 }
 
 struct Snapshot {
-    name: String,
     path: PathBuf,
     users: usize,
 }
@@ -254,9 +259,9 @@ pub struct Scheduler<'a> {
     delayed: Vec<usize>,
     /// Removed worktrees still being deleted in the background; joined before `run` returns.
     cleanup: Vec<std::thread::JoinHandle<()>>,
-    /// Worktrees of merged writers (admin name, path), set aside for the next writers: updating
-    /// one costs the files that differ, a new checkout costs every file.
-    set_aside: Vec<(String, PathBuf)>,
+    /// Checkouts of merged writers, set aside for the next writers: updating one costs the
+    /// files that differ, a new checkout costs every file.
+    set_aside: Vec<PathBuf>,
     /// Worktrees set aside so far, to name the next one.
     set_aside_count: usize,
     running: usize,
@@ -270,6 +275,8 @@ pub struct Scheduler<'a> {
     over_budget: bool,
     /// A signal asked the run to stop.
     signalled: bool,
+    /// Merging stopped for this reason, for a human to settle; the run winds down.
+    halted: Option<String>,
     /// The goals of a multi-goal run.
     goals: Option<goal::Goals>,
     /// The loop's channel, for the threads that plan goals.
@@ -291,9 +298,13 @@ impl<'a> Scheduler<'a> {
         records: &[TaskRecord],
         goals: Option<GoalRun>,
     ) -> anyhow::Result<Self> {
-        let tip = repo.ref_target(&layout.integration_ref)?.with_context(|| {
-            format!("the integration branch {} is gone", layout.integration_ref)
-        })?;
+        // The tip swarm recorded; a board from before swarm kept it has only the ref to go by.
+        let tip = match board.tip(&layout.run)? {
+            Some(t) => CommitId::new(&t),
+            None => repo.ref_target(&layout.integration_ref)?.with_context(|| {
+                format!("the integration branch {} is gone", layout.integration_ref)
+            })?,
+        };
         let slots = records
             .iter()
             .map(|r| Slot {
@@ -332,6 +343,7 @@ impl<'a> Scheduler<'a> {
             tokens_used: records.iter().map(|r| r.tokens).sum(),
             over_budget: false,
             signalled: false,
+            halted: None,
             sender: None,
             plan: Rc::new(plan),
             ready: BinaryHeap::new(),
@@ -351,8 +363,9 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Runs every task that can run; returns when all are final or a signal stopped the run,
-    /// with the plan as it ended (goals planned during the run add tasks).
-    pub fn run(mut self) -> anyhow::Result<(Ending, Plan)> {
+    /// with the plan as it ended (goals planned during the run add tasks) and the integration
+    /// tip swarm made.
+    pub fn run(mut self) -> anyhow::Result<(Ending, Plan, CommitId)> {
         let (tx, rx) = mpsc::channel();
         let watchdog = Watchdog::start(self.settings.kill_grace);
         self.sender = Some(tx.clone());
@@ -361,8 +374,8 @@ impl<'a> Scheduler<'a> {
         let outcome = self.drive(&workers, &rx, &signals);
         signals.close();
         watchdog.shutdown();
-        for (name, path) in std::mem::take(&mut self.set_aside) {
-            if let Ok(Some(deleting)) = self.repo.remove_worktree_later(&name, &path) {
+        for path in std::mem::take(&mut self.set_aside) {
+            if let Ok(Some(deleting)) = crate::git::remove_checkout_later(&path) {
                 self.cleanup.push(deleting);
             }
         }
@@ -375,10 +388,13 @@ impl<'a> Scheduler<'a> {
         for deleting in self.cleanup.drain(..) {
             let _ = deleting.join();
         }
+        // Empty once every checkout is gone; a failed or parked writer's stays for a look.
+        let _ = std::fs::remove_dir(self.layout.set_aside_dir());
+        let _ = std::fs::remove_dir(&self.layout.worktrees);
         let ending = outcome?;
         cleanup?;
         let plan = Rc::try_unwrap(self.plan).unwrap_or_else(|shared| (*shared).clone());
-        Ok((ending, plan))
+        Ok((ending, plan, self.tip))
     }
 
     fn drive(
@@ -399,7 +415,13 @@ impl<'a> Scheduler<'a> {
             }
         }
         std::fs::create_dir_all(self.layout.deps.join(start::NO_DEPS_DIR))?;
+        // Where this run's checkouts are, for `swarm gc`.
+        std::fs::write(
+            self.layout.run_dir.join(CHECKOUTS_FILE),
+            self.layout.worktrees.as_os_str().as_encoded_bytes(),
+        )?;
         self.remove_stale_set_aside()?;
+        self.settle_integration_ref()?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.settle_initial()?;
         self.recover_committed()?;
@@ -428,6 +450,21 @@ impl<'a> Scheduler<'a> {
                 }
                 workers.stop_all();
                 self.ui.note("Stopping", &why);
+            }
+            if let Some(why) = &self.halted
+                && !self.stopping
+            {
+                self.stopping = true;
+                if let Some(g) = &self.goals {
+                    g.stop();
+                }
+                self.ui.note(
+                    "Stopping",
+                    &format!(
+                        "{} running task(s) finish, nothing new starts: {why}",
+                        self.running
+                    ),
+                );
             }
             self.check_budget()?;
             self.advance_goals()?;
@@ -508,7 +545,11 @@ impl<'a> Scheduler<'a> {
             }
             self.board
                 .mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
-            return Ok(if self.over_budget && !self.signalled {
+            return Ok(if self.signalled {
+                Ending::Interrupted
+            } else if self.halted.is_some() {
+                Ending::Halted
+            } else if self.over_budget {
                 Ending::OverBudget
             } else {
                 Ending::Interrupted
@@ -900,7 +941,7 @@ impl<'a> Scheduler<'a> {
                             "Kept",
                             &format!(
                                 "worktree of {id} at {}",
-                                self.layout.worktree(id, Checkout::Task).1.display()
+                                self.layout.worktree(id, Checkout::Task).display()
                             ),
                         );
                     }
@@ -921,7 +962,7 @@ impl<'a> Scheduler<'a> {
             .collect();
         for c in stale {
             let s = self.snapshots.remove(&c).expect("listed above");
-            self.repo.remove_worktree(&s.name, &s.path)?;
+            crate::git::remove_checkout(&s.path)?;
         }
         Ok(())
     }

@@ -53,16 +53,21 @@ impl Scheduler<'_> {
             Mode::Read => {
                 let path = self.acquire_snapshot()?;
                 self.slots[i].snapshot = Some(self.tip.clone());
-                (path, JobKind::Reader)
+                (
+                    path,
+                    JobKind::Reader {
+                        commit: self.tip.clone(),
+                    },
+                )
             }
             Mode::Write => {
-                let (name, path) = self.layout.worktree(id, Checkout::Task);
+                let path = self.layout.worktree(id, Checkout::Task);
                 self.slots[i].start_commit = Some(self.tip.clone());
                 (
                     path.clone(),
                     JobKind::Writer {
-                        name,
                         branch: self.layout.branch(id, Checkout::Task),
+                        keep_as: self.layout.kept_branch(id, Checkout::Task, attempt),
                         start: self.tip.clone(),
                         check: task.check.clone().or_else(|| self.settings.check.clone()),
                         message: format!(
@@ -187,7 +192,7 @@ impl Scheduler<'_> {
                     json!({
                         "path": cwd.display().to_string(),
                         "start": start.as_str(),
-                        "reuses": reuse.as_ref().map(|(_, p)| p.display().to_string()),
+                        "reuses": reuse.as_ref().map(|p| p.display().to_string()),
                     }),
                 ),
             )?;
@@ -246,20 +251,18 @@ impl Scheduler<'_> {
             s.users += 1;
             return Ok(s.path.clone());
         }
-        let name = format!("swarm-{}-snap-{}", self.layout.run, self.tip.short());
         let path = self
             .layout
             .worktrees
             .join(format!("snap-{}", self.tip.short()));
         // Left over from a run that was killed: start it afresh.
-        self.repo.remove_worktree(&name, &path)?;
+        git::remove_checkout(&path)?;
         self.repo
-            .add_worktree(&name, &path, &Head::Detached(&self.tip))
+            .create_checkout(&path, &Head::Detached(&self.tip))
             .context("could not create the readers' snapshot")?;
         self.snapshots.insert(
             self.tip.clone(),
             Snapshot {
-                name,
                 path: path.clone(),
                 users: 1,
             },
@@ -274,14 +277,14 @@ impl Scheduler<'_> {
         s.users -= 1;
         if s.users == 0 && *commit != self.tip {
             let s = self.snapshots.remove(commit).expect("present above");
-            self.repo.remove_worktree(&s.name, &s.path)?;
+            git::remove_checkout(&s.path)?;
         }
         Ok(())
     }
 
     pub(super) fn remove_snapshots(&mut self) -> anyhow::Result<()> {
         for (_, s) in self.snapshots.drain() {
-            self.repo.remove_worktree(&s.name, &s.path)?;
+            git::remove_checkout(&s.path)?;
         }
         Ok(())
     }

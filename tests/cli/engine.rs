@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout, tasks_with_status};
+use crate::{
+    TestRepo, assert_exit, extra_worktrees, outside, status_json, stderr, stdout, tasks_with_status,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers of this module.
@@ -51,16 +53,6 @@ fn run_dirs(repo: &TestRepo) -> Vec<PathBuf> {
         Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
         Err(_) => Vec::new(),
     }
-}
-
-/// Worktrees git knows of besides the user's checkout (readers' snapshots, writers' trees).
-fn extra_worktrees(repo: &TestRepo) -> Vec<String> {
-    repo.git(&["worktree", "list", "--porcelain"])
-        .lines()
-        .filter_map(|l| l.strip_prefix("worktree "))
-        .filter(|p| std::fs::canonicalize(p).ok() != std::fs::canonicalize(&repo.root).ok())
-        .map(str::to_owned)
-        .collect()
 }
 
 fn swarm_branches(repo: &TestRepo) -> String {

@@ -156,6 +156,30 @@ fn collect_files(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
     }
 }
 
+/// Every checkout swarm left: worktrees git knows of besides the user's checkout, and the
+/// task checkouts (readers' snapshots, writers' repositories) under the cache directory.
+pub fn extra_worktrees(repo: &TestRepo) -> Vec<String> {
+    let mut out: Vec<String> = repo
+        .git(&["worktree", "list", "--porcelain"])
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .filter(|p| std::fs::canonicalize(p).ok() != std::fs::canonicalize(&repo.root).ok())
+        .map(str::to_owned)
+        .collect();
+    let children = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    for per_repo in children(&repo.cache.join("swarm/worktrees")) {
+        for run in children(&per_repo) {
+            out.extend(children(&run).iter().map(|p| p.display().to_string()));
+        }
+    }
+    out.sort();
+    out
+}
+
 /// A path beside the repository (not in it), for files a test and its tasks share.
 pub fn outside(repo: &TestRepo, name: &str) -> PathBuf {
     repo.cache.parent().unwrap().join(name)

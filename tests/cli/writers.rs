@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
+use crate::{TestRepo, assert_exit, extra_worktrees, outside, status_json, stderr, stdout};
 
 /// The id of the repository's newest run.
 fn run_id(repo: &TestRepo) -> String {
@@ -48,15 +48,6 @@ fn swarm_branches(repo: &TestRepo) -> Vec<String> {
 }
 
 /// Worktrees git knows of, other than the user's checkout.
-fn extra_worktrees(repo: &TestRepo) -> Vec<String> {
-    repo.git(&["worktree", "list", "--porcelain"])
-        .lines()
-        .filter_map(|l| l.strip_prefix("worktree "))
-        .skip(1)
-        .map(str::to_owned)
-        .collect()
-}
-
 fn rev(repo: &TestRepo, name: &str) -> String {
     repo.git(&["rev-parse", name]).trim().to_owned()
 }
@@ -496,11 +487,11 @@ fn kill_9_at_any_moment_then_resume_merges_every_writer_exactly_once() {
 /// Puts a finished run back into the state a `kill -9` leaves between a writer's commit and the
 /// record of its merge: the run running, `committed` committed, `pending` not started. The
 /// window is microseconds wide, too narrow to hit by timing a kill.
-fn rewind_board(repo: &TestRepo, run: &str, committed: &[&str], pending: &[&str]) {
+fn rewind_board(repo: &TestRepo, run: &str, tip: &str, committed: &[&str], pending: &[&str]) {
     let db = rusqlite::Connection::open(repo.swarm_dir().join("board.db")).unwrap();
     db.execute(
-        "UPDATE runs SET status = 'running', exit_code = NULL, finished_at = NULL WHERE id = ?1",
-        [run],
+        "UPDATE runs SET status = 'running', exit_code = NULL, finished_at = NULL, tip = ?2 WHERE id = ?1",
+        [run, tip],
     )
     .unwrap();
     for id in committed {
@@ -544,7 +535,9 @@ fn resume_after_a_crash_between_commit_and_merge_merges_each_writer_once() {
         &format!("refs/heads/{integration}"),
         before_late,
     ]);
-    rewind_board(&repo, &run, &["early", "late"], &["sum"]);
+    // The board's tip is the base: `early`'s merge moved the ref, and the kill came before
+    // its record.
+    rewind_board(&repo, &run, &base, &["early", "late"], &["sum"]);
     // A kill while the ref moved also leaves its lock file.
     let lock = repo
         .root

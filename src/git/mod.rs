@@ -1,7 +1,8 @@
-//! Git plumbing: finding the repository, worktrees and snapshots outside the user's checkout,
-//! committing a writer's changes, in-memory merges, compare-and-swap ref moves and landing.
-//! Mechanisms only: which merge to do, and when, is decided by the scheduler. Nothing here runs
-//! hooks (libgit2 has none) or touches the user's working tree except `land`.
+//! Git plumbing: finding the repository, task checkouts outside the user's working tree (each a
+//! repository of its own, see `checkout`), taking a writer's result, in-memory merges
+//! (`merge`), compare-and-swap ref moves and landing. Mechanisms only: which merge to do, and
+//! when, is decided by the scheduler. Nothing here runs hooks (libgit2 has none) or touches the
+//! user's working tree except `land`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,6 +10,14 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
+
+mod checkout;
+mod merge;
+
+pub use checkout::{
+    Commit, Left, files_with_conflict_markers, remove_checkout, remove_checkout_later,
+    restore_snapshot, snapshot_changes,
+};
 use git2::{
     BranchType, ErrorCode, MergeOptions, Oid, Repository, RepositoryOpenFlags, Signature, Status,
     StatusOptions, build::CheckoutBuilder,
@@ -63,7 +72,7 @@ pub struct Repo {
     common_dir: PathBuf,
 }
 
-/// What a worktree's HEAD is.
+/// What a checkout's HEAD is.
 pub enum Head<'a> {
     Detached(&'a CommitId),
     /// A new branch `refs/heads/<name>` at the commit.
@@ -77,6 +86,11 @@ pub enum Merge {
     Merged { before: CommitId, after: CommitId },
     /// Nothing merged; these paths conflict.
     Conflicted { paths: Vec<String> },
+    /// Nothing merged: git might merge these paths otherwise than swarm would (a directory
+    /// one side removed, holding files the other side added), or the merge itself failed.
+    Refused { why: String, paths: Vec<String> },
+    /// Nothing merged: the integration ref no longer points at the tip swarm recorded.
+    Moved { found: Option<CommitId> },
 }
 
 /// What landing did.
@@ -220,118 +234,6 @@ impl Repo {
         Ok(from == commit || self.repo.graph_descendant_of(from, commit)?)
     }
 
-    /// Creates a worktree at `path` whose admin files live in `<common dir>/worktrees/<name>`.
-    /// Only the admin directory and the new branch are shared state, so several can be created
-    /// at once; no hook runs and no config is written.
-    pub fn add_worktree(&self, name: &str, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
-        let admin = self.common_dir.join("worktrees").join(name);
-        if admin.exists() {
-            bail!(
-                "a worktree named {name} exists already ({})",
-                admin.display()
-            );
-        }
-        let commit = match head {
-            Head::Detached(c) => (*c).clone(),
-            Head::NewBranch(branch, c) => {
-                self.create_branch(branch, c)?;
-                (*c).clone()
-            }
-        };
-        std::fs::create_dir_all(&admin)?;
-        std::fs::create_dir_all(path)?;
-        let path = std::fs::canonicalize(path)?;
-        std::fs::write(admin.join("HEAD"), head_line(head))?;
-        std::fs::write(admin.join("commondir"), "../..\n")?;
-        link_worktree(&admin, &path)?;
-        let wt = Repository::open(&path)
-            .with_context(|| format!("could not open the new worktree {}", path.display()))?;
-        let tree = wt.find_commit(commit.oid()?)?.tree()?;
-        // Filters (line endings, smudge) need attribute lookups that cost libgit2 several
-        // `realpath` calls per file; a tree without `.gitattributes` in a repository that
-        // converts no line endings has nothing for them to do.
-        let plain = !has_attributes(&tree)? && !converts_line_endings(&wt);
-        wt.checkout_tree(
-            tree.as_object(),
-            Some(CheckoutBuilder::new().force().disable_filters(plain)),
-        )
-        .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
-        Ok(())
-    }
-
-    /// Sets a worktree aside for reuse: its HEAD is detached at `at` (so its branch can be
-    /// deleted) and it moves to `to`, keeping its admin name.
-    pub fn set_worktree_aside(
-        &self,
-        name: &str,
-        path: &Path,
-        at: &CommitId,
-        to: &Path,
-    ) -> anyhow::Result<()> {
-        let admin = self.common_dir.join("worktrees").join(name);
-        std::fs::write(admin.join("HEAD"), format!("{at}\n"))?;
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::rename(path, to)
-            .with_context(|| format!("could not move {} to {}", path.display(), to.display()))?;
-        link_worktree(&admin, to)
-    }
-
-    /// Makes the worktree set aside as `old` (admin name, path) the worktree `name` at `path`,
-    /// with `head` checked out: only the files that differ from the commit it was at are
-    /// written, and files the new commit does not have (untracked or ignored ones included)
-    /// are removed, so it ends as a fresh checkout would, for a fraction of the file creations.
-    pub fn reuse_worktree(
-        &self,
-        old: (&str, &Path),
-        name: &str,
-        path: &Path,
-        head: &Head<'_>,
-    ) -> anyhow::Result<()> {
-        let worktrees = self.common_dir.join("worktrees");
-        let admin = worktrees.join(name);
-        if admin.exists() {
-            bail!(
-                "a worktree named {name} exists already ({})",
-                admin.display()
-            );
-        }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::rename(old.1, path)
-            .with_context(|| format!("could not move {} to {}", old.1.display(), path.display()))?;
-        std::fs::rename(worktrees.join(old.0), &admin)?;
-        link_worktree(&admin, path)?;
-        let commit = match head {
-            Head::Detached(c) => (*c).clone(),
-            Head::NewBranch(branch, c) => {
-                self.create_branch(branch, c)?;
-                (*c).clone()
-            }
-        };
-        // HEAD still names the commit the worktree is at: the checkout's baseline, so only
-        // the differences are written.
-        let wt = Repository::open(path)
-            .with_context(|| format!("could not open the worktree {}", path.display()))?;
-        let tree = wt.find_commit(commit.oid()?)?.tree()?;
-        let plain = !has_attributes(&tree)? && !converts_line_endings(&wt);
-        wt.checkout_tree(
-            tree.as_object(),
-            Some(
-                CheckoutBuilder::new()
-                    .force()
-                    .remove_untracked(true)
-                    .remove_ignored(true)
-                    .disable_filters(plain),
-            ),
-        )
-        .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
-        std::fs::write(admin.join("HEAD"), head_line(head))?;
-        Ok(())
-    }
-
     /// Removes a worktree made by `add_worktree`: its files and its admin directory.
     pub fn remove_worktree(&self, name: &str, path: &Path) -> anyhow::Result<()> {
         if path.exists() {
@@ -343,35 +245,6 @@ impl Repo {
             std::fs::remove_dir_all(&admin)?;
         }
         Ok(())
-    }
-
-    /// Like `remove_worktree`, but the files go in a background thread: the worktree is
-    /// unregistered and moved aside at once (a rename), then deleted. The merge queue calls
-    /// this, so deleting thousands of files does not hold up the next merge.
-    pub fn remove_worktree_later(
-        &self,
-        name: &str,
-        path: &Path,
-    ) -> anyhow::Result<Option<std::thread::JoinHandle<()>>> {
-        let admin = self.common_dir.join("worktrees").join(name);
-        if admin.exists() {
-            std::fs::remove_dir_all(&admin)?;
-        }
-        if !path.exists() {
-            return Ok(None);
-        }
-        let mut aside = path.as_os_str().to_owned();
-        // A space: no task id, so no other worktree, can have this name.
-        aside.push(" (removing)");
-        let aside = PathBuf::from(aside);
-        if std::fs::rename(path, &aside).is_err() {
-            std::fs::remove_dir_all(path)
-                .with_context(|| format!("could not remove {}", path.display()))?;
-            return Ok(None);
-        }
-        Ok(Some(std::thread::spawn(move || {
-            let _ = std::fs::remove_dir_all(&aside);
-        })))
     }
 
     /// Names of worktrees in the admin directory that start with `prefix`, with their paths.
@@ -398,132 +271,46 @@ impl Repo {
         Ok(out)
     }
 
-    /// Merges `theirs` (a writer's commit, started from `base`) into the commit `into_ref`
-    /// points at, in memory, and moves the ref only if it still points where it did.
-    pub fn merge(
+    /// Moves the integration ref `into_ref` from `expected` onto `to` (a commit that already
+    /// is the merge), only if it still points at `expected`.
+    pub fn advance(
         &self,
         into_ref: &str,
-        theirs: &CommitId,
-        base: &CommitId,
-        message: &str,
+        expected: &CommitId,
+        to: &CommitId,
+        msg: &str,
     ) -> anyhow::Result<Merge> {
-        let reference = self.repo.find_reference(into_ref)?;
-        let ours = reference
-            .target()
-            .with_context(|| format!("{into_ref} is not a direct ref"))?;
-        let ours_commit = self.repo.find_commit(ours)?;
-        let theirs_commit = self.repo.find_commit(theirs.oid()?)?;
-        let base_tree = self.repo.find_commit(base.oid()?)?.tree()?;
-        let ours_tree = ours_commit.tree()?;
-        let theirs_tree = theirs_commit.tree()?;
-        let merged_tree = match self.apply_disjoint(&base_tree, &ours_tree, &theirs_tree)? {
-            Some(tree) => tree,
-            None => match self.merge_whole_trees(&base_tree, &ours_tree, &theirs_tree)? {
-                Ok(tree) => tree,
-                Err(paths) => return Ok(Merge::Conflicted { paths }),
-            },
-        };
-        let tree = self.repo.find_tree(merged_tree)?;
-        let sig = self.signature()?;
-        let merged = self.repo.commit(
-            None,
-            &sig,
-            &sig,
-            message,
-            &tree,
-            &[&ours_commit, &theirs_commit],
-        )?;
-        self.repo
-            .reference_matching(into_ref, merged, true, ours, message)
-            .with_context(|| format!("{into_ref} moved while merging; nothing was merged"))?;
+        if self
+            .repo
+            .reference_matching(into_ref, to.oid()?, true, expected.oid()?, msg)
+            .is_err()
+        {
+            return Ok(Merge::Moved {
+                found: self.ref_target(into_ref)?,
+            });
+        }
         Ok(Merge::Merged {
-            before: ours.into(),
-            after: merged.into(),
+            before: expected.clone(),
+            after: to.clone(),
         })
     }
 
-    /// The merge when the writer's changes and those merged since it started touch different
-    /// paths (none the same, none inside another): the integration tree with the writer's
-    /// changes applied, found from two tree diffs that skip unchanged subtrees, instead of a
-    /// walk of the whole tree. `None` when they overlap.
-    fn apply_disjoint(
-        &self,
-        base: &git2::Tree<'_>,
-        ours: &git2::Tree<'_>,
-        theirs: &git2::Tree<'_>,
-    ) -> anyhow::Result<Option<Oid>> {
-        let ours_paths: std::collections::BTreeSet<String> = self
-            .repo
-            .diff_tree_to_tree(Some(base), Some(ours), None)?
-            .deltas()
-            .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
-        let diff = self
-            .repo
-            .diff_tree_to_tree(Some(base), Some(theirs), None)?;
-        let mut update = git2::build::TreeUpdateBuilder::new();
-        for d in diff.deltas() {
-            let Some(path) = d.new_file().path().or_else(|| d.old_file().path()) else {
-                return Ok(None);
-            };
-            let path = path.to_string_lossy().into_owned();
-            let inside = |a: &str, b: &str| {
-                a.len() > b.len() && a.starts_with(b) && a.as_bytes()[b.len()] == b'/'
-            };
-            let prefix = format!("{path}/");
-            let clash = ours_paths.contains(&path)
-                || ours_paths
-                    .range(prefix.clone()..)
-                    .next()
-                    .is_some_and(|p| p.starts_with(&prefix))
-                || ours_paths.iter().any(|p| inside(&path, p));
-            if clash {
-                return Ok(None);
-            }
-            match d.status() {
-                git2::Delta::Deleted => {
-                    update.remove(path.as_str());
-                }
-                git2::Delta::Added | git2::Delta::Modified | git2::Delta::Typechange => {
-                    let mode = match d.new_file().mode() {
-                        git2::FileMode::BlobExecutable => git2::FileMode::BlobExecutable,
-                        git2::FileMode::Link => git2::FileMode::Link,
-                        git2::FileMode::Commit => git2::FileMode::Commit,
-                        _ => git2::FileMode::Blob,
-                    };
-                    update.upsert(path.as_str(), d.new_file().id(), mode);
-                }
-                _ => return Ok(None),
-            }
-        }
-        Ok(Some(update.create_updated(&self.repo, ours)?))
+    /// Points the branch `name` (one of swarm's own) at `at`, creating it if need be.
+    pub fn set_branch(&self, name: &str, at: &CommitId) -> anyhow::Result<()> {
+        self.repo
+            .reference(&format!("refs/heads/{name}"), at.oid()?, true, "swarm")
+            .with_context(|| format!("could not set branch {name}"))?;
+        Ok(())
     }
 
-    /// libgit2's three-way merge of whole trees: the merged tree, or the conflicting paths.
-    fn merge_whole_trees(
-        &self,
-        base: &git2::Tree<'_>,
-        ours: &git2::Tree<'_>,
-        theirs: &git2::Tree<'_>,
-    ) -> anyhow::Result<Result<Oid, Vec<String>>> {
-        let mut index = self.repo.merge_trees(
-            base,
-            ours,
-            theirs,
-            Some(MergeOptions::new().fail_on_conflict(false)),
-        )?;
-        if index.has_conflicts() {
-            let mut paths = std::collections::BTreeSet::new();
-            for c in index.conflicts()? {
-                let c = c?;
-                for entry in [c.ancestor, c.our, c.their].into_iter().flatten() {
-                    paths.insert(String::from_utf8_lossy(&entry.path).into_owned());
-                }
-            }
-            return Ok(Err(paths.into_iter().collect()));
-        }
-        Ok(Ok(index.write_tree_to(&self.repo)?))
+    /// The parents of a commit, first parent first.
+    pub fn parents(&self, commit: &CommitId) -> anyhow::Result<Vec<CommitId>> {
+        Ok(self
+            .repo
+            .find_commit(commit.oid()?)?
+            .parent_ids()
+            .map(CommitId::from)
+            .collect())
     }
 
     /// Moves a ref from `from` to `to`, only if it still points at `from`.
@@ -591,6 +378,14 @@ impl Repo {
         if head.target() != Some(base.oid()?) {
             return kept(&format!("{branch} moved since the run started"));
         }
+        // Never backwards, never sideways: the tip must hold the base.
+        if !self.contains(tip, base)? {
+            return kept(&format!(
+                "the integration tip {} does not descend from the run's base {}",
+                tip.short(),
+                base.short()
+            ));
+        }
         let dirty = self.fingerprint()?;
         if dirty
             .paths
@@ -633,25 +428,6 @@ impl Repo {
 #[cfg(test)]
 pub fn init(dir: &Path) -> anyhow::Result<()> {
     Repository::init(dir)?;
-    Ok(())
-}
-
-/// What a worktree's HEAD file says for `head`.
-fn head_line(head: &Head<'_>) -> String {
-    match head {
-        Head::Detached(c) => format!("{c}\n"),
-        Head::NewBranch(branch, _) => format!("ref: refs/heads/{branch}\n"),
-    }
-}
-
-/// Points a worktree's admin directory and its `.git` file at each other.
-fn link_worktree(admin: &Path, path: &Path) -> anyhow::Result<()> {
-    let path = std::fs::canonicalize(path)?;
-    std::fs::write(
-        admin.join("gitdir"),
-        format!("{}\n", path.join(".git").display()),
-    )?;
-    std::fs::write(path.join(".git"), format!("gitdir: {}\n", admin.display()))?;
     Ok(())
 }
 
@@ -722,23 +498,6 @@ impl Fingerprint {
     }
 }
 
-/// Paths in a worktree that differ from its HEAD (new files included, ignored ones not).
-pub fn worktree_changes(path: &Path) -> anyhow::Result<Vec<String>> {
-    // Readers of one snapshot follow each other on the same pool threads: keep the snapshot's
-    // repository open per thread instead of opening it for every reader.
-    thread_local! {
-        static OPEN: std::cell::RefCell<Option<(PathBuf, Repository)>> =
-            const { std::cell::RefCell::new(None) };
-    }
-    OPEN.with_borrow_mut(|open| {
-        if open.as_ref().is_none_or(|(p, _)| p != path) {
-            *open = Some((path.to_owned(), Repository::open(path)?));
-        }
-        let (_, repo) = open.as_ref().expect("opened above");
-        changes_in(repo)
-    })
-}
-
 fn changes_in(repo: &Repository) -> anyhow::Result<Vec<String>> {
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
@@ -751,43 +510,6 @@ fn changes_in(repo: &Repository) -> anyhow::Result<Vec<String>> {
         .filter(|s| s.status() != Status::CURRENT)
         .map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned())
         .collect())
-}
-
-/// Puts a worktree back to its HEAD: changes undone, new files removed (ignored ones kept).
-pub fn restore_worktree(path: &Path) -> anyhow::Result<()> {
-    let repo = Repository::open(path)?;
-    let tree = repo.head()?.peel_to_tree()?;
-    repo.checkout_tree(
-        tree.as_object(),
-        Some(CheckoutBuilder::new().force().remove_untracked(true)),
-    )?;
-    // Staged-only changes survive a checkout of the same tree; reset the index too.
-    let mut index = repo.index()?;
-    index.read_tree(&tree)?;
-    index.write()?;
-    Ok(())
-}
-
-/// Commits everything changed in a worktree (new, modified and deleted files; `.gitignore`
-/// honoured) on its branch. `None` when nothing changed.
-pub fn commit_worktree(path: &Path, message: &str) -> anyhow::Result<Option<CommitId>> {
-    let repo = Repository::open(path)?;
-    let parent = repo.head()?.peel_to_commit()?;
-    let mut index = repo.index()?;
-    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"], None)?;
-    let tree_id = index.write_tree()?;
-    if tree_id == parent.tree_id() {
-        return Ok(None);
-    }
-    index.write()?;
-    let tree = repo.find_tree(tree_id)?;
-    let sig = match repo.signature() {
-        Ok(s) => s,
-        Err(_) => Signature::now(DEFAULT_NAME, DEFAULT_EMAIL)?,
-    };
-    let id = repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])?;
-    Ok(Some(id.into()))
 }
 
 /// Writes the merge of `theirs` (started from `base`) into a worktree at its HEAD, conflicts
@@ -819,43 +541,6 @@ pub fn write_conflicted_merge(
         ),
     )?;
     Ok(())
-}
-
-/// Which of `paths` in a worktree still hold conflict markers.
-pub fn files_with_conflict_markers(dir: &Path, paths: &[String]) -> Vec<String> {
-    paths
-        .iter()
-        .filter(|p| {
-            std::fs::read(dir.join(p)).is_ok_and(|bytes| {
-                String::from_utf8_lossy(&bytes).lines().any(|l| {
-                    l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "======="
-                })
-            })
-        })
-        .cloned()
-        .collect()
-}
-
-/// Commits a worktree's state as the merge of its HEAD and `theirs`.
-pub fn commit_worktree_merge(
-    path: &Path,
-    message: &str,
-    theirs: &CommitId,
-) -> anyhow::Result<CommitId> {
-    let repo = Repository::open(path)?;
-    let ours = repo.head()?.peel_to_commit()?;
-    let theirs = repo.find_commit(theirs.oid()?)?;
-    let mut index = repo.index()?;
-    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"], None)?;
-    let tree = repo.find_tree(index.write_tree()?)?;
-    index.write()?;
-    let sig = match repo.signature() {
-        Ok(s) => s,
-        Err(_) => Signature::now(DEFAULT_NAME, DEFAULT_EMAIL)?,
-    };
-    let id = repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&ours, &theirs])?;
-    Ok(id.into())
 }
 
 /// Paths changed between two commits, for telling a dependent writer what its deps did.
@@ -993,10 +678,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (repo, c) = repo_with_commit(&dir.path().join("repo"));
         repo.create_branch("swarm/r-a", &c).unwrap();
-        let wt = dir.path().join("wt");
-        repo.add_worktree("swarm-r-a", &wt, &Head::Detached(&c))
-            .unwrap();
-        let admin = repo.common_dir().join("worktrees").join("swarm-r-a");
+        // A linked worktree of the user's with the branch checked out.
+        let admin = repo.common_dir().join("worktrees").join("mine");
+        std::fs::create_dir_all(&admin).unwrap();
         std::fs::write(admin.join("HEAD"), "ref: refs/heads/swarm/r-a\n").unwrap();
         assert!(!repo.delete_branch_at("swarm/r-a", &c).unwrap());
         assert_eq!(

@@ -1,0 +1,460 @@
+//! Task checkouts: each is a repository of its own, outside the user's working tree, whose
+//! objects come from the user's repository through `objects/info/alternates`. Whatever an agent
+//! does with git in it (commit, reset, stash, `checkout -b`, `update-ref`, config, hooks) changes
+//! only that copy. What comes back is decided here: the writer's commits are copied into the
+//! user's object store and swarm sets one ref of its own namespace to them.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStringExt as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use git2::{Oid, Repository, Signature, build::CheckoutBuilder};
+
+use super::{CommitId, DEFAULT_EMAIL, DEFAULT_NAME, Head, Repo};
+
+/// Settings of the user's repository a checkout copies, so that agents' commits carry the
+/// user's identity and files are written as in the user's own checkout.
+const COPIED_CONFIG: &[&str] = &[
+    "user.name",
+    "user.email",
+    "core.autocrlf",
+    "core.eol",
+    "core.symlinks",
+    "core.ignorecase",
+];
+
+/// Files of the user's git directory a checkout copies: ignore rules and attributes that live
+/// outside the tree.
+const COPIED_FILES: &[&str] = &["info/exclude", "info/attributes"];
+
+/// What a writer (or a resolver) left in its checkout, judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Left {
+    /// No commit of its own and nothing uncommitted.
+    Nothing,
+    /// Its branch's commits on top of its start, with whatever was left uncommitted committed
+    /// on top by swarm; copied into the user's repository, its branch set there.
+    Commits(CommitId),
+    /// The agent moved its HEAD off its task branch, or its branch off its start: nothing of it
+    /// is taken. What it left is kept on the branch `kept` of the user's repository, when it
+    /// holds anything the start does not.
+    Refused { why: String, kept: Option<String> },
+}
+
+/// How swarm commits what a writer left uncommitted.
+pub enum Commit<'a> {
+    /// On top of the branch, with this message.
+    Plain(&'a str),
+    /// As the merge of the branch and `theirs` (a resolved conflict), with this message.
+    MergeOf(&'a CommitId, &'a str),
+}
+
+impl Repo {
+    /// Creates a checkout of its own at `path` with `head` checked out. Nothing of the user's
+    /// repository is written: the new repository borrows its objects.
+    pub fn create_checkout(&self, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+        if path.exists() {
+            anyhow::bail!("{} exists already", path.display());
+        }
+        std::fs::create_dir_all(path)
+            .with_context(|| format!("could not create {}", path.display()))?;
+        let commit = head.commit();
+        self.write_git_dir(path, &Head::Detached(commit))?;
+        Self::check_out(path, commit, false)?;
+        write_head(path, head)
+    }
+
+    /// Takes over the checkout set aside at `old` (see `set_checkout_aside`) as a new one at
+    /// `path` with `head` checked out: only the files that differ from the commit it was at are
+    /// written, and files the new commit does not have (untracked or ignored ones included)
+    /// are removed, so it ends as a fresh checkout would, for a fraction of the file creations.
+    /// Its git directory is made anew but for the index (the baseline of that update), so
+    /// nothing an earlier agent configured, committed or stashed there reaches the next one.
+    pub fn reuse_checkout(&self, old: &Path, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+        if path.exists() {
+            anyhow::bail!("{} exists already", path.display());
+        }
+        let at = std::fs::read_to_string(old.join(".git").join("HEAD"))
+            .ok()
+            .and_then(|h| Oid::from_str(h.trim()).ok())
+            .with_context(|| format!("{} was not set aside by swarm", old.display()))?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(old, path)
+            .with_context(|| format!("could not move {} to {}", old.display(), path.display()))?;
+        let git = path.join(".git");
+        for entry in std::fs::read_dir(&git)? {
+            let entry = entry?;
+            if entry.file_name() == "index" {
+                continue;
+            }
+            let p = entry.path();
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(&p)?;
+            } else {
+                std::fs::remove_file(&p)?;
+            }
+        }
+        self.write_git_dir(path, &Head::Detached(&CommitId::from(at)))?;
+        Self::check_out(path, head.commit(), true)?;
+        write_head(path, head)
+    }
+
+    /// Sets a merged writer's checkout aside for reuse: it moves to `to`, its HEAD detached at
+    /// `at`, the commit its files hold.
+    pub fn set_checkout_aside(&self, path: &Path, at: &CommitId, to: &Path) -> anyhow::Result<()> {
+        std::fs::write(path.join(".git").join("HEAD"), format!("{at}\n"))?;
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(path, to)
+            .with_context(|| format!("could not move {} to {}", path.display(), to.display()))
+    }
+
+    /// The `.git` directory of a checkout: its own refs, config and HEAD, the user's objects.
+    fn write_git_dir(&self, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+        let git = path.join(".git");
+        for dir in [
+            "objects/info",
+            "objects/pack",
+            "refs/heads",
+            "refs/tags",
+            "info",
+        ] {
+            std::fs::create_dir_all(git.join(dir))?;
+        }
+        let mut alternates = self.common_dir.join("objects").into_os_string().into_vec();
+        alternates.push(b'\n');
+        std::fs::write(git.join("objects/info/alternates"), alternates)?;
+        std::fs::write(git.join("config"), self.checkout_config())?;
+        for file in COPIED_FILES {
+            let from = self.common_dir.join(file);
+            if from.is_file() {
+                std::fs::copy(&from, git.join(file))?;
+            }
+        }
+        write_head(path, head)
+    }
+
+    /// The configuration of a checkout: a plain repository, plus the user's settings that
+    /// decide who commits and how files are written.
+    fn checkout_config(&self) -> String {
+        let mut text = String::from(
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+        );
+        let Ok(config) = self.repo.config().and_then(|mut c| c.snapshot()) else {
+            return text;
+        };
+        for key in COPIED_CONFIG {
+            if let Ok(value) = config.get_string(key) {
+                let (section, name) = key.split_once('.').expect("section.name");
+                let quoted = value
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\n', "\\n");
+                let _ = write!(text, "[{section}]\n\t{name} = \"{quoted}\"\n");
+            }
+        }
+        text
+    }
+
+    /// Checks `commit` out into the checkout at `path`, over what its HEAD holds; with
+    /// `clean`, files the commit does not have are removed too.
+    fn check_out(path: &Path, commit: &CommitId, clean: bool) -> anyhow::Result<()> {
+        let wt = Repository::open(path)
+            .with_context(|| format!("could not open the checkout {}", path.display()))?;
+        let tree = wt.find_commit(commit.oid()?)?.tree()?;
+        // Filters (line endings, smudge) need attribute lookups that cost libgit2 several
+        // `realpath` calls per file; a tree without `.gitattributes` in a repository that
+        // converts no line endings has nothing for them to do.
+        let plain = !super::has_attributes(&tree)? && !super::converts_line_endings(&wt);
+        let mut opts = CheckoutBuilder::new();
+        opts.force().disable_filters(plain);
+        if clean {
+            opts.remove_untracked(true).remove_ignored(true);
+        }
+        wt.checkout_tree(tree.as_object(), Some(&mut opts))
+            .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
+        Ok(())
+    }
+
+    /// Judges what a writer left in its checkout at `path`, started at `start` on `branch`:
+    /// its HEAD must still name `branch` and `branch` must still descend from `start`. Then
+    /// whatever is uncommitted is committed on top (see `Commit`), the commits are copied into
+    /// the user's repository and `branch` is set there. A refused result is kept on `keep_as`.
+    pub fn take_result(
+        &self,
+        path: &Path,
+        branch: &str,
+        start: &CommitId,
+        commit: &Commit<'_>,
+        keep_as: &str,
+    ) -> anyhow::Result<Left> {
+        let wt = Repository::open(path)
+            .with_context(|| format!("could not open the checkout {}", path.display()))?;
+        let start_oid = start.oid()?;
+        let full = format!("refs/heads/{branch}");
+        let head = wt.find_reference("HEAD")?;
+        let refusal = match head.symbolic_target_bytes() {
+            Some(target) if target == full.as_bytes() => match wt.refname_to_id(&full) {
+                Ok(tip) if tip == start_oid || wt.graph_descendant_of(tip, start_oid)? => None,
+                Ok(tip) => Some(format!(
+                    "its branch {branch} no longer descends from its start commit {} (it is at {}: reset below its start or rebased); nothing of it is merged",
+                    start.short(),
+                    CommitId::from(tip).short()
+                )),
+                Err(_) => Some(format!(
+                    "its branch {branch} was deleted in its checkout; nothing of it is merged"
+                )),
+            },
+            Some(target) => Some(format!(
+                "its checkout's HEAD names {} instead of its branch {branch}; nothing of it is merged",
+                String::from_utf8_lossy(target)
+            )),
+            None => Some(format!(
+                "its checkout's HEAD was detached from its branch {branch}; nothing of it is merged"
+            )),
+        };
+        if let Some(why) = refusal {
+            let kept = self.keep_what_is_left(&wt, branch, start_oid, keep_as)?;
+            return Ok(Left::Refused { why, kept });
+        }
+        let parent = wt.head()?.peel_to_commit()?;
+        let made = match commit {
+            Commit::Plain(message) => commit_all(&wt, &parent, None, Some("HEAD"), message)?,
+            Commit::MergeOf(theirs, message) => {
+                let theirs = wt.find_commit(theirs.oid()?)?;
+                commit_all(&wt, &parent, Some(&theirs), Some("HEAD"), message)?
+            }
+        };
+        let tip = match made {
+            Some(c) => c,
+            None => wt.refname_to_id(&full)?,
+        };
+        if tip == start_oid {
+            return Ok(Left::Nothing);
+        }
+        let mut known = vec![start_oid];
+        if let Commit::MergeOf(theirs, _) = commit {
+            known.push(theirs.oid()?);
+        }
+        self.copy_objects(&wt, tip, &known)?;
+        self.repo
+            .reference(&full, tip, true, "swarm: a task's result")
+            .with_context(|| format!("could not set {full}"))?;
+        Ok(Left::Commits(tip.into()))
+    }
+
+    /// What a refused writer left (its HEAD's commit, else its branch's, with anything
+    /// uncommitted committed on top), kept on the branch `keep_as` of the user's repository
+    /// when the start does not hold it all.
+    fn keep_what_is_left(
+        &self,
+        wt: &Repository,
+        branch: &str,
+        start: Oid,
+        keep_as: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let base = wt
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .or_else(|| {
+                wt.find_reference(&format!("refs/heads/{branch}"))
+                    .and_then(|r| r.peel_to_commit())
+                    .ok()
+            });
+        let base = match base {
+            Some(c) => c,
+            None => wt.find_commit(start)?,
+        };
+        let left = commit_all(wt, &base, None, None, "What a swarm task left uncommitted")?
+            .unwrap_or_else(|| base.id());
+        if left == start || wt.graph_descendant_of(start, left)? {
+            return Ok(None);
+        }
+        self.copy_objects(wt, left, &[start])?;
+        let full = format!("refs/heads/{keep_as}");
+        self.repo
+            .reference(&full, left, true, "swarm: what a refused task left")
+            .with_context(|| format!("could not set {full}"))?;
+        Ok(Some(keep_as.to_owned()))
+    }
+
+    /// Copies the objects of `tip` that `known` commits do not reach from a checkout's
+    /// repository into the user's, as one pack.
+    fn copy_objects(&self, from: &Repository, tip: Oid, known: &[Oid]) -> anyhow::Result<()> {
+        let mut walk = from.revwalk()?;
+        walk.push(tip)?;
+        for k in known {
+            walk.hide(*k)?;
+        }
+        let mut pack = from.packbuilder()?;
+        pack.insert_walk(&mut walk)?;
+        if pack.object_count() == 0 {
+            return Ok(());
+        }
+        let odb = self.repo.odb()?;
+        let mut writer = odb.packwriter()?;
+        let mut failed = None;
+        pack.foreach(|bytes| match writer.write_all(bytes) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e).context("could not copy a task's objects into your repository");
+        }
+        writer
+            .commit()
+            .context("could not copy a task's objects into your repository")?;
+        Ok(())
+    }
+}
+
+impl Head<'_> {
+    fn commit(&self) -> &CommitId {
+        match self {
+            Head::Detached(c) | Head::NewBranch(_, c) => c,
+        }
+    }
+}
+
+/// Points a checkout's HEAD at `head`, creating its branch in the checkout's own refs.
+fn write_head(path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+    let git = path.join(".git");
+    let line = match head {
+        Head::Detached(c) => format!("{c}\n"),
+        Head::NewBranch(branch, c) => {
+            let file = git.join("refs/heads").join(branch);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&file, format!("{c}\n"))?;
+            format!("ref: refs/heads/{branch}\n")
+        }
+    };
+    std::fs::write(git.join("HEAD"), line)?;
+    Ok(())
+}
+
+/// Commits everything changed in a checkout (new, modified and deleted files; `.gitignore`
+/// honoured) on top of `parent`, with `theirs` as a second parent when given, moving
+/// `update` (`HEAD`) when given. `None` when nothing changed (and there is no second parent).
+fn commit_all(
+    repo: &Repository,
+    parent: &git2::Commit<'_>,
+    theirs: Option<&git2::Commit<'_>>,
+    update: Option<&str>,
+    message: &str,
+) -> anyhow::Result<Option<Oid>> {
+    let mut index = repo.index()?;
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    let tree_id = index.write_tree()?;
+    if tree_id == parent.tree_id() && theirs.is_none() {
+        return Ok(None);
+    }
+    if update.is_some() {
+        index.write()?;
+    }
+    let tree = repo.find_tree(tree_id)?;
+    let sig = match repo.signature() {
+        Ok(s) => s,
+        Err(_) => Signature::now(DEFAULT_NAME, DEFAULT_EMAIL)?,
+    };
+    let parents: Vec<&git2::Commit<'_>> = std::iter::once(parent).chain(theirs).collect();
+    Ok(Some(
+        repo.commit(update, &sig, &sig, message, &tree, &parents)?,
+    ))
+}
+
+/// Paths in a reader's snapshot that differ from the commit it holds (new files included,
+/// ignored ones not), and `HEAD` when its HEAD no longer is that commit, detached.
+pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<String>> {
+    // Readers of one snapshot follow each other on the same pool threads: keep the snapshot's
+    // repository open per thread instead of opening it for every reader.
+    thread_local! {
+        static OPEN: std::cell::RefCell<Option<(PathBuf, Repository)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    OPEN.with_borrow_mut(|open| {
+        if open.as_ref().is_none_or(|(p, _)| p != path) {
+            *open = Some((path.to_owned(), Repository::open(path)?));
+        }
+        let (_, repo) = open.as_ref().expect("opened above");
+        let mut changes = super::changes_in(repo)?;
+        let at = repo.head().ok().and_then(|h| h.target());
+        if !repo.head_detached().unwrap_or(false) || at != Some(commit.oid()?) {
+            changes.push("HEAD".to_owned());
+        }
+        Ok(changes)
+    })
+}
+
+/// Puts a reader's snapshot back to `commit`: HEAD detached there, changes undone, new files
+/// removed (ignored ones kept), the index reset.
+pub fn restore_snapshot(path: &Path, commit: &CommitId) -> anyhow::Result<()> {
+    write_head(path, &Head::Detached(commit))?;
+    let repo = Repository::open(path)?;
+    let tree = repo.find_commit(commit.oid()?)?.tree()?;
+    repo.checkout_tree(
+        tree.as_object(),
+        Some(CheckoutBuilder::new().force().remove_untracked(true)),
+    )?;
+    // Staged-only changes survive a checkout of the same tree; reset the index too.
+    let mut index = repo.index()?;
+    index.read_tree(&tree)?;
+    index.write()?;
+    Ok(())
+}
+
+/// Removes a checkout.
+pub fn remove_checkout(path: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("could not remove {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Like `remove_checkout`, but the files go in a background thread: the checkout is moved
+/// aside at once (a rename), then deleted. The merge queue calls this, so deleting thousands
+/// of files does not hold up the next merge.
+pub fn remove_checkout_later(path: &Path) -> anyhow::Result<Option<std::thread::JoinHandle<()>>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let mut aside = path.as_os_str().to_owned();
+    // A space: no task id, so no other checkout, can have this name.
+    aside.push(" (removing)");
+    let aside = PathBuf::from(aside);
+    if std::fs::rename(path, &aside).is_err() {
+        remove_checkout(path)?;
+        return Ok(None);
+    }
+    Ok(Some(std::thread::spawn(move || {
+        let _ = std::fs::remove_dir_all(&aside);
+    })))
+}
+
+/// Which of `paths` in a checkout still hold conflict markers.
+pub fn files_with_conflict_markers(dir: &Path, paths: &[String]) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|p| {
+            std::fs::read(dir.join(p)).is_ok_and(|bytes| {
+                String::from_utf8_lossy(&bytes).lines().any(|l| {
+                    l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "======="
+                })
+            })
+        })
+        .cloned()
+        .collect()
+}
