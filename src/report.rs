@@ -16,6 +16,8 @@ pub struct Parked {
     pub paths: Vec<String>,
     /// Why the resolver attempt failed, when one was made.
     pub resolver: Option<String>,
+    /// Why it is held for review rather than conflicting, when it is.
+    pub reason: Option<String>,
 }
 
 /// One goal of a multi-goal run, with its tasks (indices into the run's tasks).
@@ -40,6 +42,8 @@ pub struct Facts<'a> {
     pub repairs: &'a [(String, String)],
     /// What happened to the integration branch, one line.
     pub landing: Option<&'a str>,
+    /// Why the run stopped merging for a human, when it did.
+    pub halted: Option<&'a str>,
     pub exit_code: i32,
     /// The goals of a multi-goal run (none for a single goal or a task file).
     pub goals: &'a [GoalFacts],
@@ -304,24 +308,31 @@ fn run_summary(f: &Facts<'_>) -> String {
         cost(total_cost)
     );
 
-    if !f.parked.is_empty() {
+    if !f.parked.is_empty() || f.halted.is_some() {
         out.push_str("\n### Needs attention\n\n");
+        if let Some(why) = f.halted {
+            let _ = writeln!(out, "- The run stopped merging: {why}.\n");
+        }
+        let integration = f.run.integration_ref.trim_start_matches("refs/heads/");
         for p in f.parked {
-            let integration = f.run.integration_ref.trim_start_matches("refs/heads/");
+            let b = &p.branch;
+            if let Some(why) = &p.reason {
+                let _ = writeln!(
+                    out,
+                    "- `{}` is parked for review, not merged: {why}. Look at its branch `{b}`, and merge it yourself only if it is right:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  ```\n",
+                    p.task,
+                );
+                continue;
+            }
             let _ = writeln!(
                 out,
-                "- `{}` is parked: its branch `{}` conflicts with `{}` in {}.\n  Inspect and resolve:\n\n  ```sh\n  git log --oneline {integration}..{}\n  git diff {integration}...{}\n  git switch {integration} && git merge {}\n  # fix the conflicts, then: git add -A && git commit\n  ```\n",
+                "- `{}` is parked: its branch `{b}` conflicts with `{integration}` in {}.\n  Inspect and resolve:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  # fix the conflicts, then: git add -A && git commit\n  ```\n",
                 p.task,
-                p.branch,
-                integration,
                 p.paths
                     .iter()
                     .map(|x| format!("`{x}`"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                p.branch,
-                p.branch,
-                p.branch,
             );
             if let Some(why) = &p.resolver {
                 let _ = writeln!(
@@ -412,13 +423,8 @@ pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
         let _ = writeln!(out, "goal {} {}{why}: {text}", r.id, r.status.as_str());
     }
     for p in f.parked {
-        let _ = writeln!(
-            out,
-            "parked: {} on branch {} ({})",
-            p.task,
-            p.branch,
-            p.paths.join(", ")
-        );
+        let why = p.reason.clone().unwrap_or_else(|| p.paths.join(", "));
+        let _ = writeln!(out, "parked: {} on branch {} ({why})", p.task, p.branch);
     }
     for t in f.tasks.iter().filter(|t| t.status == TaskStatus::Failed) {
         let _ = writeln!(
@@ -464,7 +470,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "needs": g.record.needs,
             "tasks": g.tasks.iter().map(|&i| f.tasks[i].id.as_str()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-        "parked": f.parked.iter().map(|p| json!({"task": p.task, "branch": p.branch, "paths": p.paths})).collect::<Vec<_>>(),
+        "parked": f.parked.iter().map(|p| json!({"task": p.task, "branch": p.branch, "paths": p.paths, "reason": p.reason})).collect::<Vec<_>>(),
         "landing": f.landing,
         "report": report_path,
     })

@@ -860,6 +860,15 @@ fn execute(
     // Read once: a long run's log holds tens of thousands of events.
     let events = read_events(&board.events_path(&layout.run))?;
     let parked = parked_tasks(&events, &records);
+    let halted = (ending == Ending::Halted)
+        .then(|| {
+            events
+                .iter()
+                .rev()
+                .find(|e| e["kind"] == "integration_moved")
+                .and_then(|e| e["detail"]["reason"].as_str())
+        })
+        .flatten();
     let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
     let goal_unfinished = goals.iter().any(|g| {
         matches!(
@@ -884,13 +893,7 @@ fn execute(
             "Interrupted: `swarm resume {}` continues the run; merged work so far is on `{integration}`.",
             layout.run
         ))
-    } else if ending == Ending::Halted {
-        let why = events
-            .iter()
-            .rev()
-            .find(|e| e["kind"] == "integration_moved")
-            .and_then(|e| e["detail"]["reason"].as_str())
-            .unwrap_or("merging stopped");
+    } else if let Some(why) = halted.filter(|_| ending == Ending::Halted) {
         Some(format!("Not landed: {why}."))
     } else if ending == Ending::OverBudget {
         Some(format!(
@@ -940,6 +943,7 @@ fn execute(
         merges: &merges,
         repairs: &repairs,
         landing: landing.as_deref(),
+        halted,
         exit_code: i32::from(code),
         goals: &goals,
         goal_notes: &goal_notes,
@@ -1009,6 +1013,7 @@ fn parked_tasks(events: &[serde_json::Value], records: &[TaskRecord]) -> Vec<Par
                     })
                     .unwrap_or_default(),
                 resolver: detail["resolver"].as_str().map(str::to_owned),
+                reason: detail["reason"].as_str().map(str::to_owned),
             }
         })
         .collect()

@@ -76,14 +76,11 @@ impl Repo {
             &tree,
             &[&ours_commit, &theirs_commit],
         )?;
-        if self
-            .repo
-            .reference_matching(into_ref, merged, true, ours_commit.id(), message)
-            .is_err()
+        if let Err(e) =
+            self.repo
+                .reference_matching(into_ref, merged, true, ours_commit.id(), message)
         {
-            return Ok(Merge::Moved {
-                found: self.ref_target(into_ref)?,
-            });
+            return self.not_moved(into_ref, expected, e);
         }
         Ok(Merge::Merged {
             before: expected.clone(),

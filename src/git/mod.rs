@@ -280,19 +280,31 @@ impl Repo {
         to: &CommitId,
         msg: &str,
     ) -> anyhow::Result<Merge> {
-        if self
-            .repo
-            .reference_matching(into_ref, to.oid()?, true, expected.oid()?, msg)
-            .is_err()
+        if let Err(e) =
+            self.repo
+                .reference_matching(into_ref, to.oid()?, true, expected.oid()?, msg)
         {
-            return Ok(Merge::Moved {
-                found: self.ref_target(into_ref)?,
-            });
+            return self.not_moved(into_ref, expected, e);
         }
         Ok(Merge::Merged {
             before: expected.clone(),
             after: to.clone(),
         })
+    }
+
+    /// After a compare-and-swap of `into_ref` failed: `Merge::Moved` if someone else moved
+    /// it, else the error (a stale lock, a full disk), which is no move.
+    fn not_moved(
+        &self,
+        into_ref: &str,
+        expected: &CommitId,
+        error: git2::Error,
+    ) -> anyhow::Result<Merge> {
+        let found = self.ref_target(into_ref)?;
+        if found.as_ref() == Some(expected) {
+            return Err(error).with_context(|| format!("could not move {into_ref}"));
+        }
+        Ok(Merge::Moved { found })
     }
 
     /// Points the branch `name` (one of swarm's own) at `at`, creating it if need be.

@@ -8,6 +8,7 @@ pub mod fake_llm;
 mod generated;
 mod goal;
 mod goals;
+mod untrusted;
 mod writers;
 
 use std::collections::BTreeMap;
