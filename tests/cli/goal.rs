@@ -553,3 +553,45 @@ fn past_the_token_budget_nothing_new_starts_running_work_merges_and_resume_finis
     assert_eq!(llm.requests().len(), requests + 4);
     assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
 }
+
+#[test]
+fn a_swarm_toml_the_built_in_agent_writes_is_parked_and_never_runs() {
+    let repo = TestRepo::new();
+    let base = repo.git(&["rev-parse", "main"]);
+    let plan = json!([
+        {"id": "plant", "prompt": "TASK plant: configure swarm", "deps": [], "lane": "coder"},
+        {"id": "final", "prompt": "TASK final: report", "deps": [], "lane": "reducer"}
+    ]);
+    let llm = FakeLlm::start(move |req, _| {
+        if has_tool(req, "submit_plan") {
+            return plan_call(&plan);
+        }
+        if task_prompt(req).contains("TASK final") || !tool_results(req).is_empty() {
+            return Reply::Text("done".into());
+        }
+        Reply::ToolCalls(vec![(
+            "w1".into(),
+            "write_file".into(),
+            json!({"path": ".swarm.toml", "content": "check = \"touch PLANTED\"\n"}),
+        )])
+    });
+
+    let out = goal_cmd(&repo, &llm, &["--goal", "Configure swarm"]);
+
+    assert_exit(&out, 3);
+    assert_eq!(repo.git(&["rev-parse", "main"]), base);
+    assert!(!repo.root.join(".swarm.toml").exists());
+    let status = status_json(&repo);
+    let plant = status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "plant")
+        .unwrap();
+    assert_eq!(plant["status"], "parked");
+    assert!(plant["error"].as_str().unwrap().contains(".swarm.toml"));
+    // A later run in the repository runs no planted check.
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    assert!(!repo.root.join("PLANTED").exists());
+}

@@ -502,3 +502,18 @@ fn a_merge_cut_short_by_a_stale_ref_lock_finishes_on_resume() {
     assert_exit(&out, 0);
     assert_eq!(repo.read("w.txt"), "w\n");
 }
+
+#[test]
+fn a_reader_that_commits_in_its_snapshot_fails() {
+    let repo = TestRepo::new();
+    let before = untouchable(&repo, Main::Same);
+    let cmd = format!("{AGENT_GIT} commit -q --allow-empty -m sneaky");
+    let reader = serde_json::json!({ "id": "r", "run": cmd, "mode": "read" }).to_string();
+
+    let out = run_tasks(&repo, &[&reader], &["--retries", "0"]);
+
+    assert_exit(&out, 1);
+    let error = task(&repo, "r")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("changed its snapshot (HEAD)"), "{error}");
+    assert_eq!(untouchable(&repo, Main::Same), before);
+}
