@@ -298,3 +298,7 @@ impl Repo {
         Ok(scan)
     }
 }
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;

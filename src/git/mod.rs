@@ -368,7 +368,19 @@ impl Repo {
             let stamp = meta.map(|m| (m.len(), m.mtime(), m.mtime_nsec()));
             paths.insert(path, (s.status().bits(), stamp));
         }
-        Ok(Fingerprint { head, paths })
+        let mut git = BTreeMap::new();
+        let common = &self.common_dir;
+        for file in [
+            common.join("config"),
+            common.join("packed-refs"),
+            self.repo.path().join("HEAD"),
+        ] {
+            stamp_files(common, &file, &mut git);
+        }
+        for dir in ["refs", "hooks", "logs/refs/stash"] {
+            stamp_files(common, &common.join(dir), &mut git);
+        }
+        Ok(Fingerprint { head, paths, git })
     }
 
     /// Fast-forwards the checked-out branch from `base` to `tip` and updates the checkout, only
@@ -482,6 +494,29 @@ fn converts_line_endings(repo: &Repository) -> bool {
 pub struct Fingerprint {
     head: Option<CommitId>,
     paths: BTreeMap<String, (u32, Option<Stamp>)>,
+    /// The files of the git directory no task may change, by path in it: refs outside
+    /// swarm's own `refs/heads/swarm/`, the config, the hooks, HEAD and the stash's log.
+    git: BTreeMap<String, Stamp>,
+}
+
+/// Stamps `path` (a file, or every file under a directory) into `out`, by its path relative to
+/// `common`; swarm's own branches are left out.
+fn stamp_files(common: &Path, path: &Path, out: &mut BTreeMap<String, Stamp>) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    let rel = path.strip_prefix(common).unwrap_or(path);
+    if rel == Path::new("refs/heads/swarm") {
+        return;
+    }
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            stamp_files(common, &entry.path(), out);
+        }
+    } else {
+        let name = format!(".git/{}", rel.display());
+        out.insert(name, (meta.len(), meta.mtime(), meta.mtime_nsec()));
+    }
 }
 
 /// Size, modification seconds and nanoseconds of a file.
@@ -505,7 +540,21 @@ impl Fingerprint {
         if self.head != later.head {
             out.push("HEAD".into());
         }
+        out.extend(
+            later
+                .git
+                .iter()
+                .filter(|(p, v)| self.git.get(*p) != Some(v))
+                .map(|(p, _)| p.clone()),
+        );
+        out.extend(
+            self.git
+                .keys()
+                .filter(|p| !later.git.contains_key(*p))
+                .cloned(),
+        );
         out.sort();
+        out.dedup();
         out
     }
 }

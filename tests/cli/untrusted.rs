@@ -517,3 +517,43 @@ fn a_reader_that_commits_in_its_snapshot_fails() {
     assert!(error.contains("changed its snapshot (HEAD)"), "{error}");
     assert_eq!(untouchable(&repo, Main::Same), before);
 }
+
+#[test]
+fn a_writer_that_reaches_into_the_users_git_directory_by_path_fails_and_is_not_merged() {
+    let repo = TestRepo::new();
+    let base = rev(&repo, "main");
+    let user = repo.root.display().to_string();
+    let lines = [
+        format!("git -C '{user}' config user.name Mallory && echo a > a.txt"),
+        format!("printf '#!/bin/sh\\n' > '{user}/.git/hooks/pre-commit' && echo b > b.txt"),
+        format!("git -C '{user}' tag planted && echo c > c.txt"),
+    ];
+    let lines: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(n, cmd)| serde_json::json!({ "id": format!("t{n}"), "run": cmd }).to_string())
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+
+    let out = run_tasks(&repo, &lines, &["--retries", "0", "-j", "1"]);
+
+    assert_exit(&out, 1);
+    assert_eq!(rev(&repo, "main"), base);
+    for (n, changed) in [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".git/refs/tags/planted",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let t = task(&repo, &format!("t{n}"));
+        assert_eq!(t["status"], "failed");
+        let error = t["error"].as_str().unwrap();
+        assert!(error.contains("changed your checkout"), "{error}");
+        assert!(error.contains(changed), "{error}");
+    }
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert!(!repo.root.join(f).exists(), "{f} was merged");
+    }
+}
