@@ -352,6 +352,10 @@ pub(super) fn fresh_checkout(
     reuse: Option<&Path>,
 ) -> anyhow::Result<()> {
     git::remove_checkout(path)?;
+    // An earlier attempt's result is not this one's.
+    if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
+        repo.delete_branch_at(branch, &old)?;
+    }
     let head = Head::NewBranch(branch, start);
     if let Some(old) = reuse {
         if repo.reuse_checkout(old, path, &head).is_ok() {

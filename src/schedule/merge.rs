@@ -10,6 +10,12 @@ use serde_json::json;
 use super::job::{Job, JobKind, Report, Verdict, Workers};
 use super::prompt::resolver_prompt;
 use super::{Checkout, Scheduler, State};
+use crate::agent::openai::Builtin;
+use crate::agent::tools::Access;
+use crate::agent::{self, Agent, Invocation};
+use crate::git::{CommitId, Merge};
+use crate::plan::Mode;
+use crate::store::{Event, TaskStatus, TaskUpdate};
 
 /// Why a writer is parked.
 enum Hold {
@@ -21,12 +27,6 @@ enum Hold {
     /// Its change must be seen by a human before it is merged.
     Review { why: String, paths: Vec<String> },
 }
-use crate::agent::openai::Builtin;
-use crate::agent::tools::Access;
-use crate::agent::{self, Agent, Invocation};
-use crate::git::{CommitId, Merge};
-use crate::plan::Mode;
-use crate::store::{Event, TaskStatus, TaskUpdate};
 
 impl Scheduler<'_> {
     /// The integration ref should be where swarm left it. A kill between moving it and
@@ -36,8 +36,13 @@ impl Scheduler<'_> {
     pub(super) fn settle_integration_ref(&mut self) -> anyhow::Result<()> {
         let found = self.repo.ref_target(&self.layout.integration_ref)?;
         let Some(f) = found.clone() else {
-            if self.tip == self.layout.base {
-                // The run was killed before its branch was made.
+            let landed = match self.repo.resolve("HEAD") {
+                Ok(head) => self.repo.contains(&head, &self.tip)?,
+                Err(_) => false,
+            };
+            if self.tip == self.layout.base || landed {
+                // The run was killed before its branch was made, or after its landing
+                // deleted it.
                 let integration = self
                     .layout
                     .integration_ref
