@@ -42,19 +42,19 @@ complete -c swarm -n "__fish_swarm_needs_command" -l allow-program -d 'Let the b
 complete -c swarm -n "__fish_swarm_needs_command" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
-complete -c swarm -n "__fish_swarm_needs_command" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
 none\t'Keep the integration branch and say nothing about it'"
-complete -c swarm -n "__fish_swarm_needs_command" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_needs_command" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_needs_command" -l plan-only -d 'Plan only: write the plan (to --plan-out, else stdout) and run nothing'
-complete -c swarm -n "__fish_swarm_needs_command" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_needs_command" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_needs_command" -s V -l version -d 'Print version'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
@@ -64,7 +64,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -f -a "logs" -d 'Show a run\'s
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
-complete -c swarm -n "__fish_swarm_needs_command" -f -a "gc" -d 'Remove worktrees of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "gc" -d 'Remove the checkouts of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
@@ -80,18 +80,18 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l allow-program -d 'Le
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
 none\t'Keep the integration branch and say nothing about it'"
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -108,18 +108,18 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l allow-program -d 
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
 none\t'Keep the integration branch and say nothing about it'"
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -157,18 +157,18 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l allow-program -d 
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand config" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
 none\t'Keep the integration branch and say nothing about it'"
-complete -c swarm -n "__fish_swarm_using_subcommand config" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
-complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -210,18 +210,18 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l final-out-dir -d 'With several goals, also write one report per goal to DIR/<goal id>.md (its section and its tasks); DIR is created if needed' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l base -d 'Start the run from REV [default: HEAD]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l land -d 'What to do with the finished integration branch [default: auto]' -r -f -a "auto\t'Fast-forward the user\'s branch when it is clean and still at the base; else keep the branch'
 branch\t'Always keep the integration branch and say how to take it'
 none\t'Keep the integration branch and say nothing about it'"
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l worktree-dir -d 'Put worktrees and snapshots under DIR [default: the user cache dir]' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh worktree holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -248,7 +248,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_su
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "gc" -d 'Remove worktrees of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "gc" -d 'Remove the checkouts of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "completions" -d 'Print a shell completion script'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'

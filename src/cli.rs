@@ -19,7 +19,7 @@ Exit codes:
   75  stopped early and resumable (interrupt, budget); continue with `swarm resume`";
 
 /// Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding agents
-/// run them many at a time (readers in a shared snapshot, writers in their own worktrees), and
+/// run them many at a time (readers in a shared snapshot, writers in checkouts of their own), and
 /// the writers are merged back one at a time.
 #[derive(Debug, Parser)]
 #[command(
@@ -131,7 +131,7 @@ pub enum Command {
         #[command(subcommand)]
         action: QueueAction,
     },
-    /// Remove worktrees of finished tasks and the deps' files killed runs left behind; a branch
+    /// Remove the checkouts of finished tasks and the deps' files killed runs left behind; a branch
     /// with unmerged commits is never deleted.
     Gc {
         /// List what would be removed, remove nothing.
@@ -212,7 +212,7 @@ pub struct RunOptions {
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,
 
-    /// Verify each writer with CMD (run with `sh -c` in its worktree) before it is merged.
+    /// Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged.
     #[arg(long, value_name = "CMD")]
     pub check: Option<String>,
 
@@ -235,12 +235,12 @@ pub struct RunOptions {
     #[arg(long, value_enum, value_name = "HOW")]
     pub land: Option<Land>,
 
-    /// Put worktrees and snapshots under DIR [default: the user cache dir].
+    /// Put task checkouts and snapshots under DIR [default: the user cache dir].
     #[arg(long, value_name = "DIR")]
     pub worktree_dir: Option<PathBuf>,
 
     /// Before parking a conflicting writer, give its agent one attempt at resolving the conflict
-    /// (in a fresh worktree holding the conflicted merge; checked like any writer).
+    /// (in a fresh checkout holding the conflicted merge; checked like any writer).
     #[arg(long)]
     pub resolve_conflicts: bool,
 
