@@ -129,7 +129,8 @@ impl Repo {
         let mut alternates = self.common_dir.join("objects").into_os_string().into_vec();
         alternates.push(b'\n');
         std::fs::write(git.join("objects/info/alternates"), alternates)?;
-        std::fs::write(git.join("config"), self.checkout_config())?;
+        let config = self.checkout_config.get_or_init(|| self.make_checkout_config());
+        std::fs::write(git.join("config"), config)?;
         for file in COPIED_FILES {
             let from = self.common_dir.join(file);
             if from.is_file() {
@@ -141,7 +142,7 @@ impl Repo {
 
     /// The configuration of a checkout: a plain repository, plus the user's settings that
     /// decide who commits and how files are written.
-    fn checkout_config(&self) -> String {
+    fn make_checkout_config(&self) -> String {
         let mut text = String::from(
             "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
         );

@@ -70,6 +70,8 @@ pub struct Repo {
     repo: Repository,
     workdir: PathBuf,
     common_dir: PathBuf,
+    /// The configuration every task checkout gets (see `checkout`), made once.
+    checkout_config: std::sync::OnceLock<String>,
 }
 
 /// What a checkout's HEAD is.
@@ -122,6 +124,7 @@ impl Repo {
             repo,
             workdir,
             common_dir,
+            checkout_config: std::sync::OnceLock::new(),
         })
     }
 
