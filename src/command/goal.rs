@@ -9,8 +9,8 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{
-    Configured, Globals, MAX_FAN_IN, NO_MODEL_HINT, NewRun, model_client, refuse_when_nested,
-    settings,
+    Configured, Globals, MAX_FAN_IN, NO_MODEL_HINT, NewRun, Reads, model_client,
+    refuse_when_nested, settings,
 };
 use crate::git::Repo;
 use crate::planner;
@@ -46,6 +46,10 @@ pub(super) fn run_goal(
         format!("goal: {}", ui::one_line(goal, 100)),
         options,
         None,
+        &Reads {
+            plan_out,
+            files: Vec::new(),
+        },
     )?;
     let run_id = run.record.id.clone();
     let summary = summarize(&run.repo)?;
@@ -99,8 +103,8 @@ pub(super) fn run_goal(
         } else {
             g.dir.join(out)
         };
-        std::fs::write(&out, &text)
-            .map_err(|e| anyhow::anyhow!("could not write the plan to {}: {e}", out.display()))?;
+        super::output::write_atomic(&out, text.as_bytes())
+            .map_err(|e| e.context(format!("could not write the plan to {}", out.display())))?;
     }
     ui::say(
         g.quiet,
@@ -154,7 +158,11 @@ pub(super) fn run_goals(
     } else {
         format!("{} goals", goals.len())
     };
-    let mut run = NewRun::begin(g, source, options, None)?;
+    let reads = Reads {
+        plan_out: None,
+        files: Vec::new(),
+    };
+    let mut run = NewRun::begin(g, source, options, None, &reads)?;
     let run_id = run.record.id.clone();
     if from_queue {
         run.board.take_queue(&run_id)?;

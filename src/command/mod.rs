@@ -27,6 +27,7 @@ use crate::{Busy, Usage, exit};
 
 mod goal;
 mod inspect;
+mod output;
 mod queue;
 
 use inspect::{gc, graph, logs, status};
@@ -623,7 +624,16 @@ fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> anyhow::Resul
         Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
     })?;
     let settings = settings(options, &plan, &configured.profiles)?;
-    let run = NewRun::begin(g, tasks.display().to_string(), options, Some(&plan))?;
+    let run = NewRun::begin(
+        g,
+        tasks.display().to_string(),
+        options,
+        Some(&plan),
+        &Reads {
+            plan_out: None,
+            files: vec![path.clone()],
+        },
+    )?;
     run.launch(g, plan, &settings, options, None)
 }
 
@@ -632,6 +642,12 @@ fn task_specs(plan: &Plan) -> Vec<(String, serde_json::Value)> {
         .iter()
         .map(|t| (t.id.to_string(), t.to_json()))
         .collect()
+}
+
+/// What a new run reads, which its outputs must not overwrite, and where its plan goes.
+struct Reads<'a> {
+    plan_out: Option<&'a Path>,
+    files: Vec<PathBuf>,
 }
 
 /// A run recorded in the board and holding the lock, not yet started.
@@ -653,8 +669,28 @@ impl NewRun {
         source: String,
         options: &RunOptions,
         plan: Option<&Plan>,
+        reads: &Reads<'_>,
     ) -> anyhow::Result<Self> {
         let repo = open_repo(g)?;
+        output::check_all(
+            &repo,
+            &g.dir,
+            g.quiet,
+            &[
+                (
+                    "--final-out",
+                    options.final_out.as_deref(),
+                    output::Kind::File,
+                ),
+                (
+                    "--final-out-dir",
+                    options.final_out_dir.as_deref(),
+                    output::Kind::Dir,
+                ),
+                ("--plan-out", reads.plan_out, output::Kind::File),
+            ],
+            &reads.files,
+        )?;
         let run_id = new_run_id();
         let lock = Lock::acquire(&repo, &run_id)?;
         let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
@@ -762,6 +798,24 @@ fn resume(
     let stored: RunOptions =
         serde_json::from_value(record.options.clone()).context("stored run options")?;
     let options = overlay(stored, newer);
+    output::check_all(
+        &repo,
+        &g.dir,
+        g.quiet,
+        &[
+            (
+                "--final-out",
+                options.final_out.as_deref(),
+                output::Kind::File,
+            ),
+            (
+                "--final-out-dir",
+                options.final_out_dir.as_deref(),
+                output::Kind::Dir,
+            ),
+        ],
+        &[],
+    )?;
     let records = board.load_tasks(&run_id)?;
     let goal_records = board.load_goals(&run_id)?;
     if records.is_empty() && goal_records.is_empty() {
@@ -950,7 +1004,7 @@ fn execute(
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
-    std::fs::write(&report_path, &text)?;
+    output::write_atomic(&report_path, text.as_bytes())?;
     let mut shown = report_path.display().to_string();
     if let Some(out) = &options.final_out {
         let out = if out.is_absolute() {
@@ -958,7 +1012,7 @@ fn execute(
         } else {
             g.dir.join(out)
         };
-        std::fs::write(&out, &text)
+        output::write_atomic(&out, text.as_bytes())
             .with_context(|| format!("could not write the report to {}", out.display()))?;
         shown = out.display().to_string();
     }
@@ -974,7 +1028,7 @@ fn execute(
             .with_context(|| format!("could not create {}", dir.display()))?;
         for goal in &goals {
             let path = dir.join(format!("{}.md", goal.record.id));
-            std::fs::write(&path, report::goal_markdown(&facts, goal))
+            output::write_atomic(&path, report::goal_markdown(&facts, goal).as_bytes())
                 .with_context(|| format!("could not write the report to {}", path.display()))?;
         }
     }

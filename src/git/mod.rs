@@ -95,6 +95,14 @@ pub enum Merge {
     Moved { found: Option<CommitId> },
 }
 
+/// Whether a file is tracked, and clean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracked {
+    No,
+    Clean,
+    Changed,
+}
+
 /// What landing did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Landing {
@@ -126,6 +134,27 @@ impl Repo {
             common_dir,
             checkout_config: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The checkout's own git directory (for a linked worktree, not the common one).
+    pub fn git_dir(&self) -> &Path {
+        self.repo.path()
+    }
+
+    /// Whether `path` (absolute, inside the checkout) is a tracked file, and whether it has
+    /// uncommitted changes.
+    pub fn tracked_state(&self, path: &Path) -> anyhow::Result<Tracked> {
+        let workdir = std::fs::canonicalize(&self.workdir)?;
+        let Ok(rel) = path.strip_prefix(&workdir) else {
+            return Ok(Tracked::No);
+        };
+        match self.repo.status_file(rel) {
+            Ok(s) if s.is_empty() => Ok(Tracked::Clean),
+            Ok(s) if s.intersects(Status::WT_NEW | Status::IGNORED) => Ok(Tracked::No),
+            Ok(_) => Ok(Tracked::Changed),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(Tracked::No),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub fn workdir(&self) -> &Path {

@@ -8,6 +8,7 @@ pub mod fake_llm;
 mod generated;
 mod goal;
 mod goals;
+mod outputs;
 mod untrusted;
 mod writers;
 
