@@ -125,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --config --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -247,7 +247,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__completions)
-            opts="-C -q -h --directory --quiet --json --config --help bash elvish fish powershell zsh"
+            opts="-C -q -h --directory --quiet --json --config --from-hook --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -273,7 +273,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__config)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -383,7 +383,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__gc)
-            opts="-C -q -h --dry-run --directory --quiet --json --config --help"
+            opts="-C -q -h --dry-run --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -409,7 +409,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__graph)
-            opts="-C -q -h --format --directory --quiet --json --config --help"
+            opts="-C -q -h --format --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -649,7 +649,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__logs)
-            opts="-C -q -h --errors --tail --follow --path --directory --quiet --json --config --help"
+            opts="-C -q -h --errors --tail --follow --path --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -679,7 +679,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue)
-            opts="-C -q -h --directory --quiet --json --config --help add list rm run help"
+            opts="-C -q -h --directory --quiet --json --config --from-hook --help add list rm run help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -705,7 +705,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__add)
-            opts="-C -q -h --directory --quiet --json --config --help"
+            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -815,7 +815,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__list)
-            opts="-C -q -h --directory --quiet --json --config --help"
+            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -841,7 +841,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__rm)
-            opts="-C -q -h --directory --quiet --json --config --help"
+            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -867,7 +867,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -977,7 +977,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1087,7 +1087,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1197,7 +1197,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__status)
-            opts="-C -q -h --directory --quiet --json --config --help"
+            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

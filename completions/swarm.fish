@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json config= goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -53,6 +53,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -l worktree-dir -d 'Put task c
 complete -c swarm -n "__fish_swarm_needs_command" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_needs_command" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_needs_command" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_needs_command" -l plan-only -d 'Plan only: write the plan (to --plan-out, else stdout) and run nothing'
 complete -c swarm -n "__fish_swarm_needs_command" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -94,6 +95,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l config -d 'Read this
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
@@ -122,11 +124,13 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read t
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand status" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l tail -d 'Only the last N events' -r
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -s C -l directory -d 'Run as if started in DIR' -r -F
@@ -136,6 +140,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand logs" -l follow -d 'Keep pri
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l path -d 'Print the paths of the event log and transcripts instead of their contents'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t''
 dot\t''"
@@ -143,6 +148,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand graph" -s C -l directory -d 
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
@@ -171,11 +177,13 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l config -d 'Read t
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
@@ -186,16 +194,19 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
@@ -224,6 +235,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
@@ -235,11 +247,13 @@ complete -c swarm -n "__fish_swarm_using_subcommand gc" -l config -d 'Read this 
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l dry-run -d 'List what would be removed, remove nothing'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'

@@ -47,6 +47,12 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
 
+    /// Run as from a git hook: landing defaults to `branch`, so the checkout git is working on
+    /// is never touched. Also the case when git's hook variables (GIT_INDEX_FILE, GIT_DIR) are
+    /// set.
+    #[arg(long, global = true)]
+    pub from_hook: bool,
+
     /// What to do, in prose: planned by the model, then run. Give it several times for
     /// several goals: the model infers which goal needs which; independent goals run at once,
     /// a goal that needs others is planned once they are done and merged.

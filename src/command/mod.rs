@@ -84,7 +84,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         if let Some(file) = &cli.goals_file {
             goals.extend(goal::read_goals_file(&g.dir.join(file))?);
         }
-        let configured = configure(&g, &cli.options, explicit)?;
+        let mut configured = configure(&g, &cli.options, explicit)?;
+        land_from_hook(&mut configured.options, cli.from_hook);
         if let [one] = goals.as_slice()
             && cli.goals_file.is_none()
         {
@@ -99,7 +100,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     };
     match command {
         Command::Run { tasks, options } => {
-            let configured = configure(&g, &options, explicit)?;
+            let mut configured = configure(&g, &options, explicit)?;
+            land_from_hook(&mut configured.options, cli.from_hook);
             run_file(&g, &tasks, &configured)
         }
         Command::Resume { run, options } => {
@@ -133,7 +135,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             QueueAction::List => queue::list(&g),
             QueueAction::Rm { id } => queue::remove(&g, id),
             QueueAction::Run { options } => {
-                let configured = configure(&g, &options, explicit)?;
+                let mut configured = configure(&g, &options, explicit)?;
+                land_from_hook(&mut configured.options, cli.from_hook);
                 queue::run(&g, &configured)
             }
         },
@@ -145,6 +148,38 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
     }
+}
+
+/// Inside a git hook, landing defaults to `branch`: git is in the middle of changing the
+/// checkout (a `pre-commit` holds the index and moves HEAD next), so swarm must not. The run
+/// keeps the choice, so a resume outside the hook does not land either.
+fn land_from_hook(options: &mut RunOptions, from_hook: bool) {
+    let in_hook = from_hook
+        || ["GIT_INDEX_FILE", "GIT_DIR"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some());
+    if in_hook && options.land.is_none() {
+        options.land = Some(Land::Branch);
+    }
+}
+
+/// Refuses a run that would land while git has an operation open in the checkout.
+fn check_open_operation(repo: &Repo, options: &RunOptions) -> anyhow::Result<()> {
+    if !matches!(options.land, None | Some(Land::Auto)) {
+        return Ok(());
+    }
+    if let Some(op) = repo.open_operation() {
+        bail!(
+            Usage::new(format!(
+                "a {op} is in progress in {}; a run that lands would change the checkout under it",
+                repo.workdir().display()
+            ))
+            .hint(format!(
+                "finish or abort the {op} first, or pass --land branch (the work then waits on its branch)"
+            ))
+        );
+    }
+    Ok(())
 }
 
 /// Run options after the configuration layers, and the agent profiles.
@@ -672,6 +707,7 @@ impl NewRun {
         reads: &Reads<'_>,
     ) -> anyhow::Result<Self> {
         let repo = open_repo(g)?;
+        check_open_operation(&repo, options)?;
         output::check_all(
             &repo,
             &g.dir,
@@ -798,6 +834,7 @@ fn resume(
     let stored: RunOptions =
         serde_json::from_value(record.options.clone()).context("stored run options")?;
     let options = overlay(stored, newer);
+    check_open_operation(&repo, &options)?;
     output::check_all(
         &repo,
         &g.dir,

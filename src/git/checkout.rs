@@ -129,7 +129,9 @@ impl Repo {
         let mut alternates = self.common_dir.join("objects").into_os_string().into_vec();
         alternates.push(b'\n');
         std::fs::write(git.join("objects/info/alternates"), alternates)?;
-        let config = self.checkout_config.get_or_init(|| self.make_checkout_config());
+        let config = self
+            .checkout_config
+            .get_or_init(|| self.make_checkout_config());
         std::fs::write(git.join("config"), config)?;
         for file in COPIED_FILES {
             let from = self.common_dir.join(file);

@@ -136,6 +136,20 @@ impl Repo {
         })
     }
 
+    /// The git operation left open in the checkout (a merge, a rebase, …), if any.
+    pub fn open_operation(&self) -> Option<&'static str> {
+        use git2::RepositoryState as S;
+        match self.repo.state() {
+            S::Clean => None,
+            S::Merge => Some("merge"),
+            S::Revert | S::RevertSequence => Some("revert"),
+            S::CherryPick | S::CherryPickSequence => Some("cherry-pick"),
+            S::Bisect => Some("bisect"),
+            S::Rebase | S::RebaseInteractive | S::RebaseMerge => Some("rebase"),
+            S::ApplyMailbox | S::ApplyMailboxOrRebase => Some("git am"),
+        }
+    }
+
     /// The checkout's own git directory (for a linked worktree, not the common one).
     pub fn git_dir(&self) -> &Path {
         self.repo.path()
@@ -441,6 +455,12 @@ impl Repo {
                 tip.short(),
                 base.short()
             ));
+        }
+        if let Some(op) = self.open_operation() {
+            return kept(&format!("a {op} is in progress in your checkout"));
+        }
+        if self.repo.path().join("index.lock").exists() {
+            return kept("another git process holds the index (.git/index.lock)");
         }
         let dirty = self.fingerprint()?;
         if dirty

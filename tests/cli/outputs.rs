@@ -83,3 +83,129 @@ fn a_tracked_clean_final_out_is_replaced_whole_and_said_so() {
         .collect();
     assert!(stray.is_empty(), "{stray:?}");
 }
+
+/// Runs git in the repository with extra environment; panics on failure.
+fn git_with(repo: &TestRepo, env: &[(&str, &str)], args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(&repo.root)
+        .env("GIT_AUTHOR_NAME", "Test User")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test User")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", repo.cache.parent().unwrap())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_open_merge_rebase_or_bisect_is_named_and_the_run_refused_unless_it_cannot_land() {
+    let tasks_line = r#"{"id":"w","run":"echo w > w.txt"}"#;
+    let setups: [(&str, &dyn Fn(&TestRepo)); 3] = [
+        ("merge", &|repo| {
+            // An open merge whose index is clean: the other side changes nothing.
+            repo.git(&["checkout", "-q", "-b", "other"]);
+            repo.git(&["commit", "-q", "--allow-empty", "-m", "theirs"]);
+            repo.git(&["checkout", "-q", "main"]);
+            repo.git(&["commit", "-q", "--allow-empty", "-m", "mine"]);
+            git_with(
+                repo,
+                &[],
+                &["merge", "-q", "--no-commit", "--no-ff", "other"],
+            );
+        }),
+        ("rebase", &|repo| {
+            repo.write("b.txt", "b\n");
+            repo.commit_all("b");
+            git_with(
+                repo,
+                &[("GIT_SEQUENCE_EDITOR", "sed -i s/^pick/edit/")],
+                &["rebase", "-q", "-i", "HEAD~1"],
+            );
+        }),
+        ("bisect", &|repo| repo.git(&["bisect", "start"]).truncate(0)),
+    ];
+    for (op, setup) in setups {
+        let repo = TestRepo::new();
+        setup(&repo);
+        let head = rev(&repo, "HEAD");
+        let tasks = repo.tasks(&[tasks_line]);
+
+        let run = repo.swarm(&["run", tasks.to_str().unwrap()]);
+
+        assert_exit(&run, 2);
+        assert!(
+            stderr(&run).contains(&format!("a {op} is in progress")),
+            "{op}: {}",
+            stderr(&run)
+        );
+        assert_eq!(rev(&repo, "HEAD"), head);
+        assert!(
+            !repo.swarm_dir().join("runs").exists(),
+            "{op}: a run was recorded"
+        );
+
+        // A run that cannot touch the checkout goes ahead.
+        let run = repo.swarm(&["run", tasks.to_str().unwrap(), "--land", "branch"]);
+        assert_exit(&run, 0);
+        assert_eq!(rev(&repo, "HEAD"), head, "{op}");
+    }
+}
+
+#[test]
+fn swarm_in_a_pre_commit_hook_leaves_the_users_commit_alone_and_its_work_on_its_branch() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+    let log = repo.cache.parent().unwrap().join("hook.log");
+    let hook = repo.root.join(".git/hooks/pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nXDG_CACHE_HOME='{}' '{}' run '{}' > '{}' 2>&1\n",
+            repo.cache.display(),
+            env!("CARGO_BIN_EXE_swarm"),
+            tasks.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = rev(&repo, "main");
+
+    git_with(
+        &repo,
+        &[],
+        &["commit", "-q", "--allow-empty", "-m", "the user's commit"],
+    );
+
+    // The user's commit went in on top of where main was; swarm's work waits on its branch.
+    assert_eq!(rev(&repo, "main^"), before);
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]).trim(),
+        "the user's commit"
+    );
+    assert!(!repo.root.join("w.txt").exists());
+    let said = std::fs::read_to_string(&log).unwrap();
+    let branch = repo
+        .git(&[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/swarm/",
+        ])
+        .trim()
+        .to_owned();
+    assert!(!branch.is_empty(), "{said}");
+    assert_eq!(repo.git(&["show", &format!("{branch}:w.txt")]), "w\n");
+    assert!(
+        said.contains(&format!("git merge --ff-only {branch}")),
+        "{said}"
+    );
+}
