@@ -276,9 +276,23 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
             }
         }
     }
-    // A swarm branch goes only when another branch holds every commit of it.
+    // A branch swarm made goes only when another branch holds every commit of it; one swarm
+    // did not make (a name of the user's under `swarm/`) is never touched.
+    let mut made = Vec::new();
+    for run in board.run_ids()? {
+        let tasks: Vec<String> = board.load_tasks(&run)?.into_iter().map(|t| t.id).collect();
+        made.push((run, tasks));
+    }
     let branches = repo.branches_with_prefix("")?;
     for (name, tip) in repo.branches_with_prefix("swarm/")? {
+        let ours = made.iter().any(|(run, tasks)| {
+            let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+            crate::schedule::made_by_run(&name, run, &tasks)
+        });
+        if !ours {
+            actions.push(format!("keep branch {name} (not swarm's)"));
+            continue;
+        }
         let held = branches
             .iter()
             .filter(|(other, _)| *other != name && !other.starts_with(&format!("{name}-")))

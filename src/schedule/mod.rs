@@ -102,6 +102,33 @@ pub struct Layout {
     pub deps: PathBuf,
 }
 
+/// Whether the branch `name` is one a run of `run` with these tasks makes: its integration
+/// branch, a writer's or resolver's branch, what a refused attempt left, or what was found on
+/// a moved integration branch (see `Layout`).
+pub fn made_by_run(name: &str, run: &str, tasks: &[&str]) -> bool {
+    let Some(rest) = name
+        .strip_prefix("swarm/")
+        .and_then(|n| n.strip_prefix(run))
+    else {
+        return false;
+    };
+    if rest.is_empty() || rest.starts_with("@moved-") {
+        return true;
+    }
+    let Some(rest) = rest.strip_prefix('-') else {
+        return false;
+    };
+    // `<task>`, `<task>-resolve`, each perhaps with `@<attempt>`; task ids hold no `@`.
+    let (rest, attempt) = rest.split_once('@').unwrap_or((rest, ""));
+    if !attempt.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    tasks.contains(&rest)
+        || rest
+            .strip_suffix("-resolve")
+            .is_some_and(|t| tasks.contains(&t))
+}
+
 /// Which of a writer's checkouts: its own, or the one its conflict resolver works in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Checkout {
@@ -1056,6 +1083,32 @@ fn backoff(base: Duration, n: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_branches_a_run_makes_are_known_by_name() {
+        let tasks = ["a", "b-c"];
+        for name in [
+            "swarm/r1",
+            "swarm/r1-a",
+            "swarm/r1-b-c",
+            "swarm/r1-a-resolve",
+            "swarm/r1-a@2",
+            "swarm/r1-b-c-resolve@1",
+            "swarm/r1@moved-0123456789ab",
+        ] {
+            assert!(made_by_run(name, "r1", &tasks), "{name}");
+        }
+        for name in [
+            "swarm/r2-a",
+            "swarm/r1-x",
+            "swarm/r1-a@x",
+            "swarm/r1a",
+            "swarm/mine",
+            "r1-a",
+        ] {
+            assert!(!made_by_run(name, "r1", &tasks), "{name}");
+        }
+    }
 
     #[test]
     fn backoff_grows_and_is_capped() {

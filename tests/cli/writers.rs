@@ -880,3 +880,33 @@ fn writers_changing_different_lines_of_one_file_are_both_merged() {
         3
     );
 }
+
+#[test]
+fn gc_deletes_only_the_branches_swarm_made() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+    let out = repo.swarm(&["run", path_str(&tasks), "--land", "branch"]);
+    assert_exit(&out, 0);
+    let run = run_id(&repo);
+    let integration = format!("swarm/{run}");
+    repo.git(&["merge", "-q", "--ff-only", &integration]);
+    // Names of the user's own under swarm/, every commit of them held by main.
+    for mine in ["swarm/mine", &format!("swarm/{run}-not-a-task")] {
+        repo.git(&["branch", mine, "main"]);
+    }
+
+    let out = repo.swarm(&["gc"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(
+        swarm_branches(&repo),
+        [format!("swarm/{run}-not-a-task"), "swarm/mine".to_owned()],
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("keep branch swarm/mine (not swarm's)"),
+        "{}",
+        stdout(&out)
+    );
+}
