@@ -1227,7 +1227,7 @@ fn land(
         Land::Branch => Ok(Some(format!(
             "The merged work is on `{integration}`; take it with `{take}`."
         ))),
-        Land::Auto => match repo.land(&layout.base, tip)? {
+        Land::Auto => match repo.land(&layout.base, tip, &layout.run_dir.join("landing"))? {
             Landing::FastForwarded { branch } => {
                 let kept = if drop_branch {
                     repo.delete_branch_at(integration, tip)?;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 mod checkout;
+mod land;
 mod merge;
 
 pub use checkout::{
@@ -427,75 +428,6 @@ impl Repo {
             stamp_files(common, &common.join(dir), &mut git);
         }
         Ok(Fingerprint { head, paths, git })
-    }
-
-    /// Fast-forwards the checked-out branch from `base` to `tip` and updates the checkout, only
-    /// if that branch is still at `base` and the checkout is clean.
-    pub fn land(&self, base: &CommitId, tip: &CommitId) -> anyhow::Result<Landing> {
-        let kept = |reason: &str| {
-            Ok(Landing::Kept {
-                reason: reason.to_owned(),
-            })
-        };
-        let Ok(head) = self.repo.head() else {
-            return kept("HEAD does not point at a commit");
-        };
-        if !head.is_branch() {
-            return kept("HEAD is detached");
-        }
-        let branch_ref = head.name().unwrap_or_default().to_owned();
-        let branch = head.shorthand().unwrap_or_default().to_owned();
-        if head.target() != Some(base.oid()?) {
-            return kept(&format!("{branch} moved since the run started"));
-        }
-        // Never backwards, never sideways: the tip must hold the base.
-        if !self.contains(tip, base)? {
-            return kept(&format!(
-                "the integration tip {} does not descend from the run's base {}",
-                tip.short(),
-                base.short()
-            ));
-        }
-        if let Some(op) = self.open_operation() {
-            return kept(&format!("a {op} is in progress in your checkout"));
-        }
-        if self.repo.path().join("index.lock").exists() {
-            return kept("another git process holds the index (.git/index.lock)");
-        }
-        let dirty = self.fingerprint()?;
-        if dirty
-            .paths
-            .values()
-            .any(|(bits, _)| *bits != Status::WT_NEW.bits())
-        {
-            return kept("the working tree or index has changes");
-        }
-        let incoming = changed_paths(&self.common_dir, base, tip)?;
-        if let Some(p) = incoming.iter().find(|p| dirty.paths.contains_key(*p)) {
-            return kept(&format!("the untracked file {p} would be overwritten"));
-        }
-        if base == tip {
-            return Ok(Landing::FastForwarded { branch });
-        }
-        let tree = self.repo.find_commit(tip.oid()?)?.tree()?;
-        // Safe checkout: it refuses, before writing anything, to overwrite what it does not
-        // expect; then the branch moves only if it is still at the base.
-        if let Err(e) = self
-            .repo
-            .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()))
-        {
-            return kept(&format!(
-                "the checkout could not be updated safely: {}",
-                e.message()
-            ));
-        }
-        if let Err(e) = self.move_ref(&branch_ref, base, tip, "swarm: land run") {
-            let old = self.repo.find_commit(base.oid()?)?.tree()?;
-            self.repo
-                .checkout_tree(old.as_object(), Some(CheckoutBuilder::new().force()))?;
-            return Err(e);
-        }
-        Ok(Landing::FastForwarded { branch })
     }
 }
 
