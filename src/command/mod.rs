@@ -993,13 +993,17 @@ fn execute(
             layout.run
         ))
     } else {
-        land(
-            repo,
-            layout,
-            &tip,
-            options.land.unwrap_or(Land::Auto),
-            parked.is_empty(),
-        )?
+        let how = options.land.unwrap_or(Land::Auto);
+        if how == Land::Auto && tip != layout.base {
+            board.event(
+                &layout.run,
+                &Event::run(
+                    "landing",
+                    json!({ "from": layout.base.as_str(), "to": tip.as_str() }),
+                ),
+            )?;
+        }
+        land(repo, layout, &tip, how, parked.is_empty())?
     };
     let status = match ending {
         Ending::Interrupted | Ending::OverBudget | Ending::Halted => RunStatus::Interrupted,

@@ -8,6 +8,7 @@ pub mod fake_llm;
 mod generated;
 mod goal;
 mod goals;
+mod landing;
 mod outputs;
 mod untrusted;
 mod writers;
@@ -34,6 +35,15 @@ impl TestRepo {
     pub fn new() -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = tmp.path().join("repo");
+        Self::make(tmp, root)
+    }
+
+    /// The same repository at `root` (its cache and task files in a temporary directory).
+    pub fn at(root: &Path) -> Self {
+        Self::make(tempfile::tempdir().expect("tempdir"), root.to_owned())
+    }
+
+    fn make(tmp: tempfile::TempDir, root: PathBuf) -> Self {
         let cache = tmp.path().join("cache");
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::create_dir_all(&cache).unwrap();

@@ -1,0 +1,271 @@
+//! Landing is a transaction: a kill at any moment inside it leaves every file whole (its old
+//! or its landed version) and `swarm resume` finishes it; a landing that cannot happen leaves
+//! the checkout byte-identical and says why and what will work.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::{TestRepo, assert_exit, stdout};
+
+/// Directories of files the writer changes, each with this many files; `d0` it deletes.
+const DIRS: usize = 10;
+const FILES: usize = 30;
+
+fn base_text(d: usize, f: usize) -> String {
+    format!("base {d} {f}\n")
+}
+
+/// A repository of `DIRS × FILES` files and a writer that changes `d1…`, deletes `d0` and adds
+/// `n/`: a few hundred files for the landing to write.
+fn many_files() -> (TestRepo, std::path::PathBuf) {
+    let repo = TestRepo::new();
+    for d in 0..DIRS {
+        for f in 0..FILES {
+            repo.write(&format!("d{d}/f{f:02}"), &base_text(d, f));
+        }
+    }
+    repo.commit_all("many files");
+    let script = format!(
+        "for f in d[1-9]/*; do echo new >> $f; done; rm -r d0; mkdir n; for i in $(seq 0 {}); do echo added $i > n/k$i; done",
+        FILES - 1
+    );
+    let tasks = repo.tasks(&[&serde_json::json!({ "id": "w", "run": script }).to_string()]);
+    (repo, tasks)
+}
+
+/// Every file of the checkout outside `.git`, with its content.
+fn files(root: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path == root.join(".git") {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// Whether `path` holds `text` as the old or the landed version of the writer's change.
+fn old_or_landed(path: &str, text: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    match parts.as_slice() {
+        ["README.md"] => text == "# demo\n",
+        ["src", "lib.rs"] => text.starts_with("pub fn one"),
+        ["n", k] => *text == format!("added {}\n", &k[1..]),
+        [d, f] if d.starts_with('d') => {
+            let (d, f): (usize, usize) = (d[1..].parse().unwrap(), f[1..].parse().unwrap());
+            let old = base_text(d, f);
+            text == old || (d > 0 && *text == format!("{old}new\n"))
+        }
+        _ => false,
+    }
+}
+
+/// The checkout exactly as the landed commit has it, with nothing staged or stray.
+fn assert_landed(repo: &TestRepo, context: &str) {
+    assert_eq!(
+        repo.git(&["status", "--porcelain", "--ignored"]),
+        "",
+        "{context}"
+    );
+    let now = files(&repo.root);
+    assert!(!now.keys().any(|p| p.starts_with("d0/")), "{context}");
+    assert_eq!(
+        now["d1/f00"],
+        format!("{}new\n", base_text(1, 0)),
+        "{context}"
+    );
+    assert_eq!(now["n/k0"], "added 0\n", "{context}");
+    let tracked = repo.git(&["ls-files"]).lines().count();
+    assert_eq!(now.len(), tracked, "{context}");
+    assert!(!repo.root.join(".git/index.lock").exists(), "{context}");
+    let runs = repo.swarm_dir().join("runs");
+    for run in std::fs::read_dir(runs).unwrap() {
+        assert!(!run.unwrap().path().join("landing").exists(), "{context}");
+    }
+}
+
+#[test]
+fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finishes_it() {
+    // How long a landing takes here, from its event to the end of the run: the kills fall at
+    // tenths of that.
+    let (calibration, tasks) = many_files();
+    assert_exit(&calibration.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    let at = |kind: &str| {
+        let runs = calibration.swarm_dir().join("runs");
+        let run = std::fs::read_dir(runs)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let log = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+        log.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|e| e["kind"] == kind)
+            .and_then(|e| e["at"].as_u64())
+            .unwrap()
+    };
+    let landing = Duration::from_millis(at("run_ended") - at("landing"));
+    for round in 0..10u32 {
+        let (repo, tasks) = many_files();
+        let mut child = repo
+            .swarm_cmd()
+            .args(["run", tasks.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The landing starts right after its event.
+        let runs = repo.swarm_dir().join("runs");
+        let landing_started = || {
+            std::fs::read_dir(&runs)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|run| {
+                    std::fs::read_to_string(run.path().join("events.jsonl"))
+                        .is_ok_and(|log| log.contains("\"kind\":\"landing\""))
+                })
+        };
+        while !landing_started() && child.try_wait().unwrap().is_none() {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(landing * round / 10);
+        let _ = child.kill();
+        let _ = child.wait();
+        let context = format!("round {round}");
+
+        // Every file is whole: its old version or its landed one, nothing stray.
+        let now = files(&repo.root);
+        for (path, text) in &now {
+            assert!(
+                old_or_landed(path, text),
+                "{context}: {path} holds {text:?}"
+            );
+        }
+
+        let out = repo.swarm(&["resume"]);
+        let finished_before = String::from_utf8_lossy(&out.stderr).contains("finished already");
+        if !finished_before {
+            assert_exit(&out, 0);
+        }
+        assert_landed(&repo, &context);
+    }
+}
+
+#[test]
+fn a_stale_index_lock_keeps_the_checkout_as_it_was_and_the_printed_command_then_lands() {
+    let (repo, tasks) = many_files();
+    let before = repo.state();
+    std::fs::write(repo.root.join(".git/index.lock"), "").unwrap();
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap()]);
+
+    assert_exit(&out, 0);
+    let said = stdout(&out);
+    assert!(
+        said.contains("Not landed (another git process holds the index"),
+        "{said}"
+    );
+    let mut now = repo.state();
+    now.remove(".git/index.lock");
+    assert_eq!(now, before);
+    let command = said
+        .split('`')
+        .find(|s| s.starts_with("git merge --ff-only"))
+        .expect("the command to take the work")
+        .to_owned();
+    std::fs::remove_file(repo.root.join(".git/index.lock")).unwrap();
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    repo.git(&args);
+    assert_landed(&repo, "after the printed command");
+}
+
+#[test]
+fn a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was() {
+    let (repo, _) = many_files();
+    // A file system of its own, small enough that the landing's copy of a large new file
+    // does not fit after the repository and the merged objects.
+    let mount = repo.cache.parent().unwrap().join("small");
+    std::fs::create_dir_all(&mount).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=6m",
+            "tmpfs",
+            mount.to_str().unwrap(),
+        ])
+        .output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must be able to mount a tmpfs (it runs as root): {mounted:?}"
+        );
+        #[expect(clippy::print_stderr, reason = "a skipped test says so")]
+        {
+            eprintln!(
+                "SKIPPED a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was: mounting a tmpfs needs root"
+            );
+        }
+        return;
+    }
+    let unmount = Unmount(mount.clone());
+    let small = TestRepo::at(&mount.join("repo"));
+    let tasks = small.tasks(&[r#"{"id":"big","run":"head -c 3500000 /dev/urandom > big.bin"}"#]);
+    let before = small.state();
+
+    let out = small.swarm(&["run", tasks.to_str().unwrap()]);
+
+    assert_exit(&out, 0);
+    let said = stdout(&out);
+    assert!(
+        said.contains("the landed files could not be written"),
+        "{said}"
+    );
+    assert_eq!(small.state(), before);
+    let runs = small.swarm_dir().join("runs");
+    for run in std::fs::read_dir(runs).unwrap() {
+        assert!(!run.unwrap().path().join("landing").exists());
+    }
+    // With room again, the printed command lands the work.
+    let grown = std::process::Command::new("mount")
+        .args(["-o", "remount,size=32m", mount.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(grown.success());
+    let command = said
+        .split('`')
+        .find(|s| s.starts_with("git merge --ff-only"))
+        .expect("the command to take the work")
+        .to_owned();
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    small.git(&args);
+    assert_eq!(
+        std::fs::metadata(mount.join("repo/big.bin")).unwrap().len(),
+        3_500_000
+    );
+    drop(small);
+    drop(unmount);
+}
+
+/// Unmounts a test's file system when dropped.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
