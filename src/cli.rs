@@ -30,6 +30,10 @@ Exit codes:
     subcommand_negates_reqs = true,
     arg_required_else_help = true
 )]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "command-line switches, each independent of the others"
+)]
 pub struct Cli {
     /// Run as if started in DIR.
     #[arg(short = 'C', long = "directory", value_name = "DIR", global = true)]

@@ -49,6 +49,27 @@ impl Repo {
                 paths: removed,
             });
         }
+        // libgit2 carries a change of an entry's kind (a file that became a link, or back)
+        // over to where the other side moved the file; git reports a conflict.
+        let retyped = retyped_and_changed(&ours_diff, &theirs_diff)
+            .into_iter()
+            .chain(retyped_and_changed(&theirs_diff, &ours_diff))
+            .collect::<Vec<_>>();
+        if !retyped.is_empty() {
+            return Ok(Merge::Conflicted { paths: retyped });
+        }
+        // Both sides add one file with different modes: git conflicts, libgit2 takes one.
+        let modes = added_with_other_modes(&ours_diff, &theirs_diff);
+        if !modes.is_empty() {
+            return Ok(Merge::Conflicted { paths: modes });
+        }
+        let gone = deleted_on_both_with_additions(&ours_diff, &theirs_diff);
+        if !gone.is_empty() {
+            return Ok(Merge::Refused {
+                why: "both sides deleted a file and one of them added files: git may take that for a rename (a rename/delete or rename/rename conflict) where libgit2's rename detection, which skips small files, does not; swarm leaves that to you".to_owned(),
+                paths: gone,
+            });
+        }
         // The fast path steps aside for anything it does not handle exactly, errors included.
         let fast = self
             .apply_disjoint(&ours_diff, &theirs_diff, &ours_tree)
@@ -217,6 +238,73 @@ fn nests(paths: &BTreeSet<Vec<u8>>) -> bool {
             .next()
             .is_some_and(|q| q.starts_with(&inner))
     })
+}
+
+/// Paths that `retyped` (a diff from the base) turns into another kind of entry (a file into a
+/// link, or back), and that `other` changes in any other way: edits, deletes or moves. git
+/// reports a conflict there; libgit2 carries the new kind over to where `other` moved the file.
+fn retyped_and_changed(retyped: &Diff<'_>, other: &Diff<'_>) -> Vec<String> {
+    let entries = |diff: &Diff<'_>, status| {
+        diff.deltas()
+            .filter(|d| d.status() == status)
+            .filter_map(|d| {
+                let new = (d.new_file().id(), d.new_file().mode());
+                delta_path(&d).map(|p| (p.to_vec(), new))
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let deleted = entries(retyped, Delta::Deleted);
+    let other_added = entries(other, Delta::Added);
+    let other_touched = delta_paths(other).unwrap_or_default();
+    entries(retyped, Delta::Added)
+        .into_iter()
+        .filter(|(p, new)| {
+            deleted.contains_key(p) && other_touched.contains(p) && other_added.get(p) != Some(new)
+        })
+        .map(|(p, _)| String::from_utf8_lossy(&p).into_owned())
+        .collect()
+}
+
+/// Paths both diffs add with the same content but different modes.
+fn added_with_other_modes(ours: &Diff<'_>, theirs: &Diff<'_>) -> Vec<String> {
+    let added = |diff: &Diff<'_>| {
+        diff.deltas()
+            .filter(|d| d.status() == Delta::Added)
+            .filter_map(|d| {
+                let f = d.new_file();
+                f.path_bytes().map(|p| (p.to_vec(), (f.id(), f.mode())))
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let theirs = added(theirs);
+    added(ours)
+        .into_iter()
+        .filter(|(p, (id, mode))| {
+            theirs
+                .get(p)
+                .is_some_and(|(tid, tmode)| tid == id && tmode != mode)
+        })
+        .map(|(p, _)| String::from_utf8_lossy(&p).into_owned())
+        .collect()
+}
+
+/// Paths of the base both diffs delete, when one of them also adds a file (which git's rename
+/// detection may pair with the deleted one).
+fn deleted_on_both_with_additions(ours: &Diff<'_>, theirs: &Diff<'_>) -> Vec<String> {
+    let with = |diff: &Diff<'_>, status| {
+        diff.deltas()
+            .filter(|d| d.status() == status)
+            .filter_map(|d| delta_path(&d).map(<[u8]>::to_vec))
+            .collect::<BTreeSet<_>>()
+    };
+    let adds = !with(ours, Delta::Added).is_empty() || !with(theirs, Delta::Added).is_empty();
+    if !adds {
+        return Vec::new();
+    }
+    with(ours, Delta::Deleted)
+        .intersection(&with(theirs, Delta::Deleted))
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect()
 }
 
 /// Paths that `added` (a diff from `base`) adds inside a directory that `base` has and `other`

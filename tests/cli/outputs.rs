@@ -105,10 +105,13 @@ fn git_with(repo: &TestRepo, env: &[(&str, &str)], args: &[&str]) {
     );
 }
 
+/// An operation git leaves open, and how to leave it open in a repository.
+type Setup<'a> = (&'a str, &'a dyn Fn(&TestRepo));
+
 #[test]
 fn an_open_merge_rebase_or_bisect_is_named_and_the_run_refused_unless_it_cannot_land() {
     let tasks_line = r#"{"id":"w","run":"echo w > w.txt"}"#;
-    let setups: [(&str, &dyn Fn(&TestRepo)); 3] = [
+    let setups: [Setup<'_>; 3] = [
         ("merge", &|repo| {
             // An open merge whose index is clean: the other side changes nothing.
             repo.git(&["checkout", "-q", "-b", "other"]);

@@ -45,13 +45,14 @@ fn run_tasks(repo: &TestRepo, lines: &[&str], extra: &[&str]) -> std::process::O
 fn untouchable(repo: &TestRepo, main: Main) -> BTreeMap<String, Vec<u8>> {
     let git = repo.root.join(".git");
     let mut out = BTreeMap::new();
-    let refs: String = repo
+    let refs: Vec<String> = repo
         .git(&["for-each-ref", "--format=%(refname) %(objectname)"])
         .lines()
         .filter(|l| !l.starts_with("refs/heads/swarm/"))
         .filter(|l| main == Main::Same || !l.starts_with("refs/heads/main "))
-        .map(|l| format!("{l}\n"))
+        .map(str::to_owned)
         .collect();
+    let refs = refs.join("\n");
     out.insert("refs".to_owned(), refs.into_bytes());
     out.insert(
         "stash list".to_owned(),
@@ -335,7 +336,7 @@ fn tree_git_makes(repo: &TestRepo, base: &str, scripts: &[&str]) -> String {
         ]);
         let tree = out.lines().next().unwrap().to_owned();
         let commit = in_scratch(&["commit-tree", &tree, "-p", &tip, "-p", &writer, "-m", "m"]);
-        tip = commit.trim().to_owned();
+        commit.trim().clone_into(&mut tip);
     }
     in_scratch(&["rev-parse", &format!("{tip}^{{tree}}")])
         .trim()
