@@ -14,7 +14,7 @@ Exit codes:
   0   every task done and merged
   1   some tasks or goals failed or were skipped (a deadlock too), or swarm itself failed
   2   usage or input error; nothing ran
-  3   needs a human: parked conflicts or other escalations
+  3   needs a human: parked conflicts, work parked for review, a moved integration branch
   4   another run holds the repository
   75  stopped early and resumable (interrupt, budget); continue with `swarm resume`";
 

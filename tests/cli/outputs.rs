@@ -1,6 +1,8 @@
 //! The files a run writes for the user: every output path is checked before anything runs
 //! (exit 2, nothing done), and a good one is written whole.
 
+use std::path::Path;
+
 use crate::{TestRepo, assert_exit, stderr};
 
 fn rev(repo: &TestRepo, name: &str) -> String {
@@ -84,8 +86,9 @@ fn a_tracked_clean_final_out_is_replaced_whole_and_said_so() {
     assert!(stray.is_empty(), "{stray:?}");
 }
 
-/// Runs git in the repository with extra environment; panics on failure.
-fn git_with(repo: &TestRepo, env: &[(&str, &str)], args: &[&str]) {
+/// Runs git in the repository with extra environment; panics on failure, else returns what it
+/// printed.
+fn git_with(repo: &TestRepo, env: &[(&str, &str)], args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(args)
         .current_dir(&repo.root)
@@ -103,6 +106,7 @@ fn git_with(repo: &TestRepo, env: &[(&str, &str)], args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
 /// An operation git leaves open, and how to leave it open in a repository.
@@ -133,7 +137,9 @@ fn an_open_merge_rebase_or_bisect_is_named_and_the_run_refused_unless_it_cannot_
                 &["rebase", "-q", "-i", "HEAD~1"],
             );
         }),
-        ("bisect", &|repo| repo.git(&["bisect", "start"]).truncate(0)),
+        ("bisect", &|repo| {
+            repo.git(&["bisect", "start"]);
+        }),
     ];
     for (op, setup) in setups {
         let repo = TestRepo::new();
@@ -166,27 +172,23 @@ fn an_open_merge_rebase_or_bisect_is_named_and_the_run_refused_unless_it_cannot_
 fn swarm_in_a_pre_commit_hook_leaves_the_users_commit_alone_and_its_work_on_its_branch() {
     let repo = TestRepo::new();
     let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
-    let log = repo.cache.parent().unwrap().join("hook.log");
+    // The example hook of the README, finding swarm on PATH.
     let hook = repo.root.join(".git/hooks/pre-commit");
     std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(
-        &hook,
-        format!(
-            "#!/bin/sh\nXDG_CACHE_HOME='{}' '{}' run '{}' > '{}' 2>&1\n",
-            repo.cache.display(),
-            env!("CARGO_BIN_EXE_swarm"),
-            tasks.display(),
-            log.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks/pre-commit");
+    std::fs::copy(example, &hook).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_swarm")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let before = rev(&repo, "main");
 
-    git_with(
+    let said = git_with(
         &repo,
-        &[],
-        &["commit", "-q", "--allow-empty", "-m", "the user's commit"],
+        &[
+            ("PATH", &path),
+            ("SWARM_PLAN", tasks.to_str().unwrap()),
+            ("XDG_CACHE_HOME", repo.cache.to_str().unwrap()),
+        ],
+        &["commit", "--allow-empty", "-m", "the user's commit"],
     );
 
     // The user's commit went in on top of where main was; swarm's work waits on its branch.
@@ -196,7 +198,6 @@ fn swarm_in_a_pre_commit_hook_leaves_the_users_commit_alone_and_its_work_on_its_
         "the user's commit"
     );
     assert!(!repo.root.join("w.txt").exists());
-    let said = std::fs::read_to_string(&log).unwrap();
     let branch = repo
         .git(&[
             "for-each-ref",
