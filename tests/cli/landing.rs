@@ -26,6 +26,8 @@ fn many_files() -> (TestRepo, std::path::PathBuf) {
         }
     }
     repo.commit_all("many files");
+    // The user's own untracked file, which no landing may touch.
+    repo.write("notes.txt", "mine\n");
     let script = format!(
         "for f in d[1-9]/*; do echo new >> $f; done; rm -r d0; mkdir n; for i in $(seq 0 {}); do echo added $i > n/k$i; done",
         FILES - 1
@@ -60,6 +62,7 @@ fn old_or_landed(path: &str, text: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     match parts.as_slice() {
         ["README.md"] => text == "# demo\n",
+        ["notes.txt"] => text == "mine\n",
         ["src", "lib.rs"] => text.starts_with("pub fn one"),
         ["n", k] => *text == format!("added {}\n", &k[1..]),
         [d, f] if d.starts_with('d') => {
@@ -75,10 +78,15 @@ fn old_or_landed(path: &str, text: &str) -> bool {
 fn assert_landed(repo: &TestRepo, context: &str) {
     assert_eq!(
         repo.git(&["status", "--porcelain", "--ignored"]),
-        "",
+        "?? notes.txt\n",
         "{context}"
     );
-    let now = files(&repo.root);
+    let mut now = files(&repo.root);
+    assert_eq!(
+        now.remove("notes.txt").as_deref(),
+        Some("mine\n"),
+        "{context}"
+    );
     assert!(!now.keys().any(|p| p.starts_with("d0/")), "{context}");
     assert_eq!(
         now["d1/f00"],
