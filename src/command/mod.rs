@@ -163,6 +163,36 @@ fn land_from_hook(options: &mut RunOptions, from_hook: bool) {
     }
 }
 
+/// What a run checks before anything is recorded: that it could land, and that every output
+/// path is good (see `output::check`).
+fn check_before_run(
+    g: &Globals,
+    repo: &Repo,
+    options: &RunOptions,
+    reads: &Reads<'_>,
+) -> anyhow::Result<()> {
+    check_open_operation(repo, options)?;
+    output::check_all(
+        repo,
+        &g.dir,
+        g.quiet,
+        &[
+            (
+                "--final-out",
+                options.final_out.as_deref(),
+                output::Kind::File,
+            ),
+            (
+                "--final-out-dir",
+                options.final_out_dir.as_deref(),
+                output::Kind::Dir,
+            ),
+            ("--plan-out", reads.plan_out, output::Kind::File),
+        ],
+        &reads.files,
+    )
+}
+
 /// Refuses a run that would land while git has an operation open in the checkout.
 fn check_open_operation(repo: &Repo, options: &RunOptions) -> anyhow::Result<()> {
     if !matches!(options.land, None | Some(Land::Auto)) {
@@ -707,26 +737,7 @@ impl NewRun {
         reads: &Reads<'_>,
     ) -> anyhow::Result<Self> {
         let repo = open_repo(g)?;
-        check_open_operation(&repo, options)?;
-        output::check_all(
-            &repo,
-            &g.dir,
-            g.quiet,
-            &[
-                (
-                    "--final-out",
-                    options.final_out.as_deref(),
-                    output::Kind::File,
-                ),
-                (
-                    "--final-out-dir",
-                    options.final_out_dir.as_deref(),
-                    output::Kind::Dir,
-                ),
-                ("--plan-out", reads.plan_out, output::Kind::File),
-            ],
-            &reads.files,
-        )?;
+        check_before_run(g, &repo, options, reads)?;
         let run_id = new_run_id();
         let lock = Lock::acquire(&repo, &run_id)?;
         let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
@@ -834,24 +845,14 @@ fn resume(
     let stored: RunOptions =
         serde_json::from_value(record.options.clone()).context("stored run options")?;
     let options = overlay(stored, newer);
-    check_open_operation(&repo, &options)?;
-    output::check_all(
+    check_before_run(
+        g,
         &repo,
-        &g.dir,
-        g.quiet,
-        &[
-            (
-                "--final-out",
-                options.final_out.as_deref(),
-                output::Kind::File,
-            ),
-            (
-                "--final-out-dir",
-                options.final_out_dir.as_deref(),
-                output::Kind::Dir,
-            ),
-        ],
-        &[],
+        &options,
+        &Reads {
+            plan_out: None,
+            files: Vec::new(),
+        },
     )?;
     let records = board.load_tasks(&run_id)?;
     let goal_records = board.load_goals(&run_id)?;

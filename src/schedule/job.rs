@@ -236,10 +236,9 @@ impl Job {
                     &Commit::Plain(message),
                     keep_as,
                 )?;
-                let commit = match left {
-                    Left::Nothing => None,
-                    Left::Commits(c) => Some(c),
-                    Left::Refused { why, kept } => return Ok(refused(why, kept)),
+                let commit = match taken(left) {
+                    Ok(commit) => commit,
+                    Err(refused) => return Ok(refused),
                 };
                 if let (Some(check), Some(_)) = (check, &commit)
                     && let Some(failed) = self.check(check, watchdog)
@@ -275,10 +274,9 @@ impl Job {
                     &Commit::MergeOf(theirs, message),
                     keep_as,
                 )?;
-                let commit = match left {
-                    Left::Nothing => None,
-                    Left::Commits(c) => Some(c),
-                    Left::Refused { why, kept } => return Ok(refused(why, kept)),
+                let commit = match taken(left) {
+                    Ok(commit) => commit,
+                    Err(refused) => return Ok(refused),
                 };
                 if let Some(check) = check
                     && let Some(failed) = self.check(check, watchdog)
@@ -369,12 +367,17 @@ pub(super) fn fresh_checkout(
         .context("could not create the writer's checkout")
 }
 
-/// The verdict on a result that was refused, saying where what the agent left is kept.
-fn refused(why: String, kept: Option<String>) -> Verdict {
-    Verdict::Failed(match kept {
-        Some(branch) => format!("{why}; what it left is kept on branch {branch}"),
-        None => why,
-    })
+/// The commit a writer's result is, if any; a refused result is the failed verdict, saying
+/// where what the agent left is kept.
+fn taken(left: Left) -> Result<Option<CommitId>, Verdict> {
+    match left {
+        Left::Nothing => Ok(None),
+        Left::Commits(c) => Ok(Some(c)),
+        Left::Refused { why, kept } => Err(Verdict::Failed(match kept {
+            Some(branch) => format!("{why}; what it left is kept on branch {branch}"),
+            None => why,
+        })),
+    }
 }
 
 /// One file per dep, `<dep id>.txt`, holding its whole result.

@@ -39,6 +39,17 @@ fn run_tasks(repo: &TestRepo, lines: &[&str], extra: &[&str]) -> std::process::O
     repo.swarm(&args)
 }
 
+/// Runs one writer per script, `t0`, `t1`, …
+fn run_scripts(repo: &TestRepo, scripts: &[&str], extra: &[&str]) -> std::process::Output {
+    let lines: Vec<String> = scripts
+        .iter()
+        .enumerate()
+        .map(|(n, s)| serde_json::json!({ "id": format!("t{n}"), "run": s }).to_string())
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    run_tasks(repo, &lines, extra)
+}
+
 /// Everything of the user's repository that no agent may change: every ref outside swarm's
 /// own namespace (with what it points at), the stash and its log, the config and the hooks.
 /// `Landed` leaves out `main`, which a landing fast-forwards.
@@ -358,14 +369,7 @@ fn type_changes_are_merged_as_git_merges_them() {
         "rm file-to-dir && mkdir file-to-dir && echo inside > file-to-dir/new.txt",
         "rm -r dir-to-file && echo now a file > dir-to-file",
     ];
-    let lines: Vec<String> = scripts
-        .iter()
-        .enumerate()
-        .map(|(n, s)| serde_json::json!({ "id": format!("t{n}"), "run": s }).to_string())
-        .collect();
-    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-
-    let out = run_tasks(&repo, &lines, &["-j", "4"]);
+    let out = run_scripts(&repo, &scripts, &["-j", "4"]);
 
     assert_exit(&out, 0);
     let ours = rev(&repo, "main^{tree}");
@@ -391,14 +395,7 @@ fn files_whose_names_are_not_utf8_are_edited_and_deleted_exactly() {
         r"rm $(printf 'na\357ve.txt')",
         "echo other > other.txt",
     ];
-    let lines: Vec<String> = scripts
-        .iter()
-        .enumerate()
-        .map(|(n, s)| serde_json::json!({ "id": format!("t{n}"), "run": s }).to_string())
-        .collect();
-    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-
-    let out = run_tasks(&repo, &lines, &["-j", "3"]);
+    let out = run_scripts(&repo, &scripts, &["-j", "3"]);
 
     assert_exit(&out, 0);
     assert_eq!(std::fs::read(repo.root.join(cafe)).unwrap(), b"new\n");
@@ -524,19 +521,14 @@ fn a_writer_that_reaches_into_the_users_git_directory_by_path_fails_and_is_not_m
     let repo = TestRepo::new();
     let base = rev(&repo, "main");
     let user = repo.root.display().to_string();
-    let lines = [
+    let scripts = [
         format!("git -C '{user}' config user.name Mallory && echo a > a.txt"),
         format!("printf '#!/bin/sh\\n' > '{user}/.git/hooks/pre-commit' && echo b > b.txt"),
         format!("git -C '{user}' tag planted && echo c > c.txt"),
     ];
-    let lines: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .map(|(n, cmd)| serde_json::json!({ "id": format!("t{n}"), "run": cmd }).to_string())
-        .collect();
-    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
 
-    let out = run_tasks(&repo, &lines, &["--retries", "0", "-j", "1"]);
+    let out = run_scripts(&repo, &scripts, &["--retries", "0", "-j", "1"]);
 
     assert_exit(&out, 1);
     assert_eq!(rev(&repo, "main"), base);
