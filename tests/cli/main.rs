@@ -64,6 +64,9 @@ impl TestRepo {
         let out = Command::new("git")
             .args(args)
             .current_dir(&self.root)
+            .env_clear()
+            .env("PATH", search_path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_AUTHOR_NAME", "Test User")
             .env("GIT_AUTHOR_EMAIL", "test@example.com")
             .env("GIT_COMMITTER_NAME", "Test User")
@@ -107,18 +110,15 @@ impl TestRepo {
     /// The swarm command for this repository, with a clean environment.
     pub fn swarm_cmd(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_swarm"));
+        // Nothing of the environment the tests run in (a git hook's GIT_DIR, the user's
+        // SWARM_* settings, API keys) reaches swarm.
         cmd.current_dir(&self.root)
+            .env_clear()
+            .env("PATH", search_path())
             .env("XDG_CACHE_HOME", &self.cache)
             .env("HOME", self.cache.parent().unwrap())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
-            .env_remove("SWARM_ACTIVE")
-            .env_remove("SWARM_API_BASE")
-            .env_remove("SWARM_API_KEY")
-            .env_remove("SWARM_MODEL")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("SWARM_WORKTREE_DIR")
             .stdin(std::process::Stdio::null());
         cmd
     }
@@ -166,6 +166,11 @@ fn collect_files(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
             out.insert(rel, std::fs::read(&path).unwrap());
         }
     }
+}
+
+/// The `PATH` the tests' processes get: the one the tests run with.
+pub fn search_path() -> std::ffi::OsString {
+    std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
 }
 
 /// Every checkout swarm left: worktrees git knows of besides the user's checkout, and the

@@ -92,6 +92,9 @@ fn git_with(repo: &TestRepo, env: &[(&str, &str)], args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(args)
         .current_dir(&repo.root)
+        .env_clear()
+        .env("PATH", crate::search_path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_AUTHOR_NAME", "Test User")
         .env("GIT_AUTHOR_EMAIL", "test@example.com")
         .env("GIT_COMMITTER_NAME", "Test User")
@@ -178,7 +181,11 @@ fn swarm_in_a_pre_commit_hook_leaves_the_users_commit_alone_and_its_work_on_its_
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks/pre-commit");
     std::fs::copy(example, &hook).unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_swarm")).parent().unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        crate::search_path().to_string_lossy()
+    );
     let before = rev(&repo, "main");
 
     let said = git_with(

@@ -311,6 +311,9 @@ fn tree_git_makes(repo: &TestRepo, base: &str, scripts: &[&str]) -> String {
         let out = std::process::Command::new("git")
             .args(args)
             .current_dir(&scratch)
+            .env_clear()
+            .env("PATH", crate::search_path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_AUTHOR_NAME", "T")
             .env("GIT_AUTHOR_EMAIL", "t@example.com")
             .env("GIT_COMMITTER_NAME", "T")
@@ -332,6 +335,8 @@ fn tree_git_makes(repo: &TestRepo, base: &str, scripts: &[&str]) -> String {
         let ran = std::process::Command::new("sh")
             .args(["-c", script])
             .current_dir(&scratch)
+            .env_clear()
+            .env("PATH", crate::search_path())
             .status()
             .unwrap();
         assert!(ran.success());
