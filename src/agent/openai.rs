@@ -108,6 +108,8 @@ fn turns(
     ];
     log.line(&format!("--- prompt ---\n{}", b.prompt));
     let deadline = started + inv.timeout;
+    // The final answer, when the model gives it in parts (each cut at its output limit).
+    let mut answer = String::new();
     let stop = || watchdog.is_stopping() || Instant::now() >= deadline;
     for turn in 1..=b.max_turns {
         let body = json!({
@@ -133,11 +135,18 @@ fn turns(
             log.line(&format!("assistant: {text}"));
         }
         messages.push(assistant_message(&message));
+        if calls.is_empty() && reply.finish_reason.as_deref() == Some("length") {
+            // Cut at the output limit: not the final answer, which the model continues.
+            answer.push_str(&text);
+            messages.push(json!({ "role": "user", "content": CONTINUE }));
+            continue;
+        }
         if calls.is_empty() {
-            if text.trim().is_empty() {
+            answer.push_str(&text);
+            if answer.trim().is_empty() {
                 return Err(Outcome::Failed("the model ended without an answer".into()));
             }
-            return Ok(text);
+            return Ok(answer);
         }
         for call in &calls {
             let id = call["id"].as_str().unwrap_or_default();
@@ -159,6 +168,9 @@ fn turns(
         b.max_turns
     )))
 }
+
+/// What the model is told when its answer was cut at the output limit.
+const CONTINUE: &str = "Your answer was cut off at the output limit. Continue it exactly where it stopped, without repeating anything.";
 
 /// The assistant's message as it goes back into the conversation: role, content, tool calls.
 fn assistant_message(m: &Value) -> Value {

@@ -595,3 +595,47 @@ fn a_swarm_toml_the_built_in_agent_writes_is_parked_and_never_runs() {
     assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
     assert!(!repo.root.join("PLANTED").exists());
 }
+
+#[test]
+fn an_answer_cut_at_the_output_limit_is_continued_not_taken_as_final() {
+    let repo = TestRepo::new();
+    let report = outside(&repo, "report.md");
+    let plan = json!([
+        {"id": "final", "prompt": "TASK final: write the report", "deps": [], "lane": "reducer"}
+    ]);
+    let llm = FakeLlm::start(move |req, _| {
+        if has_tool(req, "submit_plan") {
+            return plan_call(&plan);
+        }
+        let asked_to_go_on = req
+            .messages()
+            .iter()
+            .any(|m| m["content"].as_str().is_some_and(|c| c.contains("cut off")));
+        if asked_to_go_on {
+            return Reply::Text("and the second half.".into());
+        }
+        let cut = json!({
+            "choices": [{"index": 0, "finish_reason": "length",
+                         "message": {"role": "assistant", "content": "The first half "}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
+        });
+        Reply::Status {
+            status: 200,
+            body: cut.to_string(),
+            headers: Vec::new(),
+        }
+    });
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["--goal", "Report", "--final-out", report.to_str().unwrap()],
+    );
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("The first half and the second half."),
+        "{text}"
+    );
+}
