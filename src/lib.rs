@@ -5,16 +5,16 @@
 pub mod agent;
 pub mod cli;
 mod command;
-pub mod config;
-pub mod git;
-pub mod llm;
-pub mod plan;
-pub mod planner;
-pub mod report;
-pub mod schedule;
-pub mod secret;
-pub mod store;
-pub mod ui;
+pub(crate) mod config;
+pub(crate) mod git;
+pub(crate) mod llm;
+pub(crate) mod plan;
+pub(crate) mod planner;
+pub(crate) mod report;
+pub(crate) mod schedule;
+pub(crate) mod secret;
+pub(crate) mod store;
+pub(crate) mod ui;
 
 use std::fmt;
 use std::process::ExitCode;

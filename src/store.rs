@@ -336,6 +336,11 @@ pub struct TaskUpdate<'a> {
     pub attempts: Option<u32>,
     pub failures: Option<u32>,
     pub result: Option<&'a str>,
+    /// `Some(None)` clears the error.
+    #[expect(
+        clippy::option_option,
+        reason = "unset, cleared and set are three different updates"
+    )]
     pub error: Option<Option<&'a str>>,
     pub transcript: Option<&'a str>,
     pub started_at: Option<i64>,

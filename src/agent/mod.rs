@@ -4,8 +4,8 @@
 //! nothing about the DAG.
 
 pub mod cli;
-pub mod openai;
-pub mod tools;
+pub(crate) mod openai;
+pub(crate) mod tools;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -20,11 +20,11 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 /// Results larger than this are cut (the transcript keeps all of it).
-pub const RESULT_CAP: usize = 1 << 20;
+pub(crate) const RESULT_CAP: usize = 1 << 20;
 
 /// How an agent is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Agent {
+pub(crate) enum Agent {
     /// `exec:CMD`: `sh -c CMD`, prompt on stdin, result on stdout.
     Exec(String),
     /// The built-in OpenAI-compatible agent.
@@ -51,7 +51,7 @@ impl Agent {
 
 /// One attempt to run, fully described.
 #[derive(Debug, Clone)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// Shell command, run with `sh -c` in `cwd` (shown in the transcript when `argv` is set).
     pub command: String,
     /// A program and its arguments, run directly instead of `command` when not empty.
@@ -90,7 +90,7 @@ impl Outcome {
 
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Succeeded,
     Failed(String),
     TimedOut(Duration),
@@ -102,11 +102,10 @@ pub enum Outcome {
 }
 
 #[derive(Debug)]
-pub struct Finished {
+pub(crate) struct Finished {
     pub outcome: Outcome,
     /// Stdout, cut at `RESULT_CAP`.
     pub stdout: String,
-    pub elapsed: Duration,
     /// LLM tokens used, where the agent says; 0 otherwise.
     pub tokens: u64,
     /// Cost in dollars, where the agent says.
@@ -126,8 +125,7 @@ fn is_api_key(name: &str) -> bool {
 
 /// Runs one attempt to the end. Never returns early: when it returns, no process of the attempt
 /// is left.
-pub fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
-    let started = Instant::now();
+pub(crate) fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
     match spawn_and_wait(inv, watchdog) {
         Ok(done) => done,
         Err(e) => {
@@ -138,7 +136,6 @@ pub fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
             Finished {
                 outcome: Outcome::Failed(format!("could not start: {e:#}")),
                 stdout: String::new(),
-                elapsed: started.elapsed(),
                 tokens: 0,
                 cost: None,
             }
@@ -253,7 +250,6 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     Ok(Finished {
         outcome,
         stdout,
-        elapsed,
         tokens: 0,
         cost: None,
     })
@@ -362,14 +358,14 @@ struct Registry {
 /// Ends attempts that pass their deadline, and every attempt on a stop: the process group gets
 /// SIGTERM, then SIGKILL after `grace`. One thread serves all attempts.
 #[derive(Clone)]
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     shared: Arc<(Mutex<Registry>, Condvar)>,
     grace: Duration,
 }
 
 /// An attempt registered with the watchdog.
 #[derive(Debug, Clone, Copy)]
-pub struct Ticket(u64);
+pub(crate) struct Ticket(u64);
 
 impl Watchdog {
     pub fn start(grace: Duration) -> Self {
@@ -507,7 +503,7 @@ impl Watchdog {
 /// Kills what a killed swarm left running for `run`: the process groups of processes whose
 /// environment carries `SWARM_RUN_ID=<run>`. Returns how many groups. Reads `/proc`, so on
 /// systems without it nothing is found.
-pub fn kill_leftovers(run: &str) -> usize {
+pub(crate) fn kill_leftovers(run: &str) -> usize {
     let needle = format!("SWARM_RUN_ID={run}");
     let own_group = nix::unistd::getpgrp();
     let mut groups = std::collections::BTreeSet::new();
@@ -539,7 +535,7 @@ pub fn kill_leftovers(run: &str) -> usize {
 }
 
 /// Whether `program` is an executable file in a directory of `PATH`.
-pub fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     let Some(path) = std::env::var_os("PATH") else {
         return false;
@@ -568,7 +564,7 @@ impl cli::Profile {
 /// Runs a coding-agent CLI and reads its output with `parser`: the result, tokens and cost, and
 /// the errors it reports even when it exits 0. One that printed its final answer and then hung
 /// until the timeout counts as done.
-pub fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Finished {
+pub(crate) fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Finished {
     let mut done = run(inv, watchdog);
     let parsed = cli::parse(parser, &done.stdout, std::time::SystemTime::now());
     done.tokens = parsed.tokens;
@@ -600,7 +596,7 @@ pub fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Fi
 
 /// Runs a hook (`--on-escalate`) with `input` on stdin and waits for it, at most a minute.
 /// Returns what happened, for the event log.
-pub fn run_hook(
+pub(crate) fn run_hook(
     command: &str,
     input: &str,
     cwd: &std::path::Path,

@@ -79,7 +79,6 @@ pub fn run(
     Finished {
         outcome,
         stdout: crate::secret::redact(&stdout).into_owned(),
-        elapsed: started.elapsed(),
         tokens,
         cost: None,
     }

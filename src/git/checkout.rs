@@ -103,17 +103,6 @@ impl Repo {
         write_head(path, head)
     }
 
-    /// Sets a merged writer's checkout aside for reuse: it moves to `to`, its HEAD detached at
-    /// `at`, the commit its files hold.
-    pub fn set_checkout_aside(&self, path: &Path, at: &CommitId, to: &Path) -> anyhow::Result<()> {
-        std::fs::write(path.join(".git").join("HEAD"), format!("{at}\n"))?;
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::rename(path, to)
-            .with_context(|| format!("could not move {} to {}", path.display(), to.display()))
-    }
-
     /// The `.git` directory of a checkout: its own refs, config and HEAD, the user's objects.
     fn write_git_dir(&self, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
         let git = path.join(".git");
@@ -415,6 +404,17 @@ pub fn restore_snapshot(path: &Path, commit: &CommitId) -> anyhow::Result<()> {
     index.read_tree(&tree)?;
     index.write()?;
     Ok(())
+}
+
+/// Sets a merged writer's checkout aside for reuse: it moves to `to`, its HEAD detached at `at`,
+/// the commit its files hold.
+pub fn set_checkout_aside(path: &Path, at: &CommitId, to: &Path) -> anyhow::Result<()> {
+    std::fs::write(path.join(".git").join("HEAD"), format!("{at}\n"))?;
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::rename(path, to)
+        .with_context(|| format!("could not move {} to {}", path.display(), to.display()))
 }
 
 /// Removes a checkout.

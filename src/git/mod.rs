@@ -17,7 +17,7 @@ mod merge;
 
 pub use checkout::{
     Commit, Left, files_with_conflict_markers, remove_checkout, remove_checkout_later,
-    restore_snapshot, snapshot_changes,
+    restore_snapshot, set_checkout_aside, snapshot_changes,
 };
 use git2::{
     BranchType, ErrorCode, MergeOptions, Oid, Repository, RepositoryOpenFlags, Signature, Status,

@@ -105,6 +105,10 @@ pub struct Limits {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "the names the OpenAI API gives them"
+)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
@@ -206,10 +210,6 @@ impl Client {
             agent: ureq::Agent::new_with_config(config),
             limiter: Arc::new(Limiter::new(limits.max_in_flight)),
         }
-    }
-
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
     }
 
     /// The same client (and in-flight limiter) trying each request at most `n` times.

@@ -397,20 +397,12 @@ impl Plan {
         self.tasks.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
-    }
-
     pub fn deps(&self, i: usize) -> &[usize] {
         &self.deps[i]
     }
 
     pub fn dependents(&self, i: usize) -> &[usize] {
         &self.dependents[i]
-    }
-
-    pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.tasks.iter().position(|t| t.id.as_str() == id)
     }
 
     /// Priority of each task: the number of tasks on the longest path from it to the end of the

@@ -579,7 +579,7 @@ impl Scheduler<'_> {
                         .set_aside_dir()
                         .join(self.set_aside_count.to_string());
                     self.set_aside_count += 1;
-                    let moved = self.repo.set_checkout_aside(&path, at, &to).is_ok();
+                    let moved = crate::git::set_checkout_aside(&path, at, &to).is_ok();
                     if moved {
                         self.set_aside.push(to);
                     }
