@@ -8,10 +8,11 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{
-    Configured, Globals, MAX_FAN_IN, NO_MODEL_HINT, NewRun, Reads, model_client,
-    refuse_when_nested, settings,
+use super::run::{NewRun, Reads};
+use super::settings::{
+    Configured, DEFAULT_JOBS, MAX_FAN_IN, NO_MODEL_HINT, model_client, settings,
 };
+use super::{Globals, refuse_when_nested};
 use crate::git::Repo;
 use crate::planner;
 use crate::schedule::{GoalRun, Settings};
@@ -37,7 +38,7 @@ pub(super) fn run_goal(
     if goal.trim().is_empty() {
         anyhow::bail!(Usage::new("--goal is empty"));
     }
-    let jobs = options.jobs.unwrap_or(super::DEFAULT_JOBS) as usize;
+    let jobs = options.jobs.unwrap_or(DEFAULT_JOBS) as usize;
     let client = model_client(options, jobs)?.ok_or_else(|| {
         Usage::new("planning a goal needs a model, and none is configured").hint(NO_MODEL_HINT)
     })?;

@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use serde_json::json;
 
-use super::{Globals, Lock, open_board, open_repo, read_events, stored_plan};
+use super::layout::{Lock, deps_root};
+use super::run::{read_events, stored_plan};
+use super::{Globals, open_board, open_repo};
 use crate::cli::GraphFormat;
 use crate::git::Repo;
 use crate::plan::Plan;
@@ -267,7 +269,7 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
             }
         }
         // Deps' files left by runs that were killed and never resumed (a run removes its own).
-        let deps = super::deps_root(&board.run_dir(&run), &run);
+        let deps = deps_root(&board.run_dir(&run), &run);
         if deps.exists() {
             actions.push(format!("remove {}", deps.display()));
             if !dry_run {

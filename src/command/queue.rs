@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::{Configured, Globals, goal, open_board, open_repo};
+use super::settings::Configured;
+use super::{Globals, goal, open_board, open_repo};
 use crate::store::QueueRemoval;
 use crate::{Usage, exit, ui};
 

@@ -1,0 +1,173 @@
+//! Where a run's things live and who holds the repository: the lock, run ids, the checkout
+//! directory and the deps' directory.
+
+use std::fs::File;
+use std::io::{Read as _, Seek as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+
+use crate::Usage;
+use crate::git::Repo;
+
+use crate::Busy;
+
+/// The repository's run lock: held for the life of the process, released by the OS when the
+/// process ends however it ends, so a holder that died never blocks.
+pub(super) struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    pub(super) fn acquire(repo: &Repo, run: &str) -> anyhow::Result<Self> {
+        let dir = repo.common_dir().join("swarm");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("lock");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("could not open {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(Busy {
+                    holder: if holder.is_empty() {
+                        "a process that has not yet said which run".to_owned()
+                    } else {
+                        holder.to_owned()
+                    },
+                }
+                .into());
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("could not lock {}", path.display()));
+            }
+        }
+        file.set_len(0)?;
+        file.rewind()?;
+        writeln!(file, "pid {}, run {run}", std::process::id())?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// Run ids: UTC time and four hex digits, `20261129-071300-ab12`.
+pub(super) fn new_run_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    let salt = (now.subsec_nanos() ^ std::process::id().rotate_left(16)) & 0xffff;
+    format!(
+        "{y:04}{mo:02}{d:02}-{:02}{:02}{:02}-{salt:04x}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Where worktrees go by default: the user cache dir.
+fn cache_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(x);
+    }
+    match std::env::var_os("HOME") {
+        Some(h) if cfg!(target_os = "macos") => PathBuf::from(h).join("Library/Caches"),
+        Some(h) => PathBuf::from(h).join(".cache"),
+        None => std::env::temp_dir(),
+    }
+}
+
+/// `<root>/<repo name>-<hash of its git dir>`: one folder per repository.
+pub(super) fn worktree_root(repo: &Repo, configured: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let root = match configured {
+        Some(d) => std::path::absolute(d)?,
+        None => cache_dir().join("swarm").join("worktrees"),
+    };
+    let name = repo
+        .workdir()
+        .file_name()
+        .map_or_else(|| "repo".into(), |n| n.to_string_lossy().into_owned());
+    // FNV-1a: stable across versions, unlike the std hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in repo.common_dir().as_os_str().as_encoded_bytes() {
+        hash = (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let dir = root.join(format!("{name}-{:08x}", hash as u32));
+    let workdir = std::fs::canonicalize(repo.workdir())?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("could not create the worktree directory {}", dir.display()))?;
+    if std::fs::canonicalize(&dir)?.starts_with(&workdir) {
+        bail!(
+            Usage::new(format!(
+                "the worktree directory {} is inside your checkout {}",
+                dir.display(),
+                workdir.display()
+            ))
+            .hint("point --worktree-dir (or SWARM_WORKTREE_DIR) outside the repository")
+        );
+    }
+    Ok(dir)
+}
+
+/// Where `run` tasks find their deps' results (`$SWARM_DEPS_DIR`): a directory of the user's
+/// own in memory (`/dev/shm/swarm-<uid>/<run>`) where the system has one, since thousands of
+/// small files cost far more to create on a disk file system than a trivial task costs to run;
+/// else `deps/` in the run's directory. Either way it is only a view of results the board
+/// holds, rewritten for every attempt and removed when the run stops.
+pub(super) fn deps_root(run_dir: &Path, run: &str) -> PathBuf {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let on_disk = run_dir.join("deps");
+    let shm = Path::new("/dev/shm");
+    let Ok(me) = std::fs::metadata(run_dir).map(|m| m.uid()) else {
+        return on_disk;
+    };
+    if !shm.is_dir() {
+        return on_disk;
+    }
+    let mine = shm.join(format!("swarm-{me}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&mine);
+    // Anyone can create names in /dev/shm: use the directory only if it is ours and private.
+    match std::fs::symlink_metadata(&mine) {
+        Ok(m) if m.is_dir() && m.uid() == me && !has_any(m.mode(), 0o077) => mine.join(run),
+        _ => on_disk,
+    }
+}
+
+/// Whether any of the permission bits in `bits` are set in `mode`.
+fn has_any(mode: u32, bits: u32) -> bool {
+    mode & bits != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_from_days;
+
+    #[test]
+    fn civil_dates_are_right() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,652 @@
+//! A run's life: the checks before it starts, recording it, running it or resuming it, landing
+//! it, and its report.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use serde_json::json;
+
+use crate::agent::cli::Profile;
+use crate::cli::{Land, RunOptions};
+use crate::git::{CommitId, Landing, Repo};
+use crate::plan::Plan;
+use crate::report::{self, Facts, GoalFacts, Parked};
+use crate::schedule::{Ending, GoalRun, Layout, Scheduler, Settings};
+use crate::store::{
+    Board, Event, GoalRecord, GoalStatus, RunRecord, RunStatus, TaskRecord, TaskStatus,
+};
+use crate::ui::{self, Ui};
+use crate::{Usage, exit};
+
+use super::layout::{Lock, deps_root, new_run_id, worktree_root};
+use super::output;
+use super::settings::{Configured, overlay, settings};
+use super::{Globals, goal, open_board, open_repo, refuse_when_nested};
+
+/// What a run checks before anything is recorded: that it could land, and that every output
+/// path is good (see `output::check`).
+fn check_before_run(
+    g: &Globals,
+    repo: &Repo,
+    options: &RunOptions,
+    reads: &Reads<'_>,
+) -> anyhow::Result<()> {
+    check_open_operation(repo, options)?;
+    output::check_all(
+        repo,
+        &g.dir,
+        g.quiet,
+        &[
+            (
+                "--final-out",
+                options.final_out.as_deref(),
+                output::Kind::File,
+            ),
+            (
+                "--final-out-dir",
+                options.final_out_dir.as_deref(),
+                output::Kind::Dir,
+            ),
+            ("--plan-out", reads.plan_out, output::Kind::File),
+        ],
+        &reads.files,
+    )
+}
+
+/// Refuses a run that would land while git has an operation open in the checkout.
+fn check_open_operation(repo: &Repo, options: &RunOptions) -> anyhow::Result<()> {
+    if !matches!(options.land, None | Some(Land::Auto)) {
+        return Ok(());
+    }
+    if let Some(op) = repo.open_operation() {
+        bail!(
+            Usage::new(format!(
+                "a {op} is in progress in {}; a run that lands would change the checkout under it",
+                repo.workdir().display()
+            ))
+            .hint(format!(
+                "finish or abort the {op} first, or pass --land branch (the work then waits on its branch)"
+            ))
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> anyhow::Result<u8> {
+    let options = &configured.options;
+    if let Some(code) = refuse_when_nested(g) {
+        return Ok(code);
+    }
+    let path = if tasks.is_absolute() {
+        tasks.to_owned()
+    } else {
+        g.dir.join(tasks)
+    };
+    let plan = Plan::load(&path).map_err(|e| match e.downcast::<crate::plan::Invalid>() {
+        Ok(invalid) => anyhow::Error::new(invalid),
+        Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
+    })?;
+    let settings = settings(options, &plan, &configured.profiles)?;
+    let run = NewRun::begin(
+        g,
+        tasks.display().to_string(),
+        options,
+        Some(&plan),
+        &Reads {
+            plan_out: None,
+            files: vec![path.clone()],
+        },
+    )?;
+    run.launch(g, plan, &settings, options, None)
+}
+
+fn task_specs(plan: &Plan) -> Vec<(String, serde_json::Value)> {
+    plan.tasks
+        .iter()
+        .map(|t| (t.id.to_string(), t.to_json()))
+        .collect()
+}
+
+/// What a new run reads, which its outputs must not overwrite, and where its plan goes.
+pub(super) struct Reads<'a> {
+    pub(super) plan_out: Option<&'a Path>,
+    pub(super) files: Vec<PathBuf>,
+}
+
+/// A run recorded in the board and holding the lock, not yet started.
+pub(super) struct NewRun {
+    pub(super) repo: Repo,
+    pub(super) lock: Lock,
+    pub(super) board: Board,
+    pub(super) record: RunRecord,
+    pub(super) base: CommitId,
+    /// Whether the plan's tasks went into the board with the run.
+    pub(super) tasks_stored: bool,
+}
+
+impl NewRun {
+    /// Takes the repository's lock and records the run, with its tasks when the plan is known
+    /// (in one transaction, so a kill never leaves a task file's run without its tasks).
+    pub(super) fn begin(
+        g: &Globals,
+        source: String,
+        options: &RunOptions,
+        plan: Option<&Plan>,
+        reads: &Reads<'_>,
+    ) -> anyhow::Result<Self> {
+        let repo = open_repo(g)?;
+        check_before_run(g, &repo, options, reads)?;
+        let run_id = new_run_id();
+        let lock = Lock::acquire(&repo, &run_id)?;
+        let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
+        let base = repo.resolve(&base_rev).map_err(|e| {
+            anyhow::Error::new(
+                Usage::new(format!("--base {base_rev}: {e:#}"))
+                    .hint("a run starts from a commit; make one first"),
+            )
+        })?;
+        // Checked before anything is written: a bad --worktree-dir is an input error.
+        worktree_root(&repo, options.worktree_dir.as_deref())?;
+        let mut board = open_board(&repo)?;
+        let record = RunRecord {
+            id: run_id.clone(),
+            created_at: crate::store::now_ms(),
+            finished_at: None,
+            status: RunStatus::Running,
+            exit_code: None,
+            source,
+            base_commit: base.to_string(),
+            integration_ref: format!("refs/heads/swarm/{run_id}"),
+            options: serde_json::to_value(options)?,
+        };
+        board.create_run(&record, &plan.map(task_specs).unwrap_or_default())?;
+        Ok(Self {
+            repo,
+            lock,
+            board,
+            record,
+            base,
+            tasks_stored: plan.is_some(),
+        })
+    }
+
+    /// Stores the plan, makes the integration branch and runs it.
+    pub(super) fn launch(
+        mut self,
+        g: &Globals,
+        plan: Plan,
+        settings: &Settings,
+        options: &RunOptions,
+        goals: Option<GoalRun>,
+    ) -> anyhow::Result<u8> {
+        let run_id = self.record.id.clone();
+        if !self.tasks_stored {
+            self.board.add_tasks(&run_id, &task_specs(&plan))?;
+        }
+        // After the board knows the run, so a kill in between leaves a run that resume can finish.
+        self.repo
+            .create_branch(&format!("swarm/{run_id}"), &self.base)?;
+        std::fs::write(
+            self.board.run_dir(&run_id).join("plan.jsonl"),
+            plan.to_jsonl(),
+        )?;
+        let layout = Layout {
+            worktrees: worktree_root(&self.repo, options.worktree_dir.as_deref())?.join(&run_id),
+            deps: deps_root(&self.board.run_dir(&run_id), &run_id),
+            run_dir: self.board.run_dir(&run_id),
+            run: run_id,
+            base: self.base,
+            integration_ref: self.record.integration_ref,
+        };
+        execute(
+            g,
+            &self.repo,
+            &mut self.board,
+            plan,
+            settings,
+            &layout,
+            options,
+            self.lock,
+            goals,
+        )
+    }
+}
+
+pub(super) fn resume(
+    g: &Globals,
+    run: Option<&str>,
+    newer: RunOptions,
+    profiles: &BTreeMap<String, Profile>,
+) -> anyhow::Result<u8> {
+    if let Some(code) = refuse_when_nested(g) {
+        return Ok(code);
+    }
+    let repo = open_repo(g)?;
+    let mut board = open_board(&repo)?;
+    let run_id = match run {
+        Some(r) => r.to_owned(),
+        None => board
+            .latest_run(true)?
+            .ok_or_else(|| Usage::new("there is no unfinished run to resume"))?,
+    };
+    let lock = Lock::acquire(&repo, &run_id)?;
+    let record = board.load_run(&run_id)?.ok_or_else(|| {
+        Usage::new(format!("no run {run_id:?} in this repository"))
+            .hint("`swarm status` shows the newest run")
+    })?;
+    if record.status == RunStatus::Finished {
+        bail!(Usage::new(format!(
+            "run {run_id} finished already (exit code {}); nothing to resume",
+            record.exit_code.unwrap_or_default()
+        )));
+    }
+    let stored: RunOptions =
+        serde_json::from_value(record.options.clone()).context("stored run options")?;
+    let options = overlay(stored, newer);
+    check_before_run(
+        g,
+        &repo,
+        &options,
+        &Reads {
+            plan_out: None,
+            files: Vec::new(),
+        },
+    )?;
+    let records = board.load_tasks(&run_id)?;
+    let goal_records = board.load_goals(&run_id)?;
+    if records.is_empty() && goal_records.is_empty() {
+        // Stopped while planning, before any task was stored: there is nothing to continue.
+        board.set_run_status(
+            &run_id,
+            RunStatus::Finished,
+            Some(i32::from(exit::FAILED)),
+            &Event::run(
+                "run_abandoned",
+                json!({ "reason": "stopped before its plan was stored" }),
+            ),
+        )?;
+        bail!(
+            Usage::new(format!(
+                "run {run_id} was stopped before its plan was stored; there is nothing to resume"
+            ))
+            .hint("start it again")
+        );
+    }
+    let plan = stored_plan(&records)?;
+    let settings = settings(&options, &plan, profiles)?;
+    let goals = if goal_records.is_empty() {
+        None
+    } else {
+        Some(goal::goal_run(&repo, &settings, goal_records)?)
+    };
+    let base = CommitId::new(&record.base_commit);
+    let leftovers = crate::agent::kill_leftovers(&run_id);
+    if leftovers > 0 {
+        ui::say(
+            g.quiet,
+            "Stopped",
+            &format!("{leftovers} process group(s) left running by the interrupted run"),
+        );
+    }
+    board.set_run_options(&run_id, &serde_json::to_value(&options)?)?;
+    board.set_run_status(
+        &run_id,
+        RunStatus::Running,
+        None,
+        &Event::run("run_resumed", json!({ "pid": std::process::id() })),
+    )?;
+    let layout = Layout {
+        run: run_id.clone(),
+        base,
+        integration_ref: record.integration_ref.clone(),
+        worktrees: worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id),
+        deps: deps_root(&board.run_dir(&run_id), &run_id),
+        run_dir: board.run_dir(&run_id),
+    };
+    execute(
+        g, &repo, &mut board, plan, &settings, &layout, &options, lock, goals,
+    )
+}
+
+/// The plan of a stored run, from its tasks' specs.
+pub(super) fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
+    if records.is_empty() {
+        // A multi-goal run stopped before any goal was planned.
+        return Plan::from_tasks(Vec::new());
+    }
+    let text: String = records
+        .iter()
+        .flat_map(|r| [r.spec.to_string(), "\n".to_owned()])
+        .collect();
+    Plan::parse(&text, "the stored plan").map_err(anyhow::Error::new)
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pieces of one run, gathered by two callers"
+)]
+fn execute(
+    g: &Globals,
+    repo: &Repo,
+    board: &mut Board,
+    plan: Plan,
+    settings: &Settings,
+    layout: &Layout,
+    options: &RunOptions,
+    lock: Lock,
+    goals: Option<GoalRun>,
+) -> anyhow::Result<u8> {
+    let mut ui = Ui::new(g.quiet);
+    let records = board.load_tasks(&layout.run)?;
+    let outcome = Scheduler::new(
+        plan, repo, board, &mut ui, settings, layout, &records, goals,
+    )?
+    .run();
+    ui.finish();
+    let (ending, plan, tip) = outcome?;
+    let plan = &plan;
+    let records = board.load_tasks(&layout.run)?;
+    let goals = goal_facts(plan, board.load_goals(&layout.run)?);
+    // Read once: a long run's log holds tens of thousands of events.
+    let events = read_events(&board.events_path(&layout.run))?;
+    let parked = parked_tasks(&events, &records);
+    let halted = (ending == Ending::Halted)
+        .then(|| {
+            events
+                .iter()
+                .rev()
+                .find(|e| e["kind"] == "integration_moved")
+                .and_then(|e| e["detail"]["reason"].as_str())
+        })
+        .flatten();
+    let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
+    let goal_unfinished = goals.iter().any(|g| {
+        matches!(
+            g.record.status,
+            GoalStatus::Failed | GoalStatus::Skipped | GoalStatus::Pending
+        )
+    });
+    let code = match ending {
+        Ending::Interrupted | Ending::OverBudget => exit::RESUMABLE,
+        Ending::Halted => exit::NEEDS_HUMAN,
+        Ending::Finished if !parked.is_empty() => exit::NEEDS_HUMAN,
+        Ending::Finished
+            if any(TaskStatus::Failed) || any(TaskStatus::Skipped) || goal_unfinished =>
+        {
+            exit::FAILED
+        }
+        Ending::Finished => exit::OK,
+    };
+    let integration = layout.integration_ref.trim_start_matches("refs/heads/");
+    let landing = if ending == Ending::Interrupted {
+        Some(format!(
+            "Interrupted: `swarm resume {}` continues the run; merged work so far is on `{integration}`.",
+            layout.run
+        ))
+    } else if let Some(why) = halted.filter(|_| ending == Ending::Halted) {
+        Some(format!("Not landed: {why}."))
+    } else if ending == Ending::OverBudget {
+        Some(format!(
+            "Stopped at the token budget ({} tokens): `swarm resume {} --budget-tokens N` with a larger N continues the run; merged work so far is on `{integration}`.",
+            options.budget_tokens.unwrap_or_default(),
+            layout.run
+        ))
+    } else {
+        let how = options.land.unwrap_or(Land::Auto);
+        if how == Land::Auto && tip != layout.base {
+            board.event(
+                &layout.run,
+                &Event::run(
+                    "landing",
+                    json!({ "from": layout.base.as_str(), "to": tip.as_str() }),
+                ),
+            )?;
+        }
+        land(repo, layout, &tip, how, parked.is_empty())?
+    };
+    let status = match ending {
+        Ending::Interrupted | Ending::OverBudget | Ending::Halted => RunStatus::Interrupted,
+        Ending::Finished => RunStatus::Finished,
+    };
+    board.set_run_status(
+        &layout.run,
+        status,
+        Some(i32::from(code)),
+        &Event::run(
+            "run_ended",
+            json!({ "status": status.as_str(), "exit_code": code, "landing": landing }),
+        ),
+    )?;
+    let run = board
+        .load_run(&layout.run)?
+        .context("the run vanished from the board")?;
+    let failed_attempts = board.failed_attempts(&layout.run)?;
+    let merges = merges(&events);
+    let repairs = repairs(&events);
+    let goal_notes = if goals.is_empty() {
+        Vec::new()
+    } else {
+        goal_notes(&events)
+    };
+    let facts = Facts {
+        run: &run,
+        plan,
+        tasks: &records,
+        failed_attempts: &failed_attempts,
+        parked: &parked,
+        merges: &merges,
+        repairs: &repairs,
+        landing: landing.as_deref(),
+        halted,
+        exit_code: i32::from(code),
+        goals: &goals,
+        goal_notes: &goal_notes,
+    };
+    let text = report::markdown(&facts);
+    let report_path = layout.run_dir.join("report.md");
+    output::write_atomic(&report_path, text.as_bytes())?;
+    let mut shown = report_path.display().to_string();
+    if let Some(out) = &options.final_out {
+        let out = if out.is_absolute() {
+            out.clone()
+        } else {
+            g.dir.join(out)
+        };
+        output::write_atomic(&out, text.as_bytes())
+            .with_context(|| format!("could not write the report to {}", out.display()))?;
+        shown = out.display().to_string();
+    }
+    if let Some(dir) = &options.final_out_dir
+        && !goals.is_empty()
+    {
+        let dir = if dir.is_absolute() {
+            dir.clone()
+        } else {
+            g.dir.join(dir)
+        };
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("could not create {}", dir.display()))?;
+        for goal in &goals {
+            let path = dir.join(format!("{}.md", goal.record.id));
+            output::write_atomic(&path, report::goal_markdown(&facts, goal).as_bytes())
+                .with_context(|| format!("could not write the report to {}", path.display()))?;
+        }
+    }
+    drop(lock);
+    if g.json {
+        ui::out(&serde_json::to_string_pretty(&report::json(
+            &facts, &shown,
+        ))?);
+    } else {
+        ui::out(&report::summary(&facts, &shown));
+    }
+    Ok(code)
+}
+
+/// Parked tasks with their branches and conflicting paths, from the event log of the board.
+fn parked_tasks(events: &[serde_json::Value], records: &[TaskRecord]) -> Vec<Parked> {
+    records
+        .iter()
+        .filter(|t| t.status == TaskStatus::Parked)
+        .map(|t| {
+            let detail = events
+                .iter()
+                .rev()
+                .find(|e| e["kind"] == "parked" && e["task"] == t.id.as_str())
+                .map(|e| e["detail"].clone())
+                .unwrap_or_default();
+            Parked {
+                task: t.id.clone(),
+                branch: detail["branch"].as_str().unwrap_or_default().to_owned(),
+                paths: detail["paths"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|p| p.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                resolver: detail["resolver"].as_str().map(str::to_owned),
+                reason: detail["reason"].as_str().map(str::to_owned),
+            }
+        })
+        .collect()
+}
+
+/// Each goal with its tasks and the task holding its deliverable.
+fn goal_facts(plan: &Plan, records: Vec<GoalRecord>) -> Vec<GoalFacts> {
+    records
+        .into_iter()
+        .map(|record| {
+            let tasks = plan.goal_tasks(&record.id);
+            GoalFacts {
+                deliverable: plan.deliverable_among(&tasks),
+                record,
+                tasks,
+            }
+        })
+        .collect()
+}
+
+/// What the event log says about the goals as a whole, one line each.
+fn goal_notes(events: &[serde_json::Value]) -> Vec<String> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    events
+        .iter()
+        .filter_map(|e| {
+            let d = &e["detail"];
+            match e["kind"].as_str()? {
+                "goal_needs_failed" => Some(format!(
+                    "The dependency pass failed ({}), so goals {} ran as independent.",
+                    text(&d["error"]),
+                    d["goals"]
+                        .as_array()
+                        .map(|a| a.iter().map(text).collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default()
+                )),
+                "goal_need_dropped" => Some(format!(
+                    "Dropped the inferred dependency of goal {} on goal {} ({}): {}.",
+                    text(&d["goal"]),
+                    text(&d["needs"]),
+                    text(&d["reason"]),
+                    text(&d["why"])
+                )),
+                "deadlock" => Some(format!(
+                    "Deadlock: nothing was running and nothing could become ready; stuck: {}.",
+                    d["stuck"]
+                        .as_array()
+                        .map(|a| a.iter().map(text).collect::<Vec<_>>().join("; "))
+                        .unwrap_or_default()
+                )),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn merges(events: &[serde_json::Value]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "merged")
+        .map(|e| {
+            (
+                e["task"].as_str().unwrap_or_default().to_owned(),
+                e["detail"]["after"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+pub(super) fn repairs(events: &[serde_json::Value]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter(|e| e["kind"] == "plan_repair")
+        .map(|e| {
+            (
+                e["detail"]["kind"].as_str().unwrap_or_default().to_owned(),
+                e["detail"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+pub(super) fn read_events(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("could not read {}", path.display())),
+    };
+    // A line cut short by a kill is skipped, not fatal.
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect())
+}
+
+/// Takes the integration branch to the user per `--land`; returns the line to show. The
+/// integration branch is deleted once the user's branch holds all of it, if `drop_branch`
+/// (parked tasks name it in their instructions, so then it stays).
+pub(super) fn land(
+    repo: &Repo,
+    layout: &Layout,
+    tip: &CommitId,
+    how: Land,
+    drop_branch: bool,
+) -> anyhow::Result<Option<String>> {
+    let integration = layout.integration_ref.trim_start_matches("refs/heads/");
+    if *tip == layout.base {
+        // Nothing was merged: the branch would only repeat the base.
+        repo.delete_branch_at(integration, tip)?;
+        return Ok(Some(
+            "Nothing was merged; your branch is as it was.".to_owned(),
+        ));
+    }
+    let take = format!("git merge --ff-only {integration}");
+    match how {
+        Land::None => Ok(None),
+        Land::Branch => Ok(Some(format!(
+            "The merged work is on `{integration}`; take it with `{take}`."
+        ))),
+        Land::Auto => match repo.land(&layout.base, tip, &layout.run_dir.join("landing"))? {
+            Landing::FastForwarded { branch } => {
+                let kept = if drop_branch {
+                    repo.delete_branch_at(integration, tip)?;
+                    String::new()
+                } else {
+                    format!("; `{integration}` is kept for the parked tasks")
+                };
+                Ok(Some(format!(
+                    "Landed: `{branch}` fast-forwarded to {} and the checkout updated{kept}.",
+                    tip.short()
+                )))
+            }
+            Landing::Kept { reason } => Ok(Some(format!(
+                "Not landed ({reason}): the merged work is on `{integration}`; take it with `{take}`."
+            ))),
+        },
+    }
+}

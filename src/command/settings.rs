@@ -1,0 +1,338 @@
+//! How a run is configured: the defaults, the layers of configuration (flags, `SWARM_*`,
+//! `.swarm.toml`, the user's file), agent profiles, the model client, and the run's `Settings`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::bail;
+
+use crate::Usage;
+use crate::agent::Agent;
+use crate::agent::cli::Profile;
+use crate::cli::{Land, RunOptions};
+use crate::git::Repo;
+use crate::llm::{Client, Endpoint, Limits};
+use crate::plan::{Action, Plan};
+use crate::schedule::{BuiltinLimits, Settings};
+
+use super::Globals;
+
+/// Defaults of run options, as `--help` states them.
+pub(super) const DEFAULT_JOBS: u32 = 4;
+const DEFAULT_RETRIES: u32 = 1;
+const DEFAULT_TIMEOUT: &str = "30m";
+const KILL_GRACE: Duration = Duration::from_secs(2);
+const RETRY_BACKOFF: Duration = Duration::from_secs(1);
+const DEFAULT_REQUEST_TIMEOUT: &str = "5m";
+const DEFAULT_MAX_TURNS: u32 = 40;
+const DEFAULT_MAX_TASK_TOKENS: u64 = 400_000;
+/// Tries of one model request, and the longest wait between two.
+const LLM_ATTEMPTS: u32 = 8;
+const LLM_MAX_WAIT: Duration = Duration::from_secs(60);
+/// The longest a provider's usage limit may pause a run before it stops (resumable).
+const MAX_LIMIT_WAIT: Duration = Duration::from_secs(3600);
+/// A reducer takes at most this many results: each may fill `DEP_RESULT_CAP` of its prompt.
+pub(super) const MAX_FAN_IN: usize = 8;
+
+/// Inside a git hook, landing defaults to `branch`: git is in the middle of changing the
+/// checkout (a `pre-commit` holds the index and moves HEAD next), so swarm must not. The run
+/// keeps the choice, so a resume outside the hook does not land either.
+pub(super) fn land_from_hook(options: &mut RunOptions, from_hook: bool) {
+    let in_hook = from_hook
+        || ["GIT_INDEX_FILE", "GIT_DIR"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some());
+    if in_hook && options.land.is_none() {
+        options.land = Some(Land::Branch);
+    }
+}
+
+/// Run options after the configuration layers, and the agent profiles.
+pub(super) struct Configured {
+    pub(super) options: RunOptions,
+    pub(super) profiles: BTreeMap<String, Profile>,
+}
+
+pub(super) fn load_config(
+    g: &Globals,
+    flags: &RunOptions,
+    explicit: Option<&Path>,
+) -> anyhow::Result<crate::config::Config> {
+    let root = Repo::discover(&g.dir).ok().map(|r| r.workdir().to_owned());
+    let env = |name: &str| std::env::var(name).ok();
+    let explicit = explicit.map(|p| {
+        if p.is_absolute() {
+            p.to_owned()
+        } else {
+            g.dir.join(p)
+        }
+    });
+    crate::config::load(root.as_deref(), flags, &env, explicit.as_deref()).map_err(|e| {
+        anyhow::Error::new(
+            Usage::new(e.to_string())
+                .hint("`swarm config` shows the settings and where they come from"),
+        )
+    })
+}
+
+/// Flags over `SWARM_*` variables over `.swarm.toml` over the user's config over defaults.
+pub(super) fn configure(
+    g: &Globals,
+    flags: &RunOptions,
+    explicit: Option<&Path>,
+) -> anyhow::Result<Configured> {
+    let config = load_config(g, flags, explicit)?;
+    let mut profiles = BTreeMap::new();
+    for (name, (spec, file)) in &config.profiles {
+        let profile = profile_from(name, spec).map_err(|e| {
+            anyhow::Error::new(Usage::new(format!(
+                "{}: [agents.{name}]: {e}",
+                file.display()
+            )))
+        })?;
+        profiles.insert(name.clone(), profile);
+    }
+    Ok(Configured {
+        options: config.options,
+        profiles,
+    })
+}
+
+/// A profile from its `[agents.NAME]` table, over the built-in one of that name if any.
+fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile, String> {
+    use crate::agent::cli::{Parser, claude_profile, codex_profile};
+    let mut p = match name {
+        "claude" => claude_profile(),
+        "codex" => codex_profile(),
+        _ => Profile {
+            name: name.to_owned(),
+            command: spec.command.clone().ok_or("a profile needs a `command`")?,
+            reader_args: Vec::new(),
+            writer_args: Vec::new(),
+            parser: Parser::Text,
+            drop_env: Vec::new(),
+            pass_env: Vec::new(),
+        },
+    };
+    if let Some(c) = &spec.command {
+        p.command.clone_from(c);
+    }
+    if let Some(a) = &spec.args {
+        p.reader_args.clone_from(a);
+        p.writer_args.clone_from(a);
+    }
+    if let Some(a) = &spec.reader_args {
+        p.reader_args.clone_from(a);
+    }
+    if let Some(a) = &spec.writer_args {
+        p.writer_args.clone_from(a);
+    }
+    if let Some(parser) = &spec.parser {
+        p.parser =
+            Parser::parse_name(parser).ok_or_else(|| format!("unknown parser {parser:?}"))?;
+    }
+    if let Some(e) = &spec.pass_env {
+        p.pass_env.clone_from(e);
+    }
+    if let Some(e) = &spec.drop_env {
+        p.drop_env.clone_from(e);
+    }
+    Ok(p)
+}
+
+/// Later options win where they are set.
+pub(super) fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
+    RunOptions {
+        jobs: newer.jobs.or(base.jobs),
+        max_writers: newer.max_writers.or(base.max_writers),
+        agent: newer.agent.or(base.agent),
+        task_timeout: newer.task_timeout.or(base.task_timeout),
+        stall_timeout: newer.stall_timeout.or(base.stall_timeout),
+        retries: newer.retries.or(base.retries),
+        check: newer.check.or(base.check),
+        final_out: newer.final_out.or(base.final_out),
+        final_out_dir: newer.final_out_dir.or(base.final_out_dir),
+        base: newer.base.or(base.base),
+        land: newer.land.or(base.land),
+        worktree_dir: newer.worktree_dir.or(base.worktree_dir),
+        on_escalate: newer.on_escalate.or(base.on_escalate),
+        resolve_conflicts: newer.resolve_conflicts || base.resolve_conflicts,
+        model: newer.model.or(base.model),
+        api_base: newer.api_base.or(base.api_base),
+        request_timeout: newer.request_timeout.or(base.request_timeout),
+        max_turns: newer.max_turns.or(base.max_turns),
+        max_task_tokens: newer.max_task_tokens.or(base.max_task_tokens),
+        budget_tokens: newer.budget_tokens.or(base.budget_tokens),
+        allow_program: if newer.allow_program.is_empty() {
+            base.allow_program
+        } else {
+            newer.allow_program
+        },
+    }
+}
+
+/// The model endpoint from flags and the environment, if one is configured.
+fn endpoint(o: &RunOptions) -> Option<Endpoint> {
+    Endpoint::resolve(o.api_base.as_deref(), None, o.model.as_deref(), &|name| {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    })
+}
+
+/// The model client for the planner and the built-in agent, if an endpoint is configured.
+pub(super) fn model_client(o: &RunOptions, jobs: usize) -> anyhow::Result<Option<Client>> {
+    let Some(endpoint) = endpoint(o) else {
+        return Ok(None);
+    };
+    if let Some(key) = &endpoint.key {
+        crate::secret::init(&[key.as_str()]);
+    }
+    let read_timeout = crate::plan::parse_duration(
+        o.request_timeout
+            .as_deref()
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+    )
+    .map_err(|e| Usage::new(format!("--request-timeout: {e}")))?;
+    Ok(Some(Client::new(
+        endpoint,
+        Limits {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout,
+            max_attempts: LLM_ATTEMPTS,
+            max_wait: LLM_MAX_WAIT,
+            max_in_flight: jobs,
+        },
+    )))
+}
+
+pub(super) const NO_MODEL_HINT: &str = "configure an agent: set SWARM_API_BASE (an OpenAI-compatible endpoint such as http://localhost:11434/v1) and/or SWARM_API_KEY for the built-in agent; or install the `claude` or `codex` CLI; or pass --agent exec:CMD (CMD reads the prompt on stdin and prints the result); or define a profile [agents.NAME] in .swarm.toml";
+
+/// Resolves agent names: `auto`, `openai`, `exec:CMD`, and profiles (the built-in `claude` and
+/// `codex`, and those of the configuration, which may replace them).
+struct AgentNames<'a> {
+    pub(super) llm: bool,
+    pub(super) profiles: &'a BTreeMap<String, Profile>,
+}
+
+impl AgentNames<'_> {
+    /// `auto`: the built-in agent when a model is configured, else `claude`, else `codex`
+    /// when found on PATH, else none.
+    fn auto(&self) -> Option<Agent> {
+        if self.llm {
+            return Some(Agent::OpenAi);
+        }
+        ["claude", "codex"].iter().find_map(|name| {
+            let p = self.profiles.get(*name)?;
+            crate::agent::on_path(&p.command).then(|| Agent::Cli(p.clone()))
+        })
+    }
+
+    fn resolve(&self, name: Option<&str>) -> Result<Option<Agent>, String> {
+        let name = match name {
+            None | Some("auto") => return Ok(self.auto()),
+            Some(n) => n,
+        };
+        if let Some(p) = self.profiles.get(name) {
+            return Ok(Some(Agent::Cli(p.clone())));
+        }
+        match Agent::parse(name) {
+            Ok(Agent::OpenAi) if !self.llm => Err(
+                "the built-in agent (openai) needs a model endpoint, and none is configured"
+                    .to_owned(),
+            ),
+            Ok(a) => Ok(Some(a)),
+            Err(_) => {
+                let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
+                Err(format!(
+                    "unknown agent {name:?}: use auto, openai, exec:CMD, or a profile ({})",
+                    known.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// The built-in profiles, replaced by configured ones of the same name.
+pub(super) fn profiles(configured: &BTreeMap<String, Profile>) -> BTreeMap<String, Profile> {
+    let mut all = BTreeMap::new();
+    for p in [
+        crate::agent::cli::claude_profile(),
+        crate::agent::cli::codex_profile(),
+    ] {
+        all.insert(p.name.clone(), p);
+    }
+    all.extend(configured.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
+pub(super) fn settings(
+    o: &RunOptions,
+    plan: &Plan,
+    configured: &BTreeMap<String, Profile>,
+) -> anyhow::Result<Settings> {
+    let jobs = o.jobs.unwrap_or(DEFAULT_JOBS) as usize;
+    let llm = model_client(o, jobs)?;
+    let all = profiles(configured);
+    let names = AgentNames {
+        llm: llm.is_some(),
+        profiles: &all,
+    };
+    let agent = names
+        .resolve(o.agent.as_deref())
+        .map_err(|e| Usage::new(format!("--agent: {e}")).hint(NO_MODEL_HINT))?;
+    let mut problems = Vec::new();
+    let mut named_agents = BTreeMap::new();
+    for t in &plan.tasks {
+        match t.agent.as_deref().map(|a| (a, names.resolve(Some(a)))) {
+            Some((_, Err(e))) => {
+                problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
+            }
+            Some((a, Ok(Some(resolved)))) => {
+                named_agents.insert(a.to_owned(), resolved);
+            }
+            Some((_, Ok(None))) | None
+                if agent.is_none() && matches!(t.action, Action::Prompt(_)) =>
+            {
+                problems.push(format!(
+                    "line {}: task {:?} has a prompt but no agent is configured",
+                    t.line,
+                    t.id.as_str()
+                ));
+            }
+            _ => {}
+        }
+    }
+    if !problems.is_empty() {
+        bail!(Usage::new(format!("nothing ran:\n  {}", problems.join("\n  "))).hint(NO_MODEL_HINT));
+    }
+    let timeout = crate::plan::parse_duration(o.task_timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT))
+        .map_err(|e| Usage::new(format!("--task-timeout: {e}")))?;
+    let stall_timeout = o
+        .stall_timeout
+        .as_deref()
+        .map(crate::plan::parse_duration)
+        .transpose()
+        .map_err(|e| Usage::new(format!("--stall-timeout: {e}")))?;
+    Ok(Settings {
+        stall_timeout,
+        jobs,
+        max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),
+        retries: o.retries.unwrap_or(DEFAULT_RETRIES),
+        task_timeout: timeout,
+        kill_grace: KILL_GRACE,
+        backoff: RETRY_BACKOFF,
+        agent,
+        check: o.check.clone(),
+        on_escalate: o.on_escalate.clone(),
+        resolve_conflicts: o.resolve_conflicts,
+        llm,
+        named_agents,
+        max_limit_wait: MAX_LIMIT_WAIT,
+        budget_tokens: o.budget_tokens,
+        builtin: BuiltinLimits {
+            max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+            max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),
+            allowed_programs: o.allow_program.clone(),
+        },
+    })
+}
