@@ -185,6 +185,12 @@ impl Repo {
         commit: &Commit<'_>,
         keep_as: &str,
     ) -> anyhow::Result<Left> {
+        if !own_git_dir(path) {
+            return Ok(Left::Refused {
+                why: "its checkout's .git is no longer the directory swarm made (it was replaced by a link or a file); nothing of it is merged".to_owned(),
+                kept: None,
+            });
+        }
         let wt = Repository::open(path)
             .with_context(|| format!("could not open the checkout {}", path.display()))?;
         let start_oid = start.oid()?;
@@ -366,6 +372,12 @@ fn commit_all(
     ))
 }
 
+/// Whether the checkout's `.git` is still a directory of its own, not a link or a `gitdir:`
+/// file that an agent put there to point swarm at another repository (the user's, say).
+fn own_git_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path.join(".git")).is_ok_and(|m| m.is_dir())
+}
+
 /// Paths in a reader's snapshot that differ from the commit it holds (new files included,
 /// ignored ones not), and `HEAD` when its HEAD no longer is that commit, detached.
 pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<String>> {
@@ -380,6 +392,9 @@ pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<St
             *open = Some((path.to_owned(), Repository::open(path)?));
         }
         let (_, repo) = open.as_ref().expect("opened above");
+        if !own_git_dir(path) {
+            return Ok(vec![".git".to_owned()]);
+        }
         let mut changes = super::changes_in(repo)?;
         let at = repo.head().ok().and_then(|h| h.target());
         if !repo.head_detached().unwrap_or(false) || at != Some(commit.oid()?) {
@@ -392,6 +407,11 @@ pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<St
 /// Puts a reader's snapshot back to `commit`: HEAD detached there, changes undone, new files
 /// removed (ignored ones kept), the index reset.
 pub fn restore_snapshot(path: &Path, commit: &CommitId) -> anyhow::Result<()> {
+    // Never through a `.git` an agent replaced: that could be the user's.
+    anyhow::ensure!(
+        own_git_dir(path),
+        "the snapshot's .git was replaced; it is not restored"
+    );
     write_head(path, &Head::Detached(commit))?;
     let repo = Repository::open(path)?;
     let tree = repo.find_commit(commit.oid()?)?.tree()?;

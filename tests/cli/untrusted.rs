@@ -555,3 +555,34 @@ fn a_writer_that_reaches_into_the_users_git_directory_by_path_fails_and_is_not_m
         assert!(!repo.root.join(f).exists(), "{f} was merged");
     }
 }
+
+#[test]
+fn a_checkout_whose_git_dir_an_agent_points_at_the_users_is_refused() {
+    let repo = TestRepo::new();
+    let before = untouchable(&repo, Main::Same);
+    let base = rev(&repo, "main");
+    let user_git = repo.root.join(".git");
+    let writer = format!(
+        "rm -rf .git && ln -s '{}' .git && echo x > x.txt",
+        user_git.display()
+    );
+    let reader = format!(
+        "rm -rf .git && printf 'gitdir: {}\\n' > .git",
+        user_git.display()
+    );
+    let writer = serde_json::json!({ "id": "w", "run": writer }).to_string();
+    let reader = serde_json::json!({ "id": "r", "run": reader, "mode": "read" }).to_string();
+
+    let out = run_tasks(&repo, &[&writer, &reader], &["--retries", "0"]);
+
+    assert_exit(&out, 1);
+    assert_eq!(rev(&repo, "main"), base);
+    assert!(!repo.root.join("x.txt").exists());
+    let error = task(&repo, "w")["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains(".git is no longer the directory swarm made"),
+        "{error}"
+    );
+    assert_eq!(task(&repo, "r")["status"], "failed");
+    assert_eq!(untouchable(&repo, Main::Same), before);
+}
