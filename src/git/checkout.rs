@@ -156,8 +156,7 @@ impl Repo {
     /// Checks `commit` out into the checkout at `path`, over what its HEAD holds; with
     /// `clean`, files the commit does not have are removed too.
     fn check_out(path: &Path, commit: &CommitId, clean: bool) -> anyhow::Result<()> {
-        let wt = Repository::open(path)
-            .with_context(|| format!("could not open the checkout {}", path.display()))?;
+        let wt = open_checkout(path)?;
         let tree = wt.find_commit(commit.oid()?)?.tree()?;
         // Filters (line endings, smudge) need attribute lookups that cost libgit2 several
         // `realpath` calls per file; a tree without `.gitattributes` in a repository that
@@ -191,8 +190,7 @@ impl Repo {
                 kept: None,
             });
         }
-        let wt = Repository::open(path)
-            .with_context(|| format!("could not open the checkout {}", path.display()))?;
+        let wt = open_checkout(path)?;
         let start_oid = start.oid()?;
         let full = format!("refs/heads/{branch}");
         let head = wt.find_reference("HEAD")?;
@@ -372,6 +370,19 @@ fn commit_all(
     ))
 }
 
+/// Opens a checkout's repository with its working tree where swarm put it, whatever its config
+/// says (an agent's `core.worktree` could point swarm's commits and checkouts at the user's).
+fn open_checkout(path: &Path) -> anyhow::Result<Repository> {
+    let repo = Repository::open_ext(
+        path,
+        git2::RepositoryOpenFlags::NO_SEARCH,
+        std::iter::empty::<&std::ffi::OsStr>(),
+    )
+    .with_context(|| format!("could not open the checkout {}", path.display()))?;
+    repo.set_workdir(path, false)?;
+    Ok(repo)
+}
+
 /// Whether the checkout's `.git` is still a directory of its own, not a link or a `gitdir:`
 /// file that an agent put there to point swarm at another repository (the user's, say).
 fn own_git_dir(path: &Path) -> bool {
@@ -389,7 +400,7 @@ pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<St
     }
     OPEN.with_borrow_mut(|open| {
         if open.as_ref().is_none_or(|(p, _)| p != path) {
-            *open = Some((path.to_owned(), Repository::open(path)?));
+            *open = Some((path.to_owned(), open_checkout(path)?));
         }
         let (_, repo) = open.as_ref().expect("opened above");
         if !own_git_dir(path) {
@@ -413,7 +424,7 @@ pub fn restore_snapshot(path: &Path, commit: &CommitId) -> anyhow::Result<()> {
         "the snapshot's .git was replaced; it is not restored"
     );
     write_head(path, &Head::Detached(commit))?;
-    let repo = Repository::open(path)?;
+    let repo = open_checkout(path)?;
     let tree = repo.find_commit(commit.oid()?)?.tree()?;
     repo.checkout_tree(
         tree.as_object(),

@@ -586,3 +586,25 @@ fn a_checkout_whose_git_dir_an_agent_points_at_the_users_is_refused() {
     assert_eq!(task(&repo, "r")["status"], "failed");
     assert_eq!(untouchable(&repo, Main::Same), before);
 }
+
+#[test]
+fn a_checkout_whose_config_points_its_worktree_at_the_users_commits_only_its_own_files() {
+    let repo = TestRepo::new();
+    repo.write("mine.txt", "the user's own, uncommitted\n");
+    let cmd = format!(
+        "git config core.worktree '{}' && echo x > x.txt",
+        repo.root.display()
+    );
+    let line = serde_json::json!({ "id": "w", "run": cmd }).to_string();
+
+    let out = run_tasks(&repo, &[&line], &[]);
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("x.txt"), "x\n");
+    assert_eq!(
+        repo.git(&["ls-files", "mine.txt"]),
+        "",
+        "the user's file was committed"
+    );
+    assert_eq!(repo.read("mine.txt"), "the user's own, uncommitted\n");
+}
