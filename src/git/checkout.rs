@@ -238,6 +238,17 @@ impl Repo {
             known.push(theirs.oid()?);
         }
         self.copy_objects(&wt, tip, &known)?;
+        // Checked again in the user's repository, which has no grafts or shallow boundaries
+        // of the agent's making to fake a descent.
+        if !self.repo.graph_descendant_of(tip, start_oid)? {
+            return Ok(Left::Refused {
+                why: format!(
+                    "its branch {branch} does not descend from its start commit {} in your repository; nothing of it is merged",
+                    start.short()
+                ),
+                kept: None,
+            });
+        }
         self.repo
             .reference(&full, tip, true, "swarm: a task's result")
             .with_context(|| format!("could not set {full}"))?;

@@ -608,3 +608,26 @@ fn a_checkout_whose_config_points_its_worktree_at_the_users_commits_only_its_own
     );
     assert_eq!(repo.read("mine.txt"), "the user's own, uncommitted\n");
 }
+
+#[test]
+fn a_graft_in_the_checkout_does_not_pass_off_a_reset_as_descending_from_the_start() {
+    let repo = TestRepo::new();
+    repo.write("second.txt", "second\n");
+    repo.commit_all("second");
+    let base = rev(&repo, "main");
+    // Reset below the start, commit there, and graft the start under that commit so git in
+    // the checkout sees it descend from the start.
+    let cmd = format!(
+        "git reset -q --hard HEAD~1 && echo z > z.txt && git add z.txt && {AGENT_GIT} commit -qm z \
+         && echo \"$(git rev-parse HEAD) {base}\" > .git/info/grafts"
+    );
+    let line = serde_json::json!({ "id": "w", "run": cmd }).to_string();
+
+    let out = run_tasks(&repo, &[&line], &["--retries", "0"]);
+
+    assert_exit(&out, 1);
+    assert_eq!(rev(&repo, "main"), base);
+    assert_eq!(repo.read("second.txt"), "second\n");
+    let error = task(&repo, "w")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("does not descend from its start"), "{error}");
+}
