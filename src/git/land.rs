@@ -81,7 +81,10 @@ impl Repo {
         }
         self.apply(&changes, staging)
             .context("landing stopped partway; `swarm resume` finishes it")?;
-        if let Err(e) = self.move_ref(&branch_ref, base, tip, "swarm: land run") {
+        if self
+            .move_ref(&branch_ref, base, tip, "swarm: land run")
+            .is_err()
+        {
             // The branch moved while the files were written: put the checkout back.
             let back: Vec<Change> = changes
                 .into_iter()
@@ -94,7 +97,9 @@ impl Repo {
             self.stage(&from, &back, staging)?;
             self.apply(&back, staging)?;
             std::fs::remove_dir_all(staging)?;
-            return Err(e);
+            return kept(format!(
+                "{branch} moved while the run landed; your checkout was put back as it was"
+            ));
         }
         std::fs::remove_dir_all(staging)?;
         Ok(Landing::FastForwarded { branch })
