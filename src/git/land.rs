@@ -27,6 +27,17 @@ struct Change {
     new: Option<(Oid, FileMode)>,
 }
 
+impl Change {
+    /// Whether the entry before was a submodule (a commit, checked out on its own).
+    fn was_submodule(&self) -> bool {
+        self.old.is_some_and(|(_, m)| m == FileMode::Commit)
+    }
+
+    fn is_submodule(&self) -> bool {
+        self.new.is_some_and(|(_, m)| m == FileMode::Commit)
+    }
+}
+
 impl Repo {
     /// Fast-forwards the checked-out branch from `base` to `tip` and updates the checkout, only
     /// if that branch is still at `base`, `tip` descends from it, no git operation is open,
@@ -167,6 +178,17 @@ impl Repo {
     /// or a file in the way of an added one, that is not already the landed version (what a
     /// landing cut short left).
     fn blocked(&self, changes: &[Change]) -> anyhow::Result<Option<String>> {
+        // A submodule's checkout may hold work of its own: landing never removes or replaces
+        // it (like git, it moves no submodule's checkout either; only its index entry).
+        if let Some(c) = changes
+            .iter()
+            .find(|c| c.was_submodule() && !c.is_submodule())
+        {
+            return Ok(Some(format!(
+                "it removes or replaces the submodule {}",
+                String::from_utf8_lossy(&c.path)
+            )));
+        }
         let dirty = self.fingerprint()?;
         let landed = |path: &str| {
             changes
@@ -196,7 +218,10 @@ impl Repo {
                 .any(|c| c.old.is_some() && inside(&c.path, dir))
                 && !dirty.paths.keys().any(|p| inside(p.as_bytes(), dir))
         };
-        for c in changes.iter().filter(|c| c.new.is_some()) {
+        for c in changes
+            .iter()
+            .filter(|c| c.new.is_some() && !c.is_submodule())
+        {
             let at = self.workdir.join(OsStr::from_bytes(&c.path));
             let in_the_way = match std::fs::symlink_metadata(&at) {
                 Ok(m) if m.is_dir() => !gives_way(&c.path),
@@ -259,7 +284,10 @@ impl Repo {
         std::fs::write(staging.join(OWNER), std::process::id().to_string())?;
         let files = staging.join("files");
         std::fs::create_dir_all(&files)?;
-        let written: Vec<&Change> = changes.iter().filter(|c| c.new.is_some()).collect();
+        let written: Vec<&Change> = changes
+            .iter()
+            .filter(|c| c.new.is_some() && !c.is_submodule())
+            .collect();
         let filtered = super::has_attributes(to)? || super::converts_line_endings(&self.repo);
         if filtered && !written.is_empty() {
             let mut opts = CheckoutBuilder::new();
@@ -321,7 +349,10 @@ impl Repo {
     /// then each file renamed over its old version; then the index follows.
     fn apply(&self, changes: &[Change], staging: &Path) -> anyhow::Result<()> {
         let files = staging.join("files");
-        for c in changes.iter().filter(|c| c.old.is_some()) {
+        for c in changes
+            .iter()
+            .filter(|c| c.old.is_some() && !c.was_submodule())
+        {
             let at = self.workdir.join(OsStr::from_bytes(&c.path));
             let is_dir = std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir());
             if c.new.is_none() || (c.new.is_some() && is_dir) {
@@ -331,6 +362,13 @@ impl Repo {
         }
         for c in changes.iter().filter(|c| c.new.is_some()) {
             let at = self.workdir.join(OsStr::from_bytes(&c.path));
+            if c.is_submodule() {
+                // As git leaves a submodule it has not checked out: an empty directory.
+                if c.old.is_none() {
+                    make_dirs(&at)?;
+                }
+                continue;
+            }
             if let Some(parent) = at.parent() {
                 make_dirs(parent)?;
             }
@@ -345,10 +383,12 @@ impl Repo {
         index.read(true)?;
         for c in changes {
             let rel = Path::new(OsStr::from_bytes(&c.path));
-            if c.new.is_some() {
-                index.add_path(rel)?;
-            } else {
-                let _ = index.remove_path(rel);
+            match c.new {
+                Some((id, FileMode::Commit)) => index.add(&submodule_entry(&c.path, id))?,
+                Some(_) => index.add_path(rel)?,
+                None => {
+                    let _ = index.remove_path(rel);
+                }
             }
         }
         index.write()?;
@@ -364,6 +404,25 @@ impl Repo {
             }
             dir = d.parent();
         }
+    }
+}
+
+/// The index entry of a submodule at `path` whose commit is `id`.
+fn submodule_entry(path: &[u8], id: Oid) -> git2::IndexEntry {
+    let zero = git2::IndexTime::new(0, 0);
+    git2::IndexEntry {
+        ctime: zero,
+        mtime: zero,
+        dev: 0,
+        ino: 0,
+        mode: 0o160_000,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: path.to_vec(),
     }
 }
 

@@ -279,3 +279,36 @@ impl Drop for Unmount {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
+
+#[test]
+fn a_submodule_moved_by_a_writer_lands_in_the_index_and_its_checkout_is_left_alone() {
+    let repo = TestRepo::new();
+    let first = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    repo.write("second.txt", "second\n");
+    repo.commit_all("second");
+    let second = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    // A submodule entry (any commit id will do for git) with a checkout of the user's.
+    repo.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{first},sub"),
+    ]);
+    repo.git(&["commit", "-q", "-m", "a submodule"]);
+    repo.write("sub/work.txt", "the user's work in the submodule\n");
+    let cmd = format!(
+        "git update-index --cacheinfo 160000,{second},sub && git -c user.name=A -c user.email=a@example.com commit -qm 'move sub'"
+    );
+    let tasks = repo.tasks(&[&serde_json::json!({ "id": "w", "run": cmd }).to_string()]);
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap()]);
+
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("Landed"), "{}", stdout(&out));
+    let entry = repo.git(&["ls-files", "-s", "sub"]);
+    assert!(entry.starts_with(&format!("160000 {second}")), "{entry}");
+    assert_eq!(
+        repo.read("sub/work.txt"),
+        "the user's work in the submodule\n"
+    );
+}
