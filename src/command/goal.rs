@@ -6,8 +6,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde_json::json;
-
 use super::run::{NewRun, Reads};
 use super::settings::{
     Configured, DEFAULT_JOBS, MAX_FAN_IN, NO_MODEL_HINT, model_client, settings,
@@ -16,7 +14,7 @@ use super::{Globals, refuse_when_nested};
 use crate::git::Repo;
 use crate::planner;
 use crate::schedule::{GoalRun, Settings};
-use crate::store::{Event, GoalRecord, GoalStatus, RunStatus};
+use crate::store::{Event, GoalRecord, GoalStatus, RunEvent, RunStatus};
 use crate::{Usage, exit, ui};
 
 /// Lines of the README the planner sees.
@@ -61,8 +59,7 @@ pub(super) fn run_goal(
         notes.push(n);
     });
     for n in &notes {
-        let (kind, detail) = crate::schedule::notice_event(n);
-        board.event(&run_id, &Event::run(kind, detail))?;
+        board.event(&run_id, &Event::run(crate::schedule::notice_event(n)))?;
     }
     let planned = match planned {
         Ok(p) => p,
@@ -71,7 +68,9 @@ pub(super) fn run_goal(
                 &run_id,
                 RunStatus::Finished,
                 Some(i32::from(exit::FAILED)),
-                &Event::run("planning_failed", json!({ "error": format!("{e:#}") })),
+                &Event::run(RunEvent::PlanningFailed {
+                    error: format!("{e:#}"),
+                }),
             )?;
             return Err(e);
         }
@@ -79,23 +78,21 @@ pub(super) fn run_goal(
     for r in &planned.repairs {
         board.event(
             &run_id,
-            &Event::run(
-                "plan_repair",
-                json!({ "kind": r.kind, "message": r.message }),
-            ),
+            &Event::run(RunEvent::PlanRepair {
+                goal: None,
+                kind: r.kind.to_owned(),
+                message: r.message.clone(),
+            }),
         )?;
     }
     board.event(
         &run_id,
-        &Event::run(
-            "planned",
-            json!({
-                "tasks": planned.plan.len(),
-                "requests": planned.requests,
-                "tokens": planned.usage.total_tokens,
-                "repairs": planned.repairs.len(),
-            }),
-        ),
+        &Event::run(RunEvent::Planned {
+            tasks: planned.plan.len(),
+            requests: planned.requests,
+            tokens: planned.usage.total_tokens,
+            repairs: planned.repairs.len(),
+        }),
     )?;
     let text = planned.plan.to_jsonl();
     if let Some(out) = plan_out {
@@ -123,7 +120,7 @@ pub(super) fn run_goal(
             &run_id,
             RunStatus::Finished,
             Some(i32::from(exit::OK)),
-            &Event::run("plan_only", serde_json::Value::Null),
+            &Event::run(RunEvent::PlanOnly),
         )?;
         if plan_out.is_none() {
             ui::out(&text);

@@ -14,7 +14,7 @@ use crate::cli::GraphFormat;
 use crate::git::Repo;
 use crate::plan::Plan;
 use crate::report;
-use crate::store::{Board, RunRecord, RunStatus};
+use crate::store::{Board, Logged, RunRecord, RunStatus};
 use crate::ui;
 use crate::{Usage, exit};
 
@@ -131,20 +131,7 @@ pub(super) fn logs(
     let run = pick_run(&board, run)?;
     let events_path = board.events_path(&run.id);
     let is_error = |e: &serde_json::Value| {
-        matches!(
-            e["kind"].as_str(),
-            Some(
-                "task_failed"
-                    | "parked"
-                    | "escalated"
-                    | "task_skipped"
-                    | "error"
-                    | "goal_skipped"
-                    | "goal_planning_failed"
-                    | "goal_needs_failed"
-                    | "deadlock"
-            )
-        )
+        serde_json::from_value::<Logged>(e.clone()).is_ok_and(|l| l.event.is_error())
     };
     if path {
         let mut out = format!("{}\n", events_path.display());
@@ -178,7 +165,7 @@ pub(super) fn logs(
         }
         line
     };
-    let events = read_events(&events_path)?;
+    let events: Vec<serde_json::Value> = read_events(&events_path)?;
     let selected: Vec<&serde_json::Value> =
         events.iter().filter(|e| !errors || is_error(e)).collect();
     let start = tail.map_or(0, |n| selected.len().saturating_sub(n));
@@ -204,7 +191,7 @@ pub(super) fn logs(
         let mut seen = events.len();
         loop {
             std::thread::sleep(Duration::from_millis(200));
-            let events = read_events(&events_path)?;
+            let events: Vec<serde_json::Value> = read_events(&events_path)?;
             for e in events.iter().skip(seen).filter(|e| !errors || is_error(e)) {
                 ui::out(&show(e));
             }

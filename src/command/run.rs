@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use serde_json::json;
 
 use crate::agent::cli::Profile;
 use crate::cli::{Land, RunOptions};
@@ -14,7 +13,8 @@ use crate::plan::Plan;
 use crate::report::{self, Facts, GoalFacts, Parked};
 use crate::schedule::{Ending, GoalRun, Layout, Scheduler, Settings};
 use crate::store::{
-    Board, Event, GoalRecord, GoalStatus, RunRecord, RunStatus, TaskRecord, TaskStatus,
+    Board, Event, GoalRecord, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord,
+    TaskStatus,
 };
 use crate::ui::{self, Ui};
 use crate::{Usage, exit};
@@ -261,10 +261,9 @@ pub(super) fn resume(
             &run_id,
             RunStatus::Finished,
             Some(i32::from(exit::FAILED)),
-            &Event::run(
-                "run_abandoned",
-                json!({ "reason": "stopped before its plan was stored" }),
-            ),
+            &Event::run(RunEvent::RunAbandoned {
+                reason: "stopped before its plan was stored".to_owned(),
+            }),
         )?;
         bail!(
             Usage::new(format!(
@@ -294,7 +293,9 @@ pub(super) fn resume(
         &run_id,
         RunStatus::Running,
         None,
-        &Event::run("run_resumed", json!({ "pid": std::process::id() })),
+        &Event::run(RunEvent::RunResumed {
+            pid: std::process::id(),
+        }),
     )?;
     let layout = Layout {
         run: run_id.clone(),
@@ -349,15 +350,14 @@ fn execute(
     let records = board.load_tasks(&layout.run)?;
     let goals = goal_facts(plan, board.load_goals(&layout.run)?);
     // Read once: a long run's log holds tens of thousands of events.
-    let events = read_events(&board.events_path(&layout.run))?;
+    let events: Vec<Logged> = read_events(&board.events_path(&layout.run))?;
     let parked = parked_tasks(&events, &records);
     let halted = (ending == Ending::Halted)
         .then(|| {
-            events
-                .iter()
-                .rev()
-                .find(|e| e["kind"] == "integration_moved")
-                .and_then(|e| e["detail"]["reason"].as_str())
+            events.iter().rev().find_map(|e| match &e.event {
+                RunEvent::IntegrationMoved(m) => Some(m.reason.as_str()),
+                _ => None,
+            })
         })
         .flatten();
     let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
@@ -397,10 +397,10 @@ fn execute(
         if how == Land::Auto && tip != layout.base {
             board.event(
                 &layout.run,
-                &Event::run(
-                    "landing",
-                    json!({ "from": layout.base.as_str(), "to": tip.as_str() }),
-                ),
+                &Event::run(RunEvent::Landing {
+                    from: layout.base.to_string(),
+                    to: tip.to_string(),
+                }),
             )?;
         }
         land(repo, layout, &tip, how, parked.is_empty())?
@@ -413,10 +413,11 @@ fn execute(
         &layout.run,
         status,
         Some(i32::from(code)),
-        &Event::run(
-            "run_ended",
-            json!({ "status": status.as_str(), "exit_code": code, "landing": landing }),
-        ),
+        &Event::run(RunEvent::RunEnded {
+            status: status.as_str().to_owned(),
+            exit_code: code,
+            landing: landing.clone(),
+        }),
     )?;
     let run = board
         .load_run(&layout.run)?
@@ -485,30 +486,21 @@ fn execute(
 }
 
 /// Parked tasks with their branches and conflicting paths, from the event log of the board.
-fn parked_tasks(events: &[serde_json::Value], records: &[TaskRecord]) -> Vec<Parked> {
+fn parked_tasks(events: &[Logged], records: &[TaskRecord]) -> Vec<Parked> {
     records
         .iter()
         .filter(|t| t.status == TaskStatus::Parked)
         .map(|t| {
-            let detail = events
-                .iter()
-                .rev()
-                .find(|e| e["kind"] == "parked" && e["task"] == t.id.as_str())
-                .map(|e| e["detail"].clone())
-                .unwrap_or_default();
+            let parking = events.iter().rev().find_map(|e| match &e.event {
+                RunEvent::Parked(p) if e.task.as_deref() == Some(t.id.as_str()) => Some(p),
+                _ => None,
+            });
             Parked {
                 task: t.id.clone(),
-                branch: detail["branch"].as_str().unwrap_or_default().to_owned(),
-                paths: detail["paths"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|p| p.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                resolver: detail["resolver"].as_str().map(str::to_owned),
-                reason: detail["reason"].as_str().map(str::to_owned),
+                branch: parking.map(|p| p.branch.clone()).unwrap_or_default(),
+                paths: parking.map(|p| p.paths.clone()).unwrap_or_default(),
+                resolver: parking.and_then(|p| p.resolver.clone()),
+                reason: parking.and_then(|p| p.reason.clone()),
             }
         })
         .collect()
@@ -530,77 +522,63 @@ fn goal_facts(plan: &Plan, records: Vec<GoalRecord>) -> Vec<GoalFacts> {
 }
 
 /// What the event log says about the goals as a whole, one line each.
-fn goal_notes(events: &[serde_json::Value]) -> Vec<String> {
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+fn goal_notes(events: &[Logged]) -> Vec<String> {
     events
         .iter()
-        .filter_map(|e| {
-            let d = &e["detail"];
-            match e["kind"].as_str()? {
-                "goal_needs_failed" => Some(format!(
-                    "The dependency pass failed ({}), so goals {} ran as independent.",
-                    text(&d["error"]),
-                    d["goals"]
-                        .as_array()
-                        .map(|a| a.iter().map(text).collect::<Vec<_>>().join(", "))
-                        .unwrap_or_default()
-                )),
-                "goal_need_dropped" => Some(format!(
-                    "Dropped the inferred dependency of goal {} on goal {} ({}): {}.",
-                    text(&d["goal"]),
-                    text(&d["needs"]),
-                    text(&d["reason"]),
-                    text(&d["why"])
-                )),
-                "deadlock" => Some(format!(
-                    "Deadlock: nothing was running and nothing could become ready; stuck: {}.",
-                    d["stuck"]
-                        .as_array()
-                        .map(|a| a.iter().map(text).collect::<Vec<_>>().join("; "))
-                        .unwrap_or_default()
-                )),
-                _ => None,
+        .filter_map(|e| match &e.event {
+            RunEvent::GoalNeedsFailed { goals, error } => Some(format!(
+                "The dependency pass failed ({error}), so goals {} ran as independent.",
+                goals.join(", ")
+            )),
+            RunEvent::GoalNeedDropped {
+                goal,
+                needs,
+                reason,
+                why,
+            } => Some(format!(
+                "Dropped the inferred dependency of goal {goal} on goal {needs} ({reason}): {why}."
+            )),
+            RunEvent::Deadlock { stuck } => Some(format!(
+                "Deadlock: nothing was running and nothing could become ready; stuck: {}.",
+                stuck.join("; ")
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The merges in order: (task, merge commit).
+fn merges(events: &[Logged]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            RunEvent::Merged { after, .. } => {
+                Some((e.task.clone().unwrap_or_default(), after.clone()))
             }
+            _ => None,
         })
         .collect()
 }
 
-fn merges(events: &[serde_json::Value]) -> Vec<(String, String)> {
+/// The repairs made to a plan: (kind, message).
+fn repairs(events: &[Logged]) -> Vec<(String, String)> {
     events
         .iter()
-        .filter(|e| e["kind"] == "merged")
-        .map(|e| {
-            (
-                e["task"].as_str().unwrap_or_default().to_owned(),
-                e["detail"]["after"].as_str().unwrap_or_default().to_owned(),
-            )
+        .filter_map(|e| match &e.event {
+            RunEvent::PlanRepair { kind, message, .. } => Some((kind.clone(), message.clone())),
+            _ => None,
         })
         .collect()
 }
 
-pub(super) fn repairs(events: &[serde_json::Value]) -> Vec<(String, String)> {
-    events
-        .iter()
-        .filter(|e| e["kind"] == "plan_repair")
-        .map(|e| {
-            (
-                e["detail"]["kind"].as_str().unwrap_or_default().to_owned(),
-                e["detail"]["message"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            )
-        })
-        .collect()
-}
-
-pub(super) fn read_events(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+/// The lines of a run's event log, as `T`; a line cut short by a kill (or of a kind this swarm
+/// does not know) is skipped, not fatal.
+pub(super) fn read_events<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| format!("could not read {}", path.display())),
     };
-    // A line cut short by a kill is skipped, not fatal.
     Ok(text
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

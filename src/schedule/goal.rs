@@ -10,12 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::{Message, Scheduler, Slot, State};
 use crate::planner::needs::{self, Edge, GoalText, Inferred};
 use crate::planner::{self, Planned};
-use crate::store::{Event, GoalRecord, GoalStatus, Need};
+use crate::store::{Event, GoalRecord, GoalStatus, Need, RunEvent};
 
 /// How often a run draining the queue looks for goals added since it started.
 pub const QUEUE_POLL: Duration = Duration::from_secs(1);
@@ -216,10 +214,10 @@ impl Scheduler<'_> {
                 &g.id,
                 status,
                 reason,
-                &Event::run(
-                    "goal_ended",
-                    json!({ "goal": g.id, "status": status.as_str() }),
-                ),
+                &Event::run(RunEvent::GoalEnded {
+                    goal: g.id.clone(),
+                    status: status.as_str().to_owned(),
+                }),
             )?;
             let verb = match status {
                 GoalStatus::Done => "Done",
@@ -265,7 +263,10 @@ impl Scheduler<'_> {
                 &g.id,
                 GoalStatus::Skipped,
                 Some(reason),
-                &Event::run("goal_skipped", json!({ "goal": g.id, "reason": reason })),
+                &Event::run(RunEvent::GoalSkipped {
+                    goal: g.id.clone(),
+                    reason: reason.clone(),
+                }),
             )?;
             self.ui
                 .note("Skipped", &format!("goal {} ({reason})", g.id));
@@ -477,28 +478,28 @@ impl Scheduler<'_> {
                     .edges
                     .iter()
                     .map(|e| {
-                        Event::run(
-                            "goal_needs",
-                            json!({ "goal": e.goal, "needs": e.needs, "reason": e.reason }),
-                        )
+                        Event::run(RunEvent::GoalNeeds {
+                            goal: e.goal.clone(),
+                            needs: e.needs.clone(),
+                            reason: e.reason.clone(),
+                        })
                     })
                     .collect();
                 events.extend(inferred.dropped.iter().map(|(e, why)| {
-                    Event::run(
-                        "goal_need_dropped",
-                        json!({ "goal": e.goal, "needs": e.needs, "reason": e.reason, "why": why }),
-                    )
+                    Event::run(RunEvent::GoalNeedDropped {
+                        goal: e.goal.clone(),
+                        needs: e.needs.clone(),
+                        reason: e.reason.clone(),
+                        why: why.clone(),
+                    })
                 }));
-                events.push(Event::run(
-                    "goals_inferred",
-                    json!({
-                        "goals": rows.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
-                        "edges": inferred.edges.len(),
-                        "dropped": inferred.dropped.len(),
-                        "requests": inferred.requests,
-                        "tokens": inferred.usage.total_tokens,
-                    }),
-                ));
+                events.push(Event::run(RunEvent::GoalsInferred {
+                    goals: rows.iter().map(|(id, _)| id.clone()).collect(),
+                    edges: inferred.edges.len(),
+                    dropped: inferred.dropped.len(),
+                    requests: inferred.requests,
+                    tokens: inferred.usage.total_tokens,
+                }));
                 self.board.set_goal_needs(&run, &rows, &events)?;
                 for e in &inferred.edges {
                     self.ui.note(
@@ -524,13 +525,10 @@ impl Scheduler<'_> {
                     .iter()
                     .map(|&gi| (goals.list[gi].id.clone(), Vec::new()))
                     .collect();
-                let event = Event::run(
-                    "goal_needs_failed",
-                    json!({
-                        "goals": rows.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
-                        "error": error,
-                    }),
-                );
+                let event = Event::run(RunEvent::GoalNeedsFailed {
+                    goals: rows.iter().map(|(id, _)| id.clone()).collect(),
+                    error: error.clone(),
+                });
                 self.board.set_goal_needs(&run, &rows, &[event])?;
                 self.ui.note(
                     "Independent",
@@ -577,10 +575,10 @@ impl Scheduler<'_> {
                     &id,
                     GoalStatus::Failed,
                     Some(&reason),
-                    &Event::run(
-                        "goal_planning_failed",
-                        json!({ "goal": id, "error": reason }),
-                    ),
+                    &Event::run(RunEvent::GoalPlanningFailed {
+                        goal: id.clone(),
+                        error: reason.clone(),
+                    }),
                 )?;
                 self.ui.note("Failed", &format!("goal {id} ({reason})"));
                 return Ok(());
@@ -589,10 +587,11 @@ impl Scheduler<'_> {
         for r in &p.repairs {
             self.board.event(
                 &run,
-                &Event::run(
-                    "plan_repair",
-                    json!({ "goal": id, "kind": r.kind, "message": r.message }),
-                ),
+                &Event::run(RunEvent::PlanRepair {
+                    goal: Some(id.clone()),
+                    kind: r.kind.to_owned(),
+                    message: r.message.clone(),
+                }),
             )?;
         }
         self.board.add_tasks(&run, &specs)?;
@@ -601,16 +600,13 @@ impl Scheduler<'_> {
             &id,
             GoalStatus::Planned,
             None,
-            &Event::run(
-                "goal_planned",
-                json!({
-                    "goal": id,
-                    "tasks": specs.len(),
-                    "requests": p.requests,
-                    "tokens": p.usage.total_tokens,
-                    "repairs": p.repairs.len(),
-                }),
-            ),
+            &Event::run(RunEvent::GoalPlanned {
+                goal: id.clone(),
+                tasks: specs.len(),
+                requests: p.requests,
+                tokens: p.usage.total_tokens,
+                repairs: p.repairs.len(),
+            }),
         )?;
         std::fs::write(self.layout.run_dir.join("plan.jsonl"), self.plan.to_jsonl())?;
         let goals = self.goals.as_mut().expect("called with goals");
@@ -687,7 +683,10 @@ impl Scheduler<'_> {
                 &g.id,
                 GoalStatus::Skipped,
                 Some(&reason),
-                &Event::run("goal_stuck", json!({ "goal": g.id, "reason": reason })),
+                &Event::run(RunEvent::GoalStuck {
+                    goal: g.id.clone(),
+                    reason: reason.clone(),
+                }),
             )?;
             lines.push(format!("goal {}: {why}", g.id));
         }

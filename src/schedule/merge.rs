@@ -15,7 +15,7 @@ use crate::agent::tools::Access;
 use crate::agent::{self, Agent, Invocation};
 use crate::git::{CommitId, Merge};
 use crate::plan::Mode;
-use crate::store::{Event, TaskStatus, TaskUpdate};
+use crate::store::{Event, Moved, Parking, RunEvent, TaskStatus, TaskUpdate};
 
 /// Why a writer is parked.
 enum Hold {
@@ -68,10 +68,10 @@ impl Scheduler<'_> {
         self.board.set_tip(
             &self.layout.run,
             f.as_str(),
-            &Event::run(
-                "tip_recovered",
-                json!({ "before": self.tip.as_str(), "after": f.as_str() }),
-            ),
+            &Event::run(RunEvent::TipRecovered {
+                before: self.tip.to_string(),
+                after: f.to_string(),
+            }),
         )?;
         self.tip = f;
         Ok(())
@@ -103,7 +103,12 @@ impl Scheduler<'_> {
                         status: Some(TaskStatus::Done),
                         ..TaskUpdate::default()
                     },
-                    &Event::task("merge_recovered", id, json!({ "commit": commit.as_str() })),
+                    &Event::task(
+                        id,
+                        RunEvent::MergeRecovered {
+                            commit: commit.to_string(),
+                        },
+                    ),
                 )?;
                 self.slots[i].state = State::Done;
                 self.ui
@@ -163,14 +168,13 @@ impl Scheduler<'_> {
                     },
                     after.as_str(),
                     &Event::task(
-                        "merged",
                         id,
-                        json!({
-                            "commit": commit.as_str(),
-                            "before": before.as_str(),
-                            "after": after.as_str(),
-                            "ms": started.elapsed().as_secs_f64() * 1000.0,
-                        }),
+                        RunEvent::Merged {
+                            commit: commit.to_string(),
+                            before: before.to_string(),
+                            after: after.to_string(),
+                            ms: started.elapsed().as_secs_f64() * 1000.0,
+                        },
                     ),
                 )?;
                 self.tip = after;
@@ -187,7 +191,12 @@ impl Scheduler<'_> {
                 {
                     self.board.event(
                         &run,
-                        &Event::task("resolving", id, json!({ "paths": paths })),
+                        &Event::task(
+                            id,
+                            RunEvent::Resolving {
+                                paths: paths.clone(),
+                            },
+                        ),
                     )?;
                     self.ui.note(
                         "Resolving",
@@ -280,19 +289,20 @@ impl Scheduler<'_> {
             self.tip.short(),
             self.layout.run
         );
-        let detail = json!({
-            "integration": integration,
-            "found": found.map(CommitId::as_str),
-            "backup": backup,
-            "tip": self.tip.as_str(),
-            "reason": why,
-        });
+        let moved = Moved {
+            integration,
+            found: found.map(CommitId::to_string),
+            backup,
+            tip: self.tip.to_string(),
+            reason: why.clone(),
+        };
+        let info = serde_json::to_value(&moved)?;
         self.board.event(
             &self.layout.run,
-            &Event::run("integration_moved", detail.clone()),
+            &Event::run(RunEvent::IntegrationMoved(moved)),
         )?;
         self.ui.note("Halted", &why);
-        self.escalate(None, &detail)?;
+        self.escalate(None, info)?;
         self.halted = Some(why);
         Ok(())
     }
@@ -307,27 +317,33 @@ impl Scheduler<'_> {
             .commit
             .clone()
             .unwrap_or_else(|| CommitId::new(""));
-        let mut detail = json!({
-            "branch": branch,
-            "commit": original.as_str(),
-            "integration": self.layout.integration_ref.trim_start_matches("refs/heads/"),
-        });
+        let mut parking = Parking {
+            branch,
+            commit: original.to_string(),
+            integration: self
+                .layout
+                .integration_ref
+                .trim_start_matches("refs/heads/")
+                .to_owned(),
+            paths: Vec::new(),
+            resolver: None,
+            reason: None,
+        };
         let (error, line) = match hold {
             Hold::Conflict { paths, resolver } => {
-                detail["paths"] = json!(paths);
-                if let Some(why) = resolver {
-                    detail["resolver"] = why.as_str().into();
-                }
+                parking.paths.clone_from(paths);
+                parking.resolver.clone_from(resolver);
                 let error = format!("merge conflict in {}", paths.join(", "));
                 let line = format!("{id}: conflict in {}", paths.join(", "));
                 (error, line)
             }
             Hold::Review { why, paths } => {
-                detail["paths"] = json!(paths);
-                detail["reason"] = why.as_str().into();
+                parking.paths.clone_from(paths);
+                parking.reason = Some(why.clone());
                 (why.clone(), format!("{id}: {why}"))
             }
         };
+        let info = serde_json::to_value(&parking)?;
         self.board.update_task(
             &run,
             id,
@@ -336,11 +352,11 @@ impl Scheduler<'_> {
                 error: Some(Some(&error)),
                 ..TaskUpdate::default()
             },
-            &Event::task("parked", id, detail.clone()),
+            &Event::task(id, RunEvent::Parked(parking)),
         )?;
         self.slots[i].state = State::Parked;
         self.ui.note("Parked", &line);
-        self.escalate(Some(id), &detail)?;
+        self.escalate(Some(id), info)?;
         self.skip_dependents_of(i)
     }
 
@@ -417,9 +433,11 @@ impl Scheduler<'_> {
         self.board.event(
             run,
             &Event::task(
-                "resolver_started",
                 id,
-                json!({ "path": path.display().to_string(), "tip": tip.as_str() }),
+                RunEvent::ResolverStarted {
+                    path: path.display().to_string(),
+                    tip: tip.to_string(),
+                },
             ),
         )?;
         let job = Job {
@@ -500,9 +518,11 @@ impl Scheduler<'_> {
                         ..TaskUpdate::default()
                     },
                     &Event::task(
-                        "resolved",
                         &id,
-                        json!({ "commit": resolved.as_str(), "paths": paths }),
+                        RunEvent::Resolved {
+                            commit: resolved.to_string(),
+                            paths,
+                        },
                     ),
                 )?;
                 self.slots[i].commit = Some(resolved);
@@ -534,8 +554,7 @@ impl Scheduler<'_> {
 
     /// Tells a human, once: the event, and the `--on-escalate` hook. `task` is `None` for a
     /// problem of the run as a whole.
-    fn escalate(&mut self, task: Option<&str>, detail: &serde_json::Value) -> anyhow::Result<()> {
-        let mut info = detail.clone();
+    fn escalate(&mut self, task: Option<&str>, mut info: serde_json::Value) -> anyhow::Result<()> {
         info["run"] = self.layout.run.clone().into();
         info["task"] = task.into();
         let hook = match &self.settings.on_escalate {
@@ -550,10 +569,10 @@ impl Scheduler<'_> {
             }
             None => serde_json::Value::Null,
         };
-        let detail = json!({ "hook": hook });
+        let escalated = RunEvent::Escalated { hook };
         let event = match task {
-            Some(id) => Event::task("escalated", id, detail),
-            None => Event::run("escalated", detail),
+            Some(id) => Event::task(id, escalated),
+            None => Event::run(escalated),
         };
         self.board.event(&self.layout.run, &event)
     }

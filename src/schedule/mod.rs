@@ -9,12 +9,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use serde_json::json;
 
 use crate::agent::{Agent, Watchdog};
 use crate::git::{CommitId, Repo};
 use crate::plan::{Mode, Plan};
-use crate::store::{AttemptEnd, Board, Event, TaskRecord, TaskStatus, TaskUpdate, now_ms};
+use crate::store::{
+    AttemptEnd, Board, Event, RunEvent, TaskRecord, TaskStatus, TaskUpdate, now_ms,
+};
 use crate::ui::Ui;
 
 mod goal;
@@ -521,16 +522,14 @@ impl<'a> Scheduler<'a> {
                 Ok(Message::Done(report)) => self.finish(report)?,
                 Ok(Message::Notice { task, notice }) => {
                     let id = self.plan.tasks[task].id.as_str();
-                    let (kind, detail) = notice_event(&notice);
                     self.board
-                        .event(&self.layout.run, &Event::task(kind, id, detail))?;
+                        .event(&self.layout.run, &Event::task(id, notice_event(&notice)))?;
                 }
                 Ok(Message::Needs { goals, result }) => self.needs_inferred(&goals, result)?,
                 Ok(Message::Planned { goal, result }) => self.goal_planned(goal, result)?,
                 Ok(Message::GoalNotice { notice }) => {
-                    let (kind, detail) = notice_event(&notice);
                     self.board
-                        .event(&self.layout.run, &Event::run(kind, detail))?;
+                        .event(&self.layout.run, &Event::run(notice_event(&notice)))?;
                 }
                 Ok(Message::Signal) => {
                     // Also when the run was already winding down (a spent budget, a long usage
@@ -571,7 +570,9 @@ impl<'a> Scheduler<'a> {
                 }
             }
             self.board
-                .mark_tasks(&self.layout.run, &marks, "task_interrupted")?;
+                .mark_tasks(&self.layout.run, &marks, |_| RunEvent::TaskInterrupted {
+                    attempt: None,
+                })?;
             return Ok(if self.signalled {
                 Ending::Interrupted
             } else if self.halted.is_some() {
@@ -592,7 +593,9 @@ impl<'a> Scheduler<'a> {
         if !stuck.is_empty() {
             self.board.event(
                 &self.layout.run,
-                &Event::run("deadlock", json!({ "stuck": stuck })),
+                &Event::run(RunEvent::Deadlock {
+                    stuck: stuck.clone(),
+                }),
             )?;
             for line in &stuck {
                 self.ui.note("Deadlock", line);
@@ -617,10 +620,11 @@ impl<'a> Scheduler<'a> {
         }
         self.board.event(
             &self.layout.run,
-            &Event::run(
-                "budget_spent",
-                json!({ "budget": budget, "used": self.tokens_used, "running": self.running }),
-            ),
+            &Event::run(RunEvent::BudgetSpent {
+                budget,
+                used: self.tokens_used,
+                running: self.running,
+            }),
         )?;
         self.ui.note(
             "Stopping",
@@ -670,7 +674,9 @@ impl<'a> Scheduler<'a> {
             })
             .collect();
         self.board
-            .mark_tasks(&self.layout.run, &changes, "task_skipped")
+            .mark_tasks(&self.layout.run, &changes, |reason| RunEvent::TaskSkipped {
+                reason,
+            })
     }
 
     /// Counts unfinished deps, skips what can never run, queues what is ready.
@@ -757,9 +763,12 @@ impl<'a> Scheduler<'a> {
                 ..TaskUpdate::default()
             },
             &[Event::task(
-                "usage_limit",
                 id,
-                json!({ "message": limit.message, "wait_ms": wait.as_millis() as u64, "stops_run": too_long }),
+                RunEvent::UsageLimit {
+                    message: limit.message.clone(),
+                    wait_ms: wait.as_millis() as u64,
+                    stops_run: too_long,
+                },
             )],
         )?;
         let text = format!(
@@ -820,18 +829,21 @@ impl<'a> Scheduler<'a> {
                     TaskStatus::Done
                 };
                 let mut events = vec![Event::task(
-                    "task_succeeded",
                     id,
-                    json!({ "attempt": report.attempt, "elapsed_ms": elapsed_ms }),
+                    RunEvent::TaskSucceeded {
+                        attempt: report.attempt,
+                        elapsed_ms,
+                    },
                 )];
                 if let Some(c) = &commit {
                     events.push(Event::task(
-                        "committed",
                         id,
-                        json!({ "commit": c.as_str() }),
+                        RunEvent::Committed {
+                            commit: c.to_string(),
+                        },
                     ));
                 } else if task.mode == Mode::Write {
-                    events.push(Event::task("no_changes", id, serde_json::Value::Null));
+                    events.push(Event::task(id, RunEvent::NoChanges));
                 }
                 self.board.finish_attempt(
                     &run,
@@ -896,9 +908,10 @@ impl<'a> Scheduler<'a> {
                         ..TaskUpdate::default()
                     },
                     &[Event::task(
-                        "task_interrupted",
                         id,
-                        json!({ "attempt": report.attempt }),
+                        RunEvent::TaskInterrupted {
+                            attempt: Some(report.attempt),
+                        },
                     )],
                 )?;
                 self.slots[i].state = State::Interrupted;
@@ -936,9 +949,12 @@ impl<'a> Scheduler<'a> {
                         ..TaskUpdate::default()
                     },
                     &[Event::task(
-                        "task_failed",
                         id,
-                        json!({ "attempt": report.attempt, "error": why, "retry": retry }),
+                        RunEvent::TaskFailed {
+                            attempt: report.attempt,
+                            error: why.clone(),
+                            retry,
+                        },
                     )],
                 )?;
                 if retry {
@@ -1040,23 +1056,25 @@ impl<'a> Scheduler<'a> {
     }
 }
 
-/// A model client's notice as an event: its kind and detail.
-pub fn notice_event(notice: &crate::llm::Notice) -> (&'static str, serde_json::Value) {
+/// A model client's notice as an event.
+pub fn notice_event(notice: &crate::llm::Notice) -> RunEvent {
     use crate::llm::Notice;
     match notice {
         Notice::Throttled {
             status,
             wait,
             attempt,
-        } => (
-            "llm_throttled",
-            json!({ "status": status, "wait_ms": wait.as_millis() as u64, "attempt": attempt }),
-        ),
-        Notice::Retrying { why, wait, attempt } => (
-            "llm_retrying",
-            json!({ "why": why, "wait_ms": wait.as_millis() as u64, "attempt": attempt }),
-        ),
-        Notice::Concurrency { limit } => ("llm_concurrency", json!({ "limit": limit })),
+        } => RunEvent::LlmThrottled {
+            status: *status,
+            wait_ms: wait.as_millis() as u64,
+            attempt: *attempt,
+        },
+        Notice::Retrying { why, wait, attempt } => RunEvent::LlmRetrying {
+            why: why.clone(),
+            wait_ms: wait.as_millis() as u64,
+            attempt: *attempt,
+        },
+        Notice::Concurrency { limit } => RunEvent::LlmConcurrency { limit: *limit },
     }
 }
 

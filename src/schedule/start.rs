@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use serde_json::json;
 
 use super::job::{Job, JobKind, Workers};
 use super::prompt::compose_prompt;
@@ -15,7 +14,7 @@ use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
 use crate::git::{self, CommitId, Head};
 use crate::plan::{Action, Mode};
-use crate::store::{Event, TaskUpdate};
+use crate::store::{Event, RunEvent, TaskUpdate};
 
 /// The deps directory of `run` tasks without deps: no task id can have this name.
 pub(super) const NO_DEPS_DIR: &str = "(none)";
@@ -172,9 +171,11 @@ impl Scheduler<'_> {
             attempt,
             &transcript.display().to_string(),
             &Event::task(
-                "task_started",
                 id,
-                json!({ "attempt": attempt, "cwd": cwd.display().to_string() }),
+                RunEvent::TaskStarted {
+                    attempt,
+                    cwd: cwd.display().to_string(),
+                },
             ),
         )?;
         if let JobKind::Writer { start, reuse, .. } = &job_kind {
@@ -187,13 +188,12 @@ impl Scheduler<'_> {
                     ..TaskUpdate::default()
                 },
                 &Event::task(
-                    "worktree",
                     id,
-                    json!({
-                        "path": cwd.display().to_string(),
-                        "start": start.as_str(),
-                        "reuses": reuse.as_ref().map(|p| p.display().to_string()),
-                    }),
+                    RunEvent::Worktree {
+                        path: cwd.display().to_string(),
+                        start: start.to_string(),
+                        reuses: reuse.as_ref().map(|p| p.display().to_string()),
+                    },
                 ),
             )?;
             self.writers_running += 1;

@@ -11,6 +11,10 @@ use rusqlite::{Connection, OptionalExtension as _, Transaction, TransactionBehav
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod event;
+
+pub use event::{Logged, Moved, Parking, RunEvent};
+
 /// Schema migrations, append-only: migration `i` takes the board from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     r"
@@ -302,29 +306,23 @@ pub enum QueueRemoval {
     },
 }
 
-/// Something that happened, as written to the board and to `events.jsonl`.
-#[derive(Debug, Clone, Serialize)]
+/// Something that happened, to a task or to the run, as written to the board and to
+/// `events.jsonl`.
+#[derive(Debug, Clone)]
 pub struct Event<'a> {
-    pub kind: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<&'a str>,
-    pub detail: Value,
+    pub what: RunEvent,
 }
 
 impl<'a> Event<'a> {
-    pub fn run(kind: &'a str, detail: Value) -> Self {
-        Self {
-            kind,
-            task: None,
-            detail,
-        }
+    pub fn run(what: RunEvent) -> Self {
+        Self { task: None, what }
     }
 
-    pub fn task(kind: &'a str, task: &'a str, detail: Value) -> Self {
+    pub fn task(task: &'a str, what: RunEvent) -> Self {
         Self {
-            kind,
             task: Some(task),
-            detail,
+            what,
         }
     }
 }
@@ -433,10 +431,10 @@ impl Board {
         let lines = vec![append_event(
             &tx,
             &run.id,
-            &Event::run(
-                "run_started",
-                serde_json::json!({"tasks": tasks.len(), "base": run.base_commit}),
-            ),
+            &Event::run(RunEvent::RunStarted {
+                tasks: tasks.len(),
+                base: run.base_commit.clone(),
+            }),
         )?];
         tx.commit()?;
         self.write_log(&run.id, &lines)
@@ -462,7 +460,7 @@ impl Board {
         let line = append_event(
             &tx,
             run,
-            &Event::run("plan_ready", serde_json::json!({ "tasks": tasks.len() })),
+            &Event::run(RunEvent::PlanReady { tasks: tasks.len() }),
         )?;
         tx.commit()?;
         self.write_log(run, &[line])
@@ -592,7 +590,7 @@ impl Board {
         &mut self,
         run: &str,
         changes: &[(&str, TaskStatus, Option<&str>)],
-        kind: &str,
+        event: fn(Option<String>) -> RunEvent,
     ) -> anyhow::Result<()> {
         if changes.is_empty() {
             return Ok(());
@@ -610,8 +608,8 @@ impl Board {
                     ..TaskUpdate::default()
                 },
             )?;
-            let detail = why.map_or(Value::Null, |w| serde_json::json!({ "reason": w }));
-            lines.push(append_event(&tx, run, &Event::task(kind, task, detail))?);
+            let what = event(why.map(str::to_owned));
+            lines.push(append_event(&tx, run, &Event::task(task, what))?);
         }
         tx.commit()?;
         self.write_log(run, &lines)
@@ -1122,8 +1120,11 @@ fn insert_goals(
             g.reason,
             g.queue_id
         ])?;
-        let detail = serde_json::json!({ "goal": g.id, "text": g.text });
-        lines.push(append_event(tx, run, &Event::run("goal_added", detail))?);
+        let added = RunEvent::GoalAdded {
+            goal: g.id.clone(),
+            text: g.text.clone(),
+        };
+        lines.push(append_event(tx, run, &Event::run(added))?);
     }
     Ok(lines)
 }
@@ -1134,17 +1135,18 @@ fn append_event(tx: &Transaction<'_>, run: &str, e: &Event<'_>) -> anyhow::Resul
     let seq: i64 = tx
         .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1")?
         .query_row([run], |r| r.get(0))?;
-    let detail = crate::secret::redact(&e.detail.to_string()).into_owned();
+    let (kind, value) = e.what.kind_and_detail();
+    let detail = crate::secret::redact(&value.to_string()).into_owned();
     tx.prepare_cached(
         "INSERT INTO events (run_id, seq, at, kind, task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![run, seq, at, e.kind, e.task, detail])?;
-    let mut line = serde_json::json!({ "seq": seq, "at": at, "kind": e.kind });
+    .execute(params![run, seq, at, kind, e.task, detail])?;
+    let mut line = serde_json::json!({ "seq": seq, "at": at, "kind": kind });
     if let Some(t) = e.task {
         line["task"] = t.into();
     }
-    if !e.detail.is_null() {
-        line["detail"] = serde_json::from_str(&detail).unwrap_or_else(|_| e.detail.clone());
+    if !value.is_null() {
+        line["detail"] = serde_json::from_str(&detail).unwrap_or(value);
     }
     Ok(line.to_string())
 }
@@ -1316,14 +1318,20 @@ mod tests {
                     ("g1".to_owned(), Vec::new()),
                     ("g2".to_owned(), vec![need("g3")]),
                 ],
-                &[Event::run("needs_ready", Value::Null)],
+                &[Event::run(RunEvent::GoalsInferred {
+                    goals: vec!["g1".into(), "g2".into()],
+                    edges: 1,
+                    dropped: 0,
+                    requests: 1,
+                    tokens: 0,
+                })],
             )
             .unwrap();
 
         let goals = board.load_goals("r1").unwrap();
         assert_eq!(goals[0].needs, Some(Vec::new()));
         assert_eq!(goals[1].needs, Some(vec![need("g3")]));
-        assert_eq!(event_kinds(&board, "r1").last().unwrap(), "needs_ready");
+        assert_eq!(event_kinds(&board, "r1").last().unwrap(), "goals_inferred");
         assert!(
             board
                 .set_goal_needs("r1", &[("g9".to_owned(), Vec::new())], &[])
@@ -1336,7 +1344,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut board = board_with_run(dir.path(), "r1");
         board.add_goals("r1", &[goal("g1", None)]).unwrap();
-        let parked = Event::run("goal_parked", serde_json::json!({ "goal": "g1" }));
+        let parked = Event::run(RunEvent::GoalEnded {
+            goal: "g1".into(),
+            status: "parked".into(),
+        });
         board
             .set_goal_status("r1", "g1", GoalStatus::Parked, Some("conflict"), &parked)
             .unwrap();
@@ -1345,7 +1356,7 @@ mod tests {
             (g.status, g.reason.as_deref()),
             (GoalStatus::Parked, Some("conflict"))
         );
-        assert_eq!(event_kinds(&board, "r1").last().unwrap(), "goal_parked");
+        assert_eq!(event_kinds(&board, "r1").last().unwrap(), "goal_ended");
 
         board
             .set_goal_status("r1", "g1", GoalStatus::Planned, None, &parked)
@@ -1405,7 +1416,11 @@ mod tests {
         let mut board = board_with_run(dir.path(), "old");
         board.queue_add("finished work").unwrap();
         board.take_queue("old").unwrap();
-        let end = Event::run("run_finished", Value::Null);
+        let end = Event::run(RunEvent::RunEnded {
+            status: "finished".into(),
+            exit_code: 0,
+            landing: None,
+        });
         board
             .set_run_status("old", RunStatus::Finished, Some(0), &end)
             .unwrap();
@@ -1413,7 +1428,13 @@ mod tests {
         create_run(&mut board, "new");
         let running = board.queue_add("running work").unwrap();
         board.take_queue("new").unwrap();
-        let planned = Event::run("goal_planned", Value::Null);
+        let planned = Event::run(RunEvent::GoalPlanned {
+            goal: "g1".into(),
+            tasks: 1,
+            requests: 1,
+            tokens: 0,
+            repairs: 0,
+        });
         board
             .set_goal_status("new", "g1", GoalStatus::Planned, None, &planned)
             .unwrap();

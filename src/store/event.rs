@@ -1,0 +1,285 @@
+//! What happens in a run, as one typed enum: the board and `events.jsonl` record each as its
+//! `kind` (the variant's name) and `detail` (its fields), and everything that reads the log
+//! (`status`, `logs`, the report) reads it back as this enum. No kind is ever a string in code.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One thing that happened. Its name is the log's `kind`, its fields the log's `detail`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum RunEvent {
+    RunStarted {
+        tasks: usize,
+        base: String,
+    },
+    PlanReady {
+        tasks: usize,
+    },
+    RunResumed {
+        pid: u32,
+    },
+    /// A run stopped while planning: there is nothing to resume.
+    RunAbandoned {
+        reason: String,
+    },
+    RunEnded {
+        status: String,
+        exit_code: u8,
+        landing: Option<String>,
+    },
+    /// A goal was planned (a single-goal run).
+    Planned {
+        tasks: usize,
+        requests: u32,
+        tokens: u64,
+        repairs: usize,
+    },
+    PlanningFailed {
+        error: String,
+    },
+    PlanOnly,
+    PlanRepair {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal: Option<String>,
+        kind: String,
+        message: String,
+    },
+    TaskStarted {
+        attempt: u32,
+        cwd: String,
+    },
+    /// A writer's checkout.
+    Worktree {
+        path: String,
+        start: String,
+        reuses: Option<String>,
+    },
+    TaskSucceeded {
+        attempt: u32,
+        elapsed_ms: i64,
+    },
+    Committed {
+        commit: String,
+    },
+    NoChanges,
+    TaskFailed {
+        attempt: u32,
+        error: String,
+        retry: bool,
+    },
+    TaskInterrupted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+    },
+    TaskSkipped {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    UsageLimit {
+        message: String,
+        wait_ms: u64,
+        stops_run: bool,
+    },
+    Merged {
+        commit: String,
+        before: String,
+        after: String,
+        ms: f64,
+    },
+    /// A writer merged before an interruption, recognised on resume.
+    MergeRecovered {
+        commit: String,
+    },
+    Parked(Parking),
+    Escalated {
+        hook: Value,
+    },
+    Resolving {
+        paths: Vec<String>,
+    },
+    ResolverStarted {
+        path: String,
+        tip: String,
+    },
+    Resolved {
+        commit: String,
+        paths: Vec<String>,
+    },
+    /// The integration tip of a merge cut short by a kill, taken on resume.
+    TipRecovered {
+        before: String,
+        after: String,
+    },
+    IntegrationMoved(Moved),
+    BudgetSpent {
+        budget: u64,
+        used: u64,
+        running: usize,
+    },
+    Deadlock {
+        stuck: Vec<String>,
+    },
+    Landing {
+        from: String,
+        to: String,
+    },
+    LlmThrottled {
+        status: u16,
+        wait_ms: u64,
+        attempt: u32,
+    },
+    LlmRetrying {
+        why: String,
+        wait_ms: u64,
+        attempt: u32,
+    },
+    LlmConcurrency {
+        limit: usize,
+    },
+    GoalAdded {
+        goal: String,
+        text: String,
+    },
+    GoalsInferred {
+        goals: Vec<String>,
+        edges: usize,
+        dropped: usize,
+        requests: u32,
+        tokens: u64,
+    },
+    GoalNeeds {
+        goal: String,
+        needs: String,
+        reason: String,
+    },
+    GoalNeedDropped {
+        goal: String,
+        needs: String,
+        reason: String,
+        why: String,
+    },
+    GoalNeedsFailed {
+        goals: Vec<String>,
+        error: String,
+    },
+    GoalPlanned {
+        goal: String,
+        tasks: usize,
+        requests: u32,
+        tokens: u64,
+        repairs: usize,
+    },
+    GoalPlanningFailed {
+        goal: String,
+        error: String,
+    },
+    GoalSkipped {
+        goal: String,
+        reason: String,
+    },
+    GoalStuck {
+        goal: String,
+        reason: String,
+    },
+    GoalEnded {
+        goal: String,
+        status: String,
+    },
+}
+
+/// Where a parked writer's work is and why it waits for a human.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parking {
+    pub branch: String,
+    pub commit: String,
+    pub integration: String,
+    pub paths: Vec<String>,
+    /// Why the one resolver attempt failed, when one was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolver: Option<String>,
+    /// Why it is held for review rather than conflicting, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What swarm found on its integration branch when someone else had moved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moved {
+    pub integration: String,
+    pub found: Option<String>,
+    pub backup: Option<String>,
+    pub tip: String,
+    pub reason: String,
+}
+
+impl RunEvent {
+    /// Whether `swarm logs --errors` shows it.
+    pub fn is_error(&self) -> bool {
+        matches!(
+            self,
+            Self::TaskFailed { .. }
+                | Self::Parked(_)
+                | Self::Escalated { .. }
+                | Self::TaskSkipped { .. }
+                | Self::GoalSkipped { .. }
+                | Self::GoalPlanningFailed { .. }
+                | Self::GoalNeedsFailed { .. }
+                | Self::Deadlock { .. }
+                | Self::IntegrationMoved(_)
+        )
+    }
+
+    /// Its `kind` and `detail`, as the log has them (`Value::Null` for no detail).
+    pub fn kind_and_detail(&self) -> (String, Value) {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        let kind = v["kind"].as_str().unwrap_or_default().to_owned();
+        let detail = v.get_mut("detail").map(Value::take).unwrap_or_default();
+        (kind, detail)
+    }
+}
+
+/// A line of `events.jsonl`, read back.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Logged {
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(flatten)]
+    pub event: RunEvent,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_read_back_as_they_were_written() {
+        let events = [
+            RunEvent::NoChanges,
+            RunEvent::Merged {
+                commit: "c".into(),
+                before: "b".into(),
+                after: "a".into(),
+                ms: 1.5,
+            },
+            RunEvent::TaskSkipped { reason: None },
+            RunEvent::PlanRepair {
+                goal: None,
+                kind: "dropped_dep".into(),
+                message: "m".into(),
+            },
+        ];
+        for e in events {
+            let (kind, detail) = e.kind_and_detail();
+            let mut line = serde_json::json!({ "seq": 1, "at": 2, "kind": kind, "task": "t" });
+            if !detail.is_null() {
+                line["detail"] = detail;
+            }
+            let back: Logged = serde_json::from_value(line).unwrap();
+            assert_eq!(back.event, e);
+            assert_eq!(back.task.as_deref(), Some("t"));
+        }
+        let (kind, detail) = RunEvent::NoChanges.kind_and_detail();
+        assert_eq!((kind.as_str(), detail), ("no_changes", Value::Null));
+    }
+}
