@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Message, Scheduler, Slot, State};
+use super::{Message, Scheduler, Slot, State, Transition};
 use crate::planner::needs::{self, Edge, GoalText, Inferred};
 use crate::planner::{self, Planned};
 use crate::store::{Event, GoalRecord, GoalStatus, Need, RunEvent};
@@ -187,8 +187,8 @@ impl Scheduler<'_> {
             }
             // From the last task back: a goal's reducer ends last, so an unfinished goal is
             // told at once, however many of its tasks have ended.
-            let state = |&i: &usize| self.slots[i].state;
-            if !g.tasks.iter().rev().map(state).all(super::is_final) {
+            let state = |&i: &usize| self.dag.state(i);
+            if !g.tasks.iter().rev().map(state).all(State::is_final) {
                 continue;
             }
             let ends: Vec<State> = g.tasks.iter().map(state).collect();
@@ -615,7 +615,6 @@ impl Scheduler<'_> {
         for _ in added.clone() {
             self.slots.push(Slot::waiting());
         }
-        self.priority = self.plan.priorities();
         self.ui.tasks_added(added.len());
         self.ui.note(
             "Planned",
@@ -626,21 +625,7 @@ impl Scheduler<'_> {
                 p.usage.total_tokens
             ),
         );
-        for i in self.plan.topological_order() {
-            if !added.contains(&i) {
-                continue;
-            }
-            let waiting_on = self
-                .plan
-                .deps(i)
-                .iter()
-                .filter(|&&d| self.slots[d].state != State::Done)
-                .count();
-            self.slots[i].waiting_on = waiting_on;
-            if waiting_on == 0 {
-                self.make_ready(i);
-            }
-        }
+        self.transition(Transition::Added(added))?;
         Ok(())
     }
 

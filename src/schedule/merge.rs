@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::job::{Job, JobKind, Report, Verdict, Workers};
 use super::prompt::resolver_prompt;
-use super::{Checkout, Scheduler, State};
+use super::{Checkout, Scheduler, State, Transition};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{self, Agent, Invocation};
@@ -58,7 +58,8 @@ impl Scheduler<'_> {
         let waiting = |c: &CommitId| {
             self.slots
                 .iter()
-                .any(|s| s.state == State::Committed && s.commit.as_ref() == Some(c))
+                .enumerate()
+                .any(|(i, s)| self.dag.state(i) == State::Committed && s.commit.as_ref() == Some(c))
         };
         let own = parents.first() == Some(&self.tip)
             && (waiting(&f) || parents.get(1).is_some_and(waiting));
@@ -82,12 +83,12 @@ impl Scheduler<'_> {
     /// between their merge and its cleanup left behind.
     pub(super) fn recover_committed(&mut self) -> anyhow::Result<()> {
         for i in 0..self.slots.len() {
-            if self.slots[i].state == State::Done && self.plan.tasks[i].mode == Mode::Write {
+            if self.dag.state(i) == State::Done && self.plan.tasks[i].mode == Mode::Write {
                 let merged = self.slots[i].commit.is_some();
                 self.remove_writer_worktree(i, merged)?;
                 continue;
             }
-            if self.slots[i].state != State::Committed {
+            if self.dag.state(i) != State::Committed {
                 continue;
             }
             let commit = self.slots[i]
@@ -110,11 +111,10 @@ impl Scheduler<'_> {
                         },
                     ),
                 )?;
-                self.slots[i].state = State::Done;
                 self.ui
                     .note("Merged", &format!("{id} (before the interruption)"));
                 self.remove_writer_worktree(i, true)?;
-                self.release_dependents(i);
+                self.transition(Transition::Done(i))?;
             } else {
                 self.merge(i)?;
             }
@@ -178,10 +178,9 @@ impl Scheduler<'_> {
                     ),
                 )?;
                 self.tip = after;
-                self.slots[i].state = State::Done;
                 self.ui.note("Merged", id);
                 self.remove_writer_worktree(i, true)?;
-                self.release_dependents(i);
+                self.transition(Transition::Done(i))?;
                 self.drop_stale_snapshots()?;
             }
             Merge::Conflicted { paths } => {
@@ -202,7 +201,7 @@ impl Scheduler<'_> {
                         "Resolving",
                         &format!("{id}: conflict in {}", paths.join(", ")),
                     );
-                    self.slots[i].state = State::Resolving;
+                    self.dag.on(&self.plan, Transition::Resolving(i));
                     self.slots[i].conflict = paths;
                     self.to_resolve.push(i);
                 } else {
@@ -354,10 +353,9 @@ impl Scheduler<'_> {
             },
             &Event::task(id, RunEvent::Parked(parking)),
         )?;
-        self.slots[i].state = State::Parked;
         self.ui.note("Parked", &line);
         self.escalate(Some(id), info)?;
-        self.skip_dependents_of(i)
+        self.transition(Transition::Parked(i))
     }
 
     /// The agent that may resolve a task's conflict: the task's agent or the run's, if usable.
@@ -527,7 +525,7 @@ impl Scheduler<'_> {
                 )?;
                 self.slots[i].commit = Some(resolved);
                 self.slots[i].start_commit = Some(tip);
-                self.slots[i].state = State::Committed;
+                self.dag.on(&self.plan, Transition::Committed(i));
                 self.merge(i)
             }
             Verdict::Succeeded { commit: None, .. } => self.park(
@@ -546,7 +544,7 @@ impl Scheduler<'_> {
             ),
             Verdict::Interrupted | Verdict::Limited(_) => {
                 // Still committed in the board: a resume merges it again.
-                self.slots[i].state = State::Committed;
+                self.dag.on(&self.plan, Transition::Committed(i));
                 Ok(())
             }
         }

@@ -2,7 +2,7 @@
 //! (the caller's) owns the board, the terminal and the merges; attempts run on a dedicated pool
 //! and report back over a channel. Prints only through `Ui`; reaches git only through `git`.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -18,6 +18,7 @@ use crate::store::{
 };
 use crate::ui::Ui;
 
+mod dag;
 mod goal;
 mod job;
 mod merge;
@@ -25,6 +26,7 @@ mod prompt;
 mod signal;
 mod start;
 
+use dag::{Dag, Effect, State, Transition};
 use job::{Report, Verdict, Workers};
 use signal::{SignalWatch, watch_signals};
 
@@ -205,26 +207,8 @@ enum Message {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Waiting,
-    Ready,
-    Delayed(Instant),
-    Running,
-    Committed,
-    /// A conflicting writer waiting for, or running, its one resolver attempt.
-    Resolving,
-    Done,
-    Failed,
-    Skipped,
-    Parked,
-    Interrupted,
-}
-
 /// Per-task memory of the loop.
 struct Slot {
-    state: State,
-    waiting_on: usize,
     attempts: u32,
     failures: u32,
     result: Option<String>,
@@ -244,8 +228,6 @@ impl Slot {
     /// A task nothing has happened to yet.
     fn waiting() -> Self {
         Self {
-            state: State::Waiting,
-            waiting_on: 0,
             attempts: 0,
             failures: 0,
             result: None,
@@ -275,16 +257,14 @@ pub struct Scheduler<'a> {
     settings: &'a Settings,
     layout: &'a Layout,
     slots: Vec<Slot>,
-    priority: Vec<u32>,
-    ready: BinaryHeap<(u32, std::cmp::Reverse<usize>)>,
+    /// The tasks' states, readiness and priority.
+    dag: Dag,
     /// No attempt starts before this: an agent's provider said its usage limit resets then.
     paused_until: Option<Instant>,
     /// A usage limit resets later than `max_limit_wait`: the run stops (resumable).
     limit_stop: Option<String>,
     /// Conflicting writers whose resolver attempt has yet to start.
     to_resolve: Vec<usize>,
-    /// Tasks held back until a time (their state is `Delayed`).
-    delayed: Vec<usize>,
     /// Removed worktrees still being deleted in the background; joined before `run` returns.
     cleanup: Vec<std::thread::JoinHandle<()>>,
     /// Checkouts of merged writers, set aside for the next writers: updating one costs the
@@ -333,20 +313,22 @@ impl<'a> Scheduler<'a> {
                 format!("the integration branch {} is gone", layout.integration_ref)
             })?,
         };
+        let states = records
+            .iter()
+            .map(|r| match r.status {
+                TaskStatus::Done => State::Done,
+                TaskStatus::Failed => State::Failed,
+                TaskStatus::Skipped => State::Skipped,
+                TaskStatus::Parked => State::Parked,
+                TaskStatus::Committed => State::Committed,
+                TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted => {
+                    State::Waiting
+                }
+            })
+            .collect();
         let slots = records
             .iter()
             .map(|r| Slot {
-                state: match r.status {
-                    TaskStatus::Done => State::Done,
-                    TaskStatus::Failed => State::Failed,
-                    TaskStatus::Skipped => State::Skipped,
-                    TaskStatus::Parked => State::Parked,
-                    TaskStatus::Committed => State::Committed,
-                    TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted => {
-                        State::Waiting
-                    }
-                },
-                waiting_on: 0,
                 attempts: r.attempts,
                 failures: r.failures,
                 result: r.result.clone(),
@@ -366,7 +348,7 @@ impl<'a> Scheduler<'a> {
             settings,
             layout,
             slots,
-            priority: plan.priorities(),
+            dag: Dag::new(&plan, states),
             goals: goals.map(|g| goal::Goals::new(g, &plan)),
             tokens_used: records.iter().map(|r| r.tokens).sum(),
             over_budget: false,
@@ -374,9 +356,7 @@ impl<'a> Scheduler<'a> {
             halted: None,
             sender: None,
             plan: Rc::new(plan),
-            ready: BinaryHeap::new(),
             to_resolve: Vec::new(),
-            delayed: Vec::new(),
             cleanup: Vec::new(),
             set_aside: Vec::new(),
             set_aside_count: 0,
@@ -451,24 +431,14 @@ impl<'a> Scheduler<'a> {
         self.remove_stale_set_aside()?;
         self.settle_integration_ref()?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
-        self.settle_initial()?;
+        self.transition(Transition::Settle)?;
         self.recover_committed()?;
         let total = self.plan.len();
-        let finished = self.slots.iter().filter(|s| is_final(s.state)).count();
+        let finished = self.dag.states().iter().filter(|s| s.is_final()).count();
         self.ui.run_started(&self.layout.run, total, finished);
         loop {
             let now = Instant::now();
-            let due: Vec<usize> = self
-                .delayed
-                .iter()
-                .copied()
-                .filter(|&i| matches!(self.slots[i].state, State::Delayed(at) if at <= now))
-                .collect();
-            self.delayed
-                .retain(|&i| matches!(self.slots[i].state, State::Delayed(at) if at > now));
-            for i in due {
-                self.make_ready(i);
-            }
+            self.dag.on(&self.plan, Transition::Tick(now));
             if let Some(why) = self.limit_stop.take()
                 && !self.stopping
             {
@@ -501,8 +471,8 @@ impl<'a> Scheduler<'a> {
                 self.start_resolvers(workers)?;
                 self.start_ready(workers)?;
             }
-            let delayed = self.next_delay();
-            let idle = self.ready.is_empty()
+            let delayed = self.dag.next_delay();
+            let idle = !self.dag.has_ready()
                 && delayed.is_none()
                 && self.to_resolve.is_empty()
                 && !self.goals.as_ref().is_some_and(goal::Goals::busy);
@@ -557,11 +527,13 @@ impl<'a> Scheduler<'a> {
         }
         if self.stopping {
             let mut marks = Vec::new();
-            for (i, s) in self.slots.iter_mut().enumerate() {
-                if matches!(s.state, State::Waiting | State::Ready | State::Delayed(_))
-                    && s.attempts > 0
+            for i in 0..self.slots.len() {
+                if matches!(
+                    self.dag.state(i),
+                    State::Waiting | State::Ready | State::Delayed(_)
+                ) && self.slots[i].attempts > 0
                 {
-                    s.state = State::Interrupted;
+                    self.dag.on(&self.plan, Transition::Interrupted(i));
                     marks.push((
                         self.plan.tasks[i].id.as_str(),
                         TaskStatus::Interrupted,
@@ -639,30 +611,26 @@ impl<'a> Scheduler<'a> {
     /// Tasks still waiting when nothing runs and nothing is ready can never start; they are
     /// skipped, each with what it waits for. Returns one line per task.
     fn skip_stuck(&mut self) -> anyhow::Result<Vec<String>> {
+        let effects = self.dag.on(&self.plan, Transition::Stuck);
         let mut skips = Vec::new();
         let mut lines = Vec::new();
-        for i in (0..self.slots.len()).filter(|&i| self.slots[i].state == State::Waiting) {
-            let on: Vec<&str> = self
-                .plan
-                .deps(i)
-                .iter()
-                .filter(|&&d| self.slots[d].state != State::Done)
-                .map(|&d| self.plan.tasks[d].id.as_str())
-                .collect();
-            let waits = format!("waits for {}", on.join(", "));
-            lines.push(format!("task {}: {waits}", self.plan.tasks[i].id));
-            skips.push((i, format!("deadlock: {waits}")));
+        for e in effects {
+            if let Effect::Stuck { task, waits_for } = e {
+                let on: Vec<&str> = waits_for
+                    .iter()
+                    .map(|&d| self.plan.tasks[d].id.as_str())
+                    .collect();
+                let waits = format!("waits for {}", on.join(", "));
+                lines.push(format!("task {}: {waits}", self.plan.tasks[task].id));
+                skips.push((task, format!("deadlock: {waits}")));
+            }
         }
-        self.mark_skipped(&skips)?;
+        self.record_skips(&skips)?;
         Ok(lines)
     }
 
-    /// Marks tasks skipped, each with its reason: in the loop, and on the board in one
-    /// transaction.
-    fn mark_skipped(&mut self, skips: &[(usize, String)]) -> anyhow::Result<()> {
-        for &(i, _) in skips {
-            self.slots[i].state = State::Skipped;
-        }
+    /// Records tasks the dag skipped, each with its reason, on the board in one transaction.
+    fn record_skips(&mut self, skips: &[(usize, String)]) -> anyhow::Result<()> {
         let changes: Vec<(&str, TaskStatus, Option<&str>)> = skips
             .iter()
             .map(|(i, why)| {
@@ -679,52 +647,28 @@ impl<'a> Scheduler<'a> {
             })
     }
 
-    /// Counts unfinished deps, skips what can never run, queues what is ready.
-    fn settle_initial(&mut self) -> anyhow::Result<()> {
-        for i in self.plan.topological_order() {
-            if self.slots[i].state != State::Waiting {
-                continue;
-            }
-            let deps = self.plan.deps(i);
-            if let Some(&bad) = deps.iter().find(|&&d| {
-                matches!(
-                    self.slots[d].state,
-                    State::Failed | State::Skipped | State::Parked
-                )
-            }) {
-                self.skip_dependents_of(bad)?;
-                continue;
-            }
-            self.slots[i].waiting_on = deps
-                .iter()
-                .filter(|&&d| self.slots[d].state != State::Done)
-                .count();
-            if self.slots[i].waiting_on == 0 {
-                self.make_ready(i);
-            }
+    /// Hands a transition to the dag and carries out what it says: skipped tasks are recorded
+    /// and told.
+    fn transition(&mut self, t: Transition) -> anyhow::Result<()> {
+        let plan = Rc::clone(&self.plan);
+        let skips: Vec<(usize, String)> = self
+            .dag
+            .on(&plan, t)
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Skipped { task, why } => Some((task, why)),
+                Effect::Stuck { .. } => None,
+            })
+            .collect();
+        if skips.is_empty() {
+            return Ok(());
+        }
+        self.record_skips(&skips)?;
+        for (i, why) in &skips {
+            self.ui
+                .note("Skipped", &format!("{} ({why})", plan.tasks[*i].id));
         }
         Ok(())
-    }
-
-    fn make_ready(&mut self, i: usize) {
-        self.slots[i].state = State::Ready;
-        self.ready.push((self.priority[i], std::cmp::Reverse(i)));
-    }
-
-    fn next_delay(&self) -> Option<Instant> {
-        self.delayed
-            .iter()
-            .filter_map(|&i| match self.slots[i].state {
-                State::Delayed(at) => Some(at),
-                _ => None,
-            })
-            .min()
-    }
-
-    /// Holds a task back until `until` (a retry's backoff, a usage limit's reset).
-    fn delay(&mut self, i: usize, until: Instant) {
-        self.slots[i].state = State::Delayed(until);
-        self.delayed.push(i);
     }
 
     /// An attempt met its provider's usage limit: the task waits (no failure counted) and no
@@ -779,7 +723,7 @@ impl<'a> Scheduler<'a> {
         self.ui
             .task_finished(id, "Limited", report.elapsed, Some(&text));
         if too_long {
-            self.slots[i].state = State::Interrupted;
+            self.dag.on(&self.plan, Transition::Interrupted(i));
             self.limit_stop = Some(format!(
                 "{text}, past the {} this run waits; `swarm resume` continues it later",
                 crate::ui::duration(self.settings.max_limit_wait)
@@ -787,7 +731,7 @@ impl<'a> Scheduler<'a> {
         } else {
             let until = Instant::now() + wait;
             self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
-            self.delay(i, until);
+            self.dag.on(&self.plan, Transition::Delayed(i, until));
             self.ui.note(
                 "Paused",
                 &format!("no new attempts for {}", crate::ui::duration(wait)),
@@ -799,7 +743,7 @@ impl<'a> Scheduler<'a> {
     /// Takes a worker's report: records it, then merges, retries, or releases dependents.
     fn finish(&mut self, report: Report) -> anyhow::Result<()> {
         let i = report.task;
-        if self.slots[i].state == State::Resolving {
+        if self.dag.state(i) == State::Resolving {
             return self.finish_resolver(report);
         }
         let plan = Rc::clone(&self.plan);
@@ -870,13 +814,12 @@ impl<'a> Scheduler<'a> {
                 self.slots[i].result = Some(result);
                 if let Some(c) = commit {
                     self.slots[i].commit = Some(c);
-                    self.slots[i].state = State::Committed;
+                    self.dag.on(&plan, Transition::Committed(i));
                     self.merge(i)?;
                 } else {
                     if task.mode == Mode::Write {
                         self.remove_writer_worktree(i, false)?;
                     }
-                    self.slots[i].state = State::Done;
                     self.ui.task_finished(
                         id,
                         "Finished",
@@ -887,7 +830,7 @@ impl<'a> Scheduler<'a> {
                             None
                         },
                     );
-                    self.release_dependents(i);
+                    self.transition(Transition::Done(i))?;
                 }
             }
             Verdict::Limited(ref limit) => self.pause_for_limit(i, &report, limit, tokens, cost)?,
@@ -914,7 +857,7 @@ impl<'a> Scheduler<'a> {
                         },
                     )],
                 )?;
-                self.slots[i].state = State::Interrupted;
+                self.dag.on(&plan, Transition::Interrupted(i));
                 self.ui
                     .task_finished(id, "Interrupted", report.elapsed, None);
             }
@@ -959,7 +902,8 @@ impl<'a> Scheduler<'a> {
                 )?;
                 if retry {
                     let wait = backoff(self.settings.backoff, failures);
-                    self.delay(i, Instant::now() + wait);
+                    self.dag
+                        .on(&plan, Transition::Delayed(i, Instant::now() + wait));
                     self.ui.task_finished(
                         id,
                         "Retrying",
@@ -971,11 +915,10 @@ impl<'a> Scheduler<'a> {
                         )),
                     );
                 } else if retries_left {
-                    self.slots[i].state = State::Interrupted;
+                    self.dag.on(&plan, Transition::Interrupted(i));
                     self.ui
                         .task_finished(id, "Interrupted", report.elapsed, Some(&why));
                 } else {
-                    self.slots[i].state = State::Failed;
                     self.ui
                         .task_finished(id, "Failed", report.elapsed, Some(&why));
                     if task.mode == Mode::Write {
@@ -988,7 +931,7 @@ impl<'a> Scheduler<'a> {
                             ),
                         );
                     }
-                    self.skip_dependents_of(i)?;
+                    self.transition(Transition::Failed(i))?;
                 }
             }
         }
@@ -1006,51 +949,6 @@ impl<'a> Scheduler<'a> {
         for c in stale {
             let s = self.snapshots.remove(&c).expect("listed above");
             crate::git::remove_checkout(&s.path)?;
-        }
-        Ok(())
-    }
-
-    fn release_dependents(&mut self, i: usize) {
-        let plan = Rc::clone(&self.plan);
-        for &d in plan.dependents(i) {
-            let s = &mut self.slots[d];
-            if s.state == State::Waiting {
-                s.waiting_on -= 1;
-                if s.waiting_on == 0 {
-                    self.make_ready(d);
-                }
-            }
-        }
-    }
-
-    /// Marks every task downstream of `i` skipped, saying why.
-    fn skip_dependents_of(&mut self, i: usize) -> anyhow::Result<()> {
-        let cause = self.plan.tasks[i].id.to_string();
-        let why = match self.slots[i].state {
-            State::Parked => format!("dependency {cause} is parked"),
-            State::Skipped => format!("dependency {cause} was skipped"),
-            _ => format!("dependency {cause} failed"),
-        };
-        let mut stack: Vec<usize> = self.plan.dependents(i).to_vec();
-        let mut marks = Vec::new();
-        while let Some(d) = stack.pop() {
-            if matches!(
-                self.slots[d].state,
-                State::Waiting | State::Ready | State::Delayed(_)
-            ) {
-                self.slots[d].state = State::Skipped;
-                marks.push(d);
-                stack.extend_from_slice(self.plan.dependents(d));
-            }
-        }
-        // Skipped tasks leave the ready heap at once.
-        self.ready
-            .retain(|(_, std::cmp::Reverse(t))| self.slots[*t].state == State::Ready);
-        let skips: Vec<(usize, String)> = marks.iter().map(|&d| (d, why.clone())).collect();
-        self.mark_skipped(&skips)?;
-        for &d in &marks {
-            self.ui
-                .note("Skipped", &format!("{} ({why})", self.plan.tasks[d].id));
         }
         Ok(())
     }
@@ -1076,13 +974,6 @@ pub fn notice_event(notice: &crate::llm::Notice) -> RunEvent {
         },
         Notice::Concurrency { limit } => RunEvent::LlmConcurrency { limit: *limit },
     }
-}
-
-fn is_final(s: State) -> bool {
-    matches!(
-        s,
-        State::Done | State::Failed | State::Skipped | State::Parked
-    )
 }
 
 /// Retry `n` (1-based) waits base × 2^(n-1), at most a minute, with ±20% jitter so retries of

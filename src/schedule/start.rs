@@ -8,7 +8,7 @@ use anyhow::Context as _;
 
 use super::job::{Job, JobKind, Workers};
 use super::prompt::compose_prompt;
-use super::{Checkout, Scheduler, Snapshot, State};
+use super::{Checkout, Scheduler, Snapshot, Transition};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
@@ -23,18 +23,18 @@ impl Scheduler<'_> {
     pub(super) fn start_ready(&mut self, workers: &Workers) -> anyhow::Result<()> {
         let mut held = Vec::new();
         while self.running < self.settings.jobs {
-            let Some((prio, std::cmp::Reverse(i))) = self.ready.pop() else {
+            let Some(i) = self.dag.pop_ready() else {
                 break;
             };
             if self.plan.tasks[i].mode == Mode::Write
                 && self.writers_running >= self.settings.max_writers
             {
-                held.push((prio, std::cmp::Reverse(i)));
+                held.push(i);
                 continue;
             }
             self.start(i, workers)?;
         }
-        self.ready.extend(held);
+        self.dag.requeue(held);
         Ok(())
     }
 
@@ -198,7 +198,7 @@ impl Scheduler<'_> {
             )?;
             self.writers_running += 1;
         }
-        self.slots[i].state = State::Running;
+        self.dag.on(&plan, Transition::Started(i));
         self.slots[i].attempts = attempt;
         self.running += 1;
         self.ui.task_started(id, attempt);

@@ -1,0 +1,511 @@
+//! The plan as the run loop sees it: each task's state, how many of its deps have not ended
+//! well, the ready queue (longest remaining path first), tasks held back until a time, and
+//! skips flowing down to dependents. It decides without doing: `on(plan, Transition)` returns
+//! the `Effect`s for the loop to carry out. No git, no board, no processes, no clock but the
+//! instants it is given.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+use std::time::Instant;
+
+use crate::plan::Plan;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum State {
+    Waiting,
+    Ready,
+    Delayed(Instant),
+    Running,
+    Committed,
+    /// A conflicting writer waiting for, or running, its one resolver attempt.
+    Resolving,
+    Done,
+    Failed,
+    Skipped,
+    Parked,
+    Interrupted,
+}
+
+impl State {
+    /// Whether the task has reached its end in this run.
+    pub(super) fn is_final(self) -> bool {
+        matches!(
+            self,
+            Self::Done | Self::Failed | Self::Skipped | Self::Parked
+        )
+    }
+
+    /// Whether it has not started, so a failure upstream skips it.
+    fn is_pending(self) -> bool {
+        matches!(self, Self::Waiting | Self::Ready | Self::Delayed(_))
+    }
+}
+
+/// Something that happened to a task, or to the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Transition {
+    /// The run starts (or resumes) with the states it was made with: deps are counted, what can
+    /// never run is skipped, what can is queued.
+    Settle,
+    /// Tasks of a planned goal joined the plan.
+    Added(Range<usize>),
+    Started(usize),
+    Committed(usize),
+    Resolving(usize),
+    /// It ended well (merged, for a writer): its dependents may become ready.
+    Done(usize),
+    Failed(usize),
+    Parked(usize),
+    Interrupted(usize),
+    /// Held back until a time (a retry's backoff, a usage limit's reset).
+    Delayed(usize, Instant),
+    /// The time is now: held-back tasks whose time came are ready.
+    Tick(Instant),
+    /// Nothing runs and nothing can become ready: whatever still waits is stuck.
+    Stuck,
+}
+
+/// What the loop must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Effect {
+    /// This task is skipped: record it, and say why.
+    Skipped { task: usize, why: String },
+    /// This task waits for tasks that will never end well: it is skipped as a deadlock.
+    Stuck { task: usize, waits_for: Vec<usize> },
+}
+
+/// The tasks' states and the queues over them.
+pub(super) struct Dag {
+    states: Vec<State>,
+    waiting_on: Vec<usize>,
+    priority: Vec<u32>,
+    ready: BinaryHeap<(u32, Reverse<usize>)>,
+    delayed: Vec<usize>,
+}
+
+impl Dag {
+    /// The plan's tasks in these states (fresh tasks `Waiting`); nothing is queued before
+    /// `Transition::Settle`.
+    pub(super) fn new(plan: &Plan, states: Vec<State>) -> Self {
+        Self {
+            waiting_on: vec![0; states.len()],
+            states,
+            priority: plan.priorities(),
+            ready: BinaryHeap::new(),
+            delayed: Vec::new(),
+        }
+    }
+
+    pub(super) fn state(&self, i: usize) -> State {
+        self.states[i]
+    }
+
+    pub(super) fn states(&self) -> &[State] {
+        &self.states
+    }
+
+    /// The ready task with the longest remaining path, taken off the queue.
+    pub(super) fn pop_ready(&mut self) -> Option<usize> {
+        self.ready.pop().map(|(_, Reverse(i))| i)
+    }
+
+    /// Puts tasks taken off the queue back (ones that found no free slot).
+    pub(super) fn requeue(&mut self, tasks: impl IntoIterator<Item = usize>) {
+        for i in tasks {
+            self.ready.push((self.priority[i], Reverse(i)));
+        }
+    }
+
+    pub(super) fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// When the next held-back task is due.
+    pub(super) fn next_delay(&self) -> Option<Instant> {
+        self.delayed
+            .iter()
+            .filter_map(|&i| match self.states[i] {
+                State::Delayed(at) => Some(at),
+                _ => None,
+            })
+            .min()
+    }
+
+    pub(super) fn on(&mut self, plan: &Plan, t: Transition) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        match t {
+            Transition::Settle => self.settle(plan, 0..self.states.len(), &mut effects),
+            Transition::Added(range) => {
+                self.states.resize(range.end, State::Waiting);
+                self.waiting_on.resize(range.end, 0);
+                self.priority = plan.priorities();
+                // The heap's priorities were computed for the smaller plan: rebuild it.
+                let queued: Vec<usize> = std::iter::from_fn(|| self.pop_ready()).collect();
+                self.requeue(queued);
+                self.settle(plan, range, &mut effects);
+            }
+            Transition::Started(i) => self.states[i] = State::Running,
+            Transition::Committed(i) => self.states[i] = State::Committed,
+            Transition::Resolving(i) => self.states[i] = State::Resolving,
+            Transition::Interrupted(i) => self.states[i] = State::Interrupted,
+            Transition::Done(i) => {
+                self.states[i] = State::Done;
+                for &d in plan.dependents(i) {
+                    if self.states[d] == State::Waiting {
+                        self.waiting_on[d] -= 1;
+                        if self.waiting_on[d] == 0 {
+                            self.make_ready(d);
+                        }
+                    }
+                }
+            }
+            Transition::Failed(i) => {
+                self.states[i] = State::Failed;
+                self.skip_below(plan, i, &mut effects);
+            }
+            Transition::Parked(i) => {
+                self.states[i] = State::Parked;
+                self.skip_below(plan, i, &mut effects);
+            }
+            Transition::Delayed(i, until) => {
+                self.states[i] = State::Delayed(until);
+                self.delayed.push(i);
+            }
+            Transition::Tick(now) => {
+                let states = &self.states;
+                let (due, later): (Vec<usize>, Vec<usize>) = self
+                    .delayed
+                    .iter()
+                    .partition(|&&i| matches!(states[i], State::Delayed(at) if at <= now));
+                // Tasks no longer delayed (skipped meanwhile) leave the list.
+                self.delayed = later
+                    .into_iter()
+                    .filter(|&i| matches!(self.states[i], State::Delayed(_)))
+                    .collect();
+                for i in due {
+                    self.make_ready(i);
+                }
+            }
+            Transition::Stuck => {
+                for i in 0..self.states.len() {
+                    if self.states[i] == State::Waiting {
+                        let waits_for = plan
+                            .deps(i)
+                            .iter()
+                            .copied()
+                            .filter(|&d| self.states[d] != State::Done)
+                            .collect();
+                        self.states[i] = State::Skipped;
+                        effects.push(Effect::Stuck { task: i, waits_for });
+                    }
+                }
+            }
+        }
+        effects
+    }
+
+    /// Counts the unfinished deps of the waiting tasks among `tasks`, skips those below a dep
+    /// that failed, was skipped or parked, and queues those with none.
+    fn settle(&mut self, plan: &Plan, tasks: Range<usize>, effects: &mut Vec<Effect>) {
+        for i in plan.topological_order() {
+            if !tasks.contains(&i) || self.states[i] != State::Waiting {
+                continue;
+            }
+            let deps = plan.deps(i);
+            if let Some(&bad) = deps.iter().find(|&&d| {
+                matches!(
+                    self.states[d],
+                    State::Failed | State::Skipped | State::Parked
+                )
+            }) {
+                self.skip_below(plan, bad, effects);
+                continue;
+            }
+            self.waiting_on[i] = deps
+                .iter()
+                .filter(|&&d| self.states[d] != State::Done)
+                .count();
+            if self.waiting_on[i] == 0 {
+                self.make_ready(i);
+            }
+        }
+    }
+
+    fn make_ready(&mut self, i: usize) {
+        self.states[i] = State::Ready;
+        self.ready.push((self.priority[i], Reverse(i)));
+    }
+
+    /// Skips every task below `i` that has not started, saying why.
+    fn skip_below(&mut self, plan: &Plan, i: usize, effects: &mut Vec<Effect>) {
+        let cause = &plan.tasks[i].id;
+        let why = match self.states[i] {
+            State::Parked => format!("dependency {cause} is parked"),
+            State::Skipped => format!("dependency {cause} was skipped"),
+            _ => format!("dependency {cause} failed"),
+        };
+        let mut stack: Vec<usize> = plan.dependents(i).to_vec();
+        let mut skipped = false;
+        while let Some(d) = stack.pop() {
+            if self.states[d].is_pending() {
+                self.states[d] = State::Skipped;
+                skipped = true;
+                effects.push(Effect::Skipped {
+                    task: d,
+                    why: why.clone(),
+                });
+                stack.extend_from_slice(plan.dependents(d));
+            }
+        }
+        if skipped {
+            let states = &self.states;
+            self.ready
+                .retain(|(_, Reverse(t))| states[*t] == State::Ready);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A plan from `(id, deps)` pairs, every task a `true` command.
+    fn plan(tasks: &[(&str, &[&str])]) -> Plan {
+        let lines: Vec<String> = tasks
+            .iter()
+            .map(|(id, deps)| {
+                serde_json::json!({ "id": id, "run": "true", "deps": deps }).to_string()
+            })
+            .collect();
+        Plan::parse(&lines.join("\n"), "test").unwrap()
+    }
+
+    fn dag(plan: &Plan) -> Dag {
+        let mut dag = Dag::new(plan, vec![State::Waiting; plan.len()]);
+        assert_eq!(dag.on(plan, Transition::Settle), []);
+        dag
+    }
+
+    fn drain(dag: &mut Dag) -> Vec<usize> {
+        std::iter::from_fn(|| dag.pop_ready()).collect()
+    }
+
+    fn skipped(task: usize, why: &str) -> Effect {
+        Effect::Skipped {
+            task,
+            why: why.to_owned(),
+        }
+    }
+
+    // a → b → d, a → c; e alone. Longest remaining path first: a (3), then e and c (1).
+    const DIAMOND: &[(&str, &[&str])] = &[
+        ("a", &[]),
+        ("b", &["a"]),
+        ("c", &["a"]),
+        ("d", &["b"]),
+        ("e", &[]),
+    ];
+
+    #[test]
+    fn settle_queues_the_roots_longest_path_first() {
+        let p = plan(DIAMOND);
+        let mut dag = dag(&p);
+        assert_eq!(drain(&mut dag), [0, 4]);
+        assert_eq!(dag.state(1), State::Waiting);
+    }
+
+    #[test]
+    fn done_releases_dependents_once_all_their_deps_are_done() {
+        let p = plan(&[("a", &[]), ("b", &[]), ("c", &["a", "b"])]);
+        let mut dag = dag(&p);
+        drain(&mut dag);
+        for t in [Transition::Started(0), Transition::Started(1)] {
+            dag.on(&p, t);
+        }
+        assert_eq!(dag.on(&p, Transition::Done(0)), []);
+        assert_eq!(dag.state(2), State::Waiting);
+        assert_eq!(dag.on(&p, Transition::Done(1)), []);
+        assert_eq!(drain(&mut dag), [2]);
+    }
+
+    #[test]
+    fn a_failure_skips_everything_below_it_and_nothing_else() {
+        let p = plan(DIAMOND);
+        let mut dag = dag(&p);
+        drain(&mut dag);
+        let effects = dag.on(&p, Transition::Failed(0));
+        let mut tasks: Vec<usize> = effects
+            .iter()
+            .map(|e| match e {
+                Effect::Skipped { task, why } => {
+                    assert_eq!(why, "dependency a failed");
+                    *task
+                }
+                Effect::Stuck { .. } => panic!("{e:?}"),
+            })
+            .collect();
+        tasks.sort_unstable();
+        assert_eq!(tasks, [1, 2, 3]);
+        assert_eq!(dag.state(4), State::Ready);
+    }
+
+    #[test]
+    fn a_parked_writer_skips_its_dependents_saying_so() {
+        let p = plan(&[("w", &[]), ("after", &["w"])]);
+        let mut dag = dag(&p);
+        drain(&mut dag);
+        dag.on(&p, Transition::Started(0));
+        dag.on(&p, Transition::Committed(0));
+        assert_eq!(
+            dag.on(&p, Transition::Parked(0)),
+            [skipped(1, "dependency w is parked")]
+        );
+    }
+
+    #[test]
+    fn a_delayed_task_is_ready_when_its_time_comes() {
+        let p = plan(&[("a", &[])]);
+        let mut dag = dag(&p);
+        drain(&mut dag);
+        let now = Instant::now();
+        let later = now + Duration::from_secs(5);
+        dag.on(&p, Transition::Delayed(0, later));
+        assert_eq!(dag.next_delay(), Some(later));
+        dag.on(&p, Transition::Tick(now));
+        assert_eq!(dag.state(0), State::Delayed(later));
+        dag.on(&p, Transition::Tick(later));
+        assert_eq!(drain(&mut dag), [0]);
+        assert_eq!(dag.next_delay(), None);
+    }
+
+    #[test]
+    fn a_delayed_task_interrupted_meanwhile_leaves_the_delays() {
+        let p = plan(&[("a", &[]), ("b", &["a"])]);
+        let mut dag = dag(&p);
+        drain(&mut dag);
+        let at = Instant::now();
+        dag.on(&p, Transition::Delayed(0, at));
+        // The run stops before the retry is due.
+        dag.on(&p, Transition::Interrupted(0));
+        dag.on(&p, Transition::Tick(at));
+        assert!(!dag.has_ready());
+        assert_eq!(dag.next_delay(), None);
+        assert_eq!(dag.state(0), State::Interrupted);
+        assert_eq!(dag.state(1), State::Waiting);
+    }
+
+    #[test]
+    fn a_task_that_runs_or_ended_is_not_skipped_by_a_later_failure() {
+        let p = plan(&[("a", &[]), ("b", &[]), ("c", &["a", "b"])]);
+        let mut dag = dag(&p);
+        drain(&mut dag);
+        dag.on(&p, Transition::Started(0));
+        dag.on(&p, Transition::Started(1));
+        dag.on(&p, Transition::Done(0));
+        assert_eq!(
+            dag.on(&p, Transition::Failed(1)),
+            [skipped(2, "dependency b failed")]
+        );
+        assert_eq!(dag.state(0), State::Done);
+        // Failing again changes nothing below.
+        assert_eq!(dag.on(&p, Transition::Failed(1)), []);
+    }
+
+    #[test]
+    fn settle_on_resume_skips_below_what_failed_and_counts_what_is_done() {
+        let p = plan(DIAMOND);
+        let states = vec![
+            State::Done,
+            State::Failed,
+            State::Waiting,
+            State::Waiting,
+            State::Interrupted,
+        ];
+        let mut dag = Dag::new(&p, states);
+        assert_eq!(
+            dag.on(&p, Transition::Settle),
+            [skipped(3, "dependency b failed")]
+        );
+        assert_eq!(drain(&mut dag), [2]);
+    }
+
+    #[test]
+    fn tasks_a_goal_adds_join_and_may_wait_on_existing_ones() {
+        let first = plan(&[("a", &[])]);
+        let mut dag = dag(&first);
+        drain(&mut dag);
+        dag.on(&first, Transition::Started(0));
+        let grown = plan(&[("a", &[]), ("g.x", &["a"]), ("g.y", &[])]);
+        assert_eq!(dag.on(&grown, Transition::Added(1..3)), []);
+        assert_eq!(dag.state(1), State::Waiting);
+        assert_eq!(drain(&mut dag), [2]);
+        dag.on(&grown, Transition::Done(0));
+        assert_eq!(drain(&mut dag), [1]);
+    }
+
+    #[test]
+    fn added_tasks_below_a_failure_are_skipped_at_once() {
+        let first = plan(&[("a", &[])]);
+        let mut dag = dag(&first);
+        drain(&mut dag);
+        dag.on(&first, Transition::Failed(0));
+        let grown = plan(&[("a", &[]), ("g.x", &["a"])]);
+        assert_eq!(
+            dag.on(&grown, Transition::Added(1..2)),
+            [skipped(1, "dependency a failed")]
+        );
+    }
+
+    #[test]
+    fn stuck_tasks_are_skipped_with_what_they_wait_for() {
+        let p = plan(&[("a", &[]), ("b", &["a"])]);
+        let mut dag = Dag::new(&p, vec![State::Interrupted, State::Waiting]);
+        dag.on(&p, Transition::Settle);
+        assert_eq!(
+            dag.on(&p, Transition::Stuck),
+            [Effect::Stuck {
+                task: 1,
+                waits_for: vec![0]
+            }]
+        );
+        assert_eq!(dag.state(1), State::Skipped);
+    }
+
+    #[test]
+    fn requeued_tasks_come_back_in_priority_order() {
+        let p = plan(DIAMOND);
+        let mut dag = dag(&p);
+        let taken = drain(&mut dag);
+        dag.requeue(taken.iter().rev().copied());
+        assert_eq!(drain(&mut dag), [0, 4]);
+    }
+
+    #[test]
+    fn the_final_states_are_done_failed_skipped_and_parked() {
+        let finals: Vec<bool> = [
+            State::Waiting,
+            State::Ready,
+            State::Delayed(Instant::now()),
+            State::Running,
+            State::Committed,
+            State::Resolving,
+            State::Done,
+            State::Failed,
+            State::Skipped,
+            State::Parked,
+            State::Interrupted,
+        ]
+        .iter()
+        .map(|s| s.is_final())
+        .collect();
+        assert_eq!(
+            finals,
+            [
+                false, false, false, false, false, false, true, true, true, true, false
+            ]
+        );
+    }
+}
