@@ -181,7 +181,7 @@ impl Scheduler<'_> {
                 self.ui.note("Merged", id);
                 self.remove_writer_worktree(i, true)?;
                 self.transition(Transition::Done(i))?;
-                self.drop_stale_snapshots()?;
+                self.checkouts.drop_stale_snapshots(&self.tip)?;
             }
             Merge::Conflicted { paths } => {
                 if self.settings.resolve_conflicts
@@ -586,26 +586,9 @@ impl Scheduler<'_> {
             let path = self.layout.worktree(id, checkout);
             let branch = self.layout.branch(id, checkout);
             let tip = self.repo.ref_target(&format!("refs/heads/{branch}"))?;
-            let reusable = checkout == Checkout::Task
-                && self.set_aside.len() < self.settings.max_writers
-                && path.exists();
-            let set_aside = match (&tip, reusable) {
-                (Some(at), true) => {
-                    let to = self
-                        .layout
-                        .set_aside_dir()
-                        .join(self.set_aside_count.to_string());
-                    self.set_aside_count += 1;
-                    let moved = crate::git::set_checkout_aside(&path, at, &to).is_ok();
-                    if moved {
-                        self.set_aside.push(to);
-                    }
-                    moved
-                }
-                _ => false,
-            };
-            if !set_aside && let Some(deleting) = crate::git::remove_checkout_later(&path)? {
-                self.cleanup.push(deleting);
+            match checkout {
+                Checkout::Task => self.checkouts.retire(&path, tip.as_ref())?,
+                Checkout::Resolver => self.checkouts.remove_later(&path)?,
             }
             let Some(at) = tip else {
                 continue;
@@ -620,10 +603,5 @@ impl Scheduler<'_> {
             }
         }
         Ok(())
-    }
-
-    /// Checkouts a killed run had set aside are removed before this one starts.
-    pub(super) fn remove_stale_set_aside(&mut self) -> anyhow::Result<()> {
-        crate::git::remove_checkout(&self.layout.set_aside_dir())
     }
 }

@@ -2,7 +2,6 @@
 //! (the caller's) owns the board, the terminal and the merges; attempts run on a dedicated pool
 //! and report back over a channel. Prints only through `Ui`; reaches git only through `git`.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -18,6 +17,7 @@ use crate::store::{
 };
 use crate::ui::Ui;
 
+mod checkouts;
 mod dag;
 mod goal;
 mod job;
@@ -26,6 +26,7 @@ mod prompt;
 mod signal;
 mod start;
 
+use checkouts::Checkouts;
 use dag::{Dag, Effect, State, Transition};
 use job::{Report, Verdict, Workers};
 use signal::{SignalWatch, watch_signals};
@@ -154,11 +155,6 @@ impl Layout {
         format!("{}@{attempt}", self.branch(task, checkout))
     }
 
-    /// Where merged writers' checkouts wait to be reused (a name no task id can take).
-    fn set_aside_dir(&self) -> PathBuf {
-        self.worktrees.join("(set aside)")
-    }
-
     /// A writer's checkout.
     fn worktree(&self, task: &str, checkout: Checkout) -> PathBuf {
         match checkout {
@@ -242,11 +238,6 @@ impl Slot {
     }
 }
 
-struct Snapshot {
-    path: PathBuf,
-    users: usize,
-}
-
 /// The loop's state; lives on the owner thread.
 pub struct Scheduler<'a> {
     /// Shared so a task can be read while the scheduler changes; grows when a goal is planned.
@@ -265,16 +256,10 @@ pub struct Scheduler<'a> {
     limit_stop: Option<String>,
     /// Conflicting writers whose resolver attempt has yet to start.
     to_resolve: Vec<usize>,
-    /// Removed worktrees still being deleted in the background; joined before `run` returns.
-    cleanup: Vec<std::thread::JoinHandle<()>>,
-    /// Checkouts of merged writers, set aside for the next writers: updating one costs the
-    /// files that differ, a new checkout costs every file.
-    set_aside: Vec<PathBuf>,
-    /// Worktrees set aside so far, to name the next one.
-    set_aside_count: usize,
+    /// The snapshots and writers' checkouts on disk.
+    checkouts: Checkouts,
     running: usize,
     writers_running: usize,
-    snapshots: HashMap<CommitId, Snapshot>,
     tip: CommitId,
     stopping: bool,
     /// Tokens the tasks' attempts have used, this run and before a resume.
@@ -357,14 +342,11 @@ impl<'a> Scheduler<'a> {
             sender: None,
             plan: Rc::new(plan),
             to_resolve: Vec::new(),
-            cleanup: Vec::new(),
-            set_aside: Vec::new(),
-            set_aside_count: 0,
+            checkouts: Checkouts::open(&layout.worktrees, settings.max_writers)?,
             paused_until: None,
             limit_stop: None,
             running: 0,
             writers_running: 0,
-            snapshots: HashMap::new(),
             tip,
             stopping: false,
         })
@@ -382,23 +364,12 @@ impl<'a> Scheduler<'a> {
         let outcome = self.drive(&workers, &rx, &signals);
         signals.close();
         watchdog.shutdown();
-        for path in std::mem::take(&mut self.set_aside) {
-            if let Ok(Some(deleting)) = crate::git::remove_checkout_later(&path) {
-                self.cleanup.push(deleting);
-            }
-        }
-        let mut cleanup = self.remove_snapshots();
+        let mut cleanup = self.checkouts.close();
         if let Err(e) = std::fs::remove_dir_all(&self.layout.deps)
             && e.kind() != std::io::ErrorKind::NotFound
         {
             cleanup = cleanup.and(Err(e.into()));
         }
-        for deleting in self.cleanup.drain(..) {
-            let _ = deleting.join();
-        }
-        // Empty once every checkout is gone; a failed or parked writer's stays for a look.
-        let _ = std::fs::remove_dir(self.layout.set_aside_dir());
-        let _ = std::fs::remove_dir(&self.layout.worktrees);
         let ending = outcome?;
         cleanup?;
         let plan = Rc::try_unwrap(self.plan).unwrap_or_else(|shared| (*shared).clone());
@@ -428,7 +399,6 @@ impl<'a> Scheduler<'a> {
             self.layout.run_dir.join(CHECKOUTS_FILE),
             self.layout.worktrees.as_os_str().as_encoded_bytes(),
         )?;
-        self.remove_stale_set_aside()?;
         self.settle_integration_ref()?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.transition(Transition::Settle)?;
@@ -754,7 +724,7 @@ impl<'a> Scheduler<'a> {
             self.writers_running -= 1;
         }
         if let Some(commit) = self.slots[i].snapshot.take() {
-            self.release_snapshot(&commit)?;
+            self.checkouts.release_snapshot(&commit, &self.tip)?;
         }
         let elapsed_ms = report.elapsed.as_millis() as i64;
         self.slots[i].tokens += report.tokens;
@@ -934,21 +904,6 @@ impl<'a> Scheduler<'a> {
                     self.transition(Transition::Failed(i))?;
                 }
             }
-        }
-        Ok(())
-    }
-
-    /// Snapshots of old tips that no reader uses any more.
-    fn drop_stale_snapshots(&mut self) -> anyhow::Result<()> {
-        let stale: Vec<CommitId> = self
-            .snapshots
-            .iter()
-            .filter(|(c, s)| s.users == 0 && **c != self.tip)
-            .map(|(c, _)| c.clone())
-            .collect();
-        for c in stale {
-            let s = self.snapshots.remove(&c).expect("listed above");
-            crate::git::remove_checkout(&s.path)?;
         }
         Ok(())
     }

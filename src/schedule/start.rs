@@ -1,18 +1,16 @@
 //! Starting attempts, on the owner thread: picking ready tasks for free slots, preparing what
 //! each attempt needs (its directory, prompt or deps files, environment) and recording the start
-//! before handing it to the pool; and the readers' shared snapshots, one per commit.
-
-use std::path::PathBuf;
+//! before handing it to the pool.
 
 use anyhow::Context as _;
 
 use super::job::{Job, JobKind, Workers};
 use super::prompt::compose_prompt;
-use super::{Checkout, Scheduler, Snapshot, Transition};
+use super::{Checkout, Scheduler, Transition};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
-use crate::git::{self, CommitId, Head};
+use crate::git::{self};
 use crate::plan::{Action, Mode};
 use crate::store::{Event, RunEvent, TaskUpdate};
 
@@ -50,7 +48,7 @@ impl Scheduler<'_> {
             .join(format!("{id}.{attempt}.log"));
         let (cwd, job_kind) = match task.mode {
             Mode::Read => {
-                let path = self.acquire_snapshot()?;
+                let path = self.checkouts.acquire_snapshot(self.repo, &self.tip)?;
                 self.slots[i].snapshot = Some(self.tip.clone());
                 (
                     path,
@@ -74,7 +72,7 @@ impl Scheduler<'_> {
                             task.title.as_deref().unwrap_or(id),
                             self.layout.run
                         ),
-                        reuse: self.set_aside.pop(),
+                        reuse: self.checkouts.take_set_aside(),
                     },
                 )
             }
@@ -244,48 +242,5 @@ impl Scheduler<'_> {
                 Some((self.plan.tasks[d].id.to_string(), paths))
             })
             .collect()
-    }
-
-    pub(super) fn acquire_snapshot(&mut self) -> anyhow::Result<PathBuf> {
-        if let Some(s) = self.snapshots.get_mut(&self.tip) {
-            s.users += 1;
-            return Ok(s.path.clone());
-        }
-        let path = self
-            .layout
-            .worktrees
-            .join(format!("snap-{}", self.tip.short()));
-        // Left over from a run that was killed: start it afresh.
-        git::remove_checkout(&path)?;
-        self.repo
-            .create_checkout(&path, &Head::Detached(&self.tip))
-            .context("could not create the readers' snapshot")?;
-        self.snapshots.insert(
-            self.tip.clone(),
-            Snapshot {
-                path: path.clone(),
-                users: 1,
-            },
-        );
-        Ok(path)
-    }
-
-    pub(super) fn release_snapshot(&mut self, commit: &CommitId) -> anyhow::Result<()> {
-        let Some(s) = self.snapshots.get_mut(commit) else {
-            return Ok(());
-        };
-        s.users -= 1;
-        if s.users == 0 && *commit != self.tip {
-            let s = self.snapshots.remove(commit).expect("present above");
-            git::remove_checkout(&s.path)?;
-        }
-        Ok(())
-    }
-
-    pub(super) fn remove_snapshots(&mut self) -> anyhow::Result<()> {
-        for (_, s) in self.snapshots.drain() {
-            git::remove_checkout(&s.path)?;
-        }
-        Ok(())
     }
 }
