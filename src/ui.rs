@@ -12,6 +12,78 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// What a line of progress says happened, right-aligned before its text (cargo's style).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Running,
+    Started,
+    Finished,
+    Failed,
+    Retrying,
+    Interrupted,
+    Limited,
+    Paused,
+    Stopping,
+    Stopped,
+    Halted,
+    Merged,
+    Parked,
+    Resolving,
+    Resolved,
+    Skipped,
+    Skipping,
+    Kept,
+    Deadlock,
+    Planning,
+    Planned,
+    Inferring,
+    Needs,
+    Dropped,
+    Independent,
+    Queued,
+    Removed,
+    Empty,
+    Done,
+    Note,
+}
+
+impl Verb {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "Running",
+            Self::Started => "Started",
+            Self::Finished => "Finished",
+            Self::Failed => "Failed",
+            Self::Retrying => "Retrying",
+            Self::Interrupted => "Interrupted",
+            Self::Limited => "Limited",
+            Self::Paused => "Paused",
+            Self::Stopping => "Stopping",
+            Self::Stopped => "Stopped",
+            Self::Halted => "Halted",
+            Self::Merged => "Merged",
+            Self::Parked => "Parked",
+            Self::Resolving => "Resolving",
+            Self::Resolved => "Resolved",
+            Self::Skipped => "Skipped",
+            Self::Skipping => "Skipping",
+            Self::Kept => "Kept",
+            Self::Deadlock => "Deadlock",
+            Self::Planning => "Planning",
+            Self::Planned => "Planned",
+            Self::Inferring => "Inferring",
+            Self::Needs => "Needs",
+            Self::Dropped => "Dropped",
+            Self::Independent => "Independent",
+            Self::Queued => "Queued",
+            Self::Removed => "Removed",
+            Self::Empty => "Empty",
+            Self::Done => "Done",
+            Self::Note => "Note",
+        }
+    }
+}
+
 /// Progress output of a run.
 pub struct Ui {
     mode: Mode,
@@ -58,7 +130,7 @@ impl Ui {
         match &mut self.mode {
             Mode::Quiet => {}
             Mode::Plain => line(
-                "Running",
+                Verb::Running,
                 &format!("run {run}: {total} tasks ({finished} finished already)"),
             ),
             Mode::Bars { multi, overall, .. } => {
@@ -66,7 +138,10 @@ impl Ui {
                 overall.set_position(finished as u64);
                 overall.set_message(format!("run {run}"));
                 overall.enable_steady_tick(Duration::from_millis(250));
-                let _ = multi.println(format_line("Running", &format!("run {run}: {total} tasks")));
+                let _ = multi.println(format_line(
+                    Verb::Running,
+                    &format!("run {run}: {total} tasks"),
+                ));
             }
         }
     }
@@ -86,7 +161,7 @@ impl Ui {
         };
         match &mut self.mode {
             Mode::Quiet => {}
-            Mode::Plain => line("Started", &what),
+            Mode::Plain => line(Verb::Started, &what),
             Mode::Bars { multi, tasks, .. } => {
                 let bar = multi.add(ProgressBar::new_spinner());
                 bar.set_style(
@@ -101,8 +176,9 @@ impl Ui {
         }
     }
 
-    /// A task left the running state: `verb` is `Finished`, `Failed`, `Retrying`, ….
-    pub fn task_finished(&mut self, id: &str, verb: &str, elapsed: Duration, detail: Option<&str>) {
+    /// A task's attempt ended: `verb` is `Finished`, `Failed`, `Retrying`, …; all but a retry
+    /// count as the task done with.
+    pub fn task_finished(&mut self, id: &str, verb: Verb, elapsed: Duration, detail: Option<&str>) {
         let text = match detail {
             Some(d) => format!("{id} in {} ({d})", duration(elapsed)),
             None => format!("{id} in {}", duration(elapsed)),
@@ -119,7 +195,7 @@ impl Ui {
                     bar.finish_and_clear();
                     multi.remove(&bar);
                 }
-                if verb != "Retrying" {
+                if verb != Verb::Retrying {
                     overall.inc(1);
                 }
                 let _ = multi.println(format_line(verb, &text));
@@ -127,13 +203,13 @@ impl Ui {
         }
     }
 
-    /// A permanent line, in the style `      Merged a3`.
-    pub fn note(&mut self, verb: &str, text: &str) {
+    /// A permanent line, in the style `      Merged a3`; a skipped task counts as done with.
+    pub fn note(&mut self, verb: Verb, text: &str) {
         match &mut self.mode {
             Mode::Quiet => {}
             Mode::Plain => line(verb, text),
             Mode::Bars { multi, overall, .. } => {
-                if verb == "Skipped" {
+                if verb == Verb::Skipped {
                     overall.inc(1);
                 }
                 let _ = multi.println(format_line(verb, text));
@@ -158,11 +234,11 @@ impl Ui {
     }
 }
 
-fn format_line(verb: &str, text: &str) -> String {
-    format!("{verb:>12} {text}")
+fn format_line(verb: Verb, text: &str) -> String {
+    format!("{:>12} {text}", verb.as_str())
 }
 
-fn line(verb: &str, text: &str) {
+fn line(verb: Verb, text: &str) {
     eprintln!("{}", format_line(verb, text));
 }
 
@@ -203,7 +279,7 @@ pub fn out(text: &str) {
 }
 
 /// Prints a permanent line on stderr, outside a run (e.g. landing notes).
-pub fn say(quiet: bool, verb: &str, text: &str) {
+pub fn say(quiet: bool, verb: Verb, text: &str) {
     if !quiet {
         line(verb, text);
     }

@@ -15,6 +15,7 @@ use crate::git::Repo;
 use crate::planner;
 use crate::schedule::{GoalRun, Settings};
 use crate::store::{Event, GoalRecord, GoalStatus, RunEvent, RunStatus};
+use crate::ui::Verb;
 use crate::{Usage, exit, ui};
 
 /// Lines of the README the planner sees.
@@ -52,7 +53,7 @@ pub(super) fn run_goal(
     )?;
     let run_id = run.record.id.clone();
     let summary = summarize(&run.repo)?;
-    ui::say(g.quiet, "Planning", &ui::one_line(goal, 100));
+    ui::say(g.quiet, Verb::Planning, &ui::one_line(goal, 100));
     let board = &mut run.board;
     let mut notes = Vec::new();
     let planned = planner::plan(&client, goal, &summary, MAX_FAN_IN, &|| false, &mut |n| {
@@ -106,7 +107,7 @@ pub(super) fn run_goal(
     }
     ui::say(
         g.quiet,
-        "Planned",
+        Verb::Planned,
         &format!(
             "{} tasks ({} repairs, {} tokens)",
             planned.plan.len(),

@@ -9,6 +9,7 @@ use crate::cli::{Cli, Command, QueueAction, RunOptions};
 use crate::git::Repo;
 use crate::store::Board;
 use crate::ui;
+use crate::ui::Verb;
 use crate::{Usage, exit};
 
 mod goal;
@@ -129,7 +130,7 @@ fn refuse_when_nested(g: &Globals) -> Option<u8> {
     if std::env::var_os("SWARM_ACTIVE").is_some_and(|v| !v.is_empty() && v != "0") {
         ui::say(
             g.quiet,
-            "Skipping",
+            Verb::Skipping,
             "swarm is running inside a swarm task or hook (SWARM_ACTIVE is set); doing nothing",
         );
         return Some(exit::OK);

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 
 use super::Usage;
 use crate::git::{Repo, Tracked};
+use crate::ui::Verb;
 
 /// What an output path must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +121,7 @@ pub(super) fn check_all(
         if tracked {
             crate::ui::say(
                 quiet,
-                "Note",
+                Verb::Note,
                 &format!(
                     "{flag} {} is a tracked file; the run will replace it (it has no uncommitted changes)",
                     target.display()

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::settings::Configured;
 use super::{Globals, goal, open_board, open_repo};
 use crate::store::QueueRemoval;
+use crate::ui::Verb;
 use crate::{Usage, exit, ui};
 
 pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
@@ -22,7 +23,7 @@ pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
     if g.json {
         ui::out(&json!({ "id": id, "text": text }).to_string());
     } else {
-        ui::say(g.quiet, "Queued", &format!("{id}: {text}"));
+        ui::say(g.quiet, Verb::Queued, &format!("{id}: {text}"));
     }
     Ok(exit::OK)
 }
@@ -47,7 +48,7 @@ pub(super) fn list(g: &Globals) -> anyhow::Result<u8> {
         let _ = writeln!(out, "{:>4}  {:<32}  {}", item.id, state, item.text);
     }
     if items.is_empty() {
-        ui::say(g.quiet, "Empty", "no goal is queued");
+        ui::say(g.quiet, Verb::Empty, "no goal is queued");
     } else {
         ui::out(out.trim_end());
     }
@@ -59,7 +60,7 @@ pub(super) fn remove(g: &Globals, id: i64) -> anyhow::Result<u8> {
     let mut board = open_board(&repo)?;
     match board.queue_remove(id)? {
         QueueRemoval::Removed => {
-            ui::say(g.quiet, "Removed", &format!("goal {id} from the queue"));
+            ui::say(g.quiet, Verb::Removed, &format!("goal {id} from the queue"));
             Ok(exit::OK)
         }
         QueueRemoval::NotFound => Err(Usage::new(format!("no goal {id} in the queue"))
@@ -85,7 +86,7 @@ pub(super) fn run(g: &Globals, configured: &Configured) -> anyhow::Result<u8> {
         .count();
     drop(board);
     if waiting == 0 {
-        ui::say(g.quiet, "Empty", "no goal is queued; nothing ran");
+        ui::say(g.quiet, Verb::Empty, "no goal is queued; nothing ran");
         return Ok(exit::OK);
     }
     goal::run_goals(g, &[], true, configured)

@@ -16,6 +16,7 @@ use crate::store::{
     Board, Event, GoalRecord, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord,
     TaskStatus,
 };
+use crate::ui::Verb;
 use crate::ui::{self, Ui};
 use crate::{Usage, exit};
 
@@ -284,7 +285,7 @@ pub(super) fn resume(
     if leftovers > 0 {
         ui::say(
             g.quiet,
-            "Stopped",
+            Verb::Stopped,
             &format!("{leftovers} process group(s) left running by the interrupted run"),
         );
     }

@@ -14,6 +14,7 @@ use super::{Message, Scheduler, Slot, State, Transition};
 use crate::planner::needs::{self, Edge, GoalText, Inferred};
 use crate::planner::{self, Planned};
 use crate::store::{Event, GoalRecord, GoalStatus, Need, RunEvent};
+use crate::ui::Verb;
 
 /// How often a run draining the queue looks for goals added since it started.
 pub const QUEUE_POLL: Duration = Duration::from_secs(1);
@@ -139,7 +140,7 @@ impl Scheduler<'_> {
             }
             for g in taken {
                 self.ui.note(
-                    "Queued",
+                    Verb::Queued,
                     &format!("{}: {}", g.id, crate::ui::one_line(&g.text, 80)),
                 );
                 goals.list.push(Goal {
@@ -220,9 +221,9 @@ impl Scheduler<'_> {
                 }),
             )?;
             let verb = match status {
-                GoalStatus::Done => "Done",
-                GoalStatus::Parked => "Parked",
-                _ => "Failed",
+                GoalStatus::Done => Verb::Done,
+                GoalStatus::Parked => Verb::Parked,
+                _ => Verb::Failed,
             };
             self.ui.note(
                 verb,
@@ -269,7 +270,7 @@ impl Scheduler<'_> {
                 }),
             )?;
             self.ui
-                .note("Skipped", &format!("goal {} ({reason})", g.id));
+                .note(Verb::Skipped, &format!("goal {} ({reason})", g.id));
         }
         Ok(!skips.is_empty())
     }
@@ -314,7 +315,7 @@ impl Scheduler<'_> {
         let stop = goals.stop.clone();
         let names: Vec<&str> = open.iter().map(|&gi| goals.list[gi].id.as_str()).collect();
         self.ui.note(
-            "Inferring",
+            Verb::Inferring,
             &format!("which goals need which ({})", names.join(", ")),
         );
         std::thread::spawn(move || {
@@ -371,7 +372,7 @@ impl Scheduler<'_> {
             let stop = goals.stop.clone();
             let tx = self.sender.clone().expect("the loop is running");
             self.ui.note(
-                "Planning",
+                Verb::Planning,
                 &format!("goal {}: {}", g.id, crate::ui::one_line(&g.text, 80)),
             );
             std::thread::spawn(move || {
@@ -503,13 +504,13 @@ impl Scheduler<'_> {
                 self.board.set_goal_needs(&run, &rows, &events)?;
                 for e in &inferred.edges {
                     self.ui.note(
-                        "Needs",
+                        Verb::Needs,
                         &format!("goal {} needs goal {} ({})", e.goal, e.needs, e.reason),
                     );
                 }
                 for (e, why) in &inferred.dropped {
                     self.ui.note(
-                        "Dropped",
+                        Verb::Dropped,
                         &format!("goal {} needs goal {}: {why}", e.goal, e.needs),
                     );
                 }
@@ -531,7 +532,7 @@ impl Scheduler<'_> {
                 });
                 self.board.set_goal_needs(&run, &rows, &[event])?;
                 self.ui.note(
-                    "Independent",
+                    Verb::Independent,
                     &format!("the dependency pass failed ({error}); the goals run as independent"),
                 );
                 for &gi in covered {
@@ -580,7 +581,7 @@ impl Scheduler<'_> {
                         error: reason.clone(),
                     }),
                 )?;
-                self.ui.note("Failed", &format!("goal {id} ({reason})"));
+                self.ui.note(Verb::Failed, &format!("goal {id} ({reason})"));
                 return Ok(());
             }
         };
@@ -617,7 +618,7 @@ impl Scheduler<'_> {
         }
         self.ui.tasks_added(added.len());
         self.ui.note(
-            "Planned",
+            Verb::Planned,
             &format!(
                 "goal {id}: {} tasks ({} repairs, {} tokens)",
                 added.len(),

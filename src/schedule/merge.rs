@@ -16,6 +16,7 @@ use crate::agent::{self, Agent, Invocation};
 use crate::git::{CommitId, Merge};
 use crate::plan::Mode;
 use crate::store::{Event, Moved, Parking, RunEvent, TaskStatus, TaskUpdate};
+use crate::ui::Verb;
 
 /// Why a writer is parked.
 enum Hold {
@@ -112,7 +113,7 @@ impl Scheduler<'_> {
                     ),
                 )?;
                 self.ui
-                    .note("Merged", &format!("{id} (before the interruption)"));
+                    .note(Verb::Merged, &format!("{id} (before the interruption)"));
                 self.remove_writer_worktree(i, true)?;
                 self.transition(Transition::Done(i))?;
             } else {
@@ -178,7 +179,7 @@ impl Scheduler<'_> {
                     ),
                 )?;
                 self.tip = after;
-                self.ui.note("Merged", id);
+                self.ui.note(Verb::Merged, id);
                 self.remove_writer_worktree(i, true)?;
                 self.transition(Transition::Done(i))?;
                 self.checkouts.drop_stale_snapshots(&self.tip)?;
@@ -198,7 +199,7 @@ impl Scheduler<'_> {
                         ),
                     )?;
                     self.ui.note(
-                        "Resolving",
+                        Verb::Resolving,
                         &format!("{id}: conflict in {}", paths.join(", ")),
                     );
                     self.dag.on(&self.plan, Transition::Resolving(i));
@@ -300,7 +301,7 @@ impl Scheduler<'_> {
             &self.layout.run,
             &Event::run(RunEvent::IntegrationMoved(moved)),
         )?;
-        self.ui.note("Halted", &why);
+        self.ui.note(Verb::Halted, &why);
         self.escalate(None, info)?;
         self.halted = Some(why);
         Ok(())
@@ -353,7 +354,7 @@ impl Scheduler<'_> {
             },
             &Event::task(id, RunEvent::Parked(parking)),
         )?;
-        self.ui.note("Parked", &line);
+        self.ui.note(Verb::Parked, &line);
         self.escalate(Some(id), info)?;
         self.transition(Transition::Parked(i))
     }
@@ -496,7 +497,7 @@ impl Scheduler<'_> {
         self.writers_running -= 1;
         self.ui.task_finished(
             &format!("{id} (resolving)"),
-            "Resolved",
+            Verb::Resolved,
             report.elapsed,
             None,
         );

@@ -16,6 +16,7 @@ use crate::store::{
     AttemptEnd, Board, Event, RunEvent, TaskRecord, TaskStatus, TaskUpdate, now_ms,
 };
 use crate::ui::Ui;
+use crate::ui::Verb;
 
 mod checkouts;
 mod dag;
@@ -417,7 +418,7 @@ impl<'a> Scheduler<'a> {
                     g.stop();
                 }
                 workers.stop_all();
-                self.ui.note("Stopping", &why);
+                self.ui.note(Verb::Stopping, &why);
             }
             if let Some(why) = &self.halted
                 && !self.stopping
@@ -427,7 +428,7 @@ impl<'a> Scheduler<'a> {
                     g.stop();
                 }
                 self.ui.note(
-                    "Stopping",
+                    Verb::Stopping,
                     &format!(
                         "{} running task(s) finish, nothing new starts: {why}",
                         self.running
@@ -483,7 +484,7 @@ impl<'a> Scheduler<'a> {
                         signals.armed();
                         workers.stop_all();
                         self.ui.note(
-                            "Stopping",
+                            Verb::Stopping,
                             &format!(
                                 "{} running task(s); press Ctrl-C again to kill now",
                                 self.running
@@ -540,7 +541,7 @@ impl<'a> Scheduler<'a> {
                 }),
             )?;
             for line in &stuck {
-                self.ui.note("Deadlock", line);
+                self.ui.note(Verb::Deadlock, line);
             }
         }
         Ok(Ending::Finished)
@@ -569,7 +570,7 @@ impl<'a> Scheduler<'a> {
             }),
         )?;
         self.ui.note(
-            "Stopping",
+            Verb::Stopping,
             &format!(
                 "the token budget is spent ({} of {budget} tokens); {} running task(s) finish, nothing new starts",
                 self.tokens_used, self.running
@@ -636,7 +637,7 @@ impl<'a> Scheduler<'a> {
         self.record_skips(&skips)?;
         for (i, why) in &skips {
             self.ui
-                .note("Skipped", &format!("{} ({why})", plan.tasks[*i].id));
+                .note(Verb::Skipped, &format!("{} ({why})", plan.tasks[*i].id));
         }
         Ok(())
     }
@@ -691,7 +692,7 @@ impl<'a> Scheduler<'a> {
             crate::ui::duration(wait)
         );
         self.ui
-            .task_finished(id, "Limited", report.elapsed, Some(&text));
+            .task_finished(id, Verb::Limited, report.elapsed, Some(&text));
         if too_long {
             self.dag.on(&self.plan, Transition::Interrupted(i));
             self.limit_stop = Some(format!(
@@ -703,7 +704,7 @@ impl<'a> Scheduler<'a> {
             self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
             self.dag.on(&self.plan, Transition::Delayed(i, until));
             self.ui.note(
-                "Paused",
+                Verb::Paused,
                 &format!("no new attempts for {}", crate::ui::duration(wait)),
             );
         }
@@ -792,7 +793,7 @@ impl<'a> Scheduler<'a> {
                     }
                     self.ui.task_finished(
                         id,
-                        "Finished",
+                        Verb::Finished,
                         report.elapsed,
                         if task.mode == Mode::Write {
                             Some("no changes")
@@ -829,7 +830,7 @@ impl<'a> Scheduler<'a> {
                 )?;
                 self.dag.on(&plan, Transition::Interrupted(i));
                 self.ui
-                    .task_finished(id, "Interrupted", report.elapsed, None);
+                    .task_finished(id, Verb::Interrupted, report.elapsed, None);
             }
             Verdict::Failed(why) => {
                 let failures = self.slots[i].failures + 1;
@@ -876,7 +877,7 @@ impl<'a> Scheduler<'a> {
                         .on(&plan, Transition::Delayed(i, Instant::now() + wait));
                     self.ui.task_finished(
                         id,
-                        "Retrying",
+                        Verb::Retrying,
                         report.elapsed,
                         Some(&format!(
                             "{why}; attempt {} in {:.1}s",
@@ -887,14 +888,14 @@ impl<'a> Scheduler<'a> {
                 } else if retries_left {
                     self.dag.on(&plan, Transition::Interrupted(i));
                     self.ui
-                        .task_finished(id, "Interrupted", report.elapsed, Some(&why));
+                        .task_finished(id, Verb::Interrupted, report.elapsed, Some(&why));
                 } else {
                     self.ui
-                        .task_finished(id, "Failed", report.elapsed, Some(&why));
+                        .task_finished(id, Verb::Failed, report.elapsed, Some(&why));
                     if task.mode == Mode::Write {
                         // Kept for inspection until `swarm gc`.
                         self.ui.note(
-                            "Kept",
+                            Verb::Kept,
                             &format!(
                                 "worktree of {id} at {}",
                                 self.layout.worktree(id, Checkout::Task).display()
