@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::run::{NewRun, Reads};
+use super::run::{NewRun, Reads, guard_files};
 use super::settings::{
     Configured, DEFAULT_JOBS, MAX_FAN_IN, NO_MODEL_HINT, model_client, settings,
 };
@@ -128,7 +128,8 @@ pub(super) fn run_goal(
         }
         return Ok(exit::OK);
     }
-    let settings = settings(options, &planned.plan, &configured.profiles)?;
+    let mut settings = settings(options, &planned.plan, &configured.profiles)?;
+    guard_files(&run.repo, &mut settings, configured.file.clone())?;
     run.launch(g, planned.plan, &settings, options, None)
 }
 
@@ -150,7 +151,7 @@ pub(super) fn run_goals(
     }
     // Checked before anything is recorded: a run that cannot plan must not be started.
     let plan = crate::plan::Plan::from_tasks(Vec::new())?;
-    let settings = settings(options, &plan, &configured.profiles)?;
+    let mut settings = settings(options, &plan, &configured.profiles)?;
     goal_run_client(&settings)?;
     let source = if from_queue {
         "queue".to_owned()
@@ -162,6 +163,7 @@ pub(super) fn run_goals(
         files: Vec::new(),
     };
     let mut run = NewRun::begin(g, source, options, None, &reads)?;
+    guard_files(&run.repo, &mut settings, configured.file.clone())?;
     let run_id = run.record.id.clone();
     if from_queue {
         run.board.take_queue(&run_id)?;

@@ -88,7 +88,7 @@ pub(super) fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> an
         Ok(invalid) => anyhow::Error::new(invalid),
         Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
     })?;
-    let settings = settings(options, &plan, &configured.profiles)?;
+    let mut settings = settings(options, &plan, &configured.profiles)?;
     let run = NewRun::begin(
         g,
         tasks.display().to_string(),
@@ -99,6 +99,8 @@ pub(super) fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> an
             files: vec![path.clone()],
         },
     )?;
+    let named = std::iter::once(path).chain(configured.file.clone());
+    guard_files(&run.repo, &mut settings, named)?;
     run.launch(g, plan, &settings, options, None)
 }
 
@@ -107,6 +109,32 @@ fn task_specs(plan: &Plan) -> Vec<(String, serde_json::Value)> {
         .iter()
         .map(|t| (t.id.to_string(), t.to_json()))
         .collect()
+}
+
+/// The file in a run's directory that lists the files its writers may not change unseen (see
+/// `Settings::guarded`), for a resume.
+const GUARDED_FILE: &str = "guarded";
+
+/// Adds the files among `files` that the repository tracks to the files no writer's change to
+/// is merged unseen: swarm reads commands from them.
+pub(super) fn guard_files(
+    repo: &Repo,
+    settings: &mut Settings,
+    files: impl IntoIterator<Item = PathBuf>,
+) -> anyhow::Result<()> {
+    let top = std::fs::canonicalize(repo.workdir())?;
+    for file in files {
+        let Ok(file) = std::fs::canonicalize(&file) else {
+            continue;
+        };
+        if let Ok(rel) = file.strip_prefix(&top) {
+            let rel = rel.to_string_lossy().into_owned();
+            if !settings.guarded.contains(&rel) {
+                settings.guarded.push(rel);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What a new run reads, which its outputs must not overwrite, and where its plan goes.
@@ -192,6 +220,10 @@ impl NewRun {
             self.board.run_dir(&run_id).join("plan.jsonl"),
             plan.to_jsonl(),
         )?;
+        std::fs::write(
+            self.board.run_dir(&run_id).join(GUARDED_FILE),
+            settings.guarded.join("\n"),
+        )?;
         let layout = Layout {
             worktrees: worktree_root(&self.repo, options.worktree_dir.as_deref())?.join(&run_id),
             deps: deps_root(&self.board.run_dir(&run_id), &run_id),
@@ -274,7 +306,14 @@ pub(super) fn resume(
         );
     }
     let plan = stored_plan(&records)?;
-    let settings = settings(&options, &plan, profiles)?;
+    let mut settings = settings(&options, &plan, profiles)?;
+    let guarded =
+        std::fs::read_to_string(board.run_dir(&run_id).join(GUARDED_FILE)).unwrap_or_default();
+    for rel in guarded.lines().filter(|l| !l.is_empty()) {
+        if !settings.guarded.iter().any(|g| g == rel) {
+            settings.guarded.push(rel.to_owned());
+        }
+    }
     let goals = if goal_records.is_empty() {
         None
     } else {

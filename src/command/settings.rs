@@ -52,6 +52,8 @@ pub(super) fn land_from_hook(options: &mut RunOptions, from_hook: bool) {
 pub(super) struct Configured {
     pub(super) options: RunOptions,
     pub(super) profiles: BTreeMap<String, Profile>,
+    /// The config file given with `--config`, which names commands too.
+    pub(super) file: Option<std::path::PathBuf>,
 }
 
 pub(super) fn load_config(
@@ -96,6 +98,7 @@ pub(super) fn configure(
     Ok(Configured {
         options: config.options,
         profiles,
+        file: explicit.map(|p| g.dir.join(p)),
     })
 }
 
@@ -314,6 +317,7 @@ pub(super) fn settings(
         .transpose()
         .map_err(|e| Usage::new(format!("--stall-timeout: {e}")))?;
     Ok(Settings {
+        guarded: vec![crate::config::REPO_FILE.to_owned()],
         stall_timeout,
         jobs,
         max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),

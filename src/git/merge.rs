@@ -350,7 +350,7 @@ impl Repo {
         &self,
         from: &CommitId,
         to: &CommitId,
-        guarded: &[&str],
+        guarded: &[String],
         needles: &[&[u8]],
     ) -> anyhow::Result<Scan> {
         let a = self.repo.find_commit(from.oid()?)?.tree()?;

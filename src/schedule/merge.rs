@@ -228,7 +228,7 @@ impl Scheduler<'_> {
         let needles: Vec<&[u8]> = secrets.iter().map(|(_, v)| v.as_bytes()).collect();
         let scan = self
             .repo
-            .scan_change(base, commit, &[crate::config::REPO_FILE], &needles)?;
+            .scan_change(base, commit, &self.settings.guarded, &needles)?;
         if !scan.guarded.is_empty() {
             return Ok(Some(Hold::Review {
                 why: format!(

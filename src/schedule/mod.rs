@@ -46,6 +46,10 @@ pub const DEP_RESULT_CAP: usize = 16 * 1024;
 /// How the run behaves; fixed for the run's lifetime.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// Files of the repository swarm reads commands from (`.swarm.toml`, the run's task file
+    /// or config file when they are tracked there), relative to its top: a writer's change to
+    /// one is parked for review, never merged.
+    pub guarded: Vec<String>,
     pub jobs: usize,
     pub max_writers: usize,
     pub retries: u32,

@@ -631,3 +631,28 @@ fn a_graft_in_the_checkout_does_not_pass_off_a_reset_as_descending_from_the_star
     let error = task(&repo, "w")["error"].as_str().unwrap().to_owned();
     assert!(error.contains("does not descend from its start"), "{error}");
 }
+
+#[test]
+fn a_writer_that_changes_the_task_file_the_run_reads_from_the_repository_is_parked() {
+    let repo = TestRepo::new();
+    // The plan is tracked in the repository, as a nightly job's would be.
+    repo.write(
+        "plans/nightly.jsonl",
+        "{\"id\":\"w\",\"run\":\"echo '{\\\"id\\\":\\\"evil\\\",\\\"run\\\":\\\"touch PLANTED\\\"}' >> plans/nightly.jsonl\"}\n",
+    );
+    repo.commit_all("a plan");
+    let base = rev(&repo, "main");
+
+    let out = repo.swarm(&["run", "plans/nightly.jsonl"]);
+
+    assert_exit(&out, 3);
+    assert_eq!(rev(&repo, "main"), base);
+    let t = task(&repo, "w");
+    assert_eq!(t["status"], "parked");
+    assert!(
+        t["error"].as_str().unwrap().contains("plans/nightly.jsonl"),
+        "{t}"
+    );
+    assert_eq!(repo.read("plans/nightly.jsonl").lines().count(), 1);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
