@@ -83,6 +83,16 @@ impl Scheduler<'_> {
             ("SWARM_MODE".to_owned(), task.mode.as_str().to_owned()),
             ("SWARM_ATTEMPT".to_owned(), attempt.to_string()),
             ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+            // The task's directory is a checkout of its own, named after nothing of the
+            // user's: the repository's name, for tasks that report on it.
+            (
+                "SWARM_REPO_NAME".to_owned(),
+                self.repo
+                    .workdir()
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            ),
         ];
         let deps: Vec<(String, String)> = self
             .plan

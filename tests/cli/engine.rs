@@ -1084,3 +1084,24 @@ fn gc_removes_the_deps_files_a_killed_run_left() {
     assert_exit(&repo.swarm(&["gc"]), 0);
     assert!(!dir.exists());
 }
+
+#[test]
+fn the_example_report_plan_runs_and_names_the_repository() {
+    let repo = TestRepo::new();
+    let plan = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/repo-report.jsonl");
+    let report = outside(&repo, "report.md");
+
+    let out = repo.swarm(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--final-out",
+        report.to_str().unwrap(),
+    ]);
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with("# Repository report: repo\n"), "{text}");
+    for section in ["## Layout", "## Lines by file type", "## Run summary"] {
+        assert!(text.contains(section), "{section}: {text}");
+    }
+}
