@@ -122,6 +122,8 @@ impl Repo {
             .checkout_config
             .get_or_init(|| self.make_checkout_config());
         std::fs::write(git.join("config"), config)?;
+        let refs = self.checkout_refs.get_or_init(|| self.make_checkout_refs());
+        std::fs::write(git.join("packed-refs"), refs)?;
         for file in COPIED_FILES {
             let from = self.common_dir.join(file);
             if from.is_file() {
@@ -151,6 +153,32 @@ impl Repo {
             }
         }
         text
+    }
+
+    /// The user's refs (branches, tags, remote-tracking branches; not swarm's own, not the
+    /// stash) as a `packed-refs` file, so that an agent's `git log main` or `git diff
+    /// origin/main...` works in its checkout. They are copies: moving them moves nothing of
+    /// the user's.
+    fn make_checkout_refs(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let Ok(refs) = self.repo.references() else {
+            return out;
+        };
+        let mut lines: Vec<(Vec<u8>, Oid)> = refs
+            .flatten()
+            .filter_map(|r| Some((r.name_bytes().to_vec(), r.target()?)))
+            .filter(|(name, _)| {
+                !name.starts_with(b"refs/heads/swarm/") && name.as_slice() != b"refs/stash"
+            })
+            .collect();
+        lines.sort();
+        for (name, oid) in lines {
+            out.extend_from_slice(oid.to_string().as_bytes());
+            out.push(b' ');
+            out.extend_from_slice(&name);
+            out.push(b'\n');
+        }
+        out
     }
 
     /// Checks `commit` out into the checkout at `path`, over what its HEAD holds; with

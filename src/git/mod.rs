@@ -73,6 +73,8 @@ pub struct Repo {
     common_dir: PathBuf,
     /// The configuration every task checkout gets (see `checkout`), made once.
     checkout_config: std::sync::OnceLock<String>,
+    /// The user's refs as every task checkout gets them (see `checkout`), read once.
+    checkout_refs: std::sync::OnceLock<Vec<u8>>,
 }
 
 /// What a checkout's HEAD is.
@@ -134,6 +136,7 @@ impl Repo {
             workdir,
             common_dir,
             checkout_config: std::sync::OnceLock::new(),
+            checkout_refs: std::sync::OnceLock::new(),
         })
     }
 

@@ -656,3 +656,25 @@ fn a_writer_that_changes_the_task_file_the_run_reads_from_the_repository_is_park
     assert_eq!(repo.read("plans/nightly.jsonl").lines().count(), 1);
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
+
+#[test]
+fn a_writer_sees_the_users_branches_and_tags_as_copies_of_its_own() {
+    let repo = TestRepo::new();
+    repo.git(&["tag", "v1"]);
+    let before = untouchable(&repo, Main::Landed);
+    let cmd = format!(
+        "git log -1 --format=%s main > seen.txt && git rev-parse v1 >> seen.txt \
+         && git branch -f main HEAD && git tag -d v1 && {AGENT_GIT} commit -q --allow-empty -m mine"
+    );
+    let line = serde_json::json!({ "id": "w", "run": cmd }).to_string();
+
+    let out = run_tasks(&repo, &[&line], &[]);
+
+    assert_exit(&out, 0);
+    let seen = repo.read("seen.txt");
+    assert!(seen.starts_with("initial\n"), "{seen}");
+    assert!(seen.contains(&rev(&repo, "v1")), "{seen}");
+    // Its moves of them were its own.
+    assert_eq!(repo.git(&["tag", "--list"]), "v1\n");
+    assert_eq!(untouchable(&repo, Main::Landed), before);
+}
