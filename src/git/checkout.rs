@@ -269,12 +269,13 @@ impl Repo {
         // Checked again in the user's repository, which has no grafts or shallow boundaries
         // of the agent's making to fake a descent.
         if !self.repo.graph_descendant_of(tip, start_oid)? {
+            let kept = self.keep_what_is_left(&wt, branch, start_oid, keep_as)?;
             return Ok(Left::Refused {
                 why: format!(
                     "its branch {branch} does not descend from its start commit {} in your repository; nothing of it is merged",
                     start.short()
                 ),
-                kept: None,
+                kept,
             });
         }
         self.repo

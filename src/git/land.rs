@@ -304,43 +304,39 @@ impl Repo {
         }
         for c in written {
             let staged = files.join(OsStr::from_bytes(&c.path));
-            if std::fs::symlink_metadata(&staged).is_err() {
-                let (id, mode) = c.new.expect("filtered on");
+            if let Some((id, mode)) = c.new
+                && std::fs::symlink_metadata(&staged).is_err()
+            {
                 self.write_blob(id, mode, &staged)?;
             }
         }
         Ok(())
     }
 
-    /// Writes the blob `id` at `at` as a file of `mode`: a plain or executable file, a
-    /// symbolic link, or (a submodule) an empty directory, as git leaves one.
+    /// Writes the blob `id` at `at` as a file of `mode`: a plain or executable file, or a
+    /// symbolic link.
     fn write_blob(&self, id: Oid, mode: FileMode, at: &Path) -> anyhow::Result<()> {
         use std::io::Write as _;
         use std::os::unix::fs::OpenOptionsExt as _;
         if let Some(parent) = at.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        match mode {
-            FileMode::Commit => std::fs::create_dir(at)?,
-            FileMode::Link => {
-                let blob = self.repo.find_blob(id)?;
-                std::os::unix::fs::symlink(OsStr::from_bytes(blob.content()), at)?;
-            }
-            _ => {
-                let blob = self.repo.find_blob(id)?;
-                let mut file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(if mode == FileMode::BlobExecutable {
-                        0o777
-                    } else {
-                        0o666
-                    })
-                    .open(at)?;
-                // Not synced: git does not sync the files of a checkout either, and a kill
-                // loses nothing that was written.
-                file.write_all(blob.content())?;
-            }
+        let blob = self.repo.find_blob(id)?;
+        if mode == FileMode::Link {
+            std::os::unix::fs::symlink(OsStr::from_bytes(blob.content()), at)?;
+        } else {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(if mode == FileMode::BlobExecutable {
+                    0o777
+                } else {
+                    0o666
+                })
+                .open(at)?;
+            // Not synced: git does not sync the files of a checkout either, and a kill loses
+            // nothing that was written.
+            file.write_all(blob.content())?;
         }
         Ok(())
     }

@@ -374,10 +374,12 @@ impl Repo {
             let Ok(blob) = self.repo.find_blob(d.new_file().id()) else {
                 continue;
             };
-            if let Some(n) = needles
-                .iter()
-                .position(|n| memchr::memmem::find(blob.content(), n).is_some())
-            {
+            // A secret the file held before is not the writer's doing.
+            let old = self.repo.find_blob(d.old_file().id()).ok();
+            let holds = |content: &[u8], n: &[u8]| memchr::memmem::find(content, n).is_some();
+            if let Some(n) = needles.iter().position(|n| {
+                holds(blob.content(), n) && !old.as_ref().is_some_and(|o| holds(o.content(), n))
+            }) {
                 let path = delta_path(&d).unwrap_or_default();
                 scan.found
                     .push((String::from_utf8_lossy(path).into_owned(), n));

@@ -484,6 +484,25 @@ fn a_writer_that_commits_a_secrets_value_is_parked_and_the_value_is_shown_nowher
 }
 
 #[test]
+fn a_file_that_held_a_secrets_value_before_is_merged_when_a_writer_edits_it() {
+    let repo = TestRepo::new();
+    let secret = "ghp_canary0123456789";
+    repo.write("fixture.txt", &format!("token: {secret}\n"));
+    repo.commit_all("a fixture holding the value");
+    let tasks = repo.tasks(&[r#"{"id":"edit","run":"echo more >> fixture.txt"}"#]);
+
+    let out = repo
+        .swarm_cmd()
+        .args(["run", tasks.to_str().unwrap()])
+        .env("GITHUB_TOKEN", secret)
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("fixture.txt"), format!("token: {secret}\nmore\n"));
+}
+
+#[test]
 fn a_merge_cut_short_by_a_stale_ref_lock_finishes_on_resume() {
     let repo = TestRepo::new();
     let lock_dir = repo.root.join(".git/refs/heads/swarm");
@@ -630,6 +649,10 @@ fn a_graft_in_the_checkout_does_not_pass_off_a_reset_as_descending_from_the_star
     assert_eq!(repo.read("second.txt"), "second\n");
     let error = task(&repo, "w")["error"].as_str().unwrap().to_owned();
     assert!(error.contains("does not descend from its start"), "{error}");
+    // What the agent made is kept, not lost.
+    let kept = format!("swarm/{}-w@1", run_id(&repo));
+    assert!(error.contains(&kept), "{error}");
+    assert_eq!(repo.git(&["show", &format!("{kept}:z.txt")]), "z\n");
 }
 
 #[test]
