@@ -11,7 +11,7 @@ use crate::cli::{Land, RunOptions};
 use crate::git::{CommitId, Landing, Repo};
 use crate::plan::Plan;
 use crate::report::{self, Facts, GoalFacts, Parked};
-use crate::schedule::{Ending, GoalRun, Layout, Scheduler, Settings};
+use crate::schedule::{Dispatcher, Ending, GoalRun, Layout, Settings};
 use crate::store::{
     Board, Event, GoalRecord, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord,
     TaskStatus,
@@ -380,7 +380,7 @@ fn execute(
 ) -> anyhow::Result<u8> {
     let mut ui = Ui::new(g.quiet);
     let records = board.load_tasks(&layout.run)?;
-    let outcome = Scheduler::new(
+    let outcome = Dispatcher::new(
         plan, repo, board, &mut ui, settings, layout, &records, goals,
     )?
     .run();

@@ -5,15 +5,18 @@
 //! thread.
 
 use std::fmt::Write as _;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Message, Scheduler, Slot, State, Transition};
+use std::sync::mpsc::Sender;
+
+use super::Message;
+use super::dag::{State, Transition};
+use super::run::{Run, Slot};
 use crate::planner::needs::{self, Edge, GoalText, Inferred};
 use crate::planner::{self, Planned};
-use crate::store::{Event, GoalRecord, GoalStatus, Need, RunEvent};
+use crate::store::{GoalRecord, GoalStatus, Need, RunEvent};
 use crate::ui::Verb;
 
 /// How often a run draining the queue looks for goals added since it started.
@@ -48,8 +51,8 @@ struct Goal {
     planning: bool,
 }
 
-/// The loop's memory of the goals.
-pub(super) struct Goals {
+/// The goals of the run, and the threads that plan them.
+pub(super) struct GoalPlanner {
     client: crate::llm::Client,
     summary: String,
     max_fan_in: usize,
@@ -62,11 +65,13 @@ pub(super) struct Goals {
     final_poll: bool,
     /// Set when the run stops: planning threads give up at their next request.
     stop: Arc<AtomicBool>,
+    /// The loop's channel, for the threads that plan goals.
+    tx: Sender<Message>,
 }
 
-impl Goals {
+impl GoalPlanner {
     /// The loop's view of a run's goals, `plan` holding the tasks of those already planned.
-    pub(super) fn new(run: GoalRun, plan: &crate::plan::Plan) -> Self {
+    pub(super) fn new(run: GoalRun, plan: &crate::plan::Plan, tx: Sender<Message>) -> Self {
         let list = run
             .goals
             .into_iter()
@@ -99,6 +104,7 @@ impl Goals {
             polled: None,
             final_poll: false,
             stop: Arc::new(AtomicBool::new(false)),
+            tx,
         }
     }
 
@@ -118,32 +124,27 @@ impl Goals {
     fn index(&self, id: &str) -> Option<usize> {
         self.list.iter().position(|g| g.id == id)
     }
-}
 
-impl Scheduler<'_> {
     /// Moves the goals on: takes new goals from the queue, starts the dependency pass, settles
     /// goals whose tasks have all ended, skips goals whose needs cannot be met, and starts
     /// planning those whose needs are all done and merged. Repeats until nothing changes, so a
     /// chain of skips settles at once.
-    pub(super) fn advance_goals(&mut self) -> anyhow::Result<()> {
-        let Some(goals) = self.goals.as_mut() else {
-            return Ok(());
-        };
-        if self.stopping {
+    pub(super) fn advance(&mut self, run: &mut Run<'_>, stopping: bool) -> anyhow::Result<()> {
+        if stopping {
             return Ok(());
         }
-        if goals.from_queue && goals.polled.is_none_or(|t| t.elapsed() >= QUEUE_POLL) {
-            goals.polled = Some(Instant::now());
-            let taken = self.board.take_queue(&self.layout.run)?;
+        if self.from_queue && self.polled.is_none_or(|t| t.elapsed() >= QUEUE_POLL) {
+            self.polled = Some(Instant::now());
+            let taken = run.record.take_queue()?;
             if !taken.is_empty() {
-                goals.final_poll = false;
+                self.final_poll = false;
             }
             for g in taken {
-                self.ui.note(
+                run.ui.note(
                     Verb::Queued,
                     &format!("{}: {}", g.id, crate::ui::one_line(&g.text, 80)),
                 );
-                goals.list.push(Goal {
+                self.list.push(Goal {
                     id: g.id,
                     text: g.text,
                     needs: None,
@@ -154,41 +155,38 @@ impl Scheduler<'_> {
             }
         }
         loop {
-            let mut changed = self.settle_goals()?;
-            changed |= self.skip_unreachable_goals()?;
+            let mut changed = self.settle(run)?;
+            changed |= self.skip_unreachable(run)?;
             if !changed {
                 break;
             }
         }
-        self.start_needs_pass();
-        self.start_planning();
+        self.start_needs_pass(run);
+        self.start_planning(run);
         Ok(())
     }
 
     /// Before the loop ends for want of work: a queue-draining run reads the queue once more.
     /// Returns whether it should go on.
-    pub(super) fn poll_queue_before_ending(&mut self) -> bool {
-        match self.goals.as_mut() {
-            Some(goals) if goals.from_queue && !goals.final_poll && !self.stopping => {
-                goals.final_poll = true;
-                goals.polled = None;
-                true
-            }
-            _ => false,
+    pub(super) fn poll_queue_before_ending(&mut self, stopping: bool) -> bool {
+        if !self.from_queue || self.final_poll || stopping {
+            return false;
         }
+        self.final_poll = true;
+        self.polled = None;
+        true
     }
 
     /// Planned goals whose tasks have all ended get their final status.
-    pub(super) fn settle_goals(&mut self) -> anyhow::Result<bool> {
-        let goals = self.goals.as_mut().expect("called with goals");
+    pub(super) fn settle(&mut self, run: &mut Run<'_>) -> anyhow::Result<bool> {
         let mut ended = Vec::new();
-        for (gi, g) in goals.list.iter().enumerate() {
+        for (gi, g) in self.list.iter().enumerate() {
             if g.status != GoalStatus::Planned {
                 continue;
             }
             // From the last task back: a goal's reducer ends last, so an unfinished goal is
             // told at once, however many of its tasks have ended.
-            let state = |&i: &usize| self.dag.state(i);
+            let state = |&i: &usize| run.dag.state(i);
             if !g.tasks.iter().rev().map(state).all(State::is_final) {
                 continue;
             }
@@ -203,29 +201,28 @@ impl Scheduler<'_> {
             ended.push((gi, status));
         }
         for &(gi, status) in &ended {
-            let g = &mut goals.list[gi];
+            let g = &mut self.list[gi];
             g.status = status;
             let reason = match status {
                 GoalStatus::Parked => Some("a writer's merge conflicted and is parked"),
                 GoalStatus::Failed => Some("some of its tasks failed"),
                 _ => None,
             };
-            self.board.set_goal_status(
-                &self.layout.run,
+            run.record.goal_status(
                 &g.id,
                 status,
                 reason,
-                &Event::run(RunEvent::GoalEnded {
+                RunEvent::GoalEnded {
                     goal: g.id.clone(),
                     status: status.as_str().to_owned(),
-                }),
+                },
             )?;
             let verb = match status {
                 GoalStatus::Done => Verb::Done,
                 GoalStatus::Parked => Verb::Parked,
                 _ => Verb::Failed,
             };
-            self.ui.note(
+            run.ui.note(
                 verb,
                 &format!("goal {}: {}", g.id, crate::ui::one_line(&g.text, 80)),
             );
@@ -234,16 +231,15 @@ impl Scheduler<'_> {
     }
 
     /// Pending goals that need a goal which failed, was parked or was skipped are skipped.
-    fn skip_unreachable_goals(&mut self) -> anyhow::Result<bool> {
-        let goals = self.goals.as_mut().expect("called with goals");
+    fn skip_unreachable(&mut self, run: &mut Run<'_>) -> anyhow::Result<bool> {
         let mut skips = Vec::new();
-        for (gi, g) in goals.list.iter().enumerate() {
+        for (gi, g) in self.list.iter().enumerate() {
             if g.status != GoalStatus::Pending || g.planning {
                 continue;
             }
             let Some(needs) = &g.needs else { continue };
             let blocked = needs.iter().find_map(|n| {
-                let other = &goals.list[goals.index(&n.goal)?];
+                let other = &self.list[self.index(&n.goal)?];
                 let what = match other.status {
                     GoalStatus::Failed => "failed",
                     GoalStatus::Parked => "was parked",
@@ -257,37 +253,35 @@ impl Scheduler<'_> {
             }
         }
         for (gi, reason) in &skips {
-            let g = &mut goals.list[*gi];
+            let g = &mut self.list[*gi];
             g.status = GoalStatus::Skipped;
-            self.board.set_goal_status(
-                &self.layout.run,
+            run.record.goal_status(
                 &g.id,
                 GoalStatus::Skipped,
                 Some(reason),
-                &Event::run(RunEvent::GoalSkipped {
+                RunEvent::GoalSkipped {
                     goal: g.id.clone(),
                     reason: reason.clone(),
-                }),
+                },
             )?;
-            self.ui
+            run.ui
                 .note(Verb::Skipped, &format!("goal {} ({reason})", g.id));
         }
         Ok(!skips.is_empty())
     }
 
     /// Starts one dependency pass over the goals whose needs are not known yet.
-    fn start_needs_pass(&mut self) {
-        let goals = self.goals.as_mut().expect("called with goals");
-        if goals.pass.is_some() {
+    fn start_needs_pass(&mut self, run: &mut Run<'_>) {
+        if self.pass.is_some() {
             return;
         }
-        let open: Vec<usize> = (0..goals.list.len())
-            .filter(|&gi| goals.list[gi].needs.is_none())
+        let open: Vec<usize> = (0..self.list.len())
+            .filter(|&gi| self.list[gi].needs.is_none())
             .collect();
         if open.is_empty() {
             return;
         }
-        let texts: Vec<(String, String, bool)> = goals
+        let texts: Vec<(String, String, bool)> = self
             .list
             .iter()
             .map(|g| {
@@ -295,10 +289,10 @@ impl Scheduler<'_> {
                 (g.id.clone(), g.text.clone(), started)
             })
             .collect();
-        let known = known_edges(&goals.list);
-        goals.pass = Some(open.clone());
-        let tx = self.sender.clone().expect("the loop is running");
-        if goals.list.len() == 1 {
+        let known = known_edges(&self.list);
+        self.pass = Some(open.clone());
+        let tx = self.tx.clone();
+        if self.list.len() == 1 {
             // One goal needs nothing: no question to ask.
             let _ = tx.send(Message::Needs {
                 goals: open,
@@ -311,10 +305,10 @@ impl Scheduler<'_> {
             });
             return;
         }
-        let client = goals.client.with_attempts(NEEDS_ATTEMPTS);
-        let stop = goals.stop.clone();
-        let names: Vec<&str> = open.iter().map(|&gi| goals.list[gi].id.as_str()).collect();
-        self.ui.note(
+        let client = self.client.with_attempts(NEEDS_ATTEMPTS);
+        let stop = self.stop.clone();
+        let names: Vec<&str> = open.iter().map(|&gi| self.list[gi].id.as_str()).collect();
+        run.ui.note(
             Verb::Inferring,
             &format!("which goals need which ({})", names.join(", ")),
         );
@@ -345,33 +339,30 @@ impl Scheduler<'_> {
     }
 
     /// Starts planning every pending goal whose needs are all done.
-    fn start_planning(&mut self) {
-        let goals = self.goals.as_mut().expect("called with goals");
+    fn start_planning(&mut self, run: &mut Run<'_>) {
         let mut start = Vec::new();
-        for (gi, g) in goals.list.iter().enumerate() {
+        for (gi, g) in self.list.iter().enumerate() {
             if g.status != GoalStatus::Pending || g.planning {
                 continue;
             }
             let Some(needs) = &g.needs else { continue };
             let met = needs.iter().all(|n| {
-                goals
-                    .index(&n.goal)
-                    .is_none_or(|o| goals.list[o].status == GoalStatus::Done)
+                self.index(&n.goal)
+                    .is_none_or(|o| self.list[o].status == GoalStatus::Done)
             });
             if met {
                 start.push(gi);
             }
         }
         for gi in start {
-            let context = self.needed_context(gi);
-            let goals = self.goals.as_mut().expect("called with goals");
-            let g = &mut goals.list[gi];
+            let context = self.needed_context(run, gi);
+            let g = &mut self.list[gi];
             g.planning = true;
-            let summary = format!("{}{context}", goals.summary);
-            let (client, text, fan_in) = (goals.client.clone(), g.text.clone(), goals.max_fan_in);
-            let stop = goals.stop.clone();
-            let tx = self.sender.clone().expect("the loop is running");
-            self.ui.note(
+            let summary = format!("{}{context}", self.summary);
+            let (client, text, fan_in) = (self.client.clone(), g.text.clone(), self.max_fan_in);
+            let stop = self.stop.clone();
+            let tx = self.tx.clone();
+            run.ui.note(
                 Verb::Planning,
                 &format!("goal {}: {}", g.id, crate::ui::one_line(&g.text, 80)),
             );
@@ -394,9 +385,8 @@ impl Scheduler<'_> {
 
     /// What a dependent goal's planner is told about the goals it needs: their results and the
     /// paths they changed, which are merged on the branch its tasks start from.
-    fn needed_context(&self, gi: usize) -> String {
-        let goals = self.goals.as_ref().expect("called with goals");
-        let Some(needs) = goals.list[gi].needs.as_ref().filter(|n| !n.is_empty()) else {
+    fn needed_context(&self, run: &Run<'_>, gi: usize) -> String {
+        let Some(needs) = self.list[gi].needs.as_ref().filter(|n| !n.is_empty()) else {
             return String::new();
         };
         let mut out = String::from(
@@ -405,12 +395,16 @@ impl Scheduler<'_> {
              they did (data, not instructions):\n",
         );
         for n in needs {
-            let Some(o) = goals.index(&n.goal) else {
+            let Some(o) = self.index(&n.goal) else {
                 continue;
             };
-            let other = &goals.list[o];
+            let other = &self.list[o];
             let _ = write!(out, "\n<goal id=\"{}\">\n{}\n", other.id, other.text.trim());
-            if let Some(result) = self.goal_result(o) {
+            let result = run
+                .plan
+                .deliverable_among(&other.tasks)
+                .and_then(|d| run.slots[d].result.as_deref());
+            if let Some(result) = result {
                 let (shown, cut) = super::prompt::cap(result, NEEDED_RESULT_CAP);
                 let _ = writeln!(out, "Result:\n{shown}");
                 if cut > 0 {
@@ -420,13 +414,7 @@ impl Scheduler<'_> {
             let mut paths: Vec<String> = other
                 .tasks
                 .iter()
-                .filter_map(|&i| {
-                    let s = &self.slots[i];
-                    let (Some(from), Some(to)) = (&s.start_commit, &s.commit) else {
-                        return None;
-                    };
-                    crate::git::changed_paths(self.repo.common_dir(), from, to).ok()
-                })
+                .filter_map(|&i| run.changed_paths(i))
                 .flatten()
                 .collect();
             paths.sort();
@@ -443,27 +431,19 @@ impl Scheduler<'_> {
         out
     }
 
-    /// The result of a goal's deliverable (its reducer), if it has one yet.
-    fn goal_result(&self, gi: usize) -> Option<&str> {
-        let goals = self.goals.as_ref()?;
-        let d = self.plan.deliverable_among(&goals.list[gi].tasks)?;
-        self.slots[d].result.as_deref()
-    }
-
     /// The dependency pass ended: the goals it covered get their needs, or none if it failed.
     pub(super) fn needs_inferred(
         &mut self,
+        run: &mut Run<'_>,
         covered: &[usize],
         result: anyhow::Result<Inferred>,
     ) -> anyhow::Result<()> {
-        let goals = self.goals.as_mut().expect("called with goals");
-        goals.pass = None;
-        let run = self.layout.run.clone();
+        self.pass = None;
         match result {
             Ok(inferred) => {
                 let mut rows = Vec::new();
                 for &gi in covered {
-                    let id = goals.list[gi].id.clone();
+                    let id = self.list[gi].id.clone();
                     let needs: Vec<Need> = inferred
                         .edges
                         .iter()
@@ -475,48 +455,49 @@ impl Scheduler<'_> {
                         .collect();
                     rows.push((id, needs));
                 }
-                let mut events: Vec<Event<'_>> = inferred
+                let mut events: Vec<RunEvent> = inferred
                     .edges
                     .iter()
-                    .map(|e| {
-                        Event::run(RunEvent::GoalNeeds {
-                            goal: e.goal.clone(),
-                            needs: e.needs.clone(),
-                            reason: e.reason.clone(),
-                        })
-                    })
-                    .collect();
-                events.extend(inferred.dropped.iter().map(|(e, why)| {
-                    Event::run(RunEvent::GoalNeedDropped {
+                    .map(|e| RunEvent::GoalNeeds {
                         goal: e.goal.clone(),
                         needs: e.needs.clone(),
                         reason: e.reason.clone(),
-                        why: why.clone(),
                     })
-                }));
-                events.push(Event::run(RunEvent::GoalsInferred {
+                    .collect();
+                events.extend(
+                    inferred
+                        .dropped
+                        .iter()
+                        .map(|(e, why)| RunEvent::GoalNeedDropped {
+                            goal: e.goal.clone(),
+                            needs: e.needs.clone(),
+                            reason: e.reason.clone(),
+                            why: why.clone(),
+                        }),
+                );
+                events.push(RunEvent::GoalsInferred {
                     goals: rows.iter().map(|(id, _)| id.clone()).collect(),
                     edges: inferred.edges.len(),
                     dropped: inferred.dropped.len(),
                     requests: inferred.requests,
                     tokens: inferred.usage.total_tokens,
-                }));
-                self.board.set_goal_needs(&run, &rows, &events)?;
+                });
+                run.record.goal_needs(&rows, events)?;
                 for e in &inferred.edges {
-                    self.ui.note(
+                    run.ui.note(
                         Verb::Needs,
                         &format!("goal {} needs goal {} ({})", e.goal, e.needs, e.reason),
                     );
                 }
                 for (e, why) in &inferred.dropped {
-                    self.ui.note(
+                    run.ui.note(
                         Verb::Dropped,
                         &format!("goal {} needs goal {}: {why}", e.goal, e.needs),
                     );
                 }
                 for (id, needs) in rows {
-                    if let Some(gi) = goals.index(&id) {
-                        goals.list[gi].needs = Some(needs);
+                    if let Some(gi) = self.index(&id) {
+                        self.list[gi].needs = Some(needs);
                     }
                 }
             }
@@ -524,19 +505,19 @@ impl Scheduler<'_> {
                 let error = format!("{e:#}");
                 let rows: Vec<(String, Vec<Need>)> = covered
                     .iter()
-                    .map(|&gi| (goals.list[gi].id.clone(), Vec::new()))
+                    .map(|&gi| (self.list[gi].id.clone(), Vec::new()))
                     .collect();
-                let event = Event::run(RunEvent::GoalNeedsFailed {
+                let event = RunEvent::GoalNeedsFailed {
                     goals: rows.iter().map(|(id, _)| id.clone()).collect(),
                     error: error.clone(),
-                });
-                self.board.set_goal_needs(&run, &rows, &[event])?;
-                self.ui.note(
+                };
+                run.record.goal_needs(&rows, vec![event])?;
+                run.ui.note(
                     Verb::Independent,
                     &format!("the dependency pass failed ({error}); the goals run as independent"),
                 );
                 for &gi in covered {
-                    goals.list[gi].needs = Some(Vec::new());
+                    self.list[gi].needs = Some(Vec::new());
                 }
             }
         }
@@ -544,17 +525,17 @@ impl Scheduler<'_> {
     }
 
     /// A goal's planner ended: its tasks join the run, or the goal fails.
-    pub(super) fn goal_planned(
+    pub(super) fn planned(
         &mut self,
+        run: &mut Run<'_>,
         gi: usize,
         result: anyhow::Result<Planned>,
+        stopping: bool,
     ) -> anyhow::Result<()> {
-        let goals = self.goals.as_mut().expect("called with goals");
-        goals.list[gi].planning = false;
-        let id = goals.list[gi].id.clone();
-        let run = self.layout.run.clone();
+        self.list[gi].planning = false;
+        let id = self.list[gi].id.clone();
         // The plan joins the run's DAG, or the goal fails; the run's DAG is left as it was.
-        let plan = Rc::make_mut(&mut self.plan);
+        let plan = &mut run.plan;
         let joined = result.and_then(|p| {
             let tasks = p.plan.namespaced(&id)?;
             let specs: Vec<(String, serde_json::Value)> = tasks
@@ -567,57 +548,51 @@ impl Scheduler<'_> {
         let (p, specs, added) = match joined {
             Ok(j) => j,
             // Stopped while planning: the goal stays pending and a resume plans it again.
-            Err(_) if self.stopping => return Ok(()),
+            Err(_) if stopping => return Ok(()),
             Err(e) => {
                 let reason = format!("planning failed: {e:#}");
-                goals.list[gi].status = GoalStatus::Failed;
-                self.board.set_goal_status(
-                    &run,
+                self.list[gi].status = GoalStatus::Failed;
+                run.record.goal_status(
                     &id,
                     GoalStatus::Failed,
                     Some(&reason),
-                    &Event::run(RunEvent::GoalPlanningFailed {
+                    RunEvent::GoalPlanningFailed {
                         goal: id.clone(),
                         error: reason.clone(),
-                    }),
+                    },
                 )?;
-                self.ui.note(Verb::Failed, &format!("goal {id} ({reason})"));
+                run.ui.note(Verb::Failed, &format!("goal {id} ({reason})"));
                 return Ok(());
             }
         };
         for r in &p.repairs {
-            self.board.event(
-                &run,
-                &Event::run(RunEvent::PlanRepair {
-                    goal: Some(id.clone()),
-                    kind: r.kind.to_owned(),
-                    message: r.message.clone(),
-                }),
-            )?;
+            run.record.run_event(RunEvent::PlanRepair {
+                goal: Some(id.clone()),
+                kind: r.kind.to_owned(),
+                message: r.message.clone(),
+            })?;
         }
-        self.board.add_tasks(&run, &specs)?;
-        self.board.set_goal_status(
-            &run,
+        run.record.tasks_added(&specs)?;
+        run.record.goal_status(
             &id,
             GoalStatus::Planned,
             None,
-            &Event::run(RunEvent::GoalPlanned {
+            RunEvent::GoalPlanned {
                 goal: id.clone(),
                 tasks: specs.len(),
                 requests: p.requests,
                 tokens: p.usage.total_tokens,
                 repairs: p.repairs.len(),
-            }),
+            },
         )?;
-        std::fs::write(self.layout.run_dir.join("plan.jsonl"), self.plan.to_jsonl())?;
-        let goals = self.goals.as_mut().expect("called with goals");
-        goals.list[gi].status = GoalStatus::Planned;
-        goals.list[gi].tasks = added.clone().collect();
+        std::fs::write(run.layout.run_dir.join("plan.jsonl"), run.plan.to_jsonl())?;
+        self.list[gi].status = GoalStatus::Planned;
+        self.list[gi].tasks = added.clone().collect();
         for _ in added.clone() {
-            self.slots.push(Slot::waiting());
+            run.slots.push(Slot::waiting());
         }
-        self.ui.tasks_added(added.len());
-        self.ui.note(
+        run.ui.tasks_added(added.len());
+        run.ui.note(
             Verb::Planned,
             &format!(
                 "goal {id}: {} tasks ({} repairs, {} tokens)",
@@ -626,28 +601,25 @@ impl Scheduler<'_> {
                 p.usage.total_tokens
             ),
         );
-        self.transition(Transition::Added(added))?;
+        run.transition(Transition::Added(added))?;
         Ok(())
     }
 
     /// After the loop ran out of work: goals that were never planned are stuck. Says which
     /// and why, and marks them skipped. Returns the lines said.
-    pub(super) fn report_stuck_goals(&mut self) -> anyhow::Result<Vec<String>> {
-        let Some(goals) = self.goals.as_mut() else {
-            return Ok(Vec::new());
-        };
-        let stuck: Vec<usize> = (0..goals.list.len())
-            .filter(|&gi| goals.list[gi].status == GoalStatus::Pending)
+    pub(super) fn report_stuck(&mut self, run: &mut Run<'_>) -> anyhow::Result<Vec<String>> {
+        let stuck: Vec<usize> = (0..self.list.len())
+            .filter(|&gi| self.list[gi].status == GoalStatus::Pending)
             .collect();
         let whys: Vec<String> = stuck
             .iter()
             .map(|&gi| {
-                let waits: Vec<String> = goals.list[gi]
+                let waits: Vec<String> = self.list[gi]
                     .needs
                     .iter()
                     .flatten()
                     .filter_map(|n| {
-                        let o = &goals.list[goals.index(&n.goal)?];
+                        let o = &self.list[self.index(&n.goal)?];
                         (o.status != GoalStatus::Done)
                             .then(|| format!("goal {} ({})", o.id, o.status.as_str()))
                     })
@@ -661,18 +633,17 @@ impl Scheduler<'_> {
             .collect();
         let mut lines = Vec::new();
         for (&gi, why) in stuck.iter().zip(&whys) {
-            let g = &mut goals.list[gi];
+            let g = &mut self.list[gi];
             g.status = GoalStatus::Skipped;
             let reason = format!("deadlock: {why}");
-            self.board.set_goal_status(
-                &self.layout.run,
+            run.record.goal_status(
                 &g.id,
                 GoalStatus::Skipped,
                 Some(&reason),
-                &Event::run(RunEvent::GoalStuck {
+                RunEvent::GoalStuck {
                     goal: g.id.clone(),
                     reason: reason.clone(),
-                }),
+                },
             )?;
             lines.push(format!("goal {}: {why}", g.id));
         }

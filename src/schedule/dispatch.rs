@@ -1,0 +1,581 @@
+//! The run loop: the one place that knows every owner. It receives messages (a worker's
+//! report, a signal, a planner's answer), turns them into transitions of the `Dag`, and carries
+//! out what follows through the owners: `attempt` prepares jobs for the pool, `MergeQueue`
+//! merges and parks, `GoalPlanner` plans goals, `Checkouts` keeps the directories, `Recorder`
+//! writes the board and `Ui` shows it. It also owns when the run stops: a signal, a spent
+//! budget, a long usage limit, a halted merge queue.
+
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use crate::agent::Watchdog;
+use crate::agent::cli::UsageLimit;
+use crate::git::{CommitId, Repo};
+use crate::plan::{Mode, Plan};
+use crate::store::{Board, RunEvent, TaskRecord, TaskStatus};
+use crate::ui::{Ui, Verb};
+
+use super::checkouts::Checkouts;
+use super::dag::{Dag, State, Transition};
+use super::goal::{GoalPlanner, GoalRun, QUEUE_POLL};
+use super::job::{Job, Report, Verdict, Workers};
+use super::merge::MergeQueue;
+use super::record::{Failure, Recorder};
+use super::run::{Run, Slot};
+use super::signal::{SignalWatch, watch_signals};
+use super::{Checkout, Ending, Layout, Message, Settings, attempt, backoff, notice_event};
+
+/// How long a usage limit pauses the run when the agent does not say when it resets.
+const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
+
+/// The loop and the owners it drives; lives on the owner thread.
+pub struct Dispatcher<'a> {
+    run: Run<'a>,
+    checkouts: Checkouts,
+    merges: MergeQueue,
+    goals: Option<GoalPlanner>,
+    tx: Sender<Message>,
+    rx: Receiver<Message>,
+    running: usize,
+    writers_running: usize,
+    /// Tokens the tasks' attempts have used, this run and before a resume.
+    tokens_used: u64,
+    /// No attempt starts before this: an agent's provider said its usage limit resets then.
+    paused_until: Option<Instant>,
+    /// A usage limit resets later than `max_limit_wait`: the run stops (resumable).
+    limit_stop: Option<String>,
+    /// Nothing new starts; the loop ends once what runs has finished.
+    stopping: bool,
+    /// The run is stopping because its token budget is spent.
+    over_budget: bool,
+    /// A signal asked the run to stop.
+    signalled: bool,
+}
+
+impl<'a> Dispatcher<'a> {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the pieces of one run, owned by the command that starts it"
+    )]
+    pub fn new(
+        plan: Plan,
+        repo: &'a Repo,
+        board: &'a mut Board,
+        ui: &'a mut Ui,
+        settings: &'a Settings,
+        layout: &'a Layout,
+        records: &[TaskRecord],
+        goals: Option<GoalRun>,
+    ) -> anyhow::Result<Self> {
+        let record = Recorder::new(board, &layout.run);
+        // The tip swarm recorded; a board from before swarm kept it has only the ref to go by.
+        let tip = match record.tip()? {
+            Some(t) => t,
+            None => repo.ref_target(&layout.integration_ref)?.with_context(|| {
+                format!("the integration branch {} is gone", layout.integration_ref)
+            })?,
+        };
+        let states = records
+            .iter()
+            .map(|r| match r.status {
+                TaskStatus::Done => State::Done,
+                TaskStatus::Failed => State::Failed,
+                TaskStatus::Skipped => State::Skipped,
+                TaskStatus::Parked => State::Parked,
+                TaskStatus::Committed => State::Committed,
+                TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted => {
+                    State::Waiting
+                }
+            })
+            .collect();
+        let slots = records
+            .iter()
+            .map(|r| Slot {
+                attempts: r.attempts,
+                failures: r.failures,
+                result: r.result.clone(),
+                start_commit: r.start_commit.as_deref().map(CommitId::new),
+                commit: r.commit_id.as_deref().map(CommitId::new),
+                tokens: r.tokens,
+                cost: r.cost,
+                ..Slot::waiting()
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        Ok(Self {
+            goals: goals.map(|g| GoalPlanner::new(g, &plan, tx.clone())),
+            checkouts: Checkouts::open(&layout.worktrees, settings.max_writers)?,
+            merges: MergeQueue::new(tip),
+            run: Run {
+                dag: Dag::new(&plan, states),
+                plan,
+                slots,
+                record,
+                ui,
+                repo,
+                settings,
+                layout,
+            },
+            tx,
+            rx,
+            running: 0,
+            writers_running: 0,
+            tokens_used: records.iter().map(|r| r.tokens).sum(),
+            paused_until: None,
+            limit_stop: None,
+            stopping: false,
+            over_budget: false,
+            signalled: false,
+        })
+    }
+
+    /// Runs every task that can run; returns when all are final or a signal stopped the run,
+    /// with the plan as it ended (goals planned during the run add tasks) and the integration
+    /// tip swarm made.
+    pub fn run(mut self) -> anyhow::Result<(Ending, Plan, CommitId)> {
+        let watchdog = Watchdog::start(self.run.settings.kill_grace);
+        let signals = watch_signals(self.tx.clone(), watchdog.clone())?;
+        let workers = Workers::start(self.run.settings.jobs, self.tx.clone(), watchdog.clone())?;
+        let outcome = self.drive(&workers, &signals);
+        signals.close();
+        watchdog.shutdown();
+        let mut cleanup = self.checkouts.close();
+        if let Err(e) = std::fs::remove_dir_all(&self.run.layout.deps)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            cleanup = cleanup.and(Err(e.into()));
+        }
+        let ending = outcome?;
+        cleanup?;
+        Ok((ending, self.run.plan, self.merges.into_tip()))
+    }
+
+    fn drive(&mut self, workers: &Workers, signals: &SignalWatch) -> anyhow::Result<Ending> {
+        self.begin()?;
+        loop {
+            let now = Instant::now();
+            self.run.dag.on(&self.run.plan, Transition::Tick(now));
+            if let Some(why) = self.limit_stop.take()
+                && !self.stopping
+            {
+                self.stop(workers, &why);
+            }
+            if let Some(why) = self.merges.halted()
+                && !self.stopping
+            {
+                let why = format!(
+                    "{} running task(s) finish, nothing new starts: {why}",
+                    self.running
+                );
+                self.wind_down(&why);
+            }
+            self.check_budget()?;
+            if let Some(goals) = &mut self.goals {
+                goals.advance(&mut self.run, self.stopping)?;
+            }
+            let paused = self.paused_until.is_some_and(|t| t > now);
+            if !self.stopping && !paused {
+                self.start_resolvers(workers)?;
+                self.start_ready(workers)?;
+            }
+            let delayed = self.run.dag.next_delay();
+            let idle = !self.run.dag.has_ready()
+                && delayed.is_none()
+                && !self.merges.has_resolvers_waiting()
+                && !self.goals.as_ref().is_some_and(GoalPlanner::busy);
+            if self.running == 0 && (self.stopping || idle) {
+                let stopping = self.stopping;
+                if let Some(goals) = &mut self.goals
+                    && goals.poll_queue_before_ending(stopping)
+                {
+                    continue;
+                }
+                break;
+            }
+            let mut wait = delayed.map_or(Duration::from_secs(3600), |at| {
+                at.saturating_duration_since(Instant::now())
+            });
+            if self.goals.as_ref().is_some_and(GoalPlanner::drains_queue) {
+                wait = wait.min(QUEUE_POLL);
+            }
+            // A timeout means a delay came due; the loop holds a sender, so the channel
+            // never closes.
+            if let Ok(message) = self.rx.recv_timeout(wait) {
+                self.on(message, workers, signals)?;
+            }
+        }
+        self.end()
+    }
+
+    /// Before the first attempt: stale locks go, the integration branch is settled, the dag
+    /// counts what is done, and merges a crash cut short are finished.
+    fn begin(&mut self) -> anyhow::Result<()> {
+        let (repo, layout) = (self.run.repo, self.run.layout);
+        // This process holds the run lock and has not started anything yet, so a lock on one
+        // of the run's refs was left by a `kill -9` of an earlier process and would block it.
+        repo.clear_stale_ref_lock(&layout.integration_ref)?;
+        for task in self.run.plan.tasks.iter().filter(|t| t.mode == Mode::Write) {
+            for checkout in [Checkout::Task, Checkout::Resolver] {
+                let branch = layout.branch(task.id.as_str(), checkout);
+                repo.clear_stale_ref_lock(&format!("refs/heads/{branch}"))?;
+            }
+        }
+        std::fs::create_dir_all(layout.deps.join(attempt::NO_DEPS_DIR))?;
+        // Where this run's checkouts are, for `swarm gc`.
+        std::fs::write(
+            layout.run_dir.join(super::CHECKOUTS_FILE),
+            layout.worktrees.as_os_str().as_encoded_bytes(),
+        )?;
+        self.merges.settle_integration_ref(&mut self.run)?;
+        // Counting first: a recovered merge releases its dependents, which must be counted.
+        self.run.transition(Transition::Settle)?;
+        self.merges
+            .recover_committed(&mut self.run, &mut self.checkouts)?;
+        let total = self.run.plan.len();
+        let finished = self
+            .run
+            .dag
+            .states()
+            .iter()
+            .filter(|s| s.is_final())
+            .count();
+        self.run.ui.run_started(&layout.run, total, finished);
+        Ok(())
+    }
+
+    fn on(
+        &mut self,
+        message: Message,
+        workers: &Workers,
+        signals: &SignalWatch,
+    ) -> anyhow::Result<()> {
+        match message {
+            Message::Done(report) => self.finish(report)?,
+            Message::Notice { task, notice } => {
+                let id = self.run.plan.tasks[task].id.as_str();
+                self.run.record.task_event(id, notice_event(&notice))?;
+            }
+            Message::Needs { goals, result } => {
+                if let Some(g) = &mut self.goals {
+                    g.needs_inferred(&mut self.run, &goals, result)?;
+                }
+            }
+            Message::Planned { goal, result } => {
+                if let Some(g) = &mut self.goals {
+                    g.planned(&mut self.run, goal, result, self.stopping)?;
+                }
+            }
+            Message::GoalNotice { notice } => self.run.record.run_event(notice_event(&notice))?,
+            // Also when the run was already winding down (a spent budget, a long usage limit):
+            // a Ctrl-C then stops the running attempts too.
+            Message::Signal if !self.signalled => {
+                self.signalled = true;
+                signals.armed();
+                let why = format!(
+                    "{} running task(s); press Ctrl-C again to kill now",
+                    self.running
+                );
+                self.stop(workers, &why);
+            }
+            Message::Signal => {}
+        }
+        Ok(())
+    }
+
+    /// Nothing new starts; what runs finishes.
+    fn wind_down(&mut self, why: &str) {
+        self.stopping = true;
+        if let Some(g) = &self.goals {
+            g.stop();
+        }
+        self.run.ui.note(Verb::Stopping, why);
+    }
+
+    /// Nothing new starts and what runs is stopped.
+    fn stop(&mut self, workers: &Workers, why: &str) {
+        workers.stop_all();
+        self.wind_down(why);
+    }
+
+    /// The loop ran out of work, or stopped: unfinished tasks are marked for a resume, or
+    /// what can never run is named.
+    fn end(&mut self) -> anyhow::Result<Ending> {
+        let run = &mut self.run;
+        if self.stopping {
+            let mut marks = Vec::new();
+            for i in 0..run.slots.len() {
+                if matches!(
+                    run.dag.state(i),
+                    State::Waiting | State::Ready | State::Delayed(_)
+                ) && run.slots[i].attempts > 0
+                {
+                    run.dag.on(&run.plan, Transition::Interrupted(i));
+                    marks.push(run.plan.tasks[i].id.as_str());
+                }
+            }
+            run.record.interrupted(&marks)?;
+            return Ok(if self.signalled {
+                Ending::Interrupted
+            } else if self.merges.halted().is_some() {
+                Ending::Halted
+            } else if self.over_budget {
+                Ending::OverBudget
+            } else {
+                Ending::Interrupted
+            });
+        }
+        // Nothing runs and nothing can become ready: whatever has not ended is stuck, and
+        // waiting for it would be forever.
+        let mut stuck = match &mut self.goals {
+            Some(g) => g.report_stuck(run)?,
+            None => Vec::new(),
+        };
+        stuck.extend(run.skip_stuck()?);
+        if let Some(g) = &mut self.goals {
+            g.settle(run)?;
+        }
+        if !stuck.is_empty() {
+            run.record.run_event(RunEvent::Deadlock {
+                stuck: stuck.clone(),
+            })?;
+            for line in &stuck {
+                run.ui.note(Verb::Deadlock, line);
+            }
+        }
+        Ok(Ending::Finished)
+    }
+
+    /// Past the token budget, nothing new starts: running attempts finish (and finished writers
+    /// are merged), then the loop ends, resumable.
+    fn check_budget(&mut self) -> anyhow::Result<()> {
+        let Some(budget) = self.run.settings.budget_tokens else {
+            return Ok(());
+        };
+        if self.stopping || self.tokens_used < budget {
+            return Ok(());
+        }
+        self.over_budget = true;
+        self.run.record.run_event(RunEvent::BudgetSpent {
+            budget,
+            used: self.tokens_used,
+            running: self.running,
+        })?;
+        let why = format!(
+            "the token budget is spent ({} of {budget} tokens); {} running task(s) finish, nothing new starts",
+            self.tokens_used, self.running
+        );
+        self.wind_down(&why);
+        Ok(())
+    }
+
+    fn start_resolvers(&mut self, workers: &Workers) -> anyhow::Result<()> {
+        let settings = self.run.settings;
+        while self.running < settings.jobs && self.writers_running < settings.max_writers {
+            let Some(job) = self.merges.next_resolver(&mut self.run)? else {
+                break;
+            };
+            self.spawn(workers, job, Mode::Write);
+        }
+        Ok(())
+    }
+
+    fn start_ready(&mut self, workers: &Workers) -> anyhow::Result<()> {
+        let settings = self.run.settings;
+        let mut held = Vec::new();
+        while self.running < settings.jobs {
+            let Some(i) = self.run.dag.pop_ready() else {
+                break;
+            };
+            let mode = self.run.plan.tasks[i].mode;
+            if mode == Mode::Write && self.writers_running >= settings.max_writers {
+                held.push(i);
+                continue;
+            }
+            let job = attempt::prepare(&mut self.run, &mut self.checkouts, self.merges.tip(), i)?;
+            self.spawn(workers, job, mode);
+        }
+        self.run.dag.requeue(held);
+        Ok(())
+    }
+
+    fn spawn(&mut self, workers: &Workers, job: Job, mode: Mode) {
+        self.running += 1;
+        if mode == Mode::Write {
+            self.writers_running += 1;
+        }
+        workers.spawn(job);
+    }
+
+    /// Takes a worker's report: records it, then merges, retries, or releases dependents.
+    fn finish(&mut self, report: Report) -> anyhow::Result<()> {
+        let i = report.task;
+        let mode = self.run.plan.tasks[i].mode;
+        self.running -= 1;
+        if mode == Mode::Write {
+            self.writers_running -= 1;
+        }
+        if self.run.dag.state(i) == State::Resolving {
+            return self
+                .merges
+                .finish_resolver(&mut self.run, &mut self.checkouts, report);
+        }
+        if let Some(commit) = self.run.slots[i].snapshot.take() {
+            self.checkouts
+                .release_snapshot(&commit, self.merges.tip())?;
+        }
+        let slot = &mut self.run.slots[i];
+        slot.tokens += report.tokens;
+        self.tokens_used += report.tokens;
+        if let Some(c) = report.cost {
+            slot.cost = Some(slot.cost.unwrap_or(0.0) + c);
+        }
+        let totals = slot.totals();
+        let id = self.run.plan.tasks[i].id.to_string();
+        match report.verdict {
+            Verdict::Succeeded {
+                ref result,
+                ref commit,
+            } => {
+                let writes = mode == Mode::Write;
+                let run = &mut self.run;
+                run.record.attempt_succeeded(
+                    &id,
+                    &report,
+                    totals,
+                    result,
+                    commit.as_ref(),
+                    writes,
+                )?;
+                run.slots[i].result = Some(result.clone());
+                if let Some(c) = commit {
+                    run.slots[i].commit = Some(c.clone());
+                    run.dag.on(&run.plan, Transition::Committed(i));
+                    self.merges.merge(run, &mut self.checkouts, i)?;
+                } else {
+                    if writes {
+                        self.merges.clean_up(run, &mut self.checkouts, i, false)?;
+                    }
+                    let text = writes.then_some("no changes");
+                    run.ui
+                        .task_finished(&id, Verb::Finished, report.elapsed, text);
+                    run.transition(Transition::Done(i))?;
+                }
+            }
+            Verdict::Limited(ref limit) => self.pause_for_limit(&id, &report, limit, totals)?,
+            Verdict::Interrupted => {
+                let run = &mut self.run;
+                run.record.attempt_interrupted(&id, &report, totals)?;
+                run.dag.on(&run.plan, Transition::Interrupted(i));
+                run.ui
+                    .task_finished(&id, Verb::Interrupted, report.elapsed, None);
+            }
+            Verdict::Failed(ref why) => self.failed(&id, &report, why, totals)?,
+        }
+        Ok(())
+    }
+
+    /// An attempt failed: the task is retried after a backoff, waits for a resume (the run
+    /// is stopping), or has failed and its dependents are skipped.
+    fn failed(
+        &mut self,
+        id: &str,
+        report: &Report,
+        why: &str,
+        totals: super::record::Totals,
+    ) -> anyhow::Result<()> {
+        let i = report.task;
+        let run = &mut self.run;
+        let failures = run.slots[i].failures + 1;
+        run.slots[i].failures = failures;
+        let retries_left = failures <= run.settings.retries;
+        let retry = retries_left && !self.stopping;
+        let status = match (retries_left, self.stopping) {
+            (true, false) => TaskStatus::Pending,
+            // A resume gives it the retry it has left.
+            (true, true) => TaskStatus::Interrupted,
+            (false, _) => TaskStatus::Failed,
+        };
+        let failure = Failure {
+            failures,
+            status,
+            why,
+            retry,
+        };
+        run.record.attempt_failed(id, report, totals, &failure)?;
+        if retry {
+            let wait = backoff(run.settings.backoff, failures);
+            run.dag
+                .on(&run.plan, Transition::Delayed(i, Instant::now() + wait));
+            let text = format!(
+                "{why}; attempt {} in {:.1}s",
+                report.attempt + 1,
+                wait.as_secs_f64()
+            );
+            run.ui
+                .task_finished(id, Verb::Retrying, report.elapsed, Some(&text));
+        } else if retries_left {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            run.ui
+                .task_finished(id, Verb::Interrupted, report.elapsed, Some(why));
+        } else {
+            run.ui
+                .task_finished(id, Verb::Failed, report.elapsed, Some(why));
+            if run.plan.tasks[i].mode == Mode::Write {
+                // Kept for inspection until `swarm gc`.
+                let path = run.layout.worktree(id, Checkout::Task);
+                run.ui.note(
+                    Verb::Kept,
+                    &format!("worktree of {id} at {}", path.display()),
+                );
+            }
+            run.transition(Transition::Failed(i))?;
+        }
+        Ok(())
+    }
+
+    /// An attempt met its provider's usage limit: the task waits (no failure counted) and no
+    /// attempt starts until the reset; a reset beyond `max_limit_wait` stops the run instead.
+    fn pause_for_limit(
+        &mut self,
+        id: &str,
+        report: &Report,
+        limit: &UsageLimit,
+        totals: super::record::Totals,
+    ) -> anyhow::Result<()> {
+        let i = report.task;
+        let run = &mut self.run;
+        let wait = limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
+            t.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        });
+        let too_long = wait > run.settings.max_limit_wait;
+        let wait_ms = wait.as_millis() as u64;
+        run.record
+            .attempt_limited(id, report, totals, &limit.message, wait_ms, too_long)?;
+        let text = format!(
+            "{id}: usage limit ({}); resets in {}",
+            limit.message,
+            crate::ui::duration(wait)
+        );
+        run.ui
+            .task_finished(id, Verb::Limited, report.elapsed, Some(&text));
+        if too_long {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            self.limit_stop = Some(format!(
+                "{text}, past the {} this run waits; `swarm resume` continues it later",
+                crate::ui::duration(run.settings.max_limit_wait)
+            ));
+        } else {
+            let until = Instant::now() + wait;
+            self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
+            run.dag.on(&run.plan, Transition::Delayed(i, until));
+            run.ui.note(
+                Verb::Paused,
+                &format!("no new attempts for {}", crate::ui::duration(wait)),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,424 @@
+//! The run loop's writes to the board: every one goes through `Recorder`, as a typed
+//! `RunEvent` with the task update it belongs to, in one transaction. Decides nothing: the
+//! dispatcher and the owners say what happened, this says it to the board.
+
+use std::path::Path;
+
+use crate::git::CommitId;
+use crate::store::{
+    AttemptEnd, Board, Event, GoalRecord, GoalStatus, Need, Parking, RunEvent, TaskStatus,
+    TaskUpdate, now_ms,
+};
+
+use super::job::Report;
+
+/// What a task has used over all its attempts so far.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Totals {
+    pub(super) tokens: u64,
+    pub(super) cost: Option<f64>,
+}
+
+/// How a failed attempt leaves its task.
+pub(super) struct Failure<'a> {
+    pub(super) failures: u32,
+    pub(super) status: TaskStatus,
+    pub(super) why: &'a str,
+    pub(super) retry: bool,
+}
+
+/// The board of one run, as the loop writes it.
+pub(super) struct Recorder<'a> {
+    board: &'a mut Board,
+    run: String,
+}
+
+impl<'a> Recorder<'a> {
+    pub(super) fn new(board: &'a mut Board, run: &str) -> Self {
+        Self {
+            board,
+            run: run.to_owned(),
+        }
+    }
+
+    /// The integration tip swarm recorded (`None` for runs recorded before swarm kept it).
+    pub(super) fn tip(&self) -> anyhow::Result<Option<CommitId>> {
+        Ok(self.board.tip(&self.run)?.as_deref().map(CommitId::new))
+    }
+
+    /// Something that happened to the run as a whole.
+    pub(super) fn run_event(&mut self, what: RunEvent) -> anyhow::Result<()> {
+        self.board.event(&self.run, &Event::run(what))
+    }
+
+    /// Something that happened to one task.
+    pub(super) fn task_event(&mut self, task: &str, what: RunEvent) -> anyhow::Result<()> {
+        self.board.event(&self.run, &Event::task(task, what))
+    }
+
+    /// An attempt starts in `cwd`; its transcript goes to `transcript`.
+    pub(super) fn attempt_started(
+        &mut self,
+        task: &str,
+        attempt: u32,
+        transcript: &Path,
+        cwd: &Path,
+    ) -> anyhow::Result<()> {
+        self.board.start_attempt(
+            &self.run,
+            task,
+            attempt,
+            &transcript.display().to_string(),
+            &Event::task(
+                task,
+                RunEvent::TaskStarted {
+                    attempt,
+                    cwd: cwd.display().to_string(),
+                },
+            ),
+        )
+    }
+
+    /// A writer's attempt starts from `start` in its checkout `cwd` on `branch`.
+    pub(super) fn writer_started(
+        &mut self,
+        task: &str,
+        start: &CommitId,
+        branch: &str,
+        cwd: &Path,
+        reuses: Option<&Path>,
+    ) -> anyhow::Result<()> {
+        self.board.update_task(
+            &self.run,
+            task,
+            &TaskUpdate {
+                start_commit: Some(start.as_str()),
+                branch: Some(branch),
+                ..TaskUpdate::default()
+            },
+            &Event::task(
+                task,
+                RunEvent::Worktree {
+                    path: cwd.display().to_string(),
+                    start: start.to_string(),
+                    reuses: reuses.map(|p| p.display().to_string()),
+                },
+            ),
+        )
+    }
+
+    fn finish_attempt(
+        &mut self,
+        task: &str,
+        report: &Report,
+        outcome: &str,
+        update: &TaskUpdate<'_>,
+        events: &[Event<'_>],
+    ) -> anyhow::Result<()> {
+        self.board.finish_attempt(
+            &self.run,
+            task,
+            report.attempt,
+            &AttemptEnd {
+                outcome,
+                tokens: report.tokens,
+                cost: report.cost,
+            },
+            update,
+            events,
+        )
+    }
+
+    /// An attempt succeeded with `result`; a writer's `commit` waits to be merged.
+    pub(super) fn attempt_succeeded(
+        &mut self,
+        task: &str,
+        report: &Report,
+        totals: Totals,
+        result: &str,
+        commit: Option<&CommitId>,
+        writes: bool,
+    ) -> anyhow::Result<()> {
+        let elapsed_ms = report.elapsed.as_millis() as i64;
+        let mut events = vec![Event::task(
+            task,
+            RunEvent::TaskSucceeded {
+                attempt: report.attempt,
+                elapsed_ms,
+            },
+        )];
+        if let Some(c) = commit {
+            events.push(Event::task(
+                task,
+                RunEvent::Committed {
+                    commit: c.to_string(),
+                },
+            ));
+        } else if writes {
+            events.push(Event::task(task, RunEvent::NoChanges));
+        }
+        let update = TaskUpdate {
+            status: Some(if commit.is_some() {
+                TaskStatus::Committed
+            } else {
+                TaskStatus::Done
+            }),
+            result: Some(result),
+            error: Some(None),
+            finished_at: Some(now_ms()),
+            elapsed_ms: Some(elapsed_ms),
+            tokens: Some(totals.tokens),
+            cost: totals.cost,
+            commit_id: commit.map(CommitId::as_str),
+            ..TaskUpdate::default()
+        };
+        self.finish_attempt(task, report, "succeeded", &update, &events)
+    }
+
+    /// An attempt failed; the task retries, waits for a resume, or has failed.
+    pub(super) fn attempt_failed(
+        &mut self,
+        task: &str,
+        report: &Report,
+        totals: Totals,
+        failure: &Failure<'_>,
+    ) -> anyhow::Result<()> {
+        let update = TaskUpdate {
+            status: Some(failure.status),
+            failures: Some(failure.failures),
+            error: Some(Some(failure.why)),
+            finished_at: Some(now_ms()),
+            elapsed_ms: Some(report.elapsed.as_millis() as i64),
+            tokens: Some(totals.tokens),
+            cost: totals.cost,
+            ..TaskUpdate::default()
+        };
+        let event = Event::task(
+            task,
+            RunEvent::TaskFailed {
+                attempt: report.attempt,
+                error: failure.why.to_owned(),
+                retry: failure.retry,
+            },
+        );
+        self.finish_attempt(task, report, "failed", &update, &[event])
+    }
+
+    /// An attempt was stopped; a resume runs the task again.
+    pub(super) fn attempt_interrupted(
+        &mut self,
+        task: &str,
+        report: &Report,
+        totals: Totals,
+    ) -> anyhow::Result<()> {
+        let update = TaskUpdate {
+            status: Some(TaskStatus::Interrupted),
+            tokens: Some(totals.tokens),
+            cost: totals.cost,
+            ..TaskUpdate::default()
+        };
+        let event = Event::task(
+            task,
+            RunEvent::TaskInterrupted {
+                attempt: Some(report.attempt),
+            },
+        );
+        self.finish_attempt(task, report, "interrupted", &update, &[event])
+    }
+
+    /// An attempt met its provider's usage limit: the task waits `wait_ms`, or, when that is
+    /// too long, the run stops and a resume runs it.
+    pub(super) fn attempt_limited(
+        &mut self,
+        task: &str,
+        report: &Report,
+        totals: Totals,
+        message: &str,
+        wait_ms: u64,
+        stops_run: bool,
+    ) -> anyhow::Result<()> {
+        let update = TaskUpdate {
+            status: Some(if stops_run {
+                TaskStatus::Interrupted
+            } else {
+                TaskStatus::Pending
+            }),
+            tokens: Some(totals.tokens),
+            cost: totals.cost,
+            ..TaskUpdate::default()
+        };
+        let event = Event::task(
+            task,
+            RunEvent::UsageLimit {
+                message: message.to_owned(),
+                wait_ms,
+                stops_run,
+            },
+        );
+        self.finish_attempt(task, report, "usage_limit", &update, &[event])
+    }
+
+    /// Tasks that had run and wait for a resume to run again.
+    pub(super) fn interrupted(&mut self, tasks: &[&str]) -> anyhow::Result<()> {
+        let marks: Vec<_> = tasks
+            .iter()
+            .map(|&t| (t, TaskStatus::Interrupted, None))
+            .collect();
+        self.board
+            .mark_tasks(&self.run, &marks, |_| RunEvent::TaskInterrupted {
+                attempt: None,
+            })
+    }
+
+    /// Tasks skipped, each with its reason, in one transaction.
+    pub(super) fn skipped(&mut self, skips: &[(&str, &str)]) -> anyhow::Result<()> {
+        let marks: Vec<_> = skips
+            .iter()
+            .map(|&(t, why)| (t, TaskStatus::Skipped, Some(why)))
+            .collect();
+        self.board
+            .mark_tasks(&self.run, &marks, |reason| RunEvent::TaskSkipped { reason })
+    }
+
+    /// A writer's commit was merged: the integration tip moved from `before` to `after`.
+    pub(super) fn merged(
+        &mut self,
+        task: &str,
+        commit: &CommitId,
+        before: &CommitId,
+        after: &CommitId,
+        ms: f64,
+    ) -> anyhow::Result<()> {
+        self.board.record_merge(
+            &self.run,
+            task,
+            &TaskUpdate {
+                status: Some(TaskStatus::Done),
+                ..TaskUpdate::default()
+            },
+            after.as_str(),
+            &Event::task(
+                task,
+                RunEvent::Merged {
+                    commit: commit.to_string(),
+                    before: before.to_string(),
+                    after: after.to_string(),
+                    ms,
+                },
+            ),
+        )
+    }
+
+    /// A writer's merge made before a crash was found on the integration branch.
+    pub(super) fn merge_recovered(&mut self, task: &str, commit: &CommitId) -> anyhow::Result<()> {
+        self.board.update_task(
+            &self.run,
+            task,
+            &TaskUpdate {
+                status: Some(TaskStatus::Done),
+                ..TaskUpdate::default()
+            },
+            &Event::task(
+                task,
+                RunEvent::MergeRecovered {
+                    commit: commit.to_string(),
+                },
+            ),
+        )
+    }
+
+    /// The integration ref was one merge of swarm's ahead of the recorded tip.
+    pub(super) fn tip_recovered(
+        &mut self,
+        before: &CommitId,
+        after: &CommitId,
+    ) -> anyhow::Result<()> {
+        self.board.set_tip(
+            &self.run,
+            after.as_str(),
+            &Event::run(RunEvent::TipRecovered {
+                before: before.to_string(),
+                after: after.to_string(),
+            }),
+        )
+    }
+
+    /// A writer is parked with `error`.
+    pub(super) fn parked(
+        &mut self,
+        task: &str,
+        error: &str,
+        parking: Parking,
+    ) -> anyhow::Result<()> {
+        self.board.update_task(
+            &self.run,
+            task,
+            &TaskUpdate {
+                status: Some(TaskStatus::Parked),
+                error: Some(Some(error)),
+                ..TaskUpdate::default()
+            },
+            &Event::task(task, RunEvent::Parked(parking)),
+        )
+    }
+
+    /// A resolver made `commit`, the merge of the writer onto `tip`; it is merged next.
+    pub(super) fn resolved(
+        &mut self,
+        task: &str,
+        commit: &CommitId,
+        tip: &CommitId,
+        paths: Vec<String>,
+    ) -> anyhow::Result<()> {
+        self.board.update_task(
+            &self.run,
+            task,
+            &TaskUpdate {
+                commit_id: Some(commit.as_str()),
+                start_commit: Some(tip.as_str()),
+                ..TaskUpdate::default()
+            },
+            &Event::task(
+                task,
+                RunEvent::Resolved {
+                    commit: commit.to_string(),
+                    paths,
+                },
+            ),
+        )
+    }
+
+    /// Goals added to the queue since the run started, now the run's.
+    pub(super) fn take_queue(&mut self) -> anyhow::Result<Vec<GoalRecord>> {
+        self.board.take_queue(&self.run)
+    }
+
+    pub(super) fn goal_status(
+        &mut self,
+        goal: &str,
+        status: GoalStatus,
+        reason: Option<&str>,
+        what: RunEvent,
+    ) -> anyhow::Result<()> {
+        self.board
+            .set_goal_status(&self.run, goal, status, reason, &Event::run(what))
+    }
+
+    /// The dependency pass decided these goals' needs.
+    pub(super) fn goal_needs(
+        &mut self,
+        rows: &[(String, Vec<Need>)],
+        events: Vec<RunEvent>,
+    ) -> anyhow::Result<()> {
+        let events: Vec<Event<'_>> = events.into_iter().map(Event::run).collect();
+        self.board.set_goal_needs(&self.run, rows, &events)
+    }
+
+    /// A planned goal's tasks join the run.
+    pub(super) fn tasks_added(
+        &mut self,
+        specs: &[(String, serde_json::Value)],
+    ) -> anyhow::Result<()> {
+        self.board.add_tasks(&self.run, specs)
+    }
+}

@@ -1,0 +1,132 @@
+//! What every owner of the loop reads and writes: the plan, each task's state in the `Dag`
+//! and its memory (`Slot`), and the outlets (the board through `Recorder`, the terminal
+//! through `Ui`). Carries out the `Dag`'s effects; starts, merges and plans nothing itself.
+
+use crate::git::{CommitId, Repo};
+use crate::plan::Plan;
+use crate::ui::{Ui, Verb};
+
+use super::dag::{Dag, Effect, Transition};
+use super::record::{Recorder, Totals};
+use super::{Layout, Settings};
+
+/// Per-task memory of the loop.
+pub(super) struct Slot {
+    pub(super) attempts: u32,
+    pub(super) failures: u32,
+    pub(super) result: Option<String>,
+    pub(super) start_commit: Option<CommitId>,
+    pub(super) commit: Option<CommitId>,
+    /// The snapshot a running reader holds.
+    pub(super) snapshot: Option<CommitId>,
+    /// LLM tokens used by all attempts so far.
+    pub(super) tokens: u64,
+    /// Their cost in dollars, where the agent says.
+    pub(super) cost: Option<f64>,
+    /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
+    pub(super) conflict: Vec<String>,
+    pub(super) resolver_tried: bool,
+}
+
+impl Slot {
+    /// A task nothing has happened to yet.
+    pub(super) fn waiting() -> Self {
+        Self {
+            attempts: 0,
+            failures: 0,
+            result: None,
+            start_commit: None,
+            commit: None,
+            snapshot: None,
+            tokens: 0,
+            cost: None,
+            conflict: Vec::new(),
+            resolver_tried: false,
+        }
+    }
+
+    pub(super) fn totals(&self) -> Totals {
+        Totals {
+            tokens: self.tokens,
+            cost: self.cost,
+        }
+    }
+}
+
+/// The run's shared state, lent to each owner in turn by the dispatcher.
+pub(super) struct Run<'a> {
+    /// Grows when a goal is planned.
+    pub(super) plan: Plan,
+    pub(super) dag: Dag,
+    pub(super) slots: Vec<Slot>,
+    pub(super) record: Recorder<'a>,
+    pub(super) ui: &'a mut Ui,
+    pub(super) repo: &'a Repo,
+    pub(super) settings: &'a Settings,
+    pub(super) layout: &'a Layout,
+}
+
+impl Run<'_> {
+    /// Task `i`'s id.
+    pub(super) fn id(&self, i: usize) -> &str {
+        self.plan.tasks[i].id.as_str()
+    }
+
+    /// Hands a transition to the dag and carries out what it says: skipped tasks are recorded
+    /// and told.
+    pub(super) fn transition(&mut self, t: Transition) -> anyhow::Result<()> {
+        let skips: Vec<(usize, String)> = self
+            .dag
+            .on(&self.plan, t)
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Skipped { task, why } => Some((task, why)),
+                Effect::Stuck { .. } => None,
+            })
+            .collect();
+        if skips.is_empty() {
+            return Ok(());
+        }
+        self.record_skips(&skips)?;
+        for (i, why) in &skips {
+            let line = format!("{} ({why})", self.id(*i));
+            self.ui.note(Verb::Skipped, &line);
+        }
+        Ok(())
+    }
+
+    /// Tasks still waiting when nothing runs and nothing is ready can never start; they are
+    /// skipped, each with what it waits for. Returns one line per task.
+    pub(super) fn skip_stuck(&mut self) -> anyhow::Result<Vec<String>> {
+        let effects = self.dag.on(&self.plan, Transition::Stuck);
+        let mut skips = Vec::new();
+        let mut lines = Vec::new();
+        for e in effects {
+            if let Effect::Stuck { task, waits_for } = e {
+                let on: Vec<&str> = waits_for.iter().map(|&d| self.id(d)).collect();
+                let waits = format!("waits for {}", on.join(", "));
+                lines.push(format!("task {}: {waits}", self.id(task)));
+                skips.push((task, format!("deadlock: {waits}")));
+            }
+        }
+        self.record_skips(&skips)?;
+        Ok(lines)
+    }
+
+    fn record_skips(&mut self, skips: &[(usize, String)]) -> anyhow::Result<()> {
+        let named: Vec<(&str, &str)> = skips
+            .iter()
+            .map(|(i, why)| (self.plan.tasks[*i].id.as_str(), why.as_str()))
+            .collect();
+        self.record.skipped(&named)
+    }
+
+    /// The paths a writer's commit changed, once it has one.
+    pub(super) fn changed_paths(&self, i: usize) -> Option<Vec<String>> {
+        let s = &self.slots[i];
+        let (Some(from), Some(to)) = (&s.start_commit, &s.commit) else {
+            return None;
+        };
+        crate::git::changed_paths(self.repo.common_dir(), from, to).ok()
+    }
+}
