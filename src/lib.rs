@@ -2,6 +2,11 @@
 //! their own worktrees, merged back one at a time. `main` is the whole program; the binary calls
 //! it, and it is the one place that prints errors and picks the exit code.
 
+// A panic is no way to report bad input or a fault of the environment. Set here rather than in
+// Cargo.toml's [lints], which would reach the integration tests' helpers too; unit tests may
+// unwrap (clippy.toml).
+#![warn(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod agent;
 pub mod cli;
 mod command;

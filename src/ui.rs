@@ -111,7 +111,7 @@ impl Ui {
             let overall = multi.add(ProgressBar::new(0));
             overall.set_style(
                 ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg}")
-                    .expect("a valid template")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
             overall.set_prefix("Running");
@@ -166,7 +166,7 @@ impl Ui {
                 let bar = multi.add(ProgressBar::new_spinner());
                 bar.set_style(
                     ProgressStyle::with_template("{prefix:>12} {msg} {elapsed}")
-                        .expect("a valid template"),
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 );
                 bar.set_prefix("Running");
                 bar.set_message(what);

@@ -298,7 +298,11 @@ fn claude_result(r: &Value, now: SystemTime) -> Parsed {
     let failed = is_error || subtype != "success";
     // The known trap the other way round: some versions report a usage limit as a plain
     // answer. Only a short result that opens with a limit phrase is taken for one.
-    let limit_as_answer = !failed && result.len() < 200 && LIMIT_OPENING.is_match(result.trim());
+    let limit_as_answer = !failed
+        && result.len() < 200
+        && LIMIT_OPENING
+            .as_ref()
+            .is_some_and(|r| r.is_match(result.trim()));
     let error = if failed {
         let detail = if is_error && !result.trim().is_empty() {
             result.trim().to_owned()
@@ -421,41 +425,44 @@ fn parse_codex(stdout: &str, now: SystemTime) -> Parsed {
     }
 }
 
+// The patterns below are constants that a unit test compiles; one that failed to would match
+// nothing rather than stop a run.
+
 /// Phrases that mean the account is out of usage (not a transient rate limit such as
 /// `API Error: Rate limit reached` or `529 Overloaded`, which a retry may cure).
-static LIMIT: LazyLock<Regex> = LazyLock::new(|| {
+static LIMIT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r"(?i)usage limit (?:has been )?reached|hit your (?:\w+ )?limit|\b(?:5-hour|five-hour|weekly|session|opus|sonnet) limit reached|limit reached\s*\|\s*\d|out of (?:extra )?usage|quota exceeded|usage_limit_reached",
     )
-    .expect("valid regex")
+    .ok()
 });
 
 /// How a usage-limit message opens when it is the whole of a result.
-static LIMIT_OPENING: LazyLock<Regex> = LazyLock::new(|| {
+static LIMIT_OPENING: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r"(?i)^(?:claude ai usage limit reached|claude usage limit reached|usage limit reached|you've hit your|you have hit your|you're out of|(?:5-hour|five-hour|weekly|session|opus|sonnet) limit reached)",
     )
-    .expect("valid regex")
+    .ok()
 });
 
 /// `Claude AI usage limit reached|1749924000`.
-static EPOCH: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)limit[^|\n]*\|\s*(\d{9,12})\b").expect("valid regex"));
+static EPOCH: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)limit[^|\n]*\|\s*(\d{9,12})\b").ok());
 
 /// `try again in 3 days 2 hours 11 minutes`, `resets in 45 minutes`.
-static RELATIVE: LazyLock<Regex> = LazyLock::new(|| {
+static RELATIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r"(?i)\b(?:try again|retry|resets?)\s+in\s+((?:\d+\s*(?:days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|[dhms])\b[\s,]*(?:and\s+)?)+)",
     )
-    .expect("valid regex")
+    .ok()
 });
 
-static RELATIVE_PART: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(\d+)\s*([dhms])").expect("valid regex"));
+static RELATIVE_PART: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)(\d+)\s*([dhms])").ok());
 
 /// `try again at Mar 10th, 2026 3:39 AM`, `try again at 3:42 PM`, `resets 3pm`,
 /// `resets Apr 23 at 4pm (America/Recife)`, `will reset at 1pm (Etc/GMT+5)`.
-static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
+static CLOCK: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r"(?ix)
         \b(?:try\ again\ at|resets?\ at|resets)\s+
@@ -466,24 +473,28 @@ static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
         (?P<hour>\d{1,2})(?::(?P<min>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)?
         (?:\s*\((?P<zone>[^)]+)\))?",
     )
-    .expect("valid regex")
+    .ok()
 });
 
 fn usage_limit(message: &str, now: SystemTime) -> Option<UsageLimit> {
-    LIMIT.is_match(message).then(|| UsageLimit {
-        message: message.trim().to_owned(),
-        resets_at: reset_time(message, now),
-    })
+    LIMIT
+        .as_ref()
+        .is_some_and(|r| r.is_match(message))
+        .then(|| UsageLimit {
+            message: message.trim().to_owned(),
+            resets_at: reset_time(message, now),
+        })
 }
 
 fn reset_time(message: &str, now: SystemTime) -> Option<SystemTime> {
-    if let Some(c) = EPOCH.captures(message) {
+    if let Some(c) = EPOCH.as_ref().and_then(|r| r.captures(message)) {
         let secs: u64 = c[1].parse().ok()?;
         return Some(UNIX_EPOCH + Duration::from_secs(secs));
     }
-    if let Some(c) = RELATIVE.captures(message) {
+    if let Some(c) = RELATIVE.as_ref().and_then(|r| r.captures(message)) {
         let secs: u64 = RELATIVE_PART
-            .captures_iter(&c[1])
+            .iter()
+            .flat_map(|r| r.captures_iter(&c[1]))
             .filter_map(|p| {
                 let n: u64 = p[1].parse().ok()?;
                 let unit = match p[2].to_ascii_lowercase().as_str() {
@@ -497,7 +508,7 @@ fn reset_time(message: &str, now: SystemTime) -> Option<SystemTime> {
             .sum();
         return Some(now + Duration::from_secs(secs));
     }
-    let c = CLOCK.captures(message)?;
+    let c = CLOCK.as_ref()?.captures(message)?;
     let mut hour: i64 = c["hour"].parse().ok()?;
     let minute: i64 = c.name("min").map_or(Some(0), |m| m.as_str().parse().ok())?;
     match c.name("ampm").map(|m| m.as_str().to_ascii_lowercase()) {
@@ -550,14 +561,15 @@ fn reset_time(message: &str, now: SystemTime) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(utc))
 }
 
+/// A zone named as UTC or a fixed offset from it.
+static FIXED: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(etc/)?(?:utc|gmt|z|zulu|universal)(?:([+-])(\d{1,2})(?::?(\d{2}))?)?$").ok()
+});
+
 /// Seconds east of UTC for `UTC`, `GMT`, `Etc/GMT+5` (POSIX sign: five hours *west*),
 /// `UTC+2`, `GMT-03:30`; `None` for a zone that needs a database.
 fn zone_offset(zone: &str) -> Option<i64> {
-    static FIXED: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^(etc/)?(?:utc|gmt|z|zulu|universal)(?:([+-])(\d{1,2})(?::?(\d{2}))?)?$")
-            .expect("valid regex")
-    });
-    let c = FIXED.captures(zone.trim())?;
+    let c = FIXED.as_ref()?.captures(zone.trim())?;
     let Some(sign) = c.get(2) else {
         return Some(0);
     };

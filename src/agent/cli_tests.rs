@@ -398,3 +398,18 @@ fn fixed_zones_only() {
     assert_eq!(zone_offset("GMT-03:30"), Some(-(3 * 3_600 + 30 * 60)));
     assert_eq!(zone_offset("America/Los_Angeles"), None);
 }
+
+#[test]
+fn every_usage_limit_pattern_compiles() {
+    for pattern in [
+        &super::LIMIT,
+        &super::LIMIT_OPENING,
+        &super::EPOCH,
+        &super::RELATIVE,
+        &super::RELATIVE_PART,
+        &super::CLOCK,
+        &super::FIXED,
+    ] {
+        assert!(pattern.is_some());
+    }
+}

@@ -13,7 +13,9 @@ use std::io::{Read as _, Seek as _, Write as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+use anyhow::Context as _;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -368,7 +370,7 @@ pub(crate) struct Watchdog {
 pub(crate) struct Ticket(u64);
 
 impl Watchdog {
-    pub fn start(grace: Duration) -> Self {
+    pub fn start(grace: Duration) -> anyhow::Result<Self> {
         let dog = Self {
             shared: Arc::new((Mutex::new(Registry::default()), Condvar::new())),
             grace,
@@ -377,8 +379,8 @@ impl Watchdog {
         std::thread::Builder::new()
             .name("swarm-watchdog".into())
             .spawn(move || worker.patrol())
-            .expect("spawning the watchdog thread");
-        dog
+            .context("could not start the watchdog thread")?;
+        Ok(dog)
     }
 
     fn register(
@@ -388,7 +390,7 @@ impl Watchdog {
         progress: Option<(Duration, Vec<File>)>,
     ) -> Ticket {
         let (lock, wake) = &*self.shared;
-        let mut reg = lock.lock().expect("watchdog lock");
+        let mut reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
         let id = reg.next;
         reg.next += 1;
         let now = Instant::now();
@@ -416,14 +418,14 @@ impl Watchdog {
 
     fn unregister(&self, ticket: Ticket) -> Option<KillReason> {
         let (lock, _) = &*self.shared;
-        let mut reg = lock.lock().expect("watchdog lock");
+        let mut reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
         reg.entries.remove(&ticket.0).and_then(|e| e.reason)
     }
 
     /// Stops every running attempt and every attempt started from now on.
     pub fn stop_all(&self) {
         let (lock, wake) = &*self.shared;
-        let mut reg = lock.lock().expect("watchdog lock");
+        let mut reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
         reg.stopping = true;
         let now = Instant::now();
         for e in reg.entries.values_mut() {
@@ -438,13 +440,17 @@ impl Watchdog {
 
     /// Whether a stop was asked for (the built-in agent polls this between requests).
     pub fn is_stopping(&self) -> bool {
-        self.shared.0.lock().expect("watchdog lock").stopping
+        self.shared
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stopping
     }
 
     /// Kills every running attempt at once (the second Ctrl-C).
     pub fn kill_all_now(&self) {
         let (lock, _) = &*self.shared;
-        let reg = lock.lock().expect("watchdog lock");
+        let reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
         for e in reg.entries.values() {
             let _ = killpg(e.pgid, Signal::SIGKILL);
         }
@@ -453,13 +459,13 @@ impl Watchdog {
     /// Ends the watchdog thread.
     pub fn shutdown(&self) {
         let (lock, wake) = &*self.shared;
-        lock.lock().expect("watchdog lock").shutdown = true;
+        lock.lock().unwrap_or_else(PoisonError::into_inner).shutdown = true;
         wake.notify_one();
     }
 
     fn patrol(&self) {
         let (lock, wake) = &*self.shared;
-        let mut reg = lock.lock().expect("watchdog lock");
+        let mut reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
         while !reg.shutdown {
             let now = Instant::now();
             let mut next = now + Duration::from_secs(1);
@@ -495,7 +501,10 @@ impl Watchdog {
                 }
             }
             let wait = next.saturating_duration_since(Instant::now());
-            reg = wake.wait_timeout(reg, wait).expect("watchdog lock").0;
+            reg = wake
+                .wait_timeout(reg, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 }
@@ -615,7 +624,10 @@ pub(crate) fn run_hook(
         transcript: transcript.to_owned(),
         header: format!("hook: {command}\n"),
     };
-    let watchdog = Watchdog::start(Duration::from_secs(2));
+    let watchdog = match Watchdog::start(Duration::from_secs(2)) {
+        Ok(w) => w,
+        Err(e) => return format!("not run: {e:#}"),
+    };
     let done = run(&inv, &watchdog);
     watchdog.shutdown();
     done.outcome.describe()

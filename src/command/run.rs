@@ -649,22 +649,24 @@ pub(super) fn land(
         Land::Branch => Ok(Some(format!(
             "The merged work is on `{integration}`; take it with `{take}`."
         ))),
-        Land::Auto => match repo.land(&layout.base, tip, &layout.run_dir.join("landing"))? {
-            Landing::FastForwarded { branch } => {
-                let kept = if drop_branch {
-                    repo.delete_branch_at(integration, tip)?;
-                    String::new()
-                } else {
-                    format!("; `{integration}` is kept for the parked tasks")
-                };
-                Ok(Some(format!(
-                    "Landed: `{branch}` fast-forwarded to {} and the checkout updated{kept}.",
-                    tip.short()
-                )))
+        Land::Auto => {
+            match crate::git::land(repo, &layout.base, tip, &layout.run_dir.join("landing"))? {
+                Landing::FastForwarded { branch } => {
+                    let kept = if drop_branch {
+                        repo.delete_branch_at(integration, tip)?;
+                        String::new()
+                    } else {
+                        format!("; `{integration}` is kept for the parked tasks")
+                    };
+                    Ok(Some(format!(
+                        "Landed: `{branch}` fast-forwarded to {} and the checkout updated{kept}.",
+                        tip.short()
+                    )))
+                }
+                Landing::Kept { reason } => Ok(Some(format!(
+                    "Not landed ({reason}): the merged work is on `{integration}`; take it with `{take}`."
+                ))),
             }
-            Landing::Kept { reason } => Ok(Some(format!(
-                "Not landed ({reason}): the merged work is on `{integration}`; take it with `{take}`."
-            ))),
-        },
+        }
     }
 }

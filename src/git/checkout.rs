@@ -51,306 +51,306 @@ pub enum Commit<'a> {
     MergeOf(&'a CommitId, &'a str),
 }
 
-impl Repo {
-    /// Creates a checkout of its own at `path` with `head` checked out. Nothing of the user's
-    /// repository is written: the new repository borrows its objects.
-    pub fn create_checkout(&self, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
-        if path.exists() {
-            anyhow::bail!("{} exists already", path.display());
-        }
-        std::fs::create_dir_all(path)
-            .with_context(|| format!("could not create {}", path.display()))?;
-        let commit = head.commit();
-        self.write_git_dir(path, &Head::Detached(commit))?;
-        Self::check_out(path, commit, false)?;
-        write_head(path, head)
+/// Creates a checkout of its own at `path` with `head` checked out. Nothing of the user's
+/// repository is written: the new repository borrows its objects.
+pub fn create_checkout(repo: &Repo, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+    if path.exists() {
+        anyhow::bail!("{} exists already", path.display());
     }
+    std::fs::create_dir_all(path)
+        .with_context(|| format!("could not create {}", path.display()))?;
+    let commit = head.commit();
+    write_git_dir(repo, path, &Head::Detached(commit))?;
+    check_out(path, commit, false)?;
+    write_head(path, head)
+}
 
-    /// Takes over the checkout set aside at `old` (see `set_checkout_aside`) as a new one at
-    /// `path` with `head` checked out: only the files that differ from the commit it was at are
-    /// written, and files the new commit does not have (untracked or ignored ones included)
-    /// are removed, so it ends as a fresh checkout would, for a fraction of the file creations.
-    /// Its git directory is made anew but for the index (the baseline of that update), so
-    /// nothing an earlier agent configured, committed or stashed there reaches the next one.
-    pub fn reuse_checkout(&self, old: &Path, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
-        if path.exists() {
-            anyhow::bail!("{} exists already", path.display());
+/// Takes over the checkout set aside at `old` (see `set_checkout_aside`) as a new one at
+/// `path` with `head` checked out: only the files that differ from the commit it was at are
+/// written, and files the new commit does not have (untracked or ignored ones included)
+/// are removed, so it ends as a fresh checkout would, for a fraction of the file creations.
+/// Its git directory is made anew but for the index (the baseline of that update), so
+/// nothing an earlier agent configured, committed or stashed there reaches the next one.
+pub fn reuse_checkout(repo: &Repo, old: &Path, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+    if path.exists() {
+        anyhow::bail!("{} exists already", path.display());
+    }
+    let at = std::fs::read_to_string(old.join(".git").join("HEAD"))
+        .ok()
+        .and_then(|h| Oid::from_str(h.trim()).ok())
+        .with_context(|| format!("{} was not set aside by swarm", old.display()))?;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::rename(old, path)
+        .with_context(|| format!("could not move {} to {}", old.display(), path.display()))?;
+    let git = path.join(".git");
+    for entry in std::fs::read_dir(&git)? {
+        let entry = entry?;
+        if entry.file_name() == "index" {
+            continue;
         }
-        let at = std::fs::read_to_string(old.join(".git").join("HEAD"))
-            .ok()
-            .and_then(|h| Oid::from_str(h.trim()).ok())
-            .with_context(|| format!("{} was not set aside by swarm", old.display()))?;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+        let p = entry.path();
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(&p)?;
+        } else {
+            std::fs::remove_file(&p)?;
         }
-        std::fs::rename(old, path)
-            .with_context(|| format!("could not move {} to {}", old.display(), path.display()))?;
-        let git = path.join(".git");
-        for entry in std::fs::read_dir(&git)? {
-            let entry = entry?;
-            if entry.file_name() == "index" {
+    }
+    write_git_dir(repo, path, &Head::Detached(&CommitId::from(at)))?;
+    check_out(path, head.commit(), true)?;
+    write_head(path, head)
+}
+
+/// The `.git` directory of a checkout: its own refs, config and HEAD, the user's objects.
+fn write_git_dir(repo: &Repo, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+    let git = path.join(".git");
+    for dir in [
+        "objects/info",
+        "objects/pack",
+        "refs/heads",
+        "refs/tags",
+        "info",
+    ] {
+        std::fs::create_dir_all(git.join(dir))?;
+    }
+    let mut alternates = repo.common_dir.join("objects").into_os_string().into_vec();
+    alternates.push(b'\n');
+    std::fs::write(git.join("objects/info/alternates"), alternates)?;
+    let config = repo
+        .checkout_config
+        .get_or_init(|| make_checkout_config(repo));
+    std::fs::write(git.join("config"), config)?;
+    let refs = repo.checkout_refs.get_or_init(|| make_checkout_refs(repo));
+    std::fs::write(git.join("packed-refs"), refs)?;
+    for file in COPIED_FILES {
+        let from = repo.common_dir.join(file);
+        if from.is_file() {
+            std::fs::copy(&from, git.join(file))?;
+        }
+    }
+    write_head(path, head)
+}
+
+/// The configuration of a checkout: a plain repository, plus the user's settings that
+/// decide who commits and how files are written.
+fn make_checkout_config(repo: &Repo) -> String {
+    let mut text = String::from(
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+    );
+    let Ok(config) = repo.repo.config().and_then(|mut c| c.snapshot()) else {
+        return text;
+    };
+    for key in COPIED_CONFIG {
+        if let Ok(value) = config.get_string(key) {
+            let Some((section, name)) = key.split_once('.') else {
                 continue;
-            }
-            let p = entry.path();
-            if entry.file_type()?.is_dir() {
-                std::fs::remove_dir_all(&p)?;
-            } else {
-                std::fs::remove_file(&p)?;
-            }
+            };
+            let quoted = value
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            let _ = write!(text, "[{section}]\n\t{name} = \"{quoted}\"\n");
         }
-        self.write_git_dir(path, &Head::Detached(&CommitId::from(at)))?;
-        Self::check_out(path, head.commit(), true)?;
-        write_head(path, head)
     }
+    text
+}
 
-    /// The `.git` directory of a checkout: its own refs, config and HEAD, the user's objects.
-    fn write_git_dir(&self, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
-        let git = path.join(".git");
-        for dir in [
-            "objects/info",
-            "objects/pack",
-            "refs/heads",
-            "refs/tags",
-            "info",
-        ] {
-            std::fs::create_dir_all(git.join(dir))?;
-        }
-        let mut alternates = self.common_dir.join("objects").into_os_string().into_vec();
-        alternates.push(b'\n');
-        std::fs::write(git.join("objects/info/alternates"), alternates)?;
-        let config = self
-            .checkout_config
-            .get_or_init(|| self.make_checkout_config());
-        std::fs::write(git.join("config"), config)?;
-        let refs = self.checkout_refs.get_or_init(|| self.make_checkout_refs());
-        std::fs::write(git.join("packed-refs"), refs)?;
-        for file in COPIED_FILES {
-            let from = self.common_dir.join(file);
-            if from.is_file() {
-                std::fs::copy(&from, git.join(file))?;
-            }
-        }
-        write_head(path, head)
+/// The user's refs (branches, tags, remote-tracking branches; not swarm's own, not the
+/// stash) as a `packed-refs` file, so that an agent's `git log main` or `git diff
+/// origin/main...` works in its checkout. They are copies: moving them moves nothing of
+/// the user's.
+fn make_checkout_refs(repo: &Repo) -> Vec<u8> {
+    let mut out = Vec::new();
+    let Ok(refs) = repo.repo.references() else {
+        return out;
+    };
+    let mut lines: Vec<(Vec<u8>, Oid)> = refs
+        .flatten()
+        .filter_map(|r| Some((r.name_bytes().to_vec(), r.target()?)))
+        .filter(|(name, _)| {
+            !name.starts_with(b"refs/heads/swarm/") && name.as_slice() != b"refs/stash"
+        })
+        .collect();
+    lines.sort();
+    for (name, oid) in lines {
+        out.extend_from_slice(oid.to_string().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(&name);
+        out.push(b'\n');
     }
+    out
+}
 
-    /// The configuration of a checkout: a plain repository, plus the user's settings that
-    /// decide who commits and how files are written.
-    fn make_checkout_config(&self) -> String {
-        let mut text = String::from(
-            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
-        );
-        let Ok(config) = self.repo.config().and_then(|mut c| c.snapshot()) else {
-            return text;
-        };
-        for key in COPIED_CONFIG {
-            if let Ok(value) = config.get_string(key) {
-                let (section, name) = key.split_once('.').expect("section.name");
-                let quoted = value
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('\n', "\\n");
-                let _ = write!(text, "[{section}]\n\t{name} = \"{quoted}\"\n");
-            }
-        }
-        text
+/// Checks `commit` out into the checkout at `path`, over what its HEAD holds; with
+/// `clean`, files the commit does not have are removed too.
+fn check_out(path: &Path, commit: &CommitId, clean: bool) -> anyhow::Result<()> {
+    let wt = open_checkout(path)?;
+    let tree = wt.find_commit(commit.oid()?)?.tree()?;
+    // Filters (line endings, smudge) need attribute lookups that cost libgit2 several
+    // `realpath` calls per file; a tree without `.gitattributes` in a repository that
+    // converts no line endings has nothing for them to do.
+    let plain = !super::has_attributes(&tree)? && !super::converts_line_endings(&wt);
+    let mut opts = CheckoutBuilder::new();
+    opts.force().disable_filters(plain);
+    if clean {
+        opts.remove_untracked(true).remove_ignored(true);
     }
+    wt.checkout_tree(tree.as_object(), Some(&mut opts))
+        .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
+    Ok(())
+}
 
-    /// The user's refs (branches, tags, remote-tracking branches; not swarm's own, not the
-    /// stash) as a `packed-refs` file, so that an agent's `git log main` or `git diff
-    /// origin/main...` works in its checkout. They are copies: moving them moves nothing of
-    /// the user's.
-    fn make_checkout_refs(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        let Ok(refs) = self.repo.references() else {
-            return out;
-        };
-        let mut lines: Vec<(Vec<u8>, Oid)> = refs
-            .flatten()
-            .filter_map(|r| Some((r.name_bytes().to_vec(), r.target()?)))
-            .filter(|(name, _)| {
-                !name.starts_with(b"refs/heads/swarm/") && name.as_slice() != b"refs/stash"
-            })
-            .collect();
-        lines.sort();
-        for (name, oid) in lines {
-            out.extend_from_slice(oid.to_string().as_bytes());
-            out.push(b' ');
-            out.extend_from_slice(&name);
-            out.push(b'\n');
-        }
-        out
+/// Judges what a writer left in its checkout at `path`, started at `start` on `branch`:
+/// its HEAD must still name `branch` and `branch` must still descend from `start`. Then
+/// whatever is uncommitted is committed on top (see `Commit`), the commits are copied into
+/// the user's repository and `branch` is set there. A refused result is kept on `keep_as`.
+pub fn take_result(
+    repo: &Repo,
+    path: &Path,
+    branch: &str,
+    start: &CommitId,
+    commit: &Commit<'_>,
+    keep_as: &str,
+) -> anyhow::Result<Left> {
+    if !own_git_dir(path) {
+        return Ok(Left::Refused {
+            why: "its checkout's .git is no longer the directory swarm made (it was replaced by a link or a file); nothing of it is merged".to_owned(),
+            kept: None,
+        });
     }
-
-    /// Checks `commit` out into the checkout at `path`, over what its HEAD holds; with
-    /// `clean`, files the commit does not have are removed too.
-    fn check_out(path: &Path, commit: &CommitId, clean: bool) -> anyhow::Result<()> {
-        let wt = open_checkout(path)?;
-        let tree = wt.find_commit(commit.oid()?)?.tree()?;
-        // Filters (line endings, smudge) need attribute lookups that cost libgit2 several
-        // `realpath` calls per file; a tree without `.gitattributes` in a repository that
-        // converts no line endings has nothing for them to do.
-        let plain = !super::has_attributes(&tree)? && !super::converts_line_endings(&wt);
-        let mut opts = CheckoutBuilder::new();
-        opts.force().disable_filters(plain);
-        if clean {
-            opts.remove_untracked(true).remove_ignored(true);
-        }
-        wt.checkout_tree(tree.as_object(), Some(&mut opts))
-            .with_context(|| format!("could not check out {commit} into {}", path.display()))?;
-        Ok(())
-    }
-
-    /// Judges what a writer left in its checkout at `path`, started at `start` on `branch`:
-    /// its HEAD must still name `branch` and `branch` must still descend from `start`. Then
-    /// whatever is uncommitted is committed on top (see `Commit`), the commits are copied into
-    /// the user's repository and `branch` is set there. A refused result is kept on `keep_as`.
-    pub fn take_result(
-        &self,
-        path: &Path,
-        branch: &str,
-        start: &CommitId,
-        commit: &Commit<'_>,
-        keep_as: &str,
-    ) -> anyhow::Result<Left> {
-        if !own_git_dir(path) {
-            return Ok(Left::Refused {
-                why: "its checkout's .git is no longer the directory swarm made (it was replaced by a link or a file); nothing of it is merged".to_owned(),
-                kept: None,
-            });
-        }
-        let wt = open_checkout(path)?;
-        let start_oid = start.oid()?;
-        let full = format!("refs/heads/{branch}");
-        let head = wt.find_reference("HEAD")?;
-        let refusal = match head.symbolic_target_bytes() {
-            Some(target) if target == full.as_bytes() => match wt.refname_to_id(&full) {
-                Ok(tip) if tip == start_oid || wt.graph_descendant_of(tip, start_oid)? => None,
-                Ok(tip) => Some(format!(
-                    "its branch {branch} no longer descends from its start commit {} (it is at {}: reset below its start or rebased); nothing of it is merged",
-                    start.short(),
-                    CommitId::from(tip).short()
-                )),
-                Err(_) => Some(format!(
-                    "its branch {branch} was deleted in its checkout; nothing of it is merged"
-                )),
-            },
-            Some(target) => Some(format!(
-                "its checkout's HEAD names {} instead of its branch {branch}; nothing of it is merged",
-                String::from_utf8_lossy(target)
+    let wt = open_checkout(path)?;
+    let start_oid = start.oid()?;
+    let full = format!("refs/heads/{branch}");
+    let head = wt.find_reference("HEAD")?;
+    let refusal = match head.symbolic_target_bytes() {
+        Some(target) if target == full.as_bytes() => match wt.refname_to_id(&full) {
+            Ok(tip) if tip == start_oid || wt.graph_descendant_of(tip, start_oid)? => None,
+            Ok(tip) => Some(format!(
+                "its branch {branch} no longer descends from its start commit {} (it is at {}: reset below its start or rebased); nothing of it is merged",
+                start.short(),
+                CommitId::from(tip).short()
             )),
-            None => Some(format!(
-                "its checkout's HEAD was detached from its branch {branch}; nothing of it is merged"
+            Err(_) => Some(format!(
+                "its branch {branch} was deleted in its checkout; nothing of it is merged"
             )),
-        };
-        if let Some(why) = refusal {
-            let kept = self.keep_what_is_left(&wt, branch, start_oid, keep_as)?;
-            return Ok(Left::Refused { why, kept });
-        }
-        let parent = wt.head()?.peel_to_commit()?;
-        let made = match commit {
-            Commit::Plain(message) => commit_all(&wt, &parent, None, Some("HEAD"), message)?,
-            Commit::MergeOf(theirs, message) => {
-                let theirs = wt.find_commit(theirs.oid()?)?;
-                commit_all(&wt, &parent, Some(&theirs), Some("HEAD"), message)?
-            }
-        };
-        let tip = match made {
-            Some(c) => c,
-            None => wt.refname_to_id(&full)?,
-        };
-        if tip == start_oid {
-            return Ok(Left::Nothing);
-        }
-        let mut known = vec![start_oid];
-        if let Commit::MergeOf(theirs, _) = commit {
-            known.push(theirs.oid()?);
-        }
-        self.copy_objects(&wt, tip, &known)?;
-        // Checked again in the user's repository, which has no grafts or shallow boundaries
-        // of the agent's making to fake a descent.
-        if !self.repo.graph_descendant_of(tip, start_oid)? {
-            let kept = self.keep_what_is_left(&wt, branch, start_oid, keep_as)?;
-            return Ok(Left::Refused {
-                why: format!(
-                    "its branch {branch} does not descend from its start commit {} in your repository; nothing of it is merged",
-                    start.short()
-                ),
-                kept,
-            });
-        }
-        self.repo
-            .reference(&full, tip, true, "swarm: a task's result")
-            .with_context(|| format!("could not set {full}"))?;
-        Ok(Left::Commits(tip.into()))
+        },
+        Some(target) => Some(format!(
+            "its checkout's HEAD names {} instead of its branch {branch}; nothing of it is merged",
+            String::from_utf8_lossy(target)
+        )),
+        None => Some(format!(
+            "its checkout's HEAD was detached from its branch {branch}; nothing of it is merged"
+        )),
+    };
+    if let Some(why) = refusal {
+        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as)?;
+        return Ok(Left::Refused { why, kept });
     }
+    let parent = wt.head()?.peel_to_commit()?;
+    let made = match commit {
+        Commit::Plain(message) => commit_all(&wt, &parent, None, Some("HEAD"), message)?,
+        Commit::MergeOf(theirs, message) => {
+            let theirs = wt.find_commit(theirs.oid()?)?;
+            commit_all(&wt, &parent, Some(&theirs), Some("HEAD"), message)?
+        }
+    };
+    let tip = match made {
+        Some(c) => c,
+        None => wt.refname_to_id(&full)?,
+    };
+    if tip == start_oid {
+        return Ok(Left::Nothing);
+    }
+    let mut known = vec![start_oid];
+    if let Commit::MergeOf(theirs, _) = commit {
+        known.push(theirs.oid()?);
+    }
+    copy_objects(repo, &wt, tip, &known)?;
+    // Checked again in the user's repository, which has no grafts or shallow boundaries
+    // of the agent's making to fake a descent.
+    if !repo.repo.graph_descendant_of(tip, start_oid)? {
+        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as)?;
+        return Ok(Left::Refused {
+            why: format!(
+                "its branch {branch} does not descend from its start commit {} in your repository; nothing of it is merged",
+                start.short()
+            ),
+            kept,
+        });
+    }
+    repo.repo
+        .reference(&full, tip, true, "swarm: a task's result")
+        .with_context(|| format!("could not set {full}"))?;
+    Ok(Left::Commits(tip.into()))
+}
 
-    /// What a refused writer left (its HEAD's commit, else its branch's, with anything
-    /// uncommitted committed on top), kept on the branch `keep_as` of the user's repository
-    /// when the start does not hold it all.
-    fn keep_what_is_left(
-        &self,
-        wt: &Repository,
-        branch: &str,
-        start: Oid,
-        keep_as: &str,
-    ) -> anyhow::Result<Option<String>> {
-        let base = wt
-            .head()
-            .ok()
-            .and_then(|h| h.peel_to_commit().ok())
-            .or_else(|| {
-                wt.find_reference(&format!("refs/heads/{branch}"))
-                    .and_then(|r| r.peel_to_commit())
-                    .ok()
-            });
-        let base = match base {
-            Some(c) => c,
-            None => wt.find_commit(start)?,
-        };
-        let left = commit_all(wt, &base, None, None, "What a swarm task left uncommitted")?
-            .unwrap_or_else(|| base.id());
-        if left == start || wt.graph_descendant_of(start, left)? {
-            return Ok(None);
-        }
-        self.copy_objects(wt, left, &[start])?;
-        let full = format!("refs/heads/{keep_as}");
-        self.repo
-            .reference(&full, left, true, "swarm: what a refused task left")
-            .with_context(|| format!("could not set {full}"))?;
-        Ok(Some(keep_as.to_owned()))
+/// What a refused writer left (its HEAD's commit, else its branch's, with anything
+/// uncommitted committed on top), kept on the branch `keep_as` of the user's repository
+/// when the start does not hold it all.
+fn keep_what_is_left(
+    repo: &Repo,
+    wt: &Repository,
+    branch: &str,
+    start: Oid,
+    keep_as: &str,
+) -> anyhow::Result<Option<String>> {
+    let base = wt
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .or_else(|| {
+            wt.find_reference(&format!("refs/heads/{branch}"))
+                .and_then(|r| r.peel_to_commit())
+                .ok()
+        });
+    let base = match base {
+        Some(c) => c,
+        None => wt.find_commit(start)?,
+    };
+    let left = commit_all(wt, &base, None, None, "What a swarm task left uncommitted")?
+        .unwrap_or_else(|| base.id());
+    if left == start || wt.graph_descendant_of(start, left)? {
+        return Ok(None);
     }
+    copy_objects(repo, wt, left, &[start])?;
+    let full = format!("refs/heads/{keep_as}");
+    repo.repo
+        .reference(&full, left, true, "swarm: what a refused task left")
+        .with_context(|| format!("could not set {full}"))?;
+    Ok(Some(keep_as.to_owned()))
+}
 
-    /// Copies the objects of `tip` that `known` commits do not reach from a checkout's
-    /// repository into the user's, as one pack.
-    fn copy_objects(&self, from: &Repository, tip: Oid, known: &[Oid]) -> anyhow::Result<()> {
-        let mut walk = from.revwalk()?;
-        walk.push(tip)?;
-        for k in known {
-            walk.hide(*k)?;
-        }
-        let mut pack = from.packbuilder()?;
-        pack.insert_walk(&mut walk)?;
-        if pack.object_count() == 0 {
-            return Ok(());
-        }
-        let odb = self.repo.odb()?;
-        let mut writer = odb.packwriter()?;
-        let mut failed = None;
-        pack.foreach(|bytes| match writer.write_all(bytes) {
-            Ok(()) => true,
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        })?;
-        if let Some(e) = failed {
-            return Err(e).context("could not copy a task's objects into your repository");
-        }
-        writer
-            .commit()
-            .context("could not copy a task's objects into your repository")?;
-        Ok(())
+/// Copies the objects of `tip` that `known` commits do not reach from a checkout's
+/// repository into the user's, as one pack.
+fn copy_objects(repo: &Repo, from: &Repository, tip: Oid, known: &[Oid]) -> anyhow::Result<()> {
+    let mut walk = from.revwalk()?;
+    walk.push(tip)?;
+    for k in known {
+        walk.hide(*k)?;
     }
+    let mut pack = from.packbuilder()?;
+    pack.insert_walk(&mut walk)?;
+    if pack.object_count() == 0 {
+        return Ok(());
+    }
+    let odb = repo.repo.odb()?;
+    let mut writer = odb.packwriter()?;
+    let mut failed = None;
+    pack.foreach(|bytes| match writer.write_all(bytes) {
+        Ok(()) => true,
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e).context("could not copy a task's objects into your repository");
+    }
+    writer
+        .commit()
+        .context("could not copy a task's objects into your repository")?;
+    Ok(())
 }
 
 impl Head<'_> {
@@ -439,10 +439,10 @@ pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<St
             const { std::cell::RefCell::new(None) };
     }
     OPEN.with_borrow_mut(|open| {
-        if open.as_ref().is_none_or(|(p, _)| p != path) {
-            *open = Some((path.to_owned(), open_checkout(path)?));
-        }
-        let (_, repo) = open.as_ref().expect("opened above");
+        let (_, repo) = match open.take() {
+            Some(kept) if kept.0 == path => open.insert(kept),
+            _ => open.insert((path.to_owned(), open_checkout(path)?)),
+        };
         if !own_git_dir(path) {
             return Ok(vec![".git".to_owned()]);
         }

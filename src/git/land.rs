@@ -38,368 +38,370 @@ impl Change {
     }
 }
 
-impl Repo {
-    /// Fast-forwards the checked-out branch from `base` to `tip` and updates the checkout, only
-    /// if that branch is still at `base`, `tip` descends from it, no git operation is open,
-    /// the index is not locked and the checkout has no changes landing would touch. `staging`
-    /// is a directory of swarm's on the file system of the git directory.
-    pub fn land(&self, base: &CommitId, tip: &CommitId, staging: &Path) -> anyhow::Result<Landing> {
-        let kept = |reason: String| Ok(Landing::Kept { reason });
-        self.clear_cut_short_landing(staging)?;
-        let Ok(head) = self.repo.head() else {
-            return kept("HEAD does not point at a commit".to_owned());
-        };
-        if !head.is_branch() {
-            return kept("HEAD is detached".to_owned());
-        }
-        let branch_ref = head.name().unwrap_or_default().to_owned();
-        let branch = head.shorthand().unwrap_or_default().to_owned();
-        if head.target() == Some(tip.oid()?) && base != tip {
-            // An earlier landing moved the branch, its last step: it is done.
-            return Ok(Landing::FastForwarded { branch });
-        }
-        if head.target() != Some(base.oid()?) {
-            return kept(format!("{branch} moved since the run started"));
-        }
-        // Never backwards, never sideways: the tip must hold the base.
-        if !self.contains(tip, base)? {
-            return kept(format!(
-                "the integration tip {} does not descend from the run's base {}",
-                tip.short(),
-                base.short()
-            ));
-        }
-        if let Some(op) = self.open_operation() {
-            return kept(format!("a {op} is in progress in your checkout"));
-        }
-        if self.repo.path().join("index.lock").exists() {
-            return kept("another git process holds the index (.git/index.lock)".to_owned());
-        }
-        if base == tip {
-            return Ok(Landing::FastForwarded { branch });
-        }
-        let from = self.repo.find_commit(base.oid()?)?.tree()?;
-        let to = self.repo.find_commit(tip.oid()?)?.tree()?;
-        let changes = self.changes(&from, &to)?;
-        if let Some(why) = self.blocked(&changes)? {
-            return kept(why);
-        }
-        if let Err(e) = self.stage(&to, &changes, staging) {
-            let _ = std::fs::remove_dir_all(staging);
-            return kept(format!(
-                "the landed files could not be written ({e:#}); nothing in your checkout was touched"
-            ));
-        }
-        self.apply(&changes, staging)
-            .context("landing stopped partway; `swarm resume` finishes it")?;
-        if self
-            .move_ref(&branch_ref, base, tip, "swarm: land run")
-            .is_err()
-        {
-            // The branch moved while the files were written: put the checkout back.
-            let back: Vec<Change> = changes
-                .into_iter()
-                .map(|c| Change {
-                    path: c.path,
-                    old: c.new,
-                    new: c.old,
-                })
-                .collect();
-            self.stage(&from, &back, staging)?;
-            self.apply(&back, staging)?;
-            std::fs::remove_dir_all(staging)?;
-            return kept(format!(
-                "{branch} moved while the run landed; your checkout was put back as it was"
-            ));
-        }
+/// Fast-forwards the checked-out branch from `base` to `tip` and updates the checkout, only
+/// if that branch is still at `base`, `tip` descends from it, no git operation is open,
+/// the index is not locked and the checkout has no changes landing would touch. `staging`
+/// is a directory of swarm's on the file system of the git directory.
+pub fn land(
+    repo: &Repo,
+    base: &CommitId,
+    tip: &CommitId,
+    staging: &Path,
+) -> anyhow::Result<Landing> {
+    let kept = |reason: String| Ok(Landing::Kept { reason });
+    clear_cut_short_landing(repo, staging)?;
+    let Ok(head) = repo.repo.head() else {
+        return kept("HEAD does not point at a commit".to_owned());
+    };
+    if !head.is_branch() {
+        return kept("HEAD is detached".to_owned());
+    }
+    let branch_ref = head.name().unwrap_or_default().to_owned();
+    let branch = head.shorthand().unwrap_or_default().to_owned();
+    if head.target() == Some(tip.oid()?) && base != tip {
+        // An earlier landing moved the branch, its last step: it is done.
+        return Ok(Landing::FastForwarded { branch });
+    }
+    if head.target() != Some(base.oid()?) {
+        return kept(format!("{branch} moved since the run started"));
+    }
+    // Never backwards, never sideways: the tip must hold the base.
+    if !repo.contains(tip, base)? {
+        return kept(format!(
+            "the integration tip {} does not descend from the run's base {}",
+            tip.short(),
+            base.short()
+        ));
+    }
+    if let Some(op) = repo.open_operation() {
+        return kept(format!("a {op} is in progress in your checkout"));
+    }
+    if repo.repo.path().join("index.lock").exists() {
+        return kept("another git process holds the index (.git/index.lock)".to_owned());
+    }
+    if base == tip {
+        return Ok(Landing::FastForwarded { branch });
+    }
+    let from = repo.repo.find_commit(base.oid()?)?.tree()?;
+    let to = repo.repo.find_commit(tip.oid()?)?.tree()?;
+    let changes = changes(repo, &from, &to)?;
+    if let Some(why) = blocked(repo, &changes)? {
+        return kept(why);
+    }
+    if let Err(e) = stage(repo, &to, &changes, staging) {
+        let _ = std::fs::remove_dir_all(staging);
+        return kept(format!(
+            "the landed files could not be written ({e:#}); nothing in your checkout was touched"
+        ));
+    }
+    apply(repo, &changes, staging)
+        .context("landing stopped partway; `swarm resume` finishes it")?;
+    if repo
+        .move_ref(&branch_ref, base, tip, "swarm: land run")
+        .is_err()
+    {
+        // The branch moved while the files were written: put the checkout back.
+        let back: Vec<Change> = changes
+            .into_iter()
+            .map(|c| Change {
+                path: c.path,
+                old: c.new,
+                new: c.old,
+            })
+            .collect();
+        stage(repo, &from, &back, staging)?;
+        apply(repo, &back, staging)?;
         std::fs::remove_dir_all(staging)?;
-        Ok(Landing::FastForwarded { branch })
+        return kept(format!(
+            "{branch} moved while the run landed; your checkout was put back as it was"
+        ));
     }
+    std::fs::remove_dir_all(staging)?;
+    Ok(Landing::FastForwarded { branch })
+}
 
-    /// A landing cut short leaves its staging directory, and perhaps the index lock it held
-    /// while the owner named there is gone: both are removed.
-    fn clear_cut_short_landing(&self, staging: &Path) -> anyhow::Result<()> {
-        if !staging.exists() {
-            return Ok(());
-        }
-        let owner = std::fs::read_to_string(staging.join(OWNER))
-            .ok()
-            .and_then(|p| p.trim().parse::<i32>().ok());
-        let alive = owner.is_some_and(|pid| {
-            pid != i32::try_from(std::process::id()).unwrap_or_default()
-                && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-        });
-        if alive {
-            anyhow::bail!(
-                "another swarm (pid {}) is landing in this checkout",
-                owner.unwrap_or_default()
-            );
-        }
-        if owner.is_some() {
-            let lock = self.repo.path().join("index.lock");
-            match std::fs::remove_file(&lock) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| format!("could not remove {}", lock.display()));
-                }
-                _ => {}
+/// A landing cut short leaves its staging directory, and perhaps the index lock it held
+/// while the owner named there is gone: both are removed.
+fn clear_cut_short_landing(repo: &Repo, staging: &Path) -> anyhow::Result<()> {
+    if !staging.exists() {
+        return Ok(());
+    }
+    let owner = std::fs::read_to_string(staging.join(OWNER))
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok());
+    let alive = owner.is_some_and(|pid| {
+        pid != i32::try_from(std::process::id()).unwrap_or_default()
+            && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+    });
+    if alive {
+        anyhow::bail!(
+            "another swarm (pid {}) is landing in this checkout",
+            owner.unwrap_or_default()
+        );
+    }
+    if owner.is_some() {
+        let lock = repo.repo.path().join("index.lock");
+        match std::fs::remove_file(&lock) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("could not remove {}", lock.display()));
             }
+            _ => {}
         }
-        std::fs::remove_dir_all(staging)
-            .with_context(|| format!("could not remove {}", staging.display()))
     }
+    std::fs::remove_dir_all(staging)
+        .with_context(|| format!("could not remove {}", staging.display()))
+}
 
-    /// Every path whose entry differs between two trees.
-    fn changes(&self, from: &Tree<'_>, to: &Tree<'_>) -> anyhow::Result<Vec<Change>> {
-        let diff = self.repo.diff_tree_to_tree(Some(from), Some(to), None)?;
-        let mut by_path: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
-        for d in diff.deltas() {
-            let entry = |f: git2::DiffFile<'_>| {
-                (!f.id().is_zero() && f.mode() != FileMode::Unreadable).then(|| (f.id(), f.mode()))
-            };
-            let path = d
-                .new_file()
-                .path_bytes()
-                .or_else(|| d.old_file().path_bytes())
-                .context("a change without a path")?
-                .to_vec();
-            // A type change comes as a deletion and an addition of one path.
-            let c = by_path.entry(path.clone()).or_insert(Change {
-                path,
-                old: None,
-                new: None,
-            });
-            c.old = c.old.or(entry(d.old_file()));
-            c.new = c.new.or(entry(d.new_file()));
-        }
-        Ok(by_path.into_values().collect())
+/// Every path whose entry differs between two trees.
+fn changes(repo: &Repo, from: &Tree<'_>, to: &Tree<'_>) -> anyhow::Result<Vec<Change>> {
+    let diff = repo.repo.diff_tree_to_tree(Some(from), Some(to), None)?;
+    let mut by_path: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
+    for d in diff.deltas() {
+        let entry = |f: git2::DiffFile<'_>| {
+            (!f.id().is_zero() && f.mode() != FileMode::Unreadable).then(|| (f.id(), f.mode()))
+        };
+        let path = d
+            .new_file()
+            .path_bytes()
+            .or_else(|| d.old_file().path_bytes())
+            .context("a change without a path")?
+            .to_vec();
+        // A type change comes as a deletion and an addition of one path.
+        let c = by_path.entry(path.clone()).or_insert(Change {
+            path,
+            old: None,
+            new: None,
+        });
+        c.old = c.old.or(entry(d.old_file()));
+        c.new = c.new.or(entry(d.new_file()));
     }
+    Ok(by_path.into_values().collect())
+}
 
-    /// Why the checkout cannot take these changes, if it cannot: a change to a tracked file,
-    /// or a file in the way of an added one, that is not already the landed version (what a
-    /// landing cut short left).
-    fn blocked(&self, changes: &[Change]) -> anyhow::Result<Option<String>> {
-        // A submodule's checkout may hold work of its own: landing never removes or replaces
-        // it (like git, it moves no submodule's checkout either; only its index entry).
-        if let Some(c) = changes
+/// Why the checkout cannot take these changes, if it cannot: a change to a tracked file,
+/// or a file in the way of an added one, that is not already the landed version (what a
+/// landing cut short left).
+fn blocked(repo: &Repo, changes: &[Change]) -> anyhow::Result<Option<String>> {
+    // A submodule's checkout may hold work of its own: landing never removes or replaces
+    // it (like git, it moves no submodule's checkout either; only its index entry).
+    if let Some(c) = changes
+        .iter()
+        .find(|c| c.was_submodule() && !c.is_submodule())
+    {
+        return Ok(Some(format!(
+            "it removes or replaces the submodule {}",
+            String::from_utf8_lossy(&c.path)
+        )));
+    }
+    let dirty = repo.fingerprint()?;
+    let landed = |path: &str| {
+        changes
             .iter()
-            .find(|c| c.was_submodule() && !c.is_submodule())
-        {
+            .find(|c| c.path == path.as_bytes())
+            .is_some_and(|c| holds(repo, &c.path, c.new))
+    };
+    for (path, (bits, _)) in &dirty.paths {
+        let status = Status::from_bits_truncate(*bits);
+        if landed(path) {
+            continue;
+        }
+        if status != Status::WT_NEW {
+            return Ok(Some("the working tree or index has changes".to_owned()));
+        }
+    }
+    let removed = |p: &[u8]| changes.iter().any(|c| c.path == p && c.old.is_some());
+    let inside =
+        |p: &[u8], dir: &[u8]| p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/';
+    // A tracked directory that becomes a file: it gives way when landing removes its
+    // files and none of the user's untracked ones are in it (ignored ones are expendable,
+    // as git has them).
+    let gives_way = |dir: &[u8]| {
+        changes
+            .iter()
+            .any(|c| c.old.is_some() && inside(&c.path, dir))
+            && !dirty.paths.keys().any(|p| inside(p.as_bytes(), dir))
+    };
+    for c in changes
+        .iter()
+        .filter(|c| c.new.is_some() && !c.is_submodule())
+    {
+        let at = repo.workdir.join(OsStr::from_bytes(&c.path));
+        let in_the_way = match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => !gives_way(&c.path),
+            Ok(_) => c.old.is_none(),
+            Err(_) => false,
+        };
+        if in_the_way && !holds(repo, &c.path, c.new) {
             return Ok(Some(format!(
-                "it removes or replaces the submodule {}",
+                "the file {} in your checkout would be overwritten",
                 String::from_utf8_lossy(&c.path)
             )));
         }
-        let dirty = self.fingerprint()?;
-        let landed = |path: &str| {
-            changes
-                .iter()
-                .find(|c| c.path == path.as_bytes())
-                .is_some_and(|c| self.holds(&c.path, c.new))
-        };
-        for (path, (bits, _)) in &dirty.paths {
-            let status = Status::from_bits_truncate(*bits);
-            if landed(path) {
-                continue;
-            }
-            if status != Status::WT_NEW {
-                return Ok(Some("the working tree or index has changes".to_owned()));
-            }
-        }
-        let removed = |p: &[u8]| changes.iter().any(|c| c.path == p && c.old.is_some());
-        let inside = |p: &[u8], dir: &[u8]| {
-            p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/'
-        };
-        // A tracked directory that becomes a file: it gives way when landing removes its
-        // files and none of the user's untracked ones are in it (ignored ones are expendable,
-        // as git has them).
-        let gives_way = |dir: &[u8]| {
-            changes
-                .iter()
-                .any(|c| c.old.is_some() && inside(&c.path, dir))
-                && !dirty.paths.keys().any(|p| inside(p.as_bytes(), dir))
-        };
-        for c in changes
-            .iter()
-            .filter(|c| c.new.is_some() && !c.is_submodule())
-        {
-            let at = self.workdir.join(OsStr::from_bytes(&c.path));
-            let in_the_way = match std::fs::symlink_metadata(&at) {
-                Ok(m) if m.is_dir() => !gives_way(&c.path),
-                Ok(_) => c.old.is_none(),
-                Err(_) => false,
-            };
-            if in_the_way && !self.holds(&c.path, c.new) {
+        // A file of the user's where the landed file needs a directory.
+        for (i, _) in c.path.iter().enumerate().filter(|(_, b)| **b == b'/') {
+            let dir = &c.path[..i];
+            let at = repo.workdir.join(OsStr::from_bytes(dir));
+            if std::fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()) && !removed(dir) {
                 return Ok(Some(format!(
                     "the file {} in your checkout would be overwritten",
-                    String::from_utf8_lossy(&c.path)
+                    String::from_utf8_lossy(dir)
                 )));
             }
-            // A file of the user's where the landed file needs a directory.
-            for (i, _) in c.path.iter().enumerate().filter(|(_, b)| **b == b'/') {
-                let dir = &c.path[..i];
-                let at = self.workdir.join(OsStr::from_bytes(dir));
-                if std::fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()) && !removed(dir) {
-                    return Ok(Some(format!(
-                        "the file {} in your checkout would be overwritten",
-                        String::from_utf8_lossy(dir)
-                    )));
-                }
-            }
         }
-        Ok(None)
     }
+    Ok(None)
+}
 
-    /// Whether the checkout's file at `path` is `entry` (absent for `None`).
-    fn holds(&self, path: &[u8], entry: Option<(Oid, FileMode)>) -> bool {
-        let at = self.workdir.join(OsStr::from_bytes(path));
-        let Some((id, mode)) = entry else {
-            return std::fs::symlink_metadata(&at).is_err();
-        };
-        let Ok(meta) = std::fs::symlink_metadata(&at) else {
+/// Whether the checkout's file at `path` is `entry` (absent for `None`).
+fn holds(repo: &Repo, path: &[u8], entry: Option<(Oid, FileMode)>) -> bool {
+    let at = repo.workdir.join(OsStr::from_bytes(path));
+    let Some((id, mode)) = entry else {
+        return std::fs::symlink_metadata(&at).is_err();
+    };
+    let Ok(meta) = std::fs::symlink_metadata(&at) else {
+        return false;
+    };
+    let found = if mode == FileMode::Link {
+        if !meta.file_type().is_symlink() {
             return false;
-        };
-        let found = if mode == FileMode::Link {
-            if !meta.file_type().is_symlink() {
-                return false;
-            }
-            std::fs::read_link(&at).ok().and_then(|t| {
-                Oid::hash_object(git2::ObjectType::Blob, t.as_os_str().as_bytes()).ok()
-            })
-        } else {
-            if !meta.is_file() {
-                return false;
-            }
-            Oid::hash_file(git2::ObjectType::Blob, &at).ok()
-        };
-        found == Some(id)
-    }
+        }
+        std::fs::read_link(&at)
+            .ok()
+            .and_then(|t| Oid::hash_object(git2::ObjectType::Blob, t.as_os_str().as_bytes()).ok())
+    } else {
+        if !meta.is_file() {
+            return false;
+        }
+        Oid::hash_file(git2::ObjectType::Blob, &at).ok()
+    };
+    found == Some(id)
+}
 
-    /// Writes the new version of every added or changed file of `to` into `staging`. Where
-    /// the repository filters files (line endings, attributes), libgit2's checkout writes them,
-    /// so they come out as in the user's own checkout; elsewhere, and for what that checkout
-    /// leaves out (a directory that became a file), the blobs are written as they are.
-    fn stage(&self, to: &Tree<'_>, changes: &[Change], staging: &Path) -> anyhow::Result<()> {
-        let _ = std::fs::remove_dir_all(staging);
-        std::fs::create_dir_all(staging)?;
-        std::fs::write(staging.join(OWNER), std::process::id().to_string())?;
-        let files = staging.join("files");
-        std::fs::create_dir_all(&files)?;
-        let written: Vec<&Change> = changes
-            .iter()
-            .filter(|c| c.new.is_some() && !c.is_submodule())
-            .collect();
-        let filtered = super::has_attributes(to)? || super::converts_line_endings(&self.repo);
-        if filtered && !written.is_empty() {
-            let mut opts = CheckoutBuilder::new();
-            // The staging directory starts empty: every file asked for is missing there.
-            opts.force()
-                .recreate_missing(true)
-                .target_dir(&files)
-                .update_index(false)
-                .disable_pathspec_match(true);
-            for c in &written {
-                opts.path(c.path.as_slice());
-            }
-            self.repo.checkout_tree(to.as_object(), Some(&mut opts))?;
+/// Writes the new version of every added or changed file of `to` into `staging`. Where
+/// the repository filters files (line endings, attributes), libgit2's checkout writes them,
+/// so they come out as in the user's own checkout; elsewhere, and for what that checkout
+/// leaves out (a directory that became a file), the blobs are written as they are.
+fn stage(repo: &Repo, to: &Tree<'_>, changes: &[Change], staging: &Path) -> anyhow::Result<()> {
+    let _ = std::fs::remove_dir_all(staging);
+    std::fs::create_dir_all(staging)?;
+    std::fs::write(staging.join(OWNER), std::process::id().to_string())?;
+    let files = staging.join("files");
+    std::fs::create_dir_all(&files)?;
+    let written: Vec<&Change> = changes
+        .iter()
+        .filter(|c| c.new.is_some() && !c.is_submodule())
+        .collect();
+    let filtered = super::has_attributes(to)? || super::converts_line_endings(&repo.repo);
+    if filtered && !written.is_empty() {
+        let mut opts = CheckoutBuilder::new();
+        // The staging directory starts empty: every file asked for is missing there.
+        opts.force()
+            .recreate_missing(true)
+            .target_dir(&files)
+            .update_index(false)
+            .disable_pathspec_match(true);
+        for c in &written {
+            opts.path(c.path.as_slice());
         }
-        for c in written {
-            let staged = files.join(OsStr::from_bytes(&c.path));
-            if let Some((id, mode)) = c.new
-                && std::fs::symlink_metadata(&staged).is_err()
-            {
-                self.write_blob(id, mode, &staged)?;
-            }
-        }
-        Ok(())
+        repo.repo.checkout_tree(to.as_object(), Some(&mut opts))?;
     }
-
-    /// Writes the blob `id` at `at` as a file of `mode`: a plain or executable file, or a
-    /// symbolic link.
-    fn write_blob(&self, id: Oid, mode: FileMode, at: &Path) -> anyhow::Result<()> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        if let Some(parent) = at.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let blob = self.repo.find_blob(id)?;
-        if mode == FileMode::Link {
-            std::os::unix::fs::symlink(OsStr::from_bytes(blob.content()), at)?;
-        } else {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(if mode == FileMode::BlobExecutable {
-                    0o777
-                } else {
-                    0o666
-                })
-                .open(at)?;
-            // Not synced: git does not sync the files of a checkout either, and a kill loses
-            // nothing that was written.
-            file.write_all(blob.content())?;
-        }
-        Ok(())
-    }
-
-    /// Puts the staged files in place: removals first (a file may give way to a directory),
-    /// then each file renamed over its old version; then the index follows.
-    fn apply(&self, changes: &[Change], staging: &Path) -> anyhow::Result<()> {
-        let files = staging.join("files");
-        for c in changes
-            .iter()
-            .filter(|c| c.old.is_some() && !c.was_submodule())
+    for c in written {
+        let staged = files.join(OsStr::from_bytes(&c.path));
+        if let Some((id, mode)) = c.new
+            && std::fs::symlink_metadata(&staged).is_err()
         {
-            let at = self.workdir.join(OsStr::from_bytes(&c.path));
-            let is_dir = std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir());
-            if c.new.is_none() || (c.new.is_some() && is_dir) {
-                remove_path(&at)?;
-                self.prune_empty_parents(&at);
-            }
+            write_blob(repo, id, mode, &staged)?;
         }
-        for c in changes.iter().filter(|c| c.new.is_some()) {
-            let at = self.workdir.join(OsStr::from_bytes(&c.path));
-            if c.is_submodule() {
-                // As git leaves a submodule it has not checked out: an empty directory.
-                if c.old.is_none() {
-                    make_dirs(&at)?;
-                }
-                continue;
-            }
-            if let Some(parent) = at.parent() {
-                make_dirs(parent)?;
-            }
-            if std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
-                // A directory the landed file replaces: every file in it was removed above.
-                std::fs::remove_dir_all(&at)?;
-            }
-            std::fs::rename(files.join(OsStr::from_bytes(&c.path)), &at)
-                .with_context(|| format!("could not put {} in place", at.display()))?;
-        }
-        let mut index = self.repo.index()?;
-        index.read(true)?;
-        for c in changes {
-            let rel = Path::new(OsStr::from_bytes(&c.path));
-            match c.new {
-                Some((id, FileMode::Commit)) => index.add(&submodule_entry(&c.path, id))?,
-                Some(_) => index.add_path(rel)?,
-                None => {
-                    let _ = index.remove_path(rel);
-                }
-            }
-        }
-        index.write()?;
-        Ok(())
     }
+    Ok(())
+}
 
-    /// Removes the directories above `path` that removing it emptied, up to the checkout.
-    fn prune_empty_parents(&self, path: &Path) {
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if d == self.workdir || std::fs::remove_dir(d).is_err() {
-                break;
-            }
-            dir = d.parent();
+/// Writes the blob `id` at `at` as a file of `mode`: a plain or executable file, or a
+/// symbolic link.
+fn write_blob(repo: &Repo, id: Oid, mode: FileMode, at: &Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if let Some(parent) = at.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let blob = repo.repo.find_blob(id)?;
+    if mode == FileMode::Link {
+        std::os::unix::fs::symlink(OsStr::from_bytes(blob.content()), at)?;
+    } else {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(if mode == FileMode::BlobExecutable {
+                0o777
+            } else {
+                0o666
+            })
+            .open(at)?;
+        // Not synced: git does not sync the files of a checkout either, and a kill loses
+        // nothing that was written.
+        file.write_all(blob.content())?;
+    }
+    Ok(())
+}
+
+/// Puts the staged files in place: removals first (a file may give way to a directory),
+/// then each file renamed over its old version; then the index follows.
+fn apply(repo: &Repo, changes: &[Change], staging: &Path) -> anyhow::Result<()> {
+    let files = staging.join("files");
+    for c in changes
+        .iter()
+        .filter(|c| c.old.is_some() && !c.was_submodule())
+    {
+        let at = repo.workdir.join(OsStr::from_bytes(&c.path));
+        let is_dir = std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir());
+        if c.new.is_none() || (c.new.is_some() && is_dir) {
+            remove_path(&at)?;
+            prune_empty_parents(repo, &at);
         }
+    }
+    for c in changes.iter().filter(|c| c.new.is_some()) {
+        let at = repo.workdir.join(OsStr::from_bytes(&c.path));
+        if c.is_submodule() {
+            // As git leaves a submodule it has not checked out: an empty directory.
+            if c.old.is_none() {
+                make_dirs(&at)?;
+            }
+            continue;
+        }
+        if let Some(parent) = at.parent() {
+            make_dirs(parent)?;
+        }
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+            // A directory the landed file replaces: every file in it was removed above.
+            std::fs::remove_dir_all(&at)?;
+        }
+        std::fs::rename(files.join(OsStr::from_bytes(&c.path)), &at)
+            .with_context(|| format!("could not put {} in place", at.display()))?;
+    }
+    let mut index = repo.repo.index()?;
+    index.read(true)?;
+    for c in changes {
+        let rel = Path::new(OsStr::from_bytes(&c.path));
+        match c.new {
+            Some((id, FileMode::Commit)) => index.add(&submodule_entry(&c.path, id))?,
+            Some(_) => index.add_path(rel)?,
+            None => {
+                let _ = index.remove_path(rel);
+            }
+        }
+    }
+    index.write()?;
+    Ok(())
+}
+
+/// Removes the directories above `path` that removing it emptied, up to the checkout.
+fn prune_empty_parents(repo: &Repo, path: &Path) {
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d == repo.workdir || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
     }
 }
 

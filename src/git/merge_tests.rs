@@ -169,8 +169,7 @@ fn run_case(seed: u64, case: u64, tally: &mut Tally) -> Result<(), String> {
             out
         };
         let by_git = git.merge_tree(&base, &tip, theirs);
-        let swarm = repo
-            .merge("refs/heads/int", &tip, theirs, &base, "m")
+        let swarm = super::merge(&repo, "refs/heads/int", &tip, theirs, &base, "m")
             .map_err(|e| fail(format!("swarm's merge failed: {e:#}")))?;
         let parked = match swarm {
             Merge::Merged { before, after } => {

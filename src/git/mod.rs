@@ -16,13 +16,16 @@ mod land;
 mod merge;
 
 pub use checkout::{
-    Commit, Left, files_with_conflict_markers, remove_checkout, remove_checkout_later,
-    restore_snapshot, set_checkout_aside, snapshot_changes,
+    Commit, Left, create_checkout, files_with_conflict_markers, remove_checkout,
+    remove_checkout_later, restore_snapshot, reuse_checkout, set_checkout_aside, snapshot_changes,
+    take_result,
 };
 use git2::{
     BranchType, ErrorCode, MergeOptions, Oid, Repository, RepositoryOpenFlags, Signature, Status,
     StatusOptions, build::CheckoutBuilder,
 };
+pub use land::land;
+pub use merge::{merge, scan_change};
 
 /// A commit, as full hex.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -185,7 +185,7 @@ pub fn plan(
             continue;
         }
         repairs.extend(parse_repairs);
-        let (plan, fixed) = repair::repair(draft, max_fan_in);
+        let (plan, fixed) = repair::repair(draft, max_fan_in)?;
         repairs.extend(fixed);
         return Ok(Planned {
             plan,

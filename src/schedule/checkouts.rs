@@ -64,7 +64,7 @@ impl Checkouts {
         let path = self.root.join(format!("snap-{}", tip.short()));
         // Left over from a run that was killed: start it afresh.
         git::remove_checkout(&path)?;
-        repo.create_checkout(&path, &Head::Detached(tip))
+        git::create_checkout(repo, &path, &Head::Detached(tip))
             .context("could not create the readers' snapshot")?;
         self.snapshots.insert(
             tip.clone(),

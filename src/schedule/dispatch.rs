@@ -135,7 +135,7 @@ impl<'a> Dispatcher<'a> {
     /// with the plan as it ended (goals planned during the run add tasks) and the integration
     /// tip swarm made.
     pub fn run(mut self) -> anyhow::Result<(Ending, Plan, CommitId)> {
-        let watchdog = Watchdog::start(self.run.settings.kill_grace);
+        let watchdog = Watchdog::start(self.run.settings.kill_grace)?;
         let signals = watch_signals(self.tx.clone(), watchdog.clone())?;
         let workers = Workers::start(self.run.settings.jobs, self.tx.clone(), watchdog.clone())?;
         let outcome = self.drive(&workers, &signals);

@@ -229,7 +229,8 @@ impl Job {
                 keep_as,
                 ..
             } => {
-                let left = repo.take_result(
+                let left = git::take_result(
+                    &repo,
                     &self.invocation.cwd,
                     branch,
                     start,
@@ -267,7 +268,8 @@ impl Job {
                         left.join(", ")
                     )));
                 }
-                let left = repo.take_result(
+                let left = git::take_result(
+                    &repo,
                     &self.invocation.cwd,
                     branch,
                     tip,
@@ -329,13 +331,14 @@ fn user_repo(checkout: &Path) -> anyhow::Result<std::rc::Rc<Repo>> {
             const { std::cell::RefCell::new(None) };
     }
     OPEN.with_borrow_mut(|open| {
-        if open.as_ref().is_none_or(|(p, _)| p != checkout) {
-            *open = Some((
+        let (_, repo) = match open.take() {
+            Some(kept) if kept.0 == checkout => open.insert(kept),
+            _ => open.insert((
                 checkout.to_owned(),
                 std::rc::Rc::new(Repo::discover(checkout)?),
-            ));
-        }
-        Ok(open.as_ref().expect("opened above").1.clone())
+            )),
+        };
+        Ok(std::rc::Rc::clone(repo))
     })
 }
 
@@ -356,15 +359,14 @@ pub(super) fn fresh_checkout(
     }
     let head = Head::NewBranch(branch, start);
     if let Some(old) = reuse {
-        if repo.reuse_checkout(old, path, &head).is_ok() {
+        if git::reuse_checkout(repo, old, path, &head).is_ok() {
             return Ok(());
         }
         // Whatever went wrong, a new checkout replaces it.
         git::remove_checkout(old)?;
         git::remove_checkout(path)?;
     }
-    repo.create_checkout(path, &head)
-        .context("could not create the writer's checkout")
+    git::create_checkout(repo, path, &head).context("could not create the writer's checkout")
 }
 
 /// The commit a writer's result is, if any; a refused result is the failed verdict, saying

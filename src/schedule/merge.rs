@@ -176,7 +176,8 @@ impl MergeQueue {
             run.repo
                 .advance(&run.layout.integration_ref, &base, &commit, &message)?
         } else {
-            run.repo.merge(
+            crate::git::merge(
+                run.repo,
                 &run.layout.integration_ref,
                 &self.tip,
                 &commit,
@@ -502,9 +503,7 @@ fn integration_branch<'a>(run: &Run<'a>) -> &'a str {
 fn review(run: &Run<'_>, base: &CommitId, commit: &CommitId) -> anyhow::Result<Option<Hold>> {
     let secrets = crate::secret::named();
     let needles: Vec<&[u8]> = secrets.iter().map(|(_, v)| v.as_bytes()).collect();
-    let scan = run
-        .repo
-        .scan_change(base, commit, &run.settings.guarded, &needles)?;
+    let scan = crate::git::scan_change(run.repo, base, commit, &run.settings.guarded, &needles)?;
     if !scan.guarded.is_empty() {
         return Ok(Some(Hold::Review {
             why: format!(

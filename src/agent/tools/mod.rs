@@ -471,10 +471,12 @@ impl Tools {
             .spawn()
             .map_err(|e| failed(format!("could not start {program}: {e}")))?;
         let group = Pid::from_raw(child.id() as i32);
-        let pipes: [Box<dyn Read + Send>; 2] = [
-            Box::new(child.stdout.take().expect("stdout is piped")),
-            Box::new(child.stderr.take().expect("stderr is piped")),
-        ];
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            let _ = killpg(group, Signal::SIGKILL);
+            let _ = child.wait();
+            return Err(failed(format!("could not read the output of {program}")));
+        };
+        let pipes: [Box<dyn Read + Send>; 2] = [Box::new(stdout), Box::new(stderr)];
         let outputs = pipes.map(|pipe| {
             let (tx, rx) = mpsc::channel();
             thread::spawn(move || tx.send(drain(pipe)));

@@ -190,7 +190,7 @@ pub fn find_cycle(draft: &[DraftTask]) -> Option<Vec<String>> {
 /// Repairs a draft into a valid plan. `max_fan_in`: the most deps one reducer may take (its
 /// context budget); wider fan-in becomes a tree of intermediate reducers. Values below 2 count
 /// as 2. An empty draft gives an empty plan.
-pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> (Plan, Vec<Repair>) {
+pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> anyhow::Result<(Plan, Vec<Repair>)> {
     let mut repairs = Vec::new();
     let mut nodes = prepare(draft, &mut repairs);
     break_cycles(&mut nodes, &mut repairs);
@@ -200,17 +200,20 @@ pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> (Plan, Vec<Repair>) {
         let reducer = settle_reducer(&mut nodes, &mut repairs);
         order.extend(0..nodes.len());
         let inserted = build_fan_in(&mut nodes, reducer, max_fan_in.max(2), &mut repairs);
+        // The tasks inserted to cap fan-in go just before the reducer they feed.
         let at = order
             .iter()
             .position(|&i| i == reducer)
-            .expect("the reducer is listed");
+            .unwrap_or(order.len());
         order.splice(at..at, inserted);
         order_writers(&mut nodes, &mut repairs);
     }
-    let ids: Vec<TaskId> = nodes
+    let ids = nodes
         .iter()
-        .map(|n| TaskId::parse(&n.id).expect("repaired ids are valid"))
-        .collect();
+        .map(|n| {
+            TaskId::parse(&n.id).map_err(|e| anyhow::anyhow!("repaired task id {:?}: {e}", n.id))
+        })
+        .collect::<anyhow::Result<Vec<TaskId>>>()?;
     let tasks = order.iter().enumerate().map(|(pos, &i)| {
         let n = &nodes[i];
         Task {
@@ -227,8 +230,8 @@ pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> (Plan, Vec<Repair>) {
             line: pos + 1,
         }
     });
-    let plan = Plan::from_tasks(tasks.collect()).expect("a repaired plan is a valid DAG");
-    (plan, repairs)
+    let plan = Plan::from_tasks(tasks.collect())?;
+    Ok((plan, repairs))
 }
 
 /// Picks each task's action, sanitises and deduplicates ids, and resolves deps (steps 1 and 2).
@@ -240,13 +243,16 @@ fn prepare(draft: Vec<DraftTask>, repairs: &mut Vec<Repair>) -> Vec<Node> {
             continue;
         }
         let shown = shown(&t.id, pos);
-        let action = if let Some(prompt) = t.prompt {
-            if t.run.is_some() {
-                note!(repairs, "dropped_run" => "task {shown} has a prompt and a run: run dropped");
+        let action = match (t.prompt, t.run) {
+            (Some(prompt), run) => {
+                if run.is_some() {
+                    note!(repairs, "dropped_run" => "task {shown} has a prompt and a run: run dropped");
+                }
+                Action::Prompt(prompt)
             }
-            Action::Prompt(prompt)
-        } else {
-            Action::Run(t.run.expect("fill_prompt leaves a prompt or a run"))
+            (None, Some(run)) => Action::Run(run),
+            // `fill_prompt` leaves a prompt or a run, or drops the task.
+            (None, None) => continue,
         };
         let base = sanitize(&t.id).unwrap_or_else(|| format!("task-{}", pos + 1));
         if base != t.id {

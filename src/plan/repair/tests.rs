@@ -16,7 +16,7 @@ fn fix(tasks: &Value) -> (Plan, Vec<Repair>) {
 /// Repairs `tasks` and checks the result: it passes the strict parser, lines are positions,
 /// and one read-only reducer is the only sink.
 fn fix_fan_in(tasks: &Value, max_fan_in: usize) -> (Plan, Vec<Repair>) {
-    let (plan, repairs) = repair(draft(tasks), max_fan_in);
+    let (plan, repairs) = repair(draft(tasks), max_fan_in).unwrap();
     assert_eq!(
         Plan::parse(&plan.to_jsonl(), "t").unwrap().len(),
         plan.len()
@@ -301,7 +301,7 @@ fn a_prompt_beats_a_run_and_a_title_stands_in_for_a_missing_prompt() {
         task("b", "", "", ""),
         task("c", " ", "", "Read"),
     ];
-    let (plan, repairs) = repair(draft, 8);
+    let (plan, repairs) = repair(draft, 8).unwrap();
     assert_eq!(ids(&plan), ["a", "c", "reduce"]);
     let want = [
         "dropped_run",
@@ -311,7 +311,7 @@ fn a_prompt_beats_a_run_and_a_title_stands_in_for_a_missing_prompt() {
     ];
     assert_eq!(kinds(&repairs), want);
     assert!(
-        repair(Vec::new(), 8).0.tasks.is_empty(),
+        repair(Vec::new(), 8).unwrap().0.tasks.is_empty(),
         "an empty draft gives an empty plan"
     );
 }
