@@ -146,10 +146,11 @@ impl Ui {
         }
     }
 
-    /// A goal was planned while the run goes: its tasks join the count.
-    pub fn tasks_added(&mut self, n: usize) {
+    /// How many of the run's tasks have ended; the run says, the bar shows it.
+    pub fn progress(&mut self, finished: usize, total: usize) {
         if let Mode::Bars { overall, .. } = &mut self.mode {
-            overall.inc_length(n as u64);
+            overall.set_length(total as u64);
+            overall.set_position(finished as u64);
         }
     }
 
@@ -176,8 +177,7 @@ impl Ui {
         }
     }
 
-    /// A task's attempt ended: `verb` is `Finished`, `Failed`, `Retrying`, …; all but a retry
-    /// count as the task done with.
+    /// A task's attempt ended: `verb` is `Finished`, `Failed`, `Retrying`, ….
     pub fn task_finished(&mut self, id: &str, verb: Verb, elapsed: Duration, detail: Option<&str>) {
         let text = match detail {
             Some(d) => format!("{id} in {} ({d})", duration(elapsed)),
@@ -186,32 +186,22 @@ impl Ui {
         match &mut self.mode {
             Mode::Quiet => {}
             Mode::Plain => line(verb, &text),
-            Mode::Bars {
-                multi,
-                overall,
-                tasks,
-            } => {
+            Mode::Bars { multi, tasks, .. } => {
                 if let Some(bar) = tasks.remove(id) {
                     bar.finish_and_clear();
                     multi.remove(&bar);
-                }
-                if verb != Verb::Retrying {
-                    overall.inc(1);
                 }
                 let _ = multi.println(format_line(verb, &text));
             }
         }
     }
 
-    /// A permanent line, in the style `      Merged a3`; a skipped task counts as done with.
+    /// A permanent line, in the style `      Merged a3`.
     pub fn note(&mut self, verb: Verb, text: &str) {
         match &mut self.mode {
             Mode::Quiet => {}
             Mode::Plain => line(verb, text),
-            Mode::Bars { multi, overall, .. } => {
-                if verb == Verb::Skipped {
-                    overall.inc(1);
-                }
+            Mode::Bars { multi, .. } => {
                 let _ = multi.println(format_line(verb, text));
             }
         }

@@ -82,6 +82,8 @@ pub(super) struct Dag {
     priority: Vec<u32>,
     ready: BinaryHeap<(u32, Reverse<usize>)>,
     delayed: Vec<usize>,
+    /// How many of `states` are final.
+    finished: usize,
 }
 
 impl Dag {
@@ -90,6 +92,7 @@ impl Dag {
     pub(super) fn new(plan: &Plan, states: Vec<State>) -> Self {
         Self {
             waiting_on: vec![0; states.len()],
+            finished: states.iter().filter(|s| s.is_final()).count(),
             states,
             priority: plan.priorities(),
             ready: BinaryHeap::new(),
@@ -101,8 +104,15 @@ impl Dag {
         self.states[i]
     }
 
-    pub(super) fn states(&self) -> &[State] {
-        &self.states
+    /// How many tasks have reached their end (`State::is_final`).
+    pub(super) fn finished(&self) -> usize {
+        self.finished
+    }
+
+    fn set(&mut self, i: usize, state: State) {
+        self.finished += usize::from(state.is_final());
+        self.finished -= usize::from(self.states[i].is_final());
+        self.states[i] = state;
     }
 
     /// The ready task with the longest remaining path, taken off the queue.
@@ -145,12 +155,12 @@ impl Dag {
                 self.requeue(queued);
                 self.settle(plan, range, &mut effects);
             }
-            Transition::Started(i) => self.states[i] = State::Running,
-            Transition::Committed(i) => self.states[i] = State::Committed,
-            Transition::Resolving(i) => self.states[i] = State::Resolving,
-            Transition::Interrupted(i) => self.states[i] = State::Interrupted,
+            Transition::Started(i) => self.set(i, State::Running),
+            Transition::Committed(i) => self.set(i, State::Committed),
+            Transition::Resolving(i) => self.set(i, State::Resolving),
+            Transition::Interrupted(i) => self.set(i, State::Interrupted),
             Transition::Done(i) => {
-                self.states[i] = State::Done;
+                self.set(i, State::Done);
                 for &d in plan.dependents(i) {
                     if self.states[d] == State::Waiting {
                         self.waiting_on[d] -= 1;
@@ -161,15 +171,15 @@ impl Dag {
                 }
             }
             Transition::Failed(i) => {
-                self.states[i] = State::Failed;
+                self.set(i, State::Failed);
                 self.skip_below(plan, i, &mut effects);
             }
             Transition::Parked(i) => {
-                self.states[i] = State::Parked;
+                self.set(i, State::Parked);
                 self.skip_below(plan, i, &mut effects);
             }
             Transition::Delayed(i, until) => {
-                self.states[i] = State::Delayed(until);
+                self.set(i, State::Delayed(until));
                 self.delayed.push(i);
             }
             Transition::Tick(now) => {
@@ -196,7 +206,7 @@ impl Dag {
                             .copied()
                             .filter(|&d| self.states[d] != State::Done)
                             .collect();
-                        self.states[i] = State::Skipped;
+                        self.set(i, State::Skipped);
                         effects.push(Effect::Stuck { task: i, waits_for });
                     }
                 }
@@ -233,7 +243,7 @@ impl Dag {
     }
 
     fn make_ready(&mut self, i: usize) {
-        self.states[i] = State::Ready;
+        self.set(i, State::Ready);
         self.ready.push((self.priority[i], Reverse(i)));
     }
 
@@ -249,7 +259,7 @@ impl Dag {
         let mut skipped = false;
         while let Some(d) = stack.pop() {
             if self.states[d].is_pending() {
-                self.states[d] = State::Skipped;
+                self.set(d, State::Skipped);
                 skipped = true;
                 effects.push(Effect::Skipped {
                     task: d,
@@ -507,5 +517,24 @@ mod tests {
                 false, false, false, false, false, false, true, true, true, true, false
             ]
         );
+    }
+
+    #[test]
+    fn the_finished_count_follows_every_transition() {
+        let p = plan(&[("a", &[]), ("b", &["a"]), ("c", &["b"]), ("d", &[])]);
+        let mut d = dag(&p);
+        assert_eq!(d.finished(), 0);
+        d.on(&p, Transition::Started(0));
+        d.on(&p, Transition::Failed(0));
+        // a failed, b and c are skipped below it.
+        assert_eq!(d.finished(), 3);
+        d.on(&p, Transition::Started(3));
+        d.on(&p, Transition::Done(3));
+        assert_eq!(d.finished(), 4);
+        let resumed = Dag::new(
+            &p,
+            vec![State::Done, State::Waiting, State::Parked, State::Failed],
+        );
+        assert_eq!(resumed.finished(), 3);
     }
 }

@@ -204,6 +204,8 @@ impl<'a> Dispatcher<'a> {
             // never closes.
             if let Ok(message) = self.rx.recv_timeout(wait) {
                 self.on(message, workers, signals)?;
+                let run = &mut self.run;
+                run.ui.progress(run.dag.finished(), run.plan.len());
             }
         }
         self.end()
@@ -234,13 +236,7 @@ impl<'a> Dispatcher<'a> {
         self.merges
             .recover_committed(&mut self.run, &mut self.checkouts)?;
         let total = self.run.plan.len();
-        let finished = self
-            .run
-            .dag
-            .states()
-            .iter()
-            .filter(|s| s.is_final())
-            .count();
+        let finished = self.run.dag.finished();
         self.run.ui.run_started(&layout.run, total, finished);
         Ok(())
     }

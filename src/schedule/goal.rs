@@ -591,7 +591,6 @@ impl GoalPlanner {
         for _ in added.clone() {
             run.slots.push(Slot::waiting());
         }
-        run.ui.tasks_added(added.len());
         run.ui.note(
             Verb::Planned,
             &format!(
