@@ -1,5 +1,6 @@
 //! The command line: clap definitions and `command()`. Holds no logic; every value is handed on
-//! as parsed, and defaults that depend on configuration are applied by the caller.
+//! as parsed (run options as `config::Options`), and defaults that depend on configuration are
+//! applied by the caller.
 #![expect(
     clippy::doc_markdown,
     reason = "doc comments here are --help text for users, not rustdoc"
@@ -157,8 +158,7 @@ pub enum Command {
 }
 
 /// Options of a run. Unset options come from the run being resumed, then from the defaults.
-#[derive(Debug, Clone, Default, Args, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct RunOptions {
     /// Run at most N tasks at once [default: 4].
     #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -288,8 +288,7 @@ pub enum GraphFormat {
     Dot,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Land {
     /// Fast-forward the user's branch when it is clean and still at the base; else keep the branch.
     Auto,
@@ -299,6 +298,41 @@ pub enum Land {
     None,
 }
 
+/// The flags as swarm's own options: the one place flags become configuration, so a flag's
+/// name is free to change without touching config files or what the board stores. A flag that
+/// is left out here fails `every_run_flag_reaches_the_options`.
+impl From<RunOptions> for crate::config::Options {
+    fn from(flags: RunOptions) -> Self {
+        Self {
+            jobs: flags.jobs,
+            max_writers: flags.max_writers,
+            agent: flags.agent,
+            model: flags.model,
+            api_base: flags.api_base,
+            request_timeout: flags.request_timeout,
+            max_turns: flags.max_turns,
+            max_task_tokens: flags.max_task_tokens,
+            budget_tokens: flags.budget_tokens,
+            allow_program: flags.allow_program,
+            task_timeout: flags.task_timeout,
+            stall_timeout: flags.stall_timeout,
+            retries: flags.retries,
+            check: flags.check,
+            final_out: flags.final_out,
+            final_out_dir: flags.final_out_dir,
+            base: flags.base,
+            land: flags.land.map(|land| match land {
+                Land::Auto => crate::config::Land::Auto,
+                Land::Branch => crate::config::Land::Branch,
+                Land::None => crate::config::Land::None,
+            }),
+            worktree_dir: flags.worktree_dir,
+            resolve_conflicts: flags.resolve_conflicts,
+            on_escalate: flags.on_escalate,
+        }
+    }
+}
+
 /// The clap command, for parsing, completions and man pages.
 pub fn command() -> clap::Command {
     Cli::command()
@@ -306,4 +340,66 @@ pub fn command() -> clap::Command {
 
 pub fn parse() -> Cli {
     Cli::parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, FromArgMatches as _, Parser as _};
+
+    use super::{Cli, Command, RunOptions};
+    use crate::config::{Land, Options};
+
+    #[test]
+    fn flags_become_the_options_they_name() {
+        let cli = Cli::try_parse_from([
+            "swarm",
+            "run",
+            "t.jsonl",
+            "-j",
+            "3",
+            "--land",
+            "none",
+            "--allow-program",
+            "cargo",
+            "--resolve-conflicts",
+            "--final-out",
+            "out.md",
+            "--base",
+            "main",
+        ])
+        .unwrap();
+        let Some(Command::Run { options, .. }) = cli.command else {
+            panic!("not a run: {:?}", cli.command);
+        };
+        let expected = Options {
+            jobs: Some(3),
+            land: Some(Land::None),
+            allow_program: vec!["cargo".into()],
+            resolve_conflicts: true,
+            final_out: Some("out.md".into()),
+            base: Some("main".into()),
+            ..Options::default()
+        };
+        assert_eq!(Options::from(options), expected);
+        assert_eq!(Options::from(RunOptions::default()), Options::default());
+    }
+
+    #[test]
+    fn every_run_flag_reaches_the_options() {
+        let command = RunOptions::augment_args(clap::Command::new("swarm"));
+        for arg in command.get_arguments() {
+            let flag = format!("--{}", arg.get_long().unwrap());
+            let mut line = vec!["swarm".to_owned(), flag.clone()];
+            if arg.get_action().takes_values() {
+                let value = arg
+                    .get_possible_values()
+                    .first()
+                    .map(|v| v.get_name().to_owned());
+                line.push(value.unwrap_or_else(|| "1".to_owned()));
+            }
+            let matches = command.clone().try_get_matches_from(&line).unwrap();
+            let flags = RunOptions::from_arg_matches(&matches).unwrap();
+            assert_ne!(Options::from(flags), Options::default(), "{flag}");
+        }
+    }
 }

@@ -49,6 +49,12 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     let tasks = board.load_tasks(&run.id)?;
     let goals = board.load_goals(&run.id)?;
     if g.json {
+        let mut run = run;
+        // The options as they read, without the record's version; a record this swarm cannot
+        // read is shown as stored.
+        if let Ok(options) = crate::config::from_record(&run.options) {
+            run.options = serde_json::to_value(options)?;
+        }
         ui::out(&serde_json::to_string_pretty(
             &json!({ "run": run, "goals": goals, "tasks": tasks }),
         )?);

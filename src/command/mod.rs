@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 
-use crate::cli::{Cli, Command, QueueAction, RunOptions};
+use crate::cli::{Cli, Command, QueueAction};
+use crate::config::Options;
 use crate::git::Repo;
 use crate::store::Board;
 use crate::ui;
@@ -42,12 +43,13 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         json: cli.json,
     };
     let explicit = cli.config.as_deref();
+    let flags = Options::from(cli.options);
     if cli.command.is_some()
         && (!cli.goal.is_empty()
             || cli.goals_file.is_some()
             || cli.plan_out.is_some()
             || cli.plan_only
-            || serde_json::to_value(&cli.options)? != serde_json::to_value(RunOptions::default())?)
+            || flags != Options::default())
     {
         bail!(Usage::new(
             "--goal, --plan-out, --plan-only and run options go without a subcommand; a subcommand's options go after it"
@@ -59,7 +61,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         if let Some(file) = &cli.goals_file {
             goals.extend(goal::read_goals_file(&g.dir.join(file))?);
         }
-        let mut configured = configure(&g, &cli.options, explicit)?;
+        let mut configured = configure(&g, &flags, explicit)?;
         land_from_hook(&mut configured.options, cli.from_hook);
         if let [one] = goals.as_slice()
             && cli.goals_file.is_none()
@@ -75,17 +77,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     };
     match command {
         Command::Run { tasks, options } => {
-            let mut configured = configure(&g, &options, explicit)?;
+            let mut configured = configure(&g, &options.into(), explicit)?;
             land_from_hook(&mut configured.options, cli.from_hook);
             run_file(&g, &tasks, &configured)
         }
         Command::Resume { run, options } => {
             // A run keeps the options it started with; only the profiles are read anew.
-            let configured = configure(&g, &RunOptions::default(), explicit)?;
-            resume(&g, run.as_deref(), options, &configured.profiles)
+            let configured = configure(&g, &Options::default(), explicit)?;
+            resume(&g, run.as_deref(), &options.into(), &configured.profiles)
         }
         Command::Config { options } => {
-            let config = load_config(&g, &options, explicit)?;
+            let config = load_config(&g, &options.into(), explicit)?;
             if g.json {
                 ui::out(&serde_json::to_string_pretty(&crate::config::to_json(
                     &config,
@@ -110,7 +112,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             QueueAction::List => queue::list(&g),
             QueueAction::Rm { id } => queue::remove(&g, id),
             QueueAction::Run { options } => {
-                let mut configured = configure(&g, &options, explicit)?;
+                let mut configured = configure(&g, &(*options).into(), explicit)?;
                 land_from_hook(&mut configured.options, cli.from_hook);
                 queue::run(&g, &configured)
             }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use crate::agent::cli::Profile;
-use crate::cli::{Land, RunOptions};
+use crate::config::{Land, Options, from_record, overlay, to_record};
 use crate::git::{CommitId, Landing, Repo};
 use crate::plan::Plan;
 use crate::report::{self, Facts, GoalFacts, Parked};
@@ -22,7 +22,7 @@ use crate::{Usage, exit};
 
 use super::layout::{Lock, deps_root, new_run_id, worktree_root};
 use super::output;
-use super::settings::{Configured, overlay, settings};
+use super::settings::{Configured, settings};
 use super::{Globals, goal, open_board, open_repo, refuse_when_nested};
 
 /// What a run checks before anything is recorded: that it could land, and that every output
@@ -30,7 +30,7 @@ use super::{Globals, goal, open_board, open_repo, refuse_when_nested};
 fn check_before_run(
     g: &Globals,
     repo: &Repo,
-    options: &RunOptions,
+    options: &Options,
     reads: &Reads<'_>,
 ) -> anyhow::Result<()> {
     check_open_operation(repo, options)?;
@@ -56,7 +56,7 @@ fn check_before_run(
 }
 
 /// Refuses a run that would land while git has an operation open in the checkout.
-fn check_open_operation(repo: &Repo, options: &RunOptions) -> anyhow::Result<()> {
+fn check_open_operation(repo: &Repo, options: &Options) -> anyhow::Result<()> {
     if !matches!(options.land, None | Some(Land::Auto)) {
         return Ok(());
     }
@@ -160,7 +160,7 @@ impl NewRun {
     pub(super) fn begin(
         g: &Globals,
         source: String,
-        options: &RunOptions,
+        options: &Options,
         plan: Option<&Plan>,
         reads: &Reads<'_>,
     ) -> anyhow::Result<Self> {
@@ -187,7 +187,7 @@ impl NewRun {
             source,
             base_commit: base.to_string(),
             integration_ref: format!("refs/heads/swarm/{run_id}"),
-            options: serde_json::to_value(options)?,
+            options: to_record(options)?,
         };
         board.create_run(&record, &plan.map(task_specs).unwrap_or_default())?;
         Ok(Self {
@@ -206,7 +206,7 @@ impl NewRun {
         g: &Globals,
         plan: Plan,
         settings: &Settings,
-        options: &RunOptions,
+        options: &Options,
         goals: Option<GoalRun>,
     ) -> anyhow::Result<u8> {
         let run_id = self.record.id.clone();
@@ -249,7 +249,7 @@ impl NewRun {
 pub(super) fn resume(
     g: &Globals,
     run: Option<&str>,
-    newer: RunOptions,
+    newer: &Options,
     profiles: &BTreeMap<String, Profile>,
 ) -> anyhow::Result<u8> {
     if let Some(code) = refuse_when_nested(g) {
@@ -274,8 +274,8 @@ pub(super) fn resume(
             record.exit_code.unwrap_or_default()
         )));
     }
-    let stored: RunOptions =
-        serde_json::from_value(record.options.clone()).context("stored run options")?;
+    let stored = from_record(&record.options)
+        .with_context(|| format!("run {run_id} in the board {}", board.path().display()))?;
     let options = overlay(stored, newer);
     check_before_run(
         g,
@@ -328,7 +328,7 @@ pub(super) fn resume(
             &format!("{leftovers} process group(s) left running by the interrupted run"),
         );
     }
-    board.set_run_options(&run_id, &serde_json::to_value(&options)?)?;
+    board.set_run_options(&run_id, &to_record(&options)?)?;
     board.set_run_status(
         &run_id,
         RunStatus::Running,
@@ -374,7 +374,7 @@ fn execute(
     plan: Plan,
     settings: &Settings,
     layout: &Layout,
-    options: &RunOptions,
+    options: &Options,
     lock: Lock,
     goals: Option<GoalRun>,
 ) -> anyhow::Result<u8> {

@@ -10,7 +10,7 @@ use anyhow::bail;
 use crate::Usage;
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
-use crate::cli::{Land, RunOptions};
+use crate::config::{Land, Options};
 use crate::git::Repo;
 use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
@@ -38,7 +38,7 @@ pub(super) const MAX_FAN_IN: usize = 8;
 /// Inside a git hook, landing defaults to `branch`: git is in the middle of changing the
 /// checkout (a `pre-commit` holds the index and moves HEAD next), so swarm must not. The run
 /// keeps the choice, so a resume outside the hook does not land either.
-pub(super) fn land_from_hook(options: &mut RunOptions, from_hook: bool) {
+pub(super) fn land_from_hook(options: &mut Options, from_hook: bool) {
     let in_hook = from_hook
         || ["GIT_INDEX_FILE", "GIT_DIR"]
             .iter()
@@ -50,7 +50,7 @@ pub(super) fn land_from_hook(options: &mut RunOptions, from_hook: bool) {
 
 /// Run options after the configuration layers, and the agent profiles.
 pub(super) struct Configured {
-    pub(super) options: RunOptions,
+    pub(super) options: Options,
     pub(super) profiles: BTreeMap<String, Profile>,
     /// The config file given with `--config`, which names commands too.
     pub(super) file: Option<std::path::PathBuf>,
@@ -58,7 +58,7 @@ pub(super) struct Configured {
 
 pub(super) fn load_config(
     g: &Globals,
-    flags: &RunOptions,
+    flags: &Options,
     explicit: Option<&Path>,
 ) -> anyhow::Result<crate::config::Config> {
     let root = Repo::discover(&g.dir).ok().map(|r| r.workdir().to_owned());
@@ -81,7 +81,7 @@ pub(super) fn load_config(
 /// Flags over `SWARM_*` variables over `.swarm.toml` over the user's config over defaults.
 pub(super) fn configure(
     g: &Globals,
-    flags: &RunOptions,
+    flags: &Options,
     explicit: Option<&Path>,
 ) -> anyhow::Result<Configured> {
     let config = load_config(g, flags, explicit)?;
@@ -144,46 +144,15 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
     Ok(p)
 }
 
-/// Later options win where they are set.
-pub(super) fn overlay(base: RunOptions, newer: RunOptions) -> RunOptions {
-    RunOptions {
-        jobs: newer.jobs.or(base.jobs),
-        max_writers: newer.max_writers.or(base.max_writers),
-        agent: newer.agent.or(base.agent),
-        task_timeout: newer.task_timeout.or(base.task_timeout),
-        stall_timeout: newer.stall_timeout.or(base.stall_timeout),
-        retries: newer.retries.or(base.retries),
-        check: newer.check.or(base.check),
-        final_out: newer.final_out.or(base.final_out),
-        final_out_dir: newer.final_out_dir.or(base.final_out_dir),
-        base: newer.base.or(base.base),
-        land: newer.land.or(base.land),
-        worktree_dir: newer.worktree_dir.or(base.worktree_dir),
-        on_escalate: newer.on_escalate.or(base.on_escalate),
-        resolve_conflicts: newer.resolve_conflicts || base.resolve_conflicts,
-        model: newer.model.or(base.model),
-        api_base: newer.api_base.or(base.api_base),
-        request_timeout: newer.request_timeout.or(base.request_timeout),
-        max_turns: newer.max_turns.or(base.max_turns),
-        max_task_tokens: newer.max_task_tokens.or(base.max_task_tokens),
-        budget_tokens: newer.budget_tokens.or(base.budget_tokens),
-        allow_program: if newer.allow_program.is_empty() {
-            base.allow_program
-        } else {
-            newer.allow_program
-        },
-    }
-}
-
 /// The model endpoint from flags and the environment, if one is configured.
-fn endpoint(o: &RunOptions) -> Option<Endpoint> {
+fn endpoint(o: &Options) -> Option<Endpoint> {
     Endpoint::resolve(o.api_base.as_deref(), None, o.model.as_deref(), &|name| {
         std::env::var(name).ok().filter(|v| !v.is_empty())
     })
 }
 
 /// The model client for the planner and the built-in agent, if an endpoint is configured.
-pub(super) fn model_client(o: &RunOptions, jobs: usize) -> anyhow::Result<Option<Client>> {
+pub(super) fn model_client(o: &Options, jobs: usize) -> anyhow::Result<Option<Client>> {
     let Some(endpoint) = endpoint(o) else {
         return Ok(None);
     };
@@ -269,7 +238,7 @@ pub(super) fn profiles(configured: &BTreeMap<String, Profile>) -> BTreeMap<Strin
 }
 
 pub(super) fn settings(
-    o: &RunOptions,
+    o: &Options,
     plan: &Plan,
     configured: &BTreeMap<String, Profile>,
 ) -> anyhow::Result<Settings> {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::cli::{Land, RunOptions};
+use super::{Land, Options};
 
 /// Jobs and writers are bounded as the flags are.
 const MAX_SLOTS: u32 = 1024;
@@ -146,7 +146,7 @@ impl Key {
     }
 
     /// Whether the command line gave this option (a flag left out is `None`, empty or false).
-    pub(super) fn is_set(self, o: &RunOptions) -> bool {
+    pub(super) fn is_set(self, o: &Options) -> bool {
         match self {
             Key::Jobs => o.jobs.is_some(),
             Key::MaxWriters => o.max_writers.is_some(),
@@ -173,7 +173,7 @@ impl Key {
     }
 
     /// Copies this option's value from one set of options to another.
-    pub(super) fn copy(self, from: &RunOptions, to: &mut RunOptions) {
+    pub(super) fn copy(self, from: &Options, to: &mut Options) {
         match self {
             Key::Jobs => to.jobs = from.jobs,
             Key::MaxWriters => to.max_writers = from.max_writers,
@@ -200,7 +200,7 @@ impl Key {
     }
 
     /// Sets this option from an environment variable's text.
-    pub(super) fn parse_into(self, text: &str, o: &mut RunOptions) -> Result<(), String> {
+    pub(super) fn parse_into(self, text: &str, o: &mut Options) -> Result<(), String> {
         let text = text.trim();
         let owned = || Some(text.to_owned());
         match self {
@@ -250,7 +250,7 @@ impl Key {
     }
 
     /// Checks what the types alone do not: the same bounds the flags have.
-    pub(super) fn check(self, o: &RunOptions) -> Result<(), String> {
+    pub(super) fn check(self, o: &Options) -> Result<(), String> {
         let slots = |n: Option<u32>| match n {
             Some(n) if !(1..=MAX_SLOTS).contains(&n) => {
                 Err(format!("{n} is out of range: use 1 to {MAX_SLOTS}"))
@@ -273,7 +273,7 @@ impl Key {
 
     /// The option's value in `o` as JSON (null when unset); JSON scalars and arrays of strings
     /// are also TOML, so `describe` shows them as they would be written in a file.
-    pub(super) fn value(self, o: &RunOptions) -> Value {
+    pub(super) fn value(self, o: &Options) -> Value {
         let all = serde_json::to_value(o).unwrap_or_default();
         all.get(self.name().replace('-', "_"))
             .cloned()

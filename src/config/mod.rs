@@ -1,5 +1,7 @@
-//! Layered configuration: which value each run option takes, and where it came from. Owns the
-//! config file format and the `SWARM_*` variables; must not run anything or print.
+//! Layered configuration: which value each run option takes, and where it came from. Owns
+//! swarm's run options ([`Options`]; the command line's flags are converted into them in `cli`),
+//! the config file format, the `SWARM_*` variables, and the versioned record of a run's options
+//! the board keeps (`record`); must not run anything or print.
 //!
 //! Precedence, highest first: command-line flags, `SWARM_*` environment variables, the
 //! repository's `.swarm.toml` (in the checkout's top directory), the user config
@@ -27,14 +29,16 @@ use std::path::{Path, PathBuf};
 
 use toml::de::{DeTable, DeValue};
 
-use crate::cli::{Land, RunOptions};
-
 mod key;
+mod options;
+mod record;
 mod show;
 #[cfg(test)]
 mod tests;
 
 use key::Key;
+pub(crate) use options::{Land, Options, overlay};
+pub(crate) use record::{from_record, to_record};
 pub use show::{describe, to_json};
 
 /// Where a setting's value came from.
@@ -66,7 +70,7 @@ pub struct ProfileSpec {
 /// The effective configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub options: RunOptions,
+    pub options: Options,
     /// For every option key (kebab-case, as in files), where its value came from.
     pub sources: BTreeMap<&'static str, Source>,
     /// Profiles by name; a repository profile replaces a user profile of the same name.
@@ -132,8 +136,8 @@ struct FileOptions {
 }
 
 impl FileOptions {
-    fn into_options(self) -> (RunOptions, BTreeMap<String, ProfileSpec>) {
-        let options = RunOptions {
+    fn into_options(self) -> (Options, BTreeMap<String, ProfileSpec>) {
+        let options = Options {
             jobs: self.jobs,
             max_writers: self.max_writers,
             agent: self.agent,
@@ -153,7 +157,7 @@ impl FileOptions {
             resolve_conflicts: self.resolve_conflicts.unwrap_or_default(),
             on_escalate: self.on_escalate,
             // Per-run options (and any new ones, until they get a key) are not read from files.
-            ..RunOptions::default()
+            ..Options::default()
         };
         (options, self.agents)
     }
@@ -169,7 +173,7 @@ struct FileLayer {
 /// One layer of settings: the options it sets and where each came from.
 #[derive(Default)]
 struct Layer {
-    options: RunOptions,
+    options: Options,
     set: Vec<(Key, Source)>,
 }
 
@@ -184,7 +188,7 @@ impl Layer {
 /// of the user config; unlike the default files, it must exist.
 pub fn load(
     repo_root: Option<&Path>,
-    flags: &RunOptions,
+    flags: &Options,
     env: &dyn Fn(&str) -> Option<String>,
     explicit: Option<&Path>,
 ) -> Result<Config, ConfigError> {
@@ -226,7 +230,7 @@ pub fn load(
     // Highest precedence first.
     let mut layers = vec![flags, env_layer(env)?];
     layers.extend([repo, user].into_iter().flatten().map(|f| f.layer));
-    let mut options = RunOptions::default();
+    let mut options = Options::default();
     let mut sources = BTreeMap::new();
     for key in Key::ALL {
         let source = match layers

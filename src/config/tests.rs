@@ -1,8 +1,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Config, ConfigError, Key, ProfileSpec, Source, describe, load, to_json};
-use crate::cli::{Land, RunOptions};
+use super::{
+    Config, ConfigError, Key, Land, Options, ProfileSpec, Source, describe, load, overlay, to_json,
+};
 
 /// A repository checkout and a config home, both empty until a test writes into them.
 struct Fixture {
@@ -52,13 +53,13 @@ impl Fixture {
         self.vars.insert(var.to_owned(), value.to_owned());
     }
 
-    fn load_with(&self, flags: &RunOptions) -> Result<Config, ConfigError> {
+    fn load_with(&self, flags: &Options) -> Result<Config, ConfigError> {
         let env = |name: &str| self.vars.get(name).cloned();
         load(Some(&self.repo), flags, &env, None)
     }
 
     fn load(&self) -> Result<Config, ConfigError> {
-        self.load_with(&RunOptions::default())
+        self.load_with(&Options::default())
     }
 }
 
@@ -76,9 +77,9 @@ fn each_layer_beats_the_ones_below_and_sources_say_which() {
     fx.set("SWARM_JOBS", "3");
     fx.set("SWARM_MAX_WRITERS", "3");
     fx.set("SWARM_RETRIES", "9");
-    let flags = RunOptions {
+    let flags = Options {
         jobs: Some(5),
-        ..RunOptions::default()
+        ..Options::default()
     };
     let config = fx.load_with(&flags).unwrap();
     let o = &config.options;
@@ -143,18 +144,12 @@ fn explicit_config_is_read_instead_of_the_user_config() {
     let explicit = fx.repo.join("other.toml");
     std::fs::write(&explicit, "jobs = 2\n").unwrap();
     let env = |name: &str| fx.vars.get(name).cloned();
-    let config = load(
-        Some(&fx.repo),
-        &RunOptions::default(),
-        &env,
-        Some(&explicit),
-    )
-    .unwrap();
+    let config = load(Some(&fx.repo), &Options::default(), &env, Some(&explicit)).unwrap();
     assert_eq!(config.options.jobs, Some(2));
     assert_eq!(source(&config, "jobs"), Source::File(explicit));
     assert_eq!(config.options.check, None);
     let missing = fx.repo.join("missing.toml");
-    let err = load(None, &RunOptions::default(), &env, Some(&missing)).unwrap_err();
+    let err = load(None, &Options::default(), &env, Some(&missing)).unwrap_err();
     assert_eq!(err.file, missing);
 }
 
@@ -367,7 +362,7 @@ drop-env = ["F"]
 
 #[test]
 fn every_run_option_has_a_key() {
-    let fields = serde_json::to_value(RunOptions::default()).unwrap();
+    let fields = serde_json::to_value(Options::default()).unwrap();
     let mut fields: Vec<String> = fields.as_object().unwrap().keys().cloned().collect();
     fields.sort();
     let mut keys: Vec<String> = Key::ALL
@@ -383,9 +378,9 @@ fn describe_shows_values_and_where_they_came_from() {
     let mut fx = Fixture::new();
     let repo = fx.write_repo("check = \"cargo test\"\n[agents.mine]\ncommand = \"my-agent\"\n");
     fx.set("SWARM_JOBS", "6");
-    let flags = RunOptions {
+    let flags = Options {
         allow_program: vec!["cargo".into()],
-        ..RunOptions::default()
+        ..Options::default()
     };
     let config = fx.load_with(&flags).unwrap();
     let text = describe(&config);
@@ -417,4 +412,32 @@ fn describe_shows_values_and_where_they_came_from() {
     assert_eq!(json["options"]["model"]["source"]["kind"], "default");
     assert_eq!(json["profiles"]["mine"]["command"], "my-agent");
     assert_eq!(json["environment"]["SWARM_LAND"], "land");
+}
+
+#[test]
+fn a_resumes_options_replace_only_those_it_sets() {
+    let stored = Options {
+        jobs: Some(2),
+        agent: Some("claude".into()),
+        allow_program: vec!["make".into()],
+        resolve_conflicts: true,
+        land: Some(Land::Branch),
+        ..Options::default()
+    };
+    let newer = Options {
+        jobs: Some(8),
+        budget_tokens: Some(10),
+        ..Options::default()
+    };
+    let expected = Options {
+        jobs: Some(8),
+        budget_tokens: Some(10),
+        ..stored.clone()
+    };
+    assert_eq!(overlay(stored.clone(), &newer), expected);
+    let newer = Options {
+        allow_program: vec!["cargo".into()],
+        ..Options::default()
+    };
+    assert_eq!(overlay(stored, &newer).allow_program, ["cargo"]);
 }

@@ -359,6 +359,9 @@ pub struct AttemptEnd<'a> {
     pub cost: Option<f64>,
 }
 
+/// The board's database, in the swarm directory.
+const BOARD_FILE: &str = "board.db";
+
 /// The board of one repository.
 pub struct Board {
     conn: Connection,
@@ -377,7 +380,7 @@ impl Board {
     pub fn open(swarm_dir: &Path) -> anyhow::Result<Self> {
         std::fs::create_dir_all(swarm_dir)
             .with_context(|| format!("could not create {}", swarm_dir.display()))?;
-        let path = swarm_dir.join("board.db");
+        let path = swarm_dir.join(BOARD_FILE);
         let mut conn = Connection::open(&path)
             .with_context(|| format!("could not open the board {}", path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -392,6 +395,11 @@ impl Board {
             dir: swarm_dir.to_owned(),
             log: None,
         })
+    }
+
+    /// The board's database file.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(BOARD_FILE)
     }
 
     /// The directory of a run's files.

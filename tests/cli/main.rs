@@ -10,6 +10,7 @@ mod goal;
 mod goals;
 mod landing;
 mod outputs;
+mod resume;
 mod untrusted;
 mod writers;
 

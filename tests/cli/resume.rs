@@ -1,0 +1,93 @@
+//! `swarm resume` and the options a run keeps in the board: boards older swarms wrote still
+//! resume with their options, and a record a newer swarm wrote is refused, not misread.
+
+use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
+
+/// A finished run of one writer, left with its integration branch (`--land none`); its id.
+fn finished_run(repo: &TestRepo) -> String {
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+    let out = repo.swarm(&["run", tasks.to_str().unwrap(), "--land", "none"]);
+    assert_exit(&out, 0);
+    status_json(repo)["run"]["id"]
+        .as_str()
+        .expect("a run id")
+        .to_owned()
+}
+
+/// Makes the run interrupted, with `options` as the stored text of its options.
+fn store_options(repo: &TestRepo, run: &str, options: &str) {
+    let db = rusqlite::Connection::open(repo.swarm_dir().join("board.db")).unwrap();
+    db.execute(
+        "UPDATE runs SET status = 'interrupted', exit_code = NULL, finished_at = NULL, options = ?2 WHERE id = ?1",
+        [run, options],
+    )
+    .unwrap();
+}
+
+fn stored_options(repo: &TestRepo, run: &str) -> serde_json::Value {
+    let db = rusqlite::Connection::open(repo.swarm_dir().join("board.db")).unwrap();
+    let text: String = db
+        .query_row("SELECT options FROM runs WHERE id = ?1", [run], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_run_whose_options_have_no_version_resumes_with_them() {
+    let repo = TestRepo::new();
+    let run = finished_run(&repo);
+    let report = outside(&repo, "report.md");
+    // The shape swarm stored before the record had a version.
+    let old = serde_json::json!({
+        "agent": null, "allow_program": [], "api_base": null, "base": null,
+        "budget_tokens": null, "check": null, "final_out": report, "final_out_dir": null,
+        "jobs": 2, "land": "branch", "max_task_tokens": null, "max_turns": null,
+        "max_writers": null, "model": null, "on_escalate": null, "request_timeout": null,
+        "resolve_conflicts": false, "retries": null, "stall_timeout": null,
+        "task_timeout": null, "worktree_dir": null,
+    });
+    store_options(&repo, &run, &old.to_string());
+
+    let out = repo.swarm(&["resume", &run]);
+    assert_exit(&out, 0);
+    // `land = branch` and `final_out` came from the stored options.
+    assert!(
+        stdout(&out).contains(&format!("The merged work is on `swarm/{run}`")),
+        "{}",
+        stdout(&out)
+    );
+    assert!(std::fs::read_to_string(&report).is_ok());
+    let mut now = stored_options(&repo, &run);
+    assert_eq!(now["version"], 1);
+    now.as_object_mut().unwrap().remove("version");
+    assert_eq!(now, old);
+    // `status --json` shows the options as before, without the record's version.
+    assert_eq!(status_json(&repo)["run"]["options"], old);
+}
+
+#[test]
+fn a_run_whose_options_a_newer_swarm_stored_is_refused_and_left_as_it_was() {
+    let repo = TestRepo::new();
+    let run = finished_run(&repo);
+    let newer = r#"{"version":99,"jobs":2}"#;
+    store_options(&repo, &run, newer);
+
+    let out = repo.swarm(&["resume", &run]);
+    assert_exit(&out, 1);
+    let board = repo.swarm_dir().join("board.db");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: run {run} in the board {}\ncaused by: the stored options have version 99, newer than this swarm knows (1); use a newer swarm\n",
+            board.display()
+        )
+    );
+    assert_eq!(
+        stored_options(&repo, &run),
+        serde_json::json!({"version": 99, "jobs": 2})
+    );
+    assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
+    assert_eq!(status_json(&repo)["run"]["options"]["version"], 99);
+}
