@@ -390,5 +390,5 @@ impl Repo {
 }
 
 #[cfg(test)]
-#[path = "merge_tests.rs"]
+#[path = "merge_tests/mod.rs"]
 mod tests;
