@@ -386,5 +386,5 @@ pub fn scan_change(
 }
 
 #[cfg(test)]
-#[path = "merge_tests.rs"]
+#[path = "merge_tests/mod.rs"]
 mod tests;

@@ -211,6 +211,17 @@ pub fn status_json(repo: &TestRepo) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("status --json: {e}\n{}", stdout(&out)))
 }
 
+/// The id of the repository's newest run.
+pub fn run_id(repo: &TestRepo) -> String {
+    let status = status_json(repo);
+    status["run"]["id"].as_str().expect("a run id").to_owned()
+}
+
+/// The object id `git rev-parse` gives for `name`.
+pub fn rev(repo: &TestRepo, name: &str) -> String {
+    repo.git(&["rev-parse", name]).trim().to_owned()
+}
+
 /// The ids of the tasks with `status` in a `status --json` answer.
 pub fn tasks_with_status(status: &serde_json::Value, wanted: &str) -> Vec<String> {
     status["tasks"]

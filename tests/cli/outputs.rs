@@ -3,11 +3,7 @@
 
 use std::path::Path;
 
-use crate::{TestRepo, assert_exit, stderr};
-
-fn rev(repo: &TestRepo, name: &str) -> String {
-    repo.git(&["rev-parse", name]).trim().to_owned()
-}
+use crate::{TestRepo, assert_exit, rev, stderr};
 
 #[test]
 fn a_bad_final_out_is_refused_before_any_task_runs_and_nothing_is_written() {

@@ -1,0 +1,227 @@
+//! Failures: retries, the skipped dependents, timeouts, hung attempts, and what `status` and
+//! `logs` show of a failed task.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{
+    alive, finish, lines_of, path_arg, run_dirs, sh, task_field, task_file, task_status, wait_for,
+};
+use crate::{TestRepo, assert_exit, outside, status_json, stdout};
+
+#[test]
+fn failing_task_is_retried_then_its_dependents_are_skipped() {
+    let repo = TestRepo::new();
+    let counter = outside(&repo, "counter");
+    let after_marker = outside(&repo, "after-ran");
+    let report = outside(&repo, "report.md");
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "flaky", "run": format!("echo try >> {}; echo boom >&2; exit 3", sh(&counter)), "mode": "read"}),
+            json!({"id": "after", "run": format!("touch {}", sh(&after_marker)), "deps": ["flaky"], "mode": "read"}),
+            json!({"id": "ok", "run": "echo fine", "mode": "read"}),
+            json!({"id": "ok2", "run": "cat \"$SWARM_DEPS_DIR/ok.txt\"", "deps": ["ok"], "mode": "read"}),
+        ],
+    );
+    let out = repo.swarm(&[
+        "run",
+        path_arg(&tasks),
+        "--retries",
+        "1",
+        "--final-out",
+        path_arg(&report),
+    ]);
+    assert_exit(&out, 1);
+
+    assert_eq!(
+        lines_of(&counter).len(),
+        2,
+        "attempts counted by the task itself"
+    );
+    let runs = run_dirs(&repo);
+    assert_eq!(runs.len(), 1);
+    let attempts = runs[0].join("attempts");
+    assert!(
+        attempts.join("flaky.1.log").is_file(),
+        "no transcript of attempt 1"
+    );
+    assert!(
+        attempts.join("flaky.2.log").is_file(),
+        "no transcript of attempt 2"
+    );
+    assert!(!attempts.join("flaky.3.log").exists(), "a third attempt");
+    let t1 = std::fs::read_to_string(attempts.join("flaky.1.log")).unwrap();
+    assert!(t1.contains("boom"), "the transcript keeps stderr:\n{t1}");
+
+    let status = status_json(&repo);
+    assert_eq!(task_status(&status, "flaky"), "failed");
+    assert_eq!(task_field(&status, "flaky", "attempts"), 2);
+    assert_eq!(task_status(&status, "after"), "skipped");
+    assert_eq!(task_status(&status, "ok"), "done");
+    assert_eq!(task_status(&status, "ok2"), "done");
+    assert_eq!(task_field(&status, "ok2", "result"), "fine\n");
+    assert!(!after_marker.exists(), "a dependent of a failed task ran");
+
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("`flaky` failed after 2 attempts"), "{text}");
+    let transcripts: Vec<&str> = text
+        .split("transcript `")
+        .skip(1)
+        .map(|rest| rest.split('`').next().unwrap())
+        .collect();
+    assert!(
+        transcripts
+            .iter()
+            .any(|p| p.ends_with("flaky.2.log") && Path::new(p).is_file()),
+        "the report does not name an existing transcript of the last attempt: {transcripts:?}\n{text}"
+    );
+    assert!(
+        text.contains("`after`"),
+        "the report does not list the skipped task:\n{text}"
+    );
+}
+
+#[test]
+fn task_ignoring_sigterm_is_killed_with_its_children_on_timeout() {
+    let repo = TestRepo::new();
+    let child_pid = outside(&repo, "child.pid");
+    let shell_pid = outside(&repo, "shell.pid");
+    // The loop ends by itself after ~10 s, so a swarm that never kills it fails this test
+    // instead of hanging it; `sleep 30` inherits the ignored SIGTERM.
+    let cmd = format!(
+        "trap '' TERM; sleep 30 & echo $! > {}; echo $$ > {}; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        sh(&child_pid),
+        sh(&shell_pid)
+    );
+    let tasks = task_file(&repo, &[json!({"id": "stuck", "run": cmd, "mode": "read"})]);
+    let started = Instant::now();
+    let child = repo
+        .swarm_cmd()
+        .args([
+            "run",
+            path_arg(&tasks),
+            "--task-timeout",
+            "1s",
+            "--retries",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(child, Duration::from_secs(15));
+    let wall = started.elapsed();
+    assert_exit(&out, 1);
+    // 1 s to the deadline, then 2 s of grace before SIGKILL.
+    assert!(wall < Duration::from_secs(8), "the timeout took {wall:?}");
+
+    let pids: Vec<u32> = [&child_pid, &shell_pid]
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
+        .collect();
+    wait_for(
+        "the attempt's processes to be gone",
+        Duration::from_secs(3),
+        || pids.iter().all(|&p| !alive(p)),
+    );
+
+    let status = status_json(&repo);
+    assert_eq!(task_status(&status, "stuck"), "failed");
+    let error = task_field(&status, "stuck", "error")
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("timed out"), "error: {error}");
+    assert!(
+        stdout(&out).contains("timed out"),
+        "summary:\n{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_silent_attempt_is_stopped_as_hung_and_one_that_keeps_talking_is_not() {
+    let repo = TestRepo::new();
+    let tasks = task_file(
+        &repo,
+        &[
+            // Says one thing, then nothing for far longer than the stall limit.
+            json!({"id": "silent", "run": "echo starting >&2; sleep 20", "mode": "read"}),
+            // Takes longer than the stall limit in all, but never goes quiet for that long.
+            json!({"id": "talker", "run": "for i in 1 2 3 4 5 6 7 8; do echo tick $i >&2; sleep 0.3; done; echo done", "mode": "read"}),
+        ],
+    );
+    let started = Instant::now();
+    let child = repo
+        .swarm_cmd()
+        .args([
+            "run",
+            path_arg(&tasks),
+            "--stall-timeout",
+            "1s",
+            "--retries",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(child, Duration::from_secs(15));
+    assert_exit(&out, 1);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let status = status_json(&repo);
+    assert_eq!(task_status(&status, "talker"), "done");
+    assert_eq!(task_status(&status, "silent"), "failed");
+    let error = task_field(&status, "silent", "error")
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("hung: no output for 1.0s"), "error: {error}");
+}
+
+#[test]
+fn status_and_logs_show_a_failed_task() {
+    let repo = TestRepo::new();
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "good", "run": "echo ok", "mode": "read"}),
+            json!({"id": "broken", "run": "echo broken-output >&2; exit 7", "mode": "read"}),
+        ],
+    );
+    let out = repo.swarm(&["run", path_arg(&tasks), "--retries", "0"]);
+    assert_exit(&out, 1);
+
+    let status = status_json(&repo);
+    assert_eq!(task_status(&status, "broken"), "failed");
+    assert_eq!(task_status(&status, "good"), "done");
+    let error = task_field(&status, "broken", "error")
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains('7'),
+        "the error does not give the exit code: {error}"
+    );
+
+    let errors = repo.swarm(&["logs", "--errors"]);
+    assert_exit(&errors, 0);
+    let text = stdout(&errors);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("task_failed") && l.contains("broken")),
+        "logs --errors:\n{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.contains("good")),
+        "logs --errors shows a success:\n{text}"
+    );
+    assert!(text.contains("broken.1.log"), "no transcript path:\n{text}");
+
+    let paths = repo.swarm(&["logs", "--path"]);
+    assert_exit(&paths, 0);
+    let first = stdout(&paths).lines().next().unwrap_or_default().to_owned();
+    assert!(first.ends_with("events.jsonl"), "logs --path: {first}");
+    let events = std::fs::read_to_string(&first).unwrap_or_else(|e| panic!("{first}: {e}"));
+    assert!(events.contains("task_failed"), "{events}");
+}

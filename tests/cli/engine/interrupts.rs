@@ -1,0 +1,136 @@
+//! Ctrl-C: the first interrupts the run gracefully, the second kills the tasks at once; either
+//! way the run resumes.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{alive, finish, lines_of, path_arg, sh, task_file, task_status, wait_for};
+use crate::{TestRepo, assert_exit, extra_worktrees, outside, status_json, stderr, stdout};
+
+#[test]
+fn sigint_interrupts_the_run_and_resume_completes_it() {
+    let repo = TestRepo::new();
+    let started = outside(&repo, "started");
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "a", "run": format!("echo a >> {}; sleep 3", sh(&started)), "mode": "read"}),
+            json!({"id": "b", "run": format!("echo b >> {}; sleep 3", sh(&started)), "mode": "read"}),
+            json!({"id": "c", "run": "echo c", "deps": ["a", "b"], "mode": "read"}),
+        ],
+    );
+    let child = repo
+        .swarm_cmd()
+        .args(["run", path_arg(&tasks)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("both tasks to start", Duration::from_secs(10), || {
+        lines_of(&started).len() >= 2
+    });
+    let t = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = finish(child, Duration::from_secs(15));
+    assert_exit(&out, 75);
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "the interrupt waited for the tasks to end: {:?}",
+        t.elapsed()
+    );
+
+    let shown = repo.swarm(&["status"]);
+    assert_exit(&shown, 0);
+    let first_line = stdout(&shown).lines().next().unwrap_or_default().to_owned();
+    assert!(
+        first_line.contains("interrupted"),
+        "status:\n{}",
+        stdout(&shown)
+    );
+    assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
+    assert_eq!(
+        extra_worktrees(&repo),
+        Vec::<String>::new(),
+        "the interrupted run left its snapshot"
+    );
+
+    let resumed = repo.swarm(&["resume"]);
+    assert_exit(&resumed, 0);
+    let status = status_json(&repo);
+    assert_eq!(status["run"]["status"], "finished");
+    for id in ["a", "b", "c"] {
+        assert_eq!(task_status(&status, id), "done", "{id}");
+    }
+}
+
+#[test]
+fn second_sigint_kills_tasks_at_once_and_the_run_stays_resumable() {
+    let repo = TestRepo::new();
+    let flag = outside(&repo, "first-attempt");
+    let child_pid = outside(&repo, "child.pid");
+    // The first attempt ignores SIGTERM (so the first Ctrl-C cannot end it before the grace
+    // period); the attempt after the resume succeeds at once.
+    let cmd = format!(
+        "if [ -e {flag} ]; then echo again; exit 0; fi; touch {flag}; trap '' TERM; sleep 30 & echo $! > {pid}; wait",
+        flag = sh(&flag),
+        pid = sh(&child_pid)
+    );
+    let tasks = task_file(
+        &repo,
+        &[json!({"id": "stubborn", "run": cmd, "mode": "read"})],
+    );
+    let child = repo
+        .swarm_cmd()
+        .args(["run", path_arg(&tasks)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    wait_for("the task to start", Duration::from_secs(10), || {
+        std::fs::read_to_string(&child_pid).is_ok_and(|p| p.ends_with('\n'))
+    });
+    let grandchild: u32 = std::fs::read_to_string(&child_pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = finish(child, Duration::from_secs(15));
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "the second Ctrl-C waited {:?} (the kill grace is 2 s)",
+        t.elapsed()
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    wait_for(
+        "the task's child to be killed",
+        Duration::from_secs(2),
+        || !alive(grandchild),
+    );
+
+    let resumed = repo.swarm(&["resume"]);
+    assert_exit(&resumed, 0);
+    assert_eq!(task_status(&status_json(&repo), "stubborn"), "done");
+}

@@ -1,0 +1,94 @@
+//! Writers that fail: their own check, the global check, or writing into the user's checkout;
+//! none of them is merged.
+
+use super::{path_str, swarm_branches, tasks_of};
+use crate::{TestRepo, assert_exit, rev, run_id, stdout};
+
+#[test]
+fn a_writer_whose_check_fails_is_retried_then_failed_and_not_merged() {
+    let repo = TestRepo::new();
+    let main_before = rev(&repo, "main");
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo x > x.txt","check":"test -f nope"}"#]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "--retries", "1"]);
+
+    assert_exit(&out, 1);
+    let tasks = tasks_of(&repo);
+    assert_eq!(tasks["w"]["status"], "failed");
+    assert_eq!(tasks["w"]["attempts"], 2);
+    assert!(
+        tasks["w"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("test -f nope"),
+        "{:?}",
+        tasks["w"]
+    );
+    assert_eq!(rev(&repo, "main"), main_before);
+    assert!(!repo.root.join("x.txt").exists());
+    let run = run_id(&repo);
+    assert!(
+        !swarm_branches(&repo).contains(&format!("swarm/{run}")),
+        "an empty integration branch was left"
+    );
+}
+
+#[test]
+fn a_writer_failing_the_global_check_is_not_merged() {
+    let repo = TestRepo::new();
+    let main_before = rev(&repo, "main");
+    let tasks = repo.tasks(&[
+        r#"{"id":"w","run":"echo x > x.txt"}"#,
+        r#"{"id":"after","run":"echo y > y.txt","deps":["w"]}"#,
+    ]);
+
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "--check",
+        "false",
+        "--retries",
+        "0",
+    ]);
+
+    assert_exit(&out, 1);
+    let tasks = tasks_of(&repo);
+    assert_eq!(tasks["w"]["status"], "failed");
+    assert_eq!(tasks["w"]["attempts"], 1);
+    assert_eq!(tasks["after"]["status"], "skipped");
+    assert_eq!(rev(&repo, "main"), main_before);
+}
+
+#[test]
+fn a_writer_that_writes_into_the_users_checkout_fails_and_is_not_merged() {
+    let repo = TestRepo::new();
+    let main_before = rev(&repo, "main");
+    let stolen = repo.root.join("stolen.txt");
+    let line = serde_json::json!({
+        "id": "w",
+        "run": format!("echo own > own.txt; echo x > '{}'", stolen.display()),
+    })
+    .to_string();
+    let tasks = repo.tasks(&[&line]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "--retries", "0"]);
+
+    assert_exit(&out, 1);
+    let w = &tasks_of(&repo)["w"];
+    assert_eq!(w["status"], "failed");
+    let error = w["error"].as_str().unwrap();
+    assert!(
+        error.contains("changed your checkout") && error.contains("stolen.txt"),
+        "{error}"
+    );
+    assert!(
+        stdout(&out).contains("changed your checkout"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(rev(&repo, "main"), main_before);
+    let everywhere = repo.git(&["log", "--all", "--format=%H", "--", "own.txt", "stolen.txt"]);
+    assert_eq!(everywhere, "", "the writer's work reached a branch");
+    // swarm never deletes anything in the user's checkout, not even what a stray agent wrote.
+    assert_eq!(std::fs::read_to_string(&stolen).unwrap(), "x\n");
+}
