@@ -13,6 +13,7 @@ mod command;
 pub(crate) mod config;
 pub(crate) mod git;
 pub(crate) mod llm;
+pub(crate) mod panic;
 pub(crate) mod plan;
 pub(crate) mod planner;
 pub(crate) mod report;
@@ -84,8 +85,11 @@ impl std::error::Error for Busy {}
 
 /// The whole program.
 pub fn main() -> ExitCode {
+    panic::install();
     let cli = cli::parse();
-    match command::dispatch(cli) {
+    let outcome = panic::catch(|| command::dispatch(cli))
+        .unwrap_or_else(|why| Err(anyhow::Error::new(Internal(why))));
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             let (code, hint) = classify(&err);
@@ -95,6 +99,19 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// A panic of the owner thread: a bug in swarm. What ran is recorded as far as it got, so a
+/// run it cut short is resumable.
+#[derive(Debug)]
+struct Internal(String);
+
+impl fmt::Display for Internal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "internal error: {}", self.0)
+    }
+}
+
+impl std::error::Error for Internal {}
+
 fn classify(err: &anyhow::Error) -> (u8, Option<String>) {
     for cause in err.chain() {
         if let Some(u) = cause.downcast_ref::<Usage>() {
@@ -102,6 +119,12 @@ fn classify(err: &anyhow::Error) -> (u8, Option<String>) {
         }
         if cause.downcast_ref::<plan::Invalid>().is_some() {
             return (exit::USAGE, None);
+        }
+        if cause.downcast_ref::<Internal>().is_some() {
+            return (
+                exit::FAILED,
+                Some("this is a bug in swarm; `swarm status` shows where the run got to, and `swarm resume` goes on from there".into()),
+            );
         }
         if cause.downcast_ref::<Busy>().is_some() {
             return (

@@ -322,15 +322,18 @@ impl GoalPlanner {
                 })
                 .collect();
             let notices = tx.clone();
-            let result = needs::infer(
-                &client,
-                &goals,
-                &known,
-                &|| stop.load(Ordering::Relaxed),
-                &mut |notice| {
-                    let _ = notices.send(Message::GoalNotice { notice });
-                },
-            );
+            let result = crate::panic::catch(|| {
+                needs::infer(
+                    &client,
+                    &goals,
+                    &known,
+                    &|| stop.load(Ordering::Relaxed),
+                    &mut |notice| {
+                        let _ = notices.send(Message::GoalNotice { notice });
+                    },
+                )
+            })
+            .unwrap_or_else(|why| Err(anyhow::anyhow!("internal error in swarm: {why}")));
             let _ = tx.send(Message::Needs {
                 goals: open,
                 result,
@@ -368,16 +371,19 @@ impl GoalPlanner {
             );
             std::thread::spawn(move || {
                 let notices = tx.clone();
-                let result = planner::plan(
-                    &client,
-                    &text,
-                    &summary,
-                    fan_in,
-                    &|| stop.load(Ordering::Relaxed),
-                    &mut |notice| {
-                        let _ = notices.send(Message::GoalNotice { notice });
-                    },
-                );
+                let result = crate::panic::catch(|| {
+                    planner::plan(
+                        &client,
+                        &text,
+                        &summary,
+                        fan_in,
+                        &|| stop.load(Ordering::Relaxed),
+                        &mut |notice| {
+                            let _ = notices.send(Message::GoalNotice { notice });
+                        },
+                    )
+                })
+                .unwrap_or_else(|why| Err(anyhow::anyhow!("internal error in swarm: {why}")));
                 let _ = tx.send(Message::Planned { goal: gi, result });
             });
         }

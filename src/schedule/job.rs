@@ -35,12 +35,23 @@ impl Workers {
         Ok(Self { pool, tx, watchdog })
     }
 
-    /// Runs a job on the pool; its report arrives on the loop's channel.
+    /// Runs a job on the pool; its report arrives on the loop's channel. A panic in it fails
+    /// the attempt as an internal error instead of taking the process down.
     pub(super) fn spawn(&self, job: Job) {
         let tx = self.tx.clone();
         let watchdog = self.watchdog.clone();
         self.pool.spawn(move || {
-            let report = job.execute(&watchdog, &tx);
+            let (task, attempt) = (job.task, job.attempt);
+            let started = Instant::now();
+            let report =
+                crate::panic::catch(|| job.execute(&watchdog, &tx)).unwrap_or_else(|why| Report {
+                    task,
+                    attempt,
+                    verdict: Verdict::Failed(format!("internal error in swarm: {why}")),
+                    elapsed: started.elapsed(),
+                    tokens: 0,
+                    cost: None,
+                });
             let _ = tx.send(Message::Done(report));
         });
     }
