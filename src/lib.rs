@@ -91,6 +91,8 @@ pub fn main() -> ExitCode {
         .unwrap_or_else(|why| Err(anyhow::Error::new(Internal(why))));
     match outcome {
         Ok(code) => ExitCode::from(code),
+        // Whoever read stdout went away (`swarm logs | head -1`): nothing more to say.
+        Err(err) if is_broken_pipe(&err) => ExitCode::from(exit::OK),
         Err(err) => {
             let (code, hint) = classify(&err);
             ui::error(&err, hint.as_deref());
@@ -111,6 +113,14 @@ impl fmt::Display for Internal {
 }
 
 impl std::error::Error for Internal {}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
 
 fn classify(err: &anyhow::Error) -> (u8, Option<String>) {
     for cause in err.chain() {

@@ -261,11 +261,16 @@ pub fn duration(d: Duration) -> String {
 }
 
 /// Prints text on stdout.
-pub fn out(text: &str) {
-    print!("{text}");
+/// Prints `text` on stdout, ending it with a newline. A reader that went away (`swarm logs |
+/// head -1`) is an error of kind `BrokenPipe`, which `main` ends quietly.
+pub fn out(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {
-        println!();
+        stdout.write_all(b"\n")?;
     }
+    stdout.flush()
 }
 
 /// Prints a permanent line on stderr, outside a run (e.g. landing notes).

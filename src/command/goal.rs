@@ -124,7 +124,7 @@ pub(super) fn run_goal(
             &Event::run(RunEvent::PlanOnly),
         )?;
         if plan_out.is_none() {
-            ui::out(&text);
+            ui::out(&text)?;
         }
         return Ok(exit::OK);
     }

@@ -57,7 +57,7 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
         }
         ui::out(&serde_json::to_string_pretty(
             &json!({ "run": run, "goals": goals, "tasks": tasks }),
-        )?);
+        )?)?;
         return Ok(exit::OK);
     }
     let holder = lock_holder(&repo);
@@ -120,7 +120,7 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
                 .unwrap_or_default()
         );
     }
-    ui::out(&out);
+    ui::out(&out)?;
     Ok(exit::OK)
 }
 
@@ -147,7 +147,7 @@ pub(super) fn logs(
                 out.push('\n');
             }
         }
-        ui::out(&out);
+        ui::out(&out)?;
         return Ok(exit::OK);
     }
     let show = |e: &serde_json::Value| -> String {
@@ -181,7 +181,7 @@ pub(super) fn logs(
         out.push('\n');
     }
     if !out.is_empty() {
-        ui::out(&out);
+        ui::out(&out)?;
     }
     if errors && !g.json {
         let transcripts = board.failed_attempts(&run.id)?;
@@ -190,7 +190,7 @@ pub(super) fn logs(
             for (task, n, outcome, path) in transcripts {
                 let _ = writeln!(t, "  {task} attempt {n} ({outcome}): {path}");
             }
-            ui::out(&t);
+            ui::out(&t)?;
         }
     }
     if follow {
@@ -199,7 +199,7 @@ pub(super) fn logs(
             std::thread::sleep(Duration::from_millis(200));
             let events: Vec<serde_json::Value> = read_events(&events_path)?;
             for e in events.iter().skip(seen).filter(|e| !errors || is_error(e)) {
-                ui::out(&show(e));
+                ui::out(&show(e))?;
             }
             seen = events.len();
             let status = board.load_run(&run.id)?.map(|r| r.status);
@@ -226,7 +226,7 @@ pub(super) fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> a
         GraphFormat::Mermaid => report::mermaid(&plan, records.as_deref()),
         GraphFormat::Dot => report::dot(&plan, records.as_deref()),
     };
-    ui::out(&text);
+    ui::out(&text)?;
     Ok(exit::OK)
 }
 
@@ -313,6 +313,6 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
     if actions.is_empty() {
         out.push_str("nothing to clean\n");
     }
-    ui::out(&out);
+    ui::out(&out)?;
     Ok(exit::OK)
 }

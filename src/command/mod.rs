@@ -91,9 +91,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             if g.json {
                 ui::out(&serde_json::to_string_pretty(&crate::config::to_json(
                     &config,
-                ))?);
+                ))?)?;
             } else {
-                ui::out(&crate::config::describe(&config));
+                ui::out(&crate::config::describe(&config))?;
             }
             Ok(exit::OK)
         }
@@ -121,7 +121,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             let mut cmd = crate::cli::command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, "swarm", &mut buf);
-            ui::out(&String::from_utf8_lossy(&buf));
+            ui::out(&String::from_utf8_lossy(&buf))?;
             Ok(exit::OK)
         }
     }

@@ -21,7 +21,7 @@ pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
     let mut board = open_board(&repo)?;
     let id = board.queue_add(text)?;
     if g.json {
-        ui::out(&json!({ "id": id, "text": text }).to_string());
+        ui::out(&json!({ "id": id, "text": text }).to_string())?;
     } else {
         ui::say(g.quiet, Verb::Queued, &format!("{id}: {text}"));
     }
@@ -33,7 +33,7 @@ pub(super) fn list(g: &Globals) -> anyhow::Result<u8> {
     let board = open_board(&repo)?;
     let items = board.queue_items()?;
     if g.json {
-        ui::out(&serde_json::to_string_pretty(&items)?);
+        ui::out(&serde_json::to_string_pretty(&items)?)?;
         return Ok(exit::OK);
     }
     let mut out = String::new();
@@ -50,7 +50,7 @@ pub(super) fn list(g: &Globals) -> anyhow::Result<u8> {
     if items.is_empty() {
         ui::say(g.quiet, Verb::Empty, "no goal is queued");
     } else {
-        ui::out(out.trim_end());
+        ui::out(out.trim_end())?;
     }
     Ok(exit::OK)
 }

@@ -515,12 +515,17 @@ fn execute(
         }
     }
     drop(lock);
-    if g.json {
+    let printed = if g.json {
         ui::out(&serde_json::to_string_pretty(&report::json(
             &facts, &shown,
-        ))?);
+        ))?)
     } else {
-        ui::out(&report::summary(&facts, &shown));
+        ui::out(&report::summary(&facts, &shown))
+    };
+    // A reader of the summary that went away changes nothing of how the run ended.
+    match printed {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
     }
     Ok(code)
 }

@@ -5,6 +5,7 @@ mod agents;
 mod engine;
 pub mod fake_agents;
 pub mod fake_llm;
+mod faults;
 mod generated;
 mod goal;
 mod goals;
