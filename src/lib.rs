@@ -20,6 +20,7 @@ pub(crate) mod report;
 pub(crate) mod schedule;
 pub(crate) mod secret;
 pub(crate) mod store;
+pub mod time;
 pub(crate) mod ui;
 
 use std::fmt;

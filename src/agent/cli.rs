@@ -26,9 +26,15 @@
 //!   minutes.`
 
 use std::sync::LazyLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use jiff::civil::{Date, Time};
+use jiff::tz::{Offset, TimeZone};
+use jiff::{SignedDuration, Timestamp};
 
 use regex::Regex;
+
+pub use crate::time::Now;
 use serde_json::Value;
 
 /// How an agent's stdout is read.
@@ -167,7 +173,7 @@ const UNREADABLE: &str = "could not read the agent's output";
 
 /// Reads stdout per parser. `now` resolves relative reset times ("try again in 2 hours",
 /// "resets 3pm").
-pub fn parse(parser: Parser, stdout: &str, now: SystemTime) -> Parsed {
+pub fn parse(parser: Parser, stdout: &str, now: &Now) -> Parsed {
     match parser {
         Parser::Text => Parsed {
             result: stdout.to_owned(),
@@ -222,7 +228,7 @@ fn count(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-fn parse_claude(stdout: &str, now: SystemTime) -> Parsed {
+fn parse_claude(stdout: &str, now: &Now) -> Parsed {
     let values = json_values(stdout);
     if let Some(result) = values
         .iter()
@@ -279,7 +285,7 @@ fn claude_tokens(usage: &Value) -> u64 {
         + count(usage, "cache_read_input_tokens")
 }
 
-fn claude_result(r: &Value, now: SystemTime) -> Parsed {
+fn claude_result(r: &Value, now: &Now) -> Parsed {
     let result = text(r, "result").unwrap_or_default().to_owned();
     let subtype = text(r, "subtype").unwrap_or("success");
     let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
@@ -352,7 +358,7 @@ enum Ending {
     Failed(String),
 }
 
-fn parse_codex(stdout: &str, now: SystemTime) -> Parsed {
+fn parse_codex(stdout: &str, now: &Now) -> Parsed {
     let events: Vec<Value> = stdout
         .lines()
         .map(str::trim)
@@ -476,7 +482,7 @@ static CLOCK: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-fn usage_limit(message: &str, now: SystemTime) -> Option<UsageLimit> {
+fn usage_limit(message: &str, now: &Now) -> Option<UsageLimit> {
     LIMIT
         .as_ref()
         .is_some_and(|r| r.is_match(message))
@@ -486,31 +492,36 @@ fn usage_limit(message: &str, now: SystemTime) -> Option<UsageLimit> {
         })
 }
 
-fn reset_time(message: &str, now: SystemTime) -> Option<SystemTime> {
+/// When a usage limit resets, from what the agent said. Times too far out for the calendar are
+/// the calendar's end: a reset that far away stops the run like any other too long to wait.
+fn reset_time(message: &str, now: &Now) -> Option<SystemTime> {
     if let Some(c) = EPOCH.as_ref().and_then(|r| r.captures(message)) {
-        let secs: u64 = c[1].parse().ok()?;
-        return Some(UNIX_EPOCH + Duration::from_secs(secs));
+        let secs: i64 = c[1].parse().ok()?;
+        return Timestamp::from_second(secs).ok().map(SystemTime::from);
     }
     if let Some(c) = RELATIVE.as_ref().and_then(|r| r.captures(message)) {
-        let secs: u64 = RELATIVE_PART
+        let secs = RELATIVE_PART
             .iter()
             .flat_map(|r| r.captures_iter(&c[1]))
-            .filter_map(|p| {
-                let n: u64 = p[1].parse().ok()?;
+            .fold(0_i64, |sum, p| {
+                let n: i64 = p[1].parse().unwrap_or(i64::MAX);
                 let unit = match p[2].to_ascii_lowercase().as_str() {
                     "d" => 86_400,
                     "h" => 3_600,
                     "m" => 60,
                     _ => 1,
                 };
-                Some(n * unit)
-            })
-            .sum();
-        return Some(now + Duration::from_secs(secs));
+                sum.saturating_add(n.saturating_mul(unit))
+            });
+        let at = now
+            .at
+            .checked_add(SignedDuration::from_secs(secs))
+            .unwrap_or(Timestamp::MAX);
+        return Some(at.into());
     }
     let c = CLOCK.as_ref()?.captures(message)?;
-    let mut hour: i64 = c["hour"].parse().ok()?;
-    let minute: i64 = c.name("min").map_or(Some(0), |m| m.as_str().parse().ok())?;
+    let mut hour: i8 = c["hour"].parse().ok()?;
+    let minute: i8 = c.name("min").map_or(Some(0), |m| m.as_str().parse().ok())?;
     match c.name("ampm").map(|m| m.as_str().to_ascii_lowercase()) {
         Some(ampm) if (1..=12).contains(&hour) => {
             hour %= 12;
@@ -523,42 +534,42 @@ fn reset_time(message: &str, now: SystemTime) -> Option<SystemTime> {
         None if c.name("min").is_none() => return None,
         None => {}
     }
-    if hour > 23 || minute > 59 {
-        return None;
-    }
+    let time = Time::new(hour, minute, 0, 0).ok()?;
     // Neither CLI names a zone every time: codex prints the machine's local time, Claude Code
-    // sometimes just "resets 3pm". std knows no local zone, so a time without one is read as
-    // UTC. A named zone other than UTC or a fixed offset cannot be resolved without a zone
-    // database: then the reset time is unknown rather than wrong by hours.
-    let offset = match c.name("zone") {
-        None => 0,
-        Some(zone) => zone_offset(zone.as_str())?,
+    // sometimes just "resets 3pm"; a time without a zone is read in the machine's zone. A zone
+    // the database does not know leaves the reset time unknown rather than wrong by hours.
+    let zone = match c.name("zone") {
+        None => now.zone.clone(),
+        Some(zone) => zone_named(zone.as_str())?,
     };
-    let now_secs = i64::try_from(now.duration_since(UNIX_EPOCH).ok()?.as_secs()).ok()?;
-    let local_now = now_secs + offset;
-    let time_of_day = hour * 3_600 + minute * 60;
-    let local = if let Some(mon) = c.name("mon") {
+    let here = now.at.to_zoned(zone.clone());
+    let at = if let Some(mon) = c.name("mon") {
         let month = month_number(mon.as_str())?;
-        let day: i64 = c["day"].parse().ok()?;
-        let (this_year, _, _) = civil_from_days(local_now.div_euclid(86_400));
-        let said_year: Option<i64> = c.name("year").and_then(|y| y.as_str().parse().ok());
-        let at = days_from_civil(said_year.unwrap_or(this_year), month, day) * 86_400 + time_of_day;
+        let day: i8 = c["day"].parse().ok()?;
+        let said_year: Option<i16> = c.name("year").and_then(|y| y.as_str().parse().ok());
+        let on = |year: i16| {
+            Date::new(year, month, day)
+                .ok()?
+                .to_datetime(time)
+                .to_zoned(zone.clone())
+                .ok()
+        };
+        let first = on(said_year.unwrap_or(here.year()))?;
         // "resets Jan 2" said on Dec 30 means next year.
-        if said_year.is_none() && at + 86_400 < local_now {
-            days_from_civil(this_year + 1, month, day) * 86_400 + time_of_day
+        if said_year.is_none() && first.timestamp() + SignedDuration::from_hours(24) < now.at {
+            on(here.year().checked_add(1)?)?
         } else {
-            at
+            first
         }
     } else {
-        let today = local_now.div_euclid(86_400) * 86_400 + time_of_day;
-        if today > local_now {
+        let today = here.date().to_datetime(time).to_zoned(zone).ok()?;
+        if today.timestamp() > now.at {
             today
         } else {
-            today + 86_400
+            today.tomorrow().ok()?
         }
     };
-    let utc = u64::try_from(local - offset).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(utc))
+    Some(at.timestamp().into())
 }
 
 /// A zone named as UTC or a fixed offset from it.
@@ -566,54 +577,31 @@ static FIXED: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)^(etc/)?(?:utc|gmt|z|zulu|universal)(?:([+-])(\d{1,2})(?::?(\d{2}))?)?$").ok()
 });
 
-/// Seconds east of UTC for `UTC`, `GMT`, `Etc/GMT+5` (POSIX sign: five hours *west*),
-/// `UTC+2`, `GMT-03:30`; `None` for a zone that needs a database.
-fn zone_offset(zone: &str) -> Option<i64> {
-    let c = FIXED.as_ref()?.captures(zone.trim())?;
-    let Some(sign) = c.get(2) else {
-        return Some(0);
+/// The zone of `UTC`, `GMT`, `Etc/GMT+5` (POSIX sign: five hours *west*), `UTC+2`,
+/// `GMT-03:30`, or a name of the zone database (`America/Recife`).
+fn zone_named(zone: &str) -> Option<TimeZone> {
+    let zone = zone.trim();
+    let Some(c) = FIXED.as_ref()?.captures(zone) else {
+        return TimeZone::get(zone).ok();
     };
-    let hours: i64 = c[3].parse().ok()?;
-    let minutes: i64 = c.get(4).map_or(Some(0), |m| m.as_str().parse().ok())?;
+    let Some(sign) = c.get(2) else {
+        return Some(TimeZone::UTC);
+    };
+    let hours: i32 = c[3].parse().ok()?;
+    let minutes: i32 = c.get(4).map_or(Some(0), |m| m.as_str().parse().ok())?;
     let east = if sign.as_str() == "+" { 1 } else { -1 };
     let posix = if c.get(1).is_some() { -1 } else { 1 };
-    Some(east * posix * (hours * 3_600 + minutes * 60))
+    let offset = Offset::from_seconds(east * posix * (hours * 3_600 + minutes * 60)).ok()?;
+    Some(TimeZone::fixed(offset))
 }
 
-fn month_number(name: &str) -> Option<i64> {
+fn month_number(name: &str) -> Option<i8> {
     let months = [
         "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
     ];
     let lower = name.to_ascii_lowercase();
-    months
-        .iter()
-        .position(|m| lower.starts_with(m))
-        .map(|i| i as i64 + 1)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let i = months.iter().position(|m| lower.starts_with(m))?;
+    i8::try_from(i + 1).ok()
 }
 
 #[cfg(test)]

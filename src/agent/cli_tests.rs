@@ -1,15 +1,24 @@
+use std::time::{Duration, UNIX_EPOCH};
+
 use super::*;
 
 /// 2026-03-10T12:00:00Z.
 fn noon() -> SystemTime {
-    UNIX_EPOCH + Duration::from_secs(days_from_civil(2026, 3, 10) as u64 * 86_400 + 12 * 3_600)
+    at(2026, 3, 10, 12, 0)
 }
 
-fn at(year: i64, month: i64, day: i64, hour: u64, minute: u64) -> SystemTime {
-    UNIX_EPOCH
-        + Duration::from_secs(
-            days_from_civil(year, month, day) as u64 * 86_400 + hour * 3_600 + minute * 60,
-        )
+/// Noon, with times said without a zone read as UTC.
+fn now() -> Now {
+    Now::utc(noon())
+}
+
+fn at(year: i16, month: i8, day: i8, hour: i8, minute: i8) -> SystemTime {
+    jiff::civil::date(year, month, day)
+        .at(hour, minute, 0, 0)
+        .to_zoned(TimeZone::UTC)
+        .unwrap()
+        .timestamp()
+        .into()
 }
 
 fn epoch_secs(t: SystemTime) -> u64 {
@@ -56,7 +65,7 @@ fn profiles_read_the_prompt_from_stdin_and_readers_cannot_write() {
 
 #[test]
 fn text_is_the_whole_stdout() {
-    let p = parse(Parser::Text, "hello\nworld\n", noon());
+    let p = parse(Parser::Text, "hello\nworld\n", &now());
     assert_eq!(p.result, "hello\nworld\n");
     assert_eq!(p.error, None);
     assert!(p.complete);
@@ -65,7 +74,7 @@ fn text_is_the_whole_stdout() {
 
 #[test]
 fn claude_success_counts_every_kind_of_token_and_the_cost() {
-    let p = parse(Parser::ClaudeJson, CLAUDE_OK, noon());
+    let p = parse(Parser::ClaudeJson, CLAUDE_OK, &now());
     assert_eq!(p.result, "Added the retry to src/net.rs.");
     assert_eq!(p.error, None);
     assert_eq!(p.tokens, 12 + 2048 + 10240 + 345);
@@ -77,7 +86,7 @@ fn claude_success_counts_every_kind_of_token_and_the_cost() {
 #[test]
 fn claude_api_error_with_exit_0_is_an_error() {
     let out = r#"{"type":"result","subtype":"success","is_error":true,"duration_ms":312,"duration_api_ms":0,"num_turns":1,"result":"API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}","stop_reason":"stop_sequence","session_id":"s1","total_cost_usd":0,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}"#;
-    let p = parse(Parser::ClaudeJson, out, noon());
+    let p = parse(Parser::ClaudeJson, out, &now());
     assert!(p.error.as_deref().unwrap().starts_with("API Error: 500"));
     assert_eq!(p.usage_limit, None, "a server error is not a usage limit");
     assert!(p.complete);
@@ -87,7 +96,7 @@ fn claude_api_error_with_exit_0_is_an_error() {
 #[test]
 fn claude_rate_limit_is_an_error_but_not_a_usage_limit() {
     let out = r#"{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: Rate limit reached","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0}}"#;
-    let p = parse(Parser::ClaudeJson, out, noon());
+    let p = parse(Parser::ClaudeJson, out, &now());
     assert_eq!(p.error.as_deref(), Some("API Error: Rate limit reached"));
     assert_eq!(p.usage_limit, None);
 }
@@ -95,7 +104,7 @@ fn claude_rate_limit_is_an_error_but_not_a_usage_limit() {
 #[test]
 fn claude_max_turns_is_an_error_named_by_its_subtype() {
     let out = r#"{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":90000,"num_turns":11,"session_id":"s2","total_cost_usd":0.31,"usage":{"input_tokens":40,"cache_creation_input_tokens":0,"cache_read_input_tokens":900,"output_tokens":60},"errors":[]}"#;
-    let p = parse(Parser::ClaudeJson, out, noon());
+    let p = parse(Parser::ClaudeJson, out, &now());
     assert_eq!(
         p.error.as_deref(),
         Some("the agent reached its turn limit (error_max_turns)")
@@ -109,7 +118,7 @@ fn claude_max_turns_is_an_error_named_by_its_subtype() {
 #[test]
 fn claude_error_during_execution_carries_its_errors() {
     let out = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"total_cost_usd":0,"errors":["No conversation found with session ID: abc"]}"#;
-    let p = parse(Parser::ClaudeJson, out, noon());
+    let p = parse(Parser::ClaudeJson, out, &now());
     assert_eq!(
         p.error.as_deref(),
         Some(
@@ -124,7 +133,7 @@ fn claude_usage_limit_with_unix_reset_time() {
     let out = format!(
         r#"{{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"Claude AI usage limit reached|{reset}","session_id":"s3","total_cost_usd":0,"usage":{{"input_tokens":0,"output_tokens":0}}}}"#
     );
-    let p = parse(Parser::ClaudeJson, &out, noon());
+    let p = parse(Parser::ClaudeJson, &out, &now());
     let limit = p.usage_limit.expect("a usage limit");
     assert_eq!(
         limit.resets_at,
@@ -140,7 +149,7 @@ fn claude_usage_limit_with_unix_reset_time() {
 #[test]
 fn claude_usage_limit_reported_as_a_plain_answer_is_still_an_error() {
     let out = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"Claude AI usage limit reached|1749924000","total_cost_usd":0}"#;
-    let p = parse(Parser::ClaudeJson, out, noon());
+    let p = parse(Parser::ClaudeJson, out, &now());
     assert!(p.error.is_some());
     let reset: u64 = 1_749_924_000;
     assert_eq!(
@@ -149,7 +158,7 @@ fn claude_usage_limit_reported_as_a_plain_answer_is_still_an_error() {
     );
     // An answer that merely talks about limits is an answer.
     let out = r#"{"type":"result","subtype":"success","is_error":false,"result":"The API returns 429 when the usage limit is reached; I added a retry."}"#;
-    assert_eq!(parse(Parser::ClaudeJson, out, noon()).error, None);
+    assert_eq!(parse(Parser::ClaudeJson, out, &now()).error, None);
 }
 
 #[test]
@@ -182,8 +191,16 @@ fn claude_newer_limit_phrasings_resolve_against_now() {
             "Usage limit reached. Resets at 3:30 PM.",
             Some(at(2026, 3, 10, 15, 30)),
         ),
-        // A zone that needs a database: known to be a limit, reset unknown.
-        ("You've hit your limit · resets 1pm (Europe/Lisbon)", None),
+        // A zone of the database: Lisbon keeps UTC in March, until summer time.
+        (
+            "You've hit your limit · resets 1pm (Europe/Lisbon)",
+            Some(at(2026, 3, 10, 13, 0)),
+        ),
+        // A zone no database knows: known to be a limit, reset unknown.
+        (
+            "You've hit your limit · resets 1pm (Mars/Olympus_Mons)",
+            None,
+        ),
         ("Weekly limit reached", None),
     ];
     for (message, want) in cases {
@@ -191,7 +208,7 @@ fn claude_newer_limit_phrasings_resolve_against_now() {
             "type": "result", "subtype": "success", "is_error": true, "result": message,
         })
         .to_string();
-        let p = parse(Parser::ClaudeJson, &out, noon());
+        let p = parse(Parser::ClaudeJson, &out, &now());
         let limit = p
             .usage_limit
             .unwrap_or_else(|| panic!("{message}: no usage limit"));
@@ -208,7 +225,7 @@ fn claude_stream_json_takes_the_last_result() {
 {"type":"assistant","message":{"id":"msg_2","type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"usage":{"input_tokens":30,"output_tokens":7}},"parent_tool_use_id":null,"session_id":"s4"}
 {"type":"result","subtype":"success","is_error":false,"duration_ms":2100,"num_turns":2,"result":"Done.","session_id":"s4","total_cost_usd":0.002,"usage":{"input_tokens":40,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":12}}
 "#;
-    let p = parse(Parser::ClaudeJson, out, noon());
+    let p = parse(Parser::ClaudeJson, out, &now());
     assert_eq!(p.result, "Done.");
     assert_eq!(p.tokens, 52);
     assert_eq!(p.cost, Some(0.002));
@@ -222,7 +239,7 @@ fn claude_stream_cut_before_its_result_is_incomplete() {
 {"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"Half way."}],"usage":{"input_tokens":10,"output_tokens":5}}}
 {"type":"assistant","message":{"id":"msg_1","content":[{"type":"tool_use","id":"t","name":"Read","input":{}}],"usage":{"input_tokens":10,"output_tokens":5}}}
 "#;
-    let p = parse(Parser::ClaudeJson, out, noon());
+    let p = parse(Parser::ClaudeJson, out, &now());
     assert!(!p.complete);
     assert!(p.error.is_some());
     assert_eq!(p.result, "Half way.");
@@ -233,11 +250,11 @@ fn claude_stream_cut_before_its_result_is_incomplete() {
 fn claude_old_verbose_array_and_warning_lines_are_read() {
     let array = format!(r#"[{{"type":"system","subtype":"init"}},{CLAUDE_OK}]"#);
     assert_eq!(
-        parse(Parser::ClaudeJson, &array, noon()).result,
+        parse(Parser::ClaudeJson, &array, &now()).result,
         "Added the retry to src/net.rs."
     );
     let warned = format!("Warning: something on stdout\n{CLAUDE_OK}\n");
-    assert_eq!(parse(Parser::ClaudeJson, &warned, noon()).error, None);
+    assert_eq!(parse(Parser::ClaudeJson, &warned, &now()).error, None);
 }
 
 #[test]
@@ -249,7 +266,7 @@ fn unparseable_output_is_an_incomplete_error() {
             "[1, 2]",
             "{\"a\":1}",
         ] {
-            let p = parse(parser, out, noon());
+            let p = parse(parser, out, &now());
             assert_eq!(p.error.as_deref(), Some(UNREADABLE), "{parser:?} {out:?}");
             assert!(!p.complete);
         }
@@ -269,7 +286,7 @@ const CODEX_OK: &str = r#"{"type":"thread.started","thread_id":"0199a213-81c0-78
 
 #[test]
 fn codex_success_takes_the_last_agent_message_and_counts_cached_input_once() {
-    let p = parse(Parser::CodexJsonl, CODEX_OK, noon());
+    let p = parse(Parser::CodexJsonl, CODEX_OK, &now());
     assert_eq!(p.result, "Fixed the off-by-one in src/lib.rs.");
     assert_eq!(p.error, None);
     assert_eq!(p.tokens, 24763 + 122);
@@ -285,7 +302,7 @@ fn codex_transient_error_before_a_completed_turn_is_success() {
 {"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Hello."}}
 {"type":"turn.completed","usage":{"input_tokens":12632,"cached_input_tokens":3456,"output_tokens":81}}
 "#;
-    let p = parse(Parser::CodexJsonl, out, noon());
+    let p = parse(Parser::CodexJsonl, out, &now());
     assert_eq!(p.error, None);
     assert_eq!(p.result, "Hello.");
     assert_eq!(p.tokens, 12713);
@@ -298,7 +315,7 @@ fn codex_turn_failed_is_an_error_even_with_exit_0() {
 {"type":"error","message":"stream error: unexpected status 503 Service Unavailable; retrying 1/5 in 200ms…"}
 {"type":"turn.failed","error":{"message":"exceeded retry limit, last status: 503 Service Unavailable"}}
 "#;
-    let p = parse(Parser::CodexJsonl, out, noon());
+    let p = parse(Parser::CodexJsonl, out, &now());
     assert_eq!(
         p.error.as_deref(),
         Some("exceeded retry limit, last status: 503 Service Unavailable")
@@ -314,13 +331,13 @@ fn codex_error_without_an_ending_is_an_incomplete_error() {
 {"type":"turn.started"}
 {"type":"error","message":"Reconnecting... 2/5"}
 "#;
-    let p = parse(Parser::CodexJsonl, out, noon());
+    let p = parse(Parser::CodexJsonl, out, &now());
     assert_eq!(p.error.as_deref(), Some("Reconnecting... 2/5"));
     assert!(!p.complete);
     let p = parse(
         Parser::CodexJsonl,
         "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n",
-        noon(),
+        &now(),
     );
     assert!(p.error.is_some() && !p.complete);
 }
@@ -335,7 +352,7 @@ fn codex_usage_limit_with_a_relative_reset() {
         serde_json::json!({"type": "error", "message": message}),
         serde_json::json!({"type": "turn.failed", "error": {"message": message}}),
     );
-    let p = parse(Parser::CodexJsonl, &out, noon());
+    let p = parse(Parser::CodexJsonl, &out, &now());
     let limit = p.usage_limit.expect("a usage limit");
     assert_eq!(limit.message, message);
     let secs = 2 * 86_400 + 17 * 3_600 + 14 * 60;
@@ -348,7 +365,7 @@ fn codex_usage_limit_in_an_error_event_without_turn_failed() {
 {"type":"turn.started"}
 {"type":"error","message":"You've hit your usage limit. Try again in 3 seconds."}
 "#;
-    let p = parse(Parser::CodexJsonl, out, noon());
+    let p = parse(Parser::CodexJsonl, out, &now());
     assert_eq!(
         p.usage_limit.unwrap().resets_at,
         Some(noon() + Duration::from_secs(3))
@@ -375,7 +392,7 @@ fn codex_usage_limit_with_a_clock_time() {
     ] {
         let out =
             serde_json::json!({"type": "turn.failed", "error": {"message": message}}).to_string();
-        let p = parse(Parser::CodexJsonl, &out, noon());
+        let p = parse(Parser::CodexJsonl, &out, &now());
         let limit = p
             .usage_limit
             .unwrap_or_else(|| panic!("{message}: no usage limit"));
@@ -384,19 +401,52 @@ fn codex_usage_limit_with_a_clock_time() {
 }
 
 #[test]
-fn civil_dates_round_trip() {
-    for (y, m, d) in [(1970, 1, 1), (2000, 2, 29), (2026, 3, 10), (2100, 12, 31)] {
-        assert_eq!(civil_from_days(days_from_civil(y, m, d)), (y, m, d));
-    }
-    assert_eq!(days_from_civil(1970, 1, 2), 1);
+fn zones_are_fixed_offsets_or_names_of_the_database() {
+    let offset =
+        |z: &str| zone_named(z).map(|tz| tz.to_offset(jiff::Timestamp::UNIX_EPOCH).seconds());
+    assert_eq!(offset("UTC"), Some(0));
+    assert_eq!(offset("Etc/GMT+5"), Some(-5 * 3_600));
+    assert_eq!(offset("GMT-03:30"), Some(-(3 * 3_600 + 30 * 60)));
+    assert_eq!(offset("America/Recife"), Some(-3 * 3_600));
+    assert_eq!(offset("Mars/Olympus_Mons"), None);
 }
 
 #[test]
-fn fixed_zones_only() {
-    assert_eq!(zone_offset("UTC"), Some(0));
-    assert_eq!(zone_offset("Etc/GMT+5"), Some(-5 * 3_600));
-    assert_eq!(zone_offset("GMT-03:30"), Some(-(3 * 3_600 + 30 * 60)));
-    assert_eq!(zone_offset("America/Los_Angeles"), None);
+fn a_time_without_a_zone_is_the_machines_local_time() {
+    let recife = Now {
+        at: jiff::Timestamp::try_from(noon()).unwrap(),
+        zone: TimeZone::get("America/Recife").unwrap(),
+    };
+    let out = r#"{"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit · resets 3pm"}"#;
+    let limit = parse(Parser::ClaudeJson, out, &recife).usage_limit.unwrap();
+    // 3 pm in Recife (UTC-3) is 18:00 UTC.
+    assert_eq!(limit.resets_at, Some(at(2026, 3, 10, 18, 0)));
+}
+
+#[test]
+fn a_reset_past_the_calendar_is_the_calendars_end_not_a_panic() {
+    for message in [
+        "You've hit your usage limit. Try again in 200000000000000 days.",
+        "You've hit your usage limit. Try again in 99999999999999999999999 hours.",
+    ] {
+        let out = format!("{{\"type\":\"turn.failed\",\"error\":{{\"message\":\"{message}\"}}}}\n");
+        let limit = parse(Parser::CodexJsonl, &out, &now()).usage_limit.unwrap();
+        assert_eq!(
+            limit.resets_at,
+            Some(jiff::Timestamp::MAX.into()),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn a_month_day_already_past_is_next_year() {
+    let new_years_eve = Now::utc(at(2026, 12, 30, 12, 0));
+    let out = r#"{"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit · resets Jan 2 at 4pm (UTC)"}"#;
+    let limit = parse(Parser::ClaudeJson, out, &new_years_eve)
+        .usage_limit
+        .unwrap();
+    assert_eq!(limit.resets_at, Some(at(2027, 1, 2, 16, 0)));
 }
 
 #[test]

@@ -396,7 +396,7 @@ impl Watchdog {
         let now = Instant::now();
         let mut entry = Entry {
             pgid,
-            deadline: now + timeout,
+            deadline: crate::time::deadline(now, timeout),
             term_sent: None,
             reason: None,
             progress: progress.map(|(limit, files)| Progress {
@@ -477,8 +477,9 @@ impl Watchdog {
                             p.size = size;
                             p.changed = now;
                         }
-                        next = next.min(p.changed + p.limit);
-                        now >= p.changed + p.limit
+                        let due = crate::time::deadline(p.changed, p.limit);
+                        next = next.min(due);
+                        now >= due
                     }
                     _ => false,
                 };
@@ -491,13 +492,13 @@ impl Watchdog {
                         } else {
                             KillReason::Timeout
                         });
-                        next = next.min(now + self.grace);
+                        next = next.min(crate::time::deadline(now, self.grace));
                     }
                     None => next = next.min(e.deadline),
-                    Some(sent) if now >= sent + self.grace => {
+                    Some(sent) if now >= crate::time::deadline(sent, self.grace) => {
                         let _ = killpg(e.pgid, Signal::SIGKILL);
                     }
-                    Some(sent) => next = next.min(sent + self.grace),
+                    Some(sent) => next = next.min(crate::time::deadline(sent, self.grace)),
                 }
             }
             let wait = next.saturating_duration_since(Instant::now());
@@ -575,7 +576,7 @@ impl cli::Profile {
 /// until the timeout counts as done.
 pub(crate) fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Finished {
     let mut done = run(inv, watchdog);
-    let parsed = cli::parse(parser, &done.stdout, std::time::SystemTime::now());
+    let parsed = cli::parse(parser, &done.stdout, &cli::Now::here());
     done.tokens = parsed.tokens;
     done.cost = parsed.cost;
     if let Some(limit) = parsed.usage_limit {

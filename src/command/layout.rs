@@ -61,30 +61,11 @@ pub(super) fn new_run_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = now.as_secs();
-    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
     let salt = (now.subsec_nanos() ^ std::process::id().rotate_left(16)) & 0xffff;
     format!(
-        "{y:04}{mo:02}{d:02}-{:02}{:02}{:02}-{salt:04x}",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
+        "{}-{salt:04x}",
+        crate::time::run_id_stamp(jiff::Timestamp::now())
     )
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// Where worktrees go by default: the user cache dir.
@@ -158,16 +139,4 @@ pub(super) fn deps_root(run_dir: &Path, run: &str) -> PathBuf {
 /// Whether any of the permission bits in `bits` are set in `mode`.
 fn has_any(mode: u32, bits: u32) -> bool {
     mode & bits != 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::civil_from_days;
-
-    #[test]
-    fn civil_dates_are_right() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_786), (2026, 11, 29));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-    }
 }

@@ -7,7 +7,7 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 const DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -497,7 +497,7 @@ fn backoff(attempt: u32) -> Duration {
 
 /// Sleeps in short steps so a stop request is noticed quickly.
 fn pause(wait: Duration, stop: &dyn Fn() -> bool) -> Result<(), LlmError> {
-    let deadline = Instant::now() + wait;
+    let deadline = crate::time::deadline(Instant::now(), wait);
     loop {
         if stop() {
             return Err(LlmError::Stopped);
@@ -549,50 +549,14 @@ fn server_words(body: &str) -> String {
     }
 }
 
-/// `Retry-After` is either delta-seconds or an IMF-fixdate (RFC 9110 §10.2.3).
+/// `Retry-After` is either delta-seconds or an HTTP date (RFC 9110 §10.2.3).
 fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
-    let when = parse_http_date(value)?;
+    let when = crate::time::http_date(value)?;
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-/// Parses `Wed, 21 Oct 2015 07:28:00 GMT`; the obsolete RFC 850 and asctime forms are not
-/// accepted (callers then fall back to their own backoff).
-fn parse_http_date(value: &str) -> Option<SystemTime> {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let parts: Vec<&str> = value.split_ascii_whitespace().collect();
-    let [weekday, day, month, year, time, "GMT"] = parts[..] else {
-        return None;
-    };
-    if !weekday.ends_with(',') {
-        return None;
-    }
-    let day: i64 = day.parse().ok()?;
-    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
-    let year: i64 = year.parse().ok()?;
-    let mut hms = time.split(':').map(|n| n.parse::<i64>().ok());
-    let (Some(Some(h)), Some(Some(m)), Some(Some(s)), None) =
-        (hms.next(), hms.next(), hms.next(), hms.next())
-    else {
-        return None;
-    };
-    if !(1..=31).contains(&day) || year < 1970 || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    // Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let seconds = u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(seconds))
 }
 
 #[cfg(test)]

@@ -502,8 +502,10 @@ impl<'a> Dispatcher<'a> {
         run.record.attempt_failed(id, report, totals, &failure)?;
         if retry {
             let wait = backoff(run.settings.backoff, failures);
-            run.dag
-                .on(&run.plan, Transition::Delayed(i, Instant::now() + wait));
+            run.dag.on(
+                &run.plan,
+                Transition::Delayed(i, crate::time::deadline(Instant::now(), wait)),
+            );
             let text = format!(
                 "{why}; attempt {} in {:.1}s",
                 report.attempt + 1,
@@ -564,7 +566,7 @@ impl<'a> Dispatcher<'a> {
                 crate::ui::duration(run.settings.max_limit_wait)
             ));
         } else {
-            let until = Instant::now() + wait;
+            let until = crate::time::deadline(Instant::now(), wait);
             self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
             run.dag.on(&run.plan, Transition::Delayed(i, until));
             run.ui.note(

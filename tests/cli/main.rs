@@ -121,6 +121,8 @@ impl TestRepo {
             .env("HOME", self.cache.parent().unwrap())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
+            // Reset times an agent prints without a zone are read in the machine's zone.
+            .env("TZ", "UTC")
             .stdin(std::process::Stdio::null());
         cmd
     }

@@ -482,7 +482,7 @@ impl Tools {
             thread::spawn(move || tx.send(drain(pipe)));
             rx
         });
-        let deadline = Instant::now() + self.command_timeout;
+        let deadline = crate::time::deadline(Instant::now(), self.command_timeout);
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break Some(status),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
-use swarm::agent::cli::{Parser, claude_profile, codex_profile, parse};
+use swarm::agent::cli::{Now, Parser, claude_profile, codex_profile, parse};
 
 use super::FakeAgents;
 
@@ -89,8 +89,8 @@ fn json_lines(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-fn now() -> SystemTime {
-    SystemTime::now()
+fn now() -> Now {
+    Now::utc(SystemTime::now())
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn fake_agents_claude_writer_edits_the_named_file_and_reports_usage() {
     assert!(v["usage"]["input_tokens"].as_u64().unwrap() > 0);
     assert!(v["total_cost_usd"].as_f64().unwrap() > 0.0);
     assert_eq!(s.file("notes/a.md").unwrap(), "claude edit for a task\n");
-    let p = parse(Parser::ClaudeJson, &run.stdout, now());
+    let p = parse(Parser::ClaudeJson, &run.stdout, &now());
     assert_eq!((p.error, p.complete, p.tokens), (None, true, 150));
     assert_eq!(p.result, "wrote \"a\"");
 }
@@ -123,11 +123,11 @@ fn fake_agents_readers_never_write() {
     assert_eq!(s.fakes.invocations("claude")[0]["writer"], false);
     assert_eq!(s.fakes.invocations("codex")[0]["writer"], false);
     assert_eq!(
-        parse(Parser::ClaudeJson, &claude.stdout, now()).result,
+        parse(Parser::ClaudeJson, &claude.stdout, &now()).result,
         "fake claude read the task"
     );
     assert_eq!(
-        parse(Parser::CodexJsonl, &codex.stdout, now()).result,
+        parse(Parser::CodexJsonl, &codex.stdout, &now()).result,
         "fake codex read the task"
     );
 }
@@ -148,7 +148,7 @@ fn fake_agents_codex_writer_prints_events_and_edits() {
     assert!(events.iter().any(|e| e["item"]["type"] == "file_change"));
     assert_eq!(events.last().unwrap()["usage"]["cached_input_tokens"], 200);
     assert_eq!(s.file("AGENT_EDITS.md").unwrap(), "one line\n");
-    let p = parse(Parser::CodexJsonl, &run.stdout, now());
+    let p = parse(Parser::CodexJsonl, &run.stdout, &now());
     assert_eq!((p.error, p.complete, p.tokens), (None, true, 1150));
     assert_eq!(p.result, "fake codex wrote AGENT_EDITS.md");
 }
@@ -169,7 +169,7 @@ fn fake_agents_claude_stream_json_needs_verbose_and_ends_with_the_result() {
     let lines = json_lines(&run.stdout);
     assert_eq!(lines[0]["subtype"], "init");
     assert_eq!(lines.last().unwrap()["type"], "result");
-    assert!(parse(Parser::ClaudeJson, &run.stdout, now()).complete);
+    assert!(parse(Parser::ClaudeJson, &run.stdout, &now()).complete);
 }
 
 #[test]
@@ -183,7 +183,7 @@ fn fake_agents_error_exit_0_reports_the_error_in_the_output() {
     let v: Value = serde_json::from_str(claude.stdout.trim()).unwrap();
     assert_eq!(v["is_error"], true);
     assert!(
-        parse(Parser::ClaudeJson, &claude.stdout, now())
+        parse(Parser::ClaudeJson, &claude.stdout, &now())
             .error
             .unwrap()
             .starts_with("API Error: 500")
@@ -195,7 +195,7 @@ fn fake_agents_error_exit_0_reports_the_error_in_the_output() {
         "turn.failed"
     );
     assert!(
-        parse(Parser::CodexJsonl, &codex.stdout, now())
+        parse(Parser::CodexJsonl, &codex.stdout, &now())
             .error
             .is_some()
     );
@@ -211,7 +211,7 @@ fn fake_agents_usage_limit_resets_three_seconds_ahead() {
     let before = SystemTime::now();
     let claude = s.run("claude", &claude_profile().writer_args, "x");
     assert_eq!(claude.code, Some(0));
-    let limit = parse(Parser::ClaudeJson, &claude.stdout, now())
+    let limit = parse(Parser::ClaudeJson, &claude.stdout, &now())
         .usage_limit
         .expect("claude usage limit");
     let reset = limit.resets_at.unwrap();
@@ -226,7 +226,7 @@ fn fake_agents_usage_limit_resets_three_seconds_ahead() {
     assert!(events.iter().any(
         |e| e["type"] == "error" && e["message"].as_str().unwrap().contains("usage limit")
     ));
-    let limit = parse(Parser::CodexJsonl, &codex.stdout, now())
+    let limit = parse(Parser::CodexJsonl, &codex.stdout, &now())
         .usage_limit
         .expect("codex usage limit");
     assert!(limit.resets_at.unwrap() > before);
@@ -240,7 +240,7 @@ fn fake_agents_once_fails_the_first_call_per_task_then_succeeds() {
     let parsed = |task: &str| {
         let mut cmd = s.command("codex", &args);
         cmd.env("SWARM_TASK_ID", task);
-        parse(Parser::CodexJsonl, &s.run_with(cmd, "go").stdout, now())
+        parse(Parser::CodexJsonl, &s.run_with(cmd, "go").stdout, &now())
     };
     assert!(parsed("a").error.is_some());
     assert_eq!(parsed("a").error, None);
@@ -268,7 +268,7 @@ fn fake_agents_prompt_line_overrides_the_mode() {
         "FAKE_MODE: usage-limit\n",
     );
     assert!(
-        parse(Parser::ClaudeJson, &run.stdout, now())
+        parse(Parser::ClaudeJson, &run.stdout, &now())
             .usage_limit
             .is_some()
     );
@@ -365,7 +365,7 @@ fn fake_agents_hang_after_result_prints_it_first() {
         let p = parse(
             Parser::CodexJsonl,
             &std::fs::read_to_string(&out_path).unwrap(),
-            now(),
+            &now(),
         );
         if p.complete || Instant::now() > deadline {
             break p;
@@ -386,7 +386,7 @@ fn fake_agents_grandchild_outlives_the_agent() {
     let run = s.run("claude", &claude_profile().writer_args, "x");
     assert_eq!(run.code, Some(0));
     assert!(run.elapsed < Duration::from_secs(30));
-    assert_eq!(parse(Parser::ClaudeJson, &run.stdout, now()).error, None);
+    assert_eq!(parse(Parser::ClaudeJson, &run.stdout, &now()).error, None);
     let pid = s.fakes.invocations("claude")[0]["grandchild_pid"]
         .as_i64()
         .expect("a grandchild pid");
@@ -402,5 +402,5 @@ fn fake_agents_exit_1_prints_nothing() {
     let run = s.run("claude", &claude_profile().writer_args, "x");
     assert_eq!(run.code, Some(1));
     assert_eq!(run.stdout, "");
-    assert!(!parse(Parser::ClaudeJson, &run.stdout, now()).complete);
+    assert!(!parse(Parser::ClaudeJson, &run.stdout, &now()).complete);
 }
