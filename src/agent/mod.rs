@@ -412,14 +412,39 @@ impl Watchdog {
             entry.reason = Some(KillReason::Stop);
         }
         reg.entries.insert(id, entry);
-        wake.notify_one();
+        wake.notify_all();
         Ticket(id)
     }
 
     fn unregister(&self, ticket: Ticket) -> Option<KillReason> {
-        let (lock, _) = &*self.shared;
+        let (lock, wake) = &*self.shared;
         let mut reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        reg.entries.remove(&ticket.0).and_then(|e| e.reason)
+        let reason = reg.entries.remove(&ticket.0).and_then(|e| e.reason);
+        // `stop_and_reap` waits for the registry to empty.
+        wake.notify_all();
+        reason
+    }
+
+    /// Stops every attempt, waits up to the grace for them to end, and kills what is left: the
+    /// way out when the run itself failed, so that no agent outlives it.
+    pub fn stop_and_reap(&self) {
+        self.stop_all();
+        let (lock, wake) = &*self.shared;
+        let until = crate::time::deadline(Instant::now(), self.grace);
+        let mut reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        while !reg.entries.is_empty() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            reg = wake
+                .wait_timeout(reg, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        for e in reg.entries.values() {
+            let _ = killpg(e.pgid, Signal::SIGKILL);
+        }
     }
 
     /// Stops every running attempt and every attempt started from now on.
@@ -435,7 +460,7 @@ impl Watchdog {
                 e.reason = Some(KillReason::Stop);
             }
         }
-        wake.notify_one();
+        wake.notify_all();
     }
 
     /// Whether a stop was asked for (the built-in agent polls this between requests).
@@ -460,7 +485,7 @@ impl Watchdog {
     pub fn shutdown(&self) {
         let (lock, wake) = &*self.shared;
         lock.lock().unwrap_or_else(PoisonError::into_inner).shutdown = true;
-        wake.notify_one();
+        wake.notify_all();
     }
 
     fn patrol(&self) {

@@ -30,6 +30,20 @@ use super::{Checkout, Ending, Layout, Message, Settings, attempt, backoff, notic
 /// How long a usage limit pauses the run when the agent does not say when it resets.
 const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
 
+/// Stops and reaps every attempt when dropped armed.
+struct Reaper<'w> {
+    watchdog: &'w Watchdog,
+    armed: bool,
+}
+
+impl Drop for Reaper<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.watchdog.stop_and_reap();
+        }
+    }
+}
+
 /// The loop and the owners it drives; lives on the owner thread.
 pub struct Dispatcher<'a> {
     run: Run<'a>,
@@ -138,7 +152,14 @@ impl<'a> Dispatcher<'a> {
         let watchdog = Watchdog::start(self.run.settings.kill_grace)?;
         let signals = watch_signals(self.tx.clone(), watchdog.clone())?;
         let workers = Workers::start(self.run.settings.jobs, self.tx.clone(), watchdog.clone())?;
+        // However the loop ends short, by an error or a panic, no agent outlives it.
+        let mut reaper = Reaper {
+            watchdog: &watchdog,
+            armed: true,
+        };
         let outcome = self.drive(&workers, &signals);
+        reaper.armed = outcome.is_err();
+        drop(reaper);
         signals.close();
         watchdog.shutdown();
         let mut cleanup = self.checkouts.close();

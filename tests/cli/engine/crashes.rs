@@ -255,3 +255,38 @@ fn gc_removes_the_deps_files_a_killed_run_left() {
     assert_exit(&repo.swarm(&["gc"]), 0);
     assert!(!dir.exists());
 }
+
+#[test]
+fn a_run_that_fails_inside_stops_its_agents_before_it_exits() {
+    let repo = TestRepo::new();
+    let pid_file = outside(&repo, "pid");
+    let go = outside(&repo, "go");
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "long", "run": format!("echo $$ > {}; exec sleep 60", sh(&pid_file)), "mode": "read"}),
+            json!({"id": "short", "run": format!("until [ -e {} ]; do sleep 0.02; done", sh(&go)), "mode": "read"}),
+        ],
+    );
+    let child = repo
+        .swarm_cmd()
+        .args(["run", "-j", "2", path_arg(&tasks)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the long task to start", Duration::from_secs(10), || {
+        !lines_of(&pid_file).is_empty()
+    });
+    let pid: u32 = lines_of(&pid_file)[0].parse().unwrap();
+    // Another process holds the board, so swarm cannot record the short task's end: its run
+    // loop fails.
+    let board = rusqlite::Connection::open(repo.swarm_dir().join("board.db")).unwrap();
+    board.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    std::fs::write(&go, "").unwrap();
+    let out = finish(child, Duration::from_secs(60));
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("locked"), "{}", stderr(&out));
+    assert!(!alive(pid), "the long task outlived swarm");
+    drop(board);
+}
