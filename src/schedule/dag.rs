@@ -151,7 +151,7 @@ impl Dag {
             Transition::Interrupted(i) => self.states[i] = State::Interrupted,
             Transition::Done(i) => {
                 self.states[i] = State::Done;
-                for &d in plan.dependents(i) {
+                for d in plan.dependents(i) {
                     if self.states[d] == State::Waiting {
                         self.waiting_on[d] -= 1;
                         if self.waiting_on[d] == 0 {
@@ -192,8 +192,6 @@ impl Dag {
                     if self.states[i] == State::Waiting {
                         let waits_for = plan
                             .deps(i)
-                            .iter()
-                            .copied()
                             .filter(|&d| self.states[d] != State::Done)
                             .collect();
                         self.states[i] = State::Skipped;
@@ -212,8 +210,7 @@ impl Dag {
             if !tasks.contains(&i) || self.states[i] != State::Waiting {
                 continue;
             }
-            let deps = plan.deps(i);
-            if let Some(&bad) = deps.iter().find(|&&d| {
+            if let Some(bad) = plan.deps(i).find(|&d| {
                 matches!(
                     self.states[d],
                     State::Failed | State::Skipped | State::Parked
@@ -222,9 +219,9 @@ impl Dag {
                 self.skip_below(plan, bad, effects);
                 continue;
             }
-            self.waiting_on[i] = deps
-                .iter()
-                .filter(|&&d| self.states[d] != State::Done)
+            self.waiting_on[i] = plan
+                .deps(i)
+                .filter(|&d| self.states[d] != State::Done)
                 .count();
             if self.waiting_on[i] == 0 {
                 self.make_ready(i);
@@ -245,7 +242,7 @@ impl Dag {
             State::Skipped => format!("dependency {cause} was skipped"),
             _ => format!("dependency {cause} failed"),
         };
-        let mut stack: Vec<usize> = plan.dependents(i).to_vec();
+        let mut stack: Vec<usize> = plan.dependents(i).collect();
         let mut skipped = false;
         while let Some(d) = stack.pop() {
             if self.states[d].is_pending() {
@@ -255,7 +252,7 @@ impl Dag {
                     task: d,
                     why: why.clone(),
                 });
-                stack.extend_from_slice(plan.dependents(d));
+                stack.extend(plan.dependents(d));
             }
         }
         if skipped {

@@ -97,8 +97,7 @@ impl Scheduler<'_> {
         let deps: Vec<(String, String)> = self
             .plan
             .deps(i)
-            .iter()
-            .map(|&d| {
+            .map(|d| {
                 (
                     self.plan.tasks[d].id.to_string(),
                     self.slots[d].result.clone().unwrap_or_default(),
@@ -242,8 +241,7 @@ impl Scheduler<'_> {
     fn dep_changes(&self, i: usize) -> Vec<(String, Vec<String>)> {
         self.plan
             .deps(i)
-            .iter()
-            .filter_map(|&d| {
+            .filter_map(|d| {
                 let s = &self.slots[d];
                 let (Some(from), Some(to)) = (&s.start_commit, &s.commit) else {
                     return None;
