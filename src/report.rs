@@ -512,7 +512,7 @@ pub fn mermaid(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
         let _ = writeln!(out, "  {}[\"{}\"]", node(i), label.replace('"', "'"));
     }
     for i in 0..plan.len() {
-        for &d in plan.deps(i) {
+        for d in plan.deps(i) {
             let _ = writeln!(out, "  {} --> {}", node(d), node(i));
         }
     }
@@ -561,7 +561,7 @@ pub fn dot(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
         );
     }
     for i in 0..plan.len() {
-        for &d in plan.deps(i) {
+        for d in plan.deps(i) {
             let _ = writeln!(out, "  {} -> {};", node(d), node(i));
         }
     }

@@ -6,12 +6,16 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use petgraph::Direction::{Incoming, Outgoing};
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod parse;
 pub mod repair;
+
+pub use parse::parse_duration;
 
 /// A task's id: `[A-Za-z0-9._-]{1,64}`, not made of dots alone (it names files and branches).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -219,13 +223,11 @@ impl std::error::Error for Invalid {}
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub tasks: Vec<Task>,
-    deps: Vec<Vec<usize>>,
-    dependents: Vec<Vec<usize>>,
+    /// petgraph lists a node's edges newest first, so `link` adds them last task first and each
+    /// task's deps last first: `deps` then come out as the task lists them and `dependents` in
+    /// ascending task index.
+    graph: DiGraph<(), ()>,
 }
-
-const FIELDS: &[&str] = &[
-    "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check", "files",
-];
 
 impl Plan {
     /// Reads and validates a task file.
@@ -246,7 +248,7 @@ impl Plan {
             }
             match serde_json::from_str::<Value>(raw) {
                 Ok(Value::Object(obj)) => {
-                    if let Some(task) = parse_task(&obj, line, &mut problems) {
+                    if let Some(task) = parse::task(&obj, line, &mut problems) {
                         tasks.push(task);
                     }
                 }
@@ -308,20 +310,13 @@ impl Plan {
                 index.insert(t.id.clone(), i);
             }
         }
-        let mut deps = vec![Vec::new(); tasks.len()];
-        let mut dependents = vec![Vec::new(); tasks.len()];
-        let mut graph = DiGraph::<usize, ()>::with_capacity(tasks.len(), tasks.len() * 2);
-        for i in 0..tasks.len() {
-            graph.add_node(i);
-        }
+        // (dep, dependent) in file order, a dep a task lists twice kept once.
+        let mut edges: Vec<(usize, usize)> = Vec::with_capacity(tasks.len() * 2);
         for (i, t) in tasks.iter().enumerate() {
+            let own = edges.len();
             for d in &t.deps {
                 match index.get(d) {
-                    Some(&j) if !deps[i].contains(&j) => {
-                        deps[i].push(j);
-                        dependents[j].push(i);
-                        graph.add_edge(NodeIndex::new(j), NodeIndex::new(i), ());
-                    }
+                    Some(&j) if !edges[own..].contains(&(j, i)) => edges.push((j, i)),
                     Some(_) => {}
                     None => problems.push(Problem {
                         line: t.line,
@@ -331,30 +326,39 @@ impl Plan {
                 }
             }
         }
-        for scc in tarjan_scc(&graph) {
-            let looped = scc.len() > 1 || deps[scc[0].index()].contains(&scc[0].index());
-            if !looped {
-                continue;
-            }
-            let members: Vec<usize> = scc.iter().map(|n| n.index()).collect();
-            let cycle = find_cycle(&members, &deps);
-            let path: Vec<&str> = cycle.iter().map(|&i| tasks[i].id.as_str()).collect();
-            let first = cycle[0];
+        let mut graph = DiGraph::with_capacity(tasks.len(), edges.len());
+        for _ in &tasks {
+            graph.add_node(());
+        }
+        for &(j, i) in edges.iter().rev() {
+            graph.add_edge(NodeIndex::new(j), NodeIndex::new(i), ());
+        }
+        let plan = Self { tasks, graph };
+        let mut cycles: Vec<Vec<usize>> = tarjan_scc(&plan.graph)
+            .into_iter()
+            .filter(|scc| scc.len() > 1 || plan.graph.contains_edge(scc[0], scc[0]))
+            .filter_map(|scc| {
+                let members: Vec<usize> = scc.iter().map(|n| n.index()).collect();
+                find_cycle(&members, |i| plan.deps(i))
+            })
+            .collect();
+        // In file order: the order tarjan_scc finds them in follows the order edges were added.
+        cycles.sort_unstable_by_key(|cycle| cycle[0]);
+        for cycle in cycles {
+            let path: Vec<&str> = cycle.iter().map(|&i| plan.tasks[i].id.as_str()).collect();
+            let first = &plan.tasks[cycle[0]];
             problems.push(Problem {
-                line: tasks[first].line,
-                task: Some(tasks[first].id.to_string()),
+                line: first.line,
+                task: Some(first.id.to_string()),
                 message: format!("dependency cycle: {} → {}", path.join(" → "), path[0]),
             });
         }
-        Self {
-            tasks,
-            deps,
-            dependents,
-        }
+        plan
     }
 
     /// Appends tasks whose deps name tasks of the plan or each other (a goal planned while the
-    /// run goes); returns the indices they got.
+    /// run goes); returns the indices they got. The graph is linked anew, not grown: an edge
+    /// added to an existing task would list its new dependent first.
     pub fn extend(&mut self, tasks: Vec<Task>) -> anyhow::Result<std::ops::Range<usize>> {
         let start = self.len();
         let mut all = self.tasks.clone();
@@ -397,12 +401,18 @@ impl Plan {
         self.tasks.len()
     }
 
-    pub fn deps(&self, i: usize) -> &[usize] {
-        &self.deps[i]
+    /// The tasks task `i` depends on, in the order its `deps` lists them.
+    pub fn deps(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        self.graph
+            .neighbors_directed(NodeIndex::new(i), Incoming)
+            .map(NodeIndex::index)
     }
 
-    pub fn dependents(&self, i: usize) -> &[usize] {
-        &self.dependents[i]
+    /// The tasks that depend on task `i`, in ascending index.
+    pub fn dependents(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        self.graph
+            .neighbors_directed(NodeIndex::new(i), Outgoing)
+            .map(NodeIndex::index)
     }
 
     /// Priority of each task: the number of tasks on the longest path from it to the end of the
@@ -411,11 +421,7 @@ impl Plan {
         let order = self.topological_order();
         let mut prio = vec![1u32; self.len()];
         for &i in order.iter().rev() {
-            let below = self.dependents[i]
-                .iter()
-                .map(|&d| prio[d])
-                .max()
-                .unwrap_or(0);
+            let below = self.dependents(i).map(|d| prio[d]).max().unwrap_or(0);
             prio[i] = below + 1;
         }
         prio
@@ -423,13 +429,13 @@ impl Plan {
 
     /// Kahn's algorithm; ties keep file order.
     pub fn topological_order(&self) -> Vec<usize> {
-        let mut indegree: Vec<usize> = self.deps.iter().map(Vec::len).collect();
+        let mut indegree: Vec<usize> = (0..self.len()).map(|i| self.deps(i).count()).collect();
         let mut ready: std::collections::VecDeque<usize> =
             (0..self.len()).filter(|&i| indegree[i] == 0).collect();
         let mut order = Vec::with_capacity(self.len());
         while let Some(i) = ready.pop_front() {
             order.push(i);
-            for &d in &self.dependents[i] {
+            for d in self.dependents(i) {
                 indegree[d] -= 1;
                 if indegree[d] == 0 {
                     ready.push_back(d);
@@ -446,7 +452,7 @@ impl Plan {
             return Some(i);
         }
         let sinks: Vec<usize> = (0..self.len())
-            .filter(|&i| self.dependents[i].is_empty())
+            .filter(|&i| self.dependents(i).next().is_none())
             .collect();
         (sinks.len() == 1).then(|| sinks[0])
     }
@@ -473,7 +479,7 @@ impl Plan {
         let sinks: Vec<usize> = tasks
             .iter()
             .copied()
-            .filter(|&i| !self.dependents[i].iter().any(|d| tasks.contains(d)))
+            .filter(|&i| !self.dependents(i).any(|d| tasks.contains(&d)))
             .collect();
         (sinks.len() == 1).then(|| sinks[0])
     }
@@ -490,18 +496,18 @@ impl Plan {
 }
 
 /// One cycle through the strongly connected `members`, as a list of task indices in dependency
-/// order (each depends on the one before it).
-fn find_cycle(members: &[usize], deps: &[Vec<usize>]) -> Vec<usize> {
-    let start = *members.iter().min().expect("an SCC is never empty");
+/// order (each depends on the one before it); `deps(i)` lists what task `i` depends on. `None`
+/// only for members that are no such component (empty, or a task with no dep among them).
+fn find_cycle<I: Iterator<Item = usize>>(
+    members: &[usize],
+    deps: impl Fn(usize) -> I,
+) -> Option<Vec<usize>> {
+    let start = *members.iter().min()?;
     // Walk dependencies inside the component until a task repeats; the repeat closes a cycle.
     let mut path = vec![start];
     let mut current = start;
     loop {
-        let next = *deps[current]
-            .iter()
-            .filter(|d| members.contains(d))
-            .min()
-            .expect("every member of an SCC has a dep inside it");
+        let next = deps(current).filter(|d| members.contains(d)).min()?;
         if let Some(pos) = path.iter().position(|&p| p == next) {
             let mut cycle = path.split_off(pos);
             cycle.reverse();
@@ -512,286 +518,12 @@ fn find_cycle(members: &[usize], deps: &[Vec<usize>]) -> Vec<usize> {
                 .min_by_key(|(_, t)| **t)
                 .map_or(0, |(k, _)| k);
             cycle.rotate_left(min_pos);
-            return cycle;
+            return Some(cycle);
         }
         path.push(next);
         current = next;
     }
 }
 
-#[expect(
-    clippy::similar_names,
-    reason = "`lane` and `line` are the names the file format uses"
-)]
-fn parse_task(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>) -> Option<Task> {
-    let before = problems.len();
-    let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
-    let mut problem = |message: String| {
-        problems.push(Problem {
-            line,
-            task: raw_id.clone(),
-            message,
-        });
-    };
-    for key in obj.keys() {
-        if !FIELDS.contains(&key.as_str()) {
-            problem(format!(
-                "unknown field {key:?} (known: {})",
-                FIELDS.join(", ")
-            ));
-        }
-    }
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => match TaskId::parse(s) {
-            Ok(id) => Some(id),
-            Err(e) => {
-                problem(e);
-                None
-            }
-        },
-        Some(_) => {
-            problem("\"id\" must be a string".into());
-            None
-        }
-        None => {
-            problem("missing \"id\"".into());
-            None
-        }
-    };
-    let mut string = |key: &str| match obj.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            problem(format!("{key:?} must be a string"));
-            None
-        }
-    };
-    let prompt = string("prompt");
-    let command = string("run");
-    let lane_name = string("lane");
-    let mode_name = string("mode");
-    let title = string("title");
-    let agent = string("agent");
-    let check = string("check");
-    let action = match (prompt, command) {
-        (Some(p), None) if !p.trim().is_empty() => Some(Action::Prompt(p)),
-        (None, Some(r)) if !r.trim().is_empty() => Some(Action::Run(r)),
-        (Some(_), Some(_)) => {
-            problem("has both \"prompt\" and \"run\"; give exactly one".into());
-            None
-        }
-        (None, None) if !obj.contains_key("prompt") && !obj.contains_key("run") => {
-            problem("has neither \"prompt\" nor \"run\"; give exactly one".into());
-            None
-        }
-        _ => {
-            problem("\"prompt\" or \"run\" is empty".into());
-            None
-        }
-    };
-    let deps = string_list(obj, "deps", &mut problem)
-        .into_iter()
-        .filter_map(|d| match TaskId::parse(&d) {
-            Ok(id) => Some(id),
-            Err(e) => {
-                problem(format!("in \"deps\": {e}"));
-                None
-            }
-        })
-        .collect();
-    let files = string_list(obj, "files", &mut problem);
-    let lane = lane_name.map_or(Lane::Worker, |l| Lane::parse(&l));
-    let mode = match mode_name.as_deref() {
-        None => match action {
-            Some(Action::Run(_)) => Mode::Write,
-            _ => lane.default_mode(),
-        },
-        Some("read") => Mode::Read,
-        Some("write") => Mode::Write,
-        Some(other) => {
-            problem(format!(
-                "\"mode\" must be \"read\" or \"write\", not {other:?}"
-            ));
-            Mode::Write
-        }
-    };
-    let timeout = match obj.get("timeout") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(s) if s > 0.0 => Some(Duration::from_secs_f64(s)),
-            _ => {
-                problem("\"timeout\" must be a positive number of seconds".into());
-                None
-            }
-        },
-        Some(Value::String(s)) => match parse_duration(s) {
-            Ok(d) => Some(d),
-            Err(e) => {
-                problem(format!("\"timeout\": {e}"));
-                None
-            }
-        },
-        Some(_) => {
-            problem("\"timeout\" must be seconds or a duration like \"90s\"".into());
-            None
-        }
-    };
-    if problems.len() > before {
-        return None;
-    }
-    Some(Task {
-        id: id?,
-        action: action?,
-        deps,
-        lane,
-        mode,
-        title,
-        agent,
-        timeout,
-        check,
-        files,
-        line,
-    })
-}
-
-fn string_list(
-    obj: &Map<String, Value>,
-    key: &str,
-    problem: &mut impl FnMut(String),
-) -> Vec<String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => {
-            let mut out = Vec::new();
-            for item in items {
-                match item {
-                    Value::String(s) => out.push(s.clone()),
-                    _ => problem(format!("{key:?} must be a list of strings")),
-                }
-            }
-            out
-        }
-        Some(_) => {
-            problem(format!("{key:?} must be a list of strings"));
-            Vec::new()
-        }
-    }
-}
-
-/// Parses `90`, `90s`, `20m`, `1h`, `1.5h` into a duration.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (number, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let scale = match unit {
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("bad duration {s:?}: use a number with s, m or h")),
-    };
-    match number.trim().parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(Duration::from_secs_f64(n * scale)),
-        _ => Err(format!(
-            "bad duration {s:?}: use a positive number with s, m or h"
-        )),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ids(plan: &Plan, list: &[usize]) -> Vec<String> {
-        list.iter().map(|&i| plan.tasks[i].id.to_string()).collect()
-    }
-
-    #[test]
-    fn goals_plans_share_a_run_under_their_own_prefix() {
-        let a = Plan::parse(
-            "{\"id\":\"scan\",\"run\":\"true\",\"mode\":\"read\"}\n{\"id\":\"sum\",\"run\":\"true\",\"deps\":[\"scan\"],\"mode\":\"read\"}\n",
-            "a",
-        )
-        .unwrap();
-        let mut run = Plan::from_tasks(a.namespaced("g1").unwrap()).unwrap();
-        let added = run.extend(a.namespaced("g2").unwrap()).unwrap();
-        assert_eq!(added, 2..4);
-        assert_eq!(
-            ids(&run, &[0, 1, 2, 3]),
-            ["g1.scan", "g1.sum", "g2.scan", "g2.sum"]
-        );
-        assert_eq!(run.deps(3), [2]);
-        assert_eq!(run.dependents(0), [1]);
-        assert_eq!(run.goal_tasks("g2"), [2, 3]);
-        // No reducer lane: the goal's one final task is its deliverable.
-        assert_eq!(run.deliverable_among(&run.goal_tasks("g2")), Some(3));
-        assert_eq!(run.deliverable(), None);
-        // The same goal twice would duplicate ids: refused, the plan unchanged.
-        assert!(run.extend(a.namespaced("g2").unwrap()).is_err());
-        assert_eq!(run.len(), 4);
-        let long = "x".repeat(64);
-        let b = Plan::parse(&format!("{{\"id\":\"{long}\",\"run\":\"true\"}}\n"), "b").unwrap();
-        assert_eq!(b.namespaced("g10").unwrap()[0].id.as_str().len(), 64);
-    }
-
-    #[test]
-    fn every_problem_is_reported_with_its_line() {
-        let text = r#"{"id":"a","run":"true"}
-{"id":"a","run":"true"}
-{"id":"b","run":"true","deps":["nope"]}
-
-{"id":"c","run":"true","deps":["d"]}
-{"id":"d","run":"true","deps":["c"]}
-{"id":"bad id","prompt":"x"}
-{"id":"e","prompt":"x","run":"y"}
-{"id":"f","deps":"a","run":"true"}
-"#;
-        let err = Plan::parse(text, "t.jsonl").unwrap_err();
-        let lines: Vec<usize> = err.problems.iter().map(|p| p.line).collect();
-        assert_eq!(lines, vec![2, 3, 5, 7, 8, 9]);
-        let shown = err.to_string();
-        assert!(
-            shown.contains("t.jsonl:5: task \"c\": dependency cycle: c → d → c"),
-            "{shown}"
-        );
-        assert!(
-            shown.contains("duplicate id; first defined on line 1"),
-            "{shown}"
-        );
-    }
-
-    #[test]
-    fn longer_remaining_paths_have_higher_priority() {
-        let text = r#"{"id":"a","run":"true"}
-{"id":"b","run":"true","deps":["a"]}
-{"id":"c","run":"true","deps":["b"]}
-{"id":"d","run":"true"}
-"#;
-        let plan = Plan::parse(text, "t").unwrap();
-        assert_eq!(plan.priorities(), vec![3, 2, 1, 1]);
-        assert_eq!(ids(&plan, &plan.topological_order()), ["a", "d", "b", "c"]);
-    }
-
-    #[test]
-    fn default_modes_follow_lanes_and_unknown_lanes_fail_closed() {
-        let text = r#"{"id":"a","prompt":"x","lane":"researcher"}
-{"id":"b","prompt":"x","lane":"painter"}
-{"id":"c","run":"true","lane":"reviewer"}
-{"id":"d","prompt":"x"}
-"#;
-        let plan = Plan::parse(text, "t").unwrap();
-        let modes: Vec<Mode> = plan.tasks.iter().map(|t| t.mode).collect();
-        assert_eq!(modes, [Mode::Read, Mode::Write, Mode::Write, Mode::Write]);
-    }
-
-    #[test]
-    fn durations_accept_units() {
-        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("-1s").is_err());
-    }
-}
+mod tests;

@@ -85,8 +85,7 @@ pub(super) fn prepare(
     let deps: Vec<(String, String)> = run
         .plan
         .deps(i)
-        .iter()
-        .map(|&d| {
+        .map(|d| {
             (
                 run.plan.tasks[d].id.to_string(),
                 run.slots[d].result.clone().unwrap_or_default(),
@@ -123,8 +122,7 @@ pub(super) fn prepare(
             let changes: Vec<(String, Vec<String>)> = run
                 .plan
                 .deps(i)
-                .iter()
-                .filter_map(|&d| Some((run.plan.tasks[d].id.to_string(), run.changed_paths(d)?)))
+                .filter_map(|d| Some((run.plan.tasks[d].id.to_string(), run.changed_paths(d)?)))
                 .collect();
             let prompt = compose_prompt(prompt, &deps, &changes);
             match agent {

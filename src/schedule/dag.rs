@@ -161,7 +161,7 @@ impl Dag {
             Transition::Interrupted(i) => self.set(i, State::Interrupted),
             Transition::Done(i) => {
                 self.set(i, State::Done);
-                for &d in plan.dependents(i) {
+                for d in plan.dependents(i) {
                     if self.states[d] == State::Waiting {
                         self.waiting_on[d] -= 1;
                         if self.waiting_on[d] == 0 {
@@ -202,8 +202,6 @@ impl Dag {
                     if self.states[i] == State::Waiting {
                         let waits_for = plan
                             .deps(i)
-                            .iter()
-                            .copied()
                             .filter(|&d| self.states[d] != State::Done)
                             .collect();
                         self.set(i, State::Skipped);
@@ -222,8 +220,7 @@ impl Dag {
             if !tasks.contains(&i) || self.states[i] != State::Waiting {
                 continue;
             }
-            let deps = plan.deps(i);
-            if let Some(&bad) = deps.iter().find(|&&d| {
+            if let Some(bad) = plan.deps(i).find(|&d| {
                 matches!(
                     self.states[d],
                     State::Failed | State::Skipped | State::Parked
@@ -232,9 +229,9 @@ impl Dag {
                 self.skip_below(plan, bad, effects);
                 continue;
             }
-            self.waiting_on[i] = deps
-                .iter()
-                .filter(|&&d| self.states[d] != State::Done)
+            self.waiting_on[i] = plan
+                .deps(i)
+                .filter(|&d| self.states[d] != State::Done)
                 .count();
             if self.waiting_on[i] == 0 {
                 self.make_ready(i);
@@ -255,7 +252,7 @@ impl Dag {
             State::Skipped => format!("dependency {cause} was skipped"),
             _ => format!("dependency {cause} failed"),
         };
-        let mut stack: Vec<usize> = plan.dependents(i).to_vec();
+        let mut stack: Vec<usize> = plan.dependents(i).collect();
         let mut skipped = false;
         while let Some(d) = stack.pop() {
             if self.states[d].is_pending() {
@@ -265,7 +262,7 @@ impl Dag {
                     task: d,
                     why: why.clone(),
                 });
-                stack.extend_from_slice(plan.dependents(d));
+                stack.extend(plan.dependents(d));
             }
         }
         if skipped {

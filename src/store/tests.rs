@@ -1,3 +1,4 @@
+use super::schema::MIGRATIONS;
 use super::*;
 
 #[test]

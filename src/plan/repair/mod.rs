@@ -372,8 +372,7 @@ fn cycle_in(nodes: &[Node]) -> Option<Vec<usize>> {
         .filter(|scc| scc.len() > 1)
         .map(|scc| scc.into_iter().map(NodeIndex::index).collect::<Vec<_>>())
         .min_by_key(|members| members.iter().min().copied())?;
-    let deps: Vec<Vec<usize>> = nodes.iter().map(|n| n.deps.clone()).collect();
-    Some(super::find_cycle(&members, &deps))
+    super::find_cycle(&members, |i| nodes[i].deps.iter().copied())
 }
 
 fn break_cycles(nodes: &mut [Node], repairs: &mut Vec<Repair>) {

@@ -1,0 +1,122 @@
+//! The board's schema: append-only migrations counted by `PRAGMA user_version` and applied in
+//! one transaction. A board made by a newer swarm is refused, never touched.
+
+use anyhow::bail;
+use rusqlite::Connection;
+
+/// Schema migrations, append-only: migration `i` takes the board from version `i` to `i + 1`.
+pub(super) const MIGRATIONS: &[&str] = &[
+    r"
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    source TEXT NOT NULL,
+    base_commit TEXT NOT NULL,
+    integration_ref TEXT NOT NULL,
+    options TEXT NOT NULL
+);
+CREATE TABLE tasks (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    spec TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    result TEXT,
+    error TEXT,
+    transcript TEXT,
+    started_at INTEGER,
+    finished_at INTEGER,
+    elapsed_ms INTEGER NOT NULL DEFAULT 0,
+    branch TEXT,
+    start_commit TEXT,
+    commit_id TEXT,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE attempts (
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    outcome TEXT,
+    transcript TEXT NOT NULL,
+    PRIMARY KEY (run_id, task_id, number)
+);
+CREATE TABLE merges (
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    commit_id TEXT NOT NULL,
+    before TEXT NOT NULL,
+    after TEXT,
+    state TEXT NOT NULL,
+    paths TEXT,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, task_id)
+);
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    task_id TEXT,
+    detail TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+",
+    r"
+ALTER TABLE tasks ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN cost REAL;
+ALTER TABLE attempts ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cost REAL;
+",
+    r"
+CREATE TABLE goals (
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    needs TEXT,
+    status TEXT NOT NULL,
+    reason TEXT,
+    queue_id INTEGER,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    text TEXT NOT NULL,
+    added_at INTEGER NOT NULL,
+    run_id TEXT,
+    goal_id TEXT
+);
+",
+    // The integration tip swarm itself set: merges compare-and-swap against it, never against
+    // a value read back from the ref. NULL for runs recorded before it (read from the ref).
+    r"
+ALTER TABLE runs ADD COLUMN tip TEXT;
+",
+];
+
+pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
+    let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version > MIGRATIONS.len() {
+        bail!(
+            "the board has schema version {version}, newer than this swarm knows ({}); use a newer swarm",
+            MIGRATIONS.len()
+        );
+    }
+    if version == MIGRATIONS.len() {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    for m in &MIGRATIONS[version..] {
+        tx.execute_batch(m)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len())?;
+    tx.commit()?;
+    Ok(())
+}
