@@ -86,6 +86,7 @@ impl Outcome {
             Self::Stalled(t) => format!("stopped as hung: no output for {}s", t.as_secs()),
             Self::Interrupted => "interrupted".to_owned(),
             Self::Limited(l) => format!("usage limit ({})", l.message),
+            Self::Fault(f) => format!("cut short ({})", f.why),
         }
     }
 }
@@ -101,6 +102,54 @@ pub(crate) enum Outcome {
     Interrupted,
     /// The agent hit its provider's usage limit: not the task's fault.
     Limited(cli::UsageLimit),
+    /// Something outside the task cut the attempt short.
+    Fault(Fault),
+}
+
+/// Something outside the task cut an attempt short, and no retry of it would do better: the run
+/// stops, resumably, and the attempt does not count against the task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub kind: FaultKind,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FaultKind {
+    /// The model endpoint refused swarm's key (HTTP 401 or 403): the user fixes the key.
+    Credentials,
+    /// The machine: a full disk, too few file descriptors. `swarm resume` once it is fixed.
+    Environment,
+}
+
+impl Fault {
+    /// The fault of the machine behind an error, if that is what it is: a full disk or quota,
+    /// too few file descriptors. git reports these as text only, so its words count too.
+    pub(crate) fn of_error(e: &anyhow::Error) -> Option<Self> {
+        use nix::errno::Errno;
+        let os = e.chain().find_map(|cause| {
+            let io = cause.downcast_ref::<std::io::Error>()?;
+            let errno = Errno::from_raw(io.raw_os_error()?);
+            matches!(
+                errno,
+                Errno::ENOSPC | Errno::EDQUOT | Errno::EMFILE | Errno::ENFILE
+            )
+            .then(|| errno.desc())
+        });
+        let text = format!("{e:#}");
+        let said = [
+            "No space left on device",
+            "Too many open files",
+            "Disk quota exceeded",
+        ]
+        .into_iter()
+        .find(|words| text.contains(words));
+        let what = os.or(said)?;
+        Some(Self {
+            kind: FaultKind::Environment,
+            why: format!("{what}: {text}"),
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -136,7 +185,10 @@ pub(crate) fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
                 &format!("\nswarm: could not run the attempt: {e:#}\n"),
             );
             Finished {
-                outcome: Outcome::Failed(format!("could not start: {e:#}")),
+                outcome: match Fault::of_error(&e) {
+                    Some(fault) => Outcome::Fault(fault),
+                    None => Outcome::Failed(format!("could not start: {e:#}")),
+                },
                 stdout: String::new(),
                 tokens: 0,
                 cost: None,

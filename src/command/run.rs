@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
+use crate::agent::FaultKind;
 use crate::agent::cli::Profile;
 use crate::config::{Land, Options, from_record, overlay, to_record};
 use crate::git::{CommitId, Landing, Repo};
@@ -400,6 +401,15 @@ fn execute(
             })
         })
         .flatten();
+    // What stopped a faulted run, as its first fault said.
+    let fault = matches!(ending, Ending::Faulted(_))
+        .then(|| {
+            events.iter().find_map(|e| match &e.event {
+                RunEvent::Fault { why, .. } => Some(why.as_str()),
+                _ => None,
+            })
+        })
+        .flatten();
     let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
     let goal_unfinished = goals.iter().any(|g| {
         matches!(
@@ -408,7 +418,10 @@ fn execute(
         )
     });
     let code = match ending {
-        Ending::Interrupted | Ending::OverBudget => exit::RESUMABLE,
+        Ending::Interrupted | Ending::OverBudget | Ending::Faulted(FaultKind::Environment) => {
+            exit::RESUMABLE
+        }
+        Ending::Faulted(FaultKind::Credentials) => exit::USAGE,
         Ending::Halted => exit::NEEDS_HUMAN,
         Ending::Finished if !parked.is_empty() => exit::NEEDS_HUMAN,
         Ending::Finished
@@ -422,6 +435,11 @@ fn execute(
     let landing = if ending == Ending::Interrupted {
         Some(format!(
             "Interrupted: `swarm resume {}` continues the run; merged work so far is on `{integration}`.",
+            layout.run
+        ))
+    } else if let Some(why) = fault {
+        Some(format!(
+            "Stopped: {why}. Once that is fixed, `swarm resume {}` runs again what it cut short, with no retry spent; merged work so far is on `{integration}`.",
             layout.run
         ))
     } else if let Some(why) = halted.filter(|_| ending == Ending::Halted) {
@@ -446,7 +464,9 @@ fn execute(
         land(repo, layout, &tip, how, parked.is_empty())?
     };
     let status = match ending {
-        Ending::Interrupted | Ending::OverBudget | Ending::Halted => RunStatus::Interrupted,
+        Ending::Interrupted | Ending::OverBudget | Ending::Halted | Ending::Faulted(_) => {
+            RunStatus::Interrupted
+        }
         Ending::Finished => RunStatus::Finished,
     };
     board.set_run_status(

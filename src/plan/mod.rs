@@ -17,7 +17,8 @@ pub mod repair;
 
 pub use parse::parse_duration;
 
-/// A task's id: `[A-Za-z0-9._-]{1,64}`, not made of dots alone (it names files and branches).
+/// A task's id: `[A-Za-z0-9._-]{1,64}`, holding no `..`, ending in neither `.` nor `.lock`: it
+/// names files and branches (`swarm/<run>-<id>`), and git refuses such branch names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct TaskId(String);
@@ -32,11 +33,11 @@ impl TaskId {
                 "bad id {s:?}: ids are 1 to 64 characters of A-Z a-z 0-9 . _ -"
             ));
         }
-        // Git refuses ref names ending in `.lock`, case-sensitively.
-        let lock_suffix = s.as_bytes().ends_with(b".lock");
-        if s.chars().all(|c| c == '.') || lock_suffix {
+        // What git refuses in a branch name, within these characters (git check-ref-format):
+        // `..` anywhere, a name ending in `.`, or one ending in `.lock` (case-sensitively).
+        if s.contains("..") || s.ends_with('.') || s.as_bytes().ends_with(b".lock") {
             return Err(format!(
-                "bad id {s:?}: an id may not be dots alone or end in .lock"
+                "bad id {s:?}: an id may not hold \"..\" or end in \".\" or \".lock\" (git refuses such branch names)"
             ));
         }
         Ok(Self(s.to_owned()))

@@ -12,6 +12,16 @@ const FIELDS: &[&str] = &[
     "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check", "files",
 ];
 
+/// The most bytes a `run` or `check` command may hold: it is one argument of `sh -c`, and Linux
+/// refuses one longer than 128 KiB when the task starts.
+pub const MAX_COMMAND: usize = 64 * 1024;
+/// The most bytes a prompt may hold (it goes to the agent on stdin).
+pub const MAX_PROMPT: usize = 1024 * 1024;
+/// The most bytes any other text field may hold.
+const MAX_TEXT: usize = 4 * 1024;
+/// The longest duration swarm takes: a timeout or wait past it is a typo, not a plan.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
+
 /// The task of one JSON object on line `line`, or `None` with every problem found added.
 #[expect(
     clippy::similar_names,
@@ -56,13 +66,24 @@ pub(super) fn task(
             None
         }
     };
-    let mut string = |key: &str| match obj.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
-            problem(format!("{key:?} must be a string"));
-            None
-        }
+    // A text refused here is not also reported as missing or empty.
+    let mut refused = false;
+    let mut string = |key: &str| {
+        let why = match obj.get(key) {
+            None | Some(Value::Null) => return None,
+            // A NUL cannot reach a process's arguments or environment.
+            Some(Value::String(s)) if s.contains('\0') => format!("{key:?} holds a NUL byte"),
+            Some(Value::String(s)) if s.len() > max_len(key) => format!(
+                "{key:?} is {} bytes, over the {} KiB this field may hold",
+                s.len(),
+                max_len(key) / 1024
+            ),
+            Some(Value::String(s)) => return Some(s.clone()),
+            Some(_) => format!("{key:?} must be a string"),
+        };
+        problem(why);
+        refused = true;
+        None
     };
     let prompt = string("prompt");
     let command = string("run");
@@ -72,6 +93,7 @@ pub(super) fn task(
     let agent = string("agent");
     let check = string("check");
     let action = match (prompt, command) {
+        _ if refused => None,
         (Some(p), None) if !p.trim().is_empty() => Some(Action::Prompt(p)),
         (None, Some(r)) if !r.trim().is_empty() => Some(Action::Run(r)),
         (Some(_), Some(_)) => {
@@ -115,13 +137,16 @@ pub(super) fn task(
     };
     let timeout = match obj.get("timeout") {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(s) if s > 0.0 => Some(Duration::from_secs_f64(s)),
-            _ => {
-                problem("\"timeout\" must be a positive number of seconds".into());
-                None
+        Some(Value::Number(n)) => {
+            let d = n.as_f64().and_then(|s| seconds(s).ok());
+            if d.is_none() {
+                problem(format!(
+                    "\"timeout\" must be a positive number of seconds, at most {}",
+                    MAX_DURATION.as_secs()
+                ));
             }
-        },
+            d
+        }
         Some(Value::String(s)) => match parse_duration(s) {
             Ok(d) => Some(d),
             Err(e) => {
@@ -176,26 +201,59 @@ fn string_list(
     }
 }
 
-/// Parses `90`, `90s`, `20m`, `1h`, `1.5h` into a duration.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (number, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let scale = match unit {
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("bad duration {s:?}: use a number with s, m or h")),
-    };
-    match number.trim().parse::<f64>() {
-        Ok(n) if n > 0.0 && n.is_finite() => Ok(Duration::from_secs_f64(n * scale)),
-        _ => Err(format!(
-            "bad duration {s:?}: use a positive number with s, m or h"
-        )),
+/// The most bytes field `key` may hold.
+fn max_len(key: &str) -> usize {
+    match key {
+        "run" | "check" => MAX_COMMAND,
+        "prompt" => MAX_PROMPT,
+        _ => MAX_TEXT,
     }
+}
+
+/// `n` seconds, if positive and at most `MAX_DURATION`.
+fn seconds(n: f64) -> Result<Duration, ()> {
+    match Duration::try_from_secs_f64(n) {
+        Ok(d) if !d.is_zero() && d <= MAX_DURATION => Ok(d),
+        _ => Err(()),
+    }
+}
+
+/// Parses a duration: seconds (`90`, `1.5`), or numbers with units, alone or in a row: `90s`,
+/// `20m`, `1.5h`, `500ms`, `2d`, `1h30m`, `1h 30m`. Positive, at most `MAX_DURATION`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let text = s.trim();
+    let bad = || {
+        format!(
+            "bad duration {text:?}: use a positive number of seconds or of ms, s, m, h or d (as in 90s, 1h30m), at most 365d"
+        )
+    };
+    if let Ok(n) = text.parse::<f64>() {
+        return seconds(n).map_err(|()| bad());
+    }
+    let mut total = 0.0_f64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(digits);
+        let units = after
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(units);
+        let scale = match unit {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            _ => return Err(bad()),
+        };
+        let n: f64 = number.parse().map_err(|_| bad())?;
+        total += n * scale;
+        rest = after.trim_start();
+    }
+    seconds(total).map_err(|()| bad())
 }
 
 #[cfg(test)]
@@ -209,7 +267,71 @@ mod tests {
         assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("-1s").is_err());
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(
+            parse_duration("1h 30m 15s").unwrap(),
+            Duration::from_secs(5415)
+        );
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2d").unwrap(), Duration::from_secs(172_800));
+        assert_eq!(
+            parse_duration(" 365d ").unwrap(),
+            Duration::from_secs(365 * 86_400)
+        );
+        for bad in [
+            "soon",
+            "-1s",
+            "0",
+            "0s",
+            "1x",
+            "h",
+            "1h30",
+            "366d",
+            "1e300",
+            "NaN",
+            "inf",
+            "99999999999999999999h",
+            "",
+        ] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(err.starts_with("bad duration"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn task_fields_past_their_limits_or_holding_nul_are_problems_at_load() {
+        let problems = |line: &str| match crate::plan::Plan::parse(line, "t") {
+            Ok(_) => Vec::new(),
+            Err(e) => e
+                .problems
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>(),
+        };
+        let long = "x".repeat(super::MAX_COMMAND + 1);
+        assert_eq!(
+            problems(&format!(r#"{{"id":"a","run":"{long}"}}"#)),
+            [format!(
+                "\"run\" is {} bytes, over the 64 KiB this field may hold",
+                long.len()
+            )]
+        );
+        assert_eq!(
+            problems(r#"{"id":"a","run":"echo a\u0000b"}"#),
+            ["\"run\" holds a NUL byte"]
+        );
+        for timeout in ["1e300", "1e19", "-1", "0"] {
+            assert_eq!(
+                problems(&format!(r#"{{"id":"a","run":"true","timeout":{timeout}}}"#)),
+                ["\"timeout\" must be a positive number of seconds, at most 31536000"],
+                "{timeout}"
+            );
+        }
+        assert_eq!(
+            problems(r#"{"id":"a..b","run":"true"}"#),
+            [
+                "bad id \"a..b\": an id may not hold \"..\" or end in \".\" or \".lock\" (git refuses such branch names)"
+            ]
+        );
     }
 }

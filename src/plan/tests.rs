@@ -1,4 +1,4 @@
-use super::{Mode, Plan};
+use super::{Mode, Plan, TaskId};
 
 fn ids(plan: &Plan, list: &[usize]) -> Vec<String> {
     list.iter().map(|&i| plan.tasks[i].id.to_string()).collect()
@@ -111,4 +111,59 @@ fn default_modes_follow_lanes_and_unknown_lanes_fail_closed() {
     let plan = Plan::parse(text, "t").unwrap();
     let modes: Vec<Mode> = plan.tasks.iter().map(|t| t.mode).collect();
     assert_eq!(modes, [Mode::Read, Mode::Write, Mode::Write, Mode::Write]);
+}
+
+/// Whether git takes `name` as a branch name.
+fn git_takes(name: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["check-ref-format", "--branch", name])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+}
+
+#[test]
+fn an_id_is_taken_exactly_when_git_takes_every_branch_named_after_it() {
+    // Every id of up to three of these characters, and longer ones from a fixed seed.
+    let short = ['a', '.', '-', '_', '0'];
+    let alphabet = ['a', '.', '-', '_', '0', 'l', 'o', 'c', 'k', '.'];
+    let mut ids: Vec<String> = Vec::new();
+    for n in 1..=3u32 {
+        for k in 0..short.len().pow(n) {
+            let (mut k, mut id) = (k, String::new());
+            for _ in 0..n {
+                id.push(short[k % short.len()]);
+                k /= short.len();
+            }
+            ids.push(id);
+        }
+    }
+    let mut seed: u64 = 0x5eed;
+    for _ in 0..200 {
+        let len = 4 + (seed % 9) as usize;
+        let id: String = (0..len)
+            .map(|_| {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                alphabet[(seed >> 33) as usize % alphabet.len()]
+            })
+            .collect();
+        ids.push(id);
+    }
+    ids.extend(["x.lock", "a..b", "a.", ".a", "-a", "lock", "a.lock.b"].map(str::to_owned));
+    for id in &ids {
+        let branches = [
+            format!("swarm/20261201-101500-ab12-{id}"),
+            format!("swarm/20261201-101500-ab12-{id}-resolve"),
+            format!("swarm/20261201-101500-ab12-{id}@1"),
+            format!("swarm/20261201-101500-ab12-{id}-resolve@2"),
+        ];
+        let git = branches.iter().all(|b| git_takes(b));
+        assert_eq!(TaskId::parse(id).is_ok(), git, "id {id:?}");
+    }
 }

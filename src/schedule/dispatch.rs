@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::agent::Watchdog;
 use crate::agent::cli::UsageLimit;
+use crate::agent::{Fault, FaultKind, Watchdog};
 use crate::git::{CommitId, Repo};
 use crate::plan::{Mode, Plan};
 use crate::store::{Board, RunEvent, TaskRecord, TaskStatus};
@@ -66,6 +66,8 @@ pub struct Dispatcher<'a> {
     over_budget: bool,
     /// A signal asked the run to stop.
     signalled: bool,
+    /// A fault outside the tasks stops the run.
+    fault: Option<Fault>,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -142,6 +144,7 @@ impl<'a> Dispatcher<'a> {
             stopping: false,
             over_budget: false,
             signalled: false,
+            fault: None,
         })
     }
 
@@ -181,6 +184,15 @@ impl<'a> Dispatcher<'a> {
             if let Some(why) = self.limit_stop.take()
                 && !self.stopping
             {
+                self.stop(workers, &why);
+            }
+            if let Some(fault) = &self.fault
+                && !self.stopping
+            {
+                let why = format!(
+                    "{}; {} running task(s) are stopped, nothing new starts",
+                    fault.why, self.running
+                );
                 self.stop(workers, &why);
             }
             if let Some(why) = self.merges.halted()
@@ -335,6 +347,8 @@ impl<'a> Dispatcher<'a> {
             run.record.interrupted(&marks)?;
             return Ok(if self.signalled {
                 Ending::Interrupted
+            } else if let Some(fault) = &self.fault {
+                Ending::Faulted(fault.kind)
             } else if self.merges.halted().is_some() {
                 Ending::Halted
             } else if self.over_budget {
@@ -489,6 +503,19 @@ impl<'a> Dispatcher<'a> {
                     .task_finished(&id, Verb::Interrupted, report.elapsed, None);
             }
             Verdict::Failed(ref why) => self.failed(&id, &report, why, totals)?,
+            Verdict::Fault(ref fault) => {
+                let run = &mut self.run;
+                let kind = match fault.kind {
+                    FaultKind::Credentials => "credentials",
+                    FaultKind::Environment => "environment",
+                };
+                run.record
+                    .attempt_faulted(&id, &report, totals, kind, &fault.why)?;
+                run.dag.on(&run.plan, Transition::Interrupted(i));
+                run.ui
+                    .task_finished(&id, Verb::Interrupted, report.elapsed, Some(&fault.why));
+                self.fault.get_or_insert_with(|| fault.clone());
+            }
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use super::Message;
 
 use crate::agent::openai::Builtin;
-use crate::agent::{self, Invocation, Outcome, Watchdog};
+use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
 use crate::git::{self, Commit, CommitId, Head, Left, Repo};
 
 /// The dedicated pool that runs attempts (never rayon's global pool: attempts block on child
@@ -83,6 +83,8 @@ pub(super) enum Verdict {
     Interrupted,
     /// The agent's provider refused for a while; the attempt does not count as a failure.
     Limited(crate::agent::cli::UsageLimit),
+    /// Something outside the task cut the attempt short: the run stops, resumably.
+    Fault(Fault),
 }
 
 pub(super) enum JobKind {
@@ -132,9 +134,12 @@ impl Job {
     pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
         let mut usage = (0, None);
-        let verdict = self
-            .attempt(watchdog, tx, &mut usage)
-            .unwrap_or_else(|e| Verdict::Failed(format!("{e:#}")));
+        let verdict =
+            self.attempt(watchdog, tx, &mut usage)
+                .unwrap_or_else(|e| match Fault::of_error(&e) {
+                    Some(fault) => Verdict::Fault(fault),
+                    None => Verdict::Failed(format!("{e:#}")),
+                });
         Report {
             task: self.task,
             attempt: self.attempt,
@@ -216,6 +221,7 @@ impl Job {
             }
             Outcome::Failed(why) => return Ok(Verdict::Failed(why)),
             Outcome::Limited(limit) => return Ok(Verdict::Limited(limit)),
+            Outcome::Fault(fault) => return Ok(Verdict::Fault(fault)),
         }
         match &self.kind {
             JobKind::Reader { commit } => {
@@ -324,6 +330,7 @@ impl Job {
         match agent::run(&check_run, watchdog).outcome {
             Outcome::Succeeded => None,
             Outcome::Interrupted => Some(Verdict::Interrupted),
+            Outcome::Fault(fault) => Some(Verdict::Fault(fault)),
             Outcome::TimedOut(_)
             | Outcome::Stalled(_)
             | Outcome::Failed(_)

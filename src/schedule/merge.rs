@@ -413,7 +413,7 @@ impl MergeQueue {
                 let resolver = Some(why);
                 park(run, i, &Hold::Conflict { paths, resolver })
             }
-            Verdict::Interrupted | Verdict::Limited(_) => {
+            Verdict::Interrupted | Verdict::Limited(_) | Verdict::Fault(_) => {
                 // Still committed in the board: a resume merges it again.
                 run.dag.on(&run.plan, Transition::Committed(i));
                 Ok(())

@@ -170,6 +170,9 @@ pub enum Ending {
     /// Something only a human can settle stopped the merges (the integration ref moved under
     /// the run); nothing new started, what ran finished; resumable once settled.
     Halted,
+    /// A fault outside the tasks (a refused key, a full disk) stopped the run; resumable once
+    /// it is fixed, the attempts it cut short counted as no failure.
+    Faulted(crate::agent::FaultKind),
 }
 
 enum Message {

@@ -258,6 +258,32 @@ impl<'a> Recorder<'a> {
         self.finish_attempt(task, report, "usage_limit", &update, &[event])
     }
 
+    /// An attempt cut short by a fault outside the task: a resume runs it again, no failure
+    /// counted.
+    pub(super) fn attempt_faulted(
+        &mut self,
+        task: &str,
+        report: &Report,
+        totals: Totals,
+        kind: &str,
+        why: &str,
+    ) -> anyhow::Result<()> {
+        let update = TaskUpdate {
+            status: Some(TaskStatus::Interrupted),
+            tokens: Some(totals.tokens),
+            cost: totals.cost,
+            ..TaskUpdate::default()
+        };
+        let event = Event::task(
+            task,
+            RunEvent::Fault {
+                kind: kind.to_owned(),
+                why: why.to_owned(),
+            },
+        );
+        self.finish_attempt(task, report, "fault", &update, &[event])
+    }
+
     /// Tasks that had run and wait for a resume to run again.
     pub(super) fn interrupted(&mut self, tasks: &[&str]) -> anyhow::Result<()> {
         let marks: Vec<_> = tasks

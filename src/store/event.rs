@@ -81,6 +81,12 @@ pub enum RunEvent {
         wait_ms: u64,
         stops_run: bool,
     },
+    /// Something outside the task cut its attempt short (`kind`: `credentials` or
+    /// `environment`); the run stops and the attempt does not count.
+    Fault {
+        kind: String,
+        why: String,
+    },
     Merged {
         commit: String,
         before: String,

@@ -26,6 +26,64 @@ use write::{append_event, apply_update, insert_goals};
 /// The board's database, in the swarm directory.
 const BOARD_FILE: &str = "board.db";
 
+/// How long opening the board waits for another swarm holding it.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn is_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|code| {
+                matches!(
+                    code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                )
+            })
+    })
+}
+
+/// A board that does not read as one is the user's to look at: swarm never recreates or deletes
+/// it. Other errors pass as they are, with the board's path.
+fn damaged(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    let corrupt = e.chain().any(|cause| {
+        cause
+            .downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code)
+            .is_some_and(|code| {
+                matches!(
+                    code,
+                    rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt
+                )
+            })
+    });
+    if !corrupt {
+        return e.context(format!("board {}", path.display()));
+    }
+    e.context(format!(
+        "the board {} is damaged; swarm leaves it as it is. Keep it for a look and start a fresh one with `mv {0} {0}.damaged` (its runs are then no longer known to swarm)",
+        path.display()
+    ))
+}
+
+/// A board emptied to 0 bytes while runs are on record lost them; `SQLite` would take it for a new
+/// board and forget them silently.
+fn refuse_emptied(swarm_dir: &Path, path: &Path) -> anyhow::Result<()> {
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    let wal = path.with_extension("db-wal");
+    let emptied = size(path) == Some(0) && size(&wal).unwrap_or(0) == 0;
+    let runs_on_record =
+        std::fs::read_dir(swarm_dir.join("runs")).is_ok_and(|mut entries| entries.next().is_some());
+    if emptied && runs_on_record {
+        anyhow::bail!(
+            "the board {} is empty, but runs are on record in {}; swarm leaves it as it is. Restore it from a backup, or start a fresh one with `mv {0} {0}.empty`",
+            path.display(),
+            swarm_dir.join("runs").display()
+        );
+    }
+    Ok(())
+}
+
 /// The board of one repository.
 pub struct Board {
     conn: Connection,
@@ -45,15 +103,32 @@ impl Board {
         std::fs::create_dir_all(swarm_dir)
             .with_context(|| format!("could not create {}", swarm_dir.display()))?;
         let path = swarm_dir.join(BOARD_FILE);
+        refuse_emptied(swarm_dir, &path)?;
         let mut conn = Connection::open(&path)
             .with_context(|| format!("could not open the board {}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        // WAL with synchronous=NORMAL: a commit survives the process being killed at any
-        // moment (the case swarm resumes from); only an OS crash can lose the last commits.
-        conn.pragma_update(None, "journal_mode", "wal")?;
-        conn.pragma_update(None, "synchronous", "normal")?;
-        conn.pragma_update(None, "foreign_keys", "on")?;
-        migrate(&mut conn).with_context(|| format!("board {}", path.display()))?;
+        let setup = |conn: &mut Connection| -> rusqlite::Result<()> {
+            conn.busy_timeout(BUSY_WAIT)?;
+            // WAL with synchronous=NORMAL: a commit survives the process being killed at any
+            // moment (the case swarm resumes from); only an OS crash can lose the last commits.
+            conn.pragma_update(None, "journal_mode", "wal")?;
+            conn.pragma_update(None, "synchronous", "normal")?;
+            conn.pragma_update(None, "foreign_keys", "on")
+        };
+        // Swarms opening a fresh board at once: turning on WAL takes the board whole, and
+        // SQLite answers "busy" at once instead of waiting for it; so wait here.
+        let started = std::time::Instant::now();
+        loop {
+            match setup(&mut conn)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| migrate(&mut conn))
+            {
+                Ok(()) => break,
+                Err(e) if is_busy(&e) && started.elapsed() < BUSY_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(damaged(&path, e)),
+            }
+        }
         Ok(Self {
             conn,
             dir: swarm_dir.to_owned(),

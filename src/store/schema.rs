@@ -1,8 +1,9 @@
-//! The board's schema: append-only migrations counted by `PRAGMA user_version` and applied in
-//! one transaction. A board made by a newer swarm is refused, never touched.
+//! The board's schema: append-only migrations counted by `PRAGMA user_version`, read and applied
+//! in one exclusive transaction, so swarms opening a fresh board at once migrate it once. A
+//! board made by a newer swarm is refused, never touched.
 
 use anyhow::bail;
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 /// Schema migrations, append-only: migration `i` takes the board from version `i` to `i + 1`.
 pub(super) const MIGRATIONS: &[&str] = &[
@@ -102,7 +103,8 @@ ALTER TABLE runs ADD COLUMN tip TEXT;
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
-    let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+    let version: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version > MIGRATIONS.len() {
         bail!(
             "the board has schema version {version}, newer than this swarm knows ({}); use a newer swarm",
@@ -112,7 +114,6 @@ pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     if version == MIGRATIONS.len() {
         return Ok(());
     }
-    let tx = conn.transaction()?;
     for m in &MIGRATIONS[version..] {
         tx.execute_batch(m)?;
     }

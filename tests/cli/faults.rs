@@ -3,7 +3,8 @@
 
 use std::process::Stdio;
 
-use crate::{TestRepo, assert_exit, stderr};
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::{TestRepo, assert_exit, status_json, stderr, stdout, tasks_with_status};
 
 /// Runs `args` with a stdout whose reader has already gone away.
 fn with_stdout_closed(repo: &TestRepo, args: &[&str]) -> std::process::Output {
@@ -43,4 +44,151 @@ fn a_failed_run_whose_summary_reader_went_away_still_exits_1() {
     let run = with_stdout_closed(&repo, &["run", "--retries", "0", tasks.to_str().unwrap()]);
     assert_exit(&run, 1);
     assert!(!stderr(&run).contains("error:"), "{}", stderr(&run));
+}
+
+#[test]
+fn swarms_adding_to_the_queue_of_a_fresh_board_at_once_lose_no_goal() {
+    for round in 0..50 {
+        let repo = TestRepo::new();
+        let adds: Vec<_> = (0..8)
+            .map(|i| {
+                repo.swarm_cmd()
+                    .args(["queue", "add", &format!("goal {i}")])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for add in adds {
+            let out = add.wait_with_output().unwrap();
+            assert_exit(&out, 0);
+        }
+        let listed = repo.swarm(&["queue", "list", "--json"]);
+        assert_exit(&listed, 0);
+        let items: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+        assert_eq!(
+            items.as_array().map(Vec::len),
+            Some(8),
+            "round {round}: {items}"
+        );
+    }
+}
+
+/// A repository with one finished run on its board.
+fn repo_with_a_run() -> TestRepo {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"a","run":"echo a"}"#]);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    repo
+}
+
+#[test]
+fn a_damaged_board_is_refused_with_its_path_and_left_as_it_is() {
+    let repo = repo_with_a_run();
+    let board = repo.swarm_dir().join("board.db");
+    for side in ["board.db-wal", "board.db-shm"] {
+        let _ = std::fs::remove_file(repo.swarm_dir().join(side));
+    }
+    let garbage = b"this is no database, only text that took its place\n".repeat(100);
+    std::fs::write(&board, &garbage).unwrap();
+    for args in [&["status"][..], &["queue", "list"]] {
+        let out = repo.swarm(args);
+        assert_exit(&out, 1);
+        let err = stderr(&out);
+        assert!(err.contains("is damaged"), "{err}");
+        assert!(err.contains(&board.display().to_string()), "{err}");
+        assert!(err.contains(".damaged"), "{err}");
+    }
+    assert_eq!(std::fs::read(&board).unwrap(), garbage);
+}
+
+#[test]
+fn an_emptied_board_with_runs_on_record_is_refused_not_recreated() {
+    let repo = repo_with_a_run();
+    let board = repo.swarm_dir().join("board.db");
+    for side in ["board.db-wal", "board.db-shm"] {
+        let _ = std::fs::remove_file(repo.swarm_dir().join(side));
+    }
+    std::fs::write(&board, b"").unwrap();
+    let out = repo.swarm(&["status"]);
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("is empty, but runs are on record"), "{err}");
+    assert!(err.contains(&board.display().to_string()), "{err}");
+    assert_eq!(std::fs::metadata(&board).unwrap().len(), 0);
+}
+
+#[test]
+fn a_refused_key_stops_the_run_at_once_with_exit_2_and_resume_finishes_it() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","prompt":"Say a","mode":"read"}"#,
+        r#"{"id":"b","prompt":"Say b","mode":"read"}"#,
+        r#"{"id":"c","prompt":"Say c","mode":"read","deps":["a","b"]}"#,
+    ]);
+    // The endpoint takes one key only.
+    let llm = FakeLlm::start(|req, _| {
+        if req.header("authorization") == Some("Bearer sk-right") {
+            Reply::text("done")
+        } else {
+            Reply::error(401, "invalid api key")
+        }
+    });
+    let swarm = |key: &str, args: &[&str]| {
+        repo.swarm_cmd()
+            .env("SWARM_API_BASE", llm.base_url())
+            .env("SWARM_API_KEY", key)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = swarm(
+        "sk-wrong",
+        &["run", "-j", "1", "--retries", "3", tasks.to_str().unwrap()],
+    );
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("check SWARM_API_KEY"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("swarm resume"), "{}", stdout(&out));
+    // One request, not one per task and retry.
+    assert_eq!(llm.requests().len(), 1);
+    let status = status_json(&repo);
+    assert_eq!(status["run"]["status"], "interrupted");
+
+    let resumed = swarm("sk-right", &["resume"]);
+    assert_exit(&resumed, 0);
+    let status = status_json(&repo);
+    assert_eq!(tasks_with_status(&status, "done").len(), 3, "{status:#}");
+    // The refused attempt spent no retry.
+    for t in status["tasks"].as_array().unwrap() {
+        assert_eq!(t["failures"], 0, "{t:#}");
+    }
+}
+
+#[test]
+fn durations_past_the_calendar_are_input_errors_not_panics() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"a","run":"echo a"}"#]);
+    for flag in ["99999999999999999999h", "1e300", "366d"] {
+        let out = repo.swarm(&["run", "--task-timeout", flag, tasks.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert!(
+            stderr(&out).contains("bad duration"),
+            "{flag}: {}",
+            stderr(&out)
+        );
+    }
+    for timeout in ["1e300", "1e19"] {
+        let tasks = repo.tasks(&[&format!(
+            r#"{{"id":"a","run":"echo a","timeout":{timeout}}}"#
+        )]);
+        let out = repo.swarm(&["run", tasks.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains(":1: task \"a\""), "{}", stderr(&out));
+    }
+    assert!(!repo.swarm_dir().join("runs").exists(), "a run was made");
 }
