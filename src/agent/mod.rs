@@ -688,6 +688,7 @@ pub(crate) fn run_hook(
     input: &str,
     cwd: &std::path::Path,
     transcript: &std::path::Path,
+    watchdog: &Watchdog,
 ) -> String {
     let inv = Invocation {
         command: command.to_owned(),
@@ -702,11 +703,5 @@ pub(crate) fn run_hook(
         transcript: transcript.to_owned(),
         header: format!("hook: {command}\n"),
     };
-    let watchdog = match Watchdog::start(Duration::from_secs(2)) {
-        Ok(w) => w,
-        Err(e) => return format!("not run: {e:#}"),
-    };
-    let done = run(&inv, &watchdog);
-    watchdog.shutdown();
-    done.outcome.describe()
+    run(&inv, watchdog).outcome.describe()
 }

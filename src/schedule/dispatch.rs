@@ -24,7 +24,7 @@ use super::job::{Job, Report, Verdict, Workers};
 use super::merge::MergeQueue;
 use super::record::{Failure, Recorder};
 use super::run::{Run, Slot};
-use super::signal::{SignalWatch, watch_signals};
+use super::signal::watch_signals;
 use super::{Checkout, Ending, Layout, Message, Settings, attempt, backoff, notice_event};
 
 /// How long a usage limit pauses the run when the agent does not say when it resets.
@@ -120,6 +120,7 @@ impl<'a> Dispatcher<'a> {
             })
             .collect();
         let (tx, rx) = mpsc::channel();
+        let watchdog = Watchdog::start(settings.kill_grace)?;
         Ok(Self {
             goals: goals.map(|g| GoalPlanner::new(g, &plan, tx.clone())),
             checkouts: Checkouts::open(&layout.worktrees, settings.max_writers)?,
@@ -131,6 +132,7 @@ impl<'a> Dispatcher<'a> {
                 record,
                 ui,
                 repo,
+                watchdog,
                 settings,
                 layout,
             },
@@ -152,7 +154,7 @@ impl<'a> Dispatcher<'a> {
     /// with the plan as it ended (goals planned during the run add tasks) and the integration
     /// tip swarm made.
     pub fn run(mut self) -> anyhow::Result<(Ending, Plan, CommitId)> {
-        let watchdog = Watchdog::start(self.run.settings.kill_grace)?;
+        let watchdog = self.run.watchdog.clone();
         let signals = watch_signals(self.tx.clone(), watchdog.clone())?;
         let workers = Workers::start(self.run.settings.jobs, self.tx.clone(), watchdog.clone())?;
         // However the loop ends short, by an error or a panic, no agent outlives it.
@@ -160,7 +162,7 @@ impl<'a> Dispatcher<'a> {
             watchdog: &watchdog,
             armed: true,
         };
-        let outcome = self.drive(&workers, &signals);
+        let outcome = self.drive(&workers);
         reaper.armed = outcome.is_err();
         drop(reaper);
         signals.close();
@@ -176,7 +178,7 @@ impl<'a> Dispatcher<'a> {
         Ok((ending, self.run.plan, self.merges.into_tip()))
     }
 
-    fn drive(&mut self, workers: &Workers, signals: &SignalWatch) -> anyhow::Result<Ending> {
+    fn drive(&mut self, workers: &Workers) -> anyhow::Result<Ending> {
         self.begin()?;
         loop {
             let now = Instant::now();
@@ -236,7 +238,7 @@ impl<'a> Dispatcher<'a> {
             // A timeout means a delay came due; the loop holds a sender, so the channel
             // never closes.
             if let Ok(message) = self.rx.recv_timeout(wait) {
-                self.on(message, workers, signals)?;
+                self.on(message, workers)?;
                 let run = &mut self.run;
                 run.ui.progress(run.dag.finished(), run.plan.len());
             }
@@ -274,12 +276,7 @@ impl<'a> Dispatcher<'a> {
         Ok(())
     }
 
-    fn on(
-        &mut self,
-        message: Message,
-        workers: &Workers,
-        signals: &SignalWatch,
-    ) -> anyhow::Result<()> {
+    fn on(&mut self, message: Message, workers: &Workers) -> anyhow::Result<()> {
         match message {
             Message::Done(report) => self.finish(report)?,
             Message::Notice { task, notice } => {
@@ -301,7 +298,6 @@ impl<'a> Dispatcher<'a> {
             // a Ctrl-C then stops the running attempts too.
             Message::Signal if !self.signalled => {
                 self.signalled = true;
-                signals.armed();
                 let why = format!(
                     "{} running task(s); press Ctrl-C again to kill now",
                     self.running

@@ -557,7 +557,14 @@ fn escalate(
                 .run_dir
                 .join("attempts")
                 .join(format!("{}.escalate.log", task.unwrap_or("(run)")));
-            let outcome = agent::run_hook(cmd, &info.to_string(), run.repo.workdir(), &log);
+            // Under the run's watchdog: Ctrl-C stops the hook like any attempt.
+            let outcome = agent::run_hook(
+                cmd,
+                &info.to_string(),
+                run.repo.workdir(),
+                &log,
+                &run.watchdog,
+            );
             json!({ "command": cmd, "outcome": outcome })
         }
         None => serde_json::Value::Null,

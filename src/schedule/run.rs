@@ -62,6 +62,8 @@ pub(super) struct Run<'a> {
     pub(super) record: Recorder<'a>,
     pub(super) ui: &'a mut Ui,
     pub(super) repo: &'a Repo,
+    /// Stops the run's processes: its attempts and the escalation hook.
+    pub(super) watchdog: crate::agent::Watchdog,
     pub(super) settings: &'a Settings,
     pub(super) layout: &'a Layout,
 }

@@ -1,29 +1,25 @@
-//! Signals: the first SIGINT/SIGTERM becomes a message to the run loop; the second kills every
-//! attempt and exits at once.
+//! Signals, counted where they arrive: the first SIGINT/SIGTERM becomes a message to the run
+//! loop; the second kills every attempt and exits at once, whatever the owner thread is busy
+//! with (a merge, a checkout, the escalation hook).
 
 use std::sync::mpsc::Sender;
 
 use super::Message;
 use crate::agent::Watchdog;
 
-/// Turns SIGINT/SIGTERM into messages; a second one kills every attempt and exits at once
-/// (exit 75: the run is resumable).
+/// Watches SIGINT/SIGTERM for the run loop until closed.
 pub(super) struct SignalWatch {
     handle: signal_hook::iterator::Handle,
-    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SignalWatch {
-    /// From now on the next signal is the second one.
-    pub(super) fn armed(&self) {
-        self.armed.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
     pub(super) fn close(&self) {
         self.handle.close();
     }
 }
 
+/// The first signal is sent to the loop as `Message::Signal`; the second kills every attempt
+/// and exits 75 at once (the board is as a `kill -9` would leave it: resumable).
 pub(super) fn watch_signals(
     tx: Sender<Message>,
     watchdog: Watchdog,
@@ -31,19 +27,16 @@ pub(super) fn watch_signals(
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
     let handle = signals.handle();
-    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = armed.clone();
     std::thread::Builder::new()
         .name("swarm-signals".into())
         .spawn(move || {
-            for _ in signals.forever() {
-                if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            for (n, _) in signals.forever().enumerate() {
+                if n > 0 {
                     watchdog.kill_all_now();
-                    // The board is as a kill -9 would leave it: resumable.
                     std::process::exit(i32::from(crate::exit::RESUMABLE));
                 }
                 let _ = tx.send(Message::Signal);
             }
         })?;
-    Ok(SignalWatch { handle, armed })
+    Ok(SignalWatch { handle })
 }

@@ -134,3 +134,43 @@ fn second_sigint_kills_tasks_at_once_and_the_run_stays_resumable() {
     assert_exit(&resumed, 0);
     assert_eq!(task_status(&status_json(&repo), "stubborn"), "done");
 }
+
+#[test]
+fn a_second_signal_while_the_escalation_hook_runs_kills_it_and_swarm_at_once() {
+    let repo = TestRepo::new();
+    let hooked = outside(&repo, "hook.pid");
+    // Two writers of one file: the second to merge conflicts, is parked, and escalated.
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "a", "run": "echo a > same.txt"}),
+            json!({"id": "b", "run": "echo b > same.txt"}),
+        ],
+    );
+    let hook = format!("echo $$ > {}; exec sleep 60", sh(&hooked));
+    let child = repo
+        .swarm_cmd()
+        .args(["run", "-j", "2", "--on-escalate", &hook, path_arg(&tasks)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the hook to start", Duration::from_secs(20), || {
+        std::fs::read_to_string(&hooked).is_ok_and(|p| p.ends_with('\n'))
+    });
+    let hook_pid: u32 = lines_of(&hooked)[0].parse().unwrap();
+    // The owner thread waits for the hook; two signals of different kinds are never merged
+    // into one on the way.
+    for signal in ["-INT", "-TERM"] {
+        let kill = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+    }
+    let out = finish(child, Duration::from_secs(30));
+    assert_exit(&out, 75);
+    wait_for("the hook to be killed", Duration::from_secs(5), || {
+        !alive(hook_pid)
+    });
+}
