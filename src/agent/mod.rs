@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub(crate) mod openai;
+pub(crate) mod stray;
 pub(crate) mod tools;
 
 use std::collections::HashMap;
@@ -585,40 +586,6 @@ impl Watchdog {
                 .0;
         }
     }
-}
-
-/// Kills what a killed swarm left running for `run`: the process groups of processes whose
-/// environment carries `SWARM_RUN_ID=<run>`. Returns how many groups. Reads `/proc`, so on
-/// systems without it nothing is found.
-pub(crate) fn kill_leftovers(run: &str) -> usize {
-    let needle = format!("SWARM_RUN_ID={run}");
-    let own_group = nix::unistd::getpgrp();
-    let mut groups = std::collections::BTreeSet::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
-            && let Ok(group) = nix::unistd::getpgid(Some(Pid::from_raw(pid)))
-            && group != own_group
-        {
-            groups.insert(group);
-        }
-    }
-    for group in &groups {
-        let _ = killpg(*group, Signal::SIGKILL);
-    }
-    groups.len()
 }
 
 /// Whether `program` is an executable file in a directory of `PATH`.

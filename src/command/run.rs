@@ -17,7 +17,6 @@ use crate::store::{
     Board, Event, GoalRecord, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord,
     TaskStatus,
 };
-use crate::ui::Verb;
 use crate::ui::{self, Ui};
 use crate::{Usage, exit};
 
@@ -321,14 +320,6 @@ pub(super) fn resume(
         Some(goal::goal_run(&repo, &settings, goal_records)?)
     };
     let base = CommitId::new(&record.base_commit);
-    let leftovers = crate::agent::kill_leftovers(&run_id);
-    if leftovers > 0 {
-        ui::say(
-            g.quiet,
-            Verb::Stopped,
-            &format!("{leftovers} process group(s) left running by the interrupted run"),
-        );
-    }
     board.set_run_options(&run_id, &to_record(&options)?)?;
     board.set_run_status(
         &run_id,

@@ -165,6 +165,7 @@ impl<'a> Dispatcher<'a> {
         let outcome = self.drive(&workers);
         reaper.armed = outcome.is_err();
         drop(reaper);
+        let strays = self.stop_strays();
         signals.close();
         watchdog.shutdown();
         let mut cleanup = self.checkouts.close();
@@ -174,6 +175,7 @@ impl<'a> Dispatcher<'a> {
             cleanup = cleanup.and(Err(e.into()));
         }
         let ending = outcome?;
+        strays?;
         cleanup?;
         Ok((ending, self.run.plan, self.merges.into_tip()))
     }
@@ -265,6 +267,8 @@ impl<'a> Dispatcher<'a> {
             layout.run_dir.join(super::CHECKOUTS_FILE),
             layout.worktrees.as_os_str().as_encoded_bytes(),
         )?;
+        // What an earlier swarm of this run left running (a kill -9 of it, a detached agent).
+        self.stop_strays()?;
         self.merges.settle_integration_ref(&mut self.run)?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.run.transition(Transition::Settle)?;
@@ -307,6 +311,29 @@ impl<'a> Dispatcher<'a> {
             Message::Signal => {}
         }
         Ok(())
+    }
+
+    /// Processes still carrying the run's id when none of its attempts runs were left behind
+    /// out of reach of their process groups: they are stopped, recorded and told.
+    fn stop_strays(&mut self) -> anyhow::Result<()> {
+        let strays = crate::agent::stray::find(&self.run.layout.run);
+        if strays.is_empty() {
+            return Ok(());
+        }
+        crate::agent::stray::stop(&strays, self.run.settings.kill_grace);
+        let processes: Vec<String> = strays
+            .iter()
+            .map(|s| format!("{} {}", s.pid, s.command))
+            .collect();
+        let line = format!(
+            "{} process(es) the run's tasks left behind: {}",
+            processes.len(),
+            processes.join("; ")
+        );
+        self.run.ui.note(Verb::Stopped, &line);
+        self.run
+            .record
+            .run_event(RunEvent::StraysStopped { processes })
     }
 
     /// Nothing new starts; what runs finishes.

@@ -93,6 +93,11 @@ pub enum RunEvent {
         after: String,
         ms: f64,
     },
+    /// Processes the run's tasks left out of reach of their process groups (each
+    /// `pid command`), found by the run's id and stopped.
+    StraysStopped {
+        processes: Vec<String>,
+    },
     /// A writer merged before an interruption, recognised on resume.
     MergeRecovered {
         commit: String,

@@ -290,3 +290,32 @@ fn a_run_that_fails_inside_stops_its_agents_before_it_exits() {
     assert!(!alive(pid), "the long task outlived swarm");
     drop(board);
 }
+
+#[test]
+fn a_process_a_task_detached_is_stopped_when_the_run_ends_and_told() {
+    let repo = TestRepo::new();
+    let pid_file = outside(&repo, "detached.pid");
+    let tasks = task_file(
+        &repo,
+        &[json!({
+            "id": "a",
+            // The task ends only once the process is in a session of its own.
+            "run": format!(
+                "setsid sh -c 'echo $$ > {0}; exec sleep 300' < /dev/null > /dev/null 2>&1 & until [ -s {0} ]; do sleep 0.01; done",
+                sh(&pid_file).replace('\'', "")
+            ),
+            "mode": "read",
+        })],
+    );
+    let out = repo.swarm(&["run", path_arg(&tasks)]);
+    assert_exit(&out, 0);
+    let pid: u32 = lines_of(&pid_file)[0].parse().unwrap();
+    assert!(!alive(pid), "the detached process outlived the run");
+    assert!(
+        stderr(&out).contains("process(es) the run's tasks left behind"),
+        "{}",
+        stderr(&out)
+    );
+    let events = std::fs::read_to_string(run_dirs(&repo)[0].join("events.jsonl")).unwrap();
+    assert!(events.contains("\"strays_stopped\""), "{events}");
+}
