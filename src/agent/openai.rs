@@ -93,20 +93,22 @@ fn turns(
     tokens: &mut u64,
     started: Instant,
 ) -> Result<String, Outcome> {
+    let deadline = crate::time::deadline(started, inv.timeout);
+    let stopping = watchdog.clone();
     let tools = Tools::new(
         &inv.cwd,
         b.access,
         b.allowed_programs.clone(),
         COMMAND_TIMEOUT,
     )
-    .map_err(|e| Outcome::Failed(format!("could not open the task's directory: {e}")))?;
+    .map_err(|e| Outcome::Failed(format!("could not open the task's directory: {e}")))?
+    .stopped_by(move || stopping.is_stopping() || Instant::now() >= deadline);
     let definitions = tools.definitions();
     let mut messages = vec![
         json!({ "role": "system", "content": system_prompt(b) }),
         json!({ "role": "user", "content": b.prompt }),
     ];
     log.line(&format!("--- prompt ---\n{}", b.prompt));
-    let deadline = started + inv.timeout;
     // The final answer, when the model gives it in parts (each cut at its output limit).
     let mut answer = String::new();
     let stop = || watchdog.is_stopping() || Instant::now() >= deadline;

@@ -33,14 +33,18 @@ pub enum Access {
     Write,
 }
 
+/// Whether the attempt is stopping (a stop of the run, its timeout): a command it runs is
+/// killed then.
+type Stop = Box<dyn Fn() -> bool + Send>;
+
 /// The tools of one task, bound to its directory.
-#[derive(Debug)]
 pub struct Tools {
     /// Canonical, so that canonical targets can be compared with it.
     root: PathBuf,
     access: Access,
     allowed_programs: Vec<String>,
     command_timeout: Duration,
+    stop: Stop,
 }
 
 /// The outcome of one tool call, as text for the model.
@@ -113,7 +117,17 @@ impl Tools {
             access,
             allowed_programs,
             command_timeout,
+            stop: Box::new(|| false),
         })
+    }
+
+    /// Commands the tools run are killed once `stop` says so.
+    #[must_use]
+    pub fn stopped_by(self, stop: impl Fn() -> bool + Send + 'static) -> Self {
+        Self {
+            stop: Box::new(stop),
+            ..self
+        }
     }
 
     /// The `tools` array of an `OpenAI` request for this task.
@@ -485,8 +499,16 @@ impl Tools {
         let deadline = crate::time::deadline(Instant::now(), self.command_timeout);
         let status = loop {
             match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                _ if Instant::now() >= deadline => break None,
+                Ok(Some(status)) => break Ok(status),
+                _ if (self.stop)() => {
+                    break Err(format!("error: {program} was stopped with the attempt\n"));
+                }
+                _ if Instant::now() >= deadline => {
+                    break Err(format!(
+                        "error: {program} timed out after {} s and was killed\n",
+                        self.command_timeout.as_secs_f32()
+                    ));
+                }
                 _ => thread::sleep(Duration::from_millis(10)),
             }
         };
@@ -495,11 +517,8 @@ impl Tools {
         let _ = killpg(group, Signal::SIGKILL);
         let _ = child.wait();
         let mut text = match status {
-            Some(status) => format!("{status}\n"),
-            None => format!(
-                "error: {program} timed out after {} s and was killed\n",
-                self.command_timeout.as_secs_f32()
-            ),
+            Ok(status) => format!("{status}\n"),
+            Err(why) => why,
         };
         let wait = Duration::from_secs(1);
         let [stdout, stderr] = outputs.map(|rx| rx.recv_timeout(wait).unwrap_or_default());
