@@ -2,7 +2,7 @@
 //! `logs` show of a failed task.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -89,15 +89,16 @@ fn task_ignoring_sigterm_is_killed_with_its_children_on_timeout() {
     let repo = TestRepo::new();
     let child_pid = outside(&repo, "child.pid");
     let shell_pid = outside(&repo, "shell.pid");
-    // The loop ends by itself after ~10 s, so a swarm that never kills it fails this test
-    // instead of hanging it; `sleep 30` inherits the ignored SIGTERM.
+    // The loop ends by itself after ~10 s and leaves `survived`, so a swarm that never kills
+    // it fails this test instead of hanging it; `sleep 30` inherits the ignored SIGTERM.
+    let survived = outside(&repo, "survived");
     let cmd = format!(
-        "trap '' TERM; sleep 30 & echo $! > {}; echo $$ > {}; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+        "trap '' TERM; sleep 30 & echo $! > {}; echo $$ > {}; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; touch {}",
         sh(&child_pid),
-        sh(&shell_pid)
+        sh(&shell_pid),
+        sh(&survived)
     );
     let tasks = task_file(&repo, &[json!({"id": "stuck", "run": cmd, "mode": "read"})]);
-    let started = Instant::now();
     let child = repo
         .swarm_cmd()
         .args([
@@ -112,11 +113,9 @@ fn task_ignoring_sigterm_is_killed_with_its_children_on_timeout() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let out = finish(child, Duration::from_secs(15));
-    let wall = started.elapsed();
+    let out = finish(child, Duration::from_secs(60));
     assert_exit(&out, 1);
-    // 1 s to the deadline, then 2 s of grace before SIGKILL.
-    assert!(wall < Duration::from_secs(8), "the timeout took {wall:?}");
+    assert!(!survived.exists(), "the task ran to its end: no timeout");
 
     let pids: Vec<u32> = [&child_pid, &shell_pid]
         .iter()
@@ -153,7 +152,6 @@ fn a_silent_attempt_is_stopped_as_hung_and_one_that_keeps_talking_is_not() {
             json!({"id": "talker", "run": "for i in 1 2 3 4 5 6 7 8; do echo tick $i >&2; sleep 0.3; done; echo done", "mode": "read"}),
         ],
     );
-    let started = Instant::now();
     let child = repo
         .swarm_cmd()
         .args([
@@ -168,9 +166,8 @@ fn a_silent_attempt_is_stopped_as_hung_and_one_that_keeps_talking_is_not() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let out = finish(child, Duration::from_secs(15));
+    let out = finish(child, Duration::from_secs(60));
     assert_exit(&out, 1);
-    assert!(started.elapsed() < Duration::from_secs(10));
     let status = status_json(&repo);
     assert_eq!(task_status(&status, "talker"), "done");
     assert_eq!(task_status(&status, "silent"), "failed");
