@@ -19,6 +19,7 @@ pub(crate) mod planner;
 pub(crate) mod report;
 pub(crate) mod schedule;
 pub(crate) mod secret;
+pub(crate) mod signal;
 pub(crate) mod store;
 pub mod time;
 pub(crate) mod ui;
@@ -88,6 +89,10 @@ impl std::error::Error for Busy {}
 pub fn main() -> ExitCode {
     panic::install();
     let cli = cli::parse();
+    if let Err(e) = signal::install() {
+        ui::error(&e.context("could not watch for signals"), None);
+        return ExitCode::from(exit::FAILED);
+    }
     let outcome = panic::catch(|| command::dispatch(cli))
         .unwrap_or_else(|why| Err(anyhow::Error::new(Internal(why))));
     match outcome {

@@ -41,7 +41,7 @@ pub(super) fn run_goal(
     let client = model_client(options, jobs)?.ok_or_else(|| {
         Usage::new("planning a goal needs a model, and none is configured").hint(NO_MODEL_HINT)
     })?;
-    let mut run = NewRun::begin(
+    let run = NewRun::begin(
         g,
         format!("goal: {}", ui::one_line(goal, 100)),
         options,
@@ -51,19 +51,88 @@ pub(super) fn run_goal(
             files: Vec::new(),
         },
     )?;
+    // The goal whole, for a resume of a run stopped while it was planned.
+    std::fs::write(run.board.run_dir(&run.record.id).join(GOAL_FILE), goal)?;
+    let goal = Goal {
+        text: goal,
+        plan_out,
+        plan_only,
+        client: &client,
+    };
+    plan_and_launch(
+        g,
+        run,
+        &goal,
+        options,
+        &configured.profiles,
+        configured.file.clone(),
+    )
+}
+
+/// The file in a run's directory that holds a single-goal run's goal.
+pub(super) const GOAL_FILE: &str = "goal.md";
+
+/// A single goal to plan, and what to do with the plan.
+pub(super) struct Goal<'a> {
+    pub(super) text: &'a str,
+    pub(super) plan_out: Option<&'a Path>,
+    pub(super) plan_only: bool,
+    pub(super) client: &'a crate::llm::Client,
+}
+
+/// Plans a recorded single-goal run's goal and runs the plan. A signal while planning stops the
+/// run resumably (exit 75): a resume plans the goal again.
+pub(super) fn plan_and_launch(
+    g: &Globals,
+    mut run: NewRun,
+    goal: &Goal<'_>,
+    options: &crate::config::Options,
+    profiles: &BTreeMap<String, crate::agent::cli::Profile>,
+    config_file: Option<std::path::PathBuf>,
+) -> anyhow::Result<u8> {
+    let Goal {
+        text: goal,
+        plan_out,
+        plan_only,
+        client,
+    } = *goal;
     let run_id = run.record.id.clone();
     let summary = summarize(&run.repo)?;
     ui::say(g.quiet, Verb::Planning, &ui::one_line(goal, 100));
     let board = &mut run.board;
     let mut notes = Vec::new();
-    let planned = planner::plan(&client, goal, &summary, MAX_FAN_IN, &|| false, &mut |n| {
-        notes.push(n);
-    });
+    // The first Ctrl-C stops planning at its next request; the second ends swarm at once.
+    let signals = crate::signal::handle(|| {}, || {});
+    let planned = planner::plan(
+        client,
+        goal,
+        &summary,
+        MAX_FAN_IN,
+        &crate::signal::requested,
+        &mut |n| {
+            notes.push(n);
+        },
+    );
+    drop(signals);
     for n in &notes {
         board.event(&run_id, &Event::run(crate::schedule::notice_event(n)))?;
     }
     let planned = match planned {
         Ok(p) => p,
+        Err(_) if crate::signal::requested() => {
+            board.set_run_status(
+                &run_id,
+                RunStatus::Interrupted,
+                Some(i32::from(exit::RESUMABLE)),
+                &Event::run(RunEvent::PlanningInterrupted),
+            )?;
+            ui::say(
+                g.quiet,
+                Verb::Interrupted,
+                &format!("while planning: `swarm resume {run_id}` plans the goal again"),
+            );
+            return Ok(exit::RESUMABLE);
+        }
         Err(e) => {
             board.set_run_status(
                 &run_id,
@@ -128,8 +197,8 @@ pub(super) fn run_goal(
         }
         return Ok(exit::OK);
     }
-    let mut settings = settings(options, &planned.plan, &configured.profiles)?;
-    guard_files(&run.repo, &mut settings, configured.file.clone())?;
+    let mut settings = settings(options, &planned.plan, profiles)?;
+    guard_files(&run.repo, &mut settings, config_file)?;
     run.launch(g, planned.plan, &settings, options, None)
 }
 

@@ -288,6 +288,42 @@ pub(super) fn resume(
     )?;
     let records = board.load_tasks(&run_id)?;
     let goal_records = board.load_goals(&run_id)?;
+    let goal_file = board.run_dir(&run_id).join(super::goal::GOAL_FILE);
+    if records.is_empty()
+        && goal_records.is_empty()
+        && let Ok(goal) = std::fs::read_to_string(&goal_file)
+    {
+        // A single goal stopped while it was planned: plan it again, then run it.
+        let jobs = options.jobs.unwrap_or(super::settings::DEFAULT_JOBS) as usize;
+        let client = super::settings::model_client(&options, jobs)?.ok_or_else(|| {
+            Usage::new("planning a goal needs a model, and none is configured")
+                .hint(super::settings::NO_MODEL_HINT)
+        })?;
+        board.set_run_options(&run_id, &to_record(&options)?)?;
+        board.set_run_status(
+            &run_id,
+            RunStatus::Running,
+            None,
+            &Event::run(RunEvent::RunResumed {
+                pid: std::process::id(),
+            }),
+        )?;
+        let run = NewRun {
+            base: CommitId::new(&record.base_commit),
+            repo,
+            lock,
+            board,
+            record,
+            tasks_stored: false,
+        };
+        let goal = super::goal::Goal {
+            text: &goal,
+            plan_out: None,
+            plan_only: false,
+            client: &client,
+        };
+        return super::goal::plan_and_launch(g, run, &goal, &options, profiles, None);
+    }
     if records.is_empty() && goal_records.is_empty() {
         // Stopped while planning, before any task was stored: there is nothing to continue.
         board.set_run_status(
@@ -377,6 +413,9 @@ fn execute(
     )?
     .run();
     ui.finish();
+    // From here the run is recorded, landed and reported, each step whole: a first signal
+    // waits for them (the landing is one transaction); a second ends swarm at once, resumably.
+    let _signals = crate::signal::handle(|| {}, || {});
     let (ending, plan, tip) = outcome?;
     let plan = &plan;
     let records = board.load_tasks(&layout.run)?;

@@ -24,7 +24,6 @@ use super::job::{Job, Report, Verdict, Workers};
 use super::merge::MergeQueue;
 use super::record::{Failure, Recorder};
 use super::run::{Run, Slot};
-use super::signal::watch_signals;
 use super::{Checkout, Ending, Layout, Message, Settings, attempt, backoff, notice_event};
 
 /// How long a usage limit pauses the run when the agent does not say when it resets.
@@ -155,7 +154,15 @@ impl<'a> Dispatcher<'a> {
     /// tip swarm made.
     pub fn run(mut self) -> anyhow::Result<(Ending, Plan, CommitId)> {
         let watchdog = self.run.watchdog.clone();
-        let signals = watch_signals(self.tx.clone(), watchdog.clone())?;
+        let signals = {
+            let (tx, killer) = (self.tx.clone(), watchdog.clone());
+            crate::signal::handle(
+                move || {
+                    let _ = tx.send(Message::Signal);
+                },
+                move || killer.kill_all_now(),
+            )
+        };
         let workers = Workers::start(self.run.settings.jobs, self.tx.clone(), watchdog.clone())?;
         // However the loop ends short, by an error or a panic, no agent outlives it.
         let mut reaper = Reaper {
@@ -166,7 +173,7 @@ impl<'a> Dispatcher<'a> {
         reaper.armed = outcome.is_err();
         drop(reaper);
         let strays = self.stop_strays();
-        signals.close();
+        drop(signals);
         watchdog.shutdown();
         let mut cleanup = self.checkouts.close();
         if let Err(e) = std::fs::remove_dir_all(&self.run.layout.deps)

@@ -19,7 +19,6 @@ mod merge;
 mod prompt;
 mod record;
 mod run;
-mod signal;
 
 use job::Report;
 

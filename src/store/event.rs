@@ -38,6 +38,8 @@ pub enum RunEvent {
     PlanningFailed {
         error: String,
     },
+    /// A signal stopped the planning of a single-goal run; a resume plans it again.
+    PlanningInterrupted,
     PlanOnly,
     PlanRepair {
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -639,3 +639,59 @@ fn an_answer_cut_at_the_output_limit_is_continued_not_taken_as_final() {
         "{text}"
     );
 }
+
+#[test]
+fn ctrl_c_while_planning_stops_resumably_and_resume_plans_the_goal_again() {
+    let repo = TestRepo::new();
+    // The first request is throttled for minutes: planning waits, and the Ctrl-C comes then.
+    let llm = FakeLlm::start(|req, n| {
+        if n == 0 {
+            Reply::rate_limited(300)
+        } else if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    });
+    let child = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .args(["--goal", "Survey the repository"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = std::time::Instant::now();
+    while llm.requests().is_empty() {
+        assert!(
+            waiting.elapsed() < std::time::Duration::from_secs(30),
+            "no request came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 75);
+    assert!(
+        stderr(&out).contains("plans the goal again"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
+
+    let resumed = goal_cmd(&repo, &llm, &["resume"]);
+    assert_exit(&resumed, 0);
+    let status = status_json(&repo);
+    let done = status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "done")
+        .count();
+    assert_eq!(done, 4, "{status:#}");
+}

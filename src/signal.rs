@@ -1,0 +1,73 @@
+//! The one signal path of the process, installed when swarm starts. SIGINT and SIGTERM are
+//! counted where they arrive, on a thread of their own, so the second works whatever the rest
+//! of swarm is doing. A phase that can stop resumably (planning, the run loop) says how while it
+//! runs (`handle`): the first signal asks it to stop, the second kills what it started and ends
+//! swarm at once with exit 75. With no such phase, the first signal ends swarm with 128 plus the
+//! signal's number (130 for Ctrl-C), as a shell expects of a command it interrupts.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// Signals received so far.
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+type Callback = Box<dyn Fn() + Send>;
+
+/// What the phase running now does on a signal.
+struct Handler {
+    /// The first signal: ask it to stop.
+    stop: Callback,
+    /// The second: kill what it started, now.
+    kill: Callback,
+}
+
+static HANDLER: Mutex<Option<Handler>> = Mutex::new(None);
+
+/// Starts counting SIGINT and SIGTERM.
+pub fn install() -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("swarm-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                let first = COUNT.fetch_add(1, Ordering::SeqCst) == 0;
+                let handler = HANDLER.lock().unwrap_or_else(PoisonError::into_inner);
+                match (&*handler, first) {
+                    (None, _) => std::process::exit(128 + signal),
+                    (Some(h), true) => (h.stop)(),
+                    (Some(h), false) => {
+                        (h.kill)();
+                        // What ran is on the board as a `kill -9` would leave it: resumable.
+                        std::process::exit(i32::from(crate::exit::RESUMABLE));
+                    }
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// Whether a signal asked swarm to stop.
+pub fn requested() -> bool {
+    COUNT.load(Ordering::SeqCst) > 0
+}
+
+/// While the returned guard lives, the first signal calls `stop` and the second `kill`, then
+/// ends swarm with 75.
+#[must_use]
+pub fn handle(stop: impl Fn() + Send + 'static, kill: impl Fn() + Send + 'static) -> Handling {
+    *HANDLER.lock().unwrap_or_else(PoisonError::into_inner) = Some(Handler {
+        stop: Box::new(stop),
+        kill: Box::new(kill),
+    });
+    Handling(())
+}
+
+/// A phase's hold on the signals; dropping it gives them back.
+pub struct Handling(());
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        *HANDLER.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
