@@ -133,6 +133,12 @@ fn turns(
                     ),
                 }));
             }
+            Err(LlmError::Unreachable { message }) => {
+                return Err(Outcome::Fault(super::Fault {
+                    kind: super::FaultKind::Environment,
+                    why: format!("the model endpoint does not answer: cannot reach {message}"),
+                }));
+            }
             Err(e) => return Err(Outcome::Failed(e.to_string())),
         };
         *tokens += reply.usage.total_tokens;

@@ -142,7 +142,14 @@ pub enum LlmError {
     GaveUp { attempts: u32, message: String },
     /// Cancelled by the caller's stop flag.
     Stopped,
+    /// The endpoint did not answer at all, `BREAK_AFTER` times in a row across every request
+    /// of the client: no request is tried any more.
+    Unreachable { message: String },
 }
+
+/// Connection failures in a row, with no answer between them, after which the endpoint is taken
+/// for down: a run stops then (resumably) instead of grinding through every task's retries.
+pub const BREAK_AFTER: u32 = 4;
 
 impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -152,6 +159,7 @@ impl fmt::Display for LlmError {
                 write!(f, "gave up after {attempts} attempt(s) on {message}")
             }
             LlmError::Stopped => f.write_str("model call stopped"),
+            LlmError::Unreachable { message } => write!(f, "cannot reach {message}"),
         }
     }
 }
@@ -173,6 +181,8 @@ pub struct Client {
     limits: Limits,
     agent: ureq::Agent,
     limiter: Arc<Limiter>,
+    /// Connection failures in a row, shared by every clone; an answer resets it.
+    unanswered: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl fmt::Debug for Client {
@@ -193,6 +203,8 @@ enum Try {
         throttle: Option<u16>,
         retry_after: Option<Duration>,
         cause: String,
+        /// No connection could be made: the server did not answer at all.
+        unanswered: bool,
     },
     Fatal(LlmError),
 }
@@ -209,6 +221,16 @@ impl Client {
             limits,
             agent: ureq::Agent::new_with_config(config),
             limiter: Arc::new(Limiter::new(limits.max_in_flight)),
+            unanswered: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+        }
+    }
+
+    fn unreachable(&self, cause: &str) -> LlmError {
+        LlmError::Unreachable {
+            message: format!(
+                "{} ({BREAK_AFTER} connections in a row failed; the last: {cause})",
+                self.endpoint.label()
+            ),
         }
     }
 
@@ -238,12 +260,36 @@ impl Client {
         }
         let payload = body.to_string();
         let attempts = self.limits.max_attempts.max(1);
+        let mut last = String::new();
         for attempt in 1..=attempts {
             if stop() {
                 return Err(LlmError::Stopped);
             }
+            if self.unanswered.load(std::sync::atomic::Ordering::SeqCst) >= BREAK_AFTER {
+                return Err(self.unreachable("another request's"));
+            }
             let slot = self.limiter.acquire(stop)?;
             let result = self.try_once(&payload);
+            match &result {
+                Try::Again {
+                    unanswered: true,
+                    cause,
+                    ..
+                } => {
+                    if self
+                        .unanswered
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                        + 1
+                        >= BREAK_AFTER
+                    {
+                        drop(slot);
+                        return Err(self.unreachable(cause));
+                    }
+                }
+                _ => self
+                    .unanswered
+                    .store(0, std::sync::atomic::Ordering::SeqCst),
+            }
             // Counted while this request still holds its slot: the server refused it with this
             // many in flight.
             let sent = (slot.sent.0, self.limiter.in_flight());
@@ -266,6 +312,7 @@ impl Client {
                     throttle,
                     retry_after,
                     cause,
+                    ..
                 } => (throttle, retry_after, cause),
             };
             if throttle.is_none() {
@@ -279,6 +326,7 @@ impl Client {
                     message: format!("{}: {cause}", self.endpoint.label()),
                 });
             }
+            last.clone_from(&cause);
             let wait = retry_after
                 .unwrap_or_else(|| backoff(attempt))
                 .min(self.limits.max_wait);
@@ -296,7 +344,11 @@ impl Client {
             });
             pause(wait, stop)?;
         }
-        unreachable!("the last attempt always returns")
+        // Only with no attempt at all (the loop returns on the last one).
+        Err(LlmError::GaveUp {
+            attempts,
+            message: format!("{}: {last}", self.endpoint.label()),
+        })
     }
 
     fn try_once(&self, payload: &str) -> Try {
@@ -331,12 +383,14 @@ impl Client {
                     throttle: None,
                     retry_after: None,
                     cause: format!("unparseable reply: {}", server_text()),
+                    unanswered: false,
                 },
             },
             429 | 500..=599 => Try::Again {
                 throttle: matches!(status, 429 | 503 | 529).then_some(status),
                 retry_after,
                 cause: format!("HTTP {status}: {}", server_text()),
+                unanswered: false,
             },
             _ => Try::Fatal(LlmError::Rejected {
                 status,
@@ -347,6 +401,17 @@ impl Client {
 
     fn transport_failure(&self, err: &ureq::Error) -> Try {
         let cause = self.endpoint.scrub(&err.to_string());
+        // No connection at all, as opposed to one that broke or timed out.
+        let unanswered = match err {
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => true,
+            ureq::Error::Io(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::HostUnreachable
+                    | std::io::ErrorKind::NetworkUnreachable
+            ),
+            _ => false,
+        };
         match err {
             ureq::Error::Io(_)
             | ureq::Error::Timeout(_)
@@ -356,6 +421,7 @@ impl Client {
                 throttle: None,
                 retry_after: None,
                 cause,
+                unanswered,
             },
             _ => Try::Fatal(LlmError::GaveUp {
                 attempts: 1,

@@ -192,3 +192,38 @@ fn durations_past_the_calendar_are_input_errors_not_panics() {
     }
     assert!(!repo.swarm_dir().join("runs").exists(), "a run was made");
 }
+
+#[test]
+fn an_endpoint_that_never_answers_stops_the_run_resumably_instead_of_failing_every_task() {
+    let repo = TestRepo::new();
+    // A port nothing listens on: every connection is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tasks: Vec<String> = (0..6)
+        .map(|i| format!(r#"{{"id":"t{i}","prompt":"Say {i}","mode":"read"}}"#))
+        .collect();
+    let lines: Vec<&str> = tasks.iter().map(String::as_str).collect();
+    let tasks = repo.tasks(&lines);
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", format!("http://127.0.0.1:{port}/v1"))
+        .env("SWARM_API_KEY", "sk-any")
+        .args(["run", "-j", "2", "--retries", "3", tasks.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit(&out, 75);
+    assert!(
+        stderr(&out).contains("the model endpoint does not answer"),
+        "{}",
+        stderr(&out)
+    );
+    let status = status_json(&repo);
+    assert_eq!(status["run"]["status"], "interrupted");
+    for t in status["tasks"].as_array().unwrap() {
+        assert_eq!(t["failures"], 0, "{t:#}");
+        assert_ne!(t["status"], "failed", "{t:#}");
+    }
+}
