@@ -149,5 +149,11 @@ fn classify(err: &anyhow::Error) -> (u8, Option<String>) {
             );
         }
     }
+    if agent::Fault::of_error(err).is_some() {
+        return (
+            exit::RESUMABLE,
+            Some("a fault of the machine, not of a task; once it is fixed, `swarm resume` goes on from where the run stopped".into()),
+        );
+    }
     (exit::FAILED, None)
 }

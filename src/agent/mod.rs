@@ -146,9 +146,14 @@ impl Fault {
         .into_iter()
         .find(|words| text.contains(words));
         let what = os.or(said)?;
+        let why = if text.contains(what) {
+            text
+        } else {
+            format!("{what}: {text}")
+        };
         Some(Self {
             kind: FaultKind::Environment,
-            why: format!("{what}: {text}"),
+            why,
         })
     }
 }

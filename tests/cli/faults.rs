@@ -227,3 +227,35 @@ fn an_endpoint_that_never_answers_stops_the_run_resumably_instead_of_failing_eve
         assert_ne!(t["status"], "failed", "{t:#}");
     }
 }
+
+#[test]
+fn too_few_file_descriptors_stop_the_run_resumably_and_resume_finishes_it() {
+    let repo = TestRepo::new();
+    let tasks: Vec<String> = (0..8)
+        .map(|i| format!(r#"{{"id":"t{i}","run":"echo {i}","mode":"read"}}"#))
+        .collect();
+    let lines: Vec<&str> = tasks.iter().map(String::as_str).collect();
+    let tasks = repo.tasks(&lines);
+    let swarm = env!("CARGO_BIN_EXE_swarm");
+    let out = repo
+        .command("sh")
+        .args([
+            "-c",
+            &format!("ulimit -n 24; exec {swarm} run -j 8 {}", tasks.display()),
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 75);
+    assert!(
+        stderr(&out).contains("Too many open files"),
+        "{}",
+        stderr(&out)
+    );
+    let resumed = repo.swarm(&["resume"]);
+    assert_exit(&resumed, 0);
+    let status = status_json(&repo);
+    assert_eq!(tasks_with_status(&status, "done").len(), 8, "{status:#}");
+    for t in status["tasks"].as_array().unwrap() {
+        assert_eq!(t["failures"], 0, "{t:#}");
+    }
+}

@@ -111,7 +111,12 @@ impl TestRepo {
 
     /// The swarm command for this repository, with a clean environment.
     pub fn swarm_cmd(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_swarm"));
+        self.command(env!("CARGO_BIN_EXE_swarm"))
+    }
+
+    /// `program` in this repository with swarm's clean environment (to wrap swarm in a shell).
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
         // Nothing of the environment the tests run in (a git hook's GIT_DIR, the user's
         // SWARM_* settings, API keys) reaches swarm.
         cmd.current_dir(&self.root)
