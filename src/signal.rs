@@ -21,7 +21,9 @@ struct Handler {
     kill: Callback,
 }
 
-static HANDLER: Mutex<Option<Handler>> = Mutex::new(None);
+/// The handlers of the phases running now, innermost last: a phase within a phase (the run
+/// loop within a run's life) handles signals while it runs, and the outer one again after.
+static HANDLERS: Mutex<Vec<Handler>> = Mutex::new(Vec::new());
 
 /// Starts counting SIGINT and SIGTERM.
 pub fn install() -> anyhow::Result<()> {
@@ -32,8 +34,8 @@ pub fn install() -> anyhow::Result<()> {
         .spawn(move || {
             for signal in signals.forever() {
                 let first = COUNT.fetch_add(1, Ordering::SeqCst) == 0;
-                let handler = HANDLER.lock().unwrap_or_else(PoisonError::into_inner);
-                match (&*handler, first) {
+                let handlers = HANDLERS.lock().unwrap_or_else(PoisonError::into_inner);
+                match (handlers.last(), first) {
                     (None, _) => std::process::exit(128 + signal),
                     (Some(h), true) => (h.stop)(),
                     (Some(h), false) => {
@@ -56,18 +58,25 @@ pub fn requested() -> bool {
 /// ends swarm with 75.
 #[must_use]
 pub fn handle(stop: impl Fn() + Send + 'static, kill: impl Fn() + Send + 'static) -> Handling {
-    *HANDLER.lock().unwrap_or_else(PoisonError::into_inner) = Some(Handler {
-        stop: Box::new(stop),
-        kill: Box::new(kill),
-    });
+    HANDLERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Handler {
+            stop: Box::new(stop),
+            kill: Box::new(kill),
+        });
     Handling(())
 }
 
-/// A phase's hold on the signals; dropping it gives them back.
+/// A phase's hold on the signals; dropping it gives them back to the phase around it. Guards
+/// are dropped in the reverse order of their making, as scopes nest.
 pub struct Handling(());
 
 impl Drop for Handling {
     fn drop(&mut self) {
-        *HANDLER.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        HANDLERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
     }
 }

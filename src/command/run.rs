@@ -408,14 +408,15 @@ fn execute(
 ) -> anyhow::Result<u8> {
     let mut ui = Ui::new(g.quiet);
     let records = board.load_tasks(&layout.run)?;
+    // Around the run loop (which handles signals itself while it runs): the run is recorded,
+    // landed and reported after it, each step whole. A first signal then waits for them (the
+    // landing is one transaction); a second ends swarm at once, resumably.
+    let _signals = crate::signal::handle(|| {}, || {});
     let outcome = Dispatcher::new(
         plan, repo, board, &mut ui, settings, layout, &records, goals,
     )?
     .run();
     ui.finish();
-    // From here the run is recorded, landed and reported, each step whole: a first signal
-    // waits for them (the landing is one transaction); a second ends swarm at once, resumably.
-    let _signals = crate::signal::handle(|| {}, || {});
     let (ending, plan, tip) = outcome?;
     let plan = &plan;
     let records = board.load_tasks(&layout.run)?;

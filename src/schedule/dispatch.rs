@@ -132,6 +132,8 @@ impl<'a> Dispatcher<'a> {
                 ui,
                 repo,
                 watchdog,
+                tx: tx.clone(),
+                hooks_running: 0,
                 settings,
                 layout,
             },
@@ -229,7 +231,7 @@ impl<'a> Dispatcher<'a> {
                 && delayed.is_none()
                 && !self.merges.has_resolvers_waiting()
                 && !self.goals.as_ref().is_some_and(GoalPlanner::busy);
-            if self.running == 0 && (self.stopping || idle) {
+            if self.running == 0 && self.run.hooks_running == 0 && (self.stopping || idle) {
                 let stopping = self.stopping;
                 if let Some(goals) = &mut self.goals
                     && goals.poll_queue_before_ending(stopping)
@@ -305,6 +307,14 @@ impl<'a> Dispatcher<'a> {
                 }
             }
             Message::GoalNotice { notice } => self.run.record.run_event(notice_event(&notice))?,
+            Message::Escalated { task, hook } => {
+                self.run.hooks_running -= 1;
+                let escalated = RunEvent::Escalated { hook };
+                match task {
+                    Some(id) => self.run.record.task_event(&id, escalated)?,
+                    None => self.run.record.run_event(escalated)?,
+                }
+            }
             // Also when the run was already winding down (a spent budget, a long usage limit):
             // a Ctrl-C then stops the running attempts too.
             Message::Signal if !self.signalled => {

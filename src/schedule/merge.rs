@@ -9,12 +9,12 @@ use std::time::Instant;
 use anyhow::Context as _;
 use serde_json::json;
 
-use super::Checkout;
 use super::checkouts::Checkouts;
 use super::dag::{State, Transition};
 use super::job::{Job, JobKind, Report, Verdict};
 use super::prompt::resolver_prompt;
 use super::run::Run;
+use super::{Checkout, Message};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{self, Agent, Invocation};
@@ -550,28 +550,39 @@ fn escalate(
 ) -> anyhow::Result<()> {
     info["run"] = run.layout.run.clone().into();
     info["task"] = task.into();
-    let hook = match &run.settings.on_escalate {
-        Some(cmd) => {
-            let log = run
-                .layout
-                .run_dir
-                .join("attempts")
-                .join(format!("{}.escalate.log", task.unwrap_or("(run)")));
-            // Under the run's watchdog: Ctrl-C stops the hook like any attempt.
-            let outcome = agent::run_hook(
-                cmd,
-                &info.to_string(),
-                run.repo.workdir(),
-                &log,
-                &run.watchdog,
-            );
-            json!({ "command": cmd, "outcome": outcome })
-        }
-        None => serde_json::Value::Null,
+    let Some(cmd) = run.settings.on_escalate.clone() else {
+        let escalated = RunEvent::Escalated {
+            hook: serde_json::Value::Null,
+        };
+        return match task {
+            Some(id) => run.record.task_event(id, escalated),
+            None => run.record.run_event(escalated),
+        };
     };
-    let escalated = RunEvent::Escalated { hook };
-    match task {
-        Some(id) => run.record.task_event(id, escalated),
-        None => run.record.run_event(escalated),
-    }
+    // The hook runs on a thread of its own, under the run's watchdog (Ctrl-C stops it like any
+    // attempt), so merges and messages go on meanwhile; its end comes back as a message, and
+    // the loop waits for it before the run ends.
+    let log = run
+        .layout
+        .run_dir
+        .join("attempts")
+        .join(format!("{}.escalate.log", task.unwrap_or("(run)")));
+    let (cwd, watchdog, tx) = (
+        run.repo.workdir().to_owned(),
+        run.watchdog.clone(),
+        run.tx.clone(),
+    );
+    let task = task.map(str::to_owned);
+    run.hooks_running += 1;
+    std::thread::Builder::new()
+        .name("swarm-escalate".into())
+        .spawn(move || {
+            let outcome = crate::panic::catch(|| {
+                agent::run_hook(&cmd, &info.to_string(), &cwd, &log, &watchdog)
+            })
+            .unwrap_or_else(|why| format!("internal error in swarm: {why}"));
+            let hook = json!({ "command": cmd, "outcome": outcome });
+            let _ = tx.send(Message::Escalated { task, hook });
+        })?;
+    Ok(())
 }

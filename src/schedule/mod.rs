@@ -197,6 +197,11 @@ enum Message {
     GoalNotice {
         notice: crate::llm::Notice,
     },
+    /// An escalation hook ended: what it did, for the escalation's event.
+    Escalated {
+        task: Option<String>,
+        hook: serde_json::Value,
+    },
 }
 
 /// A model client's notice as an event.

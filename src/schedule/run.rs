@@ -64,6 +64,10 @@ pub(super) struct Run<'a> {
     pub(super) repo: &'a Repo,
     /// Stops the run's processes: its attempts and the escalation hook.
     pub(super) watchdog: crate::agent::Watchdog,
+    /// The loop's channel, for what runs on threads of its own (the escalation hook).
+    pub(super) tx: std::sync::mpsc::Sender<super::Message>,
+    /// Escalation hooks still running; the run ends only once they have.
+    pub(super) hooks_running: usize,
     pub(super) settings: &'a Settings,
     pub(super) layout: &'a Layout,
 }

@@ -173,3 +173,46 @@ fn a_second_signal_while_the_escalation_hook_runs_kills_it_and_swarm_at_once() {
         !alive(hook_pid)
     });
 }
+
+#[test]
+fn escalation_hooks_run_while_the_run_goes_on() {
+    let repo = TestRepo::new();
+    let started = outside(&repo, "hooks-started");
+    // Three writers of one file from one start: one merges, two are parked and escalated. Each
+    // hook waits until both have started, which only a loop not waiting for the first lets
+    // happen (a hook's own limit is a minute).
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "a", "run": "echo a > same.txt"}),
+            json!({"id": "b", "run": "echo b > same.txt"}),
+            json!({"id": "d", "run": "echo d > same.txt"}),
+        ],
+    );
+    let hook = format!(
+        "echo x >> {0}; until [ \"$(wc -l < {0})\" -ge 2 ]; do sleep 0.02; done",
+        sh(&started)
+    );
+    let child = repo
+        .swarm_cmd()
+        .args(["run", "-j", "3", "--on-escalate", &hook, path_arg(&tasks)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(child, Duration::from_secs(45));
+    assert_exit(&out, 3);
+    let status = status_json(&repo);
+    let run = status["run"]["id"].as_str().unwrap().to_owned();
+    let events =
+        std::fs::read_to_string(repo.swarm_dir().join("runs").join(run).join("events.jsonl"))
+            .unwrap();
+    let escalated: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"escalated\""))
+        .collect();
+    assert_eq!(escalated.len(), 2, "{events}");
+    for e in escalated {
+        assert!(e.contains("succeeded"), "{e}");
+    }
+}
