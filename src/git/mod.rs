@@ -403,12 +403,12 @@ impl Repo {
     /// The state of the user's checkout: HEAD, and every path that is not clean with its
     /// status, size and modification time. Two equal fingerprints mean nobody touched it.
     pub fn fingerprint(&self) -> anyhow::Result<Fingerprint> {
-        let head = self
-            .repo
-            .head()
-            .ok()
-            .and_then(|h| h.target())
-            .map(CommitId::from);
+        // A read that fails (too few file descriptors, say) is an error, never a change.
+        let head = match self.repo.head() {
+            Ok(h) => h.target().map(CommitId::from),
+            Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => None,
+            Err(e) => return Err(e.into()),
+        };
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -428,10 +428,10 @@ impl Repo {
             common.join("packed-refs"),
             self.repo.path().join("HEAD"),
         ] {
-            stamp_files(common, &file, &mut git);
+            stamp_files(common, &file, &mut git)?;
         }
         for dir in ["refs", "hooks", "logs/refs/stash"] {
-            stamp_files(common, &common.join(dir), &mut git);
+            stamp_files(common, &common.join(dir), &mut git)?;
         }
         Ok(Fingerprint { head, paths, git })
     }
@@ -491,22 +491,36 @@ pub struct Fingerprint {
 
 /// Stamps `path` (a file, or every file under a directory) into `out`, by its path relative to
 /// `common`; swarm's own branches are left out.
-fn stamp_files(common: &Path, path: &Path, out: &mut BTreeMap<String, Stamp>) {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return;
+fn stamp_files(
+    common: &Path,
+    path: &Path,
+    out: &mut BTreeMap<String, Stamp>,
+) -> std::io::Result<()> {
+    // Gone between listing and reading is no error: it is not there.
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if gone(&e) => return Ok(()),
+        Err(e) => return Err(e),
     };
     let rel = path.strip_prefix(common).unwrap_or(path);
     if rel == Path::new("refs/heads/swarm") {
-        return;
+        return Ok(());
     }
     if meta.is_dir() {
-        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
-            stamp_files(common, &entry.path(), out);
+        let entries = match std::fs::read_dir(path) {
+            Ok(entries) => entries,
+            Err(e) if gone(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            stamp_files(common, &entry?.path(), out)?;
         }
     } else {
         let name = format!(".git/{}", rel.display());
         out.insert(name, (meta.len(), meta.mtime(), meta.mtime_nsec()));
     }
+    Ok(())
 }
 
 /// Size, modification seconds and nanoseconds of a file.

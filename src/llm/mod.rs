@@ -269,7 +269,7 @@ impl Client {
                 return Err(self.unreachable("another request's"));
             }
             let slot = self.limiter.acquire(stop)?;
-            let result = self.try_once(&payload);
+            let result = self.try_until_stopped(&payload, stop);
             match &result {
                 Try::Again {
                     unanswered: true,
@@ -286,6 +286,7 @@ impl Client {
                         return Err(self.unreachable(cause));
                     }
                 }
+                Try::Fatal(LlmError::Stopped) => {}
                 _ => self
                     .unanswered
                     .store(0, std::sync::atomic::Ordering::SeqCst),
@@ -301,6 +302,7 @@ impl Client {
                     }
                     return Ok(reply);
                 }
+                Try::Fatal(LlmError::Stopped) => return Err(LlmError::Stopped),
                 Try::Fatal(mut err) => {
                     self.limiter.failed();
                     if let LlmError::GaveUp { attempts, .. } = &mut err {
@@ -349,6 +351,45 @@ impl Client {
             attempts,
             message: format!("{}: {last}", self.endpoint.label()),
         })
+    }
+
+    /// One try, given up the moment `stop` says so: the request goes on a thread of its own,
+    /// which a stop leaves behind to end at its timeout, its answer unread.
+    fn try_until_stopped(&self, payload: &str, stop: &dyn Fn() -> bool) -> Try {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (client, payload) = (self.clone(), payload.to_owned());
+        let spawned = std::thread::Builder::new()
+            .name("swarm-request".into())
+            .spawn(move || {
+                let _ = tx.send(client.try_once(&payload));
+            });
+        if let Err(e) = spawned {
+            return Try::Fatal(LlmError::GaveUp {
+                attempts: 1,
+                message: format!(
+                    "{}: could not start the request: {e}",
+                    self.endpoint.label()
+                ),
+            });
+        }
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(outcome) => return outcome,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if stop() => {
+                    return Try::Fatal(LlmError::Stopped);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Try::Fatal(LlmError::GaveUp {
+                        attempts: 1,
+                        message: format!(
+                            "{}: the request ended with no answer",
+                            self.endpoint.label()
+                        ),
+                    });
+                }
+            }
+        }
     }
 
     fn try_once(&self, payload: &str) -> Try {

@@ -81,7 +81,7 @@ fn lines_of(path: &Path) -> Vec<String> {
 }
 
 /// Waits for a spawned swarm, with a limit, and returns its output.
-fn finish(child: Child, limit: Duration) -> Output {
+pub(crate) fn finish(child: Child, limit: Duration) -> Output {
     let id = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
