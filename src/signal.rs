@@ -36,7 +36,10 @@ pub fn install() -> anyhow::Result<()> {
                 let first = COUNT.fetch_add(1, Ordering::SeqCst) == 0;
                 let handlers = HANDLERS.lock().unwrap_or_else(PoisonError::into_inner);
                 match (handlers.last(), first) {
-                    (None, _) => std::process::exit(128 + signal),
+                    (None, true) => std::process::exit(128 + signal),
+                    // A second signal after the phase that took the first has ended: what it
+                    // stopped is recorded and resumable.
+                    (None, false) => std::process::exit(i32::from(crate::exit::RESUMABLE)),
                     (Some(h), true) => (h.stop)(),
                     (Some(h), false) => {
                         (h.kill)();
