@@ -299,15 +299,7 @@ pub(super) fn resume(
             Usage::new("planning a goal needs a model, and none is configured")
                 .hint(super::settings::NO_MODEL_HINT)
         })?;
-        board.set_run_options(&run_id, &to_record(&options)?)?;
-        board.set_run_status(
-            &run_id,
-            RunStatus::Running,
-            None,
-            &Event::run(RunEvent::RunResumed {
-                pid: std::process::id(),
-            }),
-        )?;
+        mark_resumed(&mut board, &run_id, &options)?;
         let run = NewRun {
             base: CommitId::new(&record.base_commit),
             repo,
@@ -356,15 +348,7 @@ pub(super) fn resume(
         Some(goal::goal_run(&repo, &settings, goal_records)?)
     };
     let base = CommitId::new(&record.base_commit);
-    board.set_run_options(&run_id, &to_record(&options)?)?;
-    board.set_run_status(
-        &run_id,
-        RunStatus::Running,
-        None,
-        &Event::run(RunEvent::RunResumed {
-            pid: std::process::id(),
-        }),
-    )?;
+    mark_resumed(&mut board, &run_id, &options)?;
     let layout = Layout {
         run: run_id.clone(),
         base,
@@ -579,6 +563,19 @@ fn execute(
         other => other?,
     }
     Ok(code)
+}
+
+/// The run is running again, with the options this resume runs it with.
+fn mark_resumed(board: &mut Board, run_id: &str, options: &Options) -> anyhow::Result<()> {
+    board.set_run_options(run_id, &to_record(options)?)?;
+    board.set_run_status(
+        run_id,
+        RunStatus::Running,
+        None,
+        &Event::run(RunEvent::RunResumed {
+            pid: std::process::id(),
+        }),
+    )
 }
 
 /// Parked tasks with their branches and conflicting paths, from the event log of the board.

@@ -211,19 +211,28 @@ impl<'a> Recorder<'a> {
         report: &Report,
         totals: Totals,
     ) -> anyhow::Result<()> {
+        let what = RunEvent::TaskInterrupted {
+            attempt: Some(report.attempt),
+        };
+        self.cut_short(task, report, totals, "interrupted", what)
+    }
+
+    /// An attempt that ended before its end, counting no failure: the task waits for a resume.
+    fn cut_short(
+        &mut self,
+        task: &str,
+        report: &Report,
+        totals: Totals,
+        outcome: &str,
+        what: RunEvent,
+    ) -> anyhow::Result<()> {
         let update = TaskUpdate {
             status: Some(TaskStatus::Interrupted),
             tokens: Some(totals.tokens),
             cost: totals.cost,
             ..TaskUpdate::default()
         };
-        let event = Event::task(
-            task,
-            RunEvent::TaskInterrupted {
-                attempt: Some(report.attempt),
-            },
-        );
-        self.finish_attempt(task, report, "interrupted", &update, &[event])
+        self.finish_attempt(task, report, outcome, &update, &[Event::task(task, what)])
     }
 
     /// An attempt met its provider's usage limit: the task waits `wait_ms`, or, when that is
@@ -268,20 +277,11 @@ impl<'a> Recorder<'a> {
         kind: &str,
         why: &str,
     ) -> anyhow::Result<()> {
-        let update = TaskUpdate {
-            status: Some(TaskStatus::Interrupted),
-            tokens: Some(totals.tokens),
-            cost: totals.cost,
-            ..TaskUpdate::default()
+        let what = RunEvent::Fault {
+            kind: kind.to_owned(),
+            why: why.to_owned(),
         };
-        let event = Event::task(
-            task,
-            RunEvent::Fault {
-                kind: kind.to_owned(),
-                why: why.to_owned(),
-            },
-        );
-        self.finish_attempt(task, report, "fault", &update, &[event])
+        self.cut_short(task, report, totals, "fault", what)
     }
 
     /// Tasks that had run and wait for a resume to run again.

@@ -29,35 +29,26 @@ const BOARD_FILE: &str = "board.db";
 /// How long opening the board waits for another swarm holding it.
 const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-fn is_busy(e: &anyhow::Error) -> bool {
+/// Whether `SQLite` answered one of `codes` somewhere in the chain of `e`.
+fn sqlite_said(e: &anyhow::Error, codes: &[rusqlite::ErrorCode]) -> bool {
     e.chain().any(|cause| {
         cause
             .downcast_ref::<rusqlite::Error>()
             .and_then(rusqlite::Error::sqlite_error_code)
-            .is_some_and(|code| {
-                matches!(
-                    code,
-                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                )
-            })
+            .is_some_and(|code| codes.contains(&code))
     })
+}
+
+fn is_busy(e: &anyhow::Error) -> bool {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    sqlite_said(e, &[DatabaseBusy, DatabaseLocked])
 }
 
 /// A board that does not read as one is the user's to look at: swarm never recreates or deletes
 /// it. Other errors pass as they are, with the board's path.
 fn damaged(path: &Path, e: anyhow::Error) -> anyhow::Error {
-    let corrupt = e.chain().any(|cause| {
-        cause
-            .downcast_ref::<rusqlite::Error>()
-            .and_then(rusqlite::Error::sqlite_error_code)
-            .is_some_and(|code| {
-                matches!(
-                    code,
-                    rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt
-                )
-            })
-    });
-    if !corrupt {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    if !sqlite_said(&e, &[NotADatabase, DatabaseCorrupt]) {
         return e.context(format!("board {}", path.display()));
     }
     e.context(format!(
