@@ -18,11 +18,13 @@ mod inspect;
 mod layout;
 mod output;
 mod queue;
+mod resume;
 mod run;
 mod settings;
 
 use inspect::{gc, graph, logs, status};
-use run::{resume, run_file};
+use resume::resume;
+use run::run_file;
 use settings::{configure, land_from_hook, load_config};
 
 /// Global flags every subcommand sees.

@@ -1,14 +1,12 @@
-//! A run's life: the checks before it starts, recording it, running it or resuming it, landing
-//! it, and its report.
+//! A run's life: the checks before it starts, recording it, running it, landing it, and its
+//! report. Resuming one is `resume`'s.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
 use crate::agent::FaultKind;
-use crate::agent::cli::Profile;
-use crate::config::{Land, Options, from_record, overlay, to_record};
+use crate::config::{Land, Options, to_record};
 use crate::git::{CommitId, Landing, Repo};
 use crate::plan::Plan;
 use crate::report::{self, Facts, GoalFacts, Parked};
@@ -23,11 +21,11 @@ use crate::{Usage, exit};
 use super::layout::{Lock, deps_root, new_run_id, worktree_root};
 use super::output;
 use super::settings::{Configured, settings};
-use super::{Globals, goal, open_board, open_repo, refuse_when_nested};
+use super::{Globals, open_board, open_repo, refuse_when_nested};
 
 /// What a run checks before anything is recorded: that it could land, and that every output
 /// path is good (see `output::check`).
-fn check_before_run(
+pub(super) fn check_before_run(
     g: &Globals,
     repo: &Repo,
     options: &Options,
@@ -113,7 +111,7 @@ fn task_specs(plan: &Plan) -> Vec<(String, serde_json::Value)> {
 
 /// The file in a run's directory that lists the files its writers may not change unseen (see
 /// `Settings::guarded`), for a resume.
-const GUARDED_FILE: &str = "guarded";
+pub(super) const GUARDED_FILE: &str = "guarded";
 
 /// Adds the files among `files` that the repository tracks to the files no writer's change to
 /// is merged unseen: swarm reads commands from them.
@@ -246,122 +244,6 @@ impl NewRun {
     }
 }
 
-pub(super) fn resume(
-    g: &Globals,
-    run: Option<&str>,
-    newer: &Options,
-    profiles: &BTreeMap<String, Profile>,
-) -> anyhow::Result<u8> {
-    if let Some(code) = refuse_when_nested(g) {
-        return Ok(code);
-    }
-    let repo = open_repo(g)?;
-    let mut board = open_board(&repo)?;
-    let run_id = match run {
-        Some(r) => r.to_owned(),
-        None => board
-            .latest_run(true)?
-            .ok_or_else(|| Usage::new("there is no unfinished run to resume"))?,
-    };
-    let lock = Lock::acquire(&repo, &run_id)?;
-    let record = board.load_run(&run_id)?.ok_or_else(|| {
-        Usage::new(format!("no run {run_id:?} in this repository"))
-            .hint("`swarm status` shows the newest run")
-    })?;
-    if record.status == RunStatus::Finished {
-        bail!(Usage::new(format!(
-            "run {run_id} finished already (exit code {}); nothing to resume",
-            record.exit_code.unwrap_or_default()
-        )));
-    }
-    let stored = from_record(&record.options)
-        .with_context(|| format!("run {run_id} in the board {}", board.path().display()))?;
-    let options = overlay(stored, newer);
-    check_before_run(
-        g,
-        &repo,
-        &options,
-        &Reads {
-            plan_out: None,
-            files: Vec::new(),
-        },
-    )?;
-    let records = board.load_tasks(&run_id)?;
-    let goal_records = board.load_goals(&run_id)?;
-    let goal_file = board.run_dir(&run_id).join(super::goal::GOAL_FILE);
-    if records.is_empty()
-        && goal_records.is_empty()
-        && let Ok(goal) = std::fs::read_to_string(&goal_file)
-    {
-        // A single goal stopped while it was planned: plan it again, then run it.
-        let jobs = options.jobs.unwrap_or(super::settings::DEFAULT_JOBS) as usize;
-        let client = super::settings::model_client(&options, jobs)?.ok_or_else(|| {
-            Usage::new("planning a goal needs a model, and none is configured")
-                .hint(super::settings::NO_MODEL_HINT)
-        })?;
-        mark_resumed(&mut board, &run_id, &options)?;
-        let run = NewRun {
-            base: CommitId::new(&record.base_commit),
-            repo,
-            lock,
-            board,
-            record,
-            tasks_stored: false,
-        };
-        let goal = super::goal::Goal {
-            text: &goal,
-            plan_out: None,
-            plan_only: false,
-            client: &client,
-        };
-        return super::goal::plan_and_launch(g, run, &goal, &options, profiles, None);
-    }
-    if records.is_empty() && goal_records.is_empty() {
-        // Stopped while planning, before any task was stored: there is nothing to continue.
-        board.set_run_status(
-            &run_id,
-            RunStatus::Finished,
-            Some(i32::from(exit::FAILED)),
-            &Event::run(RunEvent::RunAbandoned {
-                reason: "stopped before its plan was stored".to_owned(),
-            }),
-        )?;
-        bail!(
-            Usage::new(format!(
-                "run {run_id} was stopped before its plan was stored; there is nothing to resume"
-            ))
-            .hint("start it again")
-        );
-    }
-    let plan = stored_plan(&records)?;
-    let mut settings = settings(&options, &plan, profiles)?;
-    let guarded =
-        std::fs::read_to_string(board.run_dir(&run_id).join(GUARDED_FILE)).unwrap_or_default();
-    for rel in guarded.lines().filter(|l| !l.is_empty()) {
-        if !settings.guarded.iter().any(|g| g == rel) {
-            settings.guarded.push(rel.to_owned());
-        }
-    }
-    let goals = if goal_records.is_empty() {
-        None
-    } else {
-        Some(goal::goal_run(&repo, &settings, goal_records)?)
-    };
-    let base = CommitId::new(&record.base_commit);
-    mark_resumed(&mut board, &run_id, &options)?;
-    let layout = Layout {
-        run: run_id.clone(),
-        base,
-        integration_ref: record.integration_ref.clone(),
-        worktrees: worktree_root(&repo, options.worktree_dir.as_deref())?.join(&run_id),
-        deps: deps_root(&board.run_dir(&run_id), &run_id),
-        run_dir: board.run_dir(&run_id),
-    };
-    execute(
-        g, &repo, &mut board, plan, &settings, &layout, &options, lock, goals,
-    )
-}
-
 /// The plan of a stored run, from its tasks' specs.
 pub(super) fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
     if records.is_empty() {
@@ -379,7 +261,7 @@ pub(super) fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
     clippy::too_many_arguments,
     reason = "the pieces of one run, gathered by two callers"
 )]
-fn execute(
+pub(super) fn execute(
     g: &Globals,
     repo: &Repo,
     board: &mut Board,
@@ -563,19 +445,6 @@ fn execute(
         other => other?,
     }
     Ok(code)
-}
-
-/// The run is running again, with the options this resume runs it with.
-fn mark_resumed(board: &mut Board, run_id: &str, options: &Options) -> anyhow::Result<()> {
-    board.set_run_options(run_id, &to_record(options)?)?;
-    board.set_run_status(
-        run_id,
-        RunStatus::Running,
-        None,
-        &Event::run(RunEvent::RunResumed {
-            pid: std::process::id(),
-        }),
-    )
 }
 
 /// Parked tasks with their branches and conflicting paths, from the event log of the board.

@@ -11,11 +11,13 @@ use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
 use serde_json::Value;
 
 mod event;
+mod open;
 mod record;
 mod schema;
 mod write;
 
 pub use event::{Logged, Moved, Parking, RunEvent};
+use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use record::{
     AttemptEnd, Event, GoalRecord, GoalStatus, Need, QueueItem, QueueRemoval, RunRecord, RunStatus,
     TaskRecord, TaskStatus, TaskUpdate,
@@ -25,55 +27,6 @@ use write::{append_event, apply_update, insert_goals};
 
 /// The board's database, in the swarm directory.
 const BOARD_FILE: &str = "board.db";
-
-/// How long opening the board waits for another swarm holding it.
-const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Whether `SQLite` answered one of `codes` somewhere in the chain of `e`.
-fn sqlite_said(e: &anyhow::Error, codes: &[rusqlite::ErrorCode]) -> bool {
-    e.chain().any(|cause| {
-        cause
-            .downcast_ref::<rusqlite::Error>()
-            .and_then(rusqlite::Error::sqlite_error_code)
-            .is_some_and(|code| codes.contains(&code))
-    })
-}
-
-fn is_busy(e: &anyhow::Error) -> bool {
-    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
-    sqlite_said(e, &[DatabaseBusy, DatabaseLocked])
-}
-
-/// A board that does not read as one is the user's to look at: swarm never recreates or deletes
-/// it. Other errors pass as they are, with the board's path.
-fn damaged(path: &Path, e: anyhow::Error) -> anyhow::Error {
-    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
-    if !sqlite_said(&e, &[NotADatabase, DatabaseCorrupt]) {
-        return e.context(format!("board {}", path.display()));
-    }
-    e.context(format!(
-        "the board {} is damaged; swarm leaves it as it is. Keep it for a look and start a fresh one with `mv {0} {0}.damaged` (its runs are then no longer known to swarm)",
-        path.display()
-    ))
-}
-
-/// A board emptied to 0 bytes while runs are on record lost them; `SQLite` would take it for a new
-/// board and forget them silently.
-fn refuse_emptied(swarm_dir: &Path, path: &Path) -> anyhow::Result<()> {
-    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
-    let wal = path.with_extension("db-wal");
-    let emptied = size(path) == Some(0) && size(&wal).unwrap_or(0) == 0;
-    let runs_on_record =
-        std::fs::read_dir(swarm_dir.join("runs")).is_ok_and(|mut entries| entries.next().is_some());
-    if emptied && runs_on_record {
-        anyhow::bail!(
-            "the board {} is empty, but runs are on record in {}; swarm leaves it as it is. Restore it from a backup, or start a fresh one with `mv {0} {0}.empty`",
-            path.display(),
-            swarm_dir.join("runs").display()
-        );
-    }
-    Ok(())
-}
 
 /// The board of one repository.
 pub struct Board {
