@@ -51,14 +51,7 @@ fn swarms_adding_to_the_queue_of_a_fresh_board_at_once_lose_no_goal() {
     for round in 0..50 {
         let repo = TestRepo::new();
         let adds: Vec<_> = (0..8)
-            .map(|i| {
-                repo.swarm_cmd()
-                    .args(["queue", "add", &format!("goal {i}")])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|i| repo.spawn(&["queue", "add", &format!("goal {i}")]))
             .collect();
         for add in adds {
             let out = add.wait_with_output().unwrap();

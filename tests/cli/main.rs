@@ -132,6 +132,16 @@ impl TestRepo {
         cmd
     }
 
+    /// Starts swarm with `args`, its output captured, without waiting for it.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.swarm_cmd()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting swarm")
+    }
+
     pub fn swarm(&self, args: &[&str]) -> Output {
         self.swarm_cmd().args(args).output().expect("running swarm")
     }

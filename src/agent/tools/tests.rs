@@ -229,38 +229,23 @@ fn run_command_runs_allowed_programs_only_and_kills_at_the_timeout() {
 #[test]
 fn run_command_is_killed_when_the_attempt_stops() {
     let (tmp, _) = setup(Access::Write, &[]);
-    let marker = tmp.path().join("stop");
-    let flag = marker.clone();
+    let work = tmp.path().join("work");
+    // The attempt "stops" the moment the command has started.
+    let started = work.join("started");
     let long = Duration::from_secs(600);
-    let tools = Tools::new(
-        &tmp.path().join("work"),
-        Access::Write,
-        vec!["sh".into()],
-        long,
-    )
-    .unwrap()
-    .stopped_by(move || flag.exists());
-    let started = tmp.path().join("work").join("started");
-    let stopper = std::thread::spawn({
-        let (started, marker) = (started.clone(), marker.clone());
-        move || {
-            while !started.exists() {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            std::fs::write(marker, "").unwrap();
-        }
-    });
+    let tools = Tools::new(&work, Access::Write, vec!["sh".into()], long)
+        .unwrap()
+        .stopped_by(move || started.exists());
     // Nothing but the stop ends the command before its ten minutes.
     let out = run(
         &tools,
         "sh",
         &["-c", "touch started; sleep 30; touch finished"],
     );
-    stopper.join().unwrap();
     assert!(
         out.text.contains("sh was stopped with the attempt"),
         "{}",
         out.text
     );
-    assert!(!tmp.path().join("work").join("finished").exists());
+    assert!(!work.join("finished").exists());
 }

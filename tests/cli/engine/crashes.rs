@@ -97,13 +97,7 @@ fn second_run_in_the_same_repository_fails_fast_naming_the_holder() {
             json!({"id": "slow", "run": format!("touch {}; until [ -e {} ]; do sleep 0.02; done", sh(&started), sh(&release)), "mode": "read"}),
         ],
     );
-    let first = repo
-        .swarm_cmd()
-        .args(["run", path_arg(&slow), "-q"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = repo.spawn(&["run", path_arg(&slow), "-q"]);
     let holder_pid = first.id();
     wait_for(
         "the first run's task to start",
@@ -122,13 +116,7 @@ fn second_run_in_the_same_repository_fails_fast_naming_the_holder() {
             + "\n",
     )
     .unwrap();
-    let second = repo
-        .swarm_cmd()
-        .args(["run", path_arg(&other)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let second = repo.spawn(&["run", path_arg(&other)]);
     let second = finish(second, Duration::from_secs(60));
     assert_exit(&second, 4);
     let err = stderr(&second);
@@ -276,13 +264,7 @@ fn a_run_that_fails_inside_stops_its_agents_before_it_exits() {
             json!({"id": "short", "run": format!("until [ -e {} ]; do sleep 0.02; done", sh(&go)), "mode": "read"}),
         ],
     );
-    let child = repo
-        .swarm_cmd()
-        .args(["run", "-j", "2", path_arg(&tasks)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = repo.spawn(&["run", "-j", "2", path_arg(&tasks)]);
     wait_for("the long task to start", Duration::from_secs(10), || {
         !lines_of(&pid_file).is_empty()
     });

@@ -99,20 +99,14 @@ fn task_ignoring_sigterm_is_killed_with_its_children_on_timeout() {
         sh(&survived)
     );
     let tasks = task_file(&repo, &[json!({"id": "stuck", "run": cmd, "mode": "read"})]);
-    let child = repo
-        .swarm_cmd()
-        .args([
-            "run",
-            path_arg(&tasks),
-            "--task-timeout",
-            "1s",
-            "--retries",
-            "0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = repo.spawn(&[
+        "run",
+        path_arg(&tasks),
+        "--task-timeout",
+        "1s",
+        "--retries",
+        "0",
+    ]);
     let out = finish(child, Duration::from_secs(60));
     assert_exit(&out, 1);
     assert!(!survived.exists(), "the task ran to its end: no timeout");
@@ -152,20 +146,14 @@ fn a_silent_attempt_is_stopped_as_hung_and_one_that_keeps_talking_is_not() {
             json!({"id": "talker", "run": "for i in 1 2 3 4 5 6 7 8; do echo tick $i >&2; sleep 0.3; done; echo done", "mode": "read"}),
         ],
     );
-    let child = repo
-        .swarm_cmd()
-        .args([
-            "run",
-            path_arg(&tasks),
-            "--stall-timeout",
-            "1s",
-            "--retries",
-            "0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = repo.spawn(&[
+        "run",
+        path_arg(&tasks),
+        "--stall-timeout",
+        "1s",
+        "--retries",
+        "0",
+    ]);
     let out = finish(child, Duration::from_secs(60));
     assert_exit(&out, 1);
     let status = status_json(&repo);

@@ -24,13 +24,7 @@ fn sigint_interrupts_the_run_and_resume_completes_it() {
             json!({"id": "c", "run": "echo c", "deps": ["a", "b"], "mode": "read"}),
         ],
     );
-    let child = repo
-        .swarm_cmd()
-        .args(["run", path_arg(&tasks)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = repo.spawn(&["run", path_arg(&tasks)]);
     wait_for("both tasks to start", Duration::from_secs(10), || {
         lines_of(&started).len() >= 2
     });
@@ -84,13 +78,7 @@ fn second_sigint_kills_tasks_at_once_and_the_run_stays_resumable() {
         &repo,
         &[json!({"id": "stubborn", "run": cmd, "mode": "read"})],
     );
-    let child = repo
-        .swarm_cmd()
-        .args(["run", path_arg(&tasks)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = repo.spawn(&["run", path_arg(&tasks)]);
     let pid = child.id().to_string();
     wait_for("the task to start", Duration::from_secs(10), || {
         std::fs::read_to_string(&child_pid).is_ok_and(|p| p.ends_with('\n'))
@@ -147,13 +135,7 @@ fn a_second_signal_while_the_escalation_hook_runs_kills_it_and_swarm_at_once() {
         ],
     );
     let hook = format!("echo $$ > {}; exec sleep 60", sh(&hooked));
-    let child = repo
-        .swarm_cmd()
-        .args(["run", "-j", "2", "--on-escalate", &hook, path_arg(&tasks)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = repo.spawn(&["run", "-j", "2", "--on-escalate", &hook, path_arg(&tasks)]);
     wait_for("the hook to start", Duration::from_secs(20), || {
         std::fs::read_to_string(&hooked).is_ok_and(|p| p.ends_with('\n'))
     });
@@ -193,13 +175,7 @@ fn escalation_hooks_run_while_the_run_goes_on() {
         "echo x >> {0}; until [ \"$(wc -l < {0})\" -ge 2 ]; do sleep 0.02; done",
         sh(&started)
     );
-    let child = repo
-        .swarm_cmd()
-        .args(["run", "-j", "3", "--on-escalate", &hook, path_arg(&tasks)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = repo.spawn(&["run", "-j", "3", "--on-escalate", &hook, path_arg(&tasks)]);
     let out = finish(child, Duration::from_secs(45));
     assert_exit(&out, 3);
     let status = status_json(&repo);
