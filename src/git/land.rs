@@ -4,7 +4,8 @@
 //! checkout untouched), renamed into place one by one (each file is at any moment its old
 //! version or its landed one), the index is updated, and the branch moves last. A landing cut
 //! short is finished by the next one: a file already holding its landed version counts as
-//! clean, and a stale index lock of swarm's own is recognised and removed.
+//! clean, and a stale lock of swarm's own on the index or the branch is recognised and
+//! removed.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -19,6 +20,10 @@ use super::{CommitId, Landing, Repo};
 /// The file in the staging directory naming the process that lands, so that a landing killed
 /// while writing the index is known by its stale `index.lock`.
 const OWNER: &str = "owner";
+
+/// The file in the staging directory written just before the branch moves, naming the ref:
+/// a landing killed while it held that ref's lock is known by it.
+const MOVING: &str = "moving";
 
 /// What landing does to one path: its entry before and after (`None`: absent).
 struct Change {
@@ -79,6 +84,9 @@ pub fn land(
     if repo.repo.path().join("index.lock").exists() {
         return kept("another git process holds the index (.git/index.lock)".to_owned());
     }
+    if let Some(lock) = ref_lock(repo, &branch_ref) {
+        return kept(lock);
+    }
     if base == tip {
         return Ok(Landing::FastForwarded { branch });
     }
@@ -96,11 +104,15 @@ pub fn land(
     }
     apply(repo, &changes, staging)
         .context("landing stopped partway; `swarm resume` finishes it")?;
-    if repo
-        .move_ref(&branch_ref, base, tip, "swarm: land run")
-        .is_err()
-    {
-        // The branch moved while the files were written: put the checkout back.
+    std::fs::write(staging.join(MOVING), &branch_ref)?;
+    if let Err(e) = repo.move_ref(&branch_ref, base, tip, "swarm: land run") {
+        // The branch moved while the files were written, or another process holds it: put
+        // the checkout back.
+        let why = if repo.repo.refname_to_id(&branch_ref).ok() != Some(base.oid()?) {
+            format!("{branch} moved while the run landed")
+        } else {
+            ref_lock(repo, &branch_ref).unwrap_or_else(|| format!("{e:#}"))
+        };
         let back: Vec<Change> = changes
             .into_iter()
             .map(|c| Change {
@@ -112,9 +124,7 @@ pub fn land(
         stage(repo, &from, &back, staging)?;
         apply(repo, &back, staging)?;
         std::fs::remove_dir_all(staging)?;
-        return kept(format!(
-            "{branch} moved while the run landed; your checkout was put back as it was"
-        ));
+        return kept(format!("{why}; your checkout was put back as it was"));
     }
     std::fs::remove_dir_all(staging)?;
     Ok(Landing::FastForwarded { branch })
@@ -140,16 +150,37 @@ fn clear_cut_short_landing(repo: &Repo, staging: &Path) -> anyhow::Result<()> {
         );
     }
     if owner.is_some() {
-        let lock = repo.repo.path().join("index.lock");
-        match std::fs::remove_file(&lock) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("could not remove {}", lock.display()));
-            }
-            _ => {}
+        remove_lock(&repo.repo.path().join("index.lock"))?;
+        // Killed while it moved the branch: the ref's lock is its own.
+        if let Ok(name) = std::fs::read_to_string(staging.join(MOVING))
+            && name.starts_with("refs/heads/")
+        {
+            repo.clear_stale_ref_lock(name.trim())?;
         }
     }
     std::fs::remove_dir_all(staging)
         .with_context(|| format!("could not remove {}", staging.display()))
+}
+
+/// Why the ref `name` cannot move, if another process holds its lock.
+fn ref_lock(repo: &Repo, name: &str) -> Option<String> {
+    let lock = repo.common_dir.join(format!("{name}.lock"));
+    lock.exists().then(|| {
+        format!(
+            "another git process holds {} ({})",
+            name.trim_start_matches("refs/heads/"),
+            lock.display()
+        )
+    })
+}
+
+fn remove_lock(lock: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(lock) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("could not remove {}", lock.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Every path whose entry differs between two trees.

@@ -209,7 +209,8 @@ impl Repo {
 
     /// Removes the lock file of the ref `name` (a full ref name) that a process killed while
     /// moving it left behind; libgit2, like git, refuses to touch a locked ref. Only for refs
-    /// nobody else can be writing, i.e. a run's own refs while the run lock is held.
+    /// nobody else can be writing: a run's own refs while the run lock is held, and the
+    /// branch a landing of swarm's was killed while moving.
     pub fn clear_stale_ref_lock(&self, name: &str) -> anyhow::Result<()> {
         let lock = self.common_dir.join(format!("{name}.lock"));
         match std::fs::remove_file(&lock) {

@@ -68,3 +68,94 @@ fn a_branch_someone_has_checked_out_is_kept() {
     assert!(!repo.delete_branch_at(&current, &c).unwrap());
     assert_eq!(repo.resolve(&current).unwrap(), c);
 }
+
+/// A repository whose `main` and checkout hold `a.txt` = "old", and a commit on top of it
+/// (on no branch) with `a.txt` = "new".
+fn repo_to_land(dir: &Path) -> (Repo, CommitId, CommitId) {
+    let raw = Repository::init(dir).unwrap();
+    raw.set_head("refs/heads/main").unwrap();
+    let sig = git2::Signature::now("t", "t@example.com").unwrap();
+    std::fs::write(dir.join("a.txt"), "old\n").unwrap();
+    let mut index = raw.index().unwrap();
+    index.add_path(Path::new("a.txt")).unwrap();
+    index.write().unwrap();
+    let tree = raw.find_tree(index.write_tree().unwrap()).unwrap();
+    let base = raw
+        .commit(Some("HEAD"), &sig, &sig, "base", &tree, &[])
+        .unwrap();
+    let blob = raw.blob(b"new\n").unwrap();
+    let mut builder = raw.treebuilder(Some(&tree)).unwrap();
+    builder.insert("a.txt", blob, 0o100_644).unwrap();
+    let tree = raw.find_tree(builder.write().unwrap()).unwrap();
+    let parent = raw.find_commit(base).unwrap();
+    let tip = raw
+        .commit(None, &sig, &sig, "tip", &tree, &[&parent])
+        .unwrap();
+    (Repo::discover(dir).unwrap(), base.into(), tip.into())
+}
+
+/// The id of a process that has ended.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+#[test]
+fn a_landing_killed_while_it_held_the_branch_lock_is_finished_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let (repo, base, tip) = repo_to_land(&root);
+    let staging = dir.path().join("landing");
+    // What a landing killed inside the branch's move leaves: its files and index in place,
+    // its staging directory naming a dead owner and the ref, and the ref's lock.
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::write(staging.join("owner"), dead_pid().to_string()).unwrap();
+    std::fs::write(staging.join("moving"), "refs/heads/main").unwrap();
+    std::fs::write(root.join("a.txt"), "new\n").unwrap();
+    let mut index = repo.repo.index().unwrap();
+    index.add_path(Path::new("a.txt")).unwrap();
+    index.write().unwrap();
+    let lock = repo.common_dir().join("refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+
+    let landed = land(&repo, &base, &tip, &staging).unwrap();
+
+    assert!(matches!(landed, Landing::FastForwarded { ref branch } if branch == "main"));
+    assert_eq!(
+        repo.repo.refname_to_id("refs/heads/main").unwrap(),
+        tip.oid().unwrap()
+    );
+    assert!(!lock.exists());
+    assert!(!staging.exists());
+    assert!(repo.fingerprint().unwrap().paths.is_empty());
+}
+
+#[test]
+fn a_branch_another_process_holds_is_not_landed_and_nothing_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let (repo, base, tip) = repo_to_land(&root);
+    let lock = repo.common_dir().join("refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+
+    let landed = land(&repo, &base, &tip, &dir.path().join("landing")).unwrap();
+
+    let Landing::Kept { reason } = landed else {
+        panic!("landed through another process's lock");
+    };
+    assert!(
+        reason.starts_with("another git process holds main ("),
+        "{reason}"
+    );
+    assert!(lock.exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "old\n"
+    );
+    assert_eq!(
+        repo.repo.refname_to_id("refs/heads/main").unwrap(),
+        base.oid().unwrap()
+    );
+}

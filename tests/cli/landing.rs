@@ -164,6 +164,11 @@ fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finish
         }
 
         let out = repo.swarm(&["resume"]);
+        let context = format!(
+            "{context}: resume said {}{}",
+            stdout(&out),
+            String::from_utf8_lossy(&out.stderr)
+        );
         // A kill after the run was recorded as finished leaves nothing to resume.
         let finished_before =
             String::from_utf8_lossy(&out.stderr).contains("no unfinished run to resume");
