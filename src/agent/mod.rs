@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -145,7 +145,9 @@ impl Fault {
         ]
         .into_iter()
         .find(|words| text.contains(words));
-        let what = os.or(said)?;
+        let Some(what) = os.or(said) else {
+            return Self::of_scarce_descriptors(&text);
+        };
         let why = if text.contains(what) {
             text
         } else {
@@ -154,6 +156,53 @@ impl Fault {
         Some(Self {
             kind: FaultKind::Environment,
             why,
+        })
+    }
+
+    /// libgit2 reports some reads cut short by the file descriptor limit as other errors (a
+    /// reference "cannot be peeled"): an error met while this process is close to its limit
+    /// is taken to come of it.
+    fn of_scarce_descriptors(text: &str) -> Option<Self> {
+        /// Fewer free than this, and git's next operation may well not find one.
+        const HEADROOM: u64 = 16;
+        let (limit, _) =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).ok()?;
+        let open = match std::fs::read_dir("/proc/self/fd") {
+            Ok(dir) => u64::try_from(dir.count()).unwrap_or(u64::MAX),
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EMFILE as i32) => limit,
+            Err(_) => return None,
+        };
+        (open.saturating_add(HEADROOM) > limit).then(|| Self {
+            kind: FaultKind::Environment,
+            why: format!(
+                "too few file descriptors ({open} of the limit of {limit} open; raise it with `ulimit -n`): {text}"
+            ),
+        })
+    }
+
+    /// A full file system under any of `dirs`: an attempt that failed while one was full is
+    /// taken to have failed of it (an agent's own writes fail there with ENOSPC, which swarm
+    /// sees only as the agent's exit code). Full means less free than 1 MiB or 1% of its size,
+    /// whichever is smaller, or no free inode.
+    pub(crate) fn of_full_disk(dirs: &[&Path], failure: &str) -> Option<Self> {
+        dirs.iter().find_map(|dir| {
+            let fs = nix::sys::statvfs::statvfs(*dir).ok()?;
+            let block = fs.fragment_size();
+            let free = fs.blocks_available().saturating_mul(block);
+            let size = fs.blocks().saturating_mul(block);
+            let no_inodes = fs.files() > 0 && fs.files_available() == 0;
+            (free < (1 << 20).min(size / 100) || no_inodes).then(|| Self {
+                kind: FaultKind::Environment,
+                why: format!(
+                    "the disk holding {} is full ({} free); the attempt failed with: {failure}",
+                    dir.display(),
+                    if no_inodes {
+                        "no inode".to_owned()
+                    } else {
+                        format!("{} KiB", free / 1024)
+                    }
+                ),
+            })
         })
     }
 }

@@ -108,10 +108,10 @@ pub fn land(
     if let Err(e) = repo.move_ref(&branch_ref, base, tip, "swarm: land run") {
         // The branch moved while the files were written, or another process holds it: put
         // the checkout back.
-        let why = if repo.repo.refname_to_id(&branch_ref).ok() != Some(base.oid()?) {
-            format!("{branch} moved while the run landed")
-        } else {
+        let why = if repo.repo.refname_to_id(&branch_ref).ok() == Some(base.oid()?) {
             ref_lock(repo, &branch_ref).unwrap_or_else(|| format!("{e:#}"))
+        } else {
+            format!("{branch} moved while the run landed")
         };
         let back: Vec<Change> = changes
             .into_iter()

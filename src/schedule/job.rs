@@ -134,12 +134,28 @@ impl Job {
     pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
         let mut usage = (0, None);
-        let verdict =
-            self.attempt(watchdog, tx, &mut usage)
-                .unwrap_or_else(|e| match Fault::of_error(&e) {
+        let verdict = match self.attempt(watchdog, tx, &mut usage) {
+            Ok(verdict) => verdict,
+            Err(e) => match Fault::of_error(&e) {
+                Some(fault) => Verdict::Fault(fault),
+                None => Verdict::Failed(format!("{e:#}")),
+            },
+        };
+        // An attempt that failed on a full disk failed of the disk.
+        let verdict = match verdict {
+            Verdict::Failed(why) => {
+                let run_dir = self
+                    .invocation
+                    .transcript
+                    .parent()
+                    .unwrap_or(Path::new("."));
+                match Fault::of_full_disk(&[&self.invocation.cwd, run_dir], &why) {
                     Some(fault) => Verdict::Fault(fault),
-                    None => Verdict::Failed(format!("{e:#}")),
-                });
+                    None => Verdict::Failed(why),
+                }
+            }
+            verdict => verdict,
+        };
         Report {
             task: self.task,
             attempt: self.attempt,
@@ -198,11 +214,16 @@ impl Job {
         usage.1 = finished.cost;
         let touched = before.changed_paths(&repo.fingerprint()?);
         if !touched.is_empty() {
-            return Ok(Verdict::Failed(format!(
-                "changed your checkout {} (outside its own directory): {}; nothing of it is merged",
-                self.user_checkout.display(),
-                touched.join(", ")
-            )));
+            // Whether the user or an agent reaching out of its directory made the change, the
+            // attempt cannot be trusted, and a retry would not do better: the run stops.
+            return Ok(Verdict::Fault(Fault {
+                kind: crate::agent::FaultKind::Environment,
+                why: format!(
+                    "your checkout {} changed while an attempt ran ({}); swarm cannot tell whether you or an agent changed it, so nothing of that attempt is merged (an agent that did will do it again: fix its task before resuming)",
+                    self.user_checkout.display(),
+                    touched.join(", ")
+                ),
+            }));
         }
         match finished.outcome {
             Outcome::Succeeded => {}

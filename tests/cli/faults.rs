@@ -4,6 +4,7 @@
 use std::process::Stdio;
 
 use crate::fake_llm::{FakeLlm, Reply};
+use crate::gate::Gate;
 use crate::{TestRepo, assert_exit, status_json, stderr, stdout, tasks_with_status};
 
 /// Runs `args` with a stdout whose reader has already gone away.
@@ -248,9 +249,11 @@ fn too_few_file_descriptors_stop_the_run_resumably_and_resume_finishes_it() {
     assert_exit(&resumed, 0);
     let status = status_json(&repo);
     assert_eq!(tasks_with_status(&status, "done").len(), 8, "{status:#}");
-    // No failure is counted against a task where swarm saw the cause. (libgit2 reports some
-    // reads cut short by the limit without it, as a reference that "cannot be peeled": those
-    // attempts count as failed and are retried.)
+    // No failure is counted against a task: not even where libgit2 reports a read cut short
+    // by the limit as another error (a reference that "cannot be peeled").
+    for t in status["tasks"].as_array().unwrap() {
+        assert_eq!(t["failures"], 0, "{t:#}");
+    }
 }
 
 #[test]
@@ -285,4 +288,89 @@ fn a_model_request_in_flight_ends_with_its_attempts_timeout() {
         .unwrap_or_default()
         .to_owned();
     assert!(error.contains("timed out"), "{error}");
+}
+
+#[test]
+fn the_users_checkout_changing_under_a_task_stops_the_run_and_resume_reruns_it_unspent() {
+    let repo = TestRepo::new();
+    let gate = Gate::new(&repo.cache.parent().unwrap().join("gates"), "w");
+    let line = serde_json::json!({
+        "id": "w",
+        "run": format!("echo work > w.txt && {}", gate.shell()),
+    })
+    .to_string();
+    let tasks = repo.tasks(&[&line]);
+    let mut swarm = repo.spawn(&["run", "--retries", "0", tasks.to_str().unwrap()]);
+    gate.reached(&mut swarm);
+    // The user goes on working while the task runs.
+    repo.write("mine.txt", "the user's own\n");
+    gate.release();
+    let out = swarm.wait_with_output().unwrap();
+
+    assert_exit(&out, 75);
+    let said = stdout(&out);
+    assert!(
+        said.contains("changed while an attempt ran (mine.txt)"),
+        "{said}"
+    );
+    assert!(!repo.root.join("w.txt").exists(), "the attempt was merged");
+    let status = status_json(&repo);
+    let w = &status["tasks"][0];
+    assert_eq!(w["status"], "interrupted", "{status:#}");
+    assert_eq!(w["failures"], 0, "{status:#}");
+
+    // Done with the checkout, the user resumes: the task runs again, with no retry spent
+    // (it had none), and lands beside the user's file.
+    let mut resume = repo.spawn(&["resume"]);
+    gate.reached(&mut resume);
+    gate.release();
+    let out = resume.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("w.txt"), "work\n");
+    assert_eq!(repo.read("mine.txt"), "the user's own\n");
+}
+
+#[test]
+fn a_disk_that_fills_under_a_writer_stops_the_run_and_resume_finishes_it_unspent() {
+    let repo = TestRepo::new();
+    let mount = repo.cache.parent().unwrap().join("small");
+    let Some(disk) = crate::SmallDisk::mount(
+        &mount,
+        "2m",
+        "a_disk_that_fills_under_a_writer_stops_the_run_and_resume_finishes_it_unspent",
+    ) else {
+        return;
+    };
+    // The writer's checkout is on the small disk; its file does not fit there.
+    let tasks = repo.tasks(&[r#"{"id":"big","run":"head -c 3000000 /dev/zero > big.bin"}"#]);
+    let worktrees = mount.join("worktrees");
+    let worktrees = worktrees.to_str().unwrap();
+
+    let out = repo.swarm(&[
+        "run",
+        "--retries",
+        "0",
+        "--worktree-dir",
+        worktrees,
+        tasks.to_str().unwrap(),
+    ]);
+
+    assert_exit(&out, 75);
+    let said = stdout(&out);
+    assert!(said.contains("Stopped: the disk holding"), "{said}");
+    let status = status_json(&repo);
+    let big = &status["tasks"][0];
+    assert_eq!(big["status"], "interrupted", "{status:#}");
+    assert_eq!(big["failures"], 0, "{status:#}");
+    assert!(!repo.root.join("big.bin").exists());
+
+    // With room again, resume runs the writer again (it had no retry to spend) and lands it.
+    disk.grow("32m");
+    let out = repo.swarm(&["resume", "--worktree-dir", worktrees]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        std::fs::metadata(repo.root.join("big.bin")).unwrap().len(),
+        3_000_000
+    );
+    drop(disk);
 }

@@ -213,31 +213,13 @@ fn a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was() {
     // A file system of its own, small enough that the landing's copy of a large new file
     // does not fit after the repository and the merged objects.
     let mount = repo.cache.parent().unwrap().join("small");
-    std::fs::create_dir_all(&mount).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args([
-            "-t",
-            "tmpfs",
-            "-o",
-            "size=6m",
-            "tmpfs",
-            mount.to_str().unwrap(),
-        ])
-        .output();
-    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must be able to mount a tmpfs (it runs as root): {mounted:?}"
-        );
-        #[expect(clippy::print_stderr, reason = "a skipped test says so")]
-        {
-            eprintln!(
-                "SKIPPED a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was: mounting a tmpfs needs root"
-            );
-        }
+    let Some(disk) = crate::SmallDisk::mount(
+        &mount,
+        "6m",
+        "a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was",
+    ) else {
         return;
-    }
-    let unmount = Unmount(mount.clone());
+    };
     let small = TestRepo::at(&mount.join("repo"));
     let tasks = small.tasks(&[r#"{"id":"big","run":"head -c 3500000 /dev/urandom > big.bin"}"#]);
     let before = small.state();
@@ -256,11 +238,7 @@ fn a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was() {
         assert!(!run.unwrap().path().join("landing").exists());
     }
     // With room again, the printed command lands the work.
-    let grown = std::process::Command::new("mount")
-        .args(["-o", "remount,size=32m", mount.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(grown.success());
+    disk.grow("32m");
     let command = said
         .split('`')
         .find(|s| s.starts_with("git merge --ff-only"))
@@ -273,16 +251,7 @@ fn a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was() {
         3_500_000
     );
     drop(small);
-    drop(unmount);
-}
-
-/// Unmounts a test's file system when dropped.
-struct Unmount(std::path::PathBuf);
-
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
+    drop(disk);
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod engine;
 pub mod fake_agents;
 pub mod fake_llm;
 mod faults;
+pub mod gate;
 mod generated;
 mod goal;
 mod goals;
@@ -270,4 +271,48 @@ pub fn assert_exit(o: &Output, expected: i32) {
         stdout(o),
         stderr(o)
     );
+}
+
+/// A file system of a test's own, small enough to fill: a tmpfs, unmounted when dropped.
+pub struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    /// Mounts a tmpfs of `size` (as `mount` takes it: `6m`) at `dir`. Mounting needs root: where
+    /// it is refused, `test` is said to be skipped and `None` returned; CI (which runs as root)
+    /// fails instead.
+    pub fn mount(dir: &Path, size: &str, test: &str) -> Option<Self> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output();
+        if mounted.as_ref().is_ok_and(|o| o.status.success()) {
+            return Some(Self(dir.to_owned()));
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must be able to mount a tmpfs (it runs as root): {mounted:?}"
+        );
+        #[expect(clippy::print_stderr, reason = "a skipped test says so")]
+        {
+            eprintln!("SKIPPED {test}: mounting a tmpfs needs root");
+        }
+        None
+    }
+
+    /// Makes the file system `size` large, keeping what it holds.
+    pub fn grow(&self, size: &str) {
+        let grown = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(grown.success());
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
 }

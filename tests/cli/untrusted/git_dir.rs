@@ -5,37 +5,33 @@ use super::{Main, run_scripts, run_tasks, task, untouchable};
 use crate::{TestRepo, assert_exit, rev};
 
 #[test]
-fn a_writer_that_reaches_into_the_users_git_directory_by_path_fails_and_is_not_merged() {
-    let repo = TestRepo::new();
-    let base = rev(&repo, "main");
-    let user = repo.root.display().to_string();
-    let scripts = [
-        format!("git -C '{user}' config user.name Mallory && echo a > a.txt"),
-        format!("printf '#!/bin/sh\\n' > '{user}/.git/hooks/pre-commit' && echo b > b.txt"),
-        format!("git -C '{user}' tag planted && echo c > c.txt"),
-    ];
-    let scripts: Vec<&str> = scripts.iter().map(String::as_str).collect();
+fn a_writer_that_reaches_into_the_users_git_directory_by_path_stops_the_run_and_is_not_merged() {
+    for (script, changed) in [
+        ("git -C '{user}' config user.name Mallory", ".git/config"),
+        (
+            "printf '#!/bin/sh\\n' > '{user}/.git/hooks/pre-commit'",
+            ".git/hooks/pre-commit",
+        ),
+        ("git -C '{user}' tag planted", ".git/refs/tags/planted"),
+    ] {
+        let repo = TestRepo::new();
+        let base = rev(&repo, "main");
+        let script = format!(
+            "{} && echo a > a.txt",
+            script.replace("{user}", &repo.root.display().to_string())
+        );
 
-    let out = run_scripts(&repo, &scripts, &["--retries", "0", "-j", "1"]);
+        let out = run_scripts(&repo, &[&script], &["--retries", "0"]);
 
-    assert_exit(&out, 1);
-    assert_eq!(rev(&repo, "main"), base);
-    for (n, changed) in [
-        ".git/config",
-        ".git/hooks/pre-commit",
-        ".git/refs/tags/planted",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let t = task(&repo, &format!("t{n}"));
-        assert_eq!(t["status"], "failed");
-        let error = t["error"].as_str().unwrap();
-        assert!(error.contains("changed your checkout"), "{error}");
-        assert!(error.contains(changed), "{error}");
-    }
-    for f in ["a.txt", "b.txt", "c.txt"] {
-        assert!(!repo.root.join(f).exists(), "{f} was merged");
+        assert_exit(&out, 75);
+        assert_eq!(rev(&repo, "main"), base);
+        let t = task(&repo, "t0");
+        assert_eq!(t["status"], "interrupted", "{script}");
+        assert_eq!(t["failures"], 0, "{script}");
+        let said = crate::stdout(&out);
+        assert!(said.contains("Stopped: your checkout"), "{said}");
+        assert!(said.contains(changed), "{said}");
+        assert!(!repo.root.join("a.txt").exists(), "{script}: merged");
     }
 }
 

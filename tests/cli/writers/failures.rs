@@ -60,7 +60,7 @@ fn a_writer_failing_the_global_check_is_not_merged() {
 }
 
 #[test]
-fn a_writer_that_writes_into_the_users_checkout_fails_and_is_not_merged() {
+fn a_writer_that_writes_into_the_users_checkout_stops_the_run_and_is_not_merged() {
     let repo = TestRepo::new();
     let main_before = rev(&repo, "main");
     let stolen = repo.root.join("stolen.txt");
@@ -73,18 +73,15 @@ fn a_writer_that_writes_into_the_users_checkout_fails_and_is_not_merged() {
 
     let out = repo.swarm(&["run", path_str(&tasks), "--retries", "0"]);
 
-    assert_exit(&out, 1);
+    assert_exit(&out, 75);
     let w = &tasks_of(&repo)["w"];
-    assert_eq!(w["status"], "failed");
-    let error = w["error"].as_str().unwrap();
+    assert_eq!(w["status"], "interrupted");
+    assert_eq!(w["failures"], 0);
+    let said = stdout(&out);
     assert!(
-        error.contains("changed your checkout") && error.contains("stolen.txt"),
-        "{error}"
-    );
-    assert!(
-        stdout(&out).contains("changed your checkout"),
-        "{}",
-        stdout(&out)
+        said.contains("Stopped: your checkout")
+            && said.contains("changed while an attempt ran (stolen.txt)"),
+        "{said}"
     );
     assert_eq!(rev(&repo, "main"), main_before);
     let everywhere = repo.git(&["log", "--all", "--format=%H", "--", "own.txt", "stolen.txt"]);
