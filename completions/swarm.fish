@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -35,6 +35,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -l agent -d 'The agent for pro
 complete -c swarm -n "__fish_swarm_needs_command" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l endpoint-wait -d 'When the model endpoint stops answering (connections refused or timing out, several in a row): how long new attempts wait while swarm checks it every few seconds, before the run stops, resumable (exit 75); 0 stops at once [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
@@ -74,6 +75,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l agent -d 'The agent 
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l endpoint-wait -d 'When the model endpoint stops answering (connections refused or timing out, several in a row): how long new attempts wait while swarm checks it every few seconds, before the run stops, resumable (exit 75); 0 stops at once [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
@@ -103,6 +105,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l agent -d 'The age
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l endpoint-wait -d 'When the model endpoint stops answering (connections refused or timing out, several in a row): how long new attempts wait while swarm checks it every few seconds, before the run stops, resumable (exit 75); 0 stops at once [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
@@ -156,6 +159,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l agent -d 'The age
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l endpoint-wait -d 'When the model endpoint stops answering (connections refused or timing out, several in a row): how long new attempts wait while swarm checks it every few seconds, before the run stops, resumable (exit 75); 0 stops at once [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r
@@ -214,6 +218,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l endpoint-wait -d 'When the model endpoint stops answering (connections refused or timing out, several in a row): how long new attempts wait while swarm checks it every few seconds, before the run stops, resumable (exit 75); 0 stops at once [default: 5m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-turns -d 'The built-in agent\'s cap on model turns per attempt [default: 40]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-task-tokens -d 'The built-in agent\'s cap on tokens per attempt [default: 400000]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l budget-tokens -d 'Once the run\'s tasks have used N tokens in all, start nothing new: running tasks finish and finished writers are merged, then the run stops, resumable (exit 75); resume it with a larger --budget-tokens [default: no budget]' -r

@@ -189,6 +189,12 @@ pub struct RunOptions {
     #[arg(long, value_name = "DURATION")]
     pub request_timeout: Option<String>,
 
+    /// When the model endpoint stops answering (connections refused or timing out, several in
+    /// a row): how long new attempts wait while swarm checks it every few seconds, before the
+    /// run stops, resumable (exit 75); 0 stops at once [default: 5m].
+    #[arg(long, value_name = "DURATION")]
+    pub endpoint_wait: Option<String>,
+
     /// The built-in agent's cap on model turns per attempt [default: 40].
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
@@ -310,6 +316,7 @@ impl From<RunOptions> for crate::config::Options {
             model: flags.model,
             api_base: flags.api_base,
             request_timeout: flags.request_timeout,
+            endpoint_wait: flags.endpoint_wait,
             max_turns: flags.max_turns,
             max_task_tokens: flags.max_task_tokens,
             budget_tokens: flags.budget_tokens,

@@ -121,6 +121,28 @@ pub(crate) enum FaultKind {
     Credentials,
     /// The machine: a full disk, too few file descriptors. `swarm resume` once it is fixed.
     Environment,
+    /// The model endpoint does not answer: attempts wait while it is checked, and the run
+    /// stops as for `Environment` if it stays away.
+    Unreachable,
+}
+
+impl FaultKind {
+    /// Its name in the event log.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Credentials => "credentials",
+            FaultKind::Environment => "environment",
+            FaultKind::Unreachable => "unreachable",
+        }
+    }
+
+    /// The exit code of a run it stops: a key to fix is a usage error, else resumable.
+    pub(crate) fn exit_code(self) -> u8 {
+        match self {
+            FaultKind::Credentials => crate::exit::USAGE,
+            FaultKind::Environment | FaultKind::Unreachable => crate::exit::RESUMABLE,
+        }
+    }
 }
 
 impl Fault {
@@ -157,6 +179,37 @@ impl Fault {
             kind: FaultKind::Environment,
             why,
         })
+    }
+
+    /// The fault behind a failed model request or its planning, if it is one: a refused key,
+    /// an endpoint that does not answer, the machine's.
+    pub(crate) fn of_model_error(e: &anyhow::Error) -> Option<Self> {
+        e.chain()
+            .find_map(|c| c.downcast_ref::<crate::llm::LlmError>())
+            .and_then(Self::of_llm_error)
+            .or_else(|| Self::of_error(e))
+    }
+
+    /// The fault behind a model request's error, if it is one: a refused key, an endpoint
+    /// that does not answer.
+    pub(crate) fn of_llm_error(e: &crate::llm::LlmError) -> Option<Self> {
+        use crate::llm::LlmError;
+        match e {
+            LlmError::Rejected {
+                status: status @ (401 | 403),
+                message,
+            } => Some(Self {
+                kind: FaultKind::Credentials,
+                why: format!(
+                    "the model endpoint refused swarm's key (HTTP {status} from {message}); check SWARM_API_KEY"
+                ),
+            }),
+            LlmError::Unreachable { message } => Some(Self {
+                kind: FaultKind::Unreachable,
+                why: format!("the model endpoint does not answer: cannot reach {message}"),
+            }),
+            _ => None,
+        }
     }
 
     /// libgit2 reports some reads cut short by the file descriptor limit as other errors (a

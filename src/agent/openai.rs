@@ -122,24 +122,12 @@ fn turns(
             Ok(r) => r,
             Err(LlmError::Stopped) if watchdog.is_stopping() => return Err(Outcome::Interrupted),
             Err(LlmError::Stopped) => return Err(Outcome::TimedOut(inv.timeout)),
-            Err(LlmError::Rejected {
-                status: status @ (401 | 403),
-                message,
-            }) => {
-                return Err(Outcome::Fault(super::Fault {
-                    kind: super::FaultKind::Credentials,
-                    why: format!(
-                        "the model endpoint refused swarm's key (HTTP {status} from {message}); check SWARM_API_KEY"
-                    ),
-                }));
+            Err(e) => {
+                return Err(match super::Fault::of_llm_error(&e) {
+                    Some(fault) => Outcome::Fault(fault),
+                    None => Outcome::Failed(e.to_string()),
+                });
             }
-            Err(LlmError::Unreachable { message }) => {
-                return Err(Outcome::Fault(super::Fault {
-                    kind: super::FaultKind::Environment,
-                    why: format!("the model endpoint does not answer: cannot reach {message}"),
-                }));
-            }
-            Err(e) => return Err(Outcome::Failed(e.to_string())),
         };
         *tokens += reply.usage.total_tokens;
         let message = reply.message;

@@ -133,6 +133,29 @@ pub(super) fn plan_and_launch(
             );
             return Ok(exit::RESUMABLE);
         }
+        // A fault outside the goal (a refused key, an endpoint that does not answer): fixed,
+        // a resume plans it again.
+        Err(e) if let Some(fault) = crate::agent::Fault::of_model_error(&e) => {
+            let code = fault.kind.exit_code();
+            board.set_run_status(
+                &run_id,
+                RunStatus::Interrupted,
+                Some(i32::from(code)),
+                &Event::run(RunEvent::Fault {
+                    kind: fault.kind.as_str().to_owned(),
+                    why: fault.why.clone(),
+                }),
+            )?;
+            ui::say(
+                g.quiet,
+                Verb::Stopped,
+                &format!(
+                    "while planning: {}. Once that is fixed, `swarm resume {run_id}` plans the goal again",
+                    fault.why
+                ),
+            );
+            return Ok(code);
+        }
         Err(e) => {
             board.set_run_status(
                 &run_id,

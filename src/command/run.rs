@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-use crate::agent::FaultKind;
 use crate::config::{Land, Options, to_record};
 use crate::git::{CommitId, Landing, Repo};
 use crate::plan::Plan;
@@ -298,15 +297,11 @@ pub(super) fn execute(
             })
         })
         .flatten();
-    // What stopped a faulted run, as its first fault said.
-    let fault = matches!(ending, Ending::Faulted(_))
-        .then(|| {
-            events.iter().find_map(|e| match &e.event {
-                RunEvent::Fault { why, .. } => Some(why.as_str()),
-                _ => None,
-            })
-        })
-        .flatten();
+    // What stopped a faulted run.
+    let fault = match &ending {
+        Ending::Faulted(fault) => Some(fault.why.as_str()),
+        _ => None,
+    };
     let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
     let goal_unfinished = goals.iter().any(|g| {
         matches!(
@@ -315,10 +310,8 @@ pub(super) fn execute(
         )
     });
     let code = match ending {
-        Ending::Interrupted | Ending::OverBudget | Ending::Faulted(FaultKind::Environment) => {
-            exit::RESUMABLE
-        }
-        Ending::Faulted(FaultKind::Credentials) => exit::USAGE,
+        Ending::Interrupted | Ending::OverBudget => exit::RESUMABLE,
+        Ending::Faulted(ref fault) => fault.kind.exit_code(),
         Ending::Halted => exit::NEEDS_HUMAN,
         Ending::Finished if !parked.is_empty() => exit::NEEDS_HUMAN,
         Ending::Finished

@@ -25,6 +25,8 @@ const DEFAULT_TIMEOUT: &str = "30m";
 const KILL_GRACE: Duration = Duration::from_secs(2);
 const RETRY_BACKOFF: Duration = Duration::from_secs(1);
 const DEFAULT_REQUEST_TIMEOUT: &str = "5m";
+/// How long attempts wait for a model endpoint that stopped answering.
+const DEFAULT_ENDPOINT_WAIT: &str = "5m";
 const DEFAULT_MAX_TURNS: u32 = 40;
 const DEFAULT_MAX_TASK_TOKENS: u64 = 400_000;
 /// Tries of one model request, and the longest wait between two.
@@ -285,8 +287,12 @@ pub(super) fn settings(
         .map(crate::plan::parse_duration)
         .transpose()
         .map_err(|e| Usage::new(format!("--stall-timeout: {e}")))?;
+    let endpoint_wait =
+        crate::plan::parse_duration(o.endpoint_wait.as_deref().unwrap_or(DEFAULT_ENDPOINT_WAIT))
+            .map_err(|e| Usage::new(format!("--endpoint-wait: {e}")))?;
     Ok(Settings {
         guarded: vec![crate::config::REPO_FILE.to_owned()],
+        endpoint_wait,
         stall_timeout,
         jobs,
         max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),

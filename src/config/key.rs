@@ -19,6 +19,7 @@ pub(super) enum Key {
     Model,
     ApiBase,
     RequestTimeout,
+    EndpointWait,
     MaxTurns,
     MaxTaskTokens,
     BudgetTokens,
@@ -37,13 +38,14 @@ pub(super) enum Key {
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 21] = [
+    pub(super) const ALL: [Key; 22] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
         Key::Model,
         Key::ApiBase,
         Key::RequestTimeout,
+        Key::EndpointWait,
         Key::MaxTurns,
         Key::MaxTaskTokens,
         Key::BudgetTokens,
@@ -70,6 +72,7 @@ impl Key {
             Key::Model => "model",
             Key::ApiBase => "api-base",
             Key::RequestTimeout => "request-timeout",
+            Key::EndpointWait => "endpoint-wait",
             Key::MaxTurns => "max-turns",
             Key::MaxTaskTokens => "max-task-tokens",
             Key::BudgetTokens => "budget-tokens",
@@ -97,6 +100,7 @@ impl Key {
             Key::Model => "SWARM_MODEL",
             Key::ApiBase => "SWARM_API_BASE",
             Key::RequestTimeout => "SWARM_REQUEST_TIMEOUT",
+            Key::EndpointWait => "SWARM_ENDPOINT_WAIT",
             Key::MaxTurns => "SWARM_MAX_TURNS",
             Key::MaxTaskTokens => "SWARM_MAX_TASK_TOKENS",
             Key::BudgetTokens => "SWARM_BUDGET_TOKENS",
@@ -124,7 +128,7 @@ impl Key {
         match self {
             Key::Jobs => json!(4),
             Key::Agent | Key::Land => json!("auto"),
-            Key::RequestTimeout => json!("5m"),
+            Key::RequestTimeout | Key::EndpointWait => json!("5m"),
             Key::MaxTurns => json!(40),
             Key::MaxTaskTokens => json!(400_000),
             Key::TaskTimeout => json!("30m"),
@@ -154,6 +158,7 @@ impl Key {
             Key::Model => o.model.is_some(),
             Key::ApiBase => o.api_base.is_some(),
             Key::RequestTimeout => o.request_timeout.is_some(),
+            Key::EndpointWait => o.endpoint_wait.is_some(),
             Key::MaxTurns => o.max_turns.is_some(),
             Key::MaxTaskTokens => o.max_task_tokens.is_some(),
             Key::BudgetTokens => o.budget_tokens.is_some(),
@@ -181,6 +186,7 @@ impl Key {
             Key::Model => to.model.clone_from(&from.model),
             Key::ApiBase => to.api_base.clone_from(&from.api_base),
             Key::RequestTimeout => to.request_timeout.clone_from(&from.request_timeout),
+            Key::EndpointWait => to.endpoint_wait.clone_from(&from.endpoint_wait),
             Key::MaxTurns => to.max_turns = from.max_turns,
             Key::MaxTaskTokens => to.max_task_tokens = from.max_task_tokens,
             Key::BudgetTokens => to.budget_tokens = from.budget_tokens,
@@ -214,6 +220,7 @@ impl Key {
             Key::Model => o.model = owned(),
             Key::ApiBase => o.api_base = owned(),
             Key::RequestTimeout => o.request_timeout = owned(),
+            Key::EndpointWait => o.endpoint_wait = owned(),
             Key::TaskTimeout => o.task_timeout = owned(),
             Key::StallTimeout => o.stall_timeout = owned(),
             Key::Check => o.check = owned(),
@@ -267,6 +274,7 @@ impl Key {
             Key::TaskTimeout => duration(o.task_timeout.as_deref()),
             Key::StallTimeout => duration(o.stall_timeout.as_deref()),
             Key::RequestTimeout => duration(o.request_timeout.as_deref()),
+            Key::EndpointWait => duration(o.endpoint_wait.as_deref()),
             _ => Ok(()),
         }
     }

@@ -9,7 +9,7 @@
 //! read in its place), then the built-in defaults.
 //!
 //! Files are TOML with kebab-case keys. The top level holds run options: `jobs`, `max-writers`,
-//! `agent`, `model`, `api-base`, `request-timeout`, `max-turns`, `max-task-tokens`,
+//! `agent`, `model`, `api-base`, `request-timeout`, `endpoint-wait`, `max-turns`, `max-task-tokens`,
 //! `allow-program`, `task-timeout`, `retries`, `check`, `land`, `worktree-dir` (a relative path
 //! is taken from the file's directory), `resolve-conflicts` and `on-escalate`. `[agents.NAME]`
 //! tables define agent profiles ([`ProfileSpec`]); a repository profile replaces a user profile
@@ -119,6 +119,7 @@ struct FileOptions {
     model: Option<String>,
     api_base: Option<String>,
     request_timeout: Option<String>,
+    endpoint_wait: Option<String>,
     max_turns: Option<u32>,
     max_task_tokens: Option<u64>,
     budget_tokens: Option<u64>,
@@ -144,6 +145,7 @@ impl FileOptions {
             model: self.model,
             api_base: self.api_base,
             request_timeout: self.request_timeout,
+            endpoint_wait: self.endpoint_wait,
             max_turns: self.max_turns,
             max_task_tokens: self.max_task_tokens,
             budget_tokens: self.budget_tokens,

@@ -28,6 +28,8 @@ pub(crate) struct Options {
     pub(crate) api_base: Option<String>,
     #[serde(rename = "request_timeout")]
     pub(crate) request_timeout: Option<String>,
+    #[serde(rename = "endpoint_wait")]
+    pub(crate) endpoint_wait: Option<String>,
     #[serde(rename = "max_turns")]
     pub(crate) max_turns: Option<u32>,
     #[serde(rename = "max_task_tokens")]

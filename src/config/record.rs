@@ -105,7 +105,7 @@ mod tests {
         let expected = json!({
             "version": 1,
             "jobs": 3, "max_writers": 2, "agent": "exec:cat", "model": null, "api_base": null,
-            "request_timeout": null, "max_turns": null, "max_task_tokens": null,
+            "request_timeout": null, "endpoint_wait": null, "max_turns": null, "max_task_tokens": null,
             "budget_tokens": 1000, "allow_program": ["cargo"], "task_timeout": "10m",
             "stall_timeout": null, "retries": null, "check": "true",
             "final_out": "/tmp/opt-report.md", "final_out_dir": null, "base": null,

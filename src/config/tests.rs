@@ -333,6 +333,7 @@ land = "auto"
 worktree-dir = "/tmp/wt"
 on-escalate = "notify"
 request-timeout = "2m"
+endpoint-wait = "1m"
 max-turns = 30
 max-task-tokens = 100000
 budget-tokens = 5000000

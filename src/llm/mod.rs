@@ -392,6 +392,32 @@ impl Client {
         }
     }
 
+    /// Whether the endpoint answers at all: a GET of `{base}/models`, whose answer, whatever
+    /// its status, shows a server there. One that does closes the breaker, so requests go out
+    /// again; else the cause, as a request would have met it.
+    pub fn probe(&self) -> Result<(), String> {
+        /// A probe is one look; a server that takes longer than this is not back.
+        const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+        let url = format!("{}/models", self.endpoint.base);
+        let mut request = self
+            .agent
+            .get(&url)
+            .config()
+            .timeout_global(Some(PROBE_TIMEOUT))
+            .build();
+        if let Some(key) = &self.endpoint.key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        match request.call() {
+            Ok(_) => {
+                self.unanswered
+                    .store(0, std::sync::atomic::Ordering::SeqCst);
+                Ok(())
+            }
+            Err(err) => Err(self.endpoint.scrub(&err.to_string())),
+        }
+    }
+
     fn try_once(&self, payload: &str) -> Try {
         let url = format!("{}/chat/completions", self.endpoint.base);
         let mut request = self

@@ -19,6 +19,7 @@ use crate::ui::{Ui, Verb};
 
 use super::checkouts::Checkouts;
 use super::dag::{Dag, State, Transition};
+use super::endpoint::EndpointWatch;
 use super::goal::{GoalPlanner, GoalRun, QUEUE_POLL};
 use super::job::{Job, Report, Verdict, Workers};
 use super::merge::MergeQueue;
@@ -67,6 +68,8 @@ pub struct Dispatcher<'a> {
     signalled: bool,
     /// A fault outside the tasks stops the run.
     fault: Option<Fault>,
+    /// The model endpoint, while it does not answer: nothing new starts.
+    endpoint: EndpointWatch,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -148,6 +151,7 @@ impl<'a> Dispatcher<'a> {
             over_budget: false,
             signalled: false,
             fault: None,
+            endpoint: EndpointWatch::default(),
         })
     }
 
@@ -221,7 +225,7 @@ impl<'a> Dispatcher<'a> {
             if let Some(goals) = &mut self.goals {
                 goals.advance(&mut self.run, self.stopping)?;
             }
-            let paused = self.paused_until.is_some_and(|t| t > now);
+            let paused = self.paused_until.is_some_and(|t| t > now) || self.endpoint.is_away();
             if !self.stopping && !paused {
                 self.start_resolvers(workers)?;
                 self.start_ready(workers)?;
@@ -302,11 +306,14 @@ impl<'a> Dispatcher<'a> {
                 }
             }
             Message::Planned { goal, result } => {
-                if let Some(g) = &mut self.goals {
-                    g.planned(&mut self.run, goal, result, self.stopping)?;
+                if let Some(g) = &mut self.goals
+                    && let Some(fault) = g.planned(&mut self.run, goal, result, self.stopping)?
+                {
+                    self.fault.get_or_insert(fault);
                 }
             }
             Message::GoalNotice { notice } => self.run.record.run_event(notice_event(&notice))?,
+            Message::Endpoint(gone) => self.endpoint_checked(gone)?,
             Message::Escalated { task, hook } => {
                 self.run.hooks_running -= 1;
                 let escalated = RunEvent::Escalated { hook };
@@ -388,7 +395,7 @@ impl<'a> Dispatcher<'a> {
             return Ok(if self.signalled {
                 Ending::Interrupted
             } else if let Some(fault) = &self.fault {
-                Ending::Faulted(fault.kind)
+                Ending::Faulted(fault.clone())
             } else if self.merges.halted().is_some() {
                 Ending::Halted
             } else if self.over_budget {
@@ -543,14 +550,18 @@ impl<'a> Dispatcher<'a> {
                     .task_finished(&id, Verb::Interrupted, report.elapsed, None);
             }
             Verdict::Failed(ref why) => self.failed(&id, &report, why, totals)?,
+            Verdict::Fault(ref fault) if fault.kind == FaultKind::Unreachable => {
+                self.endpoint_away(&id, &report, fault, totals)?;
+            }
             Verdict::Fault(ref fault) => {
                 let run = &mut self.run;
-                let kind = match fault.kind {
-                    FaultKind::Credentials => "credentials",
-                    FaultKind::Environment => "environment",
-                };
-                run.record
-                    .attempt_faulted(&id, &report, totals, kind, &fault.why)?;
+                run.record.attempt_faulted(
+                    &id,
+                    &report,
+                    totals,
+                    fault.kind.as_str(),
+                    &fault.why,
+                )?;
                 run.dag.on(&run.plan, Transition::Interrupted(i));
                 run.ui
                     .task_finished(&id, Verb::Interrupted, report.elapsed, Some(&fault.why));
@@ -617,6 +628,87 @@ impl<'a> Dispatcher<'a> {
                 );
             }
             run.transition(Transition::Failed(i))?;
+        }
+        Ok(())
+    }
+
+    /// An attempt found the model endpoint away: the task runs again (no failure counted)
+    /// once it answers, and nothing new starts until then; the run stops instead when it
+    /// waits for no endpoint.
+    fn endpoint_away(
+        &mut self,
+        id: &str,
+        report: &Report,
+        fault: &Fault,
+        totals: super::record::Totals,
+    ) -> anyhow::Result<()> {
+        let i = report.task;
+        let run = &mut self.run;
+        run.record
+            .attempt_faulted(id, report, totals, fault.kind.as_str(), &fault.why)?;
+        run.ui
+            .task_finished(id, Verb::Interrupted, report.elapsed, Some(&fault.why));
+        let wait = run.settings.endpoint_wait;
+        let client = run.settings.llm.as_ref().filter(|_| !wait.is_zero());
+        let Some(client) = client.filter(|_| self.fault.is_none()) else {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            self.fault.get_or_insert_with(|| Fault {
+                kind: FaultKind::Environment,
+                why: fault.why.clone(),
+            });
+            return Ok(());
+        };
+        run.dag
+            .on(&run.plan, Transition::Delayed(i, Instant::now()));
+        if !self.endpoint.is_away() {
+            self.endpoint.away(client, wait, &self.tx)?;
+            run.record.run_event(RunEvent::EndpointWaiting {
+                why: fault.why.clone(),
+                wait_ms: wait.as_millis() as u64,
+            })?;
+            run.ui.note(
+                Verb::Paused,
+                &format!(
+                    "no new attempts while swarm checks the model endpoint, for up to {}",
+                    crate::ui::duration(wait)
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The checks of an endpoint that went away ended: it answers again, or it stayed away
+    /// as long as the run waits and the run stops, resumable.
+    fn endpoint_checked(&mut self, gone: Option<String>) -> anyhow::Result<()> {
+        let away = self.endpoint.back();
+        let run = &mut self.run;
+        match gone {
+            None => {
+                run.record.run_event(RunEvent::EndpointAnswers {
+                    after_ms: away.as_millis() as u64,
+                })?;
+                run.ui.note(
+                    Verb::Note,
+                    &format!(
+                        "the model endpoint answers again after {}",
+                        crate::ui::duration(away)
+                    ),
+                );
+            }
+            Some(cause) => {
+                let why = format!(
+                    "the model endpoint has not answered for {} (the last check: {cause})",
+                    crate::ui::duration(away)
+                );
+                run.record.run_event(RunEvent::Fault {
+                    kind: "environment".to_owned(),
+                    why: why.clone(),
+                })?;
+                self.fault.get_or_insert(Fault {
+                    kind: FaultKind::Environment,
+                    why,
+                });
+            }
         }
         Ok(())
     }

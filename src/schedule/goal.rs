@@ -14,6 +14,7 @@ use std::sync::mpsc::Sender;
 use super::Message;
 use super::dag::{State, Transition};
 use super::run::{Run, Slot};
+use crate::agent::Fault;
 use crate::planner::needs::{self, Edge, GoalText, Inferred};
 use crate::planner::{self, Planned};
 use crate::store::{GoalRecord, GoalStatus, Need, RunEvent};
@@ -530,14 +531,16 @@ impl GoalPlanner {
         Ok(())
     }
 
-    /// A goal's planner ended: its tasks join the run, or the goal fails.
+    /// A goal's planner ended: its tasks join the run, or the goal fails; or, failed by a
+    /// fault outside it (a refused key, an endpoint that does not answer), it stays pending
+    /// and the fault is returned, to stop the run.
     pub(super) fn planned(
         &mut self,
         run: &mut Run<'_>,
         gi: usize,
         result: anyhow::Result<Planned>,
         stopping: bool,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<Fault>> {
         self.list[gi].planning = false;
         let id = self.list[gi].id.clone();
         // The plan joins the run's DAG, or the goal fails; the run's DAG is left as it was.
@@ -554,7 +557,15 @@ impl GoalPlanner {
         let (p, specs, added) = match joined {
             Ok(j) => j,
             // Stopped while planning: the goal stays pending and a resume plans it again.
-            Err(_) if stopping => return Ok(()),
+            Err(_) if stopping => return Ok(None),
+            // So it does when the endpoint or the machine failed it: the run stops for that.
+            Err(e) if let Some(fault) = Fault::of_model_error(&e) => {
+                run.ui.note(
+                    Verb::Interrupted,
+                    &format!("planning goal {id} ({})", fault.why),
+                );
+                return Ok(Some(fault));
+            }
             Err(e) => {
                 let reason = format!("planning failed: {e:#}");
                 self.list[gi].status = GoalStatus::Failed;
@@ -568,7 +579,7 @@ impl GoalPlanner {
                     },
                 )?;
                 run.ui.note(Verb::Failed, &format!("goal {id} ({reason})"));
-                return Ok(());
+                return Ok(None);
             }
         };
         for r in &p.repairs {
@@ -607,7 +618,7 @@ impl GoalPlanner {
             ),
         );
         run.transition(Transition::Added(added))?;
-        Ok(())
+        Ok(None)
     }
 
     /// After the loop ran out of work: goals that were never planned are stuck. Says which

@@ -13,6 +13,7 @@ mod attempt;
 mod checkouts;
 mod dag;
 mod dispatch;
+mod endpoint;
 mod goal;
 mod job;
 mod merge;
@@ -61,6 +62,9 @@ pub struct Settings {
     /// The longest a provider's usage limit may pause the run; a later reset stops the run
     /// (resumable) instead.
     pub max_limit_wait: Duration,
+    /// How long attempts wait for a model endpoint that stopped answering before the run
+    /// stops; zero stops it at once.
+    pub endpoint_wait: Duration,
     /// Tokens the run's tasks may use in all before nothing new starts.
     pub budget_tokens: Option<u64>,
 }
@@ -158,7 +162,7 @@ impl Layout {
 }
 
 /// How the loop ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
     /// Every task reached a final state.
     Finished,
@@ -171,7 +175,7 @@ pub enum Ending {
     Halted,
     /// A fault outside the tasks (a refused key, a full disk) stopped the run; resumable once
     /// it is fixed, the attempts it cut short counted as no failure.
-    Faulted(crate::agent::FaultKind),
+    Faulted(crate::agent::Fault),
 }
 
 enum Message {
@@ -197,6 +201,9 @@ enum Message {
     GoalNotice {
         notice: crate::llm::Notice,
     },
+    /// The model endpoint answers again (`None`), or stayed away for as long as the run waits
+    /// (the last cause).
+    Endpoint(Option<String>),
     /// An escalation hook ended: what it did, for the escalation's event.
     Escalated {
         task: Option<String>,

@@ -83,8 +83,9 @@ pub enum RunEvent {
         wait_ms: u64,
         stops_run: bool,
     },
-    /// Something outside the task cut its attempt short (`kind`: `credentials` or
-    /// `environment`); the run stops and the attempt does not count.
+    /// Something outside the task cut its attempt short (`kind`: `credentials`,
+    /// `environment` or `unreachable`); the run stops (or, for an endpoint that does not
+    /// answer, waits for it) and the attempt does not count.
     Fault {
         kind: String,
         why: String,
@@ -94,6 +95,16 @@ pub enum RunEvent {
         before: String,
         after: String,
         ms: f64,
+    },
+    /// The model endpoint stopped answering: no attempt starts while swarm checks it, for up
+    /// to `wait_ms`.
+    EndpointWaiting {
+        why: String,
+        wait_ms: u64,
+    },
+    /// The model endpoint answers again after `after_ms`; attempts go on.
+    EndpointAnswers {
+        after_ms: u64,
     },
     /// Processes the run's tasks left out of reach of their process groups (each
     /// `pid command`), found by the run's id and stopped.

@@ -205,12 +205,18 @@ fn an_endpoint_that_never_answers_stops_the_run_resumably_instead_of_failing_eve
         .swarm_cmd()
         .env("SWARM_API_BASE", format!("http://127.0.0.1:{port}/v1"))
         .env("SWARM_API_KEY", "sk-any")
-        .args(["run", "-j", "2", "--retries", "3", tasks.to_str().unwrap()])
+        .args(["run", "-j", "2", "--retries", "3", "--endpoint-wait", "2s"])
+        .arg(&tasks)
         .output()
         .unwrap();
     assert_exit(&out, 75);
+    let said = stdout(&out);
     assert!(
-        stderr(&out).contains("the model endpoint does not answer"),
+        said.contains("Stopped: the model endpoint has not answered for"),
+        "{said}"
+    );
+    assert!(
+        stderr(&out).contains("no new attempts while swarm checks the model endpoint"),
         "{}",
         stderr(&out)
     );
@@ -373,4 +379,153 @@ fn a_disk_that_fills_under_a_writer_stops_the_run_and_resume_finishes_it_unspent
         3_000_000
     );
     drop(disk);
+}
+
+#[test]
+fn attempts_wait_for_an_endpoint_that_went_away_and_go_on_when_it_answers() {
+    let repo = TestRepo::new();
+    // A port nothing listens on yet.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tasks: Vec<String> = (0..4)
+        .map(|i| format!(r#"{{"id":"t{i}","prompt":"Say {i}","mode":"read"}}"#))
+        .collect();
+    let lines: Vec<&str> = tasks.iter().map(String::as_str).collect();
+    let tasks = repo.tasks(&lines);
+    let mut swarm = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", format!("http://127.0.0.1:{port}/v1"))
+        .env("SWARM_API_KEY", "sk-any")
+        .args(["run", "-j", "2", "--retries", "0"])
+        .arg(&tasks)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once swarm says it waits, the endpoint comes up.
+    let mut err = std::io::BufReader::new(swarm.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(
+            n > 0,
+            "swarm ended without waiting for the endpoint:\n{seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("no new attempts while swarm checks the model endpoint") {
+            break;
+        }
+    }
+    let _llm = FakeLlm::start_on(port, |_, _| Reply::text("said"));
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+        rest
+    });
+    let status = swarm.wait().unwrap();
+    let seen = seen + &rest.join().unwrap();
+
+    assert_eq!(status.code(), Some(0), "{seen}");
+    assert!(
+        seen.contains("the model endpoint answers again after"),
+        "{seen}"
+    );
+    let status = status_json(&repo);
+    assert_eq!(tasks_with_status(&status, "done").len(), 4, "{status:#}");
+    for t in status["tasks"].as_array().unwrap() {
+        assert_eq!(t["failures"], 0, "{t:#}");
+    }
+}
+
+/// A server on `port` (0: any) that plans one task, `a`, and answers it; a request with any
+/// key but `key` is refused with a 401.
+fn planning_server(port: u16, key: &'static str) -> FakeLlm {
+    FakeLlm::start_on(port, move |req, _| {
+        if req.header("authorization") != Some(&format!("Bearer {key}")) {
+            Reply::error(401, "invalid api key")
+        } else if crate::fake_llm::has_tool(req, "submit_plan") {
+            Reply::ToolCalls(vec![(
+                "p".into(),
+                "submit_plan".into(),
+                serde_json::json!({"tasks": [{"id": "a", "prompt": "TASK a: say hi", "deps": []}]}),
+            )])
+        } else {
+            Reply::text("hi")
+        }
+    })
+}
+
+#[test]
+fn a_refused_key_while_planning_a_goal_exits_2_and_resume_plans_it_once_the_key_is_fixed() {
+    let repo = TestRepo::new();
+    let llm = planning_server(0, "sk-right");
+    let with_key = |key: &str| {
+        let mut cmd = repo.swarm_cmd();
+        cmd.env("SWARM_API_BASE", llm.base_url())
+            .env("SWARM_API_KEY", key);
+        cmd
+    };
+
+    let out = with_key("sk-wrong")
+        .args(["--goal", "Say hi"])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 2);
+    let said = stderr(&out);
+    assert!(said.contains("check SWARM_API_KEY"), "{said}");
+    assert!(said.contains("plans the goal again"), "{said}");
+    assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
+    let out = with_key("sk-right").arg("resume").output().unwrap();
+    assert_exit(&out, 0);
+    let status = status_json(&repo);
+    assert_eq!(
+        tasks_with_status(&status, "done"),
+        ["a", "reduce"],
+        "{status:#}"
+    );
+}
+
+#[test]
+fn goals_a_dead_endpoint_keeps_from_being_planned_stay_pending_and_resume_plans_them() {
+    let repo = TestRepo::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let goals = repo.cache.parent().unwrap().join("goals.txt");
+    std::fs::write(&goals, "Say hi\nSay hello\n").unwrap();
+    let swarm = |args: &[&str]| {
+        repo.swarm_cmd()
+            .env("SWARM_API_BASE", format!("http://127.0.0.1:{port}/v1"))
+            .env("SWARM_API_KEY", "sk-right")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+
+    let out = swarm(&["--goals-file", goals.to_str().unwrap()]);
+
+    assert_exit(&out, 75);
+    assert!(
+        stdout(&out).contains("Stopped: the model endpoint does not answer"),
+        "{}",
+        stdout(&out)
+    );
+    let status = status_json(&repo);
+    for goal in status["goals"].as_array().unwrap() {
+        assert_eq!(goal["status"], "pending", "{status:#}");
+    }
+    let _llm = planning_server(port, "sk-right");
+    let out = swarm(&["resume"]);
+    assert_exit(&out, 0);
+    let status = status_json(&repo);
+    for goal in status["goals"].as_array().unwrap() {
+        assert_eq!(goal["status"], "done", "{status:#}");
+    }
 }

@@ -112,7 +112,16 @@ impl FakeLlm {
     /// A server whose replies come from `script`, called with each request and the number of
     /// requests seen before it (0-based).
     pub fn start(script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("binding the fake LLM");
+        Self::start_on(0, script)
+    }
+
+    /// The same on loopback port `port` (0: any free one), for a server that comes up where
+    /// swarm was already told to look.
+    pub fn start_on(
+        port: u16,
+        script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("binding the fake LLM");
         let addr = listener.local_addr().expect("fake LLM address");
         let shared = Arc::new(Shared {
             script: Box::new(script),
