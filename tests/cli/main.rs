@@ -13,6 +13,7 @@ mod goals;
 mod landing;
 mod outputs;
 mod resume;
+mod snapshots;
 mod untrusted;
 mod writers;
 
