@@ -97,9 +97,8 @@ pub(super) fn worktree_root(repo: &Repo, configured: Option<&Path>) -> anyhow::R
     }
     let dir = root.join(format!("{name}-{:08x}", hash as u32));
     let workdir = std::fs::canonicalize(repo.workdir())?;
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("could not create the worktree directory {}", dir.display()))?;
-    if std::fs::canonicalize(&dir)?.starts_with(&workdir) {
+    // Decided before anything is made: a refused directory is never created.
+    if canonical_to_be(&dir)?.starts_with(&workdir) {
         bail!(
             Usage::new(format!(
                 "the worktree directory {} is inside your checkout {}",
@@ -109,7 +108,31 @@ pub(super) fn worktree_root(repo: &Repo, configured: Option<&Path>) -> anyhow::R
             .hint("point --worktree-dir (or SWARM_WORKTREE_DIR) outside the repository")
         );
     }
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("could not create the worktree directory {}", dir.display()))?;
     Ok(dir)
+}
+
+/// Where `path` will be once made: its deepest existing ancestor with links resolved, and
+/// the rest of it as given.
+fn canonical_to_be(path: &Path) -> anyhow::Result<PathBuf> {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        match std::fs::canonicalize(at) {
+            Ok(real) => return Ok(rest.iter().rev().fold(real, |p, c| p.join(c))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let (Some(parent), Some(name)) = (at.parent(), at.file_name()) else {
+                    return Err(e.into());
+                };
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("could not resolve {}", at.display()));
+            }
+        }
+    }
 }
 
 /// Where `run` tasks find their deps' results (`$SWARM_DEPS_DIR`): a directory of the user's

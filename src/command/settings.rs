@@ -155,18 +155,19 @@ fn endpoint(o: &Options) -> Option<Endpoint> {
 
 /// The model client for the planner and the built-in agent, if an endpoint is configured.
 pub(super) fn model_client(o: &Options, jobs: usize) -> anyhow::Result<Option<Client>> {
-    let Some(endpoint) = endpoint(o) else {
-        return Ok(None);
-    };
-    if let Some(key) = &endpoint.key {
-        crate::secret::init(&[key.as_str()]);
-    }
+    // Checked with or without an endpoint: a bad value is an error wherever it is given.
     let read_timeout = crate::plan::parse_duration(
         o.request_timeout
             .as_deref()
             .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
     )
     .map_err(|e| Usage::new(format!("--request-timeout: {e}")))?;
+    let Some(endpoint) = endpoint(o) else {
+        return Ok(None);
+    };
+    if let Some(key) = &endpoint.key {
+        crate::secret::init(&[key.as_str()]);
+    }
     Ok(Some(Client::new(
         endpoint,
         Limits {
@@ -288,7 +289,7 @@ pub(super) fn settings(
         .transpose()
         .map_err(|e| Usage::new(format!("--stall-timeout: {e}")))?;
     let endpoint_wait =
-        crate::plan::parse_duration(o.endpoint_wait.as_deref().unwrap_or(DEFAULT_ENDPOINT_WAIT))
+        crate::plan::parse_wait(o.endpoint_wait.as_deref().unwrap_or(DEFAULT_ENDPOINT_WAIT))
             .map_err(|e| Usage::new(format!("--endpoint-wait: {e}")))?;
     Ok(Settings {
         guarded: vec![crate::config::REPO_FILE.to_owned()],

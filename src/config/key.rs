@@ -274,7 +274,10 @@ impl Key {
             Key::TaskTimeout => duration(o.task_timeout.as_deref()),
             Key::StallTimeout => duration(o.stall_timeout.as_deref()),
             Key::RequestTimeout => duration(o.request_timeout.as_deref()),
-            Key::EndpointWait => duration(o.endpoint_wait.as_deref()),
+            Key::EndpointWait => o
+                .endpoint_wait
+                .as_deref()
+                .map_or(Ok(()), |d| crate::plan::parse_wait(d).map(drop)),
             _ => Ok(()),
         }
     }

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 mod parse;
 pub mod repair;
 
-pub use parse::parse_duration;
+pub use parse::{parse_duration, parse_wait};
 
 /// A task's id: `[A-Za-z0-9._-]{1,64}`, holding no `..`, ending in neither `.` nor `.lock`: it
 /// names files and branches (`swarm/<run>-<id>`), and git refuses such branch names.

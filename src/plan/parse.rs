@@ -220,6 +220,14 @@ fn seconds(n: f64) -> Result<Duration, ()> {
 
 /// Parses a duration: seconds (`90`, `1.5`), or numbers with units, alone or in a row: `90s`,
 /// `20m`, `1.5h`, `500ms`, `2d`, `1h30m`, `1h 30m`. Positive, at most `MAX_DURATION`.
+/// A wait, where `0` (no wait) is allowed too: otherwise as `parse_duration`.
+pub fn parse_wait(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    parse_duration(s).map_err(|e| format!("{e}, or 0"))
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let text = s.trim();
     let bad = || {

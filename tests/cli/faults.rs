@@ -226,6 +226,29 @@ fn an_endpoint_that_never_answers_stops_the_run_resumably_instead_of_failing_eve
         assert_eq!(t["failures"], 0, "{t:#}");
         assert_ne!(t["status"], "failed", "{t:#}");
     }
+
+    // Told not to wait, the run stops at the first attempt that meets it.
+    let impatient = TestRepo::new();
+    let tasks = impatient.tasks(&lines);
+    let out = impatient
+        .swarm_cmd()
+        .env("SWARM_API_BASE", format!("http://127.0.0.1:{port}/v1"))
+        .env("SWARM_API_KEY", "sk-any")
+        .args(["run", "-j", "2", "--endpoint-wait", "0"])
+        .arg(&tasks)
+        .output()
+        .unwrap();
+    assert_exit(&out, 75);
+    assert!(
+        stdout(&out).contains("Stopped: the model endpoint does not answer"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        !stderr(&out).contains("checks the model endpoint"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{CommandOutput, assert_output, swarm, swarm_with};
+use super::{CommandOutput, assert_output, swarm};
 use crate::{TestRepo, outside};
 
 /// A task file that would run if nothing were wrong with the command line.
@@ -111,8 +111,6 @@ fn a_bad_value_of_a_flag_swarm_checks_is_refused_before_anything_runs() {
     let p = prompt_tasks(&repo);
     let run = |flag: &str, value: &str| swarm(&repo, &["run", &t, flag, value]);
     let nowhere = outside(&repo, "nowhere/report.md");
-    // The request timeout is read with the model client, so an endpoint is configured.
-    let endpoint = [("SWARM_API_BASE", "http://127.0.0.1:9/v1")];
     let cases = [
         (
             "task_timeout_too_long",
@@ -123,7 +121,11 @@ fn a_bad_value_of_a_flag_swarm_checks_is_refused_before_anything_runs() {
         ("stall_timeout_zero", run("--stall-timeout", "0s")),
         (
             "request_timeout_not_a_duration",
-            swarm_with(&repo, &endpoint, &["run", &t, "--request-timeout", "soon"]),
+            run("--request-timeout", "soon"),
+        ),
+        (
+            "endpoint_wait_not_a_duration",
+            run("--endpoint-wait", "soon"),
         ),
         (
             "agent_unknown",
@@ -163,8 +165,12 @@ fn a_final_out_with_uncommitted_changes_is_refused() {
 fn a_worktree_dir_inside_the_checkout_is_refused() {
     let repo = TestRepo::new();
     let t = good_tasks(&repo);
+    let before = repo.state();
     let out = swarm(&repo, &["run", &t, "--worktree-dir", "checkouts"]);
     check(&repo, &[("worktree_dir_inside_the_checkout", out)]);
+    // Refused before anything was made.
+    assert!(!repo.root.join("checkouts").exists());
+    assert_eq!(repo.state(), before);
 }
 
 #[test]
