@@ -495,6 +495,16 @@ impl<'a> Dispatcher<'a> {
             self.writers_running -= 1;
         }
         if self.run.dag.state(i) == State::Resolving {
+            // A fault outside the resolver stops the run as it stops any attempt's.
+            if let Verdict::Fault(fault) = &report.verdict {
+                self.fault.get_or_insert_with(|| Fault {
+                    kind: match fault.kind {
+                        FaultKind::Unreachable => FaultKind::Environment,
+                        kind => kind,
+                    },
+                    why: fault.why.clone(),
+                });
+            }
             return self
                 .merges
                 .finish_resolver(&mut self.run, &mut self.checkouts, report);

@@ -413,7 +413,19 @@ impl MergeQueue {
                 let resolver = Some(why);
                 park(run, i, &Hold::Conflict { paths, resolver })
             }
-            Verdict::Interrupted | Verdict::Limited(_) | Verdict::Fault(_) => {
+            Verdict::Fault(fault) => {
+                run.record.task_event(
+                    &id,
+                    RunEvent::Fault {
+                        kind: fault.kind.as_str().to_owned(),
+                        why: fault.why,
+                    },
+                )?;
+                // Still committed in the board: a resume merges it again.
+                run.dag.on(&run.plan, Transition::Committed(i));
+                Ok(())
+            }
+            Verdict::Interrupted | Verdict::Limited(_) => {
                 // Still committed in the board: a resume merges it again.
                 run.dag.on(&run.plan, Transition::Committed(i));
                 Ok(())

@@ -552,3 +552,52 @@ fn goals_a_dead_endpoint_keeps_from_being_planned_stay_pending_and_resume_plans_
         assert_eq!(goal["status"], "done", "{status:#}");
     }
 }
+
+#[test]
+fn a_fault_under_a_resolver_stops_the_run_and_resume_resolves_the_conflict() {
+    let repo = TestRepo::new();
+    repo.write("shared.txt", "top\nshared\nbottom\n");
+    repo.commit_all("add shared.txt");
+    let tasks = repo.tasks(&[
+        r#"{"id":"first","run":"sed -i 's/shared/from first/' shared.txt"}"#,
+        r#"{"id":"second","run":"sed -i 's/shared/from second/' shared.txt"}"#,
+    ]);
+    let gate = Gate::new(&repo.cache.parent().unwrap().join("gates"), "resolver");
+    // The resolver keeps both sides, once it is let through the gate.
+    let agent = format!(
+        "exec:{} && sed -i '/^<<<<<<< /d; /^=======$/d; /^>>>>>>> /d' shared.txt",
+        gate.shell()
+    );
+    let args = [
+        "run",
+        tasks.to_str().unwrap(),
+        "--resolve-conflicts",
+        "--agent",
+        &agent,
+    ];
+    let mut swarm = repo.spawn(&args);
+    gate.reached(&mut swarm);
+    // The user's edit while the resolver runs: the resolver's attempt cannot be trusted.
+    repo.write("mine.txt", "the user's own\n");
+    gate.release();
+    let out = swarm.wait_with_output().unwrap();
+
+    assert_exit(&out, 75);
+    assert!(
+        stdout(&out).contains("Stopped: your checkout"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(repo.read("shared.txt"), "top\nshared\nbottom\n");
+
+    let mut resume = repo.spawn(&["resume"]);
+    gate.reached(&mut resume);
+    gate.release();
+    let out = resume.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    let merged = repo.read("shared.txt");
+    assert!(
+        merged.contains("from first") && merged.contains("from second"),
+        "{merged}"
+    );
+}

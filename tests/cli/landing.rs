@@ -103,10 +103,8 @@ fn assert_landed(repo: &TestRepo, context: &str) {
     }
 }
 
-#[test]
-fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finishes_it() {
-    // How long a landing takes here, from its event to the end of the run: the kills fall at
-    // tenths of that.
+/// How long a landing takes here, from its event to the end of the run.
+fn landing_time() -> Duration {
     let (calibration, tasks) = many_files();
     assert_exit(&calibration.swarm(&["run", tasks.to_str().unwrap()]), 0);
     let at = |kind: &str| {
@@ -124,7 +122,14 @@ fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finish
             .and_then(|e| e["at"].as_u64())
             .unwrap()
     };
-    let landing = Duration::from_millis(at("run_ended") - at("landing"));
+    Duration::from_millis(at("run_ended") - at("landing"))
+}
+
+/// Runs the writer ten times, calling `strike` on swarm at tenths of a landing's time after
+/// the landing began; after each, every file is whole (its old or its landed version), and
+/// the run, resumed if it stopped before its end, has landed.
+fn strike_during_landing(strike: impl Fn(&mut std::process::Child)) {
+    let landing = landing_time();
     for round in 0..10u32 {
         let (repo, tasks) = many_files();
         let mut child = repo
@@ -150,9 +155,9 @@ fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finish
             std::thread::yield_now();
         }
         std::thread::sleep(landing * round / 10);
-        let _ = child.kill();
-        let _ = child.wait();
-        let context = format!("round {round}");
+        strike(&mut child);
+        let status = child.wait().unwrap();
+        let context = format!("round {round} ({status})");
 
         // Every file is whole: its old version or its landed one, nothing stray.
         let now = files(&repo.root);
@@ -169,7 +174,7 @@ fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finish
             stdout(&out),
             String::from_utf8_lossy(&out.stderr)
         );
-        // A kill after the run was recorded as finished leaves nothing to resume.
+        // Stopped after the run was recorded as finished, it has nothing to resume.
         let finished_before =
             String::from_utf8_lossy(&out.stderr).contains("no unfinished run to resume");
         if !finished_before {
@@ -177,6 +182,25 @@ fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finish
         }
         assert_landed(&repo, &context);
     }
+}
+
+#[test]
+fn a_kill_at_any_moment_of_the_landing_leaves_every_file_whole_and_resume_finishes_it() {
+    strike_during_landing(|swarm| {
+        let _ = swarm.kill();
+    });
+}
+
+#[test]
+fn ctrl_c_during_the_landing_lets_it_finish_whole() {
+    strike_during_landing(|swarm| {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(swarm.id()).unwrap());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        // A Ctrl-C during the landing is no stop: the landing, one transaction, finishes
+        // and the run ends as it would have.
+        let status = swarm.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{status}");
+    });
 }
 
 #[test]
