@@ -11,6 +11,7 @@ mod generated;
 mod goal;
 mod goals;
 mod landing;
+pub mod model_server;
 mod outputs;
 mod resume;
 mod snapshots;
