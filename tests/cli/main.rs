@@ -13,6 +13,7 @@ mod goals;
 mod landing;
 pub mod model_server;
 mod outputs;
+mod real_agents;
 mod resume;
 mod snapshots;
 mod untrusted;

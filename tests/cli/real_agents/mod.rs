@@ -1,0 +1,372 @@
+//! The real Claude Code and Codex CLIs, at the versions `.ci/agents/package-lock.json` pins,
+//! run by the real swarm binary against a `ModelServer` on loopback, with every other host
+//! refused by a `RefusingProxy`. Hermetic: each test has a temporary HOME (Claude Code keeps its
+//! sessions in `~/.claude`, Codex in `CODEX_HOME`, here `~/.codex`), and nothing leaves
+//! loopback.
+//!
+//! The CLIs are looked for in `.ci/agents/node_modules/.bin` of this repository (`npm ci
+//! --prefix .ci/agents`), or in the directory `SWARM_TEST_AGENTS_BIN` names. When one is
+//! missing its tests say they are skipped and pass; with `CI` set they fail instead.
+
+mod plans;
+mod refusals;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::TestRepo;
+use crate::model_server::proxy::RefusingProxy;
+use crate::model_server::{ModelServer, Reply, Request};
+
+/// A coding-agent CLI under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cli {
+    Claude,
+    Codex,
+}
+
+impl Cli {
+    /// Its program name, and swarm's name for it (`--agent`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+        }
+    }
+}
+
+/// How Claude Code signs in to the model server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaudeAuth {
+    /// `ANTHROPIC_API_KEY`: billed per token; a 429 is a plain rate limit.
+    ApiKey,
+    /// `CLAUDE_CODE_OAUTH_TOKEN`: a subscription, the only sign-in under which Claude Code
+    /// reads the `anthropic-ratelimit-unified-*` headers as a usage limit (and whose default
+    /// model is another).
+    Subscription,
+}
+
+/// How often the CLI itself retries a failed model request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retries {
+    /// Never (`CLAUDE_CODE_MAX_RETRIES=0`; the Codex provider's `request_max_retries` and
+    /// `stream_max_retries` at 0): a failure shows at once.
+    Never,
+    /// As the CLI does by default (Claude Code: 10 retries over about three minutes; Codex: 5
+    /// stream retries of 5 requests each).
+    Default,
+}
+
+/// The directory holding the real `cli`, or `None` when it is not installed (the test is then
+/// said to be skipped; with `CI` set it fails).
+pub fn installed(cli: Cli, test: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::var_os("SWARM_TEST_AGENTS_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/agents/node_modules/.bin"),
+        PathBuf::from,
+    );
+    let program = dir.join(cli.name());
+    if std::fs::metadata(&program).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run the real {} CLI, and {} is not there: run `npm ci --prefix .ci/agents --no-audit --no-fund` first (or name the CLIs' directory in SWARM_TEST_AGENTS_BIN)",
+        cli.name(),
+        program.display()
+    );
+    #[expect(clippy::print_stderr, reason = "a skipped test says so")]
+    {
+        eprintln!(
+            "SKIPPED {test}: the real {} CLI is not installed; run npm ci --prefix .ci/agents to enable",
+            cli.name()
+        );
+    }
+    None
+}
+
+/// A test repository, a model server and a refusing proxy, and the environment that points
+/// one real CLI at them.
+pub struct Rig {
+    pub repo: TestRepo,
+    pub server: ModelServer,
+    pub proxy: RefusingProxy,
+    pub cli: Cli,
+    bin: PathBuf,
+    auth: ClaudeAuth,
+    retries: Retries,
+}
+
+/// The environment variable Codex reads its provider's key from (`env_key`).
+const CODEX_KEY_VAR: &str = "LOOPBACK_MODEL_KEY";
+
+impl Rig {
+    /// The rig for `cli` with an API key and no retries, or `None` when `cli` is not installed.
+    pub fn start(
+        cli: Cli,
+        test: &str,
+        script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static,
+    ) -> Option<Self> {
+        Self::start_with(cli, test, ClaudeAuth::ApiKey, Retries::Never, script)
+    }
+
+    pub fn start_with(
+        cli: Cli,
+        test: &str,
+        auth: ClaudeAuth,
+        retries: Retries,
+        script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static,
+    ) -> Option<Self> {
+        let bin = installed(cli, test)?;
+        let rig = Self {
+            repo: TestRepo::new(),
+            server: ModelServer::start(script),
+            proxy: RefusingProxy::start(),
+            cli,
+            bin,
+            auth,
+            retries,
+        };
+        std::fs::create_dir_all(rig.tmp()).unwrap();
+        if cli == Cli::Codex {
+            std::fs::create_dir_all(rig.codex_home()).unwrap();
+            std::fs::write(rig.codex_home().join("config.toml"), rig.codex_config()).unwrap();
+        }
+        Some(rig)
+    }
+
+    /// The test's HOME (the repository's parent, outside it).
+    pub fn home(&self) -> PathBuf {
+        self.repo.cache.parent().unwrap().to_owned()
+    }
+
+    /// `TMPDIR` for the CLIs, inside HOME. Codex refuses to put its helper binaries (the
+    /// `apply_patch` alias, its sandbox helper) under the temporary directory, and says so on
+    /// every start ("Refusing to create helper binaries under temporary dir"): with TMPDIR here,
+    /// CODEX_HOME is not under it.
+    fn tmp(&self) -> PathBuf {
+        self.home().join("tmp")
+    }
+
+    pub fn codex_home(&self) -> PathBuf {
+        self.home().join(".codex")
+    }
+
+    /// Codex's configuration: a provider for the model server, a model Codex knows (another
+    /// name makes it warn "Model metadata for `…` not found" as an `error` item in its JSON),
+    /// and its traffic switches off.
+    fn codex_config(&self) -> String {
+        let retries = match self.retries {
+            Retries::Never => "request_max_retries = 0\nstream_max_retries = 0\n",
+            Retries::Default => "",
+        };
+        format!(
+            r#"model = "gpt-5.5"
+model_provider = "loopback"
+# exec never checks for updates; the TUI would.
+check_for_update_on_startup = false
+
+# Plugins sync their catalogue from github.com, api.github.com and chatgpt.com at every start.
+[features]
+plugins = false
+
+# Analytics send metrics to ab.chatgpt.com.
+[analytics]
+enabled = false
+
+[model_providers.loopback]
+name = "loopback model server"
+base_url = "{base}"
+wire_api = "responses"
+env_key = "{CODEX_KEY_VAR}"
+{retries}"#,
+            base = self.server.v1_url(),
+        )
+    }
+
+    /// What the CLI needs in swarm's (cleared) environment: its directory first on PATH, the
+    /// model server, the proxy for every other host, and the CLI's own switches for traffic it
+    /// need not send.
+    pub fn env(&self) -> Vec<(&'static str, OsString)> {
+        let mut path = OsString::from(&self.bin);
+        path.push(":");
+        path.push(crate::search_path());
+        let proxy = OsString::from(self.proxy.url());
+        let loopback = OsString::from("127.0.0.1,localhost");
+        let mut env = vec![
+            ("PATH", path),
+            ("TMPDIR", self.tmp().into()),
+            ("HTTPS_PROXY", proxy.clone()),
+            ("https_proxy", proxy.clone()),
+            ("HTTP_PROXY", proxy.clone()),
+            ("http_proxy", proxy.clone()),
+            ("ALL_PROXY", proxy.clone()),
+            ("all_proxy", proxy),
+            ("NO_PROXY", loopback.clone()),
+            ("no_proxy", loopback),
+        ];
+        match self.cli {
+            Cli::Claude => {
+                env.push(("ANTHROPIC_BASE_URL", self.server.url().into()));
+                env.push(match self.auth {
+                    ClaudeAuth::ApiKey => ("ANTHROPIC_API_KEY", "sk-ant-loopback-test".into()),
+                    ClaudeAuth::Subscription => (
+                        "CLAUDE_CODE_OAUTH_TOKEN",
+                        "sk-ant-oat01-loopback-test".into(),
+                    ),
+                });
+                // The first alone silences every other host; the rest say what they silence.
+                for switch in [
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+                    "DISABLE_AUTOUPDATER",
+                    "DISABLE_TELEMETRY",
+                    "DISABLE_ERROR_REPORTING",
+                ] {
+                    env.push((switch, "1".into()));
+                }
+                if self.retries == Retries::Never {
+                    env.push(("CLAUDE_CODE_MAX_RETRIES", "0".into()));
+                }
+            }
+            Cli::Codex => {
+                env.push(("CODEX_HOME", self.codex_home().into()));
+                env.push((CODEX_KEY_VAR, "loopback-test-key".into()));
+            }
+        }
+        env
+    }
+
+    /// swarm in the repository, with the CLI's environment.
+    pub fn swarm_cmd(&self) -> Command {
+        let mut cmd = self.repo.swarm_cmd();
+        cmd.envs(self.env());
+        cmd
+    }
+
+    /// The CLI itself in `dir`, with the same environment swarm would give it.
+    pub fn cli_cmd(&self, dir: &Path) -> Command {
+        let mut cmd = self.repo.command(self.bin.join(self.cli.name()).to_str().unwrap());
+        cmd.envs(self.env()).current_dir(dir);
+        cmd
+    }
+
+    /// The arguments swarm's built-in profile gives the CLI (`swarm::agent::cli`), for runs of
+    /// the CLI alone.
+    pub fn profile_args(&self, mode: Mode) -> &'static [&'static str] {
+        match (self.cli, mode) {
+            (Cli::Claude, Mode::Read) => &[
+                "-p",
+                "--output-format",
+                "json",
+                "--permission-mode",
+                "default",
+                "--disallowedTools",
+                "Edit,Write,MultiEdit,NotebookEdit,Bash",
+            ],
+            (Cli::Claude, Mode::Write) => &[
+                "-p",
+                "--output-format",
+                "json",
+                "--permission-mode",
+                "acceptEdits",
+            ],
+            (Cli::Codex, Mode::Read) => &[
+                "exec",
+                "--json",
+                "--sandbox",
+                "read-only",
+                "--skip-git-repo-check",
+                "-",
+            ],
+            (Cli::Codex, Mode::Write) => &[
+                "exec",
+                "--json",
+                "--sandbox",
+                "workspace-write",
+                "--skip-git-repo-check",
+                "-",
+            ],
+        }
+    }
+
+    /// Runs `swarm run TASKS --agent <cli> ARGS…` to its end.
+    pub fn run(&self, tasks: &[serde_json::Value], args: &[&str]) -> std::process::Output {
+        let lines: Vec<String> = tasks.iter().map(serde_json::Value::to_string).collect();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let file = self.repo.tasks(&refs);
+        self.swarm_cmd()
+            .args(["run", file.to_str().unwrap(), "--agent", self.cli.name()])
+            .args(args)
+            .output()
+            .expect("running swarm")
+    }
+
+    /// Asserts that the CLI reached no host but the model server.
+    #[track_caller]
+    pub fn assert_no_other_host(&self) {
+        let hosts = self.proxy.hosts();
+        assert!(
+            hosts.is_empty(),
+            "{} tried other hosts: {hosts:?}",
+            self.cli.name()
+        );
+    }
+}
+
+/// A task's mode, for the CLI's arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Read,
+    Write,
+}
+
+/// The task a model request belongs to: the `NAME` of the first `(task: NAME)` in what the
+/// user said (each test's prompts carry one).
+pub fn task_of(request: &Request) -> String {
+    let text = request.user_text();
+    let Some((_, rest)) = text.split_once("(task: ") else {
+        return String::new();
+    };
+    rest.split(')').next().unwrap_or_default().to_owned()
+}
+
+/// The processes still alive (not zombies) whose environment holds `SWARM_RUN_ID=<run>`, each
+/// as its pid and command line.
+pub fn processes_of_run(run: &str) -> Vec<String> {
+    let wanted = format!("SWARM_RUN_ID={run}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == wanted.as_bytes()))
+        })
+        .filter(|pid| {
+            // A zombie has been killed, only not reaped yet (its parent may be gone).
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+            })
+        })
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            format!("{pid} {}", String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        })
+        .collect()
+}
+
+/// The JSON of one task in `swarm status --json`.
+pub fn task_status(status: &serde_json::Value, id: &str) -> serde_json::Value {
+    status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap_or_else(|| panic!("no task {id} in {status:#}"))
+        .clone()
+}

@@ -1,0 +1,158 @@
+//! What the real CLIs refuse under swarm's profiles: a reader whose model asks to write (Claude
+//! has no writing tool then; Codex's read-only sandbox refuses the command and the patch), and
+//! a Claude writer writing outside its checkout (`acceptEdits` denies it). The task still ends
+//! as the model ends it; nothing is written.
+
+use serde_json::json;
+
+use super::{Cli, Rig, task_status};
+use crate::model_server::{Reply, Request};
+use crate::{assert_exit, outside, status_json};
+
+/// A reader whose model tries `attempts` in turn, then answers.
+fn reader_tries_to_write(cli: Cli, test: &str, attempts: Vec<Reply>) -> Option<Rig> {
+    let rig = Rig::start(cli, test, move |req: &Request, _| {
+        attempts
+            .get(req.tool_results().len())
+            .cloned()
+            .unwrap_or_else(|| Reply::text("REFUSED: I could not write sneaky.txt"))
+    })?;
+
+    let out = rig.run(
+        &[json!({"id": "peek", "prompt": "Look, then write sneaky.txt. (task: peek)",
+                 "lane": "analyst"})],
+        &["--retries", "0", "--task-timeout", "2m"],
+    );
+
+    assert_exit(&out, 0);
+    let status = status_json(&rig.repo);
+    let task = task_status(&status, "peek");
+    assert_eq!(task["status"], "done", "{task}");
+    assert_eq!(task["result"], "REFUSED: I could not write sneaky.txt", "{task}");
+    assert!(!rig.repo.root.join("sneaky.txt").exists());
+    let everywhere = rig.repo.git(&["log", "--all", "--name-only", "--format="]);
+    assert!(!everywhere.contains("sneaky.txt"), "{everywhere}");
+    rig.assert_no_other_host();
+    Some(rig)
+}
+
+/// The tool results the model got, in order.
+fn results(rig: &Rig) -> Vec<String> {
+    rig.server
+        .model_requests()
+        .last()
+        .map(Request::tool_results)
+        .unwrap_or_default()
+}
+
+#[test]
+fn claude_reader_has_no_tool_to_write_with() {
+    let Some(rig) = reader_tries_to_write(
+        Cli::Claude,
+        "claude_reader_has_no_tool_to_write_with",
+        vec![
+            Reply::tool_call(
+                "Write",
+                json!({"file_path": "sneaky.txt", "content": "sneaky\n"}),
+            ),
+            Reply::tool_call("Bash", json!({"command": "echo sneaky > sneaky.txt"})),
+        ],
+    ) else {
+        return;
+    };
+    // `--disallowedTools` takes the tools away: the model is not offered them, and a call of
+    // one is answered as a call of a tool that does not exist (no permission denial).
+    let offered = rig.server.model_requests()[0].tool_names();
+    for tool in ["Write", "Edit", "Bash", "NotebookEdit"] {
+        assert!(!offered.iter().any(|t| t == tool), "{tool} in {offered:?}");
+    }
+    let results = results(&rig);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].contains("No such tool available: Write"),
+        "{results:?}"
+    );
+    assert!(results[1].contains("No such tool available: Bash"), "{results:?}");
+    let status = status_json(&rig.repo);
+    let transcript = task_status(&status, "peek")["transcript"].clone();
+    let transcript = std::fs::read_to_string(transcript.as_str().unwrap()).unwrap();
+    assert!(
+        transcript.contains(r#""permission_denials":[]"#),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn codex_reader_sandbox_refuses_the_command_and_the_patch() {
+    let Some(rig) = reader_tries_to_write(
+        Cli::Codex,
+        "codex_reader_sandbox_refuses_the_command_and_the_patch",
+        vec![
+            Reply::tool_call("exec_command", json!({"cmd": "echo sneaky > sneaky.txt"})),
+            Reply::freeform(
+                "apply_patch",
+                "*** Begin Patch\n*** Add File: sneaky.txt\n+sneaky\n*** End Patch\n",
+            ),
+        ],
+    ) else {
+        return;
+    };
+    let results = results(&rig);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].contains("sneaky.txt: Read-only file system"),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[1],
+        "patch rejected: writing is blocked by read-only sandbox; rejected by user approval settings"
+    );
+}
+
+#[test]
+fn claude_writer_writing_outside_its_checkout_is_denied() {
+    let test = "claude_writer_writing_outside_its_checkout_is_denied";
+    // The path is known once the rig (and its HOME) is.
+    let target = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let wanted = std::sync::Arc::clone(&target);
+    let Some(rig) = Rig::start(Cli::Claude, test, move |req, _| {
+        if req.tool_results().is_empty() {
+            let path = wanted.get().expect("the target is set before swarm runs");
+            Reply::tool_call("Write", json!({"file_path": path, "content": "escaped\n"}))
+        } else {
+            Reply::text("DENIED: wrote nothing")
+        }
+    }) else {
+        return;
+    };
+    let escape = outside(&rig.repo, "escaped.txt");
+    target.set(escape.display().to_string()).unwrap();
+
+    let out = rig.run(
+        &[json!({"id": "w", "prompt": "Write outside. (task: w)", "lane": "coder"})],
+        &["--retries", "0", "--task-timeout", "2m"],
+    );
+
+    assert_exit(&out, 0);
+    assert!(!escape.exists());
+    let results = results(&rig);
+    assert_eq!(
+        results,
+        [format!(
+            "Claude requested permissions to write to {}, but you haven't granted it yet.",
+            escape.display()
+        )]
+    );
+    // The denial is in the result object only: Claude reports success, and swarm takes the
+    // writer as done, with nothing to merge.
+    let status = status_json(&rig.repo);
+    let task = task_status(&status, "w");
+    assert_eq!(task["status"], "done", "{task}");
+    assert_eq!(task["result"], "DENIED: wrote nothing", "{task}");
+    let transcript = std::fs::read_to_string(task["transcript"].as_str().unwrap()).unwrap();
+    assert!(
+        transcript.contains(r#""permission_denials":[{"tool_name":"Write""#),
+        "{transcript}"
+    );
+    rig.assert_no_other_host();
+}
