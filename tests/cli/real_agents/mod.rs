@@ -9,7 +9,10 @@
 //! missing its tests say they are skipped and pass; with `CI` set they fail instead.
 
 mod plans;
+mod hangs;
+mod limits;
 mod refusals;
+mod sessions;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -303,6 +306,24 @@ env_key = "{CODEX_KEY_VAR}"
             .expect("running swarm")
     }
 
+    /// Runs the CLI alone in the repository with `args`, `prompt` on its stdin (then closed),
+    /// as swarm would run it.
+    pub fn run_cli(&self, args: &[&str], prompt: &str) -> std::process::Output {
+        use std::io::Write as _;
+        let mut child = self
+            .cli_cmd(&self.repo.root)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting the CLI");
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(prompt.as_bytes()).unwrap();
+        drop(stdin);
+        child.wait_with_output().expect("running the CLI")
+    }
+
     /// Asserts that the CLI reached no host but the model server.
     #[track_caller]
     pub fn assert_no_other_host(&self) {
@@ -369,4 +390,31 @@ pub fn task_status(status: &serde_json::Value, id: &str) -> serde_json::Value {
         .find(|t| t["id"] == id)
         .unwrap_or_else(|| panic!("no task {id} in {status:#}"))
         .clone()
+}
+
+#[test]
+fn processes_of_run_finds_a_process_by_its_run_id_until_it_is_gone() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    let run = format!("test-run-{}", std::process::id());
+    // The shell says when it runs (just after an exec, its environment may not be readable
+    // yet), then waits for its stdin to close.
+    let mut child = Command::new("sh")
+        .args(["-c", "echo ready; read line"])
+        .env("SWARM_RUN_ID", &run)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+
+    let found = processes_of_run(&run);
+    drop(child.stdin.take());
+    child.wait().unwrap();
+
+    assert_eq!(found, [format!("{} sh -c echo ready; read line ", child.id())]);
+    assert!(processes_of_run(&run).is_empty());
 }

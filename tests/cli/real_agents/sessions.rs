@@ -1,0 +1,126 @@
+//! Whether the real CLIs continue a conversation in a later process, and where they keep it:
+//! what a resume of an agent's session would build on.
+
+use super::{Cli, Mode, Rig};
+use crate::model_server::{Reply, Request};
+use crate::{assert_exit, stdout};
+
+/// The user texts of the conversation each model request carried.
+fn conversations(rig: &Rig) -> Vec<String> {
+    rig.server
+        .model_requests()
+        .iter()
+        .map(Request::user_text)
+        .collect()
+}
+
+/// Every file under `dir` whose name holds `id`.
+fn files_naming(dir: &std::path::Path, id: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if entry.file_name().to_string_lossy().contains(id) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn claude_resume_of_a_named_session_continues_the_conversation() {
+    let Some(rig) = Rig::start(
+        Cli::Claude,
+        "claude_resume_of_a_named_session_continues_the_conversation",
+        |_, seen| Reply::text(format!("ANSWER {seen}")),
+    ) else {
+        return;
+    };
+    let session = "6a0c6f2e-4c5d-4f43-9a55-6e0f2a1b7c11";
+    let mut first = rig.profile_args(Mode::Read).to_vec();
+    first.extend(["--session-id", session]);
+    let mut second = rig.profile_args(Mode::Read).to_vec();
+    second.extend(["--resume", session]);
+
+    let one = rig.run_cli(&first, "first question ALPHA");
+    let two = rig.run_cli(&second, "second question BETA");
+
+    assert_exit(&one, 0);
+    assert_exit(&two, 0);
+    let result: serde_json::Value = serde_json::from_slice(&two.stdout).unwrap();
+    assert_eq!(result["session_id"], session, "{}", stdout(&two));
+    assert_eq!(result["result"], "ANSWER 1");
+    let seen = conversations(&rig);
+    assert_eq!(seen.len(), 2);
+    assert!(!seen[0].contains("BETA"), "{}", seen[0]);
+    // The second process sent the first exchange again, then the new question.
+    assert!(seen[1].contains("first question ALPHA"), "{}", seen[1]);
+    assert!(seen[1].contains("second question BETA"), "{}", seen[1]);
+    let earlier = &rig.server.model_requests()[1].body["messages"];
+    assert!(earlier.to_string().contains("ANSWER 0"), "{earlier}");
+    for request in rig.server.model_requests() {
+        assert_eq!(request.header("x-claude-code-session-id"), Some(session));
+    }
+    // Kept as `~/.claude/projects/<the directory, each / and . a dash>/<session>.jsonl`.
+    let kept = files_naming(&rig.home().join(".claude/projects"), session);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(kept[0].ends_with(format!("{session}.jsonl")), "{kept:?}");
+    rig.assert_no_other_host();
+}
+
+#[test]
+fn codex_exec_resume_of_a_thread_continues_the_conversation() {
+    let Some(rig) = Rig::start(
+        Cli::Codex,
+        "codex_exec_resume_of_a_thread_continues_the_conversation",
+        |_, seen| Reply::text(format!("ANSWER {seen}")),
+    ) else {
+        return;
+    };
+
+    let one = rig.run_cli(rig.profile_args(Mode::Read), "first question ALPHA");
+    assert_exit(&one, 0);
+    let started: serde_json::Value =
+        serde_json::from_str(stdout(&one).lines().next().unwrap()).unwrap();
+    assert_eq!(started["type"], "thread.started", "{}", stdout(&one));
+    let thread = started["thread_id"].as_str().unwrap().to_owned();
+    let two = rig.run_cli(
+        &["exec", "resume", "--json", "--skip-git-repo-check", &thread, "-"],
+        "second question BETA",
+    );
+
+    assert_exit(&two, 0);
+    let events: Vec<serde_json::Value> = stdout(&two)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "thread.started");
+    assert_eq!(events[0]["thread_id"], thread.as_str());
+    let answer = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "agent_message")
+        .unwrap();
+    assert_eq!(answer["item"]["text"], "ANSWER 1");
+    let seen = conversations(&rig);
+    assert_eq!(seen.len(), 2);
+    assert!(seen[1].contains("first question ALPHA"), "{}", seen[1]);
+    assert!(seen[1].contains("second question BETA"), "{}", seen[1]);
+    assert!(
+        rig.server.model_requests()[1].body["input"]
+            .to_string()
+            .contains("ANSWER 0")
+    );
+    for request in rig.server.model_requests() {
+        assert_eq!(request.header("thread-id"), Some(thread.as_str()));
+    }
+    // Kept as `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`.
+    let kept = files_naming(&rig.codex_home().join("sessions"), &thread);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let name = kept[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("rollout-"), "{name}");
+    rig.assert_no_other_host();
+}
