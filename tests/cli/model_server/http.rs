@@ -9,12 +9,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
+/// Every accepted socket (a clone, so `Drop` can shut it down and wake its thread) and the
+/// thread serving it.
+type Connections = Arc<Mutex<Vec<(TcpStream, JoinHandle<()>)>>>;
+
 /// A loopback listener on a free port. Dropping it closes every connection and joins every
 /// thread; a panic in a connection's thread is raised again in the test.
 pub struct Loopback {
     addr: SocketAddr,
     stopping: Arc<AtomicBool>,
-    connections: Arc<Mutex<Vec<(TcpStream, JoinHandle<()>)>>>,
+    connections: Connections,
     acceptor: Option<JoinHandle<()>>,
 }
 
@@ -24,7 +28,7 @@ impl Loopback {
         let listener = TcpListener::bind(("127.0.0.1", 0)).expect("binding a loopback port");
         let addr = listener.local_addr().expect("a loopback address");
         let stopping = Arc::new(AtomicBool::new(false));
-        let connections = Arc::new(Mutex::new(Vec::new()));
+        let connections: Connections = Arc::new(Mutex::new(Vec::new()));
         let serve = Arc::new(serve);
         let acceptor = {
             let stopping = Arc::clone(&stopping);

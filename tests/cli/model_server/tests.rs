@@ -230,9 +230,15 @@ fn responses_stream_messages_function_calls_and_freeform_calls() {
     let mut client = Client::connect(server.addr());
     let request = responses_request();
 
-    let text = client.call("POST", "/v1/responses", Some(&request)).events();
-    let call = client.call("POST", "/v1/responses", Some(&request)).events();
-    let patch = client.call("POST", "/v1/responses", Some(&request)).events();
+    let text = client
+        .call("POST", "/v1/responses", Some(&request))
+        .events();
+    let call = client
+        .call("POST", "/v1/responses", Some(&request))
+        .events();
+    let patch = client
+        .call("POST", "/v1/responses", Some(&request))
+        .events();
 
     assert_eq!(
         names(&text),
@@ -318,7 +324,10 @@ fn failures_take_the_shape_of_each_api() {
     let usage = codex().json();
     assert_eq!(usage["error"]["type"], "usage_limit_reached");
     assert_eq!(usage["error"]["resets_at"], 4_000_000_000_u64);
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let left = usage["error"]["resets_in_seconds"].as_u64().unwrap();
     assert!(left <= 4_000_000_000 - now, "{usage}");
     let no_reset = codex().json();
@@ -408,31 +417,31 @@ fn request_helpers_read_both_apis() {
     let claude = request(
         "/v1/messages",
         json!({
-            "tools": [{"name": "Write"}, {"name": "Read"}],
-            "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "TASK one"}]},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Write",
-                                                   "input": {}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
-                                              "content": "File created"}]},
-                {"role": "user", "content": "and more"},
-            ]}),
+        "tools": [{"name": "Write"}, {"name": "Read"}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "TASK one"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Write",
+                                               "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                          "content": "File created"}]},
+            {"role": "user", "content": "and more"},
+        ]}),
     );
     let codex = request(
         "/v1/responses",
         json!({
-            "tools": [{"type": "function", "name": "exec_command"},
-                      {"type": "custom", "name": "apply_patch"}],
-            "input": [
-                {"type": "message", "role": "developer",
-                 "content": [{"type": "input_text", "text": "not the user"}]},
-                {"type": "message", "role": "user",
-                 "content": [{"type": "input_text", "text": "TASK two"}]},
-                {"type": "function_call", "call_id": "c", "name": "exec_command",
-                 "arguments": "{}"},
-                {"type": "function_call_output", "call_id": "c", "output": "Read-only"},
-                {"type": "custom_tool_call_output", "call_id": "d", "output": "patch rejected"},
-            ]}),
+        "tools": [{"type": "function", "name": "exec_command"},
+                  {"type": "custom", "name": "apply_patch"}],
+        "input": [
+            {"type": "message", "role": "developer",
+             "content": [{"type": "input_text", "text": "not the user"}]},
+            {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "TASK two"}]},
+            {"type": "function_call", "call_id": "c", "name": "exec_command",
+             "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": "Read-only"},
+            {"type": "custom_tool_call_output", "call_id": "d", "output": "patch rejected"},
+        ]}),
     );
 
     assert_eq!(claude.api(), Some(super::Api::Messages));

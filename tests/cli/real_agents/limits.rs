@@ -2,11 +2,9 @@
 //! beyond an hour stops the run resumably (exit 75) with no failure counted; a lasting server
 //! error fails the task once its retries are spent.
 
-use std::time::{Duration, SystemTime};
-
 use serde_json::json;
 
-use super::{ClaudeAuth, Cli, Retries, Rig, task_status};
+use super::{ClaudeAuth, Cli, Retries, Rig, in_two_hours, task_status};
 use crate::model_server::{Reply, Window};
 use crate::{assert_exit, status_json, stdout};
 
@@ -33,10 +31,6 @@ fn usage_limit_far_away_stops_the_run_resumably(rig: &Rig) {
     rig.assert_no_other_host();
 }
 
-fn in_two_hours() -> Option<SystemTime> {
-    Some(SystemTime::now() + Duration::from_secs(2 * 3600))
-}
-
 #[test]
 fn claude_weekly_limit_resetting_in_two_hours_stops_the_run_resumably() {
     // Claude Code prints "You've hit your weekly limit · resets 4:05pm (UTC)".
@@ -47,7 +41,7 @@ fn claude_weekly_limit_resetting_in_two_hours_stops_the_run_resumably() {
         Retries::Never,
         |_, _| Reply::UsageLimit {
             window: Window::Weekly,
-            resets_at: in_two_hours(),
+            resets_at: Some(in_two_hours()),
         },
     ) else {
         return;
@@ -65,7 +59,7 @@ fn claude_five_hour_limit_resetting_in_two_hours_stops_the_run_resumably() {
         Retries::Never,
         |_, _| Reply::UsageLimit {
             window: Window::FiveHour,
-            resets_at: in_two_hours(),
+            resets_at: Some(in_two_hours()),
         },
     ) else {
         return;
@@ -82,7 +76,7 @@ fn codex_usage_limit_resetting_in_two_hours_stops_the_run_resumably() {
         "codex_usage_limit_resetting_in_two_hours_stops_the_run_resumably",
         |_, _| Reply::UsageLimit {
             window: Window::FiveHour,
-            resets_at: in_two_hours(),
+            resets_at: Some(in_two_hours()),
         },
     ) else {
         return;

@@ -8,9 +8,10 @@
 //! --prefix .ci/agents`), or in the directory `SWARM_TEST_AGENTS_BIN` names. When one is
 //! missing its tests say they are skipped and pass; with `CI` set they fail instead.
 
-mod plans;
+mod captures;
 mod hangs;
 mod limits;
+mod plans;
 mod refusals;
 mod sessions;
 
@@ -148,7 +149,7 @@ impl Rig {
     /// `TMPDIR` for the CLIs, inside HOME. Codex refuses to put its helper binaries (the
     /// `apply_patch` alias, its sandbox helper) under the temporary directory, and says so on
     /// every start ("Refusing to create helper binaries under temporary dir"): with TMPDIR here,
-    /// CODEX_HOME is not under it.
+    /// `CODEX_HOME` is not under it.
     fn tmp(&self) -> PathBuf {
         self.home().join("tmp")
     }
@@ -250,7 +251,9 @@ env_key = "{CODEX_KEY_VAR}"
 
     /// The CLI itself in `dir`, with the same environment swarm would give it.
     pub fn cli_cmd(&self, dir: &Path) -> Command {
-        let mut cmd = self.repo.command(self.bin.join(self.cli.name()).to_str().unwrap());
+        let mut cmd = self
+            .repo
+            .command(self.bin.join(self.cli.name()).to_str().unwrap());
         cmd.envs(self.env()).current_dir(dir);
         cmd
     }
@@ -376,9 +379,18 @@ pub fn processes_of_run(run: &str) -> Vec<String> {
         })
         .map(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            format!("{pid} {}", String::from_utf8_lossy(&cmdline).replace('\0', " "))
+            format!(
+                "{pid} {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            )
         })
         .collect()
+}
+
+/// Two hours from now: a usage limit's reset far enough away for swarm to stop the run rather
+/// than wait.
+pub fn in_two_hours() -> std::time::SystemTime {
+    std::time::SystemTime::now() + std::time::Duration::from_secs(2 * 3600)
 }
 
 /// The JSON of one task in `swarm status --json`.
@@ -415,6 +427,9 @@ fn processes_of_run_finds_a_process_by_its_run_id_until_it_is_gone() {
     drop(child.stdin.take());
     child.wait().unwrap();
 
-    assert_eq!(found, [format!("{} sh -c echo ready; read line ", child.id())]);
+    assert_eq!(
+        found,
+        [format!("{} sh -c echo ready; read line ", child.id())]
+    );
     assert!(processes_of_run(&run).is_empty());
 }

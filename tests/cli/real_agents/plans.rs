@@ -14,9 +14,11 @@ const NOTES: &str = "Notes from the writer.\nA second line.\n";
 /// freeform tool taking the patch itself).
 fn write_notes(cli: Cli) -> Reply {
     match cli {
-        Cli::Claude => Reply::tool_call("Write", json!({"file_path": "notes.txt", "content": NOTES})),
+        Cli::Claude => {
+            Reply::tool_call("Write", json!({"file_path": "notes.txt", "content": NOTES}))
+        }
         Cli::Codex => {
-            let added: String = NOTES.lines().map(|l| format!("+{l}\n")).collect();
+            let added: String = NOTES.lines().map(|l| ["+", l, "\n"].concat()).collect();
             Reply::freeform(
                 "apply_patch",
                 format!("*** Begin Patch\n*** Add File: notes.txt\n{added}*** End Patch\n"),
@@ -58,10 +60,10 @@ fn plan_lands_the_writer_and_reports_tokens(cli: Cli, test: &str) -> Option<(Rig
 
     assert_exit(&out, 0);
     assert_eq!(rig.repo.read("notes.txt"), NOTES);
-    let text = std::fs::read_to_string(&report).unwrap();
+    let report_text = std::fs::read_to_string(&report).unwrap();
     assert!(
-        text.starts_with("SUMMARY: looked, judged and wrote the notes"),
-        "{text}"
+        report_text.starts_with("SUMMARY: looked, judged and wrote the notes"),
+        "{report_text}"
     );
     // One request per reader and the reducer, two for the writer (its tool call, then its
     // answer), each reporting the same tokens.
@@ -73,8 +75,11 @@ fn plan_lands_the_writer_and_reports_tokens(cli: Cli, test: &str) -> Option<(Rig
         assert_eq!(task["tokens"], per_request * requests, "{task}");
     }
     assert!(
-        text.contains(&format!("Tokens used by the tasks: {}; cost: ", per_request * 5)),
-        "{text}"
+        report_text.contains(&format!(
+            "Tokens used by the tasks: {}; cost: ",
+            per_request * 5
+        )),
+        "{report_text}"
     );
     let requests = rig.server.model_requests();
     assert_eq!(requests.len(), 5, "{requests:#?}");
@@ -84,7 +89,7 @@ fn plan_lands_the_writer_and_reports_tokens(cli: Cli, test: &str) -> Option<(Rig
         assert!(reducer.user_text().contains(answer), "{answer}");
     }
     rig.assert_no_other_host();
-    Some((rig, text))
+    Some((rig, report_text))
 }
 
 #[test]
@@ -105,8 +110,8 @@ fn claude_plan_of_readers_writer_and_reducer_lands_the_file_with_tokens_and_cost
         .server
         .model_requests()
         .into_iter()
-        .filter(|r| task_of(r) == "write")
-        .last()
+        .rev()
+        .find(|r| task_of(r) == "write")
         .unwrap();
     let results = writer.tool_results();
     assert!(
@@ -128,8 +133,8 @@ fn codex_plan_of_readers_writer_and_reducer_lands_the_file_with_tokens() {
         .server
         .model_requests()
         .into_iter()
-        .filter(|r| task_of(r) == "write")
-        .last()
+        .rev()
+        .find(|r| task_of(r) == "write")
         .unwrap();
     let results = writer.tool_results();
     assert!(

@@ -19,8 +19,10 @@ fn reader_tries_to_write(cli: Cli, test: &str, attempts: Vec<Reply>) -> Option<R
     })?;
 
     let out = rig.run(
-        &[json!({"id": "peek", "prompt": "Look, then write sneaky.txt. (task: peek)",
-                 "lane": "analyst"})],
+        &[
+            json!({"id": "peek", "prompt": "Look, then write sneaky.txt. (task: peek)",
+                 "lane": "analyst"}),
+        ],
         &["--retries", "0", "--task-timeout", "2m"],
     );
 
@@ -28,7 +30,10 @@ fn reader_tries_to_write(cli: Cli, test: &str, attempts: Vec<Reply>) -> Option<R
     let status = status_json(&rig.repo);
     let task = task_status(&status, "peek");
     assert_eq!(task["status"], "done", "{task}");
-    assert_eq!(task["result"], "REFUSED: I could not write sneaky.txt", "{task}");
+    assert_eq!(
+        task["result"], "REFUSED: I could not write sneaky.txt",
+        "{task}"
+    );
     assert!(!rig.repo.root.join("sneaky.txt").exists());
     let everywhere = rig.repo.git(&["log", "--all", "--name-only", "--format="]);
     assert!(!everywhere.contains("sneaky.txt"), "{everywhere}");
@@ -72,7 +77,10 @@ fn claude_reader_has_no_tool_to_write_with() {
         results[0].contains("No such tool available: Write"),
         "{results:?}"
     );
-    assert!(results[1].contains("No such tool available: Bash"), "{results:?}");
+    assert!(
+        results[1].contains("No such tool available: Bash"),
+        "{results:?}"
+    );
     let status = status_json(&rig.repo);
     let transcript = task_status(&status, "peek")["transcript"].clone();
     let transcript = std::fs::read_to_string(transcript.as_str().unwrap()).unwrap();

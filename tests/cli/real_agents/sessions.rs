@@ -89,7 +89,14 @@ fn codex_exec_resume_of_a_thread_continues_the_conversation() {
     assert_eq!(started["type"], "thread.started", "{}", stdout(&one));
     let thread = started["thread_id"].as_str().unwrap().to_owned();
     let two = rig.run_cli(
-        &["exec", "resume", "--json", "--skip-git-repo-check", &thread, "-"],
+        &[
+            "exec",
+            "resume",
+            "--json",
+            "--skip-git-repo-check",
+            &thread,
+            "-",
+        ],
         "second question BETA",
     );
 
