@@ -10,6 +10,7 @@
 
 mod captures;
 mod hangs;
+mod hosts;
 mod limits;
 mod plans;
 mod refusals;
@@ -102,6 +103,16 @@ pub struct Rig {
     auth: ClaudeAuth,
     retries: Retries,
 }
+
+/// Claude Code's switches for traffic it need not send. The first alone silences every other
+/// host (without it Claude Code opens tunnels to api.anthropic.com:443 through the proxy, 5
+/// of them, 3 with `DISABLE_TELEMETRY`); the others say what they silence.
+pub const CLAUDE_SWITCHES: [&str; 4] = [
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "DISABLE_AUTOUPDATER",
+    "DISABLE_TELEMETRY",
+    "DISABLE_ERROR_REPORTING",
+];
 
 /// The environment variable Codex reads its provider's key from (`env_key`).
 const CODEX_KEY_VAR: &str = "LOOPBACK_MODEL_KEY";
@@ -221,13 +232,7 @@ env_key = "{CODEX_KEY_VAR}"
                         "sk-ant-oat01-loopback-test".into(),
                     ),
                 });
-                // The first alone silences every other host; the rest say what they silence.
-                for switch in [
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-                    "DISABLE_AUTOUPDATER",
-                    "DISABLE_TELEMETRY",
-                    "DISABLE_ERROR_REPORTING",
-                ] {
+                for switch in CLAUDE_SWITCHES {
                     env.push((switch, "1".into()));
                 }
                 if self.retries == Retries::Never {
@@ -312,10 +317,15 @@ env_key = "{CODEX_KEY_VAR}"
     /// Runs the CLI alone in the repository with `args`, `prompt` on its stdin (then closed),
     /// as swarm would run it.
     pub fn run_cli(&self, args: &[&str], prompt: &str) -> std::process::Output {
+        let mut cmd = self.cli_cmd(&self.repo.root);
+        cmd.args(args);
+        Self::run_with_prompt(cmd, prompt)
+    }
+
+    /// Runs `cmd` with `prompt` on its stdin, then closed.
+    pub fn run_with_prompt(mut cmd: Command, prompt: &str) -> std::process::Output {
         use std::io::Write as _;
-        let mut child = self
-            .cli_cmd(&self.repo.root)
-            .args(args)
+        let mut child = cmd
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
