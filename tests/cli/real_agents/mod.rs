@@ -58,8 +58,9 @@ pub enum Retries {
     /// Never (`CLAUDE_CODE_MAX_RETRIES=0`; the Codex provider's `request_max_retries` and
     /// `stream_max_retries` at 0): a failure shows at once.
     Never,
-    /// As the CLI does by default (Claude Code: 10 retries over about three minutes; Codex: 5
-    /// stream retries of 5 requests each).
+    /// As the CLI does by default (Claude Code: 10 retries, about three minutes for a lasting
+    /// 500; Codex: `request_max_retries` 4 within each of 1 + `stream_max_retries` 5 attempts,
+    /// 30 requests in about 25 s).
     Default,
 }
 
@@ -158,9 +159,10 @@ impl Rig {
     }
 
     /// `TMPDIR` for the CLIs, inside HOME. Codex refuses to put its helper binaries (the
-    /// `apply_patch` alias, its sandbox helper) under the temporary directory, and says so on
-    /// every start ("Refusing to create helper binaries under temporary dir"): with TMPDIR here,
-    /// `CODEX_HOME` is not under it.
+    /// `codex-linux-sandbox` and `apply_patch` aliases) in a `CODEX_HOME` under the temporary
+    /// directory and warns on stderr at every start ("Refusing to create helper binaries under
+    /// temporary dir"; 0.169.0 sandboxes commands and applies patches all the same): with
+    /// TMPDIR here, `CODEX_HOME` is not under it, and stderr holds only what matters.
     fn tmp(&self) -> PathBuf {
         self.home().join("tmp")
     }
