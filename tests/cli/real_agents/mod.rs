@@ -182,7 +182,7 @@ impl Rig {
         format!(
             r#"model = "gpt-5.5"
 model_provider = "loopback"
-# exec never checks for updates; the TUI would.
+# exec made no update check here even without this; kept off all the same.
 check_for_update_on_startup = false
 
 # Plugins sync their catalogue from github.com, api.github.com and chatgpt.com at every start.
@@ -265,42 +265,16 @@ env_key = "{CODEX_KEY_VAR}"
         cmd
     }
 
-    /// The arguments swarm's built-in profile gives the CLI (`swarm::agent::cli`), for runs of
+    /// The arguments swarm's built-in profile gives the CLI for a task of `mode`, for runs of
     /// the CLI alone.
-    pub fn profile_args(&self, mode: Mode) -> &'static [&'static str] {
-        match (self.cli, mode) {
-            (Cli::Claude, Mode::Read) => &[
-                "-p",
-                "--output-format",
-                "json",
-                "--permission-mode",
-                "default",
-                "--disallowedTools",
-                "Edit,Write,MultiEdit,NotebookEdit,Bash",
-            ],
-            (Cli::Claude, Mode::Write) => &[
-                "-p",
-                "--output-format",
-                "json",
-                "--permission-mode",
-                "acceptEdits",
-            ],
-            (Cli::Codex, Mode::Read) => &[
-                "exec",
-                "--json",
-                "--sandbox",
-                "read-only",
-                "--skip-git-repo-check",
-                "-",
-            ],
-            (Cli::Codex, Mode::Write) => &[
-                "exec",
-                "--json",
-                "--sandbox",
-                "workspace-write",
-                "--skip-git-repo-check",
-                "-",
-            ],
+    pub fn profile_args(&self, mode: Mode) -> Vec<String> {
+        let profile = match self.cli {
+            Cli::Claude => swarm::agent::cli::claude_profile(),
+            Cli::Codex => swarm::agent::cli::codex_profile(),
+        };
+        match mode {
+            Mode::Read => profile.reader_args,
+            Mode::Write => profile.writer_args,
         }
     }
 
@@ -318,7 +292,11 @@ env_key = "{CODEX_KEY_VAR}"
 
     /// Runs the CLI alone in the repository with `args`, `prompt` on its stdin (then closed),
     /// as swarm would run it.
-    pub fn run_cli(&self, args: &[&str], prompt: &str) -> std::process::Output {
+    pub fn run_cli(
+        &self,
+        args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+        prompt: &str,
+    ) -> std::process::Output {
         let mut cmd = self.cli_cmd(&self.repo.root);
         cmd.args(args);
         Self::run_with_prompt(cmd, prompt)

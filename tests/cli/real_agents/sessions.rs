@@ -41,13 +41,18 @@ fn claude_resume_of_a_named_session_continues_the_conversation() {
         return;
     };
     let session = "6a0c6f2e-4c5d-4f43-9a55-6e0f2a1b7c11";
-    let mut first = rig.profile_args(Mode::Read).to_vec();
-    first.extend(["--session-id", session]);
-    let mut second = rig.profile_args(Mode::Read).to_vec();
-    second.extend(["--resume", session]);
+    let reader = rig.profile_args(Mode::Read);
+    let first = reader
+        .iter()
+        .map(String::as_str)
+        .chain(["--session-id", session]);
+    let second = reader
+        .iter()
+        .map(String::as_str)
+        .chain(["--resume", session]);
 
-    let one = rig.run_cli(&first, "first question ALPHA");
-    let two = rig.run_cli(&second, "second question BETA");
+    let one = rig.run_cli(first, "first question ALPHA");
+    let two = rig.run_cli(second, "second question BETA");
 
     assert_exit(&one, 0);
     assert_exit(&two, 0);
@@ -89,7 +94,7 @@ fn codex_exec_resume_of_a_thread_continues_the_conversation() {
     assert_eq!(started["type"], "thread.started", "{}", stdout(&one));
     let thread = started["thread_id"].as_str().unwrap().to_owned();
     let two = rig.run_cli(
-        &[
+        [
             "exec",
             "resume",
             "--json",
