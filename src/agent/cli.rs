@@ -75,6 +75,8 @@ pub struct Profile {
     pub drop_env: Vec<String>,
     /// Variables to pass even if swarm would drop them (never swarm's own API key).
     pub pass_env: Vec<String>,
+    /// Variables set for the agent, over what it inherits.
+    pub set_env: Vec<(String, String)>,
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -114,6 +116,11 @@ pub fn claude_profile() -> Profile {
         // they leak in when swarm itself runs inside a Claude Code session.
         drop_env: strings(&["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"]),
         pass_env: Vec::new(),
+        // swarm owns retries: Claude Code alone retries a failing API for minutes, silently
+        // (ten retries, backing off), so a lasting error would be seen only at the task's
+        // timeout. One retry of its own; then the attempt fails and swarm's backoff, events
+        // and report take over.
+        set_env: vec![("CLAUDE_CODE_MAX_RETRIES".to_owned(), "1".to_owned())],
     }
 }
 
@@ -143,6 +150,7 @@ pub fn codex_profile() -> Profile {
         parser: Parser::CodexJsonl,
         drop_env: Vec::new(),
         pass_env: Vec::new(),
+        set_env: Vec::new(),
     }
 }
 
@@ -159,6 +167,8 @@ pub struct Parsed {
     /// Whether the output holds the agent's final, definitive answer: claude's result object,
     /// codex's `turn.completed` (or `turn.failed`, which is as final).
     pub complete: bool,
+    /// Tool uses the CLI refused, each as its tool and what it was for (`Write src/x.rs`).
+    pub denials: Vec<String>,
 }
 
 /// The agent's account ran out of usage: retrying before the reset is pointless.
@@ -167,6 +177,8 @@ pub struct UsageLimit {
     pub message: String,
     /// When it resets, if the message says.
     pub resets_at: Option<SystemTime>,
+    /// It ends only when a person raises a cap or buys credits: no wait is worth it.
+    pub lasting: bool,
 }
 
 const UNREADABLE: &str = "could not read the agent's output";
@@ -182,6 +194,7 @@ pub fn parse(parser: Parser, stdout: &str, now: &Now) -> Parsed {
             cost: None,
             usage_limit: None,
             complete: true,
+            denials: Vec::new(),
         },
         Parser::ClaudeJson => parse_claude(stdout, now),
         Parser::CodexJsonl => parse_codex(stdout, now),
@@ -196,6 +209,7 @@ fn unreadable() -> Parsed {
         cost: None,
         usage_limit: None,
         complete: false,
+        denials: Vec::new(),
     }
 }
 
@@ -275,6 +289,7 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
         cost: None,
         usage_limit: None,
         complete: false,
+        denials: Vec::new(),
     }
 }
 
@@ -330,6 +345,17 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
         std::iter::once(result.as_str())
             .chain(errors.iter().copied())
             .find_map(|m| usage_limit(m, now))
+            // Claude Code names the limit in a field too, whatever its text says.
+            .or_else(|| {
+                (text(r, "api_error") == Some("usage_limit_reached")).then(|| {
+                    let said = [result.as_str()]
+                        .into_iter()
+                        .chain(errors.iter().copied())
+                        .find(|m| !m.trim().is_empty())
+                        .unwrap_or("usage limit reached");
+                    limit_of(said, now)
+                })
+            })
     });
     Parsed {
         result,
@@ -338,7 +364,28 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
         cost,
         usage_limit,
         complete: true,
+        denials: claude_denials(r),
     }
+}
+
+/// What Claude Code's `permission_denials` list: `[{tool_name, tool_input}]`.
+fn claude_denials(r: &Value) -> Vec<String> {
+    let Some(list) = r.get("permission_denials").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|d| {
+            let tool = text(d, "tool_name").unwrap_or("a tool");
+            let input = d.get("tool_input");
+            let what = ["file_path", "notebook_path", "path", "command", "url"]
+                .iter()
+                .find_map(|k| input.and_then(|i| text(i, k)));
+            match what {
+                Some(what) => format!("{tool} {}", crate::ui::one_line(what, 200)),
+                None => tool.to_owned(),
+            }
+        })
+        .collect()
 }
 
 fn describe_subtype(subtype: &str) -> String {
@@ -428,6 +475,7 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
         cost: None,
         usage_limit,
         complete,
+        denials: Vec::new(),
     }
 }
 
@@ -438,9 +486,15 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
 /// `API Error: Rate limit reached` or `529 Overloaded`, which a retry may cure).
 static LIMIT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)usage limit (?:has been )?reached|hit your (?:\w+ )?limit|\b(?:5-hour|five-hour|weekly|session|opus|sonnet) limit reached|limit reached\s*\|\s*\d|out of (?:extra )?usage|quota exceeded|usage_limit_reached",
+        r"(?i)usage limit (?:has been )?reached|hit your (?:[\w'’-]+ ){0,4}limit|\b(?:5-hour|five-hour|weekly|session|opus|sonnet) limit reached|limit reached\s*\|\s*\d|out of (?:extra )?(?:usage|credits)|credit balance is too low|(?:spend|usage credit) limit reached|quota exceeded|usage_limit_reached",
     )
     .ok()
+});
+
+/// Limits that no wait ends: a spend cap or credits, raised or bought by a person. Without a
+/// reset time in the message, the run stops for them instead of waiting.
+static LASTING: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)spend limit|usage credit limit|credit balance|out of credits").ok()
 });
 
 /// How a usage-limit message opens when it is the whole of a result.
@@ -486,10 +540,17 @@ fn usage_limit(message: &str, now: &Now) -> Option<UsageLimit> {
     LIMIT
         .as_ref()
         .is_some_and(|r| r.is_match(message))
-        .then(|| UsageLimit {
-            message: message.trim().to_owned(),
-            resets_at: reset_time(message, now),
-        })
+        .then(|| limit_of(message, now))
+}
+
+/// The usage limit a message names, known to be one.
+fn limit_of(message: &str, now: &Now) -> UsageLimit {
+    let resets_at = reset_time(message, now);
+    UsageLimit {
+        message: message.trim().to_owned(),
+        lasting: resets_at.is_none() && LASTING.as_ref().is_some_and(|r| r.is_match(message)),
+        resets_at,
+    }
 }
 
 /// When a usage limit resets, from what the agent said. Times too far out for the calendar are
@@ -534,7 +595,9 @@ fn reset_time(message: &str, now: &Now) -> Option<SystemTime> {
         None if c.name("min").is_none() => return None,
         None => {}
     }
+    // Printed to the minute: the reset falls somewhere in it, so the wait is to its end.
     let time = Time::new(hour, minute, 0, 0).ok()?;
+    let end_of_minute = SignedDuration::from_secs(60);
     // Neither CLI names a zone every time: codex prints the machine's local time, Claude Code
     // sometimes just "resets 3pm"; a time without a zone is read in the machine's zone. A zone
     // the database does not know leaves the reset time unknown rather than wrong by hours.
@@ -554,17 +617,31 @@ fn reset_time(message: &str, now: &Now) -> Option<SystemTime> {
                 .to_zoned(zone.clone())
                 .ok()
         };
-        let first = on(said_year.unwrap_or(here.year()))?;
+        let first = on(said_year.unwrap_or(here.year()))?
+            .checked_add(end_of_minute)
+            .ok()?;
         // "resets Jan 2" said on Dec 30 means next year.
         if said_year.is_none() && first.timestamp() + SignedDuration::from_hours(24) < now.at {
             on(here.year().checked_add(1)?)?
+                .checked_add(end_of_minute)
+                .ok()?
         } else {
             first
         }
     } else {
-        let today = here.date().to_datetime(time).to_zoned(zone).ok()?;
+        let today = here
+            .date()
+            .to_datetime(time)
+            .to_zoned(zone)
+            .ok()?
+            .checked_add(end_of_minute)
+            .ok()?;
         if today.timestamp() > now.at {
             today
+        } else if now.at.duration_since(today.timestamp()) < SignedDuration::from_hours(1) {
+            // A reset just past by this machine's clock, said by an agent whose provider has not
+            // reset yet: the clocks differ a little, not by a day. Another minute, not tomorrow.
+            return Some((now.at + end_of_minute).into());
         } else {
             today.tomorrow().ok()?
         }

@@ -725,11 +725,27 @@ impl cli::Profile {
 /// Runs a coding-agent CLI and reads its output with `parser`: the result, tokens and cost, and
 /// the errors it reports even when it exits 0. One that printed its final answer and then hung
 /// until the timeout counts as done.
-pub(crate) fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Finished {
+/// Runs a coding-agent CLI and reads what it printed. With `denials_fail` (a task that
+/// writes), a tool use the CLI refused fails the attempt: the work it was for is not done.
+pub(crate) fn run_cli(
+    inv: &Invocation,
+    parser: cli::Parser,
+    watchdog: &Watchdog,
+    denials_fail: bool,
+) -> Finished {
     let mut done = run(inv, watchdog);
     let parsed = cli::parse(parser, &done.stdout, &cli::Now::here());
     done.tokens = parsed.tokens;
     done.cost = parsed.cost;
+    if !parsed.denials.is_empty() {
+        let _ = append(
+            &inv.transcript,
+            &format!(
+                "swarm: the agent's CLI refused: {}\n",
+                parsed.denials.join("; ")
+            ),
+        );
+    }
     if let Some(limit) = parsed.usage_limit {
         done.outcome = Outcome::Limited(limit);
         return done;
@@ -740,6 +756,17 @@ pub(crate) fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog
     ) {
         (Outcome::Succeeded, Some(e)) => {
             Outcome::Failed(format!("the agent reported an error: {e}"))
+        }
+        (Outcome::Succeeded, None) if denials_fail && !parsed.denials.is_empty() => {
+            Outcome::Failed(format!(
+                "the agent's CLI refused {}: {}",
+                if parsed.denials.len() == 1 {
+                    "a tool use"
+                } else {
+                    "tool uses"
+                },
+                parsed.denials.join("; ")
+            ))
         }
         (Outcome::TimedOut(_) | Outcome::Stalled(_), None) if parsed.complete => {
             let _ = append(

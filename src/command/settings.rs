@@ -118,6 +118,7 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
             parser: Parser::Text,
             drop_env: Vec::new(),
             pass_env: Vec::new(),
+            set_env: Vec::new(),
         },
     };
     if let Some(c) = &spec.command {
@@ -142,6 +143,11 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
     }
     if let Some(e) = &spec.drop_env {
         p.drop_env.clone_from(e);
+    }
+    // Each variable of the table replaces the built-in profile's of that name, or joins them.
+    for (name, value) in spec.set_env.iter().flatten() {
+        p.set_env.retain(|(n, _)| n != name);
+        p.set_env.push((name.clone(), value.clone()));
     }
     Ok(p)
 }

@@ -65,6 +65,8 @@ pub struct ProfileSpec {
     pub parser: Option<String>,
     pub pass_env: Option<Vec<String>>,
     pub drop_env: Option<Vec<String>>,
+    /// Variables set for the agent (`set-env = { NAME = "value" }`).
+    pub set_env: Option<BTreeMap<String, String>>,
 }
 
 /// The effective configuration.
@@ -99,7 +101,7 @@ impl std::error::Error for ConfigError {}
 /// The parsers an agent profile may name.
 const PARSERS: [&str; 3] = ["text", "claude-json", "codex-jsonl"];
 /// The keys of an `[agents.NAME]` table.
-const PROFILE_KEYS: [&str; 7] = [
+const PROFILE_KEYS: [&str; 8] = [
     "command",
     "args",
     "reader-args",
@@ -107,6 +109,7 @@ const PROFILE_KEYS: [&str; 7] = [
     "parser",
     "pass-env",
     "drop-env",
+    "set-env",
 ];
 pub(crate) const REPO_FILE: &str = ".swarm.toml";
 /// The run options and profiles of one config file, with the keys it sets.

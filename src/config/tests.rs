@@ -349,6 +349,7 @@ writer-args = ["d"]
 parser = "codex-jsonl"
 pass-env = ["E"]
 drop-env = ["F"]
+set-env = { G = "h" }
 "#,
     );
     let config = fx.load().unwrap();

@@ -129,6 +129,8 @@ pub(super) fn prepare(
                 Agent::Exec(cmd) => (cmd, Some(prompt), None),
                 Agent::Cli(profile) => {
                     let (argv, shown) = profile.argv(task.mode);
+                    // swarm's own variables come last: no profile sets them.
+                    env.splice(0..0, profile.set_env.iter().cloned());
                     cli = Some(profile);
                     argv_run = argv;
                     (shown, Some(prompt), None)

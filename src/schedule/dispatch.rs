@@ -738,18 +738,30 @@ impl<'a> Dispatcher<'a> {
             t.duration_since(std::time::SystemTime::now())
                 .unwrap_or_default()
         });
-        let too_long = wait > run.settings.max_limit_wait;
+        let too_long = limit.lasting || wait > run.settings.max_limit_wait;
         let wait_ms = wait.as_millis() as u64;
         run.record
             .attempt_limited(id, report, totals, &limit.message, wait_ms, too_long)?;
-        let text = format!(
-            "{id}: usage limit ({}); resets in {}",
-            limit.message,
-            crate::ui::duration(wait)
-        );
+        let text = if limit.lasting {
+            format!(
+                "{id}: usage limit ({}); it lasts until a cap is raised or credits are bought",
+                limit.message
+            )
+        } else {
+            format!(
+                "{id}: usage limit ({}); resets in {}",
+                limit.message,
+                crate::ui::duration(wait)
+            )
+        };
         run.ui
             .task_finished(id, Verb::Limited, report.elapsed, Some(&text));
-        if too_long {
+        if limit.lasting {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            self.limit_stop = Some(format!(
+                "{text}; `swarm resume` continues the run once it is"
+            ));
+        } else if too_long {
             run.dag.on(&run.plan, Transition::Interrupted(i));
             self.limit_stop = Some(format!(
                 "{text}, past the {} this run waits; `swarm resume` continues it later",

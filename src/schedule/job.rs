@@ -201,7 +201,10 @@ impl Job {
         let before = repo.fingerprint()?;
         let finished = match (&self.builtin, self.parser) {
             (None, None) => agent::run(&self.invocation, watchdog),
-            (None, Some(parser)) => agent::run_cli(&self.invocation, parser, watchdog),
+            (None, Some(parser)) => {
+                let writes = !matches!(self.kind, JobKind::Reader { .. });
+                agent::run_cli(&self.invocation, parser, watchdog, writes)
+            }
             (Some(builtin), _) => {
                 let task = self.task;
                 let mut notify = |notice: crate::llm::Notice| {

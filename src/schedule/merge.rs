@@ -345,13 +345,17 @@ impl MergeQueue {
                 env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
                 stdin,
                 cwd: path.clone(),
-                env: vec![
-                    ("SWARM_RUN_ID".to_owned(), name.clone()),
-                    ("SWARM_TASK_ID".to_owned(), id.to_owned()),
-                    ("SWARM_MODE".to_owned(), "write".to_owned()),
-                    ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
-                    ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
-                ],
+                env: cli
+                    .iter()
+                    .flat_map(|p| p.set_env.iter().cloned())
+                    .chain([
+                        ("SWARM_RUN_ID".to_owned(), name.clone()),
+                        ("SWARM_TASK_ID".to_owned(), id.to_owned()),
+                        ("SWARM_MODE".to_owned(), "write".to_owned()),
+                        ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
+                        ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+                    ])
+                    .collect(),
                 timeout: task.timeout.unwrap_or(settings.task_timeout),
                 stall: settings.stall_timeout,
                 header: format!(

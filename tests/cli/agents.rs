@@ -329,3 +329,66 @@ fn a_usage_limit_resetting_beyond_an_hour_stops_the_run_resumably() {
     assert_eq!(s["tasks"][0]["failures"], 0, "{s}");
     assert_eq!(s["tasks"][1]["status"], "pending", "{s}");
 }
+
+#[test]
+fn a_writer_whose_cli_refused_its_edit_fails_with_the_tool_and_path_named() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    fakes.set_mode("claude", "denied");
+    let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a note"}"#]);
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "claude",
+            "--retries",
+            "0",
+        ],
+    );
+
+    assert_exit(&out, 1);
+    let w = &status_json(&repo)["tasks"][0];
+    assert_eq!(w["status"], "failed");
+    let error = w["error"].as_str().unwrap();
+    assert!(
+        error.contains("the agent's CLI refused a tool use: Write ")
+            && error.ends_with("/notes.txt"),
+        "{error}"
+    );
+    assert!(!repo.root.join("notes.txt").exists());
+    let report = std::fs::read_to_string(
+        repo.swarm_dir()
+            .join("runs")
+            .join(crate::run_id(&repo))
+            .join("report.md"),
+    )
+    .unwrap();
+    assert!(report.contains("refused a tool use: Write"), "{report}");
+    let transcript = std::fs::read_to_string(w["transcript"].as_str().unwrap()).unwrap();
+    assert!(
+        transcript.contains("swarm: the agent's CLI refused: Write "),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn claude_retries_once_on_its_own_unless_a_profile_says_otherwise() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    let tasks = repo.tasks(&[r#"{"id":"r","prompt":"RESULT: read","mode":"read"}"#]);
+    let args = ["run", tasks.to_str().unwrap(), "--agent", "claude"];
+    assert_exit(&run_with(&repo, &fakes, &args), 0);
+    assert_eq!(fakes.invocations("claude")[0]["max_retries"], "1");
+
+    repo.write(
+        ".swarm.toml",
+        "[agents.claude]\nset-env = { CLAUDE_CODE_MAX_RETRIES = \"4\" }\n",
+    );
+    repo.commit_all("more retries");
+    assert_exit(&run_with(&repo, &fakes, &args), 0);
+    assert_eq!(fakes.invocations("claude")[1]["max_retries"], "4");
+}

@@ -39,6 +39,8 @@
 //!   (a `RESET_IN: <seconds>` line in the prompt moves the reset);
 //!   codex: `error` and `turn.failed` saying `You've hit your usage limit. Try again in 3
 //!   seconds.`, exit 1 (real codex prints minutes or a clock time; seconds keep tests fast);
+//! - `denied`: claude: a writer whose `Write` of the file was refused: it writes nothing and
+//!   answers as a success, with the refusal only in `permission_denials`, as Claude Code does;
 //! - `hang-after-result`: a normal run, then `sleep 600`;
 //! - `grandchild`: starts `sleep 600` in the background holding stdout, then a normal run;
 //! - `exit-1`: a crash: a line on stderr, nothing on stdout, exit status 1;
@@ -120,6 +122,7 @@ impl FakeAgents {
 
     /// One JSON object per call so far, oldest first: `agent`, `n` (1-based), `mode`,
     /// `writer`, `args`, `cwd`, `env` (watched variable → present), `task_id`, `swarm_mode`,
+    /// `max_retries` (the value of `CLAUDE_CODE_MAX_RETRIES`, empty when unset),
     /// `stdin_bytes`, `prompt_file` and, in `grandchild` mode, `grandchild_pid`.
     pub fn invocations(&self, agent: &str) -> Vec<Value> {
         let Ok(text) = std::fs::read_to_string(self.state.join(format!("{agent}.log"))) else {
@@ -270,9 +273,10 @@ for v in @WATCHED_ENV@; do
     ENVS="$ENVS${ENVS:+,}\"$v\":$present"
 done
 lock
-printf '{"agent":"%s","n":%s,"mode":"%s","writer":%s,"args":[%s],"cwd":"%s","env":{%s},"task_id":"%s","swarm_mode":"%s","stdin_bytes":%s,"prompt_file":"%s","grandchild_pid":%s}\n' \
+printf '{"agent":"%s","n":%s,"mode":"%s","writer":%s,"args":[%s],"cwd":"%s","env":{%s},"task_id":"%s","swarm_mode":"%s","max_retries":"%s","stdin_bytes":%s,"prompt_file":"%s","grandchild_pid":%s}\n' \
     "$AGENT" "$N" "$(json_str "$MODE")" "$WRITER" "$ARGS" "$(json_str "$(pwd)")" "$ENVS" \
-    "$(json_str "${SWARM_TASK_ID:-}")" "$(json_str "${SWARM_MODE:-}")" "$STDIN_BYTES" \
+    "$(json_str "${SWARM_TASK_ID:-}")" "$(json_str "${SWARM_MODE:-}")" \
+    "$(json_str "${CLAUDE_CODE_MAX_RETRIES:-}")" "$STDIN_BYTES" \
     "$(json_str "$PROMPT_FILE")" "$GRANDCHILD" >> "$STATE/$AGENT.log"
 unlock
 
@@ -296,15 +300,19 @@ RESET_IN=$(line_of RESET_IN)
 [ -n "$RESET_IN" ] || RESET_IN=3
 RESET=$(( $(date +%s) + RESET_IN ))
 
+DENIALS='[]'
 claude_result() { # subtype is_error result cost input output
-    printf '{"type":"result","subtype":"%s","is_error":%s,"duration_ms":1234,"duration_api_ms":1100,"num_turns":2,"result":"%s","session_id":"fake-session-%s","total_cost_usd":%s,"usage":{"input_tokens":%s,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%s},"permission_denials":[]}\n' \
-        "$1" "$2" "$3" "$N" "$4" "$5" "$6"
+    printf '{"type":"result","subtype":"%s","is_error":%s,"duration_ms":1234,"duration_api_ms":1100,"num_turns":2,"result":"%s","session_id":"fake-session-%s","total_cost_usd":%s,"usage":{"input_tokens":%s,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%s},"permission_denials":%s}\n' \
+        "$1" "$2" "$3" "$N" "$4" "$5" "$6" "$DENIALS"
 }
 
 claude_run() {
     case "$MODE" in
         error-exit-0) MSG='API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}'; IS_ERROR=true ;;
         usage-limit) MSG="Claude AI usage limit reached|$RESET"; IS_ERROR=true ;;
+        denied)
+            DENIALS="[{\"tool_name\":\"Write\",\"tool_use_id\":\"toolu_fake\",\"tool_input\":{\"file_path\":\"$(json_str "$(pwd)/$FILE")\",\"content\":\"$(json_str "$EDIT")\"}}]"
+            MSG="I could not write $F: permission was denied."; IS_ERROR=false ;;
         *) edit; MSG=$R; IS_ERROR=false ;;
     esac
     if [ "$IS_ERROR" = true ] && [ "$FORMAT" = text ]; then
