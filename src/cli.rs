@@ -260,6 +260,12 @@ pub struct RunOptions {
     #[arg(long)]
     pub resolve_conflicts: bool,
 
+    /// Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an
+    /// interruption or a crash continues the Claude or Codex session of the attempt it follows,
+    /// in the same checkout, so the work already paid for is not redone.
+    #[arg(long)]
+    pub fresh_retries: bool,
+
     /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
     #[arg(long, value_name = "CMD")]
     pub on_escalate: Option<String>,
@@ -335,6 +341,7 @@ impl From<RunOptions> for crate::config::Options {
             }),
             worktree_dir: flags.worktree_dir,
             resolve_conflicts: flags.resolve_conflicts,
+            fresh_retries: flags.fresh_retries,
             on_escalate: flags.on_escalate,
         }
     }

@@ -77,6 +77,30 @@ pub struct Profile {
     pub pass_env: Vec<String>,
     /// Variables set for the agent, over what it inherits.
     pub set_env: Vec<(String, String)>,
+    /// How its sessions are named and continued.
+    pub sessions: Sessions,
+}
+
+/// How a CLI keeps its sessions, for an attempt to continue an earlier one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    /// None that swarm knows how to continue: every attempt starts afresh.
+    None,
+    /// Claude Code: `--session-id <uuid>` names a new session up front, `--resume <uuid>`
+    /// continues it.
+    Claude,
+    /// Codex: the thread id is in its first event (`thread.started`); `exec … resume <id>`
+    /// continues the thread.
+    Codex,
+}
+
+/// The session an attempt of a CLI agent runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session<'a> {
+    /// A new one, named up front where the CLI lets swarm name it.
+    New(Option<&'a str>),
+    /// An earlier attempt's, continued.
+    Continue(&'a str),
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -121,6 +145,7 @@ pub fn claude_profile() -> Profile {
         // timeout. One retry of its own; then the attempt fails and swarm's backoff, events
         // and report take over.
         set_env: vec![("CLAUDE_CODE_MAX_RETRIES".to_owned(), "1".to_owned())],
+        sessions: Sessions::Claude,
     }
 }
 
@@ -151,6 +176,7 @@ pub fn codex_profile() -> Profile {
         drop_env: Vec::new(),
         pass_env: Vec::new(),
         set_env: Vec::new(),
+        sessions: Sessions::Codex,
     }
 }
 
@@ -169,6 +195,8 @@ pub struct Parsed {
     pub complete: bool,
     /// Tool uses the CLI refused, each as its tool and what it was for (`Write src/x.rs`).
     pub denials: Vec<String>,
+    /// The agent's own session the output names (Claude's `session_id`, Codex's thread).
+    pub session: Option<String>,
 }
 
 /// The agent's account ran out of usage: retrying before the reset is pointless.
@@ -195,6 +223,7 @@ pub fn parse(parser: Parser, stdout: &str, now: &Now) -> Parsed {
             usage_limit: None,
             complete: true,
             denials: Vec::new(),
+            session: None,
         },
         Parser::ClaudeJson => parse_claude(stdout, now),
         Parser::CodexJsonl => parse_codex(stdout, now),
@@ -210,6 +239,7 @@ fn unreadable() -> Parsed {
         usage_limit: None,
         complete: false,
         denials: Vec::new(),
+        session: None,
     }
 }
 
@@ -290,6 +320,10 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
         usage_limit: None,
         complete: false,
         denials: Vec::new(),
+        session: values
+            .iter()
+            .find_map(|v| text(v, "session_id"))
+            .map(str::to_owned),
     }
 }
 
@@ -365,6 +399,7 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
         usage_limit,
         complete: true,
         denials: claude_denials(r),
+        session: text(r, "session_id").map(str::to_owned),
     }
 }
 
@@ -420,8 +455,10 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
     let mut ending = None;
     let mut errors = Vec::new();
     let mut tokens = 0;
+    let mut thread = None;
     for event in &events {
         match text(event, "type").unwrap_or_default() {
+            "thread.started" => thread = text(event, "thread_id").map(str::to_owned),
             "item.completed" => {
                 if let Some(item) = event.get("item")
                     && text(item, "type") == Some("agent_message")
@@ -476,6 +513,7 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
         usage_limit,
         complete,
         denials: Vec::new(),
+        session: thread,
     }
 }
 

@@ -269,6 +269,8 @@ pub(crate) struct Finished {
     pub tokens: u64,
     /// Cost in dollars, where the agent says.
     pub cost: Option<f64>,
+    /// The agent's own session, where its output names one.
+    pub session: Option<String>,
 }
 
 /// Variables never handed to a child: swarm's own API keys and git's repository overrides, which
@@ -300,6 +302,7 @@ pub(crate) fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
                 stdout: String::new(),
                 tokens: 0,
                 cost: None,
+                session: None,
             }
         }
     }
@@ -414,6 +417,7 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         stdout,
         tokens: 0,
         cost: None,
+        session: None,
     })
 }
 
@@ -708,25 +712,43 @@ pub(crate) fn on_path(program: &str) -> bool {
 }
 
 impl cli::Profile {
-    /// The program and arguments for a task of `mode`, and the same as one line for logs.
-    pub fn argv(&self, mode: crate::plan::Mode) -> (Vec<String>, String) {
+    /// The program and arguments for a task of `mode` in `session`, and the same as one line
+    /// for logs.
+    pub fn argv(
+        &self,
+        mode: crate::plan::Mode,
+        session: cli::Session<'_>,
+    ) -> (Vec<String>, String) {
+        use cli::{Session, Sessions};
         let mode_args = match mode {
             crate::plan::Mode::Read => &self.reader_args,
             crate::plan::Mode::Write => &self.writer_args,
         };
-        let argv: Vec<String> = std::iter::once(self.command.clone())
+        let mut argv: Vec<String> = std::iter::once(self.command.clone())
             .chain(mode_args.iter().cloned())
             .collect();
+        let words = |w: &[&str]| w.iter().map(|&s| s.to_owned()).collect::<Vec<_>>();
+        match (self.sessions, session) {
+            (Sessions::Claude, Session::New(Some(id))) => {
+                argv.extend(words(&["--session-id", id]));
+            }
+            (Sessions::Claude, Session::Continue(id)) => argv.extend(words(&["--resume", id])),
+            // `codex exec [OPTIONS] resume <ID> -`: the prompt (`-`, stdin) stays last.
+            (Sessions::Codex, Session::Continue(id)) => {
+                let at = argv.iter().rposition(|a| a == "-").unwrap_or(argv.len());
+                argv.splice(at..at, words(&["resume", id]));
+            }
+            _ => {}
+        }
         let shown = argv.join(" ");
         (argv, shown)
     }
 }
 
-/// Runs a coding-agent CLI and reads its output with `parser`: the result, tokens and cost, and
-/// the errors it reports even when it exits 0. One that printed its final answer and then hung
-/// until the timeout counts as done.
-/// Runs a coding-agent CLI and reads what it printed. With `denials_fail` (a task that
-/// writes), a tool use the CLI refused fails the attempt: the work it was for is not done.
+/// Runs a coding-agent CLI and reads its output with `parser`: the result, tokens and cost, its
+/// session, and the errors it reports even when it exits 0. One that printed its final answer
+/// and then hung until the timeout counts as done. With `denials_fail` (a task that writes), a
+/// tool use the CLI refused fails the attempt: the work it was for is not done.
 pub(crate) fn run_cli(
     inv: &Invocation,
     parser: cli::Parser,
@@ -737,6 +759,7 @@ pub(crate) fn run_cli(
     let parsed = cli::parse(parser, &done.stdout, &cli::Now::here());
     done.tokens = parsed.tokens;
     done.cost = parsed.cost;
+    done.session.clone_from(&parsed.session);
     if !parsed.denials.is_empty() {
         let _ = append(
             &inv.transcript,

@@ -373,6 +373,7 @@ pub(super) fn execute(
         .load_run(&layout.run)?
         .context("the run vanished from the board")?;
     let failed_attempts = board.failed_attempts(&layout.run)?;
+    let continued = board.continued_attempts(&layout.run)?;
     let merges = merges(&events);
     let repairs = repairs(&events);
     let goal_notes = if goals.is_empty() {
@@ -385,6 +386,7 @@ pub(super) fn execute(
         plan,
         tasks: &records,
         failed_attempts: &failed_attempts,
+        continued: &continued,
         parked: &parked,
         merges: &merges,
         repairs: &repairs,

@@ -119,6 +119,7 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
             drop_env: Vec::new(),
             pass_env: Vec::new(),
             set_env: Vec::new(),
+            sessions: crate::agent::cli::Sessions::None,
         },
     };
     if let Some(c) = &spec.command {
@@ -311,6 +312,7 @@ pub(super) fn settings(
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
         resolve_conflicts: o.resolve_conflicts,
+        fresh_retries: o.fresh_retries,
         llm,
         named_agents,
         max_limit_wait: MAX_LIMIT_WAIT,

@@ -31,6 +31,7 @@ pub(super) enum Key {
     Land,
     WorktreeDir,
     ResolveConflicts,
+    FreshRetries,
     OnEscalate,
     FinalOut,
     FinalOutDir,
@@ -38,7 +39,7 @@ pub(super) enum Key {
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 22] = [
+    pub(super) const ALL: [Key; 23] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -57,6 +58,7 @@ impl Key {
         Key::Land,
         Key::WorktreeDir,
         Key::ResolveConflicts,
+        Key::FreshRetries,
         Key::OnEscalate,
         Key::FinalOut,
         Key::FinalOutDir,
@@ -84,6 +86,7 @@ impl Key {
             Key::Land => "land",
             Key::WorktreeDir => "worktree-dir",
             Key::ResolveConflicts => "resolve-conflicts",
+            Key::FreshRetries => "fresh-retries",
             Key::OnEscalate => "on-escalate",
             Key::FinalOut => "final-out",
             Key::FinalOutDir => "final-out-dir",
@@ -112,6 +115,7 @@ impl Key {
             Key::Land => "SWARM_LAND",
             Key::WorktreeDir => "SWARM_WORKTREE_DIR",
             Key::ResolveConflicts => "SWARM_RESOLVE_CONFLICTS",
+            Key::FreshRetries => "SWARM_FRESH_RETRIES",
             Key::OnEscalate => "SWARM_ON_ESCALATE",
             Key::FinalOut | Key::FinalOutDir | Key::Base => return None,
         })
@@ -141,6 +145,7 @@ impl Key {
             | Key::Check
             | Key::WorktreeDir
             | Key::ResolveConflicts
+            | Key::FreshRetries
             | Key::OnEscalate
             | Key::FinalOut
             | Key::FinalOutDir
@@ -170,6 +175,7 @@ impl Key {
             Key::Land => o.land.is_some(),
             Key::WorktreeDir => o.worktree_dir.is_some(),
             Key::ResolveConflicts => o.resolve_conflicts,
+            Key::FreshRetries => o.fresh_retries,
             Key::OnEscalate => o.on_escalate.is_some(),
             Key::FinalOut => o.final_out.is_some(),
             Key::FinalOutDir => o.final_out_dir.is_some(),
@@ -198,6 +204,7 @@ impl Key {
             Key::Land => to.land = from.land,
             Key::WorktreeDir => to.worktree_dir.clone_from(&from.worktree_dir),
             Key::ResolveConflicts => to.resolve_conflicts = from.resolve_conflicts,
+            Key::FreshRetries => to.fresh_retries = from.fresh_retries,
             Key::OnEscalate => to.on_escalate.clone_from(&from.on_escalate),
             Key::FinalOut => to.final_out.clone_from(&from.final_out),
             Key::FinalOutDir => to.final_out_dir.clone_from(&from.final_out_dir),
@@ -245,13 +252,8 @@ impl Key {
                     _ => return Err(format!("`{text}` is not auto, branch or none")),
                 });
             }
-            Key::ResolveConflicts => {
-                o.resolve_conflicts = match text.to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => return Err(format!("`{text}` is not 1/true/yes or 0/false/no")),
-                };
-            }
+            Key::ResolveConflicts => o.resolve_conflicts = switch(text)?,
+            Key::FreshRetries => o.fresh_retries = switch(text)?,
         }
         Ok(())
     }
@@ -289,6 +291,15 @@ impl Key {
         all.get(self.name().replace('-', "_"))
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+/// An on/off variable: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
+fn switch(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("`{text}` is not 1/true/yes or 0/false/no")),
     }
 }
 

@@ -134,6 +134,7 @@ struct FileOptions {
     land: Option<Land>,
     worktree_dir: Option<PathBuf>,
     resolve_conflicts: Option<bool>,
+    fresh_retries: Option<bool>,
     on_escalate: Option<String>,
     #[serde(default)]
     agents: BTreeMap<String, ProfileSpec>,
@@ -160,6 +161,7 @@ impl FileOptions {
             land: self.land,
             worktree_dir: self.worktree_dir,
             resolve_conflicts: self.resolve_conflicts.unwrap_or_default(),
+            fresh_retries: self.fresh_retries.unwrap_or_default(),
             on_escalate: self.on_escalate,
             // Per-run options (and any new ones, until they get a key) are not read from files.
             ..Options::default()

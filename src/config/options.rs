@@ -58,6 +58,8 @@ pub(crate) struct Options {
     pub(crate) worktree_dir: Option<PathBuf>,
     #[serde(rename = "resolve_conflicts")]
     pub(crate) resolve_conflicts: bool,
+    #[serde(rename = "fresh_retries")]
+    pub(crate) fresh_retries: bool,
     #[serde(rename = "on_escalate")]
     pub(crate) on_escalate: Option<String>,
 }

@@ -109,7 +109,7 @@ mod tests {
             "budget_tokens": 1000, "allow_program": ["cargo"], "task_timeout": "10m",
             "stall_timeout": null, "retries": null, "check": "true",
             "final_out": "/tmp/opt-report.md", "final_out_dir": null, "base": null,
-            "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true,
+            "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true, "fresh_retries": false,
             "on_escalate": null,
         });
         assert_eq!(record, expected);

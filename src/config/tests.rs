@@ -340,6 +340,7 @@ budget-tokens = 5000000
 stall-timeout = "10m"
 allow-program = ["cargo"]
 resolve-conflicts = true
+fresh-retries = true
 
 [agents.all]
 command = "a"

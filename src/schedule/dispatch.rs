@@ -118,6 +118,7 @@ impl<'a> Dispatcher<'a> {
                 commit: r.commit_id.as_deref().map(CommitId::new),
                 tokens: r.tokens,
                 cost: r.cost,
+                session: r.session.clone(),
                 ..Slot::waiting()
             })
             .collect();
@@ -512,6 +513,13 @@ impl<'a> Dispatcher<'a> {
         if let Some(commit) = self.run.slots[i].snapshot.take() {
             self.checkouts
                 .release_snapshot(&commit, self.merges.tip())?;
+        }
+        let slot = &mut self.run.slots[i];
+        // The session the next attempt continues, or none: the board knows the same.
+        if slot.session != report.session {
+            slot.session.clone_from(&report.session);
+            let id = self.run.plan.tasks[i].id.as_str();
+            self.run.record.session(id, report.session.as_deref())?;
         }
         let slot = &mut self.run.slots[i];
         slot.tokens += report.tokens;

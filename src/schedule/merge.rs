@@ -300,7 +300,8 @@ impl MergeQueue {
         let (command, stdin, builtin) = match agent {
             Agent::Exec(cmd) => (cmd, Some(prompt), None),
             Agent::Cli(profile) => {
-                let (program_and_args, shown) = profile.argv(Mode::Write);
+                let (program_and_args, shown) =
+                    profile.argv(Mode::Write, crate::agent::cli::Session::New(None));
                 argv = program_and_args;
                 cli = Some(profile);
                 (shown, Some(prompt), None)
@@ -368,6 +369,7 @@ impl MergeQueue {
             parser: cli.map(|p| p.parser),
             deps_dir: None,
             user_checkout: run.repo.workdir().to_owned(),
+            session: None,
         };
         let id = id.to_owned();
         run.record.task_event(

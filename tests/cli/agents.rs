@@ -392,3 +392,125 @@ fn claude_retries_once_on_its_own_unless_a_profile_says_otherwise() {
     assert_exit(&run_with(&repo, &fakes, &args), 0);
     assert_eq!(fakes.invocations("claude")[1]["max_retries"], "4");
 }
+
+/// The value after `flag` in a recorded call's arguments.
+fn arg_after(call: &serde_json::Value, flag: &str) -> Option<String> {
+    let args = call["args"].as_array()?;
+    let at = args.iter().position(|a| a == flag)?;
+    args.get(at + 1)?.as_str().map(str::to_owned)
+}
+
+#[test]
+fn a_retry_after_a_timeout_continues_the_claude_session_in_the_same_checkout() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    fakes.set_mode("claude", "hang-after-edit-once");
+    let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line","timeout":1}"#]);
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &["run", tasks.to_str().unwrap(), "--agent", "claude"],
+    );
+
+    assert_exit(&out, 0);
+    let calls = fakes.invocations("claude");
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    let first = arg_after(&calls[0], "--session-id").expect("a session named up front");
+    assert_eq!(
+        arg_after(&calls[1], "--resume").as_deref(),
+        Some(first.as_str())
+    );
+    assert_eq!(arg_after(&calls[1], "--session-id"), None);
+    assert!(
+        fakes
+            .prompt("claude", 2)
+            .starts_with("Your work on this task was cut short"),
+        "{}",
+        fakes.prompt("claude", 2)
+    );
+    // The continued attempt found the first one's edit and added its own: one checkout.
+    assert_eq!(repo.read("notes.txt"), "a line\na line\n");
+    let report = std::fs::read_to_string(
+        repo.swarm_dir()
+            .join("runs")
+            .join(crate::run_id(&repo))
+            .join("report.md"),
+    )
+    .unwrap();
+    assert!(report.contains("| 2 (2 continued) |"), "{report}");
+}
+
+#[test]
+fn with_fresh_retries_a_retry_after_a_timeout_starts_a_new_session_in_a_new_checkout() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    fakes.set_mode("claude", "hang-after-edit-once");
+    let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line","timeout":1}"#]);
+
+    let out = run_with(
+        &repo,
+        &fakes,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "claude",
+            "--fresh-retries",
+        ],
+    );
+
+    assert_exit(&out, 0);
+    let calls = fakes.invocations("claude");
+    let (first, second) = (
+        arg_after(&calls[0], "--session-id").unwrap(),
+        arg_after(&calls[1], "--session-id").unwrap(),
+    );
+    assert_ne!(first, second);
+    assert_eq!(arg_after(&calls[1], "--resume"), None);
+    assert_eq!(repo.read("notes.txt"), "a line\n");
+}
+
+#[test]
+fn a_writer_cut_short_by_kill_9_continues_its_session_on_resume() {
+    let repo = TestRepo::new();
+    let fakes = agents(&repo);
+    fakes.set_mode("claude", "hang-after-edit-once");
+    let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line"}"#]);
+    let mut swarm = repo
+        .swarm_cmd()
+        .env("PATH", fakes.path_env())
+        .args(["run", tasks.to_str().unwrap(), "--agent", "claude"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The agent has edited and hangs: its call is on record once its edit is there.
+    let edited = || {
+        std::fs::read_dir(repo.cache.join("swarm/worktrees"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_dir(d.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|run| run.path().join("w/notes.txt").exists())
+            })
+    };
+    while !edited() {
+        assert!(swarm.try_wait().unwrap().is_none(), "swarm ended first");
+        std::thread::yield_now();
+    }
+    swarm.kill().unwrap();
+    swarm.wait().unwrap();
+
+    let out = run_with(&repo, &fakes, &["resume"]);
+
+    assert_exit(&out, 0);
+    let calls = fakes.invocations("claude");
+    let first = arg_after(&calls[0], "--session-id").unwrap();
+    assert_eq!(arg_after(&calls[1], "--resume"), Some(first));
+    assert_eq!(repo.read("notes.txt"), "a line\na line\n");
+}

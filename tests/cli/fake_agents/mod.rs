@@ -42,10 +42,16 @@
 //! - `denied`: claude: a writer whose `Write` of the file was refused: it writes nothing and
 //!   answers as a success, with the refusal only in `permission_denials`, as Claude Code does;
 //! - `hang-after-result`: a normal run, then `sleep 600`;
+//! - `hang-after-edit`: claude: a writer edits, then hangs (`sleep 600`) before its result, as
+//!   an agent cut short by a timeout or a crash;
 //! - `grandchild`: starts `sleep 600` in the background holding stdout, then a normal run;
 //! - `exit-1`: a crash: a line on stderr, nothing on stdout, exit status 1;
 //! - `<mode>-once`: `<mode>` on the first call per task (`SWARM_TASK_ID`, or any task when
 //!   unset) since the mode was set, `ok` afterwards.
+//!
+//! Sessions (claude): `--session-id ID` keeps the call's prompt as the session's; a call with
+//! `--resume ID` reads its `FILE`, `EDIT`, `RESULT` and `FAKE_MODE` lines from its own prompt,
+//! then from the session's, as the real one remembers the task.
 //!
 //! Every call appends one JSON line to `<state>/<agent>.log` (see `FakeAgents::invocations`)
 //! and keeps its prompt in `<state>/<agent>.<n>.prompt`.
@@ -152,6 +158,8 @@ json_str() {
 }
 
 # Arguments, as the real CLI reads them.
+SESSION=
+RESUMED=no
 WRITER=false
 FORMAT=text
 VERBOSE=no
@@ -182,6 +190,8 @@ for a in "$@"; do
             prev=; continue ;;
         codex:-m|codex:--model|codex:-c|codex:--config|codex:-p|codex:--profile|codex:-o|codex:--output-last-message|codex:--color|codex:-i|codex:--image|codex:--output-schema)
             prev=; continue ;;
+        claude:--session-id) SESSION=$a; prev=; continue ;;
+        claude:--resume) SESSION=$a; RESUMED=yes; prev=; continue ;;
         claude:--model|claude:--max-turns|claude:--append-system-prompt|claude:--system-prompt)
             prev=; continue ;;
     esac
@@ -229,7 +239,18 @@ unlock
 mv "$PROMPT_FILE" "$STATE/$AGENT.$N.prompt"
 PROMPT_FILE="$STATE/$AGENT.$N.prompt"
 
-line_of() { sed -n "s/^$1: *//p" "$PROMPT_FILE" | head -n 1; }
+# A session keeps the task's prompt: a resumed one reads its lines from the first.
+if [ -n "$SESSION" ]; then
+    if [ "$RESUMED" = yes ] && [ -f "$STATE/session.$SESSION" ]; then
+        TASK_FILE="$STATE/session.$SESSION"
+    else
+        cp "$PROMPT_FILE" "$STATE/session.$SESSION"
+        TASK_FILE=$PROMPT_FILE
+    fi
+else
+    TASK_FILE=$PROMPT_FILE
+fi
+line_of() { sed -n "s/^$1: *//p" "$PROMPT_FILE" "$TASK_FILE" | head -n 1; }
 
 MODE=$(line_of FAKE_MODE)
 [ -n "$MODE" ] || MODE=$(head -n 1 "$STATE/$AGENT.mode" 2>/dev/null)
@@ -310,6 +331,7 @@ claude_run() {
     case "$MODE" in
         error-exit-0) MSG='API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}'; IS_ERROR=true ;;
         usage-limit) MSG="Claude AI usage limit reached|$RESET"; IS_ERROR=true ;;
+        hang-after-edit) edit; sleep 600; MSG=$R; IS_ERROR=false ;;
         denied)
             DENIALS="[{\"tool_name\":\"Write\",\"tool_use_id\":\"toolu_fake\",\"tool_input\":{\"file_path\":\"$(json_str "$(pwd)/$FILE")\",\"content\":\"$(json_str "$EDIT")\"}}]"
             MSG="I could not write $F: permission was denied."; IS_ERROR=false ;;
