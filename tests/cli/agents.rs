@@ -20,6 +20,21 @@ fn run_with(repo: &TestRepo, fakes: &FakeAgents, args: &[&str]) -> Output {
         .expect("running swarm")
 }
 
+/// `swarm run TASKS --agent claude EXTRA…` with the fakes.
+fn run_claude(
+    repo: &TestRepo,
+    fakes: &FakeAgents,
+    tasks: &std::path::Path,
+    extra: &[&str],
+) -> Output {
+    let tasks = tasks.to_str().unwrap();
+    let args: Vec<&str> = ["run", tasks, "--agent", "claude"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    run_with(repo, fakes, &args)
+}
+
 /// Two readers, two writers on different files, and a reducer, all prompt tasks.
 fn mixed_tasks(repo: &TestRepo) -> PathBuf {
     repo.tasks(&[
@@ -180,18 +195,7 @@ fn a_usage_limit_pauses_new_attempts_until_it_resets() {
     ]);
     let started = Instant::now();
 
-    let out = run_with(
-        &repo,
-        &fakes,
-        &[
-            "run",
-            tasks.to_str().unwrap(),
-            "--agent",
-            "claude",
-            "--retries",
-            "0",
-        ],
-    );
+    let out = run_claude(&repo, &fakes, &tasks, &["--retries", "0"]);
 
     assert_exit(&out, 0);
     let took = started.elapsed();
@@ -337,18 +341,7 @@ fn a_writer_whose_cli_refused_its_edit_fails_with_the_tool_and_path_named() {
     fakes.set_mode("claude", "denied");
     let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a note"}"#]);
 
-    let out = run_with(
-        &repo,
-        &fakes,
-        &[
-            "run",
-            tasks.to_str().unwrap(),
-            "--agent",
-            "claude",
-            "--retries",
-            "0",
-        ],
-    );
+    let out = run_claude(&repo, &fakes, &tasks, &["--retries", "0"]);
 
     assert_exit(&out, 1);
     let w = &status_json(&repo)["tasks"][0];
@@ -400,18 +393,19 @@ fn arg_after(call: &serde_json::Value, flag: &str) -> Option<String> {
     args.get(at + 1)?.as_str().map(str::to_owned)
 }
 
+/// A writer of `notes.txt` whose first attempt edits, then hangs past its 1 s timeout.
+fn one_timed_out_writer(repo: &TestRepo, fakes: &FakeAgents) -> PathBuf {
+    fakes.set_mode("claude", "hang-after-edit-once");
+    repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line","timeout":1}"#])
+}
+
 #[test]
 fn a_retry_after_a_timeout_continues_the_claude_session_in_the_same_checkout() {
     let repo = TestRepo::new();
     let fakes = agents(&repo);
-    fakes.set_mode("claude", "hang-after-edit-once");
-    let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line","timeout":1}"#]);
+    let tasks = one_timed_out_writer(&repo, &fakes);
 
-    let out = run_with(
-        &repo,
-        &fakes,
-        &["run", tasks.to_str().unwrap(), "--agent", "claude"],
-    );
+    let out = run_claude(&repo, &fakes, &tasks, &[]);
 
     assert_exit(&out, 0);
     let calls = fakes.invocations("claude");
@@ -445,20 +439,9 @@ fn a_retry_after_a_timeout_continues_the_claude_session_in_the_same_checkout() {
 fn with_fresh_retries_a_retry_after_a_timeout_starts_a_new_session_in_a_new_checkout() {
     let repo = TestRepo::new();
     let fakes = agents(&repo);
-    fakes.set_mode("claude", "hang-after-edit-once");
-    let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line","timeout":1}"#]);
+    let tasks = one_timed_out_writer(&repo, &fakes);
 
-    let out = run_with(
-        &repo,
-        &fakes,
-        &[
-            "run",
-            tasks.to_str().unwrap(),
-            "--agent",
-            "claude",
-            "--fresh-retries",
-        ],
-    );
+    let out = run_claude(&repo, &fakes, &tasks, &["--fresh-retries"]);
 
     assert_exit(&out, 0);
     let calls = fakes.invocations("claude");
