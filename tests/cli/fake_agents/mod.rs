@@ -39,11 +39,16 @@
 //!   (a `RESET_IN: <seconds>` line in the prompt moves the reset);
 //!   codex: `error` and `turn.failed` saying `You've hit your usage limit. Try again in 3
 //!   seconds.`, exit 1 (real codex prints minutes or a clock time; seconds keep tests fast);
-//! - `hang-after-result`: a normal run, then `sleep 600`;
-//! - `grandchild`: starts `sleep 600` in the background holding stdout, then a normal run;
+//! - `hang-after-result`: a normal run, then ten minutes of sleep;
+//! - `grandchild`: starts a process in the background, holding stdout, that sleeps ten minutes;
+//!   then a normal run. Either sleeper, unless stopped, appends the call's number to
+//!   `<state>/<agent>.outlived` when it wakes (`FakeAgents::outlived`);
 //! - `exit-1`: a crash: a line on stderr, nothing on stdout, exit status 1;
 //! - `<mode>-once`: `<mode>` on the first call per task (`SWARM_TASK_ID`, or any task when
 //!   unset) since the mode was set, `ok` afterwards.
+//!
+//! With `FAKE_LIFELINE` set to a lifeline's shell words (`crate::lifeline`), a call and every
+//! process it starts hold that lifeline.
 //!
 //! Every call appends one JSON line to `<state>/<agent>.log` (see `FakeAgents::invocations`)
 //! and keeps its prompt in `<state>/<agent>.<n>.prompt`.
@@ -132,6 +137,12 @@ impl FakeAgents {
             .collect()
     }
 
+    /// The numbers of the calls of `agent` whose sleepers (`hang-after-result`, `grandchild`)
+    /// ran to their end: none, where something stopped them.
+    pub fn outlived(&self, agent: &str) -> String {
+        std::fs::read_to_string(self.state.join(format!("{agent}.outlived"))).unwrap_or_default()
+    }
+
     /// The prompt call `n` (1-based) of `agent` received.
     pub fn prompt(&self, agent: &str, n: u64) -> String {
         std::fs::read_to_string(self.state.join(format!("{agent}.{n}.prompt"))).unwrap()
@@ -143,6 +154,7 @@ const SCRIPT: &str = r#"#!/bin/sh
 # Fake @AGENT@ CLI for swarm's tests; see tests/cli/fake_agents/mod.rs.
 AGENT=@AGENT@
 STATE='@STATE@'
+[ -z "${FAKE_LIFELINE:-}" ] || eval "$FAKE_LIFELINE"
 
 json_str() {
     printf '%s' "$1" | tr '\n\r\t' '   ' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'
@@ -255,7 +267,7 @@ fi
 
 GRANDCHILD=null
 if [ "$MODE" = grandchild ]; then
-    sleep 600 &
+    (sleep 600; echo "$N" >> "$STATE/$AGENT.outlived") &
     GRANDCHILD=$!
 fi
 
@@ -374,6 +386,7 @@ else
 fi
 if [ "$MODE" = hang-after-result ]; then
     sleep 600
+    echo "$N" >> "$STATE/$AGENT.outlived"
 fi
 exit $STATUS
 "#;
