@@ -6,6 +6,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::fake_agents::FakeAgents;
+use crate::lifeline::Lifeline;
 use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
 
 fn agents(repo: &TestRepo) -> FakeAgents {
@@ -143,12 +144,14 @@ fn stdin_waiters_hangers_and_grandchildren_never_hang_the_run() {
         r#"{"id":"hangs","prompt":"FAKE_MODE: hang-after-result\nRESULT: answered then hung","lane":"analyst"}"#,
         r#"{"id":"forks","prompt":"FAKE_MODE: grandchild\nRESULT: left a child","lane":"analyst"}"#,
     ]);
-    let started = Instant::now();
+    let mut lifeline = Lifeline::new(&outside(&repo, "lifelines"), "fakes");
 
-    let out = run_with(
-        &repo,
-        &fakes,
-        &[
+    // The call that hangs after its answer is ended by the timeout, its answer kept.
+    let out = repo
+        .swarm_cmd()
+        .env("PATH", fakes.path_env())
+        .env("FAKE_LIFELINE", lifeline.shell())
+        .args([
             "run",
             tasks.to_str().unwrap(),
             "--agent",
@@ -157,20 +160,18 @@ fn stdin_waiters_hangers_and_grandchildren_never_hang_the_run() {
             "3s",
             "--retries",
             "0",
-        ],
-    );
+        ])
+        .output()
+        .expect("running swarm");
 
     assert_exit(&out, 0);
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
     let s = status_json(&repo);
     for t in s["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "done", "{t}");
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Every process of the three calls has ended, and the sleepers not by reaching their end.
+    assert_eq!(lifeline.ended(), 3);
+    assert_eq!(fakes.outlived("claude"), "");
     for call in fakes.invocations("claude") {
         if let Some(pid) = call["grandchild_pid"].as_u64() {
             assert!(!alive(pid), "grandchild {pid} outlived its attempt");
@@ -200,7 +201,6 @@ fn a_usage_limit_pauses_new_attempts_until_it_resets() {
     assert_exit(&out, 0);
     let took = started.elapsed();
     assert!(took >= Duration::from_millis(1800), "no pause: {took:?}");
-    assert!(took < Duration::from_secs(15), "{took:?}");
     let s = status_json(&repo);
     assert_eq!(s["tasks"][0]["status"], "done");
     // The limited attempt did not use up the task's (zero) retries.
@@ -313,8 +313,8 @@ fn a_usage_limit_resetting_beyond_an_hour_stops_the_run_resumably() {
         r#"{"id":"a","prompt":"FAKE_MODE: usage-limit\nRESET_IN: 7200\nRESULT: a","lane":"analyst"}"#,
         r#"{"id":"b","prompt":"RESULT: b","deps":["a"],"lane":"reducer"}"#,
     ]);
-    let started = Instant::now();
 
+    // Swarm ending at all (rather than waiting two hours) is the point.
     let out = run_with(
         &repo,
         &fakes,
@@ -322,11 +322,6 @@ fn a_usage_limit_resetting_beyond_an_hour_stops_the_run_resumably() {
     );
 
     assert_exit(&out, 75);
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
     let s = status_json(&repo);
     assert_eq!(s["run"]["status"], "interrupted", "{s}");
     assert_eq!(s["tasks"][0]["status"], "interrupted", "{s}");

@@ -11,6 +11,7 @@ mod generated;
 mod goal;
 mod goals;
 mod landing;
+pub mod lifeline;
 mod outputs;
 mod resume;
 mod snapshots;
@@ -272,6 +273,20 @@ pub fn assert_exit(o: &Output, expected: i32) {
         stdout(o),
         stderr(o)
     );
+}
+
+/// Reads `swarm`'s output (its stderr or stdout pipe) line by line until a line containing
+/// `text`, and returns every line read; panics if the output ends first (swarm exited).
+pub fn read_until(output: &mut impl std::io::BufRead, text: &str) -> String {
+    let mut read = String::new();
+    loop {
+        let start = read.len();
+        let n = output.read_line(&mut read).unwrap();
+        assert!(n > 0, "swarm's output ended before {text:?}:\n{read}");
+        if read[start..].contains(text) {
+            return read;
+        }
+    }
 }
 
 /// A file system of a test's own, small enough to fill: a tmpfs, unmounted when dropped.

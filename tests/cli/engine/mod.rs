@@ -11,7 +11,7 @@ mod task_files;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -61,15 +61,6 @@ fn run_dirs(repo: &TestRepo) -> Vec<PathBuf> {
 
 fn swarm_branches(repo: &TestRepo) -> String {
     repo.git(&["branch", "--list", "swarm/*"])
-}
-
-/// Polls `cond` every 20 ms; panics naming `what` after `limit`.
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn lines_of(path: &Path) -> Vec<String> {

@@ -41,10 +41,12 @@
 //!   seconds.`, exit 1 (real codex prints minutes or a clock time; seconds keep tests fast);
 //! - `denied`: claude: a writer whose `Write` of the file was refused: it writes nothing and
 //!   answers as a success, with the refusal only in `permission_denials`, as Claude Code does;
-//! - `hang-after-result`: a normal run, then `sleep 600`;
+//! - `hang-after-result`: a normal run, then ten minutes of sleep;
 //! - `hang-after-edit`: claude: a writer edits, then hangs (`sleep 600`) before its result, as
 //!   an agent cut short by a timeout or a crash;
-//! - `grandchild`: starts `sleep 600` in the background holding stdout, then a normal run;
+//! - `grandchild`: starts a process in the background, holding stdout, that sleeps ten minutes;
+//!   then a normal run. Either sleeper, unless stopped, appends the call's number to
+//!   `<state>/<agent>.outlived` when it wakes (`FakeAgents::outlived`);
 //! - `exit-1`: a crash: a line on stderr, nothing on stdout, exit status 1;
 //! - `<mode>-once`: `<mode>` on the first call per task (`SWARM_TASK_ID`, or any task when
 //!   unset) since the mode was set, `ok` afterwards.
@@ -52,6 +54,9 @@
 //! Sessions (claude): `--session-id ID` keeps the call's prompt as the session's; a call with
 //! `--resume ID` reads its `FILE`, `EDIT`, `RESULT` and `FAKE_MODE` lines from its own prompt,
 //! then from the session's, as the real one remembers the task.
+//!
+//! With `FAKE_LIFELINE` set to a lifeline's shell words (`crate::lifeline`), a call and every
+//! process it starts hold that lifeline.
 //!
 //! Every call appends one JSON line to `<state>/<agent>.log` (see `FakeAgents::invocations`)
 //! and keeps its prompt in `<state>/<agent>.<n>.prompt`.
@@ -141,6 +146,12 @@ impl FakeAgents {
             .collect()
     }
 
+    /// The numbers of the calls of `agent` whose sleepers (`hang-after-result`, `grandchild`)
+    /// ran to their end: none, where something stopped them.
+    pub fn outlived(&self, agent: &str) -> String {
+        std::fs::read_to_string(self.state.join(format!("{agent}.outlived"))).unwrap_or_default()
+    }
+
     /// The prompt call `n` (1-based) of `agent` received.
     pub fn prompt(&self, agent: &str, n: u64) -> String {
         std::fs::read_to_string(self.state.join(format!("{agent}.{n}.prompt"))).unwrap()
@@ -152,6 +163,7 @@ const SCRIPT: &str = r#"#!/bin/sh
 # Fake @AGENT@ CLI for swarm's tests; see tests/cli/fake_agents/mod.rs.
 AGENT=@AGENT@
 STATE='@STATE@'
+[ -z "${FAKE_LIFELINE:-}" ] || eval "$FAKE_LIFELINE"
 
 json_str() {
     printf '%s' "$1" | tr '\n\r\t' '   ' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'
@@ -279,7 +291,7 @@ fi
 
 GRANDCHILD=null
 if [ "$MODE" = grandchild ]; then
-    sleep 600 &
+    (sleep 600; echo "$N" >> "$STATE/$AGENT.outlived") &
     GRANDCHILD=$!
 fi
 
@@ -404,6 +416,7 @@ else
 fi
 if [ "$MODE" = hang-after-result ]; then
     sleep 600
+    echo "$N" >> "$STATE/$AGENT.outlived"
 fi
 exit $STATUS
 "#;
