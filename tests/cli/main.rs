@@ -332,3 +332,15 @@ impl Drop for SmallDisk {
         let _ = Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// Shell words for a `run` task that waits until the run's event log shows an event of `kind`
+/// for `task` (a merge, a failure), so tasks are ordered by what happened, not by sleeps. The
+/// wait gives up after about 30 s and the task goes on, so a run that never gets there fails
+/// the test's assertions instead of hanging it.
+pub fn after_event(repo: &TestRepo, kind: &str, task: &str) -> String {
+    let log = repo.swarm_dir().join("runs");
+    format!(
+        "for _ in $(seq 3000); do grep -q '\"kind\":\"{kind}\",\"seq\":[0-9]*,\"task\":\"{task}\"' '{}'/\"$SWARM_RUN_ID\"/events.jsonl && break; sleep 0.01; done",
+        log.display()
+    )
+}

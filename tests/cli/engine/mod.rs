@@ -10,8 +10,6 @@ mod scheduling;
 mod task_files;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -69,20 +67,6 @@ fn lines_of(path: &Path) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
-}
-
-/// Waits for a spawned swarm, with a limit, and returns its output.
-pub(crate) fn finish(child: Child, limit: Duration) -> Output {
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    if let Ok(out) = rx.recv_timeout(limit) {
-        return out.unwrap();
-    }
-    let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
-    panic!("swarm (pid {id}) did not end within {limit:?}");
 }
 
 /// Whether a process exists and is not a zombie (a zombie has been killed, only not reaped).

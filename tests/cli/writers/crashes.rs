@@ -192,7 +192,14 @@ fn resume_after_a_crash_between_commit_and_merge_merges_each_writer_once() {
     let report = outside(&repo, "report.md");
     let tasks = repo.tasks(&[
         r#"{"id":"early","run":"echo early > early.txt"}"#,
-        r#"{"id":"late","run":"sleep 0.3; echo late > late.txt"}"#,
+        &serde_json::json!({
+            "id": "late",
+            "run": format!(
+                "{}; echo late > late.txt",
+                crate::after_event(&repo, "merged", "early")
+            ),
+        })
+        .to_string(),
         r#"{"id":"sum","run":"cat early.txt late.txt","deps":["early","late"],"lane":"reducer","mode":"read"}"#,
     ]);
     let out = repo.swarm(&["run", path_str(&tasks), "--land", "none"]);
