@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts fresh-retries on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= kill-grace= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts fresh-retries on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -42,6 +42,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -l budget-tokens -d 'Once the 
 complete -c swarm -n "__fish_swarm_needs_command" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -83,6 +84,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l budget-tokens -d 'On
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -114,6 +116,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l budget-tokens -d 
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -169,6 +172,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l budget-tokens -d 
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -229,6 +233,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F

@@ -224,6 +224,11 @@ pub struct RunOptions {
     #[arg(long, value_name = "DURATION")]
     pub stall_timeout: Option<String>,
 
+    /// How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL
+    /// to clean up; 0 kills at once [default: 2s].
+    #[arg(long, value_name = "DURATION")]
+    pub kill_grace: Option<String>,
+
     /// Retry a failed attempt up to N times, with backoff [default: 1].
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,
@@ -329,6 +334,7 @@ impl From<RunOptions> for crate::config::Options {
             allow_program: flags.allow_program,
             task_timeout: flags.task_timeout,
             stall_timeout: flags.stall_timeout,
+            kill_grace: flags.kill_grace,
             retries: flags.retries,
             check: flags.check,
             final_out: flags.final_out,

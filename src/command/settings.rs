@@ -22,7 +22,7 @@ use super::Globals;
 pub(super) const DEFAULT_JOBS: u32 = 4;
 const DEFAULT_RETRIES: u32 = 1;
 const DEFAULT_TIMEOUT: &str = "30m";
-const KILL_GRACE: Duration = Duration::from_secs(2);
+const DEFAULT_KILL_GRACE: &str = "2s";
 const RETRY_BACKOFF: Duration = Duration::from_secs(1);
 const DEFAULT_REQUEST_TIMEOUT: &str = "5m";
 /// How long attempts wait for a model endpoint that stopped answering.
@@ -306,7 +306,8 @@ pub(super) fn settings(
         max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),
         retries: o.retries.unwrap_or(DEFAULT_RETRIES),
         task_timeout: timeout,
-        kill_grace: KILL_GRACE,
+        kill_grace: crate::plan::parse_wait(o.kill_grace.as_deref().unwrap_or(DEFAULT_KILL_GRACE))
+            .map_err(|e| Usage::new(format!("--kill-grace: {e}")))?,
         backoff: RETRY_BACKOFF,
         agent,
         check: o.check.clone(),

@@ -26,6 +26,7 @@ pub(super) enum Key {
     AllowProgram,
     TaskTimeout,
     StallTimeout,
+    KillGrace,
     Retries,
     Check,
     Land,
@@ -39,7 +40,7 @@ pub(super) enum Key {
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 23] = [
+    pub(super) const ALL: [Key; 24] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -53,6 +54,7 @@ impl Key {
         Key::AllowProgram,
         Key::TaskTimeout,
         Key::StallTimeout,
+        Key::KillGrace,
         Key::Retries,
         Key::Check,
         Key::Land,
@@ -81,6 +83,7 @@ impl Key {
             Key::AllowProgram => "allow-program",
             Key::TaskTimeout => "task-timeout",
             Key::StallTimeout => "stall-timeout",
+            Key::KillGrace => "kill-grace",
             Key::Retries => "retries",
             Key::Check => "check",
             Key::Land => "land",
@@ -110,6 +113,7 @@ impl Key {
             Key::AllowProgram => "SWARM_ALLOW_PROGRAMS",
             Key::TaskTimeout => "SWARM_TASK_TIMEOUT",
             Key::StallTimeout => "SWARM_STALL_TIMEOUT",
+            Key::KillGrace => "SWARM_KILL_GRACE",
             Key::Retries => "SWARM_RETRIES",
             Key::Check => "SWARM_CHECK",
             Key::Land => "SWARM_LAND",
@@ -133,6 +137,7 @@ impl Key {
             Key::Jobs => json!(4),
             Key::Agent | Key::Land => json!("auto"),
             Key::RequestTimeout | Key::EndpointWait => json!("5m"),
+            Key::KillGrace => json!("2s"),
             Key::MaxTurns => json!(40),
             Key::MaxTaskTokens => json!(400_000),
             Key::TaskTimeout => json!("30m"),
@@ -170,6 +175,7 @@ impl Key {
             Key::AllowProgram => !o.allow_program.is_empty(),
             Key::TaskTimeout => o.task_timeout.is_some(),
             Key::StallTimeout => o.stall_timeout.is_some(),
+            Key::KillGrace => o.kill_grace.is_some(),
             Key::Retries => o.retries.is_some(),
             Key::Check => o.check.is_some(),
             Key::Land => o.land.is_some(),
@@ -199,6 +205,7 @@ impl Key {
             Key::AllowProgram => to.allow_program.clone_from(&from.allow_program),
             Key::TaskTimeout => to.task_timeout.clone_from(&from.task_timeout),
             Key::StallTimeout => to.stall_timeout.clone_from(&from.stall_timeout),
+            Key::KillGrace => to.kill_grace.clone_from(&from.kill_grace),
             Key::Retries => to.retries = from.retries,
             Key::Check => to.check.clone_from(&from.check),
             Key::Land => to.land = from.land,
@@ -230,6 +237,7 @@ impl Key {
             Key::EndpointWait => o.endpoint_wait = owned(),
             Key::TaskTimeout => o.task_timeout = owned(),
             Key::StallTimeout => o.stall_timeout = owned(),
+            Key::KillGrace => o.kill_grace = owned(),
             Key::Check => o.check = owned(),
             Key::OnEscalate => o.on_escalate = owned(),
             Key::Base => o.base = owned(),
@@ -275,6 +283,10 @@ impl Key {
             Key::MaxWriters => slots(o.max_writers),
             Key::TaskTimeout => duration(o.task_timeout.as_deref()),
             Key::StallTimeout => duration(o.stall_timeout.as_deref()),
+            Key::KillGrace => o
+                .kill_grace
+                .as_deref()
+                .map_or(Ok(()), |d| crate::plan::parse_wait(d).map(drop)),
             Key::RequestTimeout => duration(o.request_timeout.as_deref()),
             Key::EndpointWait => o
                 .endpoint_wait

@@ -338,6 +338,7 @@ max-turns = 30
 max-task-tokens = 100000
 budget-tokens = 5000000
 stall-timeout = "10m"
+kill-grace = "5s"
 allow-program = ["cargo"]
 resolve-conflicts = true
 fresh-retries = true

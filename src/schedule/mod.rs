@@ -13,7 +13,6 @@ mod attempt;
 mod checkouts;
 mod dag;
 mod dispatch;
-mod endpoint;
 mod goal;
 mod job;
 mod merge;

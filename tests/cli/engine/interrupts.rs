@@ -99,7 +99,8 @@ fn second_sigint_kills_tasks_at_once_and_the_run_stays_resumable() {
         &repo,
         &[json!({"id": "stubborn", "run": cmd, "mode": "read"})],
     );
-    let mut child = repo.spawn(&["run", path_arg(&tasks)]);
+    // A grace far longer than any delay between the two signals, however loaded the machine.
+    let mut child = repo.spawn(&["run", path_arg(&tasks), "--kill-grace", "10m"]);
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     gate.reached(&mut child);
     gate.release();
