@@ -125,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --help --version run resume status logs graph config queue gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -211,6 +211,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --kill-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --retries)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -277,7 +281,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__config)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -336,6 +340,10 @@ _swarm() {
                     return 0
                     ;;
                 --stall-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kill-grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -875,7 +883,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -937,6 +945,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --kill-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --retries)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -989,7 +1001,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1048,6 +1060,10 @@ _swarm() {
                     return 0
                     ;;
                 --stall-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kill-grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1103,7 +1119,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1162,6 +1178,10 @@ _swarm() {
                     return 0
                     ;;
                 --stall-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kill-grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

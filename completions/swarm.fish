@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= kill-grace= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts fresh-retries on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -42,6 +42,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -l budget-tokens -d 'Once the 
 complete -c swarm -n "__fish_swarm_needs_command" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -57,6 +58,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print the final su
 complete -c swarm -n "__fish_swarm_needs_command" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_needs_command" -l plan-only -d 'Plan only: write the plan (to --plan-out, else stdout) and run nothing'
 complete -c swarm -n "__fish_swarm_needs_command" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_needs_command" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_needs_command" -s V -l version -d 'Print version'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
@@ -82,6 +84,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l budget-tokens -d 'On
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -95,6 +98,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l on-escalate -d 'Run 
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
@@ -112,6 +116,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l budget-tokens -d 
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -125,6 +130,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l on-escalate -d 'R
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
@@ -166,6 +172,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l budget-tokens -d 
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -179,6 +186,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l on-escalate -d 'R
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
@@ -225,6 +233,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l allow-program -d 'Let the built-in agent run PROGRAM (no shell; repeat for several)' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l task-timeout -d 'Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l stall-timeout -d 'Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it counts as a failed attempt, like a timeout. For agents that show progress as they go (codex --json, scripts that log); Claude\'s JSON output, for one, comes only at the end [default: off]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l kill-grace -d 'How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL to clean up; 0 kills at once [default: 2s]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l retries -d 'Retry a failed attempt up to N times, with backoff [default: 1]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l check -d 'Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l final-out -d 'Write the reducer\'s result and the run summary to FILE. With several goals: one section per goal (its reducer\'s result), then one run summary with the goal graph and the task graph' -r -F
@@ -238,6 +247,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'

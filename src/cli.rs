@@ -224,6 +224,11 @@ pub struct RunOptions {
     #[arg(long, value_name = "DURATION")]
     pub stall_timeout: Option<String>,
 
+    /// How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL
+    /// to clean up; 0 kills at once [default: 2s].
+    #[arg(long, value_name = "DURATION")]
+    pub kill_grace: Option<String>,
+
     /// Retry a failed attempt up to N times, with backoff [default: 1].
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,
@@ -259,6 +264,12 @@ pub struct RunOptions {
     /// (in a fresh checkout holding the conflicted merge; checked like any writer).
     #[arg(long)]
     pub resolve_conflicts: bool,
+
+    /// Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an
+    /// interruption or a crash continues the Claude or Codex session of the attempt it follows,
+    /// in the same checkout, so the work already paid for is not redone.
+    #[arg(long)]
+    pub fresh_retries: bool,
 
     /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
     #[arg(long, value_name = "CMD")]
@@ -323,6 +334,7 @@ impl From<RunOptions> for crate::config::Options {
             allow_program: flags.allow_program,
             task_timeout: flags.task_timeout,
             stall_timeout: flags.stall_timeout,
+            kill_grace: flags.kill_grace,
             retries: flags.retries,
             check: flags.check,
             final_out: flags.final_out,
@@ -335,6 +347,7 @@ impl From<RunOptions> for crate::config::Options {
             }),
             worktree_dir: flags.worktree_dir,
             resolve_conflicts: flags.resolve_conflicts,
+            fresh_retries: flags.fresh_retries,
             on_escalate: flags.on_escalate,
         }
     }

@@ -35,6 +35,8 @@ pub struct Facts<'a> {
     pub tasks: &'a [TaskRecord],
     /// Failed or unfinished attempts: (task, number, outcome, transcript).
     pub failed_attempts: &'a [(String, u32, String, String)],
+    /// Attempts that continued an earlier attempt's agent session: (task, number).
+    pub continued: &'a [(String, u32)],
     pub parked: &'a [Parked],
     /// Merges in order: (task, merge commit).
     pub merges: &'a [(String, String)],
@@ -277,6 +279,7 @@ fn run_summary(f: &Facts<'_>) -> String {
         "| task | lane | mode | status | attempts | time | tokens | cost |\n|---|---|---|---|---|---|---|---|\n",
     );
     for (t, spec) in f.tasks.iter().zip(&f.plan.tasks) {
+        let continued = continued_of(f, &t.id);
         let _ = writeln!(
             out,
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
@@ -284,7 +287,12 @@ fn run_summary(f: &Facts<'_>) -> String {
             spec.lane.as_str(),
             spec.mode.as_str(),
             t.status.as_str(),
-            t.attempts,
+            if continued.is_empty() {
+                t.attempts.to_string()
+            } else {
+                let n: Vec<String> = continued.iter().map(u32::to_string).collect();
+                format!("{} ({} continued)", t.attempts, n.join(", "))
+            },
             crate::ui::duration(std::time::Duration::from_millis(t.elapsed_ms.max(0) as u64)),
             t.tokens,
             if is_command(spec) {
@@ -458,6 +466,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "id": t.id,
             "status": t.status.as_str(),
             "attempts": t.attempts,
+            "continued": continued_of(f, &t.id),
             "elapsed_ms": t.elapsed_ms,
             "error": t.error,
             "transcript": t.transcript,
@@ -567,4 +576,13 @@ pub fn dot(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// The numbers of task `id`'s attempts that continued an earlier one's session.
+fn continued_of(f: &Facts<'_>, id: &str) -> Vec<u32> {
+    f.continued
+        .iter()
+        .filter(|(task, _)| task == id)
+        .map(|&(_, n)| n)
+        .collect()
 }

@@ -52,6 +52,12 @@ pub fn install() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Keeps `phase`'s handling until swarm exits: for a phase whose work is done and on record, so
+/// that a first signal while swarm exits does not turn its exit code into an interruption.
+pub fn keep_until_exit(phase: Handling) {
+    std::mem::forget(phase);
+}
+
 /// Whether a signal asked swarm to stop.
 pub fn requested() -> bool {
     COUNT.load(Ordering::SeqCst) > 0

@@ -25,14 +25,9 @@
 //!   `codex-rs/core/src/error.rs`) or, in older versions, `… try again in 2 days 17 hours 14
 //!   minutes.`
 
-use std::sync::LazyLock;
 use std::time::SystemTime;
 
-use jiff::civil::{Date, Time};
-use jiff::tz::{Offset, TimeZone};
-use jiff::{SignedDuration, Timestamp};
-
-use regex::Regex;
+use super::limits::{LIMIT_OPENING, limit_of, usage_limit};
 
 pub use crate::time::Now;
 use serde_json::Value;
@@ -75,6 +70,32 @@ pub struct Profile {
     pub drop_env: Vec<String>,
     /// Variables to pass even if swarm would drop them (never swarm's own API key).
     pub pass_env: Vec<String>,
+    /// Variables set for the agent, over what it inherits.
+    pub set_env: Vec<(String, String)>,
+    /// How its sessions are named and continued.
+    pub sessions: Sessions,
+}
+
+/// How a CLI keeps its sessions, for an attempt to continue an earlier one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    /// None that swarm knows how to continue: every attempt starts afresh.
+    None,
+    /// Claude Code: `--session-id <uuid>` names a new session up front, `--resume <uuid>`
+    /// continues it.
+    Claude,
+    /// Codex: the thread id is in its first event (`thread.started`); `exec … resume <id>`
+    /// continues the thread.
+    Codex,
+}
+
+/// The session an attempt of a CLI agent runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session<'a> {
+    /// A new one, named up front where the CLI lets swarm name it.
+    New(Option<&'a str>),
+    /// An earlier attempt's, continued.
+    Continue(&'a str),
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -114,6 +135,12 @@ pub fn claude_profile() -> Profile {
         // they leak in when swarm itself runs inside a Claude Code session.
         drop_env: strings(&["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"]),
         pass_env: Vec::new(),
+        // swarm owns retries: Claude Code alone retries a failing API for minutes, silently
+        // (ten retries, backing off), so a lasting error would be seen only at the task's
+        // timeout. One retry of its own; then the attempt fails and swarm's backoff, events
+        // and report take over.
+        set_env: vec![("CLAUDE_CODE_MAX_RETRIES".to_owned(), "1".to_owned())],
+        sessions: Sessions::Claude,
     }
 }
 
@@ -143,6 +170,8 @@ pub fn codex_profile() -> Profile {
         parser: Parser::CodexJsonl,
         drop_env: Vec::new(),
         pass_env: Vec::new(),
+        set_env: Vec::new(),
+        sessions: Sessions::Codex,
     }
 }
 
@@ -159,6 +188,10 @@ pub struct Parsed {
     /// Whether the output holds the agent's final, definitive answer: claude's result object,
     /// codex's `turn.completed` (or `turn.failed`, which is as final).
     pub complete: bool,
+    /// Tool uses the CLI refused, each as its tool and what it was for (`Write src/x.rs`).
+    pub denials: Vec<String>,
+    /// The agent's own session the output names (Claude's `session_id`, Codex's thread).
+    pub session: Option<String>,
 }
 
 /// The agent's account ran out of usage: retrying before the reset is pointless.
@@ -167,6 +200,8 @@ pub struct UsageLimit {
     pub message: String,
     /// When it resets, if the message says.
     pub resets_at: Option<SystemTime>,
+    /// It ends only when a person raises a cap or buys credits: no wait is worth it.
+    pub lasting: bool,
 }
 
 const UNREADABLE: &str = "could not read the agent's output";
@@ -182,6 +217,8 @@ pub fn parse(parser: Parser, stdout: &str, now: &Now) -> Parsed {
             cost: None,
             usage_limit: None,
             complete: true,
+            denials: Vec::new(),
+            session: None,
         },
         Parser::ClaudeJson => parse_claude(stdout, now),
         Parser::CodexJsonl => parse_codex(stdout, now),
@@ -196,6 +233,8 @@ fn unreadable() -> Parsed {
         cost: None,
         usage_limit: None,
         complete: false,
+        denials: Vec::new(),
+        session: None,
     }
 }
 
@@ -275,6 +314,11 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
         cost: None,
         usage_limit: None,
         complete: false,
+        denials: Vec::new(),
+        session: values
+            .iter()
+            .find_map(|v| text(v, "session_id"))
+            .map(str::to_owned),
     }
 }
 
@@ -330,6 +374,17 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
         std::iter::once(result.as_str())
             .chain(errors.iter().copied())
             .find_map(|m| usage_limit(m, now))
+            // Claude Code names the limit in a field too, whatever its text says.
+            .or_else(|| {
+                (text(r, "api_error") == Some("usage_limit_reached")).then(|| {
+                    let said = [result.as_str()]
+                        .into_iter()
+                        .chain(errors.iter().copied())
+                        .find(|m| !m.trim().is_empty())
+                        .unwrap_or("usage limit reached");
+                    limit_of(said, now)
+                })
+            })
     });
     Parsed {
         result,
@@ -338,7 +393,29 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
         cost,
         usage_limit,
         complete: true,
+        denials: claude_denials(r),
+        session: text(r, "session_id").map(str::to_owned),
     }
+}
+
+/// What Claude Code's `permission_denials` list: `[{tool_name, tool_input}]`.
+fn claude_denials(r: &Value) -> Vec<String> {
+    let Some(list) = r.get("permission_denials").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|d| {
+            let tool = text(d, "tool_name").unwrap_or("a tool");
+            let input = d.get("tool_input");
+            let what = ["file_path", "notebook_path", "path", "command", "url"]
+                .iter()
+                .find_map(|k| input.and_then(|i| text(i, k)));
+            match what {
+                Some(what) => format!("{tool} {}", crate::ui::one_line(what, 200)),
+                None => tool.to_owned(),
+            }
+        })
+        .collect()
 }
 
 fn describe_subtype(subtype: &str) -> String {
@@ -373,8 +450,10 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
     let mut ending = None;
     let mut errors = Vec::new();
     let mut tokens = 0;
+    let mut thread = None;
     for event in &events {
         match text(event, "type").unwrap_or_default() {
+            "thread.started" => thread = text(event, "thread_id").map(str::to_owned),
             "item.completed" => {
                 if let Some(item) = event.get("item")
                     && text(item, "type") == Some("agent_message")
@@ -428,180 +507,9 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
         cost: None,
         usage_limit,
         complete,
+        denials: Vec::new(),
+        session: thread,
     }
-}
-
-// The patterns below are constants that a unit test compiles; one that failed to would match
-// nothing rather than stop a run.
-
-/// Phrases that mean the account is out of usage (not a transient rate limit such as
-/// `API Error: Rate limit reached` or `529 Overloaded`, which a retry may cure).
-static LIMIT: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)usage limit (?:has been )?reached|hit your (?:\w+ )?limit|\b(?:5-hour|five-hour|weekly|session|opus|sonnet) limit reached|limit reached\s*\|\s*\d|out of (?:extra )?usage|quota exceeded|usage_limit_reached",
-    )
-    .ok()
-});
-
-/// How a usage-limit message opens when it is the whole of a result.
-static LIMIT_OPENING: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)^(?:claude ai usage limit reached|claude usage limit reached|usage limit reached|you've hit your|you have hit your|you're out of|(?:5-hour|five-hour|weekly|session|opus|sonnet) limit reached)",
-    )
-    .ok()
-});
-
-/// `Claude AI usage limit reached|1749924000`.
-static EPOCH: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)limit[^|\n]*\|\s*(\d{9,12})\b").ok());
-
-/// `try again in 3 days 2 hours 11 minutes`, `resets in 45 minutes`.
-static RELATIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)\b(?:try again|retry|resets?)\s+in\s+((?:\d+\s*(?:days?|hours?|hrs?|minutes?|mins?|seconds?|secs?|[dhms])\b[\s,]*(?:and\s+)?)+)",
-    )
-    .ok()
-});
-
-static RELATIVE_PART: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)(\d+)\s*([dhms])").ok());
-
-/// `try again at Mar 10th, 2026 3:39 AM`, `try again at 3:42 PM`, `resets 3pm`,
-/// `resets Apr 23 at 4pm (America/Recife)`, `will reset at 1pm (Etc/GMT+5)`.
-static CLOCK: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"(?ix)
-        \b(?:try\ again\ at|resets?\ at|resets)\s+
-        (?:(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+
-           (?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s*
-           (?:(?P<year>\d{4}),?\s*)?
-           (?:at\s+)?)?
-        (?P<hour>\d{1,2})(?::(?P<min>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)?
-        (?:\s*\((?P<zone>[^)]+)\))?",
-    )
-    .ok()
-});
-
-fn usage_limit(message: &str, now: &Now) -> Option<UsageLimit> {
-    LIMIT
-        .as_ref()
-        .is_some_and(|r| r.is_match(message))
-        .then(|| UsageLimit {
-            message: message.trim().to_owned(),
-            resets_at: reset_time(message, now),
-        })
-}
-
-/// When a usage limit resets, from what the agent said. Times too far out for the calendar are
-/// the calendar's end: a reset that far away stops the run like any other too long to wait.
-fn reset_time(message: &str, now: &Now) -> Option<SystemTime> {
-    if let Some(c) = EPOCH.as_ref().and_then(|r| r.captures(message)) {
-        let secs: i64 = c[1].parse().ok()?;
-        return Timestamp::from_second(secs).ok().map(SystemTime::from);
-    }
-    if let Some(c) = RELATIVE.as_ref().and_then(|r| r.captures(message)) {
-        let secs = RELATIVE_PART
-            .iter()
-            .flat_map(|r| r.captures_iter(&c[1]))
-            .fold(0_i64, |sum, p| {
-                let n: i64 = p[1].parse().unwrap_or(i64::MAX);
-                let unit = match p[2].to_ascii_lowercase().as_str() {
-                    "d" => 86_400,
-                    "h" => 3_600,
-                    "m" => 60,
-                    _ => 1,
-                };
-                sum.saturating_add(n.saturating_mul(unit))
-            });
-        let at = now
-            .at
-            .checked_add(SignedDuration::from_secs(secs))
-            .unwrap_or(Timestamp::MAX);
-        return Some(at.into());
-    }
-    let c = CLOCK.as_ref()?.captures(message)?;
-    let mut hour: i8 = c["hour"].parse().ok()?;
-    let minute: i8 = c.name("min").map_or(Some(0), |m| m.as_str().parse().ok())?;
-    match c.name("ampm").map(|m| m.as_str().to_ascii_lowercase()) {
-        Some(ampm) if (1..=12).contains(&hour) => {
-            hour %= 12;
-            if ampm.starts_with('p') {
-                hour += 12;
-            }
-        }
-        Some(_) => return None,
-        // A bare number ("resets 3") is no time; "15:00" is.
-        None if c.name("min").is_none() => return None,
-        None => {}
-    }
-    let time = Time::new(hour, minute, 0, 0).ok()?;
-    // Neither CLI names a zone every time: codex prints the machine's local time, Claude Code
-    // sometimes just "resets 3pm"; a time without a zone is read in the machine's zone. A zone
-    // the database does not know leaves the reset time unknown rather than wrong by hours.
-    let zone = match c.name("zone") {
-        None => now.zone.clone(),
-        Some(zone) => zone_named(zone.as_str())?,
-    };
-    let here = now.at.to_zoned(zone.clone());
-    let at = if let Some(mon) = c.name("mon") {
-        let month = month_number(mon.as_str())?;
-        let day: i8 = c["day"].parse().ok()?;
-        let said_year: Option<i16> = c.name("year").and_then(|y| y.as_str().parse().ok());
-        let on = |year: i16| {
-            Date::new(year, month, day)
-                .ok()?
-                .to_datetime(time)
-                .to_zoned(zone.clone())
-                .ok()
-        };
-        let first = on(said_year.unwrap_or(here.year()))?;
-        // "resets Jan 2" said on Dec 30 means next year.
-        if said_year.is_none() && first.timestamp() + SignedDuration::from_hours(24) < now.at {
-            on(here.year().checked_add(1)?)?
-        } else {
-            first
-        }
-    } else {
-        let today = here.date().to_datetime(time).to_zoned(zone).ok()?;
-        if today.timestamp() > now.at {
-            today
-        } else {
-            today.tomorrow().ok()?
-        }
-    };
-    Some(at.timestamp().into())
-}
-
-/// A zone named as UTC or a fixed offset from it.
-static FIXED: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(etc/)?(?:utc|gmt|z|zulu|universal)(?:([+-])(\d{1,2})(?::?(\d{2}))?)?$").ok()
-});
-
-/// The zone of `UTC`, `GMT`, `Etc/GMT+5` (POSIX sign: five hours *west*), `UTC+2`,
-/// `GMT-03:30`, or a name of the zone database (`America/Recife`).
-fn zone_named(zone: &str) -> Option<TimeZone> {
-    let zone = zone.trim();
-    let Some(c) = FIXED.as_ref()?.captures(zone) else {
-        return TimeZone::get(zone).ok();
-    };
-    let Some(sign) = c.get(2) else {
-        return Some(TimeZone::UTC);
-    };
-    let hours: i32 = c[3].parse().ok()?;
-    let minutes: i32 = c.get(4).map_or(Some(0), |m| m.as_str().parse().ok())?;
-    let east = if sign.as_str() == "+" { 1 } else { -1 };
-    let posix = if c.get(1).is_some() { -1 } else { 1 };
-    let offset = Offset::from_seconds(east * posix * (hours * 3_600 + minutes * 60)).ok()?;
-    Some(TimeZone::fixed(offset))
-}
-
-fn month_number(name: &str) -> Option<i8> {
-    let months = [
-        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-    ];
-    let lower = name.to_ascii_lowercase();
-    let i = months.iter().position(|m| lower.starts_with(m))?;
-    i8::try_from(i + 1).ok()
 }
 
 #[cfg(test)]

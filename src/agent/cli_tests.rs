@@ -1,5 +1,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
+use jiff::tz::TimeZone;
+
 use super::*;
 
 /// 2026-03-10T12:00:00Z.
@@ -19,6 +21,11 @@ fn at(year: i16, month: i8, day: i8, hour: i8, minute: i8) -> SystemTime {
         .unwrap()
         .timestamp()
         .into()
+}
+
+/// The end of the minute a CLI printed, which is when the limit it names is surely reset.
+fn end_of(year: i16, month: i8, day: i8, hour: i8, minute: i8) -> SystemTime {
+    at(year, month, day, hour, minute) + Duration::from_secs(60)
 }
 
 fn epoch_secs(t: SystemTime) -> u64 {
@@ -167,34 +174,34 @@ fn claude_newer_limit_phrasings_resolve_against_now() {
         // No zone: read as UTC.
         (
             "5-hour limit reached ∙ resets 3pm",
-            Some(at(2026, 3, 10, 15, 0)),
+            Some(end_of(2026, 3, 10, 15, 0)),
         ),
-        // Already past today: tomorrow.
+        // Long past today: tomorrow.
         (
             "5-hour limit reached ∙ resets 9am",
-            Some(at(2026, 3, 11, 9, 0)),
+            Some(end_of(2026, 3, 11, 9, 0)),
         ),
         (
             "You've hit your limit · resets 12:50am (UTC)",
-            Some(at(2026, 3, 11, 0, 50)),
+            Some(end_of(2026, 3, 11, 0, 50)),
         ),
         // Etc/GMT+5 is five hours west of UTC.
         (
             "Claude usage limit reached. Your limit will reset at 1pm (Etc/GMT+5).",
-            Some(at(2026, 3, 10, 18, 0)),
+            Some(end_of(2026, 3, 10, 18, 0)),
         ),
         (
             "You've hit your limit · resets Apr 23 at 4pm (UTC)",
-            Some(at(2026, 4, 23, 16, 0)),
+            Some(end_of(2026, 4, 23, 16, 0)),
         ),
         (
             "Usage limit reached. Resets at 3:30 PM.",
-            Some(at(2026, 3, 10, 15, 30)),
+            Some(end_of(2026, 3, 10, 15, 30)),
         ),
         // A zone of the database: Lisbon keeps UTC in March, until summer time.
         (
             "You've hit your limit · resets 1pm (Europe/Lisbon)",
-            Some(at(2026, 3, 10, 13, 0)),
+            Some(end_of(2026, 3, 10, 13, 0)),
         ),
         // A zone no database knows: known to be a limit, reset unknown.
         (
@@ -377,15 +384,15 @@ fn codex_usage_limit_with_a_clock_time() {
     for (message, want) in [
         (
             "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Mar 12th, 2026 3:39 AM.",
-            Some(at(2026, 3, 12, 3, 39)),
+            Some(end_of(2026, 3, 12, 3, 39)),
         ),
         (
             "You've hit your usage limit. Try again at 3:42 PM.",
-            Some(at(2026, 3, 10, 15, 42)),
+            Some(end_of(2026, 3, 10, 15, 42)),
         ),
         (
             "You've hit your usage limit. Try again at 12:05 AM.",
-            Some(at(2026, 3, 11, 0, 5)),
+            Some(end_of(2026, 3, 11, 0, 5)),
         ),
         ("You've hit your usage limit. Try again later.", None),
         ("Quota exceeded. Check your plan and billing details.", None),
@@ -401,17 +408,6 @@ fn codex_usage_limit_with_a_clock_time() {
 }
 
 #[test]
-fn zones_are_fixed_offsets_or_names_of_the_database() {
-    let offset =
-        |z: &str| zone_named(z).map(|tz| tz.to_offset(jiff::Timestamp::UNIX_EPOCH).seconds());
-    assert_eq!(offset("UTC"), Some(0));
-    assert_eq!(offset("Etc/GMT+5"), Some(-5 * 3_600));
-    assert_eq!(offset("GMT-03:30"), Some(-(3 * 3_600 + 30 * 60)));
-    assert_eq!(offset("America/Recife"), Some(-3 * 3_600));
-    assert_eq!(offset("Mars/Olympus_Mons"), None);
-}
-
-#[test]
 fn a_time_without_a_zone_is_the_machines_local_time() {
     let recife = Now {
         at: jiff::Timestamp::try_from(noon()).unwrap(),
@@ -420,7 +416,7 @@ fn a_time_without_a_zone_is_the_machines_local_time() {
     let out = r#"{"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit · resets 3pm"}"#;
     let limit = parse(Parser::ClaudeJson, out, &recife).usage_limit.unwrap();
     // 3 pm in Recife (UTC-3) is 18:00 UTC.
-    assert_eq!(limit.resets_at, Some(at(2026, 3, 10, 18, 0)));
+    assert_eq!(limit.resets_at, Some(end_of(2026, 3, 10, 18, 0)));
 }
 
 #[test]
@@ -446,20 +442,162 @@ fn a_month_day_already_past_is_next_year() {
     let limit = parse(Parser::ClaudeJson, out, &new_years_eve)
         .usage_limit
         .unwrap();
-    assert_eq!(limit.resets_at, Some(at(2027, 1, 2, 16, 0)));
+    assert_eq!(limit.resets_at, Some(end_of(2027, 1, 2, 16, 0)));
+}
+
+/// Claude Code's result for a limit, as 2.1.328 prints it.
+fn claude_limited(message: &str) -> String {
+    serde_json::json!({
+        "type": "result", "subtype": "success", "is_error": true, "result": message,
+        "api_error_status": 429, "session_id": "s", "total_cost_usd": 0,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    })
+    .to_string()
 }
 
 #[test]
-fn every_usage_limit_pattern_compiles() {
-    for pattern in [
-        &super::LIMIT,
-        &super::LIMIT_OPENING,
-        &super::EPOCH,
-        &super::RELATIVE,
-        &super::RELATIVE_PART,
-        &super::CLOCK,
-        &super::FIXED,
-    ] {
-        assert!(pattern.is_some());
+fn every_claude_limit_name_is_a_usage_limit_with_its_reset() {
+    let cases = [
+        // The subscription's most common one; 6:04 is long past at noon, so tomorrow.
+        (
+            "You've hit your 5-hour limit · resets 6:04am (UTC)",
+            Some(end_of(2026, 3, 11, 6, 4)),
+        ),
+        (
+            "You've hit your weekly limit · resets Mar 13 at 6am (UTC)",
+            Some(end_of(2026, 3, 13, 6, 0)),
+        ),
+        (
+            "You've hit your Opus limit · resets 3pm (UTC)",
+            Some(end_of(2026, 3, 10, 15, 0)),
+        ),
+        (
+            "You've hit your Sonnet limit · resets 3:30pm",
+            Some(end_of(2026, 3, 10, 15, 30)),
+        ),
+        (
+            "You've hit your session limit · resets 1pm (UTC)",
+            Some(end_of(2026, 3, 10, 13, 0)),
+        ),
+        (
+            "You're out of extra usage · resets 4pm (UTC)",
+            Some(end_of(2026, 3, 10, 16, 0)),
+        ),
+    ];
+    for (message, want) in cases {
+        let p = parse(Parser::ClaudeJson, &claude_limited(message), &now());
+        let limit = p
+            .usage_limit
+            .unwrap_or_else(|| panic!("{message}: no usage limit"));
+        assert_eq!(limit.resets_at, want, "{message}");
+        assert!(!limit.lasting, "{message}");
     }
+}
+
+#[test]
+fn spend_limits_and_spent_credits_are_limits_no_wait_ends() {
+    for message in [
+        "You've hit your usage credit limit",
+        "You've hit your monthly spend limit.",
+        "You've hit your org's monthly spend limit",
+        "You've hit your channel's monthly spend limit.",
+        "Credit balance is too low",
+        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.",
+    ] {
+        let p = parse(Parser::ClaudeJson, &claude_limited(message), &now());
+        let limit = p
+            .usage_limit
+            .unwrap_or_else(|| panic!("{message}: no usage limit"));
+        assert!(limit.lasting, "{message}");
+        assert_eq!(limit.resets_at, None, "{message}");
+    }
+    // A spend limit whose reset is printed is waited for like any other.
+    let p = parse(
+        Parser::ClaudeJson,
+        &claude_limited("You've hit your monthly spend limit · resets Apr 1 at 12am (UTC)"),
+        &now(),
+    );
+    let limit = p.usage_limit.unwrap();
+    assert!(!limit.lasting);
+    assert_eq!(limit.resets_at, Some(end_of(2026, 4, 1, 0, 0)));
+}
+
+#[test]
+fn claudes_api_error_field_names_a_limit_its_text_does_not() {
+    let out = serde_json::json!({
+        "type": "result", "subtype": "success", "is_error": true,
+        "result": "Something went wrong · resets 3pm (UTC)",
+        "api_error": "usage_limit_reached", "api_error_status": 429,
+    })
+    .to_string();
+    let limit = parse(Parser::ClaudeJson, &out, &now()).usage_limit.unwrap();
+    assert_eq!(limit.resets_at, Some(end_of(2026, 3, 10, 15, 0)));
+}
+
+#[test]
+fn api_key_rate_limits_stay_transient_failures() {
+    for message in [
+        r#"API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit (https://docs.claude.com/en/api/rate-limits)"},"request_id":"req_1"}"#,
+        "API Error: 429 Too Many Requests",
+        "API Error: Rate limit reached",
+        r#"API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    ] {
+        let p = parse(Parser::ClaudeJson, &claude_limited(message), &now());
+        assert!(p.error.is_some(), "{message}");
+        assert_eq!(p.usage_limit, None, "{message}");
+    }
+    let out = serde_json::json!({"type": "turn.failed", "error": {"message": "exceeded retry limit, last status: 429 Too Many Requests"}}).to_string();
+    assert_eq!(parse(Parser::CodexJsonl, &out, &now()).usage_limit, None);
+}
+
+#[test]
+fn a_reset_minute_just_past_by_this_clock_is_a_minute_away_not_tomorrow() {
+    // Woken at the end of the minute, the agent's provider still says 12:00: the clocks
+    // differ by seconds.
+    let later = Now::utc(at(2026, 3, 10, 12, 1) + Duration::from_secs(30));
+    for (parser, out) in [
+        (
+            Parser::ClaudeJson,
+            claude_limited("You've hit your 5-hour limit · resets 12pm (UTC)"),
+        ),
+        (
+            Parser::CodexJsonl,
+            serde_json::json!({"type": "turn.failed", "error": {"message": "You've hit your usage limit. Try again at 12:00 PM."}}).to_string(),
+        ),
+    ] {
+        let limit = parse(parser, &out, &later).usage_limit.unwrap();
+        assert_eq!(
+            limit.resets_at,
+            Some(at(2026, 3, 10, 12, 2) + Duration::from_secs(30)),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn claudes_refused_tool_uses_are_named_with_what_they_were_for() {
+    let out = serde_json::json!({
+        "type": "result", "subtype": "success", "is_error": false, "result": "I could not write it.",
+        "permission_denials": [
+            {"tool_name": "Write", "tool_use_id": "toolu_1", "tool_input": {"file_path": "/home/u/elsewhere/x.txt", "content": "x"}},
+            {"tool_name": "Bash", "tool_use_id": "toolu_2", "tool_input": {"command": "rm -rf build\nls"}},
+            {"tool_name": "mcp__thing", "tool_use_id": "toolu_3", "tool_input": {}},
+        ],
+    })
+    .to_string();
+    let p = parse(Parser::ClaudeJson, &out, &now());
+    assert_eq!(p.error, None);
+    assert_eq!(
+        p.denials,
+        [
+            "Write /home/u/elsewhere/x.txt",
+            "Bash rm -rf build ls",
+            "mcp__thing"
+        ]
+    );
+    assert!(
+        parse(Parser::ClaudeJson, CLAUDE_OK, &now())
+            .denials
+            .is_empty()
+    );
 }

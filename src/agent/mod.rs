@@ -4,6 +4,9 @@
 //! nothing about the DAG.
 
 pub mod cli;
+mod fault;
+mod limits;
+pub(crate) use fault::{Fault, FaultKind};
 pub(crate) mod openai;
 pub(crate) mod stray;
 pub(crate) mod tools;
@@ -12,7 +15,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -107,159 +110,6 @@ pub(crate) enum Outcome {
     Fault(Fault),
 }
 
-/// Something outside the task cut an attempt short, and no retry of it would do better: the run
-/// stops, resumably, and the attempt does not count against the task.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Fault {
-    pub kind: FaultKind,
-    pub why: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FaultKind {
-    /// The model endpoint refused swarm's key (HTTP 401 or 403): the user fixes the key.
-    Credentials,
-    /// The machine: a full disk, too few file descriptors. `swarm resume` once it is fixed.
-    Environment,
-    /// The model endpoint does not answer: attempts wait while it is checked, and the run
-    /// stops as for `Environment` if it stays away.
-    Unreachable,
-}
-
-impl FaultKind {
-    /// Its name in the event log.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            FaultKind::Credentials => "credentials",
-            FaultKind::Environment => "environment",
-            FaultKind::Unreachable => "unreachable",
-        }
-    }
-
-    /// The exit code of a run it stops: a key to fix is a usage error, else resumable.
-    pub(crate) fn exit_code(self) -> u8 {
-        match self {
-            FaultKind::Credentials => crate::exit::USAGE,
-            FaultKind::Environment | FaultKind::Unreachable => crate::exit::RESUMABLE,
-        }
-    }
-}
-
-impl Fault {
-    /// The fault of the machine behind an error, if that is what it is: a full disk or quota,
-    /// too few file descriptors. git reports these as text only, so its words count too.
-    pub(crate) fn of_error(e: &anyhow::Error) -> Option<Self> {
-        use nix::errno::Errno;
-        let os = e.chain().find_map(|cause| {
-            let io = cause.downcast_ref::<std::io::Error>()?;
-            let errno = Errno::from_raw(io.raw_os_error()?);
-            matches!(
-                errno,
-                Errno::ENOSPC | Errno::EDQUOT | Errno::EMFILE | Errno::ENFILE
-            )
-            .then(|| errno.desc())
-        });
-        let text = format!("{e:#}");
-        let said = [
-            "No space left on device",
-            "Too many open files",
-            "Disk quota exceeded",
-        ]
-        .into_iter()
-        .find(|words| text.contains(words));
-        let Some(what) = os.or(said) else {
-            return Self::of_scarce_descriptors(&text);
-        };
-        let why = if text.contains(what) {
-            text
-        } else {
-            format!("{what}: {text}")
-        };
-        Some(Self {
-            kind: FaultKind::Environment,
-            why,
-        })
-    }
-
-    /// The fault behind a failed model request or its planning, if it is one: a refused key,
-    /// an endpoint that does not answer, the machine's.
-    pub(crate) fn of_model_error(e: &anyhow::Error) -> Option<Self> {
-        e.chain()
-            .find_map(|c| c.downcast_ref::<crate::llm::LlmError>())
-            .and_then(Self::of_llm_error)
-            .or_else(|| Self::of_error(e))
-    }
-
-    /// The fault behind a model request's error, if it is one: a refused key, an endpoint
-    /// that does not answer.
-    pub(crate) fn of_llm_error(e: &crate::llm::LlmError) -> Option<Self> {
-        use crate::llm::LlmError;
-        match e {
-            LlmError::Rejected {
-                status: status @ (401 | 403),
-                message,
-            } => Some(Self {
-                kind: FaultKind::Credentials,
-                why: format!(
-                    "the model endpoint refused swarm's key (HTTP {status} from {message}); check SWARM_API_KEY"
-                ),
-            }),
-            LlmError::Unreachable { message } => Some(Self {
-                kind: FaultKind::Unreachable,
-                why: format!("the model endpoint does not answer: cannot reach {message}"),
-            }),
-            _ => None,
-        }
-    }
-
-    /// libgit2 reports some reads cut short by the file descriptor limit as other errors (a
-    /// reference "cannot be peeled"): an error met while this process is close to its limit
-    /// is taken to come of it.
-    fn of_scarce_descriptors(text: &str) -> Option<Self> {
-        /// Fewer free than this, and git's next operation may well not find one.
-        const HEADROOM: u64 = 16;
-        let (limit, _) =
-            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).ok()?;
-        let open = match std::fs::read_dir("/proc/self/fd") {
-            Ok(dir) => u64::try_from(dir.count()).unwrap_or(u64::MAX),
-            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EMFILE as i32) => limit,
-            Err(_) => return None,
-        };
-        (open.saturating_add(HEADROOM) > limit).then(|| Self {
-            kind: FaultKind::Environment,
-            why: format!(
-                "too few file descriptors ({open} of the limit of {limit} open; raise it with `ulimit -n`): {text}"
-            ),
-        })
-    }
-
-    /// A full file system under any of `dirs`: an attempt that failed while one was full is
-    /// taken to have failed of it (an agent's own writes fail there with ENOSPC, which swarm
-    /// sees only as the agent's exit code). Full means less free than 1 MiB or 1% of its size,
-    /// whichever is smaller, or no free inode.
-    pub(crate) fn of_full_disk(dirs: &[&Path], failure: &str) -> Option<Self> {
-        dirs.iter().find_map(|dir| {
-            let fs = nix::sys::statvfs::statvfs(*dir).ok()?;
-            let block = fs.fragment_size();
-            let free = fs.blocks_available().saturating_mul(block);
-            let size = fs.blocks().saturating_mul(block);
-            let no_inodes = fs.files() > 0 && fs.files_available() == 0;
-            (free < (1 << 20).min(size / 100) || no_inodes).then(|| Self {
-                kind: FaultKind::Environment,
-                why: format!(
-                    "the disk holding {} is full ({} free); the attempt failed with: {failure}",
-                    dir.display(),
-                    if no_inodes {
-                        "no inode".to_owned()
-                    } else {
-                        format!("{} KiB", free / 1024)
-                    }
-                ),
-            })
-        })
-    }
-}
-
 #[derive(Debug)]
 pub(crate) struct Finished {
     pub outcome: Outcome,
@@ -269,6 +119,8 @@ pub(crate) struct Finished {
     pub tokens: u64,
     /// Cost in dollars, where the agent says.
     pub cost: Option<f64>,
+    /// The agent's own session, where its output names one.
+    pub session: Option<String>,
 }
 
 /// Variables never handed to a child: swarm's own API keys and git's repository overrides, which
@@ -300,6 +152,7 @@ pub(crate) fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
                 stdout: String::new(),
                 tokens: 0,
                 cost: None,
+                session: None,
             }
         }
     }
@@ -414,6 +267,7 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         stdout,
         tokens: 0,
         cost: None,
+        session: None,
     })
 }
 
@@ -708,28 +562,63 @@ pub(crate) fn on_path(program: &str) -> bool {
 }
 
 impl cli::Profile {
-    /// The program and arguments for a task of `mode`, and the same as one line for logs.
-    pub fn argv(&self, mode: crate::plan::Mode) -> (Vec<String>, String) {
+    /// The program and arguments for a task of `mode` in `session`, and the same as one line
+    /// for logs.
+    pub fn argv(
+        &self,
+        mode: crate::plan::Mode,
+        session: cli::Session<'_>,
+    ) -> (Vec<String>, String) {
+        use cli::{Session, Sessions};
         let mode_args = match mode {
             crate::plan::Mode::Read => &self.reader_args,
             crate::plan::Mode::Write => &self.writer_args,
         };
-        let argv: Vec<String> = std::iter::once(self.command.clone())
+        let mut argv: Vec<String> = std::iter::once(self.command.clone())
             .chain(mode_args.iter().cloned())
             .collect();
+        let words = |w: &[&str]| w.iter().map(|&s| s.to_owned()).collect::<Vec<_>>();
+        match (self.sessions, session) {
+            (Sessions::Claude, Session::New(Some(id))) => {
+                argv.extend(words(&["--session-id", id]));
+            }
+            (Sessions::Claude, Session::Continue(id)) => argv.extend(words(&["--resume", id])),
+            // `codex exec [OPTIONS] resume <ID> -`: the prompt (`-`, stdin) stays last.
+            (Sessions::Codex, Session::Continue(id)) => {
+                let at = argv.iter().rposition(|a| a == "-").unwrap_or(argv.len());
+                argv.splice(at..at, words(&["resume", id]));
+            }
+            _ => {}
+        }
         let shown = argv.join(" ");
         (argv, shown)
     }
 }
 
-/// Runs a coding-agent CLI and reads its output with `parser`: the result, tokens and cost, and
-/// the errors it reports even when it exits 0. One that printed its final answer and then hung
-/// until the timeout counts as done.
-pub(crate) fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog) -> Finished {
+/// Runs a coding-agent CLI and reads its output with `parser`: the result, tokens and cost, its
+/// session, and the errors it reports even when it exits 0. One that printed its final answer
+/// and then hung until the timeout counts as done. With `denials_fail` (a task that writes), a
+/// tool use the CLI refused fails the attempt: the work it was for is not done.
+pub(crate) fn run_cli(
+    inv: &Invocation,
+    parser: cli::Parser,
+    watchdog: &Watchdog,
+    denials_fail: bool,
+) -> Finished {
     let mut done = run(inv, watchdog);
     let parsed = cli::parse(parser, &done.stdout, &cli::Now::here());
     done.tokens = parsed.tokens;
     done.cost = parsed.cost;
+    done.session.clone_from(&parsed.session);
+    if !parsed.denials.is_empty() {
+        let _ = append(
+            &inv.transcript,
+            &format!(
+                "swarm: the agent's CLI refused: {}\n",
+                parsed.denials.join("; ")
+            ),
+        );
+    }
     if let Some(limit) = parsed.usage_limit {
         done.outcome = Outcome::Limited(limit);
         return done;
@@ -740,6 +629,17 @@ pub(crate) fn run_cli(inv: &Invocation, parser: cli::Parser, watchdog: &Watchdog
     ) {
         (Outcome::Succeeded, Some(e)) => {
             Outcome::Failed(format!("the agent reported an error: {e}"))
+        }
+        (Outcome::Succeeded, None) if denials_fail && !parsed.denials.is_empty() => {
+            Outcome::Failed(format!(
+                "the agent's CLI refused {}: {}",
+                if parsed.denials.len() == 1 {
+                    "a tool use"
+                } else {
+                    "tool uses"
+                },
+                parsed.denials.join("; ")
+            ))
         }
         (Outcome::TimedOut(_) | Outcome::Stalled(_), None) if parsed.complete => {
             let _ = append(

@@ -81,6 +81,7 @@ pub fn run(
         stdout: crate::secret::redact(&stdout).into_owned(),
         tokens,
         cost: None,
+        session: None,
     }
 }
 

@@ -276,7 +276,7 @@ pub(super) fn execute(
     // Around the run loop (which handles signals itself while it runs): the run is recorded,
     // landed and reported after it, each step whole. A first signal then waits for them (the
     // landing is one transaction); a second ends swarm at once, resumably.
-    let _signals = crate::signal::handle(|| {}, || {});
+    let signals = crate::signal::handle(|| {}, || {});
     let outcome = Dispatcher::new(
         plan, repo, board, &mut ui, settings, layout, &records, goals,
     )?
@@ -373,6 +373,7 @@ pub(super) fn execute(
         .load_run(&layout.run)?
         .context("the run vanished from the board")?;
     let failed_attempts = board.failed_attempts(&layout.run)?;
+    let continued = board.continued_attempts(&layout.run)?;
     let merges = merges(&events);
     let repairs = repairs(&events);
     let goal_notes = if goals.is_empty() {
@@ -385,6 +386,7 @@ pub(super) fn execute(
         plan,
         tasks: &records,
         failed_attempts: &failed_attempts,
+        continued: &continued,
         parked: &parked,
         merges: &merges,
         repairs: &repairs,
@@ -437,6 +439,8 @@ pub(super) fn execute(
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
+    // The run is over and on record: a signal from here to the exit changes nothing of it.
+    crate::signal::keep_until_exit(signals);
     Ok(code)
 }
 

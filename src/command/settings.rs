@@ -22,7 +22,7 @@ use super::Globals;
 pub(super) const DEFAULT_JOBS: u32 = 4;
 const DEFAULT_RETRIES: u32 = 1;
 const DEFAULT_TIMEOUT: &str = "30m";
-const KILL_GRACE: Duration = Duration::from_secs(2);
+const DEFAULT_KILL_GRACE: &str = "2s";
 const RETRY_BACKOFF: Duration = Duration::from_secs(1);
 const DEFAULT_REQUEST_TIMEOUT: &str = "5m";
 /// How long attempts wait for a model endpoint that stopped answering.
@@ -118,6 +118,8 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
             parser: Parser::Text,
             drop_env: Vec::new(),
             pass_env: Vec::new(),
+            set_env: Vec::new(),
+            sessions: crate::agent::cli::Sessions::None,
         },
     };
     if let Some(c) = &spec.command {
@@ -142,6 +144,11 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
     }
     if let Some(e) = &spec.drop_env {
         p.drop_env.clone_from(e);
+    }
+    // Each variable of the table replaces the built-in profile's of that name, or joins them.
+    for (name, value) in spec.set_env.iter().flatten() {
+        p.set_env.retain(|(n, _)| n != name);
+        p.set_env.push((name.clone(), value.clone()));
     }
     Ok(p)
 }
@@ -299,12 +306,14 @@ pub(super) fn settings(
         max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),
         retries: o.retries.unwrap_or(DEFAULT_RETRIES),
         task_timeout: timeout,
-        kill_grace: KILL_GRACE,
+        kill_grace: crate::plan::parse_wait(o.kill_grace.as_deref().unwrap_or(DEFAULT_KILL_GRACE))
+            .map_err(|e| Usage::new(format!("--kill-grace: {e}")))?,
         backoff: RETRY_BACKOFF,
         agent,
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
         resolve_conflicts: o.resolve_conflicts,
+        fresh_retries: o.fresh_retries,
         llm,
         named_agents,
         max_limit_wait: MAX_LIMIT_WAIT,

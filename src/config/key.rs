@@ -26,11 +26,13 @@ pub(super) enum Key {
     AllowProgram,
     TaskTimeout,
     StallTimeout,
+    KillGrace,
     Retries,
     Check,
     Land,
     WorktreeDir,
     ResolveConflicts,
+    FreshRetries,
     OnEscalate,
     FinalOut,
     FinalOutDir,
@@ -38,7 +40,7 @@ pub(super) enum Key {
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 22] = [
+    pub(super) const ALL: [Key; 24] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -52,11 +54,13 @@ impl Key {
         Key::AllowProgram,
         Key::TaskTimeout,
         Key::StallTimeout,
+        Key::KillGrace,
         Key::Retries,
         Key::Check,
         Key::Land,
         Key::WorktreeDir,
         Key::ResolveConflicts,
+        Key::FreshRetries,
         Key::OnEscalate,
         Key::FinalOut,
         Key::FinalOutDir,
@@ -79,11 +83,13 @@ impl Key {
             Key::AllowProgram => "allow-program",
             Key::TaskTimeout => "task-timeout",
             Key::StallTimeout => "stall-timeout",
+            Key::KillGrace => "kill-grace",
             Key::Retries => "retries",
             Key::Check => "check",
             Key::Land => "land",
             Key::WorktreeDir => "worktree-dir",
             Key::ResolveConflicts => "resolve-conflicts",
+            Key::FreshRetries => "fresh-retries",
             Key::OnEscalate => "on-escalate",
             Key::FinalOut => "final-out",
             Key::FinalOutDir => "final-out-dir",
@@ -107,11 +113,13 @@ impl Key {
             Key::AllowProgram => "SWARM_ALLOW_PROGRAMS",
             Key::TaskTimeout => "SWARM_TASK_TIMEOUT",
             Key::StallTimeout => "SWARM_STALL_TIMEOUT",
+            Key::KillGrace => "SWARM_KILL_GRACE",
             Key::Retries => "SWARM_RETRIES",
             Key::Check => "SWARM_CHECK",
             Key::Land => "SWARM_LAND",
             Key::WorktreeDir => "SWARM_WORKTREE_DIR",
             Key::ResolveConflicts => "SWARM_RESOLVE_CONFLICTS",
+            Key::FreshRetries => "SWARM_FRESH_RETRIES",
             Key::OnEscalate => "SWARM_ON_ESCALATE",
             Key::FinalOut | Key::FinalOutDir | Key::Base => return None,
         })
@@ -129,6 +137,7 @@ impl Key {
             Key::Jobs => json!(4),
             Key::Agent | Key::Land => json!("auto"),
             Key::RequestTimeout | Key::EndpointWait => json!("5m"),
+            Key::KillGrace => json!("2s"),
             Key::MaxTurns => json!(40),
             Key::MaxTaskTokens => json!(400_000),
             Key::TaskTimeout => json!("30m"),
@@ -141,6 +150,7 @@ impl Key {
             | Key::Check
             | Key::WorktreeDir
             | Key::ResolveConflicts
+            | Key::FreshRetries
             | Key::OnEscalate
             | Key::FinalOut
             | Key::FinalOutDir
@@ -165,11 +175,13 @@ impl Key {
             Key::AllowProgram => !o.allow_program.is_empty(),
             Key::TaskTimeout => o.task_timeout.is_some(),
             Key::StallTimeout => o.stall_timeout.is_some(),
+            Key::KillGrace => o.kill_grace.is_some(),
             Key::Retries => o.retries.is_some(),
             Key::Check => o.check.is_some(),
             Key::Land => o.land.is_some(),
             Key::WorktreeDir => o.worktree_dir.is_some(),
             Key::ResolveConflicts => o.resolve_conflicts,
+            Key::FreshRetries => o.fresh_retries,
             Key::OnEscalate => o.on_escalate.is_some(),
             Key::FinalOut => o.final_out.is_some(),
             Key::FinalOutDir => o.final_out_dir.is_some(),
@@ -193,11 +205,13 @@ impl Key {
             Key::AllowProgram => to.allow_program.clone_from(&from.allow_program),
             Key::TaskTimeout => to.task_timeout.clone_from(&from.task_timeout),
             Key::StallTimeout => to.stall_timeout.clone_from(&from.stall_timeout),
+            Key::KillGrace => to.kill_grace.clone_from(&from.kill_grace),
             Key::Retries => to.retries = from.retries,
             Key::Check => to.check.clone_from(&from.check),
             Key::Land => to.land = from.land,
             Key::WorktreeDir => to.worktree_dir.clone_from(&from.worktree_dir),
             Key::ResolveConflicts => to.resolve_conflicts = from.resolve_conflicts,
+            Key::FreshRetries => to.fresh_retries = from.fresh_retries,
             Key::OnEscalate => to.on_escalate.clone_from(&from.on_escalate),
             Key::FinalOut => to.final_out.clone_from(&from.final_out),
             Key::FinalOutDir => to.final_out_dir.clone_from(&from.final_out_dir),
@@ -223,6 +237,7 @@ impl Key {
             Key::EndpointWait => o.endpoint_wait = owned(),
             Key::TaskTimeout => o.task_timeout = owned(),
             Key::StallTimeout => o.stall_timeout = owned(),
+            Key::KillGrace => o.kill_grace = owned(),
             Key::Check => o.check = owned(),
             Key::OnEscalate => o.on_escalate = owned(),
             Key::Base => o.base = owned(),
@@ -245,13 +260,8 @@ impl Key {
                     _ => return Err(format!("`{text}` is not auto, branch or none")),
                 });
             }
-            Key::ResolveConflicts => {
-                o.resolve_conflicts = match text.to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => return Err(format!("`{text}` is not 1/true/yes or 0/false/no")),
-                };
-            }
+            Key::ResolveConflicts => o.resolve_conflicts = switch(text)?,
+            Key::FreshRetries => o.fresh_retries = switch(text)?,
         }
         Ok(())
     }
@@ -273,6 +283,10 @@ impl Key {
             Key::MaxWriters => slots(o.max_writers),
             Key::TaskTimeout => duration(o.task_timeout.as_deref()),
             Key::StallTimeout => duration(o.stall_timeout.as_deref()),
+            Key::KillGrace => o
+                .kill_grace
+                .as_deref()
+                .map_or(Ok(()), |d| crate::plan::parse_wait(d).map(drop)),
             Key::RequestTimeout => duration(o.request_timeout.as_deref()),
             Key::EndpointWait => o
                 .endpoint_wait
@@ -289,6 +303,15 @@ impl Key {
         all.get(self.name().replace('-', "_"))
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+/// An on/off variable: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
+fn switch(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("`{text}` is not 1/true/yes or 0/false/no")),
     }
 }
 

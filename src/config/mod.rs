@@ -65,6 +65,8 @@ pub struct ProfileSpec {
     pub parser: Option<String>,
     pub pass_env: Option<Vec<String>>,
     pub drop_env: Option<Vec<String>>,
+    /// Variables set for the agent (`set-env = { NAME = "value" }`).
+    pub set_env: Option<BTreeMap<String, String>>,
 }
 
 /// The effective configuration.
@@ -99,7 +101,7 @@ impl std::error::Error for ConfigError {}
 /// The parsers an agent profile may name.
 const PARSERS: [&str; 3] = ["text", "claude-json", "codex-jsonl"];
 /// The keys of an `[agents.NAME]` table.
-const PROFILE_KEYS: [&str; 7] = [
+const PROFILE_KEYS: [&str; 8] = [
     "command",
     "args",
     "reader-args",
@@ -107,6 +109,7 @@ const PROFILE_KEYS: [&str; 7] = [
     "parser",
     "pass-env",
     "drop-env",
+    "set-env",
 ];
 pub(crate) const REPO_FILE: &str = ".swarm.toml";
 /// The run options and profiles of one config file, with the keys it sets.
@@ -126,11 +129,13 @@ struct FileOptions {
     allow_program: Option<Vec<String>>,
     task_timeout: Option<String>,
     stall_timeout: Option<String>,
+    kill_grace: Option<String>,
     retries: Option<u32>,
     check: Option<String>,
     land: Option<Land>,
     worktree_dir: Option<PathBuf>,
     resolve_conflicts: Option<bool>,
+    fresh_retries: Option<bool>,
     on_escalate: Option<String>,
     #[serde(default)]
     agents: BTreeMap<String, ProfileSpec>,
@@ -152,11 +157,13 @@ impl FileOptions {
             allow_program: self.allow_program.unwrap_or_default(),
             task_timeout: self.task_timeout,
             stall_timeout: self.stall_timeout,
+            kill_grace: self.kill_grace,
             retries: self.retries,
             check: self.check,
             land: self.land,
             worktree_dir: self.worktree_dir,
             resolve_conflicts: self.resolve_conflicts.unwrap_or_default(),
+            fresh_retries: self.fresh_retries.unwrap_or_default(),
             on_escalate: self.on_escalate,
             // Per-run options (and any new ones, until they get a key) are not read from files.
             ..Options::default()

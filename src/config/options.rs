@@ -42,6 +42,8 @@ pub(crate) struct Options {
     pub(crate) task_timeout: Option<String>,
     #[serde(rename = "stall_timeout")]
     pub(crate) stall_timeout: Option<String>,
+    #[serde(rename = "kill_grace")]
+    pub(crate) kill_grace: Option<String>,
     #[serde(rename = "retries")]
     pub(crate) retries: Option<u32>,
     #[serde(rename = "check")]
@@ -58,6 +60,8 @@ pub(crate) struct Options {
     pub(crate) worktree_dir: Option<PathBuf>,
     #[serde(rename = "resolve_conflicts")]
     pub(crate) resolve_conflicts: bool,
+    #[serde(rename = "fresh_retries")]
+    pub(crate) fresh_retries: bool,
     #[serde(rename = "on_escalate")]
     pub(crate) on_escalate: Option<String>,
 }

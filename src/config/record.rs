@@ -107,9 +107,9 @@ mod tests {
             "jobs": 3, "max_writers": 2, "agent": "exec:cat", "model": null, "api_base": null,
             "request_timeout": null, "endpoint_wait": null, "max_turns": null, "max_task_tokens": null,
             "budget_tokens": 1000, "allow_program": ["cargo"], "task_timeout": "10m",
-            "stall_timeout": null, "retries": null, "check": "true",
+            "stall_timeout": null, "kill_grace": null, "retries": null, "check": "true",
             "final_out": "/tmp/opt-report.md", "final_out_dir": null, "base": null,
-            "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true,
+            "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true, "fresh_retries": false,
             "on_escalate": null,
         });
         assert_eq!(record, expected);

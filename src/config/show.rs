@@ -70,6 +70,7 @@ fn profile_fields(spec: &ProfileSpec) -> Vec<(&'static str, Value)> {
         ("parser", text(&spec.parser)),
         ("pass-env", list(&spec.pass_env)),
         ("drop-env", list(&spec.drop_env)),
+        ("set-env", spec.set_env.as_ref().map(|v| json!(v))),
     ]
     .into_iter()
     .filter_map(|(k, v)| Some((k, v?)))

@@ -338,8 +338,10 @@ max-turns = 30
 max-task-tokens = 100000
 budget-tokens = 5000000
 stall-timeout = "10m"
+kill-grace = "5s"
 allow-program = ["cargo"]
 resolve-conflicts = true
+fresh-retries = true
 
 [agents.all]
 command = "a"
@@ -349,6 +351,7 @@ writer-args = ["d"]
 parser = "codex-jsonl"
 pass-env = ["E"]
 drop-env = ["F"]
+set-env = { G = "h" }
 "#,
     );
     let config = fx.load().unwrap();

@@ -10,6 +10,7 @@ use super::dag::Transition;
 use super::job::{Job, JobKind};
 use super::prompt::compose_prompt;
 use super::run::Run;
+use crate::agent::cli::{Session, Sessions};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
@@ -30,6 +31,7 @@ pub(super) fn prepare(
     let (settings, layout) = (run.settings, run.layout);
     let id = task.id.as_str();
     let attempt = run.slots[i].attempts + 1;
+    let continuing = continued_session(run, i);
     let transcript = layout
         .run_dir
         .join("attempts")
@@ -47,20 +49,30 @@ pub(super) fn prepare(
         }
         Mode::Write => {
             let path = layout.worktree(id, Checkout::Task);
-            run.slots[i].start_commit = Some(tip.clone());
+            // A continued writer goes on from where its checkout started.
+            let start = match (&continuing, &run.slots[i].start_commit) {
+                (Some(_), Some(start)) => start.clone(),
+                _ => tip.clone(),
+            };
+            run.slots[i].start_commit = Some(start.clone());
             (
                 path.clone(),
                 JobKind::Writer {
                     branch: layout.branch(id, Checkout::Task),
                     keep_as: layout.kept_branch(id, Checkout::Task, attempt),
-                    start: tip.clone(),
+                    start,
                     check: task.check.clone().or_else(|| settings.check.clone()),
                     message: format!(
                         "{}\n\nswarm task {id} of run {}",
                         task.title.as_deref().unwrap_or(id),
                         layout.run
                     ),
-                    reuse: checkouts.take_set_aside(),
+                    reuse: if continuing.is_some() {
+                        None
+                    } else {
+                        checkouts.take_set_aside()
+                    },
+                    in_place: continuing.is_some(),
                 },
             )
         }
@@ -94,6 +106,7 @@ pub(super) fn prepare(
         .collect();
     let mut builtin = None;
     let mut cli: Option<crate::agent::cli::Profile> = None;
+    let mut session = None;
     let mut argv_run = Vec::new();
     let (command, stdin, deps_dir) = match &task.action {
         Action::Run(cmd) => {
@@ -128,7 +141,20 @@ pub(super) fn prepare(
             match agent {
                 Agent::Exec(cmd) => (cmd, Some(prompt), None),
                 Agent::Cli(profile) => {
-                    let (argv, shown) = profile.argv(task.mode);
+                    let named = (profile.sessions == Sessions::Claude).then(new_session_id);
+                    let (argv, shown) = match (&continuing, &named) {
+                        (Some(s), _) => profile.argv(task.mode, Session::Continue(s)),
+                        (None, named) => profile.argv(task.mode, Session::New(named.as_deref())),
+                    };
+                    // The session has the task already: it is told what happened instead.
+                    let prompt = if continuing.is_some() {
+                        CONTINUE_PROMPT.to_owned()
+                    } else {
+                        prompt
+                    };
+                    session = continuing.clone().or(named);
+                    // swarm's own variables come last: no profile sets them.
+                    env.splice(0..0, profile.set_env.iter().cloned());
                     cli = Some(profile);
                     argv_run = argv;
                     (shown, Some(prompt), None)
@@ -162,7 +188,14 @@ pub(super) fn prepare(
         cwd.display(),
         command
     );
-    run.record.attempt_started(id, attempt, &transcript, &cwd)?;
+    run.record.attempt_started(
+        id,
+        attempt,
+        &transcript,
+        &cwd,
+        session.as_deref(),
+        continuing.is_some(),
+    )?;
     if let JobKind::Writer { start, reuse, .. } = &kind {
         let branch = layout.branch(id, Checkout::Task);
         run.record
@@ -170,6 +203,8 @@ pub(super) fn prepare(
     }
     run.dag.on(&run.plan, Transition::Started(i));
     run.slots[i].attempts = attempt;
+    // As the board has it: a crash now leaves the session for a resume to continue.
+    run.slots[i].session.clone_from(&session);
     run.ui.task_started(id, attempt);
     Ok(Job {
         task: i,
@@ -193,5 +228,65 @@ pub(super) fn prepare(
         parser: cli.map(|p| p.parser),
         deps_dir: deps_dir.filter(|_| !deps.is_empty()).map(|d| (d, deps)),
         user_checkout: run.repo.workdir().to_owned(),
+        session,
     })
+}
+
+/// What a continued session is told: the task itself is in it already.
+const CONTINUE_PROMPT: &str = "Your work on this task was cut short before you finished (a timeout, a usage limit, or swarm was stopped). Everything you did is still here: the files you changed are in this directory as you left them. Go on from where you stopped, finish the task, and then give your final answer as the task asks.";
+
+/// The session of task `i`'s last attempt, when this attempt is to continue it: that attempt
+/// was cut short, its agent keeps sessions swarm can continue, retries are not to start
+/// afresh, and a writer's checkout is still as it left it.
+fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
+    let (task, slot) = (&run.plan.tasks[i], &run.slots[i]);
+    let session = slot.session.clone()?;
+    if run.settings.fresh_retries || !matches!(task.action, Action::Prompt(_)) {
+        return None;
+    }
+    let Some(Agent::Cli(profile)) = run.settings.agent_for(task.agent.as_deref()) else {
+        return None;
+    };
+    let here = match task.mode {
+        Mode::Read => true,
+        Mode::Write => {
+            slot.start_commit.is_some()
+                && run
+                    .layout
+                    .worktree(task.id.as_str(), Checkout::Task)
+                    .join(".git")
+                    .exists()
+        }
+    };
+    (profile.sessions != Sessions::None && here).then_some(session)
+}
+
+/// A new session id, as Claude Code takes it: a random (version 4) UUID.
+fn new_session_id() -> String {
+    use std::io::Read as _;
+    let mut b = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if read.is_err() {
+        // Unique enough for one machine's sessions: the time and this process.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        b = (now ^ (u128::from(std::process::id()) << 96)).to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex = b.iter().fold(String::new(), |mut s, x| {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{x:02x}");
+        s
+    });
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }

@@ -51,6 +51,7 @@ impl Workers {
                     elapsed: started.elapsed(),
                     tokens: 0,
                     cost: None,
+                    session: None,
                 });
             let _ = tx.send(Message::Done(report));
         });
@@ -72,6 +73,17 @@ pub(super) struct Report {
     pub(super) tokens: u64,
     /// Its cost in dollars, where the agent says.
     pub(super) cost: Option<f64>,
+    /// The agent's own session, when the next attempt is to continue it: the attempt was cut
+    /// short (a timeout, a usage limit, a stop), not failed by what the agent did.
+    pub(super) session: Option<String>,
+}
+
+/// What an attempt's agent reported besides its verdict.
+#[derive(Default)]
+struct Spent {
+    tokens: u64,
+    cost: Option<f64>,
+    session: Option<String>,
 }
 
 pub(super) enum Verdict {
@@ -99,6 +111,8 @@ pub(super) enum JobKind {
         reuse: Option<PathBuf>,
         /// Where what the agent left is kept when its result is refused.
         keep_as: String,
+        /// The attempt continues an earlier one's session in the checkout it left.
+        in_place: bool,
     },
     /// A conflicting writer's one attempt at resolving its merge.
     Resolver {
@@ -128,13 +142,16 @@ pub(super) struct Job {
     pub(super) parser: Option<crate::agent::cli::Parser>,
     pub(super) deps_dir: Option<(PathBuf, Vec<(String, String)>)>,
     pub(super) user_checkout: PathBuf,
+    /// The agent's session the attempt runs in, when swarm named it (a new Claude session) or
+    /// continues it.
+    pub(super) session: Option<String>,
 }
 
 impl Job {
     pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
-        let mut usage = (0, None);
-        let verdict = match self.attempt(watchdog, tx, &mut usage) {
+        let mut spent = Spent::default();
+        let verdict = match self.attempt(watchdog, tx, &mut spent) {
             Ok(verdict) => verdict,
             Err(e) => match Fault::of_error(&e) {
                 Some(fault) => Verdict::Fault(fault),
@@ -161,8 +178,9 @@ impl Job {
             attempt: self.attempt,
             verdict,
             elapsed: started.elapsed(),
-            tokens: usage.0,
-            cost: usage.1,
+            tokens: spent.tokens,
+            cost: spent.cost,
+            session: spent.session,
         }
     }
 
@@ -170,14 +188,15 @@ impl Job {
         &self,
         watchdog: &Watchdog,
         tx: &Sender<Message>,
-        usage: &mut (u64, Option<f64>),
+        spent: &mut Spent,
     ) -> anyhow::Result<Verdict> {
         if let Some((dir, deps)) = &self.deps_dir {
             write_deps(dir, deps)?;
         }
         let repo = user_repo(&self.user_checkout)?;
         match &self.kind {
-            JobKind::Reader { .. } => {}
+            // A continued session goes on in the checkout its earlier attempt left.
+            JobKind::Reader { .. } | JobKind::Writer { in_place: true, .. } => {}
             JobKind::Writer {
                 branch,
                 start,
@@ -201,7 +220,10 @@ impl Job {
         let before = repo.fingerprint()?;
         let finished = match (&self.builtin, self.parser) {
             (None, None) => agent::run(&self.invocation, watchdog),
-            (None, Some(parser)) => agent::run_cli(&self.invocation, parser, watchdog),
+            (None, Some(parser)) => {
+                let writes = !matches!(self.kind, JobKind::Reader { .. });
+                agent::run_cli(&self.invocation, parser, watchdog, writes)
+            }
             (Some(builtin), _) => {
                 let task = self.task;
                 let mut notify = |notice: crate::llm::Notice| {
@@ -210,9 +232,27 @@ impl Job {
                 agent::openai::run(&self.invocation, builtin, watchdog, &mut notify)
             }
         };
-        usage.0 = finished.tokens;
-        usage.1 = finished.cost;
+        spent.tokens = finished.tokens;
+        spent.cost = finished.cost;
+        // Only an attempt cut short from outside is worth continuing: one the agent failed
+        // starts afresh.
+        let cut_short = matches!(
+            finished.outcome,
+            Outcome::TimedOut(_)
+                | Outcome::Stalled(_)
+                | Outcome::Interrupted
+                | Outcome::Limited(_)
+                | Outcome::Fault(_)
+        );
+        spent.session = finished
+            .session
+            .clone()
+            .or_else(|| self.session.clone())
+            .filter(|_| cut_short);
         let touched = before.changed_paths(&repo.fingerprint()?);
+        if !touched.is_empty() {
+            spent.session = None;
+        }
         if !touched.is_empty() {
             // Whether the user or an agent reaching out of its directory made the change, the
             // attempt cannot be trusted, and a retry would not do better: the run stops.

@@ -300,7 +300,8 @@ impl MergeQueue {
         let (command, stdin, builtin) = match agent {
             Agent::Exec(cmd) => (cmd, Some(prompt), None),
             Agent::Cli(profile) => {
-                let (program_and_args, shown) = profile.argv(Mode::Write);
+                let (program_and_args, shown) =
+                    profile.argv(Mode::Write, crate::agent::cli::Session::New(None));
                 argv = program_and_args;
                 cli = Some(profile);
                 (shown, Some(prompt), None)
@@ -345,13 +346,17 @@ impl MergeQueue {
                 env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
                 stdin,
                 cwd: path.clone(),
-                env: vec![
-                    ("SWARM_RUN_ID".to_owned(), name.clone()),
-                    ("SWARM_TASK_ID".to_owned(), id.to_owned()),
-                    ("SWARM_MODE".to_owned(), "write".to_owned()),
-                    ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
-                    ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
-                ],
+                env: cli
+                    .iter()
+                    .flat_map(|p| p.set_env.iter().cloned())
+                    .chain([
+                        ("SWARM_RUN_ID".to_owned(), name.clone()),
+                        ("SWARM_TASK_ID".to_owned(), id.to_owned()),
+                        ("SWARM_MODE".to_owned(), "write".to_owned()),
+                        ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
+                        ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+                    ])
+                    .collect(),
                 timeout: task.timeout.unwrap_or(settings.task_timeout),
                 stall: settings.stall_timeout,
                 header: format!(
@@ -364,6 +369,7 @@ impl MergeQueue {
             parser: cli.map(|p| p.parser),
             deps_dir: None,
             user_checkout: run.repo.workdir().to_owned(),
+            session: None,
         };
         let id = id.to_owned();
         run.record.task_event(

@@ -13,7 +13,6 @@ mod attempt;
 mod checkouts;
 mod dag;
 mod dispatch;
-mod endpoint;
 mod goal;
 mod job;
 mod merge;
@@ -54,6 +53,8 @@ pub struct Settings {
     pub on_escalate: Option<String>,
     /// Before parking a conflicting writer, let its agent try once to resolve the conflict.
     pub resolve_conflicts: bool,
+    /// A retry never continues the session of the attempt it follows.
+    pub fresh_retries: bool,
     /// The model client of the built-in agent, when it is configured.
     pub llm: Option<crate::llm::Client>,
     pub builtin: BuiltinLimits,

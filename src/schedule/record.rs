@@ -6,8 +6,8 @@ use std::path::Path;
 
 use crate::git::CommitId;
 use crate::store::{
-    AttemptEnd, Board, Event, GoalRecord, GoalStatus, Need, Parking, RunEvent, TaskStatus,
-    TaskUpdate, now_ms,
+    AttemptEnd, AttemptStart, Board, Event, GoalRecord, GoalStatus, Need, Parking, RunEvent,
+    TaskStatus, TaskUpdate, now_ms,
 };
 
 use super::job::Report;
@@ -63,12 +63,18 @@ impl<'a> Recorder<'a> {
         attempt: u32,
         transcript: &Path,
         cwd: &Path,
+        session: Option<&str>,
+        continued: bool,
     ) -> anyhow::Result<()> {
         self.board.start_attempt(
             &self.run,
             task,
-            attempt,
-            &transcript.display().to_string(),
+            &AttemptStart {
+                number: attempt,
+                transcript: &transcript.display().to_string(),
+                session,
+                continued,
+            },
             &Event::task(
                 task,
                 RunEvent::TaskStarted {
@@ -77,6 +83,11 @@ impl<'a> Recorder<'a> {
                 },
             ),
         )
+    }
+
+    /// The agent's session task `task`'s next attempt continues, or none.
+    pub(super) fn session(&mut self, task: &str, session: Option<&str>) -> anyhow::Result<()> {
+        self.board.set_session(&self.run, task, session)
     }
 
     /// A writer's attempt starts from `start` in its checkout `cwd` on `branch`.

@@ -26,6 +26,8 @@ pub(super) struct Slot {
     /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
     pub(super) conflict: Vec<String>,
     pub(super) resolver_tried: bool,
+    /// The agent's session the next attempt continues, if it is to.
+    pub(super) session: Option<String>,
 }
 
 impl Slot {
@@ -42,6 +44,7 @@ impl Slot {
             cost: None,
             conflict: Vec::new(),
             resolver_tried: false,
+            session: None,
         }
     }
 

@@ -19,8 +19,8 @@ mod write;
 pub use event::{Logged, Moved, Parking, RunEvent};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use record::{
-    AttemptEnd, Event, GoalRecord, GoalStatus, Need, QueueItem, QueueRemoval, RunRecord, RunStatus,
-    TaskRecord, TaskStatus, TaskUpdate,
+    AttemptEnd, AttemptStart, Event, GoalRecord, GoalStatus, Need, QueueItem, QueueRemoval,
+    RunRecord, RunStatus, TaskRecord, TaskStatus, TaskUpdate,
 };
 use schema::migrate;
 use write::{append_event, apply_update, insert_goals};
@@ -210,22 +210,32 @@ impl Board {
             .flatten())
     }
 
-    /// Starts an attempt: the task is running and the attempt is recorded.
+    /// Starts an attempt: the task is running and the attempt is recorded, with the agent's
+    /// session when it is known up front (the next attempt continues it, should this one be
+    /// cut short) and whether it continues an earlier one.
     pub fn start_attempt(
         &mut self,
         run: &str,
         task: &str,
-        number: u32,
-        transcript: &str,
+        start: &AttemptStart<'_>,
         event: &Event<'_>,
     ) -> anyhow::Result<()> {
+        let AttemptStart {
+            number,
+            transcript,
+            session,
+            continued,
+        } = *start;
         let now = now_ms();
         let tx = self.conn.transaction()?;
         tx.prepare_cached(
-            "INSERT OR REPLACE INTO attempts (run_id, task_id, number, started_at, transcript)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT OR REPLACE INTO attempts
+                 (run_id, task_id, number, started_at, transcript, session, continued)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
-        .execute(params![run, task, number, now, transcript])?;
+        .execute(params![
+            run, task, number, now, transcript, session, continued
+        ])?;
         apply_update(
             &tx,
             run,
@@ -235,6 +245,7 @@ impl Board {
                 attempts: Some(number),
                 transcript: Some(transcript),
                 started_at: Some(now),
+                session: Some(session),
                 ..TaskUpdate::default()
             },
         )?;
@@ -403,7 +414,8 @@ impl Board {
     pub fn load_tasks(&self, run: &str) -> anyhow::Result<Vec<TaskRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, spec, status, attempts, failures, result, error, transcript, started_at,
-                    finished_at, elapsed_ms, branch, start_commit, commit_id, tokens, cost
+                    finished_at, elapsed_ms, branch, start_commit, commit_id, tokens, cost,
+                    session
              FROM tasks WHERE run_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([run], |r| {
@@ -428,6 +440,7 @@ impl Board {
                     commit_id: r.get(13)?,
                     tokens: r.get::<_, i64>(14)?.max(0) as u64,
                     cost: r.get(15)?,
+                    session: r.get(16)?,
                 },
             ))
         })?;
@@ -444,6 +457,37 @@ impl Board {
 
     /// Attempts of a run whose outcome is not success, for reports: (task, number, outcome,
     /// transcript).
+    /// The attempts of a run that continued an earlier attempt's session: (task, number).
+    pub fn continued_attempts(&self, run: &str) -> anyhow::Result<Vec<(String, u32)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT task_id, number FROM attempts WHERE run_id = ?1 AND continued != 0
+             ORDER BY task_id, number",
+        )?;
+        let rows = stmt.query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Sets (or clears) the session a task's next attempt continues.
+    pub fn set_session(
+        &mut self,
+        run: &str,
+        task: &str,
+        session: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        apply_update(
+            &tx,
+            run,
+            task,
+            &TaskUpdate {
+                session: Some(session),
+                ..TaskUpdate::default()
+            },
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
     pub fn failed_attempts(&self, run: &str) -> anyhow::Result<Vec<(String, u32, String, String)>> {
         let mut stmt = self.conn.prepare(
             "SELECT task_id, number, COALESCE(outcome, 'unfinished'), transcript FROM attempts

@@ -118,6 +118,8 @@ pub struct TaskRecord {
     pub tokens: u64,
     /// Cost in US dollars where the agent reports it; `None` is unknown, never zero.
     pub cost: Option<f64>,
+    /// The agent's own session its next attempt continues, if any.
+    pub session: Option<String>,
 }
 
 /// Where a goal of a run stands.
@@ -245,6 +247,22 @@ pub struct TaskUpdate<'a> {
     pub commit_id: Option<&'a str>,
     pub tokens: Option<u64>,
     pub cost: Option<f64>,
+    /// The session the next attempt continues; `Some(None)` clears it.
+    #[expect(
+        clippy::option_option,
+        reason = "unset, cleared and set are three different updates"
+    )]
+    pub session: Option<Option<&'a str>>,
+}
+
+/// An attempt as it starts: its number, transcript, the agent session it runs in where known,
+/// and whether that continues an earlier attempt's.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptStart<'a> {
+    pub number: u32,
+    pub transcript: &'a str,
+    pub session: Option<&'a str>,
+    pub continued: bool,
 }
 
 /// How an attempt ended, as recorded.

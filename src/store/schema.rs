@@ -100,6 +100,13 @@ CREATE TABLE queue (
     r"
 ALTER TABLE runs ADD COLUMN tip TEXT;
 ",
+    // The agent's own session a task's next attempt continues (NULL: it starts afresh), and
+    // for each attempt the session it ran in and whether it continued an earlier one.
+    r"
+ALTER TABLE tasks ADD COLUMN session TEXT;
+ALTER TABLE attempts ADD COLUMN session TEXT;
+ALTER TABLE attempts ADD COLUMN continued INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {

@@ -63,6 +63,9 @@ pub(super) fn apply_update(
     if let Some(c) = u.cost {
         set("cost", V::Real(c));
     }
+    if let Some(s) = u.session {
+        set("session", s.map_or(V::Null, text));
+    }
     if sets.is_empty() {
         return Ok(());
     }

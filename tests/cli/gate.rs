@@ -37,6 +37,17 @@ impl Gate {
         )
     }
 
+    /// The same for the first agent only: a later one (the attempt a resumed run makes again)
+    /// passes without stopping.
+    pub fn shell_once(&self) -> String {
+        let passed = self.reached.with_extension("passed");
+        format!(
+            "{{ [ -e '{0}' ] || {{ touch '{0}' && {1}; }}; }}",
+            passed.display(),
+            self.shell()
+        )
+    }
+
     /// Waits until an agent has reached the gate; panics if `swarm` ends first.
     pub fn reached(&self, swarm: &mut Child) {
         let (tx, rx) = mpsc::channel();

@@ -653,7 +653,7 @@ fn ctrl_c_while_planning_stops_resumably_and_resume_plans_the_goal_again() {
             agent_reply(req)
         }
     });
-    let child = repo
+    let mut child = repo
         .swarm_cmd()
         .env("SWARM_API_BASE", llm.base_url())
         .env("SWARM_API_KEY", "sk-canary-key-0123456789")
@@ -662,14 +662,7 @@ fn ctrl_c_while_planning_stops_resumably_and_resume_plans_the_goal_again() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let waiting = std::time::Instant::now();
-    while llm.requests().is_empty() {
-        assert!(
-            waiting.elapsed() < std::time::Duration::from_secs(30),
-            "no request came"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    llm.await_requests_from(&mut child, |requests| !requests.is_empty());
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

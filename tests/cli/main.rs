@@ -11,6 +11,7 @@ mod generated;
 mod goal;
 mod goals;
 mod landing;
+pub mod lifeline;
 pub mod model_server;
 mod outputs;
 mod real_agents;
@@ -276,6 +277,20 @@ pub fn assert_exit(o: &Output, expected: i32) {
     );
 }
 
+/// Reads `swarm`'s output (its stderr or stdout pipe) line by line until a line containing
+/// `text`, and returns every line read; panics if the output ends first (swarm exited).
+pub fn read_until(output: &mut impl std::io::BufRead, text: &str) -> String {
+    let mut read = String::new();
+    loop {
+        let start = read.len();
+        let n = output.read_line(&mut read).unwrap();
+        assert!(n > 0, "swarm's output ended before {text:?}:\n{read}");
+        if read[start..].contains(text) {
+            return read;
+        }
+    }
+}
+
 /// A file system of a test's own, small enough to fill: a tmpfs, unmounted when dropped.
 pub struct SmallDisk(PathBuf);
 
@@ -318,4 +333,16 @@ impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
+}
+
+/// Shell words for a `run` task that waits until the run's event log shows an event of `kind`
+/// for `task` (a merge, a failure), so tasks are ordered by what happened, not by sleeps. The
+/// wait gives up after about 30 s and the task goes on, so a run that never gets there fails
+/// the test's assertions instead of hanging it.
+pub fn after_event(repo: &TestRepo, kind: &str, task: &str) -> String {
+    let log = repo.swarm_dir().join("runs");
+    format!(
+        "for _ in $(seq 3000); do grep -q '\"kind\":\"{kind}\",\"seq\":[0-9]*,\"task\":\"{task}\"' '{}'/\"$SWARM_RUN_ID\"/events.jsonl && break; sleep 0.01; done",
+        log.display()
+    )
 }

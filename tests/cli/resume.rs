@@ -65,6 +65,8 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     // As they were, with the options added since unset.
     let mut expected = old.clone();
     expected["endpoint_wait"] = serde_json::Value::Null;
+    expected["fresh_retries"] = false.into();
+    expected["kill_grace"] = serde_json::Value::Null;
     assert_eq!(now, expected);
     // `status --json` shows them so too, without the record's version.
     assert_eq!(status_json(&repo)["run"]["options"], expected);

@@ -3,11 +3,12 @@
 //! same repository fails fast.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{alive, finish, lines_of, path_arg, run_dirs, sh, task_file, task_status, wait_for};
+use super::{alive, lines_of, path_arg, run_dirs, sh, task_file, task_status};
+use crate::gate::Gate;
+use crate::lifeline::Lifeline;
 use crate::{
     TestRepo, assert_exit, extra_worktrees, outside, status_json, stderr, stdout, tasks_with_status,
 };
@@ -16,6 +17,8 @@ use crate::{
 fn killed_run_resumes_without_rerunning_finished_tasks() {
     let repo = TestRepo::new();
     let log = outside(&repo, "ran.log");
+    // The kill comes while the fifth task of the chain runs (its first attempt only).
+    let gate = Gate::new(&outside(&repo, "gates"), "t04");
     let tasks: Vec<Value> = (0..20)
         .map(|i| {
             let deps: Vec<String> = if i == 0 {
@@ -23,9 +26,10 @@ fn killed_run_resumes_without_rerunning_finished_tasks() {
             } else {
                 vec![format!("t{:02}", i - 1)]
             };
+            let ran = format!("echo \"$SWARM_TASK_ID\" >> {}", sh(&log));
             json!({
                 "id": format!("t{i:02}"),
-                "run": format!("sleep 0.3; echo \"$SWARM_TASK_ID\" >> {}", sh(&log)),
+                "run": if i == 4 { format!("{} && {ran}", gate.shell_once()) } else { ran },
                 "deps": deps,
                 "mode": "read",
             })
@@ -39,9 +43,7 @@ fn killed_run_resumes_without_rerunning_finished_tasks() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("four tasks to finish", Duration::from_secs(20), || {
-        lines_of(&log).len() >= 4
-    });
+    gate.reached(&mut child);
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -51,12 +53,9 @@ fn killed_run_resumes_without_rerunning_finished_tasks() {
         "a killed run cannot have recorded an end"
     );
     let done = tasks_with_status(&status, "done");
-    assert!(
-        done.len() >= 2,
-        "too few tasks were done before the kill: {done:?}"
-    );
-    assert!(done.len() < 20, "the run finished before the kill");
+    assert_eq!(done, ["t00", "t01", "t02", "t03"], "{status:#}");
 
+    // The task the kill cut short was left running, at its gate: the resume stops it.
     let out = repo.swarm(&["resume"]);
     assert_exit(&out, 0);
     let status = status_json(&repo);
@@ -87,23 +86,16 @@ fn killed_run_resumes_without_rerunning_finished_tasks() {
 #[test]
 fn second_run_in_the_same_repository_fails_fast_naming_the_holder() {
     let repo = TestRepo::new();
-    let started = outside(&repo, "started");
-    // The first run holds the lock until the test lets it go: a second run that waited for the
-    // lock would never end.
-    let release = outside(&repo, "release");
+    // The first run holds the lock until the test lets its task go: a second run that waited
+    // for the lock would never end.
+    let gate = Gate::new(&outside(&repo, "gates"), "slow");
     let slow = task_file(
         &repo,
-        &[
-            json!({"id": "slow", "run": format!("touch {}; until [ -e {} ]; do sleep 0.02; done", sh(&started), sh(&release)), "mode": "read"}),
-        ],
+        &[json!({"id": "slow", "run": gate.shell(), "mode": "read"})],
     );
-    let first = repo.spawn(&["run", path_arg(&slow), "-q"]);
+    let mut first = repo.spawn(&["run", path_arg(&slow), "-q"]);
     let holder_pid = first.id();
-    wait_for(
-        "the first run's task to start",
-        Duration::from_secs(10),
-        || started.exists(),
-    );
+    gate.reached(&mut first);
     let runs = run_dirs(&repo);
     assert_eq!(runs.len(), 1);
     let run_id = runs[0].file_name().unwrap().to_str().unwrap().to_owned();
@@ -116,8 +108,7 @@ fn second_run_in_the_same_repository_fails_fast_naming_the_holder() {
             + "\n",
     )
     .unwrap();
-    let second = repo.spawn(&["run", path_arg(&other)]);
-    let second = finish(second, Duration::from_secs(60));
+    let second = repo.swarm(&["run", path_arg(&other)]);
     assert_exit(&second, 4);
     let err = stderr(&second);
     assert!(
@@ -130,8 +121,8 @@ fn second_run_in_the_same_repository_fails_fast_naming_the_holder() {
     );
     assert!(!marker.exists(), "the second run ran a task");
 
-    std::fs::write(&release, "").unwrap();
-    let out = finish(first, Duration::from_secs(60));
+    gate.release();
+    let out = first.wait_with_output().unwrap();
     assert_exit(&out, 0);
     let again = repo.swarm(&["run", path_arg(&other)]);
     assert_exit(&again, 0);
@@ -144,11 +135,12 @@ fn second_run_in_the_same_repository_fails_fast_naming_the_holder() {
 #[test]
 fn killed_holder_does_not_block_a_resume() {
     let repo = TestRepo::new();
-    let started = outside(&repo, "started");
+    // The first attempt of `slow` holds the run until the kill; the resumed one passes.
+    let gate = Gate::new(&outside(&repo, "gates"), "slow");
     let tasks = task_file(
         &repo,
         &[
-            json!({"id": "slow", "run": format!("touch {}; sleep 1", sh(&started)), "mode": "read"}),
+            json!({"id": "slow", "run": gate.shell_once(), "mode": "read"}),
             json!({"id": "next", "run": "echo next", "deps": ["slow"], "mode": "read"}),
         ],
     );
@@ -158,9 +150,7 @@ fn killed_holder_does_not_block_a_resume() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the task to start", Duration::from_secs(10), || {
-        started.exists()
-    });
+    gate.reached(&mut child);
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -175,13 +165,24 @@ fn killed_holder_does_not_block_a_resume() {
 fn resume_stops_agents_a_killed_swarm_left_running() {
     let repo = TestRepo::new();
     let pidfile = outside(&repo, "pid");
+    let survived = outside(&repo, "survived");
+    let dir = outside(&repo, "gates");
+    let gate = Gate::new(&dir, "stubborn");
+    let mut lifeline = Lifeline::new(&dir, "stubborn");
+    // The first attempt leaves a process that, unless stopped, ends by itself a minute later
+    // and says so; the attempt after the resume succeeds at once.
     let tasks = task_file(
         &repo,
         &[json!({
             "id": "stubborn",
-            "run": format!("sleep 60 & echo $! > {}; wait", sh(&pidfile)),
+            "run": format!(
+                "[ -e {pid} ] && exit 0; {}; (sleep 60; touch {}) & echo $! > {pid}; {}; wait",
+                lifeline.shell(),
+                sh(&survived),
+                gate.shell(),
+                pid = sh(&pidfile),
+            ),
             "mode": "read",
-            "timeout": 3,
         })],
     );
     let mut child = repo
@@ -190,9 +191,8 @@ fn resume_stops_agents_a_killed_swarm_left_running() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the task to start", Duration::from_secs(10), || {
-        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
-    });
+    gate.reached(&mut child);
+    gate.release();
     child.kill().unwrap();
     child.wait().unwrap();
     let orphan: u32 = std::fs::read_to_string(&pidfile)
@@ -201,29 +201,24 @@ fn resume_stops_agents_a_killed_swarm_left_running() {
         .parse()
         .unwrap();
     assert!(alive(orphan), "the agent should outlive a kill -9 of swarm");
-    std::fs::remove_file(&pidfile).unwrap();
 
-    // The resumed attempt is stopped by its timeout; what matters is the orphan.
-    let resumed = repo
-        .swarm_cmd()
-        .args(["resume", "-q", "--retries", "0"])
-        .output()
-        .unwrap();
-    assert_exit(&resumed, 1);
-    wait_for("the orphan to be killed", Duration::from_secs(5), || {
-        !alive(orphan)
-    });
+    let resumed = repo.swarm_cmd().args(["resume", "-q"]).output().unwrap();
+    assert_exit(&resumed, 0);
+    // Every process of the first attempt is gone, and not by reaching its end.
+    assert_eq!(lifeline.ended(), 1);
+    assert!(!survived.exists(), "the orphan ran to its end");
 }
 
 #[test]
 fn gc_removes_the_deps_files_a_killed_run_left() {
     let repo = TestRepo::new();
     let seen = outside(&repo, "deps-dir");
+    let gate = Gate::new(&outside(&repo, "gates"), "b");
     let tasks = task_file(
         &repo,
         &[
             json!({"id": "a", "run": "echo alpha", "mode": "read"}),
-            json!({"id": "b", "run": format!("echo \"$SWARM_DEPS_DIR\" > {}; sleep 3", sh(&seen)), "deps": ["a"], "mode": "read"}),
+            json!({"id": "b", "run": format!("echo \"$SWARM_DEPS_DIR\" > {}; {}", sh(&seen), gate.shell()), "deps": ["a"], "mode": "read"}),
         ],
     );
     let mut child = repo
@@ -233,11 +228,11 @@ fn gc_removes_the_deps_files_a_killed_run_left() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("b to start", Duration::from_secs(10), || {
-        std::fs::read_to_string(&seen).is_ok_and(|s| s.ends_with('\n'))
-    });
+    gate.reached(&mut child);
     child.kill().unwrap();
     child.wait().unwrap();
+    // The agent the kill left goes on to its end.
+    gate.release();
     let dir = PathBuf::from(std::fs::read_to_string(&seen).unwrap().trim());
     assert!(dir.join("a.txt").exists(), "{}", dir.display());
     let dry = repo.swarm(&["gc", "--dry-run"]);
@@ -256,25 +251,26 @@ fn gc_removes_the_deps_files_a_killed_run_left() {
 fn a_run_that_fails_inside_stops_its_agents_before_it_exits() {
     let repo = TestRepo::new();
     let pid_file = outside(&repo, "pid");
-    let go = outside(&repo, "go");
+    let dir = outside(&repo, "gates");
+    let (long, short) = (Gate::new(&dir, "long"), Gate::new(&dir, "short"));
     let tasks = task_file(
         &repo,
         &[
-            json!({"id": "long", "run": format!("echo $$ > {}; exec sleep 60", sh(&pid_file)), "mode": "read"}),
-            json!({"id": "short", "run": format!("until [ -e {} ]; do sleep 0.02; done", sh(&go)), "mode": "read"}),
+            json!({"id": "long", "run": format!("echo $$ > {} && {} && exec sleep 60", sh(&pid_file), long.shell()), "mode": "read"}),
+            json!({"id": "short", "run": short.shell(), "mode": "read"}),
         ],
     );
-    let child = repo.spawn(&["run", "-j", "2", path_arg(&tasks)]);
-    wait_for("the long task to start", Duration::from_secs(10), || {
-        !lines_of(&pid_file).is_empty()
-    });
+    let mut child = repo.spawn(&["run", "-j", "2", path_arg(&tasks)]);
+    long.reached(&mut child);
+    long.release();
     let pid: u32 = lines_of(&pid_file)[0].parse().unwrap();
+    short.reached(&mut child);
     // Another process holds the board, so swarm cannot record the short task's end: its run
     // loop fails.
     let board = rusqlite::Connection::open(repo.swarm_dir().join("board.db")).unwrap();
     board.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    std::fs::write(&go, "").unwrap();
-    let out = finish(child, Duration::from_secs(60));
+    short.release();
+    let out = child.wait_with_output().unwrap();
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("locked"), "{}", stderr(&out));
     assert!(!alive(pid), "the long task outlived swarm");

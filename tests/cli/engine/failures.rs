@@ -2,13 +2,11 @@
 //! `logs` show of a failed task.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::json;
 
-use super::{
-    alive, finish, lines_of, path_arg, run_dirs, sh, task_field, task_file, task_status, wait_for,
-};
+use super::{lines_of, path_arg, run_dirs, sh, task_field, task_file, task_status};
+use crate::lifeline::Lifeline;
 use crate::{TestRepo, assert_exit, outside, status_json, stdout};
 
 #[test]
@@ -87,19 +85,18 @@ fn failing_task_is_retried_then_its_dependents_are_skipped() {
 #[test]
 fn task_ignoring_sigterm_is_killed_with_its_children_on_timeout() {
     let repo = TestRepo::new();
-    let child_pid = outside(&repo, "child.pid");
-    let shell_pid = outside(&repo, "shell.pid");
-    // The loop ends by itself after ~10 s and leaves `survived`, so a swarm that never kills
-    // it fails this test instead of hanging it; `sleep 30` inherits the ignored SIGTERM.
+    let mut lifeline = Lifeline::new(&outside(&repo, "lifelines"), "stuck");
+    // The shell and its child each end by themselves after 30 s and leave `survived`, so a
+    // swarm that never kills them fails this test instead of hanging it; the child inherits
+    // the ignored SIGTERM.
     let survived = outside(&repo, "survived");
     let cmd = format!(
-        "trap '' TERM; sleep 30 & echo $! > {}; echo $$ > {}; i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; touch {}",
-        sh(&child_pid),
-        sh(&shell_pid),
-        sh(&survived)
+        "{}; trap '' TERM; (sleep 30; touch {s}) & sleep 30; touch {s}",
+        lifeline.shell(),
+        s = sh(&survived)
     );
     let tasks = task_file(&repo, &[json!({"id": "stuck", "run": cmd, "mode": "read"})]);
-    let child = repo.spawn(&[
+    let out = repo.swarm(&[
         "run",
         path_arg(&tasks),
         "--task-timeout",
@@ -107,19 +104,11 @@ fn task_ignoring_sigterm_is_killed_with_its_children_on_timeout() {
         "--retries",
         "0",
     ]);
-    let out = finish(child, Duration::from_secs(60));
     assert_exit(&out, 1);
-    assert!(!survived.exists(), "the task ran to its end: no timeout");
 
-    let pids: Vec<u32> = [&child_pid, &shell_pid]
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
-        .collect();
-    wait_for(
-        "the attempt's processes to be gone",
-        Duration::from_secs(3),
-        || pids.iter().all(|&p| !alive(p)),
-    );
+    // Every process of the attempt is gone, and not by reaching its end.
+    assert_eq!(lifeline.ended(), 1);
+    assert!(!survived.exists(), "the task ran to its end: no timeout");
 
     let status = status_json(&repo);
     assert_eq!(task_status(&status, "stuck"), "failed");
@@ -146,7 +135,7 @@ fn a_silent_attempt_is_stopped_as_hung_and_one_that_keeps_talking_is_not() {
             json!({"id": "talker", "run": "for i in 1 2 3 4 5 6 7 8; do echo tick $i >&2; sleep 0.3; done; echo done", "mode": "read"}),
         ],
     );
-    let child = repo.spawn(&[
+    let out = repo.swarm(&[
         "run",
         path_arg(&tasks),
         "--stall-timeout",
@@ -154,7 +143,6 @@ fn a_silent_attempt_is_stopped_as_hung_and_one_that_keeps_talking_is_not() {
         "--retries",
         "0",
     ]);
-    let out = finish(child, Duration::from_secs(60));
     assert_exit(&out, 1);
     let status = status_json(&repo);
     assert_eq!(task_status(&status, "talker"), "done");

@@ -1,42 +1,57 @@
 //! Ctrl-C: the first interrupts the run gracefully, the second kills the tasks at once; either
 //! way the run resumes.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::io::{BufReader, Read as _};
+use std::process::Child;
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use serde_json::json;
 
-use super::{alive, finish, lines_of, path_arg, sh, task_file, task_status, wait_for};
-use crate::{TestRepo, assert_exit, extra_worktrees, outside, status_json, stderr, stdout};
+use super::{path_arg, sh, task_file, task_status};
+use crate::gate::Gate;
+use crate::lifeline::Lifeline;
+use crate::{TestRepo, assert_exit, extra_worktrees, outside, read_until, status_json, stdout};
+
+/// Sends `signal` to swarm at once (no `kill` process to start first).
+fn signal(swarm: &Child, signal: Signal) {
+    kill(Pid::from_raw(swarm.id() as i32), signal).unwrap();
+}
 
 #[test]
 fn sigint_interrupts_the_run_and_resume_completes_it() {
     let repo = TestRepo::new();
-    let started = outside(&repo, "started");
     let ended = outside(&repo, "ended");
-    // Until it exists, the first attempts sleep far longer than the test waits for the run.
-    let go = outside(&repo, "go");
+    let dir = outside(&repo, "gates");
+    let (a, b) = (Gate::new(&dir, "a"), Gate::new(&dir, "b"));
+    // The first attempts take far longer than the interrupt may wait; the attempts after the
+    // resume end at once.
+    let first_attempt = |id: &str, gate: &Gate| {
+        let first = outside(&repo, &format!("{id}-ran"));
+        format!(
+            "[ -e {first} ] && exit 0; touch {first}; {}; sleep 30; touch {}",
+            gate.shell(),
+            sh(&ended),
+            first = sh(&first),
+        )
+    };
     let tasks = task_file(
         &repo,
         &[
-            json!({"id": "a", "run": format!("echo a >> {}; [ -e {go} ] || sleep 30; touch {}", sh(&started), sh(&ended), go = sh(&go)), "mode": "read"}),
-            json!({"id": "b", "run": format!("echo b >> {}; [ -e {go} ] || sleep 30; touch {}", sh(&started), sh(&ended), go = sh(&go)), "mode": "read"}),
+            json!({"id": "a", "run": first_attempt("a", &a), "mode": "read"}),
+            json!({"id": "b", "run": first_attempt("b", &b), "mode": "read"}),
             json!({"id": "c", "run": "echo c", "deps": ["a", "b"], "mode": "read"}),
         ],
     );
-    let child = repo.spawn(&["run", path_arg(&tasks)]);
-    wait_for("both tasks to start", Duration::from_secs(10), || {
-        lines_of(&started).len() >= 2
-    });
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let out = finish(child, Duration::from_secs(25));
+    let mut child = repo.spawn(&["run", path_arg(&tasks)]);
+    for gate in [&a, &b] {
+        gate.reached(&mut child);
+        gate.release();
+    }
+    signal(&child, Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
     assert_exit(&out, 75);
     assert!(!ended.exists(), "the interrupt waited for the tasks to end");
-    std::fs::write(&go, "").unwrap();
 
     let shown = repo.swarm(&["status"]);
     assert_exit(&shown, 0);
@@ -66,56 +81,45 @@ fn sigint_interrupts_the_run_and_resume_completes_it() {
 fn second_sigint_kills_tasks_at_once_and_the_run_stays_resumable() {
     let repo = TestRepo::new();
     let flag = outside(&repo, "first-attempt");
-    let child_pid = outside(&repo, "child.pid");
+    let survived = outside(&repo, "survived");
+    let dir = outside(&repo, "gates");
+    let gate = Gate::new(&dir, "stubborn");
+    let mut lifeline = Lifeline::new(&dir, "stubborn");
     // The first attempt ignores SIGTERM (so the first Ctrl-C cannot end it before the grace
-    // period); the attempt after the resume succeeds at once.
+    // period) and leaves a process that, unless killed, ends by itself and says so; the attempt
+    // after the resume succeeds at once.
     let cmd = format!(
-        "if [ -e {flag} ]; then echo again; exit 0; fi; touch {flag}; trap '' TERM; sleep 30 & echo $! > {pid}; wait",
+        "if [ -e {flag} ]; then echo again; exit 0; fi; touch {flag}; {}; trap '' TERM; (sleep 30; touch {}) & {}; wait",
+        lifeline.shell(),
+        sh(&survived),
+        gate.shell(),
         flag = sh(&flag),
-        pid = sh(&child_pid)
     );
     let tasks = task_file(
         &repo,
         &[json!({"id": "stubborn", "run": cmd, "mode": "read"})],
     );
-    let child = repo.spawn(&["run", path_arg(&tasks)]);
-    let pid = child.id().to_string();
-    wait_for("the task to start", Duration::from_secs(10), || {
-        std::fs::read_to_string(&child_pid).is_ok_and(|p| p.ends_with('\n'))
-    });
-    let grandchild: u32 = std::fs::read_to_string(&child_pid)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    let t = Instant::now();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let out = finish(child, Duration::from_secs(15));
-    assert!(
-        t.elapsed() < Duration::from_millis(1500),
-        "the second Ctrl-C waited {:?} (the kill grace is 2 s)",
-        t.elapsed()
-    );
-    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
-    wait_for(
-        "the task's child to be killed",
-        Duration::from_secs(2),
-        || !alive(grandchild),
-    );
+    // A grace far longer than any delay between the two signals, however loaded the machine.
+    let mut child = repo.spawn(&["run", path_arg(&tasks), "--kill-grace", "10m"]);
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    gate.reached(&mut child);
+    gate.release();
+    signal(&child, Signal::SIGINT);
+    // Two signals sent at once may arrive as one: the second goes once the first is taken.
+    read_until(&mut stderr, "press Ctrl-C again to kill now");
+    signal(&child, Signal::SIGINT);
+    let mut said = String::new();
+    stderr.read_to_string(&mut said).unwrap();
+    let out = child.wait_with_output().unwrap();
+
+    assert_exit(&out, 75);
+    // Killed at once, not at the end of the grace (after which swarm would have recorded the
+    // attempt and the run as interrupted): the board is as a `kill -9` leaves it.
+    assert!(!said.contains("Interrupted"), "{said}");
+    assert_eq!(status_json(&repo)["run"]["status"], "running");
+    // Every process of the attempt is gone, and not by reaching its end.
+    assert_eq!(lifeline.ended(), 1);
+    assert!(!survived.exists(), "the task's child ran to its end");
 
     let resumed = repo.swarm(&["resume"]);
     assert_exit(&resumed, 0);
@@ -125,7 +129,10 @@ fn second_sigint_kills_tasks_at_once_and_the_run_stays_resumable() {
 #[test]
 fn a_second_signal_while_the_escalation_hook_runs_kills_it_and_swarm_at_once() {
     let repo = TestRepo::new();
-    let hooked = outside(&repo, "hook.pid");
+    let finished = outside(&repo, "hook-finished");
+    let dir = outside(&repo, "gates");
+    let gate = Gate::new(&dir, "hook");
+    let mut lifeline = Lifeline::new(&dir, "hook");
     // Two writers of one file: the second to merge conflicts, is parked, and escalated.
     let tasks = task_file(
         &repo,
@@ -134,26 +141,28 @@ fn a_second_signal_while_the_escalation_hook_runs_kills_it_and_swarm_at_once() {
             json!({"id": "b", "run": "echo b > same.txt"}),
         ],
     );
-    let hook = format!("echo $$ > {}; exec sleep 60", sh(&hooked));
-    let child = repo.spawn(&["run", "-j", "2", "--on-escalate", &hook, path_arg(&tasks)]);
-    wait_for("the hook to start", Duration::from_secs(20), || {
-        std::fs::read_to_string(&hooked).is_ok_and(|p| p.ends_with('\n'))
-    });
-    let hook_pid: u32 = lines_of(&hooked)[0].parse().unwrap();
+    // The hook ignores SIGTERM, so the first signal cannot end it, and would take five minutes.
+    let hook = format!(
+        "{}; trap '' TERM; {}; sleep 300; touch {}",
+        lifeline.shell(),
+        gate.shell(),
+        sh(&finished)
+    );
+    let mut child = repo.spawn(&["run", "-j", "2", "--on-escalate", &hook, path_arg(&tasks)]);
+    gate.reached(&mut child);
+    gate.release();
     // The owner thread waits for the hook; two signals of different kinds are never merged
     // into one on the way.
-    for signal in ["-INT", "-TERM"] {
-        let kill = Command::new("kill")
-            .args([signal, &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(kill.success());
-    }
-    let out = finish(child, Duration::from_secs(30));
+    signal(&child, Signal::SIGINT);
+    signal(&child, Signal::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+
     assert_exit(&out, 75);
-    wait_for("the hook to be killed", Duration::from_secs(5), || {
-        !alive(hook_pid)
-    });
+    // Not at the end of the grace, after which the run would have been recorded as ended.
+    assert_eq!(status_json(&repo)["run"]["status"], "running");
+    // The hook is gone, and not by reaching its end.
+    assert_eq!(lifeline.ended(), 1);
+    assert!(!finished.exists(), "the hook ran to its end");
 }
 
 #[test]
@@ -176,7 +185,7 @@ fn escalation_hooks_run_while_the_run_goes_on() {
         sh(&started)
     );
     let child = repo.spawn(&["run", "-j", "3", "--on-escalate", &hook, path_arg(&tasks)]);
-    let out = finish(child, Duration::from_secs(45));
+    let out = child.wait_with_output().unwrap();
     assert_exit(&out, 3);
     let status = status_json(&repo);
     let run = status["run"]["id"].as_str().unwrap().to_owned();

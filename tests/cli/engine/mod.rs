@@ -10,8 +10,6 @@ mod scheduling;
 mod task_files;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -63,35 +61,12 @@ fn swarm_branches(repo: &TestRepo) -> String {
     repo.git(&["branch", "--list", "swarm/*"])
 }
 
-/// Polls `cond` every 20 ms; panics naming `what` after `limit`.
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn lines_of(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
         .map(str::to_owned)
         .collect()
-}
-
-/// Waits for a spawned swarm, with a limit, and returns its output.
-pub(crate) fn finish(child: Child, limit: Duration) -> Output {
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    if let Ok(out) = rx.recv_timeout(limit) {
-        return out.unwrap();
-    }
-    let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
-    panic!("swarm (pid {id}) did not end within {limit:?}");
 }
 
 /// Whether a process exists and is not a zombie (a zombie has been killed, only not reaped).

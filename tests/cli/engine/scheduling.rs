@@ -25,12 +25,15 @@ fn max_overlap(intervals: &[(f64, f64)]) -> usize {
 }
 
 /// Runs 8 independent one-second readers with `-j jobs`; returns (max overlap, wall time).
+/// No task goes on before `jobs` tasks have started, so as many run at once as swarm lets.
 fn eight_sleepers(jobs: &str) -> (usize, Duration) {
     let repo = TestRepo::new();
     let log = outside(&repo, "intervals.log");
+    let starts = outside(&repo, "starts.log");
     let cmd = format!(
-        "s=$(date +%s.%N); sleep 1; e=$(date +%s.%N); echo \"$s $e\" >> {}",
-        sh(&log)
+        "s=$(date +%s.%N); echo >> {starts}; until [ \"$(wc -l < {starts})\" -ge {jobs} ]; do sleep 0.01; done; sleep 1; e=$(date +%s.%N); echo \"$s $e\" >> {}",
+        sh(&log),
+        starts = sh(&starts),
     );
     let tasks: Vec<Value> = (0..8)
         .map(|i| json!({"id": format!("t{i}"), "run": cmd, "mode": "read"}))

@@ -39,11 +39,24 @@
 //!   (a `RESET_IN: <seconds>` line in the prompt moves the reset);
 //!   codex: `error` and `turn.failed` saying `You've hit your usage limit. Try again in 3
 //!   seconds.`, exit 1 (real codex prints minutes or a clock time; seconds keep tests fast);
-//! - `hang-after-result`: a normal run, then `sleep 600`;
-//! - `grandchild`: starts `sleep 600` in the background holding stdout, then a normal run;
+//! - `denied`: claude: a writer whose `Write` of the file was refused: it writes nothing and
+//!   answers as a success, with the refusal only in `permission_denials`, as Claude Code does;
+//! - `hang-after-result`: a normal run, then ten minutes of sleep;
+//! - `hang-after-edit`: claude: a writer edits, then hangs (`sleep 600`) before its result, as
+//!   an agent cut short by a timeout or a crash;
+//! - `grandchild`: starts a process in the background, holding stdout, that sleeps ten minutes;
+//!   then a normal run. Either sleeper, unless stopped, appends the call's number to
+//!   `<state>/<agent>.outlived` when it wakes (`FakeAgents::outlived`);
 //! - `exit-1`: a crash: a line on stderr, nothing on stdout, exit status 1;
 //! - `<mode>-once`: `<mode>` on the first call per task (`SWARM_TASK_ID`, or any task when
 //!   unset) since the mode was set, `ok` afterwards.
+//!
+//! Sessions (claude): `--session-id ID` keeps the call's prompt as the session's; a call with
+//! `--resume ID` reads its `FILE`, `EDIT`, `RESULT` and `FAKE_MODE` lines from its own prompt,
+//! then from the session's, as the real one remembers the task.
+//!
+//! With `FAKE_LIFELINE` set to a lifeline's shell words (`crate::lifeline`), a call and every
+//! process it starts hold that lifeline.
 //!
 //! Every call appends one JSON line to `<state>/<agent>.log` (see `FakeAgents::invocations`)
 //! and keeps its prompt in `<state>/<agent>.<n>.prompt`.
@@ -120,6 +133,7 @@ impl FakeAgents {
 
     /// One JSON object per call so far, oldest first: `agent`, `n` (1-based), `mode`,
     /// `writer`, `args`, `cwd`, `env` (watched variable → present), `task_id`, `swarm_mode`,
+    /// `max_retries` (the value of `CLAUDE_CODE_MAX_RETRIES`, empty when unset),
     /// `stdin_bytes`, `prompt_file` and, in `grandchild` mode, `grandchild_pid`.
     pub fn invocations(&self, agent: &str) -> Vec<Value> {
         let Ok(text) = std::fs::read_to_string(self.state.join(format!("{agent}.log"))) else {
@@ -130,6 +144,12 @@ impl FakeAgents {
                 serde_json::from_str(line).unwrap_or_else(|e| panic!("bad log line {line:?}: {e}"))
             })
             .collect()
+    }
+
+    /// The numbers of the calls of `agent` whose sleepers (`hang-after-result`, `grandchild`)
+    /// ran to their end: none, where something stopped them.
+    pub fn outlived(&self, agent: &str) -> String {
+        std::fs::read_to_string(self.state.join(format!("{agent}.outlived"))).unwrap_or_default()
     }
 
     /// The prompt call `n` (1-based) of `agent` received.
@@ -143,12 +163,15 @@ const SCRIPT: &str = r#"#!/bin/sh
 # Fake @AGENT@ CLI for swarm's tests; see tests/cli/fake_agents/mod.rs.
 AGENT=@AGENT@
 STATE='@STATE@'
+[ -z "${FAKE_LIFELINE:-}" ] || eval "$FAKE_LIFELINE"
 
 json_str() {
     printf '%s' "$1" | tr '\n\r\t' '   ' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'
 }
 
 # Arguments, as the real CLI reads them.
+SESSION=
+RESUMED=no
 WRITER=false
 FORMAT=text
 VERBOSE=no
@@ -179,6 +202,8 @@ for a in "$@"; do
             prev=; continue ;;
         codex:-m|codex:--model|codex:-c|codex:--config|codex:-p|codex:--profile|codex:-o|codex:--output-last-message|codex:--color|codex:-i|codex:--image|codex:--output-schema)
             prev=; continue ;;
+        claude:--session-id) SESSION=$a; prev=; continue ;;
+        claude:--resume) SESSION=$a; RESUMED=yes; prev=; continue ;;
         claude:--model|claude:--max-turns|claude:--append-system-prompt|claude:--system-prompt)
             prev=; continue ;;
     esac
@@ -226,7 +251,18 @@ unlock
 mv "$PROMPT_FILE" "$STATE/$AGENT.$N.prompt"
 PROMPT_FILE="$STATE/$AGENT.$N.prompt"
 
-line_of() { sed -n "s/^$1: *//p" "$PROMPT_FILE" | head -n 1; }
+# A session keeps the task's prompt: a resumed one reads its lines from the first.
+if [ -n "$SESSION" ]; then
+    if [ "$RESUMED" = yes ] && [ -f "$STATE/session.$SESSION" ]; then
+        TASK_FILE="$STATE/session.$SESSION"
+    else
+        cp "$PROMPT_FILE" "$STATE/session.$SESSION"
+        TASK_FILE=$PROMPT_FILE
+    fi
+else
+    TASK_FILE=$PROMPT_FILE
+fi
+line_of() { sed -n "s/^$1: *//p" "$PROMPT_FILE" "$TASK_FILE" | head -n 1; }
 
 MODE=$(line_of FAKE_MODE)
 [ -n "$MODE" ] || MODE=$(head -n 1 "$STATE/$AGENT.mode" 2>/dev/null)
@@ -255,7 +291,7 @@ fi
 
 GRANDCHILD=null
 if [ "$MODE" = grandchild ]; then
-    sleep 600 &
+    (sleep 600; echo "$N" >> "$STATE/$AGENT.outlived") &
     GRANDCHILD=$!
 fi
 
@@ -270,9 +306,10 @@ for v in @WATCHED_ENV@; do
     ENVS="$ENVS${ENVS:+,}\"$v\":$present"
 done
 lock
-printf '{"agent":"%s","n":%s,"mode":"%s","writer":%s,"args":[%s],"cwd":"%s","env":{%s},"task_id":"%s","swarm_mode":"%s","stdin_bytes":%s,"prompt_file":"%s","grandchild_pid":%s}\n' \
+printf '{"agent":"%s","n":%s,"mode":"%s","writer":%s,"args":[%s],"cwd":"%s","env":{%s},"task_id":"%s","swarm_mode":"%s","max_retries":"%s","stdin_bytes":%s,"prompt_file":"%s","grandchild_pid":%s}\n' \
     "$AGENT" "$N" "$(json_str "$MODE")" "$WRITER" "$ARGS" "$(json_str "$(pwd)")" "$ENVS" \
-    "$(json_str "${SWARM_TASK_ID:-}")" "$(json_str "${SWARM_MODE:-}")" "$STDIN_BYTES" \
+    "$(json_str "${SWARM_TASK_ID:-}")" "$(json_str "${SWARM_MODE:-}")" \
+    "$(json_str "${CLAUDE_CODE_MAX_RETRIES:-}")" "$STDIN_BYTES" \
     "$(json_str "$PROMPT_FILE")" "$GRANDCHILD" >> "$STATE/$AGENT.log"
 unlock
 
@@ -296,15 +333,20 @@ RESET_IN=$(line_of RESET_IN)
 [ -n "$RESET_IN" ] || RESET_IN=3
 RESET=$(( $(date +%s) + RESET_IN ))
 
+DENIALS='[]'
 claude_result() { # subtype is_error result cost input output
-    printf '{"type":"result","subtype":"%s","is_error":%s,"duration_ms":1234,"duration_api_ms":1100,"num_turns":2,"result":"%s","session_id":"fake-session-%s","total_cost_usd":%s,"usage":{"input_tokens":%s,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%s},"permission_denials":[]}\n' \
-        "$1" "$2" "$3" "$N" "$4" "$5" "$6"
+    printf '{"type":"result","subtype":"%s","is_error":%s,"duration_ms":1234,"duration_api_ms":1100,"num_turns":2,"result":"%s","session_id":"fake-session-%s","total_cost_usd":%s,"usage":{"input_tokens":%s,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%s},"permission_denials":%s}\n' \
+        "$1" "$2" "$3" "$N" "$4" "$5" "$6" "$DENIALS"
 }
 
 claude_run() {
     case "$MODE" in
         error-exit-0) MSG='API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}'; IS_ERROR=true ;;
         usage-limit) MSG="Claude AI usage limit reached|$RESET"; IS_ERROR=true ;;
+        hang-after-edit) edit; sleep 600; MSG=$R; IS_ERROR=false ;;
+        denied)
+            DENIALS="[{\"tool_name\":\"Write\",\"tool_use_id\":\"toolu_fake\",\"tool_input\":{\"file_path\":\"$(json_str "$(pwd)/$FILE")\",\"content\":\"$(json_str "$EDIT")\"}}]"
+            MSG="I could not write $F: permission was denied."; IS_ERROR=false ;;
         *) edit; MSG=$R; IS_ERROR=false ;;
     esac
     if [ "$IS_ERROR" = true ] && [ "$FORMAT" = text ]; then
@@ -374,6 +416,7 @@ else
 fi
 if [ "$MODE" = hang-after-result ]; then
     sleep 600
+    echo "$N" >> "$STATE/$AGENT.outlived"
 fi
 exit $STATUS
 "#;

@@ -4,10 +4,11 @@
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -104,6 +105,8 @@ struct Shared {
     script: Box<Script>,
     stopping: AtomicBool,
     requests: Mutex<Vec<Request>>,
+    /// Told each time a request is recorded.
+    arrived: Condvar,
     /// A clone of every accepted socket, so `Drop` can shut it down and wake its thread.
     connections: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
 }
@@ -127,6 +130,7 @@ impl FakeLlm {
             script: Box::new(script),
             stopping: AtomicBool::new(false),
             requests: Mutex::new(Vec::new()),
+            arrived: Condvar::new(),
             connections: Mutex::new(Vec::new()),
         });
         let acceptor_shared = Arc::clone(&shared);
@@ -160,6 +164,36 @@ impl FakeLlm {
     /// Every request so far, in arrival order.
     pub fn requests(&self) -> Vec<Request> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// Blocks until the server has recorded `n` requests (sent by the test itself).
+    pub fn await_requests(&self, n: usize) {
+        let mut requests = lock(&self.shared.requests);
+        while requests.len() < n {
+            requests = self
+                .shared
+                .arrived
+                .wait(requests)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Blocks until `enough` holds of the requests recorded so far; panics if `swarm` ends
+    /// first.
+    pub fn await_requests_from(&self, swarm: &mut Child, enough: impl Fn(&[Request]) -> bool) {
+        let mut requests = lock(&self.shared.requests);
+        while !enough(&requests) {
+            if let Some(status) = swarm.try_wait().unwrap() {
+                panic!("swarm ended ({status}) before the requests waited for came");
+            }
+            // The wait is for a request; the timeout only lets swarm's end be noticed.
+            requests = self
+                .shared
+                .arrived
+                .wait_timeout(requests, Duration::from_millis(50))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 }
 
@@ -271,6 +305,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             let seen = {
                 let mut requests = lock(&shared.requests);
                 requests.push(request.clone());
+                shared.arrived.notify_all();
                 requests.len() - 1
             };
             if let Err(e) = parsed {

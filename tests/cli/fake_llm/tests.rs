@@ -3,7 +3,6 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -37,9 +36,6 @@ impl Answer {
 impl Client {
     fn connect(llm: &FakeLlm) -> Self {
         let writer = TcpStream::connect(llm.addr()).unwrap();
-        writer
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
         let reader = BufReader::new(writer.try_clone().unwrap());
         Self { reader, writer }
     }
@@ -106,18 +102,6 @@ impl Client {
 
 fn chat(model: &str, user: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": user}]})
-}
-
-/// Waits until the server has recorded `n` requests.
-fn wait_for_requests(llm: &FakeLlm, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while llm.requests().len() < n {
-        assert!(
-            Instant::now() < deadline,
-            "the server never saw {n} requests"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
@@ -262,30 +246,20 @@ fn hang_does_not_answer_but_a_new_connection_is_served() {
         }
     });
     let mut hung = Client::connect(&llm);
-    hung.writer
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
     hung.send(&chat("m", "hang"));
-    let error = hung
-        .receive()
-        .err()
-        .expect("no answer to a hanging request");
-    assert!(
-        matches!(
-            error.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-        ),
-        "{error:?}"
-    );
+    llm.await_requests(1);
 
     let mut fresh = Client::connect(&llm);
     let answer = fresh.post(&chat("m", "next")).json();
     assert_eq!(answer["choices"][0]["message"]["content"], "after the hang");
     assert_eq!(llm.requests().len(), 2);
+    // The hanging request was never answered: its connection ends with nothing on it.
+    drop(llm);
+    hung.assert_closed();
 }
 
 #[test]
-fn dropping_the_server_closes_connections_and_frees_the_port_promptly() {
+fn dropping_the_server_closes_connections_and_frees_the_port() {
     let llm = FakeLlm::start(|req, _| {
         if last_user_text(req) == "hang" {
             Reply::Hang
@@ -298,12 +272,11 @@ fn dropping_the_server_closes_connections_and_frees_the_port_promptly() {
     assert_eq!(idle.post(&chat("m", "hi")).status, 200);
     let mut hung = Client::connect(&llm);
     hung.send(&chat("m", "hang"));
-    wait_for_requests(&llm, 2);
+    llm.await_requests(2);
 
-    let started = Instant::now();
+    // Neither connection, the idle one nor the one waiting for its answer, keeps the drop
+    // waiting: it returns, and both are closed.
     drop(llm);
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(1), "dropping took {took:?}");
     idle.assert_closed();
     hung.assert_closed();
     TcpListener::bind(addr).expect("the port is free again");

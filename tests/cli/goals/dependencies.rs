@@ -3,7 +3,6 @@
 //! the goals as independent, and goals waiting for each other end the run as a deadlock.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -246,20 +245,13 @@ fn goals_waiting_for_each_other_are_reported_as_a_deadlock_and_the_run_ends() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while llm
-        .requests()
-        .iter()
-        .filter(|r| has_tool(r, "submit_plan"))
-        .count()
-        < 2
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "planning never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    llm.await_requests_from(&mut child, |requests| {
+        requests
+            .iter()
+            .filter(|r| has_tool(r, "submit_plan"))
+            .count()
+            >= 2
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     // Goals whose needs form a cycle: the dependency pass never leaves one, so it is written
@@ -278,10 +270,10 @@ fn goals_waiting_for_each_other_are_reported_as_a_deadlock_and_the_run_ends() {
     drop(db);
 
     let report = outside(&s.repo, "report.md");
-    let started = Instant::now();
+    // Swarm ending at all, rather than waiting for goals that wait for each other, is the
+    // point.
     let out = s.swarm(&llm, &["resume", "--final-out", report.to_str().unwrap()]);
     assert_exit(&out, 1);
-    assert!(started.elapsed() < Duration::from_secs(20));
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(text.contains("Deadlock: nothing was running"), "{text}");
     assert!(

@@ -22,12 +22,14 @@ const GOAL_B: &str = "GOAL-B: describe alpha.txt in beta.txt";
 const GOAL_C: &str = "GOAL-C: add gamma.txt";
 
 /// The agent: `WRITE <file>` writes the file (after a pause, with the task's id in it) and
-/// reports it; `REDUCE <X>` answers with goal X's result. Each start is logged.
+/// reports it; `REDUCE <X>` answers with goal X's result. Each start is logged. The writer of
+/// the task `AGENT_GATE_TASK` first runs the shell words `AGENT_GATE` (a gate's).
 const AGENT: &str = r#"prompt=$(cat)
 echo "start $SWARM_TASK_ID $SWARM_ATTEMPT" >> "$AGENT_LOG"
 case "$prompt" in
   *"WRITE "*)
     f=$(printf '%s\n' "$prompt" | sed -n 's/.*WRITE \([A-Za-z0-9._-]*\).*/\1/p' | head -n 1)
+    [ "$SWARM_TASK_ID" != "${AGENT_GATE_TASK:-}" ] || eval "$AGENT_GATE"
     sleep "${AGENT_PAUSE:-0.4}"
     printf 'written by %s\n' "$SWARM_TASK_ID" > "$f"
     echo "wrote $f" ;;

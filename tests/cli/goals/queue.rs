@@ -1,13 +1,14 @@
 //! The durable goal queue: it survives a kill, `queue rm` takes a waiting goal out, and a goal
 //! queued while the queue drains joins the run.
 
-use std::time::{Duration, Instant};
+use std::io::{BufReader, Read as _};
 
 use serde_json::{Value, json};
 
 use super::{GOAL_A, GOAL_B, GOAL_C, at, events, needs_call, plan_for, server, setup, user_text};
 use crate::fake_llm::has_tool;
-use crate::{assert_exit, status_json, stdout, tasks_with_status};
+use crate::gate::Gate;
+use crate::{assert_exit, outside, read_until, status_json, stdout, tasks_with_status};
 
 #[test]
 fn the_queue_survives_a_kill_and_resume_finishes_it_without_rerunning_tasks() {
@@ -29,34 +30,24 @@ fn the_queue_survives_a_kill_and_resume_finishes_it_without_rerunning_tasks() {
     assert_eq!(items.as_array().unwrap().len(), 3, "{items}");
     assert_eq!(items[1]["text"], GOAL_B);
 
-    // Killed once some of A's and C's work is done.
+    // Killed once two of A's and C's writers are merged, while the first attempt of C's last
+    // writer holds the run at its gate (a resumed one passes).
+    let gate = Gate::new(&outside(&s.repo, "gates"), "cw1");
     let mut child = s
         .cmd(&llm)
         .args(["queue", "run", "-j", "2"])
-        .env("AGENT_PAUSE", "0.3")
+        .env("AGENT_GATE_TASK", "g3.cw1")
+        .env("AGENT_GATE", gate.shell_once())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    loop {
-        let merged = events(&s.repo)
-            .iter()
-            .filter(|e| e["kind"] == "merged")
-            .count();
-        if merged >= 2 {
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended too soon"
-        );
-        assert!(start.elapsed() < Duration::from_secs(30), "nothing merged");
-        std::thread::sleep(Duration::from_millis(10));
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    for _ in 0..2 {
+        read_until(&mut stderr, "Merged");
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(700));
     // Still queued: the run has not finished.
     let listed = s.swarm(&llm, &["queue", "list"]);
     assert!(stdout(&listed).contains("GOAL-C"), "{}", stdout(&listed));
@@ -65,6 +56,7 @@ fn the_queue_survives_a_kill_and_resume_finishes_it_without_rerunning_tasks() {
     assert!(!done.is_empty(), "{status}");
     let before = s.starts();
 
+    // What the kill left running (C's writer at its gate among them) the resume stops.
     let out = s.swarm(&llm, &["resume"]);
     assert_exit(&out, 0);
     for (file, task) in [
@@ -126,21 +118,23 @@ fn a_goal_queued_while_the_queue_drains_joins_the_run_after_the_dependency_pass(
         },
     );
     assert_exit(&s.swarm(&llm, &["queue", "add", GOAL_A]), 0);
-    let child = s
+    let gate = Gate::new(&outside(&s.repo, "gates"), "aw0");
+    let mut child = s
         .cmd(&llm)
         .args(["queue", "run"])
-        .env("AGENT_PAUSE", "1.5")
+        .env("AGENT_GATE_TASK", "g1.aw0")
+        .env("AGENT_GATE", gate.shell())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while !s.starts().iter().any(|t| t == "g1.aw0") {
-        assert!(start.elapsed() < Duration::from_secs(20), "A never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // Added while A's writer runs: the drain takes it.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    gate.reached(&mut child);
+    // Added while A's writer runs: the drain takes it, and only then does the writer go on.
     assert_exit(&s.swarm(&llm, &["queue", "add", GOAL_B]), 0);
+    read_until(&mut stderr, "Queued g2");
+    gate.release();
+    stderr.read_to_string(&mut String::new()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 0);
     assert_eq!(s.repo.read("beta.txt"), "written by g2.bw0\n");

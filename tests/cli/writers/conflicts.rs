@@ -76,7 +76,14 @@ fn same_line_writers(repo: &TestRepo) -> PathBuf {
     repo.commit_all("add shared.txt");
     repo.tasks(&[
         r#"{"id":"first","run":"sed -i 's/shared/from first/' shared.txt"}"#,
-        r#"{"id":"second","run":"sleep 0.5; sed -i 's/shared/from second/' shared.txt"}"#,
+        &serde_json::json!({
+            "id": "second",
+            "run": format!(
+                "{}; sed -i 's/shared/from second/' shared.txt",
+                crate::after_event(repo, "merged", "first")
+            ),
+        })
+        .to_string(),
     ])
 }
 

@@ -1,24 +1,27 @@
 //! A swarm killed while writers run or merge: `resume` merges every writer exactly once.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use super::{events, path_str, show, swarm_branches, tasks_of};
+use crate::lifeline::Lifeline;
 use crate::{TestRepo, assert_exit, extra_worktrees, outside, rev, run_id};
 
-/// Ten writers of different lengths and a reducer reading all they wrote.
+/// Ten writers of different lengths, holding `lifeline`, and a reducer reading all they wrote.
 const CRASH_WRITERS: usize = 10;
 
-fn crash_tasks(repo: &TestRepo) -> PathBuf {
+fn crash_tasks(repo: &TestRepo, lifeline: &Lifeline) -> PathBuf {
     let sleeps = [
         "0.05", "0.4", "0.1", "0.6", "0.2", "0", "0.3", "0.05", "0.5", "0.15",
     ];
     let mut lines: Vec<String> = (0..CRASH_WRITERS)
         .map(|n| {
-            format!(
-                r#"{{"id":"w{n:02}","run":"sleep {}; echo w{n:02} > f{n:02}.txt"}}"#,
-                sleeps[n]
-            )
+            serde_json::json!({
+                "id": format!("w{n:02}"),
+                "run": format!("{}; sleep {}; echo w{n:02} > f{n:02}.txt", lifeline.shell(), sleeps[n]),
+            })
+            .to_string()
         })
         .collect();
     let deps: Vec<String> = (0..CRASH_WRITERS).map(|n| format!("\"w{n:02}\"")).collect();
@@ -30,8 +33,9 @@ fn crash_tasks(repo: &TestRepo) -> PathBuf {
     repo.tasks(&lines)
 }
 
-/// Starts `args`, kills it with SIGKILL after `after`; whether it had ended by then.
-fn kill_after(repo: &TestRepo, args: &[&str], after: Duration) -> bool {
+/// Starts `args`, kills it with SIGKILL after `after` (the moment is the test's point); whether
+/// it had ended by then.
+fn kill_after(repo: &TestRepo, lifeline: &mut Lifeline, args: &[&str], after: Duration) -> bool {
     let mut child = repo
         .swarm_cmd()
         .args(args)
@@ -39,17 +43,18 @@ fn kill_after(repo: &TestRepo, args: &[&str], after: Duration) -> bool {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("starting swarm");
-    let start = Instant::now();
-    while start.elapsed() < after {
-        if child.try_wait().unwrap().is_some() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (ended, end) = mpsc::channel();
+    std::thread::spawn(move || ended.send(child.wait().unwrap()));
+    if end.recv_timeout(after).is_ok() {
+        return true;
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    // Agents run in their own process groups and outlive a SIGKILL of swarm; let them end.
-    std::thread::sleep(Duration::from_millis(700));
+    // Until the thread has reaped swarm its pid is no other process's; if swarm ended just
+    // now, the kill finds nothing.
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    end.recv().unwrap();
+    // Agents run in their own process groups and outlive a SIGKILL of swarm; they end.
+    lifeline.ended();
     false
 }
 
@@ -66,7 +71,8 @@ fn kill_9_at_any_moment_then_resume_merges_every_writer_exactly_once() {
     for (round, (first, second)) in plans.into_iter().enumerate() {
         let repo = TestRepo::new();
         let base = rev(&repo, "main");
-        let tasks = crash_tasks(&repo);
+        let mut lifeline = Lifeline::new(&outside(&repo, "lifelines"), "writers");
+        let tasks = crash_tasks(&repo, &lifeline);
         let report = outside(&repo, "report.md");
         let run_args = [
             "run",
@@ -76,7 +82,12 @@ fn kill_9_at_any_moment_then_resume_merges_every_writer_exactly_once() {
             "--final-out",
             path_str(&report),
         ];
-        let mut ended = kill_after(&repo, &run_args, Duration::from_millis(first));
+        let mut ended = kill_after(
+            &repo,
+            &mut lifeline,
+            &run_args,
+            Duration::from_millis(first),
+        );
         // Killed before the run was on the board: nothing ran, and the user starts it again.
         let unrecorded = !ended && !repo.swarm(&["status"]).status.success();
         if unrecorded {
@@ -84,7 +95,7 @@ fn kill_9_at_any_moment_then_resume_merges_every_writer_exactly_once() {
             ended = true;
         }
         if !ended && let Some(ms) = second {
-            ended = kill_after(&repo, &["resume"], Duration::from_millis(ms));
+            ended = kill_after(&repo, &mut lifeline, &["resume"], Duration::from_millis(ms));
         }
         if !ended {
             let mut last = None;
@@ -181,7 +192,14 @@ fn resume_after_a_crash_between_commit_and_merge_merges_each_writer_once() {
     let report = outside(&repo, "report.md");
     let tasks = repo.tasks(&[
         r#"{"id":"early","run":"echo early > early.txt"}"#,
-        r#"{"id":"late","run":"sleep 0.3; echo late > late.txt"}"#,
+        &serde_json::json!({
+            "id": "late",
+            "run": format!(
+                "{}; echo late > late.txt",
+                crate::after_event(&repo, "merged", "early")
+            ),
+        })
+        .to_string(),
         r#"{"id":"sum","run":"cat early.txt late.txt","deps":["early","late"],"lane":"reducer","mode":"read"}"#,
     ]);
     let out = repo.swarm(&["run", path_str(&tasks), "--land", "none"]);

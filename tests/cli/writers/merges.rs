@@ -176,7 +176,14 @@ fn writers_changing_different_lines_of_one_file_are_both_merged() {
     repo.commit_all("lines");
     let tasks = repo.tasks(&[
         r#"{"id":"top","run":"sed -i 's/^one$/ONE/' lines.txt"}"#,
-        r#"{"id":"bottom","run":"sleep 0.3; sed -i 's/^five$/FIVE/' lines.txt"}"#,
+        &serde_json::json!({
+            "id": "bottom",
+            "run": format!(
+                "{}; sed -i 's/^five$/FIVE/' lines.txt",
+                crate::after_event(&repo, "merged", "top")
+            ),
+        })
+        .to_string(),
         r#"{"id":"elsewhere","run":"mkdir -p deep/er && echo x > deep/er/new.txt && rm README.md"}"#,
     ]);
 

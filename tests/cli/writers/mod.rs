@@ -69,7 +69,14 @@ fn path_str(p: &Path) -> &str {
 fn run_with_a_conflict(repo: &TestRepo, extra: &[&str]) -> (std::process::Output, String) {
     let tasks = repo.tasks(&[
         r#"{"id":"a","run":"printf 'pub fn one() -> u32 {\n    2\n}\n' > src/lib.rs"}"#,
-        r#"{"id":"b","run":"sleep 0.5; printf 'pub fn one() -> u32 {\n    3\n}\n' > src/lib.rs"}"#,
+        &serde_json::json!({
+            "id": "b",
+            "run": format!(
+                "{}; printf 'pub fn one() -> u32 {{\\n    3\\n}}\\n' > src/lib.rs",
+                crate::after_event(repo, "merged", "a")
+            ),
+        })
+        .to_string(),
         r#"{"id":"after","run":"echo after > after.txt","deps":["b"]}"#,
     ]);
     let mut args = vec!["run", path_str(&tasks), "-j", "2"];

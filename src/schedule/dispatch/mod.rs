@@ -5,30 +5,29 @@
 //! writes the board and `Ui` shows it. It also owns when the run stops: a signal, a spent
 //! budget, a long usage limit, a halted merge queue.
 
+mod endpoint;
+mod pauses;
+
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::agent::cli::UsageLimit;
 use crate::agent::{Fault, FaultKind, Watchdog};
 use crate::git::{CommitId, Repo};
 use crate::plan::{Mode, Plan};
 use crate::store::{Board, RunEvent, TaskRecord, TaskStatus};
 use crate::ui::{Ui, Verb};
 
+use self::endpoint::EndpointWatch;
 use super::checkouts::Checkouts;
 use super::dag::{Dag, State, Transition};
-use super::endpoint::EndpointWatch;
 use super::goal::{GoalPlanner, GoalRun, QUEUE_POLL};
 use super::job::{Job, Report, Verdict, Workers};
 use super::merge::MergeQueue;
 use super::record::{Failure, Recorder};
 use super::run::{Run, Slot};
 use super::{Checkout, Ending, Layout, Message, Settings, attempt, backoff, notice_event};
-
-/// How long a usage limit pauses the run when the agent does not say when it resets.
-const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
 
 /// Stops and reaps every attempt when dropped armed.
 struct Reaper<'w> {
@@ -118,6 +117,7 @@ impl<'a> Dispatcher<'a> {
                 commit: r.commit_id.as_deref().map(CommitId::new),
                 tokens: r.tokens,
                 cost: r.cost,
+                session: r.session.clone(),
                 ..Slot::waiting()
             })
             .collect();
@@ -497,13 +497,7 @@ impl<'a> Dispatcher<'a> {
         if self.run.dag.state(i) == State::Resolving {
             // A fault outside the resolver stops the run as it stops any attempt's.
             if let Verdict::Fault(fault) = &report.verdict {
-                self.fault.get_or_insert_with(|| Fault {
-                    kind: match fault.kind {
-                        FaultKind::Unreachable => FaultKind::Environment,
-                        kind => kind,
-                    },
-                    why: fault.why.clone(),
-                });
+                self.fault.get_or_insert_with(|| fault.clone());
             }
             return self
                 .merges
@@ -512,6 +506,13 @@ impl<'a> Dispatcher<'a> {
         if let Some(commit) = self.run.slots[i].snapshot.take() {
             self.checkouts
                 .release_snapshot(&commit, self.merges.tip())?;
+        }
+        let slot = &mut self.run.slots[i];
+        // The session the next attempt continues, or none: the board knows the same.
+        if slot.session != report.session {
+            slot.session.clone_from(&report.session);
+            let id = self.run.plan.tasks[i].id.as_str();
+            self.run.record.session(id, report.session.as_deref())?;
         }
         let slot = &mut self.run.slots[i];
         slot.tokens += report.tokens;
@@ -638,131 +639,6 @@ impl<'a> Dispatcher<'a> {
                 );
             }
             run.transition(Transition::Failed(i))?;
-        }
-        Ok(())
-    }
-
-    /// An attempt found the model endpoint away: the task runs again (no failure counted)
-    /// once it answers, and nothing new starts until then; the run stops instead when it
-    /// waits for no endpoint.
-    fn endpoint_away(
-        &mut self,
-        id: &str,
-        report: &Report,
-        fault: &Fault,
-        totals: super::record::Totals,
-    ) -> anyhow::Result<()> {
-        let i = report.task;
-        let run = &mut self.run;
-        run.record
-            .attempt_faulted(id, report, totals, fault.kind.as_str(), &fault.why)?;
-        run.ui
-            .task_finished(id, Verb::Interrupted, report.elapsed, Some(&fault.why));
-        let wait = run.settings.endpoint_wait;
-        let client = run.settings.llm.as_ref().filter(|_| !wait.is_zero());
-        let Some(client) = client.filter(|_| self.fault.is_none()) else {
-            run.dag.on(&run.plan, Transition::Interrupted(i));
-            self.fault.get_or_insert_with(|| Fault {
-                kind: FaultKind::Environment,
-                why: fault.why.clone(),
-            });
-            return Ok(());
-        };
-        run.dag
-            .on(&run.plan, Transition::Delayed(i, Instant::now()));
-        if !self.endpoint.is_away() {
-            self.endpoint.away(client, wait, &self.tx)?;
-            run.record.run_event(RunEvent::EndpointWaiting {
-                why: fault.why.clone(),
-                wait_ms: wait.as_millis() as u64,
-            })?;
-            run.ui.note(
-                Verb::Paused,
-                &format!(
-                    "no new attempts while swarm checks the model endpoint, for up to {}",
-                    crate::ui::duration(wait)
-                ),
-            );
-        }
-        Ok(())
-    }
-
-    /// The checks of an endpoint that went away ended: it answers again, or it stayed away
-    /// as long as the run waits and the run stops, resumable.
-    fn endpoint_checked(&mut self, gone: Option<String>) -> anyhow::Result<()> {
-        let away = self.endpoint.back();
-        let run = &mut self.run;
-        match gone {
-            None => {
-                run.record.run_event(RunEvent::EndpointAnswers {
-                    after_ms: away.as_millis() as u64,
-                })?;
-                run.ui.note(
-                    Verb::Note,
-                    &format!(
-                        "the model endpoint answers again after {}",
-                        crate::ui::duration(away)
-                    ),
-                );
-            }
-            Some(cause) => {
-                let why = format!(
-                    "the model endpoint has not answered for {} (the last check: {cause})",
-                    crate::ui::duration(away)
-                );
-                run.record.run_event(RunEvent::Fault {
-                    kind: "environment".to_owned(),
-                    why: why.clone(),
-                })?;
-                self.fault.get_or_insert(Fault {
-                    kind: FaultKind::Environment,
-                    why,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// An attempt met its provider's usage limit: the task waits (no failure counted) and no
-    /// attempt starts until the reset; a reset beyond `max_limit_wait` stops the run instead.
-    fn pause_for_limit(
-        &mut self,
-        id: &str,
-        report: &Report,
-        limit: &UsageLimit,
-        totals: super::record::Totals,
-    ) -> anyhow::Result<()> {
-        let i = report.task;
-        let run = &mut self.run;
-        let wait = limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
-            t.duration_since(std::time::SystemTime::now())
-                .unwrap_or_default()
-        });
-        let too_long = wait > run.settings.max_limit_wait;
-        let wait_ms = wait.as_millis() as u64;
-        run.record
-            .attempt_limited(id, report, totals, &limit.message, wait_ms, too_long)?;
-        let text = format!(
-            "{id}: usage limit ({}); resets in {}",
-            limit.message,
-            crate::ui::duration(wait)
-        );
-        run.ui
-            .task_finished(id, Verb::Limited, report.elapsed, Some(&text));
-        if too_long {
-            run.dag.on(&run.plan, Transition::Interrupted(i));
-            self.limit_stop = Some(format!(
-                "{text}, past the {} this run waits; `swarm resume` continues it later",
-                crate::ui::duration(run.settings.max_limit_wait)
-            ));
-        } else {
-            let until = crate::time::deadline(Instant::now(), wait);
-            self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
-            run.dag.on(&run.plan, Transition::Delayed(i, until));
-            run.ui.note(
-                Verb::Paused,
-                &format!("no new attempts for {}", crate::ui::duration(wait)),
-            );
         }
         Ok(())
     }

@@ -1,0 +1,156 @@
+//! The dispatcher's pauses: an agent's provider out of usage until its reset, and a model
+//! endpoint that stopped answering. Nothing new starts during either; a pause too long, or one
+//! no wait ends, stops the run resumably.
+
+use std::time::{Duration, Instant};
+
+use super::Dispatcher;
+use crate::agent::cli::UsageLimit;
+use crate::agent::{Fault, FaultKind};
+use crate::schedule::dag::Transition;
+use crate::schedule::job::Report;
+use crate::schedule::record::Totals;
+use crate::store::RunEvent;
+use crate::ui::Verb;
+
+/// How long the run pauses for a usage limit whose reset the agent did not say.
+const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
+
+impl Dispatcher<'_> {
+    /// An attempt found the model endpoint away: the task runs again (no failure counted)
+    /// once it answers, and nothing new starts until then; the run stops instead when it
+    /// waits for no endpoint.
+    pub(super) fn endpoint_away(
+        &mut self,
+        id: &str,
+        report: &Report,
+        fault: &Fault,
+        totals: Totals,
+    ) -> anyhow::Result<()> {
+        let i = report.task;
+        let run = &mut self.run;
+        run.record
+            .attempt_faulted(id, report, totals, fault.kind.as_str(), &fault.why)?;
+        run.ui
+            .task_finished(id, Verb::Interrupted, report.elapsed, Some(&fault.why));
+        let wait = run.settings.endpoint_wait;
+        let client = run.settings.llm.as_ref().filter(|_| !wait.is_zero());
+        let Some(client) = client.filter(|_| self.fault.is_none()) else {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            self.fault.get_or_insert_with(|| Fault {
+                kind: FaultKind::Environment,
+                why: fault.why.clone(),
+            });
+            return Ok(());
+        };
+        run.dag
+            .on(&run.plan, Transition::Delayed(i, Instant::now()));
+        if !self.endpoint.is_away() {
+            self.endpoint.away(client, wait, &self.tx)?;
+            run.record.run_event(RunEvent::EndpointWaiting {
+                why: fault.why.clone(),
+                wait_ms: wait.as_millis() as u64,
+            })?;
+            run.ui.note(
+                Verb::Paused,
+                &format!(
+                    "no new attempts while swarm checks the model endpoint, for up to {}",
+                    crate::ui::duration(wait)
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The checks of an endpoint that went away ended: it answers again, or it stayed away
+    /// as long as the run waits and the run stops, resumable.
+    pub(super) fn endpoint_checked(&mut self, gone: Option<String>) -> anyhow::Result<()> {
+        let away = self.endpoint.back();
+        let run = &mut self.run;
+        match gone {
+            None => {
+                run.record.run_event(RunEvent::EndpointAnswers {
+                    after_ms: away.as_millis() as u64,
+                })?;
+                run.ui.note(
+                    Verb::Note,
+                    &format!(
+                        "the model endpoint answers again after {}",
+                        crate::ui::duration(away)
+                    ),
+                );
+            }
+            Some(cause) => {
+                let why = format!(
+                    "the model endpoint has not answered for {} (the last check: {cause})",
+                    crate::ui::duration(away)
+                );
+                run.record.run_event(RunEvent::Fault {
+                    kind: "environment".to_owned(),
+                    why: why.clone(),
+                })?;
+                self.fault.get_or_insert(Fault {
+                    kind: FaultKind::Environment,
+                    why,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// An attempt met its provider's usage limit: the task waits (no failure counted) and no
+    /// attempt starts until the reset; a reset beyond `max_limit_wait` stops the run instead.
+    pub(super) fn pause_for_limit(
+        &mut self,
+        id: &str,
+        report: &Report,
+        limit: &UsageLimit,
+        totals: Totals,
+    ) -> anyhow::Result<()> {
+        let i = report.task;
+        let run = &mut self.run;
+        let wait = limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
+            t.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        });
+        let too_long = limit.lasting || wait > run.settings.max_limit_wait;
+        let wait_ms = wait.as_millis() as u64;
+        run.record
+            .attempt_limited(id, report, totals, &limit.message, wait_ms, too_long)?;
+        let text = if limit.lasting {
+            format!(
+                "{id}: usage limit ({}); it lasts until a cap is raised or credits are bought",
+                limit.message
+            )
+        } else {
+            format!(
+                "{id}: usage limit ({}); resets in {}",
+                limit.message,
+                crate::ui::duration(wait)
+            )
+        };
+        run.ui
+            .task_finished(id, Verb::Limited, report.elapsed, Some(&text));
+        if limit.lasting {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            self.limit_stop = Some(format!(
+                "{text}; `swarm resume` continues the run once it is"
+            ));
+        } else if too_long {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            self.limit_stop = Some(format!(
+                "{text}, past the {} this run waits; `swarm resume` continues it later",
+                crate::ui::duration(run.settings.max_limit_wait)
+            ));
+        } else {
+            let until = crate::time::deadline(Instant::now(), wait);
+            self.paused_until = Some(self.paused_until.map_or(until, |p| p.max(until)));
+            run.dag.on(&run.plan, Transition::Delayed(i, until));
+            run.ui.note(
+                Verb::Paused,
+                &format!("no new attempts for {}", crate::ui::duration(wait)),
+            );
+        }
+        Ok(())
+    }
+}
