@@ -55,7 +55,8 @@ pub enum ClaudeAuth {
 /// How often the CLI itself retries a failed model request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retries {
-    /// Never (`CLAUDE_CODE_MAX_RETRIES=0`; the Codex provider's `request_max_retries` and
+    /// Never (`CLAUDE_CODE_MAX_RETRIES=0`, though under swarm the claude profile's own
+    /// `CLAUDE_CODE_MAX_RETRIES=1` wins; the Codex provider's `request_max_retries` and
     /// `stream_max_retries` at 0): a failure shows at once.
     Never,
     /// As the CLI does by default (Claude Code: 10 retries, about three minutes for a lasting
@@ -291,7 +292,8 @@ env_key = "{CODEX_KEY_VAR}"
     }
 
     /// Runs the CLI alone in the repository with `args`, `prompt` on its stdin (then closed),
-    /// as swarm would run it.
+    /// in the environment of `env` (not with the variables a swarm profile sets: the test
+    /// decides, `CLAUDE_CODE_MAX_RETRIES` above all).
     pub fn run_cli(
         &self,
         args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,

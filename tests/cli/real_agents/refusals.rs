@@ -1,7 +1,7 @@
-//! What the real CLIs refuse under swarm's profiles: a reader whose model asks to write (Claude
-//! has no writing tool then; Codex's read-only sandbox refuses the command and the patch), and
-//! a Claude writer writing outside its checkout (`acceptEdits` denies it). The task still ends
-//! as the model ends it; nothing is written.
+//! What the real CLIs refuse under swarm's profiles, and what swarm makes of it: a reader whose
+//! model asks to write (Claude has no writing tool then; Codex's read-only sandbox refuses the
+//! command and the patch) ends as its model ends it; a Claude writer writing outside its
+//! checkout is denied by `acceptEdits`, and swarm fails it. Nothing is written either way.
 
 use serde_json::json;
 
@@ -141,7 +141,7 @@ fn claude_writer_writing_outside_its_checkout_is_denied() {
         &["--retries", "0", "--task-timeout", "2m"],
     );
 
-    assert_exit(&out, 0);
+    assert_exit(&out, 1);
     assert!(!escape.exists());
     let results = results(&rig);
     assert_eq!(
@@ -151,12 +151,16 @@ fn claude_writer_writing_outside_its_checkout_is_denied() {
             escape.display()
         )]
     );
-    // The denial is in the result object only: Claude reports success, and swarm takes the
-    // writer as done, with nothing to merge.
+    // Claude reports success with the denial in its result's `permission_denials`; swarm
+    // fails the writer, naming the tool and its path.
     let status = status_json(&rig.repo);
     let task = task_status(&status, "w");
-    assert_eq!(task["status"], "done", "{task}");
-    assert_eq!(task["result"], "DENIED: wrote nothing", "{task}");
+    assert_eq!(task["status"], "failed", "{task}");
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("refused a tool use: Write {}", escape.display())),
+        "{task}"
+    );
     let transcript = std::fs::read_to_string(task["transcript"].as_str().unwrap()).unwrap();
     assert!(
         transcript.contains(r#""permission_denials":[{"tool_name":"Write""#),
