@@ -1,5 +1,6 @@
-//! Whether the real CLIs continue a conversation in a later process, and where they keep it:
-//! what a resume of an agent's session would build on.
+//! Sessions: the real CLIs continue a conversation in a later process (and where they keep
+//! it), and under swarm an attempt cut short by the timeout is continued by the next one in
+//! the same session.
 
 use super::{Cli, Mode, Rig};
 use crate::model_server::{Reply, Request};
@@ -135,4 +136,82 @@ fn codex_exec_resume_of_a_thread_continues_the_conversation() {
     let name = kept[0].file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with("rollout-"), "{name}");
     rig.assert_no_other_host();
+}
+
+/// A task whose first attempt meets a model that never answers and is stopped at the timeout;
+/// the second attempt continues the first one's session, and the model answers it.
+fn attempt_cut_short_is_continued(cli: Cli, test: &str, lane: &str) -> Option<Rig> {
+    let rig = Rig::start(cli, test, |_, seen| {
+        if seen == 0 {
+            Reply::Hang
+        } else {
+            Reply::text("DONE after all")
+        }
+    })?;
+
+    let out = rig.run(
+        &[
+            serde_json::json!({"id": "slow", "prompt": "Take your time. (task: slow)",
+                             "lane": lane}),
+        ],
+        &["--task-timeout", "5s", "--retries", "1"],
+    );
+
+    assert_exit(&out, 0);
+    let status = crate::status_json(&rig.repo);
+    let task = super::task_status(&status, "slow");
+    assert_eq!(task["status"], "done", "{task}");
+    assert_eq!(task["attempts"], 2, "{task}");
+    assert_eq!(task["result"], "DONE after all", "{task}");
+    let seen = conversations(&rig);
+    assert_eq!(seen.len(), 2, "{seen:#?}");
+    // The second attempt's request carries the first one's prompt, then swarm's word that the
+    // work was cut short.
+    assert!(
+        seen[1].contains("Take your time. (task: slow)"),
+        "{}",
+        seen[1]
+    );
+    assert!(seen[1].contains("was cut short"), "{}", seen[1]);
+    rig.assert_no_other_host();
+    Some(rig)
+}
+
+#[test]
+fn claude_reader_cut_short_by_the_timeout_is_continued_in_its_session() {
+    let Some(rig) = attempt_cut_short_is_continued(
+        Cli::Claude,
+        "claude_reader_cut_short_by_the_timeout_is_continued_in_its_session",
+        "analyst",
+    ) else {
+        return;
+    };
+    let requests = rig.server.model_requests();
+    let session = requests[0].header("x-claude-code-session-id");
+    assert!(session.is_some());
+    assert_eq!(requests[1].header("x-claude-code-session-id"), session);
+}
+
+#[test]
+fn claude_writer_cut_short_by_the_timeout_is_continued_in_its_session() {
+    attempt_cut_short_is_continued(
+        Cli::Claude,
+        "claude_writer_cut_short_by_the_timeout_is_continued_in_its_session",
+        "coder",
+    );
+}
+
+#[test]
+fn codex_reader_cut_short_by_the_timeout_is_continued_in_its_thread() {
+    let Some(rig) = attempt_cut_short_is_continued(
+        Cli::Codex,
+        "codex_reader_cut_short_by_the_timeout_is_continued_in_its_thread",
+        "analyst",
+    ) else {
+        return;
+    };
+    let requests = rig.server.model_requests();
+    let thread = requests[0].header("thread-id");
+    assert!(thread.is_some());
+    assert_eq!(requests[1].header("thread-id"), thread);
 }
