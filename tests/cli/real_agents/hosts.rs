@@ -1,7 +1,7 @@
 //! Which other hosts the real CLIs try when their traffic switches are on, as the proxy sees
 //! them: every other test has the switches off and asserts that the proxy saw nothing. Nothing
-//! bypasses the proxy (`strace -f -e trace=connect` shows both CLIs connecting to loopback
-//! only, and they look up no name).
+//! bypasses the proxy (checked by hand: `strace -f -e trace=connect` shows both CLIs connecting
+//! to loopback only, and looking up no name).
 
 use super::{CLAUDE_SWITCHES, Cli, Mode, Rig};
 use crate::assert_exit;
