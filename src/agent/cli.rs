@@ -9,7 +9,10 @@
 //!   (`input_tokens`, `output_tokens`, `cache_creation_input_tokens`,
 //!   `cache_read_input_tokens`), `num_turns`, `session_id`, `duration_ms`, and for error subtypes
 //!   an `errors` array. A failed API call still says `subtype: "success"` with `is_error: true`
-//!   and exits 0 (anthropics/claude-code#79500). `--output-format stream-json --verbose` prints
+//!   (and exited 0 in versions before 2.1, anthropics/claude-code#79500; 2.1.328 exits 1): the
+//!   object decides, not the exit code. A refused tool use is only in `permission_denials`, and
+//!   a usage limit also sets `api_error: "usage_limit_reached"` (2.1.328: `You've hit your
+//!   5-hour limit · resets 4:06pm (UTC)`). `--output-format stream-json --verbose` prints
 //!   JSONL (`system` init, `assistant`/`user` messages) ending with the same result object.
 //!   Usage limits arrive as result text: `Claude AI usage limit reached|<unix seconds>`, later
 //!   `5-hour limit reached ∙ resets 3pm`, `You've hit your limit · resets 1pm (Europe/Lisbon)`,
@@ -23,7 +26,8 @@
 //!   as `Reconnecting... 1/5`), so only the last terminal event decides. Usage limits read
 //!   `You've hit your usage limit. … try again at Mar 10th, 2026 3:39 AM.` (a local clock time,
 //!   `codex-rs/core/src/error.rs`) or, in older versions, `… try again in 2 days 17 hours 14
-//!   minutes.`
+//!   minutes.` A refused patch or command is told only on stderr (`ERROR …: error=patch
+//!   rejected: …`). Samples of both CLIs' output are in `tests/cli/real_agents/captures/`.
 
 use std::time::SystemTime;
 
@@ -396,6 +400,21 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
         denials: claude_denials(r),
         session: text(r, "session_id").map(str::to_owned),
     }
+}
+
+/// Tool uses the CLI refused that only its stderr tells: Codex logs a rejected patch or command
+/// as `ERROR codex_core::tools::router: error=patch rejected: writing outside of the project;
+/// rejected by user approval settings`, with nothing of it in its JSON events.
+pub fn stderr_denials(parser: Parser, stderr: &str) -> Vec<String> {
+    if parser != Parser::CodexJsonl {
+        return Vec::new();
+    }
+    stderr
+        .lines()
+        .filter_map(|line| line.split_once(" error=").map(|(_, why)| why.trim()))
+        .filter(|why| why.contains("rejected"))
+        .map(|why| crate::ui::one_line(why, 300))
+        .collect()
 }
 
 /// What Claude Code's `permission_denials` list: `[{tool_name, tool_input}]`.

@@ -601,3 +601,13 @@ fn claudes_refused_tool_uses_are_named_with_what_they_were_for() {
             .is_empty()
     );
 }
+
+#[test]
+fn codex_refusals_told_only_on_stderr_are_denials() {
+    let stderr = "2026-12-01T14:42:04.122084Z ERROR codex_core::tools::router: error=patch rejected: writing outside of the project; rejected by user approval settings\n2026-12-01T14:42:05Z WARN codex_core::exec: error=exit code 1\nReading prompt from stdin...\n";
+    assert_eq!(
+        stderr_denials(Parser::CodexJsonl, stderr),
+        ["patch rejected: writing outside of the project; rejected by user approval settings"]
+    );
+    assert!(stderr_denials(Parser::ClaudeJson, stderr).is_empty());
+}

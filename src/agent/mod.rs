@@ -606,7 +606,11 @@ pub(crate) fn run_cli(
     denials_fail: bool,
 ) -> Finished {
     let mut done = run(inv, watchdog);
-    let parsed = cli::parse(parser, &done.stdout, &cli::Now::here());
+    let mut parsed = cli::parse(parser, &done.stdout, &cli::Now::here());
+    parsed.denials.extend(cli::stderr_denials(
+        parser,
+        &transcript_stderr(&inv.transcript),
+    ));
     done.tokens = parsed.tokens;
     done.cost = parsed.cost;
     done.session.clone_from(&parsed.session);
@@ -653,6 +657,17 @@ pub(crate) fn run_cli(
     };
     done.stdout = crate::secret::redact(&parsed.result).into_owned();
     done
+}
+
+/// What the attempt's transcript holds of the agent's stderr.
+fn transcript_stderr(transcript: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    let Some((_, rest)) = text.split_once("--- stderr ---\n") else {
+        return String::new();
+    };
+    rest.split_once("--- stdout ---\n")
+        .map_or(rest, |(stderr, _)| stderr)
+        .to_owned()
 }
 
 /// Runs a hook (`--on-escalate`) with `input` on stdin and waits for it, at most a minute.

@@ -2,6 +2,9 @@
 //! beyond an hour stops the run resumably (exit 75) with no failure counted; a lasting server
 //! error fails the task once its retries are spent.
 
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
 use serde_json::json;
 
 use super::{ClaudeAuth, Cli, Retries, Rig, in_two_hours, task_status};
@@ -134,4 +137,74 @@ fn codex_lasting_server_error_fails_the_task_after_its_retries() {
         1,
         "We’re currently experiencing high demand",
     );
+}
+
+/// When a limit resets, by the clock the CLI reads and by the test's.
+type Reset = (SystemTime, Instant);
+
+/// A server that answers the first model request with a usage limit resetting in 30 s, and
+/// every later one with an answer.
+fn limited_once(cli: Cli, test: &str, auth: ClaudeAuth) -> Option<(Rig, Arc<OnceLock<Reset>>)> {
+    let reset = Arc::new(OnceLock::new());
+    let first = Arc::clone(&reset);
+    let rig = Rig::start_with(cli, test, auth, Retries::Never, move |_, seen| {
+        if seen == 0 {
+            let (at, _) = *first.get_or_init(|| {
+                let soon = Duration::from_secs(30);
+                (SystemTime::now() + soon, Instant::now() + soon)
+            });
+            Reply::UsageLimit {
+                window: Window::FiveHour,
+                resets_at: Some(at),
+            }
+        } else {
+            Reply::text("FOUND: it")
+        }
+    })?;
+    Some((rig, reset))
+}
+
+/// The run pauses until the limit's minute is over, then finishes with no failure counted.
+fn a_limit_resetting_soon_pauses_the_run_and_it_finishes(rig: &Rig, reset: &OnceLock<Reset>) {
+    let out = rig.run(&tasks(), &["--retries", "0", "--task-timeout", "2m"]);
+
+    assert_exit(&out, 0);
+    let status = status_json(&rig.repo);
+    for id in ["a", "b"] {
+        let task = task_status(&status, id);
+        assert_eq!(task["status"], "done", "{task}");
+        assert_eq!(task["failures"], 0, "{task}");
+    }
+    // The second attempt of `a` waited for the reset the CLI printed, to the minute.
+    let requests = rig.server.model_requests();
+    assert!(requests.len() >= 3, "{}", requests.len());
+    let (_, reset) = *reset.get().expect("a limit was sent");
+    assert!(requests[1].at >= reset, "asked again before the reset");
+    let logs = stdout(&rig.repo.swarm(&["logs"]));
+    assert!(logs.contains("usage_limit"), "{logs}");
+    rig.assert_no_other_host();
+}
+
+#[test]
+fn claude_five_hour_limit_resetting_in_30_s_pauses_the_run_which_then_finishes() {
+    let Some((rig, reset)) = limited_once(
+        Cli::Claude,
+        "claude_five_hour_limit_resetting_in_30_s_pauses_the_run_which_then_finishes",
+        ClaudeAuth::Subscription,
+    ) else {
+        return;
+    };
+    a_limit_resetting_soon_pauses_the_run_and_it_finishes(&rig, &reset);
+}
+
+#[test]
+fn codex_usage_limit_resetting_in_30_s_pauses_the_run_which_then_finishes() {
+    let Some((rig, reset)) = limited_once(
+        Cli::Codex,
+        "codex_usage_limit_resetting_in_30_s_pauses_the_run_which_then_finishes",
+        ClaudeAuth::ApiKey,
+    ) else {
+        return;
+    };
+    a_limit_resetting_soon_pauses_the_run_and_it_finishes(&rig, &reset);
 }

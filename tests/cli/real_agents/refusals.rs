@@ -1,7 +1,8 @@
 //! What the real CLIs refuse under swarm's profiles, and what swarm makes of it: a reader whose
 //! model asks to write (Claude has no writing tool then; Codex's read-only sandbox refuses the
 //! command and the patch) ends as its model ends it; a Claude writer writing outside its
-//! checkout is denied by `acceptEdits`, and swarm fails it. Nothing is written either way.
+//! checkout is denied by `acceptEdits`, and a Codex writer's patch outside its workspace by the
+//! sandbox: swarm fails both. Nothing is written either way.
 
 use serde_json::json;
 
@@ -165,6 +166,52 @@ fn claude_writer_writing_outside_its_checkout_is_denied() {
     assert!(
         transcript.contains(r#""permission_denials":[{"tool_name":"Write""#),
         "{transcript}"
+    );
+    rig.assert_no_other_host();
+}
+
+#[test]
+fn codex_writer_patching_outside_its_checkout_is_refused_and_fails() {
+    let test = "codex_writer_patching_outside_its_checkout_is_refused_and_fails";
+    let target = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let wanted = std::sync::Arc::clone(&target);
+    let Some(rig) = Rig::start(Cli::Codex, test, move |req, _| {
+        if req.tool_results().is_empty() {
+            let path = wanted.get().expect("the target is set before swarm runs");
+            Reply::freeform(
+                "apply_patch",
+                format!("*** Begin Patch\n*** Add File: {path}\n+escaped\n*** End Patch\n"),
+            )
+        } else {
+            Reply::text("DONE: wrote it")
+        }
+    }) else {
+        return;
+    };
+    let escape = std::path::PathBuf::from(format!("/etc/swarm-escape-{}.txt", std::process::id()));
+    target.set(escape.display().to_string()).unwrap();
+
+    let out = rig.run(
+        &[json!({"id": "w", "prompt": "Write outside. (task: w)", "lane": "coder"})],
+        &["--retries", "0", "--task-timeout", "2m"],
+    );
+
+    // Codex refuses the patch and says so only on stderr; its model then claims success.
+    assert_exit(&out, 1);
+    assert!(!escape.exists());
+    assert_eq!(
+        results(&rig),
+        ["patch rejected: writing outside of the project; rejected by user approval settings"]
+    );
+    let status = status_json(&rig.repo);
+    let task = task_status(&status, "w");
+    assert_eq!(task["status"], "failed", "{task}");
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(
+            "the agent's CLI refused a tool use: patch rejected: writing outside of the project"
+        ),
+        "{task}"
     );
     rig.assert_no_other_host();
 }

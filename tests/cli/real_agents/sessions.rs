@@ -215,3 +215,71 @@ fn codex_reader_cut_short_by_the_timeout_is_continued_in_its_thread() {
     assert!(thread.is_some());
     assert_eq!(requests[1].header("thread-id"), thread);
 }
+
+/// A writer whose first attempt writes `notes.txt` with `write`, then meets a model that never
+/// answers and is stopped at the timeout; the second attempt continues the session in the same
+/// checkout, where the file still is, and the file lands.
+fn writer_cut_short_after_writing_lands_its_file(cli: Cli, test: &str, write: Reply) {
+    let Some(rig) = Rig::start(cli, test, move |_, seen| match seen {
+        0 => write.clone(),
+        1 => Reply::Hang,
+        _ => Reply::text("DONE: notes.txt is written"),
+    }) else {
+        return;
+    };
+
+    let out = rig.run(
+        &[serde_json::json!({"id": "w", "prompt": "Write notes.txt. (task: w)", "lane": "coder"})],
+        &["--task-timeout", "5s", "--retries", "1"],
+    );
+
+    assert_exit(&out, 0);
+    assert_eq!(rig.repo.read("notes.txt"), "noted\n");
+    let status = crate::status_json(&rig.repo);
+    let task = super::task_status(&status, "w");
+    assert_eq!(task["attempts"], 2, "{task}");
+    // The continued attempt's request carries the first attempt's conversation: its task and
+    // the result of its write.
+    let requests = rig.server.model_requests();
+    assert_eq!(requests.len(), 3);
+    assert!(conversations(&rig)[2].contains("Write notes.txt. (task: w)"));
+    assert!(
+        !requests[2].tool_results().is_empty(),
+        "{:?}",
+        requests[2].body
+    );
+    let report = std::fs::read_to_string(
+        rig.repo
+            .swarm_dir()
+            .join("runs")
+            .join(crate::run_id(&rig.repo))
+            .join("report.md"),
+    )
+    .unwrap();
+    assert!(report.contains("| 2 (2 continued) |"), "{report}");
+    rig.assert_no_other_host();
+}
+
+#[test]
+fn claude_writer_cut_short_after_writing_is_continued_and_its_file_lands() {
+    writer_cut_short_after_writing_lands_its_file(
+        Cli::Claude,
+        "claude_writer_cut_short_after_writing_is_continued_and_its_file_lands",
+        Reply::tool_call(
+            "Write",
+            serde_json::json!({"file_path": "notes.txt", "content": "noted\n"}),
+        ),
+    );
+}
+
+#[test]
+fn codex_writer_cut_short_after_writing_is_continued_and_its_file_lands() {
+    writer_cut_short_after_writing_lands_its_file(
+        Cli::Codex,
+        "codex_writer_cut_short_after_writing_is_continued_and_its_file_lands",
+        Reply::freeform(
+            "apply_patch",
+            "*** Begin Patch\n*** Add File: notes.txt\n+noted\n*** End Patch\n",
+        ),
+    );
+}
