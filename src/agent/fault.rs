@@ -16,7 +16,8 @@ pub(crate) struct Fault {
 pub(crate) enum FaultKind {
     /// The model endpoint refused swarm's key (HTTP 401 or 403): the user fixes the key.
     Credentials,
-    /// The machine: a full disk, too few file descriptors. `swarm resume` once it is fixed.
+    /// The machine or the user's checkout: a full disk, too few file descriptors, the checkout
+    /// changing under an attempt. `swarm resume` once it is settled.
     Environment,
     /// The model endpoint does not answer: attempts wait while it is checked, and the run
     /// stops as for `Environment` if it stays away.
