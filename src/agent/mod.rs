@@ -78,6 +78,10 @@ pub(crate) struct Invocation {
     pub transcript: PathBuf,
     /// First lines of the transcript.
     pub header: String,
+    /// Where stdout goes while the attempt runs, when a swarm killed meanwhile must find what
+    /// the agent printed (Codex's thread id); removed when the attempt ends. Else stdout goes
+    /// to an unnamed file.
+    pub stdout_file: Option<PathBuf>,
 }
 
 impl Outcome {
@@ -171,9 +175,17 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     let mut transcript = File::create(&inv.transcript)?;
     transcript.write_all(inv.header.as_bytes())?;
     transcript.write_all(b"--- stderr ---\n")?;
-    // Stdout goes to an unnamed temporary file, not a pipe: a grandchild that keeps the pipe
-    // open could otherwise hold the attempt hostage after the agent has exited.
-    let mut out = tempfile_in(&inv.transcript)?;
+    // Stdout goes to a file, not a pipe: a grandchild that keeps the pipe open could otherwise
+    // hold the attempt hostage after the agent has exited.
+    let mut out = match &inv.stdout_file {
+        Some(path) => std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?,
+        None => tempfile_in(&inv.transcript)?,
+    };
 
     let mut cmd = if let Some((program, args)) = inv.argv.split_first() {
         let mut c = Command::new(program);
@@ -244,6 +256,10 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     out.rewind()?;
     transcript.write_all(b"--- stdout ---\n")?;
     std::io::copy(&mut out, &mut transcript)?;
+    if let Some(path) = &inv.stdout_file {
+        drop(out);
+        let _ = std::fs::remove_file(path);
+    }
 
     let elapsed = started.elapsed();
     let outcome = match reason {
@@ -691,6 +707,7 @@ pub(crate) fn run_hook(
         stall: None,
         transcript: transcript.to_owned(),
         header: format!("hook: {command}\n"),
+        stdout_file: None,
     };
     run(&inv, watchdog).outcome.describe()
 }

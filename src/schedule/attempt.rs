@@ -32,6 +32,9 @@ pub(super) fn prepare(
     let id = task.id.as_str();
     let attempt = run.slots[i].attempts + 1;
     let continuing = continued_session(run, i);
+    if attempt > 1 {
+        file_left_stdout(layout, id, attempt - 1);
+    }
     let transcript = layout
         .run_dir
         .join("attempts")
@@ -221,6 +224,10 @@ pub(super) fn prepare(
             timeout,
             // The built-in agent runs in swarm; its requests have their own timeout.
             stall: settings.stall_timeout.filter(|_| builtin.is_none()),
+            stdout_file: cli
+                .as_ref()
+                .filter(|p| p.sessions == Sessions::Codex)
+                .map(|_| codex_stdout(layout, id, attempt)),
             transcript,
             header,
         },
@@ -240,13 +247,23 @@ const CONTINUE_PROMPT: &str = "Your work on this task was cut short before you f
 /// afresh, and a writer's checkout is still as it left it.
 fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
     let (task, slot) = (&run.plan.tasks[i], &run.slots[i]);
-    let session = slot.session.clone()?;
     if run.settings.fresh_retries || !matches!(task.action, Action::Prompt(_)) {
         return None;
     }
     let Some(Agent::Cli(profile)) = run.settings.agent_for(task.agent.as_deref()) else {
         return None;
     };
+    // A Codex attempt a killed swarm never saw end left its stdout, and its thread in it.
+    let left = || {
+        let out = codex_stdout(run.layout, task.id.as_str(), slot.attempts);
+        let text = std::fs::read_to_string(out).ok()?;
+        crate::agent::cli::parse(profile.parser, &text, &crate::agent::cli::Now::here()).session
+    };
+    let session = slot.session.clone().or_else(|| {
+        (profile.sessions == Sessions::Codex && slot.attempts > 0)
+            .then(left)
+            .flatten()
+    })?;
     let here = match task.mode {
         Mode::Read => true,
         Mode::Write => {
@@ -259,6 +276,40 @@ fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
         }
     };
     (profile.sessions != Sessions::None && here).then_some(session)
+}
+
+/// Where a Codex attempt's stdout is while it runs: a swarm killed meanwhile finds the thread
+/// to continue there (Codex names it only in its first event).
+fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::PathBuf {
+    layout
+        .run_dir
+        .join("attempts")
+        .join(format!("{id}.{attempt}.stdout"))
+}
+
+/// What an attempt a killed swarm never saw end printed goes into its transcript, once the next
+/// attempt has read it.
+fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32) {
+    use std::io::Write as _;
+    let left = codex_stdout(layout, id, attempt);
+    let Ok(text) = std::fs::read(&left) else {
+        return;
+    };
+    let transcript = layout
+        .run_dir
+        .join("attempts")
+        .join(format!("{id}.{attempt}.log"));
+    let kept = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .and_then(|mut f| {
+            f.write_all(b"--- stdout (the attempt was cut short by the end of swarm) ---\n")?;
+            f.write_all(&text)
+        });
+    if kept.is_ok() {
+        let _ = crate::secret::redact_file(&transcript);
+        let _ = std::fs::remove_file(left);
+    }
 }
 
 /// A new session id, as Claude Code takes it: a random (version 4) UUID.

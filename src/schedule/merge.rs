@@ -364,6 +364,7 @@ impl MergeQueue {
                     path.display()
                 ),
                 transcript,
+                stdout_file: None,
             },
             builtin,
             parser: cli.map(|p| p.parser),

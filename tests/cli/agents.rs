@@ -449,16 +449,17 @@ fn with_fresh_retries_a_retry_after_a_timeout_starts_a_new_session_in_a_new_chec
     assert_eq!(repo.read("notes.txt"), "a line\n");
 }
 
-#[test]
-fn a_writer_cut_short_by_kill_9_continues_its_session_on_resume() {
+/// A writer of `agent` whose first attempt edits and hangs, `kill -9`ed with swarm; then
+/// `swarm resume`, which must land the file. The repository and the calls the agent got.
+fn writer_killed_with_swarm_then_resumed(agent: &str) -> (TestRepo, Vec<serde_json::Value>) {
     let repo = TestRepo::new();
     let fakes = agents(&repo);
-    fakes.set_mode("claude", "hang-after-edit-once");
+    fakes.set_mode(agent, "hang-after-edit-once");
     let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line"}"#]);
     let mut swarm = repo
         .swarm_cmd()
         .env("PATH", fakes.path_env())
-        .args(["run", tasks.to_str().unwrap(), "--agent", "claude"])
+        .args(["run", tasks.to_str().unwrap(), "--agent", agent])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -487,8 +488,39 @@ fn a_writer_cut_short_by_kill_9_continues_its_session_on_resume() {
     let out = run_with(&repo, &fakes, &["resume"]);
 
     assert_exit(&out, 0);
-    let calls = fakes.invocations("claude");
+    // The continued attempt found the first one's edit and added its own.
+    assert_eq!(repo.read("notes.txt"), "a line\na line\n");
+    let calls = fakes.invocations(agent);
+    (repo, calls)
+}
+
+#[test]
+fn a_claude_writer_cut_short_by_kill_9_continues_its_session_on_resume() {
+    let (_, calls) = writer_killed_with_swarm_then_resumed("claude");
     let first = arg_after(&calls[0], "--session-id").unwrap();
     assert_eq!(arg_after(&calls[1], "--resume"), Some(first));
-    assert_eq!(repo.read("notes.txt"), "a line\na line\n");
+}
+
+#[test]
+fn a_codex_writer_cut_short_by_kill_9_continues_its_thread_on_resume() {
+    // Codex names its thread only in its first event, which the killed swarm never read: the
+    // resume finds it in what the attempt left.
+    let (repo, calls) = writer_killed_with_swarm_then_resumed("codex");
+    assert_eq!(
+        arg_after(&calls[1], "resume").as_deref(),
+        Some("fake-thread-1")
+    );
+    // What it printed before the kill is kept in its transcript, and nothing else is left.
+    let attempts = repo
+        .swarm_dir()
+        .join("runs")
+        .join(crate::run_id(&repo))
+        .join("attempts");
+    let first = std::fs::read_to_string(attempts.join("w.1.log")).unwrap();
+    assert!(
+        first.contains("cut short by the end of swarm) ---\n{\"type\":\"thread.started\""),
+        "{first}"
+    );
+    assert!(!attempts.join("w.1.stdout").exists());
+    assert!(!attempts.join("w.2.stdout").exists());
 }

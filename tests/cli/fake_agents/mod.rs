@@ -42,8 +42,8 @@
 //! - `denied`: claude: a writer whose `Write` of the file was refused: it writes nothing and
 //!   answers as a success, with the refusal only in `permission_denials`, as Claude Code does;
 //! - `hang-after-result`: a normal run, then ten minutes of sleep;
-//! - `hang-after-edit`: claude: a writer edits, then hangs (`sleep 600`) before its result, as
-//!   an agent cut short by a timeout or a crash;
+//! - `hang-after-edit`: a writer edits, then hangs (`sleep 600`) before its result (codex: after
+//!   its `thread.started`), as an agent cut short by a timeout or a crash;
 //! - `grandchild`: starts a process in the background, holding stdout, that sleeps ten minutes;
 //!   then a normal run. Either sleeper, unless stopped, appends the call's number to
 //!   `<state>/<agent>.outlived` when it wakes (`FakeAgents::outlived`);
@@ -51,9 +51,10 @@
 //! - `<mode>-once`: `<mode>` on the first call per task (`SWARM_TASK_ID`, or any task when
 //!   unset) since the mode was set, `ok` afterwards.
 //!
-//! Sessions (claude): `--session-id ID` keeps the call's prompt as the session's; a call with
-//! `--resume ID` reads its `FILE`, `EDIT`, `RESULT` and `FAKE_MODE` lines from its own prompt,
-//! then from the session's, as the real one remembers the task.
+//! Sessions: claude's `--session-id ID`, and each new codex thread (`fake-thread-<n>`, printed
+//! in `thread.started`), keep the call's prompt as the session's; a call with `--resume ID`
+//! (claude) or `exec … resume ID` (codex) reads its `FILE`, `EDIT`, `RESULT` and `FAKE_MODE`
+//! lines from its own prompt, then from the session's, as the real ones remember the task.
 //!
 //! With `FAKE_LIFELINE` set to a lifeline's shell words (`crate::lifeline`), a call and every
 //! process it starts hold that lifeline.
@@ -203,6 +204,7 @@ for a in "$@"; do
         codex:-m|codex:--model|codex:-c|codex:--config|codex:-p|codex:--profile|codex:-o|codex:--output-last-message|codex:--color|codex:-i|codex:--image|codex:--output-schema)
             prev=; continue ;;
         claude:--session-id) SESSION=$a; prev=; continue ;;
+        codex:resume) SESSION=$a; RESUMED=yes; prev=; continue ;;
         claude:--resume) SESSION=$a; RESUMED=yes; prev=; continue ;;
         claude:--model|claude:--max-turns|claude:--append-system-prompt|claude:--system-prompt)
             prev=; continue ;;
@@ -214,6 +216,7 @@ for a in "$@"; do
         codex:--json|codex:--experimental-json) FORMAT=json ;;
         codex:--full-auto|codex:--dangerously-bypass-approvals-and-sandbox) WRITER=true ;;
         codex:-) ;;
+        codex:resume) ;;
         codex:-*) ;;
         codex:*) PROMPT_ARG=$a ;;
     esac
@@ -251,7 +254,11 @@ unlock
 mv "$PROMPT_FILE" "$STATE/$AGENT.$N.prompt"
 PROMPT_FILE="$STATE/$AGENT.$N.prompt"
 
-# A session keeps the task's prompt: a resumed one reads its lines from the first.
+# A session keeps the task's prompt: a resumed one reads its lines from the first. A new codex
+# thread is named after the call.
+if [ "$AGENT" = codex ] && [ -z "$SESSION" ]; then
+    SESSION="fake-thread-$N"
+fi
 if [ -n "$SESSION" ]; then
     if [ "$RESUMED" = yes ] && [ -f "$STATE/session.$SESSION" ]; then
         TASK_FILE="$STATE/session.$SESSION"
@@ -376,7 +383,7 @@ claude_run() {
 
 codex_run() {
     if [ "$FORMAT" = json ]; then
-        printf '{"type":"thread.started","thread_id":"fake-thread-%s"}\n{"type":"turn.started"}\n' "$N"
+        printf '{"type":"thread.started","thread_id":"%s"}\n{"type":"turn.started"}\n' "$SESSION"
     fi
     case "$MODE" in
         error-exit-0|usage-limit)
@@ -393,6 +400,7 @@ codex_run() {
                 printf 'ERROR: %s\n' "$MSG" >&2
             fi
             return $STATUS ;;
+        hang-after-edit) edit; sleep 600 ;;
     esac
     edit
     if [ "$FORMAT" != json ]; then
