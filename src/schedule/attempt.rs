@@ -10,7 +10,8 @@ use super::dag::Transition;
 use super::job::{Job, JobKind};
 use super::prompt::compose_prompt;
 use super::run::Run;
-use crate::agent::cli::{Session, Sessions};
+use crate::agent::acp::Acp;
+use crate::agent::cli::{Kind, Session, Sessions};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
@@ -107,6 +108,7 @@ pub(super) fn prepare(
     let mut builtin = None;
     let mut cli: Option<crate::agent::cli::Profile> = None;
     let mut session = None;
+    let mut acp = None;
     let mut argv_run = Vec::new();
     let (command, stdin, deps_dir) = match &task.action {
         Action::Run(cmd) => {
@@ -155,9 +157,23 @@ pub(super) fn prepare(
                     session = continuing.clone().or(named);
                     // swarm's own variables come last: no profile sets them.
                     env.splice(0..0, profile.set_env.iter().cloned());
-                    cli = Some(profile);
                     argv_run = argv;
-                    (shown, Some(prompt), None)
+                    if profile.kind == Kind::Acp {
+                        acp = Some(Acp {
+                            prompt,
+                            access: match task.mode {
+                                Mode::Read => Access::Read,
+                                Mode::Write => Access::Write,
+                            },
+                            allowed_programs: settings.builtin.allowed_programs.clone(),
+                            resume: continuing.clone(),
+                        });
+                        cli = Some(profile);
+                        (shown, None, None)
+                    } else {
+                        cli = Some(profile);
+                        (shown, Some(prompt), None)
+                    }
                 }
                 Agent::OpenAi => {
                     let client = settings.llm.clone().with_context(|| {
@@ -225,7 +241,8 @@ pub(super) fn prepare(
             header,
         },
         builtin,
-        parser: cli.map(|p| p.parser),
+        parser: cli.filter(|p| p.kind == Kind::Cli).map(|p| p.parser),
+        acp,
         deps_dir: deps_dir.filter(|_| !deps.is_empty()).map(|d| (d, deps)),
         user_checkout: run.repo.workdir().to_owned(),
         session,
