@@ -619,3 +619,7 @@ fn pick_mode(modes: &Value, access: Access) -> Option<String> {
     let mode = wanted.iter().find(|w| offered.contains(w))?;
     (modes["currentModeId"].as_str() != Some(mode)).then(|| (*mode).to_owned())
 }
+
+#[cfg(test)]
+#[path = "acp_tests.rs"]
+mod tests;

@@ -107,7 +107,6 @@ const KINDS: [&str; 2] = ["cli", "acp"];
 const PARSERS: [&str; 3] = ["text", "claude-json", "codex-jsonl"];
 /// The keys of an `[agents.NAME]` table.
 const PROFILE_KEYS: [&str; 9] = [
-    "kind",
     "command",
     "args",
     "reader-args",
@@ -116,6 +115,7 @@ const PROFILE_KEYS: [&str; 9] = [
     "pass-env",
     "drop-env",
     "set-env",
+    "kind",
 ];
 pub(crate) const REPO_FILE: &str = ".swarm.toml";
 /// The run options and profiles of one config file, with the keys it sets.
