@@ -1,9 +1,8 @@
 //! The real Claude Code and Codex CLIs (and Codex's ACP adapter, `acp`), at the versions
-//! `.ci/agents/package-lock.json` pins,
-//! run by the real swarm binary against a `ModelServer` on loopback, with every other host
-//! refused by a `RefusingProxy`. Hermetic: each test has a temporary HOME (Claude Code keeps its
-//! sessions in `~/.claude`, Codex in `CODEX_HOME`, here `~/.codex`), and nothing leaves
-//! loopback.
+//! `.ci/agents/package-lock.json` pins, run by the real swarm binary against a `ModelServer`
+//! on loopback, with every other host refused by a `RefusingProxy`. Hermetic: each test has a
+//! temporary HOME (Claude Code keeps its sessions in `~/.claude`, Codex in `CODEX_HOME`, here
+//! `~/.codex`), and nothing leaves loopback.
 //!
 //! The CLIs are looked for in `.ci/agents/node_modules/.bin` of this repository (`npm ci
 //! --prefix .ci/agents`), or in the directory `SWARM_TEST_AGENTS_BIN` names. When one is
