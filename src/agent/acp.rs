@@ -31,11 +31,19 @@ use super::{Finished, Invocation, KillReason, Outcome, RESULT_CAP, Watchdog};
 /// What an ACP attempt needs beyond its invocation.
 #[derive(Debug, Clone)]
 pub(crate) struct Acp {
+    /// The task's prompt, for a new session.
     pub prompt: String,
     pub access: Access,
     pub allowed_programs: Vec<String>,
     /// An earlier attempt's session, to resume (or load) when the agent can.
-    pub resume: Option<String>,
+    pub resume: Option<Resume>,
+}
+
+/// A session to continue, and what it is told then (the task is in it already).
+#[derive(Debug, Clone)]
+pub(crate) struct Resume {
+    pub session: String,
+    pub prompt: String,
 }
 
 /// The mode ids, best first, that fit a reader and a writer among those agents offer
@@ -134,7 +142,8 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         denials: Vec::new(),
         terminals: HashMap::new(),
     };
-    let (ended, resumable) = client.conversation(acp);
+    let mut resumable = false;
+    let ended = client.turn(acp, &mut resumable);
     // Done with the agent: closing its stdin and killing its group ends whatever it left.
     client.stdin = None;
     let _ = killpg(pid, Signal::SIGKILL);
@@ -243,14 +252,8 @@ struct Client {
 }
 
 impl Client {
-    /// The whole conversation: whether the turn ended well, and whether the session can be
-    /// continued by a later attempt.
-    fn conversation(&mut self, acp: &Acp) -> (Result<(), Ended>, bool) {
-        let mut resumable = false;
-        let ended = self.turn(acp, &mut resumable);
-        (ended, resumable)
-    }
-
+    /// The whole conversation, to the end of the prompt's turn; `resumable` says whether a
+    /// later attempt can continue the session.
     fn turn(&mut self, acp: &Acp, resumable: &mut bool) -> Result<(), Ended> {
         let writes = acp.access == Access::Write;
         let init = self.request(
@@ -269,8 +272,12 @@ impl Client {
         let can_load = caps["loadSession"].as_bool() == Some(true);
         *resumable = can_resume || can_load;
         let cwd = self.tools.root().display().to_string();
-        let opened = match &acp.resume {
-            Some(id) if can_resume || can_load => {
+        // An agent that cannot continue the session gets the task afresh.
+        let (opened, prompt) = match &acp.resume {
+            Some(Resume {
+                session: id,
+                prompt,
+            }) if can_resume || can_load => {
                 let method = if can_resume {
                     "session/resume"
                 } else {
@@ -282,9 +289,12 @@ impl Client {
                     &json!({ "sessionId": id, "cwd": cwd, "mcpServers": [] }),
                 )?;
                 answer["sessionId"] = json!(id);
-                answer
+                (answer, prompt)
             }
-            _ => self.request("session/new", &json!({ "cwd": cwd, "mcpServers": [] }))?,
+            _ => (
+                self.request("session/new", &json!({ "cwd": cwd, "mcpServers": [] }))?,
+                &acp.prompt,
+            ),
         };
         let Some(session) = opened["sessionId"].as_str().map(str::to_owned) else {
             return Err(Ended::Failed(
@@ -303,7 +313,7 @@ impl Client {
         }
         let answer = self.request(
             "session/prompt",
-            &json!({ "sessionId": session, "prompt": [{ "type": "text", "text": acp.prompt }] }),
+            &json!({ "sessionId": session, "prompt": [{ "type": "text", "text": prompt }] }),
         )?;
         if let Some(total) = answer["usage"]["totalTokens"].as_u64() {
             self.tokens = Some(total);

@@ -10,7 +10,7 @@ use super::dag::Transition;
 use super::job::{Job, JobKind};
 use super::prompt::compose_prompt;
 use super::run::Run;
-use crate::agent::acp::Acp;
+use crate::agent::acp::{Acp, Resume};
 use crate::agent::cli::{Kind, Session, Sessions};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
@@ -148,17 +148,13 @@ pub(super) fn prepare(
                         (Some(s), _) => profile.argv(task.mode, Session::Continue(s)),
                         (None, named) => profile.argv(task.mode, Session::New(named.as_deref())),
                     };
-                    // The session has the task already: it is told what happened instead.
-                    let prompt = if continuing.is_some() {
-                        CONTINUE_PROMPT.to_owned()
-                    } else {
-                        prompt
-                    };
                     session = continuing.clone().or(named);
                     // swarm's own variables come last: no profile sets them.
                     env.splice(0..0, profile.set_env.iter().cloned());
                     argv_run = argv;
                     if profile.kind == Kind::Acp {
+                        // The agent says only once started whether it can continue the
+                        // session: it gets both prompts.
                         acp = Some(Acp {
                             prompt,
                             access: match task.mode {
@@ -166,11 +162,20 @@ pub(super) fn prepare(
                                 Mode::Write => Access::Write,
                             },
                             allowed_programs: settings.builtin.allowed_programs.clone(),
-                            resume: continuing.clone(),
+                            resume: continuing.clone().map(|session| Resume {
+                                session,
+                                prompt: CONTINUE_PROMPT.to_owned(),
+                            }),
                         });
                         cli = Some(profile);
                         (shown, None, None)
                     } else {
+                        // The session has the task already: it is told what happened instead.
+                        let prompt = if continuing.is_some() {
+                            CONTINUE_PROMPT.to_owned()
+                        } else {
+                            prompt
+                        };
                         cli = Some(profile);
                         (shown, Some(prompt), None)
                     }

@@ -49,9 +49,21 @@ impl Fake {
     }
 
     fn run(&self, repo: &TestRepo, agent: &str, tasks: &[&str], extra: &[&str]) -> Output {
+        self.run_with(repo, agent, tasks, extra, &[])
+    }
+
+    fn run_with(
+        &self,
+        repo: &TestRepo,
+        agent: &str,
+        tasks: &[&str],
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Output {
         let tasks = repo.tasks(tasks);
         repo.swarm_cmd()
             .env("FAKE_ACP_DIR", &self.dir)
+            .envs(env.iter().copied())
             .args(["run", "--agent", agent])
             .args(extra)
             .arg(tasks)
@@ -395,4 +407,39 @@ fn acp_profile_with_kind_acp_runs_like_acp_cmd() {
         "{}",
         stdout(&config)
     );
+}
+
+#[test]
+fn acp_retry_of_an_agent_that_no_longer_resumes_gets_the_task_afresh() {
+    let Some(fake) = fake("acp_retry_of_an_agent_that_no_longer_resumes_gets_the_task_afresh")
+    else {
+        return;
+    };
+    let repo = TestRepo::new();
+    let report = repo.cache.parent().unwrap().join("report.md");
+    let out = fake.run_with(
+        &repo,
+        &Fake::agent(""),
+        &[r#"{"id":"r","prompt":"HANG-ONCE\nRESULT: done afresh","lane":"reducer"}"#],
+        &[
+            "--retries",
+            "1",
+            "--task-timeout",
+            "3s",
+            "--final-out",
+            report.to_str().unwrap(),
+        ],
+        &[("FAKE_ACP_RESUME_ONCE", "1")],
+    );
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with("done afresh"), "{text}");
+    assert!(fake.calls("session/resume").is_empty());
+    let new = fake.calls("session/new");
+    assert_eq!(new.iter().map(|(_, a, _)| *a).collect::<Vec<_>>(), [1, 2]);
+    let prompts = fake.calls("session/prompt");
+    let second = prompts[1].2["params"]["prompt"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(second.starts_with("HANG-ONCE"), "{second}");
 }

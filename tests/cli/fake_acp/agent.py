@@ -2,8 +2,8 @@
 line, on stdin and stdout. Every message it receives is appended, with the task and attempt,
 to $FAKE_ACP_DIR/log.jsonl.
 
-It offers the modes `read-only` (current) and `auto`, advertises `sessionCapabilities.resume`,
-and does what lines of the prompt say, in this order:
+It offers the modes `read-only` (current) and `auto`, advertises `sessionCapabilities.resume`
+(on the first attempt only with FAKE_ACP_RESUME_ONCE set), and does what lines of the prompt say, in this order:
   USAGE: N          a usage_update with N tokens in context and a cost of $0.25
   PERMISSION: KIND  a session/request_permission for a tool call of KIND on README.md; the
                     outcome goes in the answer
@@ -149,10 +149,11 @@ def main():
         if "id" not in message:
             continue
         if method == "initialize":
+            resumes = ATTEMPT == 1 or "FAKE_ACP_RESUME_ONCE" not in os.environ
             send({"id": message["id"], "result": {
                 "protocolVersion": 1,
                 "agentCapabilities": {"loadSession": False,
-                                      "sessionCapabilities": {"resume": {}}},
+                                      "sessionCapabilities": {"resume": {}} if resumes else {}},
                 "authMethods": [],
             }})
         elif method in ("session/new", "session/resume"):
