@@ -328,17 +328,8 @@ fn acp_agent_ignoring_cancel_is_killed_with_its_group() {
     // The agent and the `sleep` it started are gone.
     assert_eq!(lifeline.ended(), 1);
     assert_eq!(fake.calls("session/cancel").len(), 1);
-    let run = crate::run_id(&repo);
-    let needle = format!("SWARM_RUN_ID={run}");
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
-            assert!(
-                !env.split(|&b| b == 0).any(|v| v == needle.as_bytes()),
-                "process {:?} of the run is left",
-                entry.file_name()
-            );
-        }
-    }
+    let left = crate::real_agents::processes_of_run(&crate::run_id(&repo));
+    assert!(left.is_empty(), "processes left behind: {left:#?}");
 }
 
 #[test]

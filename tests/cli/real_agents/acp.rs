@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::{Cli, Rig, task_status};
+use super::{Cli, Rig, processes_of_run, task_status};
 use crate::model_server::Reply;
-use crate::{assert_exit, status_json};
+use crate::{assert_exit, run_id, status_json};
 
 /// The directory of the bubblewrap the `@openai/codex` package carries (for x86-64 Linux, where
 /// CI runs): codex-acp looks for `bwrap` on PATH.
@@ -20,6 +20,10 @@ fn bwrap_dir(rig: &Rig) -> PathBuf {
 
 /// swarm with `--agent acp:codex-acp`, codex-acp's directory and the bubblewrap on PATH.
 fn run_acp(rig: &Rig, task: &serde_json::Value) -> std::process::Output {
+    run_acp_with(rig, task, "2m")
+}
+
+fn run_acp_with(rig: &Rig, task: &serde_json::Value, timeout: &str) -> std::process::Output {
     let file = rig.repo.tasks(&[&task.to_string()]);
     let mut path = bwrap_dir(rig).into_os_string();
     path.push(":");
@@ -27,7 +31,7 @@ fn run_acp(rig: &Rig, task: &serde_json::Value) -> std::process::Output {
     rig.swarm_cmd()
         .env("PATH", path)
         .args(["run", file.to_str().unwrap(), "--agent", "acp:codex-acp"])
-        .args(["--retries", "0", "--task-timeout", "2m"])
+        .args(["--retries", "0", "--task-timeout", timeout])
         .output()
         .expect("running swarm")
 }
@@ -99,5 +103,40 @@ fn codex_acp_writer_patch_is_merged_and_landed() {
         "{transcript}"
     );
     assert!(task["tokens"].as_u64().unwrap() > 0, "{task}");
+    rig.assert_no_other_host();
+}
+
+#[test]
+fn codex_acp_on_a_hung_model_is_cancelled_then_killed_with_its_group() {
+    let (arrived, arrival) = std::sync::mpsc::channel();
+    let arrived = std::sync::Mutex::new(arrived);
+    let Some(rig) = rig(
+        "codex_acp_on_a_hung_model_is_cancelled_then_killed_with_its_group",
+        move |_, _| {
+            let _ = arrived.lock().unwrap().send(());
+            Reply::Hang
+        },
+    ) else {
+        return;
+    };
+    let out = run_acp_with(
+        &rig,
+        &json!({"id": "stuck", "prompt": "Think hard. (task: stuck)", "lane": "analyst"}),
+        "5s",
+    );
+    assert_exit(&out, 1);
+    arrival.try_recv().expect("codex-acp sent its request");
+    // The npm wrapper and the native codex-acp under it are gone: the group was killed.
+    let left = processes_of_run(&run_id(&rig.repo));
+    assert!(left.is_empty(), "processes left behind: {left:#?}");
+    let status = status_json(&rig.repo);
+    let task = task_status(&status, "stuck");
+    let error = task["error"].as_str().unwrap_or_default();
+    assert!(error.contains("timed out after 5"), "{task}");
+    let transcript = std::fs::read_to_string(task["transcript"].as_str().unwrap()).unwrap();
+    assert!(
+        transcript.contains(r#"> {"jsonrpc":"2.0","method":"session/cancel""#),
+        "{transcript}"
+    );
     rig.assert_no_other_host();
 }
