@@ -18,6 +18,8 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::{ChildStdin, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Instant;
 
@@ -95,13 +97,19 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         .write_all(b"--- conversation (> to the agent, < from it; its stderr between) ---\n")?;
     let deadline = crate::time::deadline(started, inv.timeout);
     let stopping = watchdog.clone();
+    // Set when the watchdog ends the attempt for any reason (a stall too): a program running
+    // for a terminal is stopped then, as the agent is.
+    let ending = Arc::new(AtomicBool::new(false));
+    let ended = Arc::clone(&ending);
     let tools = Tools::new(
         &inv.cwd,
         acp.access,
         acp.allowed_programs.clone(),
         super::openai::COMMAND_TIMEOUT,
     )?
-    .stopped_by(move || stopping.is_stopping() || Instant::now() >= deadline);
+    .stopped_by(move || {
+        ended.load(Ordering::Relaxed) || stopping.is_stopping() || Instant::now() >= deadline
+    });
 
     let mut cmd = super::command(inv);
     cmd.stdin(Stdio::piped())
@@ -120,6 +128,7 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         inv.timeout,
         progress,
         Some(Box::new(move || {
+            ending.store(true, Ordering::Relaxed);
             let _ = cancel_tx.send(Event::Cancel);
         })),
     );

@@ -434,3 +434,40 @@ fn acp_retry_of_an_agent_that_no_longer_resumes_gets_the_task_afresh() {
         .unwrap();
     assert!(second.starts_with("HANG-ONCE"), "{second}");
 }
+
+#[test]
+fn acp_terminal_program_is_stopped_with_a_hung_attempt() {
+    let Some(fake) = fake("acp_terminal_program_is_stopped_with_a_hung_attempt") else {
+        return;
+    };
+    let repo = TestRepo::new();
+    // A length of sleep no other test uses, to find it by.
+    let out = fake.run(
+        &repo,
+        &Fake::agent(""),
+        &[r#"{"id":"r","prompt":"TERMINAL: sleep 617","lane":"researcher"}"#],
+        &[
+            "--retries",
+            "0",
+            "--allow-program",
+            "sleep",
+            "--stall-timeout",
+            "2s",
+            "--kill-grace",
+            "1s",
+        ],
+    );
+    assert_exit(&out, 1);
+    let s = status_json(&repo);
+    let error = task(&s, "r")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("hung"), "{error}");
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            assert!(
+                cmdline != b"sleep\x00617\x00",
+                "the terminal's program is left: {:?}",
+                entry.file_name()
+            );
+        }
+    }
+}
