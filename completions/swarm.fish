@@ -31,7 +31,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -l goals-file -d 'Read goals f
 complete -c swarm -n "__fish_swarm_needs_command" -l plan-out -d 'Write the (repaired) plan to FILE in the task-file format (`swarm run FILE` runs it)' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
-complete -c swarm -n "__fish_swarm_needs_command" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_needs_command" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
@@ -73,7 +73,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -f -a "completions" -d 'Print 
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
@@ -105,7 +105,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l from-hook -d 'Run as
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
@@ -161,7 +161,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand graph" -l from-hook -d 'Run 
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand config" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r
@@ -222,7 +222,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout) [default: auto]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l model -d 'The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l api-base -d 'The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE, OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or OPENAI_API_KEY only' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l request-timeout -d 'Give up on a model request that has not answered after this long, and retry it [default: 5m]' -r

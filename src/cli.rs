@@ -169,8 +169,8 @@ pub struct RunOptions {
     pub max_writers: Option<u32>,
 
     /// The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the
-    /// configuration, or exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout)
-    /// [default: auto].
+    /// configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or
+    /// acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto].
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
 

@@ -65,6 +65,8 @@ impl Parser {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
     pub name: String,
+    /// How swarm speaks with it.
+    pub kind: Kind,
     /// The program, looked up on PATH.
     pub command: String,
     pub reader_args: Vec<String>,
@@ -80,6 +82,15 @@ pub struct Profile {
     pub sessions: Sessions,
 }
 
+/// How swarm speaks with an agent's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The prompt on stdin, then closed; stdout read by the profile's parser.
+    Cli,
+    /// The Agent Client Protocol: JSON-RPC over stdin and stdout, swarm as the client.
+    Acp,
+}
+
 /// How a CLI keeps its sessions, for an attempt to continue an earlier one's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sessions {
@@ -91,6 +102,9 @@ pub enum Sessions {
     /// Codex: the thread id is in its first event (`thread.started`); `exec … resume <id>`
     /// continues the thread.
     Codex,
+    /// An ACP agent that advertises `session/resume` or `loadSession`: the session id comes from
+    /// `session/new`, and a later attempt resumes (or loads) it.
+    Acp,
 }
 
 /// The session an attempt of a CLI agent runs in.
@@ -111,6 +125,7 @@ fn strings(args: &[&str]) -> Vec<String> {
 pub fn claude_profile() -> Profile {
     Profile {
         name: "claude".to_owned(),
+        kind: Kind::Cli,
         command: "claude".to_owned(),
         // `default` mode only auto-approves reads; the tools that change files or run commands are
         // also taken away, so the model does not spend turns on calls that would be denied (and
@@ -154,6 +169,7 @@ pub fn claude_profile() -> Profile {
 pub fn codex_profile() -> Profile {
     Profile {
         name: "codex".to_owned(),
+        kind: Kind::Cli,
         command: "codex".to_owned(),
         reader_args: strings(&[
             "exec",
@@ -176,6 +192,24 @@ pub fn codex_profile() -> Profile {
         pass_env: Vec::new(),
         set_env: Vec::new(),
         sessions: Sessions::Codex,
+    }
+}
+
+/// An ACP agent named on the command line (`acp:CMD`): `sh -c CMD`, as `exec:` runs its command,
+/// so that quoting, variables and `npx …` work as in a shell.
+pub fn acp_profile(name: &str, command: &str) -> Profile {
+    let args = strings(&["-c", command]);
+    Profile {
+        name: name.to_owned(),
+        kind: Kind::Acp,
+        command: "/bin/sh".to_owned(),
+        reader_args: args.clone(),
+        writer_args: args,
+        parser: Parser::Text,
+        drop_env: Vec::new(),
+        pass_env: Vec::new(),
+        set_env: Vec::new(),
+        sessions: Sessions::Acp,
     }
 }
 

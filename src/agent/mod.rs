@@ -7,6 +7,7 @@ pub mod cli;
 mod fault;
 mod limits;
 pub(crate) use fault::{Fault, FaultKind};
+pub(crate) mod acp;
 pub(crate) mod openai;
 pub(crate) mod stray;
 pub(crate) mod tools;
@@ -45,11 +46,17 @@ impl Agent {
         if name == "openai" {
             return Ok(Self::OpenAi);
         }
+        if let Some(cmd) = name.strip_prefix("acp:") {
+            if cmd.trim().is_empty() {
+                return Err("agent \"acp:\" needs a command after the colon".into());
+            }
+            return Ok(Self::Cli(cli::acp_profile(name, cmd)));
+        }
         match name.strip_prefix("exec:") {
             Some(cmd) if !cmd.trim().is_empty() => Ok(Self::Exec(cmd.to_owned())),
             Some(_) => Err("agent \"exec:\" needs a command after the colon".into()),
             None => Err(format!(
-                "unknown agent {name:?}: use openai, auto, or exec:CMD (CMD gets the prompt on stdin and prints the result)"
+                "unknown agent {name:?}: use openai, auto, exec:CMD (CMD gets the prompt on stdin and prints the result) or acp:CMD (CMD speaks the Agent Client Protocol on stdio)"
             )),
         }
     }
@@ -187,33 +194,14 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         None => tempfile_in(&inv.transcript)?,
     };
 
-    let mut cmd = if let Some((program, args)) = inv.argv.split_first() {
-        let mut c = Command::new(program);
-        c.args(args);
-        c
-    } else {
-        // The full path: looking `sh` up along PATH costs a failed exec per entry before it.
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c").arg(&inv.command);
-        c
-    };
-    cmd.current_dir(&inv.cwd)
-        .stdout(Stdio::from(out.try_clone()?))
+    let mut cmd = command(inv);
+    cmd.stdout(Stdio::from(out.try_clone()?))
         .stderr(Stdio::from(transcript.try_clone()?))
         .stdin(if inv.stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
-        })
-        .process_group(0);
-    for (name, _) in std::env::vars_os() {
-        let Some(n) = name.to_str() else { continue };
-        let passed = inv.env_pass.iter().any(|p| p == n) && !is_api_key(n);
-        if (is_withheld(n) && !passed) || inv.env_drop.iter().any(|d| d == n) {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.envs(inv.env.iter().map(|(k, v)| (k, v)));
+        });
     let mut child = cmd.spawn()?;
     let pid = Pid::from_raw(child.id() as i32);
     let progress = match inv.stall {
@@ -287,6 +275,31 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
     })
 }
 
+/// The attempt's process, not yet started: its program, directory, process group of its own and
+/// environment (withheld variables removed, the invocation's set).
+fn command(inv: &Invocation) -> Command {
+    let mut cmd = if let Some((program, args)) = inv.argv.split_first() {
+        let mut c = Command::new(program);
+        c.args(args);
+        c
+    } else {
+        // The full path: looking `sh` up along PATH costs a failed exec per entry before it.
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(&inv.command);
+        c
+    };
+    cmd.current_dir(&inv.cwd).process_group(0);
+    for (name, _) in std::env::vars_os() {
+        let Some(n) = name.to_str() else { continue };
+        let passed = inv.env_pass.iter().any(|p| p == n) && !is_api_key(n);
+        if (is_withheld(n) && !passed) || inv.env_drop.iter().any(|d| d == n) {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.envs(inv.env.iter().map(|(k, v)| (k, v)));
+    cmd
+}
+
 fn describe(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt as _;
     match (status.code(), status.signal()) {
@@ -358,6 +371,26 @@ struct Entry {
     term_sent: Option<Instant>,
     reason: Option<KillReason>,
     progress: Option<Progress>,
+    /// Where an attempt that ends itself is told to (an ACP agent is sent `session/cancel`)
+    /// instead of its group getting SIGTERM; SIGKILL still follows after the grace.
+    cancel: Option<Cancel>,
+}
+
+/// How the watchdog tells an attempt to end itself.
+type Cancel = Box<dyn Fn() + Send>;
+
+impl Entry {
+    /// Starts the end of the attempt for `reason`: SIGTERM, or the word to cancel.
+    fn end(&mut self, now: Instant, reason: KillReason) {
+        match &self.cancel {
+            Some(cancel) => cancel(),
+            None => {
+                let _ = killpg(self.pgid, Signal::SIGTERM);
+            }
+        }
+        self.term_sent = Some(now);
+        self.reason = Some(reason);
+    }
 }
 
 /// What the watchdog watches for signs of life: the sizes of an attempt's output files.
@@ -419,6 +452,16 @@ impl Watchdog {
         timeout: Duration,
         progress: Option<(Duration, Vec<File>)>,
     ) -> Ticket {
+        self.register_with(pgid, timeout, progress, None)
+    }
+
+    fn register_with(
+        &self,
+        pgid: Pid,
+        timeout: Duration,
+        progress: Option<(Duration, Vec<File>)>,
+        cancel: Option<Cancel>,
+    ) -> Ticket {
         let (lock, wake) = &*self.shared;
         let mut reg = lock.lock().unwrap_or_else(PoisonError::into_inner);
         let id = reg.next;
@@ -435,11 +478,10 @@ impl Watchdog {
                 size: 0,
                 changed: now,
             }),
+            cancel,
         };
         if reg.stopping {
-            let _ = killpg(pgid, Signal::SIGTERM);
-            entry.term_sent = Some(now);
-            entry.reason = Some(KillReason::Stop);
+            entry.end(now, KillReason::Stop);
         }
         reg.entries.insert(id, entry);
         wake.notify_all();
@@ -485,9 +527,7 @@ impl Watchdog {
         let now = Instant::now();
         for e in reg.entries.values_mut() {
             if e.term_sent.is_none() {
-                let _ = killpg(e.pgid, Signal::SIGTERM);
-                e.term_sent = Some(now);
-                e.reason = Some(KillReason::Stop);
+                e.end(now, KillReason::Stop);
             }
         }
         wake.notify_all();
@@ -540,13 +580,12 @@ impl Watchdog {
                 };
                 match e.term_sent {
                     None if now >= e.deadline || stalled => {
-                        let _ = killpg(e.pgid, Signal::SIGTERM);
-                        e.term_sent = Some(now);
-                        e.reason = Some(if stalled && now < e.deadline {
+                        let reason = if stalled && now < e.deadline {
                             KillReason::Stalled
                         } else {
                             KillReason::Timeout
-                        });
+                        };
+                        e.end(now, reason);
                         next = next.min(crate::time::deadline(now, self.grace));
                     }
                     None => next = next.min(e.deadline),

@@ -26,7 +26,7 @@ pub struct Builtin {
 }
 
 /// How long one allowed command may run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+pub(super) const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 
 fn system_prompt(b: &Builtin) -> String {
     let can = match b.access {

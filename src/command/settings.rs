@@ -112,6 +112,7 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
         "codex" => codex_profile(),
         _ => Profile {
             name: name.to_owned(),
+            kind: crate::agent::cli::Kind::Cli,
             command: spec.command.clone().ok_or("a profile needs a `command`")?,
             reader_args: Vec::new(),
             writer_args: Vec::new(),
@@ -124,6 +125,14 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
     };
     if let Some(c) = &spec.command {
         p.command.clone_from(c);
+    }
+    match spec.kind.as_deref() {
+        None | Some("cli") => {}
+        Some("acp") => {
+            p.kind = crate::agent::cli::Kind::Acp;
+            p.sessions = crate::agent::cli::Sessions::Acp;
+        }
+        Some(other) => return Err(format!("unknown kind {other:?} (known: cli, acp)")),
     }
     if let Some(a) = &spec.args {
         p.reader_args.clone_from(a);
@@ -226,7 +235,7 @@ impl AgentNames<'_> {
             Err(_) => {
                 let known: Vec<&str> = self.profiles.keys().map(String::as_str).collect();
                 Err(format!(
-                    "unknown agent {name:?}: use auto, openai, exec:CMD, or a profile ({})",
+                    "unknown agent {name:?}: use auto, openai, exec:CMD, acp:CMD, or a profile ({})",
                     known.join(", ")
                 ))
             }

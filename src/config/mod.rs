@@ -56,6 +56,9 @@ pub enum Source {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ProfileSpec {
+    /// How swarm speaks with the agent: `cli` (prompt on stdin, output parsed) or `acp` (the
+    /// Agent Client Protocol over stdio).
+    pub kind: Option<String>,
     pub command: Option<String>,
     /// Arguments for both readers and writers.
     pub args: Option<Vec<String>>,
@@ -98,10 +101,12 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The kinds of agent profile.
+const KINDS: [&str; 2] = ["cli", "acp"];
 /// The parsers an agent profile may name.
 const PARSERS: [&str; 3] = ["text", "claude-json", "codex-jsonl"];
 /// The keys of an `[agents.NAME]` table.
-const PROFILE_KEYS: [&str; 8] = [
+const PROFILE_KEYS: [&str; 9] = [
     "command",
     "args",
     "reader-args",
@@ -110,6 +115,7 @@ const PROFILE_KEYS: [&str; 8] = [
     "pass-env",
     "drop-env",
     "set-env",
+    "kind",
 ];
 pub(crate) const REPO_FILE: &str = ".swarm.toml";
 /// The run options and profiles of one config file, with the keys it sets.
@@ -330,6 +336,15 @@ fn parse_file(path: &Path, text: &str, home: Option<&Path>) -> Result<FileLayer,
         set.push((key, Source::File(path.to_owned())));
     }
     for (name, spec) in &profiles {
+        if let Some(kind) = spec.kind.as_deref().filter(|k| !KINDS.contains(k)) {
+            return Err(at(
+                value_span(table, &["agents", name, "kind"]),
+                format!(
+                    "agent `{name}`: unknown kind `{kind}` (known: {})",
+                    KINDS.join(", ")
+                ),
+            ));
+        }
         if let Some(parser) = spec.parser.as_deref().filter(|p| !PARSERS.contains(p)) {
             return Err(at(
                 value_span(table, &["agents", name, "parser"]),

@@ -63,6 +63,7 @@ fn profile_fields(spec: &ProfileSpec) -> Vec<(&'static str, Value)> {
     let list = |v: &Option<Vec<String>>| v.as_ref().map(|v| json!(v));
     let text = |v: &Option<String>| v.as_ref().map(|v| json!(v));
     [
+        ("kind", text(&spec.kind)),
         ("command", text(&spec.command)),
         ("args", list(&spec.args)),
         ("reader-args", list(&spec.reader_args)),

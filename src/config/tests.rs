@@ -205,6 +205,22 @@ fn snake_case_key_gets_a_suggestion() {
 }
 
 #[test]
+fn profile_kind_is_cli_or_acp() {
+    let fx = Fixture::new();
+    fx.write_user("[agents.a]\nkind = \"acp\"\ncommand = \"x\"\n");
+    let config = fx.load().unwrap();
+    assert_eq!(config.profiles["a"].0.kind.as_deref(), Some("acp"));
+    let user = fx.write_user("[agents.a]\ncommand = \"x\"\nkind = \"rpc\"\n");
+    let err = fx.load().unwrap_err();
+    assert_eq!((err.file.clone(), err.line), (user, Some(3)));
+    assert!(
+        err.message
+            .starts_with("agent `a`: unknown kind `rpc` (known: cli, acp)"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unknown_profile_key_is_refused_with_its_line() {
     let fx = Fixture::new();
     let user = fx.write_user("[agents.mine]\ncommand = \"x\"\ncomand = \"y\"\n");

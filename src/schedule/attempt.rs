@@ -10,7 +10,8 @@ use super::dag::Transition;
 use super::job::{Job, JobKind};
 use super::prompt::compose_prompt;
 use super::run::Run;
-use crate::agent::cli::{Session, Sessions};
+use crate::agent::acp::{Acp, Resume};
+use crate::agent::cli::{Kind, Session, Sessions};
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
@@ -110,6 +111,7 @@ pub(super) fn prepare(
     let mut builtin = None;
     let mut cli: Option<crate::agent::cli::Profile> = None;
     let mut session = None;
+    let mut acp = None;
     let mut argv_run = Vec::new();
     let (command, stdin, deps_dir) = match &task.action {
         Action::Run(cmd) => {
@@ -149,18 +151,37 @@ pub(super) fn prepare(
                         (Some(s), _) => profile.argv(task.mode, Session::Continue(s)),
                         (None, named) => profile.argv(task.mode, Session::New(named.as_deref())),
                     };
-                    // The session has the task already: it is told what happened instead.
-                    let prompt = if continuing.is_some() {
-                        CONTINUE_PROMPT.to_owned()
-                    } else {
-                        prompt
-                    };
                     session = continuing.clone().or(named);
                     // swarm's own variables come last: no profile sets them.
                     env.splice(0..0, profile.set_env.iter().cloned());
-                    cli = Some(profile);
                     argv_run = argv;
-                    (shown, Some(prompt), None)
+                    if profile.kind == Kind::Acp {
+                        // The agent says only once started whether it can continue the
+                        // session: it gets both prompts.
+                        acp = Some(Acp {
+                            prompt,
+                            access: match task.mode {
+                                Mode::Read => Access::Read,
+                                Mode::Write => Access::Write,
+                            },
+                            allowed_programs: settings.builtin.allowed_programs.clone(),
+                            resume: continuing.clone().map(|session| Resume {
+                                session,
+                                prompt: CONTINUE_PROMPT.to_owned(),
+                            }),
+                        });
+                        cli = Some(profile);
+                        (shown, None, None)
+                    } else {
+                        // The session has the task already: it is told what happened instead.
+                        let prompt = if continuing.is_some() {
+                            CONTINUE_PROMPT.to_owned()
+                        } else {
+                            prompt
+                        };
+                        cli = Some(profile);
+                        (shown, Some(prompt), None)
+                    }
                 }
                 Agent::OpenAi => {
                     let client = settings.llm.clone().with_context(|| {
@@ -232,7 +253,8 @@ pub(super) fn prepare(
             header,
         },
         builtin,
-        parser: cli.map(|p| p.parser),
+        parser: cli.filter(|p| p.kind == Kind::Cli).map(|p| p.parser),
+        acp,
         deps_dir: deps_dir.filter(|_| !deps.is_empty()).map(|d| (d, deps)),
         user_checkout: run.repo.workdir().to_owned(),
         session,

@@ -140,6 +140,8 @@ pub(super) struct Job {
     pub(super) builtin: Option<Builtin>,
     /// Set for a coding-agent CLI: how to read its output.
     pub(super) parser: Option<crate::agent::cli::Parser>,
+    /// Set for an agent of the Agent Client Protocol (the invocation gives its command).
+    pub(super) acp: Option<crate::agent::acp::Acp>,
     pub(super) deps_dir: Option<(PathBuf, Vec<(String, String)>)>,
     pub(super) user_checkout: PathBuf,
     /// The agent's session the attempt runs in, when swarm named it (a new Claude session) or
@@ -218,13 +220,14 @@ impl Job {
             }
         }
         let before = repo.fingerprint()?;
-        let finished = match (&self.builtin, self.parser) {
-            (None, None) => agent::run(&self.invocation, watchdog),
-            (None, Some(parser)) => {
+        let finished = match (&self.builtin, self.parser, &self.acp) {
+            (None, None, Some(acp)) => agent::acp::run(&self.invocation, acp, watchdog),
+            (None, None, None) => agent::run(&self.invocation, watchdog),
+            (None, Some(parser), _) => {
                 let writes = !matches!(self.kind, JobKind::Reader { .. });
                 agent::run_cli(&self.invocation, parser, watchdog, writes)
             }
-            (Some(builtin), _) => {
+            (Some(builtin), _, _) => {
                 let task = self.task;
                 let mut notify = |notice: crate::llm::Notice| {
                     let _ = tx.send(Message::Notice { task, notice });

@@ -297,14 +297,26 @@ impl MergeQueue {
         let prompt = resolver_prompt(&task.action, &slot.conflict);
         let mut argv = Vec::new();
         let mut cli = None;
+        let mut acp = None;
         let (command, stdin, builtin) = match agent {
             Agent::Exec(cmd) => (cmd, Some(prompt), None),
             Agent::Cli(profile) => {
                 let (program_and_args, shown) =
                     profile.argv(Mode::Write, crate::agent::cli::Session::New(None));
                 argv = program_and_args;
+                let stdin = if profile.kind == crate::agent::cli::Kind::Acp {
+                    acp = Some(crate::agent::acp::Acp {
+                        prompt,
+                        access: Access::Write,
+                        allowed_programs: settings.builtin.allowed_programs.clone(),
+                        resume: None,
+                    });
+                    None
+                } else {
+                    Some(prompt)
+                };
                 cli = Some(profile);
-                (shown, Some(prompt), None)
+                (shown, stdin, None)
             }
             Agent::OpenAi => (
                 "(built-in agent)".to_owned(),
@@ -367,7 +379,10 @@ impl MergeQueue {
                 stdout_file: None,
             },
             builtin,
-            parser: cli.map(|p| p.parser),
+            parser: cli
+                .filter(|p| p.kind == crate::agent::cli::Kind::Cli)
+                .map(|p| p.parser),
+            acp,
             deps_dir: None,
             user_checkout: run.repo.workdir().to_owned(),
             session: None,

@@ -1,6 +1,7 @@
 //! The one integration-test binary: the real `swarm` binary against real temporary git
 //! repositories with a fixed identity and fixed dates, and scriptable fake agents.
 
+mod acp;
 mod agents;
 mod engine;
 pub mod fake_agents;

@@ -463,6 +463,22 @@ impl Tools {
     }
 
     fn run(&self, program: &str, args: &[String]) -> Result<String, Problem> {
+        let ran = self.execute(program, args)?;
+        let mut text = match ran.status {
+            Ok(status) => format!("{status}\n"),
+            Err(why) => format!("error: {why}\n"),
+        };
+        let _ = write!(
+            text,
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            ran.stdout, ran.stderr
+        );
+        Ok(text)
+    }
+
+    /// Runs an allowed program in the root, in a process group of its own that is killed when
+    /// it ends, times out or the attempt stops.
+    fn execute(&self, program: &str, args: &[String]) -> Result<Ran, Problem> {
         if program.contains('/') || !self.allowed_programs.iter().any(|p| p == program) {
             return Err(Problem::Refused(format!(
                 "refused: {program:?} is not an allowed program (allowed: {})",
@@ -501,11 +517,11 @@ impl Tools {
             match child.try_wait() {
                 Ok(Some(status)) => break Ok(status),
                 _ if (self.stop)() => {
-                    break Err(format!("error: {program} was stopped with the attempt\n"));
+                    break Err(format!("{program} was stopped with the attempt"));
                 }
                 _ if Instant::now() >= deadline => {
                     break Err(format!(
-                        "error: {program} timed out after {} s and was killed\n",
+                        "{program} timed out after {} s and was killed",
                         self.command_timeout.as_secs_f32()
                     ));
                 }
@@ -516,14 +532,88 @@ impl Tools {
         // change files later and would keep the pipes open.
         let _ = killpg(group, Signal::SIGKILL);
         let _ = child.wait();
-        let mut text = match status {
-            Ok(status) => format!("{status}\n"),
-            Err(why) => why,
-        };
         let wait = Duration::from_secs(1);
         let [stdout, stderr] = outputs.map(|rx| rx.recv_timeout(wait).unwrap_or_default());
-        let _ = write!(text, "--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
-        Ok(text)
+        Ok(Ran {
+            status,
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// What an allowed program did: its exit status (or why it was stopped) and its output.
+pub struct Ran {
+    pub status: Result<std::process::ExitStatus, String>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The same confinement, for a client of the Agent Client Protocol: the agent names absolute
+/// paths, which must lie in the task's directory.
+impl Tools {
+    /// The task's directory, canonical.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `path` relative to the root, when it is absolute and inside it (lexically: the
+    /// confinement of the relative path decides the rest).
+    fn relative(&self, path: &str, given_root: &Path) -> Result<String, String> {
+        let p = Path::new(path);
+        if !p.is_absolute() {
+            return Ok(path.to_owned());
+        }
+        p.strip_prefix(&self.root)
+            .or_else(|_| p.strip_prefix(given_root))
+            .ok()
+            .and_then(|r| r.to_str())
+            .map(|r| {
+                if r.is_empty() {
+                    ".".to_owned()
+                } else {
+                    r.to_owned()
+                }
+            })
+            .ok_or_else(|| format!("refused: {path} is outside the task's directory"))
+    }
+
+    /// The text of a file (`fs/read_text_file`).
+    pub fn read_text(&self, path: &str, given_root: &Path) -> Result<String, String> {
+        let rel = self.relative(path, given_root)?;
+        self.text_of(&rel).map_err(Problem::text)
+    }
+
+    /// Writes a file (`fs/write_text_file`); refused for a reader.
+    pub fn write_text(&self, path: &str, given_root: &Path, content: &str) -> Result<(), String> {
+        if self.access == Access::Read {
+            return Err("refused: this task is read-only".to_owned());
+        }
+        let rel = self.relative(path, given_root)?;
+        self.write_file(&rel, content)
+            .map(|_| ())
+            .map_err(Problem::text)
+    }
+
+    /// Whether `path` (absolute or relative) may be written by this task.
+    pub fn may_write(&self, path: &str, given_root: &Path) -> bool {
+        self.access == Access::Write
+            && self
+                .relative(path, given_root)
+                .is_ok_and(|rel| self.writable(&rel).is_ok())
+    }
+
+    /// Runs `program` if the user allowed it (`terminal/create`).
+    pub fn run_allowed(&self, program: &str, args: &[String]) -> Result<Ran, String> {
+        self.execute(program, args).map_err(Problem::text)
+    }
+}
+
+impl Problem {
+    fn text(self) -> String {
+        match self {
+            Self::Refused(why) | Self::Failed(why) => why,
+        }
     }
 }
 

@@ -1,13 +1,14 @@
-//! The real Claude Code and Codex CLIs, at the versions `.ci/agents/package-lock.json` pins,
-//! run by the real swarm binary against a `ModelServer` on loopback, with every other host
-//! refused by a `RefusingProxy`. Hermetic: each test has a temporary HOME (Claude Code keeps its
-//! sessions in `~/.claude`, Codex in `CODEX_HOME`, here `~/.codex`), and nothing leaves
-//! loopback.
+//! The real Claude Code and Codex CLIs (and Codex's ACP adapter, `acp`), at the versions
+//! `.ci/agents/package-lock.json` pins, run by the real swarm binary against a `ModelServer`
+//! on loopback, with every other host refused by a `RefusingProxy`. Hermetic: each test has a
+//! temporary HOME (Claude Code keeps its sessions in `~/.claude`, Codex in `CODEX_HOME`, here
+//! `~/.codex`), and nothing leaves loopback.
 //!
 //! The CLIs are looked for in `.ci/agents/node_modules/.bin` of this repository (`npm ci
 //! --prefix .ci/agents`), or in the directory `SWARM_TEST_AGENTS_BIN` names. When one is
 //! missing its tests say they are skipped and pass; with `CI` set they fail instead.
 
+mod acp;
 mod captures;
 mod hangs;
 mod hosts;
@@ -101,7 +102,7 @@ pub struct Rig {
     pub server: ModelServer,
     pub proxy: RefusingProxy,
     pub cli: Cli,
-    bin: PathBuf,
+    pub bin: PathBuf,
     auth: ClaudeAuth,
     retries: Retries,
 }
