@@ -1,16 +1,19 @@
 //! A fake OpenAI-compatible chat-completions server on loopback, scripted per test: each test
 //! starts its own on port 0, points swarm at `base_url()` and reads `requests()` afterwards.
-//! It speaks just enough HTTP/1.1 for a keep-alive client; it knows nothing of tasks or git.
+//! It speaks just enough HTTP/1.1 for a keep-alive client (the model server's `http`); it knows
+//! nothing of tasks or git.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use crate::model_server::http::{lock, read_body, read_head, write_response};
 
 /// The only path served; everything else gets a 404 and is not recorded.
 const CHAT_PATH: &str = "/v1/chat/completions";
@@ -220,11 +223,6 @@ impl Drop for FakeLlm {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panicking script holds no lock, so the data is consistent even if poisoned.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     for stream in listener.incoming() {
         if shared.stopping.load(Ordering::SeqCst) {
@@ -248,27 +246,6 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-/// A request line and its headers.
-struct Head {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn has_token(&self, name: &str, token: &str) -> bool {
-        self.header(name)
-            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
-    }
-}
-
 /// Serves requests on one connection until the client closes it, asks to, or the server stops.
 fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut writer = stream.try_clone()?;
@@ -280,11 +257,11 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         }
         let raw = read_body(&mut reader, &head)?;
         let client_closes = head.has_token("connection", "close");
-        let path = head.path.split('?').next().unwrap_or_default();
+        let path = head.target.split('?').next().unwrap_or_default();
         if head.method != "POST" || path != CHAT_PATH {
             let message = format!(
                 "the fake LLM serves only POST {CHAT_PATH}, not {} {}",
-                head.method, head.path
+                head.method, head.target
             );
             write_response(
                 &mut writer,
@@ -347,104 +324,6 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     writer.shutdown(Shutdown::Both)
 }
 
-/// Reads a request line and headers; `None` at a clean end of stream.
-fn read_head(reader: &mut impl BufRead) -> io::Result<Option<Head>> {
-    let mut line = String::new();
-    // Blank lines before a request line are allowed (RFC 9112 §2.2).
-    loop {
-        line.clear();
-        if read_line(reader, &mut line)? == 0 {
-            return Ok(None);
-        }
-        if !line.trim().is_empty() {
-            break;
-        }
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(path)) = (parts.next(), parts.next()) else {
-        return Err(invalid(format!("bad request line {line:?}")));
-    };
-    let mut head = Head {
-        method: method.to_owned(),
-        path: path.to_owned(),
-        headers: Vec::new(),
-    };
-    loop {
-        line.clear();
-        if read_line(reader, &mut line)? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        let field = line.trim_end_matches(['\r', '\n']);
-        if field.is_empty() {
-            return Ok(Some(head));
-        }
-        let Some((name, value)) = field.split_once(':') else {
-            return Err(invalid(format!("bad header line {field:?}")));
-        };
-        head.headers
-            .push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-    }
-}
-
-/// One line including its `\n`, decoded leniently; 0 at end of stream.
-fn read_line(reader: &mut impl BufRead, line: &mut String) -> io::Result<usize> {
-    let mut bytes = Vec::new();
-    let n = reader.read_until(b'\n', &mut bytes)?;
-    line.push_str(&String::from_utf8_lossy(&bytes));
-    Ok(n)
-}
-
-fn read_body(reader: &mut impl BufRead, head: &Head) -> io::Result<Vec<u8>> {
-    if head.has_token("transfer-encoding", "chunked") {
-        return read_chunked(reader);
-    }
-    let length = match head.header("content-length") {
-        Some(v) => v
-            .parse::<usize>()
-            .map_err(|_| invalid(format!("bad Content-Length {v:?}")))?,
-        None => 0,
-    };
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok(body)
-}
-
-fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if read_line(reader, &mut line)? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        let size = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size, 16)
-            .map_err(|_| invalid(format!("bad chunk size line {line:?}")))?;
-        if size == 0 {
-            break;
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        reader.read_exact(&mut body[start..])?;
-        let mut crlf = [0; 2];
-        reader.read_exact(&mut crlf)?;
-        if &crlf != b"\r\n" {
-            return Err(invalid("a chunk does not end with CRLF".to_owned()));
-        }
-    }
-    // Trailer fields, ignored, up to the blank line.
-    loop {
-        line.clear();
-        if read_line(reader, &mut line)? == 0 || line.trim().is_empty() {
-            return Ok(body);
-        }
-    }
-}
-
-fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
-}
-
 fn error_body(message: &str) -> String {
     json!({"error": {"message": message, "type": "fake_llm_error", "code": null}}).to_string()
 }
@@ -504,56 +383,6 @@ fn render(
         },
     });
     (200, Vec::new(), body.to_string().into_bytes())
-}
-
-fn write_response(
-    writer: &mut impl Write,
-    status: u16,
-    headers: &[(String, String)],
-    body: &[u8],
-    close: bool,
-) -> io::Result<()> {
-    let mut out = Vec::new();
-    write!(out, "HTTP/1.1 {status} {}\r\n", reason(status))?;
-    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    if !has("content-type") {
-        out.extend_from_slice(b"Content-Type: application/json\r\n");
-    }
-    // The framing is ours: a script's own length or encoding would desynchronise the client.
-    for (name, value) in headers {
-        let framing = ["content-length", "transfer-encoding", "connection"]
-            .iter()
-            .any(|f| name.eq_ignore_ascii_case(f));
-        if !framing {
-            write!(out, "{name}: {value}\r\n")?;
-        }
-    }
-    if close {
-        out.extend_from_slice(b"Connection: close\r\n");
-    }
-    write!(out, "Content-Length: {}\r\n\r\n", body.len())?;
-    // One write, so the client never sees a head without its body.
-    out.extend_from_slice(body);
-    writer.write_all(&out)?;
-    writer.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        408 => "Request Timeout",
-        413 => "Content Too Large",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "Unknown",
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@
 //! and Codex's (a 429 whose error type is `usage_limit_reached`) on `/v1/responses`. Every
 //! model answer reports `INPUT_TOKENS` in and `OUTPUT_TOKENS` out, so tests can count.
 
-mod http;
+pub mod http;
 pub mod proxy;
 mod render;
 
