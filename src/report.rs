@@ -78,7 +78,11 @@ fn counts_line(tasks: &[TaskRecord]) -> String {
         .iter()
         .map(|(s, n)| format!("{n} {}", s.as_str()))
         .collect();
-    format!("{} tasks: {}", tasks.len(), parts.join(", "))
+    format!(
+        "{}: {}",
+        crate::ui::count(tasks.len(), "task", "tasks"),
+        parts.join(", ")
+    )
 }
 
 /// The Markdown report: the deliverable's result (one section per goal in a multi-goal run),

@@ -127,7 +127,10 @@ impl Ui {
             Mode::Quiet => {}
             Mode::Plain => line(
                 Verb::Running,
-                &format!("run {run}: {total} tasks ({finished} finished already)"),
+                &format!(
+                    "run {run}: {} ({finished} finished already)",
+                    count(total, "task", "tasks")
+                ),
             ),
             Mode::Bars { multi, overall, .. } => {
                 overall.set_length(total as u64);
@@ -136,7 +139,7 @@ impl Ui {
                 overall.enable_steady_tick(Duration::from_millis(250));
                 let _ = multi.println(format_line(
                     Verb::Running,
-                    &format!("run {run}: {total} tasks"),
+                    &format!("run {run}: {}", count(total, "task", "tasks")),
                 ));
             }
         }
@@ -278,14 +281,54 @@ pub fn say(quiet: bool, verb: Verb, text: &str) {
 
 /// Prints an error: `error: <what>`, one `caused by:` line per cause, then an optional hint.
 pub fn error(err: &anyhow::Error, hint: Option<&str>) {
+    let shown = |e: &dyn std::fmt::Display| {
+        crate::secret::redact(&without_libgit2_codes(&e.to_string())).into_owned()
+    };
     let mut chain = err.chain();
     if let Some(first) = chain.next() {
-        eprintln!("error: {}", crate::secret::redact(&first.to_string()));
+        eprintln!("error: {}", shown(&first));
     }
     for cause in chain {
-        eprintln!("caused by: {}", crate::secret::redact(&cause.to_string()));
+        eprintln!("caused by: {}", shown(&cause));
     }
     if let Some(h) = hint {
         eprintln!("hint: {h}");
+    }
+}
+
+/// `n` and the noun in the number it takes: `1 task`, `2 tasks`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `text` without the class and code libgit2 appends to its messages (`; class=Reference (4);
+/// code=NotFound (-3)`), which say nothing to a user.
+pub fn without_libgit2_codes(text: &str) -> String {
+    static CODES: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"; class=[A-Za-z]+ \(-?\d+\)(?:; code=[A-Za-z]+ \(-?\d+\))?").ok()
+    });
+    match CODES.as_ref() {
+        Some(codes) => codes.replace_all(text, "").into_owned(),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn libgit2s_class_and_code_are_left_out_of_messages() {
+        assert_eq!(
+            super::without_libgit2_codes(
+                "unknown revision \"nope\": revspec 'nope' not found; class=Reference (4); code=NotFound (-3)"
+            ),
+            "unknown revision \"nope\": revspec 'nope' not found"
+        );
+        assert_eq!(
+            super::without_libgit2_codes(
+                "failed to resolve path '/x': No such file or directory; class=Os (2); code=NotFound (-3): more"
+            ),
+            "failed to resolve path '/x': No such file or directory: more"
+        );
+        assert_eq!(super::without_libgit2_codes("plain; class"), "plain; class");
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::run::{NewRun, Reads, guard_files};
 use super::settings::{
-    Configured, DEFAULT_JOBS, MAX_FAN_IN, NO_MODEL_HINT, model_client, settings,
+    Configured, DEFAULT_JOBS, MAX_FAN_IN, PLANNING_HINT, model_client, settings,
 };
 use super::{Globals, refuse_when_nested};
 use crate::git::Repo;
@@ -39,7 +39,7 @@ pub(super) fn run_goal(
     }
     let jobs = options.jobs.unwrap_or(DEFAULT_JOBS) as usize;
     let client = model_client(options, jobs)?.ok_or_else(|| {
-        Usage::new("planning a goal needs a model, and none is configured").hint(NO_MODEL_HINT)
+        Usage::new("planning a goal needs a model, and none is configured").hint(PLANNING_HINT)
     })?;
     let run = NewRun::begin(
         g,
@@ -284,7 +284,7 @@ pub(super) fn run_goals(
 fn goal_run_client(settings: &Settings) -> anyhow::Result<crate::llm::Client> {
     settings.llm.clone().ok_or_else(|| {
         Usage::new("planning goals needs a model, and none is configured")
-            .hint(NO_MODEL_HINT)
+            .hint(PLANNING_HINT)
             .into()
     })
 }

@@ -69,7 +69,7 @@ pub(super) fn resume(
         let jobs = options.jobs.unwrap_or(super::settings::DEFAULT_JOBS) as usize;
         let client = super::settings::model_client(&options, jobs)?.ok_or_else(|| {
             Usage::new("planning a goal needs a model, and none is configured")
-                .hint(super::settings::NO_MODEL_HINT)
+                .hint(super::settings::PLANNING_HINT)
         })?;
         mark_resumed(&mut board, &run_id, &options)?;
         let run = NewRun {

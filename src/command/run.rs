@@ -165,13 +165,22 @@ impl NewRun {
         check_before_run(g, &repo, options, reads)?;
         let run_id = new_run_id();
         let lock = Lock::acquire(&repo, &run_id)?;
-        let base_rev = options.base.clone().unwrap_or_else(|| "HEAD".to_owned());
-        let base = repo.resolve(&base_rev).map_err(|e| {
-            anyhow::Error::new(
-                Usage::new(format!("--base {base_rev}: {e:#}"))
-                    .hint("a run starts from a commit; make one first"),
-            )
-        })?;
+        let base = match &options.base {
+            None if repo.is_unborn() => {
+                return Err(Usage::new(
+                    "the repository has no commit yet, and a run starts from one",
+                )
+                .hint("make one: git commit --allow-empty -m init")
+                .into());
+            }
+            None => repo.resolve("HEAD")?,
+            Some(rev) => repo.resolve(rev).map_err(|e| {
+                anyhow::Error::new(
+                    Usage::new(format!("--base {rev}: {e:#}"))
+                        .hint("--base takes a commit, a branch or a tag (`git log --oneline --all` lists them)"),
+                )
+            })?,
+        };
         // Checked before anything is written: a bad --worktree-dir is an input error.
         worktree_root(&repo, options.worktree_dir.as_deref())?;
         let mut board = open_board(&repo)?;

@@ -196,6 +196,9 @@ pub(super) fn model_client(o: &Options, jobs: usize) -> anyhow::Result<Option<Cl
     )))
 }
 
+/// What plans: only the built-in agent's model.
+pub(super) const PLANNING_HINT: &str = "planning uses the built-in agent's model: set SWARM_API_BASE (an OpenAI-compatible endpoint such as http://localhost:11434/v1) and/or SWARM_API_KEY, and SWARM_MODEL to pick the model; claude, codex and exec: agents run tasks but do not plan (`swarm run TASKS` runs a task file with them)";
+
 pub(super) const NO_MODEL_HINT: &str = "configure an agent: set SWARM_API_BASE (an OpenAI-compatible endpoint such as http://localhost:11434/v1) and/or SWARM_API_KEY for the built-in agent; or install the `claude` or `codex` CLI; or pass --agent exec:CMD (CMD reads the prompt on stdin and prints the result); or define a profile [agents.NAME] in .swarm.toml";
 
 /// Resolves agent names: `auto`, `openai`, `exec:CMD`, and profiles (the built-in `claude` and

@@ -191,11 +191,18 @@ impl Repo {
         let obj = self
             .repo
             .revparse_single(rev)
-            .with_context(|| format!("unknown revision {rev:?}"))?;
+            .map_err(|e| anyhow::anyhow!("unknown revision {rev:?} ({})", e.message()))?;
         let commit = obj
             .peel_to_commit()
-            .with_context(|| format!("{rev:?} does not name a commit"))?;
+            .map_err(|_| anyhow::anyhow!("{rev:?} does not name a commit"))?;
         Ok(commit.id().into())
+    }
+
+    /// Whether the checked-out branch has no commit yet (a repository just made).
+    pub fn is_unborn(&self) -> bool {
+        self.repo
+            .head()
+            .is_err_and(|e| e.code() == ErrorCode::UnbornBranch)
     }
 
     /// The commit a full ref name points at, if it exists.

@@ -157,7 +157,7 @@ impl Job {
             Ok(verdict) => verdict,
             Err(e) => match Fault::of_error(&e) {
                 Some(fault) => Verdict::Fault(fault),
-                None => Verdict::Failed(format!("{e:#}")),
+                None => Verdict::Failed(crate::ui::without_libgit2_codes(&format!("{e:#}"))),
             },
         };
         // An attempt that failed on a full disk failed of the disk.

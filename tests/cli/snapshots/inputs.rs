@@ -95,6 +95,47 @@ fn a_directory_that_is_not_a_git_checkout_is_refused() {
 }
 
 #[test]
+fn a_repository_with_no_commit_yet_is_refused_with_the_commit_to_make() {
+    let repo = TestRepo::new();
+    let empty = outside(&repo, "empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let init = repo
+        .command("git")
+        .args(["init", "-q", "-b", "main"])
+        .current_dir(&empty)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let t = repo.tasks(&[r#"{"id":"a","run":"echo a","mode":"read"}"#]);
+    let empty = empty.to_str().unwrap();
+    let cases = [(
+        "run_in_a_repository_with_no_commit",
+        swarm(&repo, &["-C", empty, "run", t.to_str().unwrap()]),
+    )];
+    check(&cases, 2);
+    // The commit the hint gives makes the run possible.
+    let made = repo
+        .command("git")
+        .args(["commit", "-q", "--allow-empty", "-m", "init"])
+        .current_dir(empty)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    crate::assert_exit(
+        &repo
+            .swarm_cmd()
+            .args(["-C", empty, "run", t.to_str().unwrap()])
+            .output()
+            .unwrap(),
+        0,
+    );
+}
+
+#[test]
 fn a_run_that_would_land_during_an_open_bisect_is_refused() {
     let repo = TestRepo::new();
     repo.git(&["bisect", "start"]);
