@@ -70,22 +70,7 @@ enum Event {
 pub(crate) fn run(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> Finished {
     match converse(inv, acp, watchdog) {
         Ok(done) => done,
-        Err(e) => {
-            let _ = super::append(
-                &inv.transcript,
-                &format!("\nswarm: could not run the attempt: {e:#}\n"),
-            );
-            Finished {
-                outcome: match super::Fault::of_error(&e) {
-                    Some(fault) => Outcome::Fault(fault),
-                    None => Outcome::Failed(format!("could not start: {e:#}")),
-                },
-                stdout: String::new(),
-                tokens: 0,
-                cost: None,
-                session: None,
-            }
-        }
+        Err(e) => super::could_not_run(inv, &e),
     }
 }
 

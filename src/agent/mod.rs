@@ -150,22 +150,26 @@ fn is_api_key(name: &str) -> bool {
 pub(crate) fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
     match spawn_and_wait(inv, watchdog) {
         Ok(done) => done,
-        Err(e) => {
-            let _ = append(
-                &inv.transcript,
-                &format!("\nswarm: could not run the attempt: {e:#}\n"),
-            );
-            Finished {
-                outcome: match Fault::of_error(&e) {
-                    Some(fault) => Outcome::Fault(fault),
-                    None => Outcome::Failed(format!("could not start: {e:#}")),
-                },
-                stdout: String::new(),
-                tokens: 0,
-                cost: None,
-                session: None,
-            }
-        }
+        Err(e) => could_not_run(inv, &e),
+    }
+}
+
+/// An attempt swarm could not run (its transcript says why): failed, or cut short by a fault
+/// of the machine.
+fn could_not_run(inv: &Invocation, e: &anyhow::Error) -> Finished {
+    let _ = append(
+        &inv.transcript,
+        &format!("\nswarm: could not run the attempt: {e:#}\n"),
+    );
+    Finished {
+        outcome: match Fault::of_error(e) {
+            Some(fault) => Outcome::Fault(fault),
+            None => Outcome::Failed(format!("could not start: {e:#}")),
+        },
+        stdout: String::new(),
+        tokens: 0,
+        cost: None,
+        session: None,
     }
 }
 

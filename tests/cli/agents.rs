@@ -348,13 +348,7 @@ fn a_writer_whose_cli_refused_its_edit_fails_with_the_tool_and_path_named() {
         "{error}"
     );
     assert!(!repo.root.join("notes.txt").exists());
-    let report = std::fs::read_to_string(
-        repo.swarm_dir()
-            .join("runs")
-            .join(crate::run_id(&repo))
-            .join("report.md"),
-    )
-    .unwrap();
+    let report = crate::run_report(&repo);
     assert!(report.contains("refused a tool use: Write"), "{report}");
     let transcript = std::fs::read_to_string(w["transcript"].as_str().unwrap()).unwrap();
     assert!(
@@ -420,13 +414,7 @@ fn a_retry_after_a_timeout_continues_the_claude_session_in_the_same_checkout() {
     );
     // The continued attempt found the first one's edit and added its own: one checkout.
     assert_eq!(repo.read("notes.txt"), "a line\na line\n");
-    let report = std::fs::read_to_string(
-        repo.swarm_dir()
-            .join("runs")
-            .join(crate::run_id(&repo))
-            .join("report.md"),
-    )
-    .unwrap();
+    let report = crate::run_report(&repo);
     assert!(report.contains("| 2 (2 continued) |"), "{report}");
 }
 

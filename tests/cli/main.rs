@@ -347,3 +347,9 @@ pub fn after_event(repo: &TestRepo, kind: &str, task: &str) -> String {
         log.display()
     )
 }
+
+/// The report of the repository's run (`report.md` in its run directory).
+pub fn run_report(repo: &TestRepo) -> String {
+    let dir = repo.swarm_dir().join("runs").join(run_id(repo));
+    std::fs::read_to_string(dir.join("report.md")).expect("the run's report")
+}

@@ -2,9 +2,7 @@
 //! of its own checks it every few seconds, telling the dispatcher when it answers again or
 //! when it has been away as long as the run waits.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
 use super::Message;
@@ -19,8 +17,8 @@ const MAX_EVERY: Duration = Duration::from_secs(15);
 pub(super) struct EndpointWatch {
     /// Since when the endpoint has been away, while it is.
     away_since: Option<Instant>,
-    /// Ends the checking thread.
-    done: Arc<AtomicBool>,
+    /// Dropped, ends the checking thread at once, even while it waits.
+    checks: Option<mpsc::Sender<()>>,
 }
 
 impl EndpointWatch {
@@ -41,22 +39,22 @@ impl EndpointWatch {
         }
         let started = Instant::now();
         self.away_since = Some(started);
-        self.done = Arc::new(AtomicBool::new(false));
-        let (client, tx, done) = (client.clone(), tx.clone(), self.done.clone());
+        let (checks, ended) = mpsc::channel::<()>();
+        self.checks = Some(checks);
+        let (client, tx) = (client.clone(), tx.clone());
         std::thread::Builder::new()
             .name("swarm-endpoint".into())
             .spawn(move || {
                 let mut every = FIRST_EVERY;
                 loop {
-                    let next = crate::time::deadline(Instant::now(), every);
-                    while Instant::now() < next {
-                        if done.load(Ordering::SeqCst) {
-                            return;
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
+                    // Waits for the next check, or for the run to stop waiting.
+                    match ended.recv_timeout(every) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => return,
                     }
                     let answer = client.probe();
-                    if done.load(Ordering::SeqCst) {
+                    // The run stopped waiting during the check: its answer goes nowhere.
+                    if !matches!(ended.try_recv(), Err(mpsc::TryRecvError::Empty)) {
                         return;
                     }
                     match answer {
@@ -78,15 +76,9 @@ impl EndpointWatch {
     /// The checks ended (the endpoint answered, or the run stops waiting for it): how long it
     /// was away.
     pub(super) fn back(&mut self) -> Duration {
-        self.done.store(true, Ordering::SeqCst);
+        self.checks = None;
         self.away_since
             .take()
             .map_or(Duration::ZERO, |t| t.elapsed())
-    }
-}
-
-impl Drop for EndpointWatch {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::SeqCst);
     }
 }

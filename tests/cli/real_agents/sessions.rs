@@ -248,14 +248,7 @@ fn writer_cut_short_after_writing_lands_its_file(cli: Cli, test: &str, write: Re
         "{:?}",
         requests[2].body
     );
-    let report = std::fs::read_to_string(
-        rig.repo
-            .swarm_dir()
-            .join("runs")
-            .join(crate::run_id(&rig.repo))
-            .join("report.md"),
-    )
-    .unwrap();
+    let report = crate::run_report(&rig.repo);
     assert!(report.contains("| 2 (2 continued) |"), "{report}");
     rig.assert_no_other_host();
 }
