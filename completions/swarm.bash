@@ -125,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --help --version run resume status logs graph config queue gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --color --progress --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -137,6 +137,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -255,7 +263,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__completions)
-            opts="-C -q -h --directory --quiet --json --config --from-hook --help bash elvish fish powershell zsh"
+            opts="-C -q -h --directory --quiet --json --color --progress --config --from-hook --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -267,6 +275,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -281,7 +297,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__config)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -387,6 +403,14 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -399,7 +423,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__gc)
-            opts="-C -q -h --dry-run --directory --quiet --json --config --from-hook --help"
+            opts="-C -q -h --dry-run --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -411,6 +435,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -425,7 +457,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__graph)
-            opts="-C -q -h --format --directory --quiet --json --config --from-hook --help"
+            opts="-C -q -h --format --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -441,6 +473,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -665,7 +705,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__logs)
-            opts="-C -q -h --errors --tail --follow --path --directory --quiet --json --config --from-hook --help"
+            opts="-C -q -h --errors --tail --follow --path --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -683,6 +723,14 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -695,7 +743,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue)
-            opts="-C -q -h --directory --quiet --json --config --from-hook --help add list rm run help"
+            opts="-C -q -h --directory --quiet --json --color --progress --config --from-hook --help add list rm run help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -707,6 +755,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -721,7 +777,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__add)
-            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
+            opts="-C -q -h --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -733,6 +789,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -831,7 +895,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__list)
-            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
+            opts="-C -q -h --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -843,6 +907,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -857,7 +929,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__rm)
-            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
+            opts="-C -q -h --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -869,6 +941,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -883,7 +963,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -989,6 +1069,14 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1001,7 +1089,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1105,6 +1193,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1119,7 +1215,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1225,6 +1321,14 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1237,7 +1341,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__status)
-            opts="-C -q -h --directory --quiet --json --config --from-hook --help"
+            opts="-C -q -h --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1249,6 +1353,14 @@ _swarm() {
                     ;;
                 -C)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --progress)
+                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)

@@ -48,6 +48,17 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set;
+    /// CLICOLOR_FORCE forces colours), always or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, global = true)]
+    pub color: ColorWhen,
+
+    /// How a run shows its progress on stderr: auto (a live display on a terminal, plain
+    /// lines otherwise), bars, plain, or json (each event of the run's log as one JSON line, as
+    /// `swarm logs --json` prints them).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressHow::Auto, global = true)]
+    pub progress: ProgressHow,
+
     /// Read this configuration file instead of the user's (~/.config/swarm/config.toml).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
@@ -297,6 +308,21 @@ pub enum QueueAction {
         #[command(flatten)]
         options: Box<RunOptions>,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressHow {
+    Auto,
+    Bars,
+    Plain,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
