@@ -144,7 +144,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -282,7 +282,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -408,7 +408,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -442,7 +442,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -480,7 +480,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -728,7 +728,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -762,7 +762,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -796,7 +796,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -914,7 +914,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -948,7 +948,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1074,7 +1074,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1200,7 +1200,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1326,7 +1326,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1360,7 +1360,7 @@ _swarm() {
                     return 0
                     ;;
                 --progress)
-                    COMPREPLY=($(compgen -W "auto bars plain json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto plain json" -- "${cur}"))
                     return 0
                     ;;
                 --config)

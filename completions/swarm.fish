@@ -28,8 +28,7 @@ complete -c swarm -n "__fish_swarm_needs_command" -s C -l directory -d 'Run as i
 complete -c swarm -n "__fish_swarm_needs_command" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_needs_command" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_needs_command" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_needs_command" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -106,8 +105,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -s C -l directory -d 'R
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -145,8 +143,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -s C -l directory -d
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -160,8 +157,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand status" -s C -l directory -d
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand status" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand status" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -174,8 +170,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand logs" -s C -l directory -d '
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand logs" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -192,8 +187,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand graph" -s C -l directory -d 
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand graph" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -229,8 +223,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -s C -l directory -d
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand config" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -244,8 +237,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_s
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -262,8 +254,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -275,8 +266,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -288,8 +278,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -325,8 +314,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -345,8 +333,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand gc" -s C -l directory -d 'Ru
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand gc" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -359,8 +346,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand completions" -s C -l directo
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c swarm -n "__fish_swarm_using_subcommand completions" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), bars, plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
-bars\t''
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F

@@ -54,7 +54,7 @@ pub struct Cli {
     pub color: ColorWhen,
 
     /// How a run shows its progress on stderr: auto (a live display on a terminal, plain
-    /// lines otherwise), bars, plain, or json (each event of the run's log as one JSON line, as
+    /// lines otherwise), plain, or json (each event of the run's log as one JSON line, as
     /// `swarm logs --json` prints them).
     #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressHow::Auto, global = true)]
     pub progress: ProgressHow,
@@ -320,7 +320,6 @@ pub enum ColorWhen {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProgressHow {
     Auto,
-    Bars,
     Plain,
     Json,
 }

@@ -1,4 +1,5 @@
-//! What people see: progress on stderr (bars on a terminal, plain lines otherwise, nothing with
+//! What people see: progress on stderr (a live display on a terminal, plain lines otherwise, the
+//! run's events as JSON lines when asked, nothing with
 //! `-q`), the summary or JSON on stdout, and errors. Decides nothing.
 #![expect(clippy::print_stderr, reason = "the one module that prints")]
 
@@ -124,9 +125,8 @@ pub enum Colors {
 /// How a run shows its progress on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
-    /// Bars on a terminal, plain lines otherwise.
+    /// The live display on a terminal, plain lines otherwise.
     Auto,
-    Bars,
     Plain,
     /// One event a line, as the run's `events.jsonl` has it; nothing else.
     Json,
@@ -251,11 +251,7 @@ impl Ui {
     /// `progress` as asked (`Auto`: bars when stderr is a terminal, plain lines when it is
     /// not); nothing when quiet.
     pub fn new(quiet: bool, progress: Progress) -> Self {
-        let bars = match progress {
-            Progress::Auto => stderr_is_terminal(),
-            Progress::Bars => true,
-            Progress::Plain | Progress::Json => false,
-        };
+        let bars = progress == Progress::Auto && stderr_is_terminal();
         if quiet {
             Self { mode: Mode::Quiet }
         } else if progress == Progress::Json {
@@ -269,7 +265,7 @@ impl Ui {
     }
 
     /// The live display, drawn to `target` (a terminal of the tests' own, for one).
-    pub fn drawing_to(target: ProgressDrawTarget) -> Self {
+    fn drawing_to(target: ProgressDrawTarget) -> Self {
         let multi = MultiProgress::with_draw_target(target);
         let header = multi.add(ProgressBar::hidden());
         header.set_style(

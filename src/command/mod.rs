@@ -46,7 +46,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         json: cli.json,
         progress: match cli.progress {
             crate::cli::ProgressHow::Auto => ui::Progress::Auto,
-            crate::cli::ProgressHow::Bars => ui::Progress::Bars,
             crate::cli::ProgressHow::Plain => ui::Progress::Plain,
             crate::cli::ProgressHow::Json => ui::Progress::Json,
         },
