@@ -1,6 +1,6 @@
 //! What people see: progress on stderr (a live display on a terminal, plain lines otherwise, the
-//! run's events as JSON lines when asked, nothing with
-//! `-q`), the summary or JSON on stdout, and errors. Decides nothing.
+//! run's events as JSON lines when asked, nothing with `-q`), the summary or JSON on stdout, and
+//! errors. Decides nothing.
 #![expect(clippy::print_stderr, reason = "the one module that prints")]
 
 use std::fmt::Write as _;
