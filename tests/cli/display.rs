@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::pty::{Screen, run_on_terminal};
+use crate::pty::{Screen, Terminal, run_on_terminal};
 use crate::{TestRepo, assert_exit, stderr};
 
 /// Twenty tasks: ten writers, each on a file of its own, and ten readers after them.
@@ -169,4 +169,77 @@ fn progress_json_prints_each_event_of_the_log_as_one_line() {
         events.iter().filter(|e| e.get("seq").is_some()).collect();
     assert_eq!(printed.len(), logged.len());
     assert!(printed.iter().zip(&logged).all(|(p, l)| *p == l));
+}
+
+/// Six readers that run `run`, three at once, on a terminal; returns once three rows show.
+fn sleeping_run(repo: &TestRepo, run: &str, kill_grace: &str) -> Terminal {
+    let lines: Vec<String> = (1..=6)
+        .map(|n| format!(r#"{{"id":"s{n}","title":"Sleep {n}","mode":"read","run":"{run}"}}"#))
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let tasks = repo.tasks(&lines);
+    let mut cmd = repo.swarm_cmd();
+    cmd.args([
+        "run",
+        tasks.to_str().unwrap(),
+        "-j",
+        "3",
+        "--kill-grace",
+        kill_grace,
+    ]);
+    let terminal = Terminal::start(cmd, 120, 100);
+    terminal.wait_for("Running s3 — Sleep 3");
+    terminal
+}
+
+fn interrupt(terminal: &Terminal) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(terminal.pid() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+}
+
+#[test]
+fn ctrl_c_leaves_no_row_and_no_stale_copy_of_the_display() {
+    let repo = TestRepo::new();
+    let terminal = sleeping_run(&repo, "sleep 30", "0");
+
+    interrupt(&terminal);
+    let screen = terminal.finish();
+
+    assert_eq!(screen.status.code(), Some(75), "{}", screen.text);
+    let lines: Vec<&str> = screen.text.lines().collect();
+    let rows: Vec<&&str> = lines.iter().filter(|l| l.contains(" — ")).collect();
+    assert!(rows.is_empty(), "rows left: {rows:#?}\n{}", screen.text);
+    let headers = lines.iter().filter(|l| l.contains("running ·")).count();
+    assert_eq!(
+        headers, 1,
+        "one header, not a frozen copy:\n{}",
+        screen.text
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("0/6 · 0 running")),
+        "{}",
+        screen.text
+    );
+}
+
+#[test]
+fn a_second_ctrl_c_ends_swarm_at_once_and_takes_the_display_with_it() {
+    let repo = TestRepo::new();
+    // Tasks that outlast the first Ctrl-C: the run is still stopping them at the second.
+    let terminal = sleeping_run(&repo, "trap '' TERM; sleep 30", "60s");
+
+    interrupt(&terminal);
+    terminal.wait_for("press Ctrl-C again");
+    interrupt(&terminal);
+    let screen = terminal.finish();
+
+    assert_eq!(screen.status.code(), Some(75), "{}", screen.text);
+    assert!(
+        !screen.text.contains(" — ") && !screen.text.contains("running ·"),
+        "the display stayed behind:\n{}",
+        screen.text
+    );
 }
