@@ -248,6 +248,12 @@ pub struct RunOptions {
     #[arg(long, value_name = "CMD")]
     pub check: Option<String>,
 
+    /// Prepare each new writer's checkout with CMD (run with `sh -c` there before its agent
+    /// starts, e.g. `npm ci`); not again in a reused checkout whose lockfiles did not change.
+    /// A failing setup stops the run, resumable (exit 75).
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+
     /// Write the reducer's result and the run summary to FILE. With several goals: one
     /// section per goal (its reducer's result), then one run summary with the goal graph and
     /// the task graph.
@@ -374,6 +380,11 @@ impl From<RunOptions> for crate::config::Options {
             resolve_conflicts: flags.resolve_conflicts,
             fresh_retries: flags.fresh_retries,
             on_escalate: flags.on_escalate,
+            setup: flags.setup,
+            // Lists of paths of the repository: `.swarm.toml` keys, not flags.
+            include: Vec::new(),
+            cache: Vec::new(),
+            cache_key: Vec::new(),
         }
     }
 }

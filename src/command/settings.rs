@@ -14,7 +14,7 @@ use crate::config::{Land, Options};
 use crate::git::Repo;
 use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
-use crate::schedule::{BuiltinLimits, Settings};
+use crate::schedule::{BuiltinLimits, Prepare, Settings};
 
 use super::Globals;
 
@@ -330,6 +330,12 @@ pub(super) fn settings(
         named_agents,
         max_limit_wait: MAX_LIMIT_WAIT,
         budget_tokens: o.budget_tokens,
+        prepare: Prepare {
+            include: o.include.clone(),
+            setup: o.setup.clone(),
+            cache: o.cache.clone(),
+            cache_key: o.cache_key.clone(),
+        },
         builtin: BuiltinLimits {
             max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),

@@ -34,13 +34,17 @@ pub(super) enum Key {
     ResolveConflicts,
     FreshRetries,
     OnEscalate,
+    Include,
+    Setup,
+    Cache,
+    CacheFiles,
     FinalOut,
     FinalOutDir,
     Base,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 24] = [
+    pub(super) const ALL: [Key; 28] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -62,6 +66,10 @@ impl Key {
         Key::ResolveConflicts,
         Key::FreshRetries,
         Key::OnEscalate,
+        Key::Include,
+        Key::Setup,
+        Key::Cache,
+        Key::CacheFiles,
         Key::FinalOut,
         Key::FinalOutDir,
         Key::Base,
@@ -91,6 +99,10 @@ impl Key {
             Key::ResolveConflicts => "resolve-conflicts",
             Key::FreshRetries => "fresh-retries",
             Key::OnEscalate => "on-escalate",
+            Key::Include => "include",
+            Key::Setup => "setup",
+            Key::Cache => "cache",
+            Key::CacheFiles => "cache-key",
             Key::FinalOut => "final-out",
             Key::FinalOutDir => "final-out-dir",
             Key::Base => "base",
@@ -121,6 +133,10 @@ impl Key {
             Key::ResolveConflicts => "SWARM_RESOLVE_CONFLICTS",
             Key::FreshRetries => "SWARM_FRESH_RETRIES",
             Key::OnEscalate => "SWARM_ON_ESCALATE",
+            Key::Include => "SWARM_INCLUDE",
+            Key::Setup => "SWARM_SETUP",
+            Key::Cache => "SWARM_CACHE",
+            Key::CacheFiles => "SWARM_CACHE_KEY",
             Key::FinalOut | Key::FinalOutDir | Key::Base => return None,
         })
     }
@@ -152,6 +168,10 @@ impl Key {
             | Key::ResolveConflicts
             | Key::FreshRetries
             | Key::OnEscalate
+            | Key::Include
+            | Key::Setup
+            | Key::Cache
+            | Key::CacheFiles
             | Key::FinalOut
             | Key::FinalOutDir
             | Key::BudgetTokens
@@ -183,6 +203,10 @@ impl Key {
             Key::ResolveConflicts => o.resolve_conflicts,
             Key::FreshRetries => o.fresh_retries,
             Key::OnEscalate => o.on_escalate.is_some(),
+            Key::Include => !o.include.is_empty(),
+            Key::Setup => o.setup.is_some(),
+            Key::Cache => !o.cache.is_empty(),
+            Key::CacheFiles => !o.cache_key.is_empty(),
             Key::FinalOut => o.final_out.is_some(),
             Key::FinalOutDir => o.final_out_dir.is_some(),
             Key::Base => o.base.is_some(),
@@ -213,6 +237,10 @@ impl Key {
             Key::ResolveConflicts => to.resolve_conflicts = from.resolve_conflicts,
             Key::FreshRetries => to.fresh_retries = from.fresh_retries,
             Key::OnEscalate => to.on_escalate.clone_from(&from.on_escalate),
+            Key::Include => to.include.clone_from(&from.include),
+            Key::Setup => to.setup.clone_from(&from.setup),
+            Key::Cache => to.cache.clone_from(&from.cache),
+            Key::CacheFiles => to.cache_key.clone_from(&from.cache_key),
             Key::FinalOut => to.final_out.clone_from(&from.final_out),
             Key::FinalOutDir => to.final_out_dir.clone_from(&from.final_out_dir),
             Key::Base => to.base.clone_from(&from.base),
@@ -244,14 +272,11 @@ impl Key {
             Key::FinalOut => o.final_out = Some(PathBuf::from(text)),
             Key::FinalOutDir => o.final_out_dir = Some(PathBuf::from(text)),
             Key::WorktreeDir => o.worktree_dir = Some(PathBuf::from(text)),
-            Key::AllowProgram => {
-                o.allow_program = text
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-            }
+            Key::AllowProgram => o.allow_program = list(text),
+            Key::Include => o.include = list(text),
+            Key::Cache => o.cache = list(text),
+            Key::CacheFiles => o.cache_key = list(text),
+            Key::Setup => o.setup = owned(),
             Key::Land => {
                 o.land = Some(match text.to_ascii_lowercase().as_str() {
                     "auto" => Land::Auto,
@@ -292,6 +317,9 @@ impl Key {
                 .endpoint_wait
                 .as_deref()
                 .map_or(Ok(()), |d| crate::plan::parse_wait(d).map(drop)),
+            Key::Include => repo_paths(&o.include),
+            Key::Cache => repo_paths(&o.cache),
+            Key::CacheFiles => repo_paths(&o.cache_key),
             _ => Ok(()),
         }
     }
@@ -304,6 +332,50 @@ impl Key {
             .cloned()
             .unwrap_or_default()
     }
+}
+
+/// A comma-separated list, as the variables of list options hold it.
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Paths in the repository, relative to its top: none absolute, none climbing out with `..`,
+/// none into `.git` (swarm copies and keeps them in checkouts, outside of which nothing is
+/// touched).
+fn repo_paths(paths: &[String]) -> Result<(), String> {
+    use std::path::Component;
+    for p in paths {
+        let path = std::path::Path::new(p);
+        if p.trim().is_empty() {
+            return Err(
+                "an empty path: name a file or directory relative to the repository's top"
+                    .to_owned(),
+            );
+        }
+        if path.is_absolute() {
+            return Err(format!(
+                "`{p}` is absolute: name it relative to the repository's top"
+            ));
+        }
+        for c in path.components() {
+            match c {
+                Component::ParentDir => {
+                    return Err(format!(
+                        "`{p}` climbs out with `..`: name a path inside the repository"
+                    ));
+                }
+                Component::Normal(n) if n == ".git" => {
+                    return Err(format!("`{p}` is in .git: name a path of the working tree"));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An on/off variable: `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.

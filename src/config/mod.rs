@@ -143,6 +143,10 @@ struct FileOptions {
     resolve_conflicts: Option<bool>,
     fresh_retries: Option<bool>,
     on_escalate: Option<String>,
+    include: Option<Vec<String>>,
+    setup: Option<String>,
+    cache: Option<Vec<String>>,
+    cache_key: Option<Vec<String>>,
     #[serde(default)]
     agents: BTreeMap<String, ProfileSpec>,
 }
@@ -171,6 +175,10 @@ impl FileOptions {
             resolve_conflicts: self.resolve_conflicts.unwrap_or_default(),
             fresh_retries: self.fresh_retries.unwrap_or_default(),
             on_escalate: self.on_escalate,
+            include: self.include.unwrap_or_default(),
+            setup: self.setup,
+            cache: self.cache.unwrap_or_default(),
+            cache_key: self.cache_key.unwrap_or_default(),
             // Per-run options (and any new ones, until they get a key) are not read from files.
             ..Options::default()
         };

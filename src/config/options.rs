@@ -64,6 +64,18 @@ pub(crate) struct Options {
     pub(crate) fresh_retries: bool,
     #[serde(rename = "on_escalate")]
     pub(crate) on_escalate: Option<String>,
+    /// Files copied from the user's checkout into every new checkout, never committed.
+    #[serde(rename = "include")]
+    pub(crate) include: Vec<String>,
+    /// Run with `sh -c` once in each new writer's checkout before its agent.
+    #[serde(rename = "setup")]
+    pub(crate) setup: Option<String>,
+    /// Directories kept when a checkout is reused, and seeded into new ones.
+    #[serde(rename = "cache")]
+    pub(crate) cache: Vec<String>,
+    /// The files whose contents decide whether a cache fits (default: the lockfiles).
+    #[serde(rename = "cache_key")]
+    pub(crate) cache_key: Vec<String>,
 }
 
 /// What to do with a run's finished integration branch. The serde names are both the values of

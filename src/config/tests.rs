@@ -267,6 +267,35 @@ fn out_of_range_and_bad_durations_are_refused_with_their_lines() {
 }
 
 #[test]
+fn included_and_cached_paths_must_stay_inside_the_repository() {
+    let fx = Fixture::new();
+    for (text, words) in [
+        (
+            "include = [\"/etc/passwd\"]\n",
+            "`include`: `/etc/passwd` is absolute",
+        ),
+        (
+            "include = [\"a/../../b\"]\n",
+            "`include`: `a/../../b` climbs out with `..`",
+        ),
+        (
+            "cache = [\".git/objects\"]\n",
+            "`cache`: `.git/objects` is in .git",
+        ),
+        ("cache-key = [\"\"]\n", "`cache-key`: an empty path"),
+    ] {
+        fx.write_repo(&format!("jobs = 2\n{text}"));
+        let err = fx.load().unwrap_err();
+        assert_eq!(err.line, Some(2), "{text}");
+        assert!(err.message.contains(words), "{text}: {err}");
+    }
+    fx.write_repo("include = [\".env\", \"config/local.toml\"]\ncache = [\"target\"]\n");
+    let config = fx.load().unwrap();
+    assert_eq!(config.options.include, [".env", "config/local.toml"]);
+    assert_eq!(config.options.cache, ["target"]);
+}
+
+#[test]
 fn syntax_error_has_its_line() {
     let fx = Fixture::new();
     fx.write_user("jobs = 2\nagent = \n");
@@ -358,6 +387,10 @@ kill-grace = "5s"
 allow-program = ["cargo"]
 resolve-conflicts = true
 fresh-retries = true
+include = [".env"]
+setup = "npm ci"
+cache = ["node_modules"]
+cache-key = ["package-lock.json"]
 
 [agents.all]
 command = "a"

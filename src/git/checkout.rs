@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::os::unix::ffi::OsStringExt as _;
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -68,10 +68,17 @@ pub fn create_checkout(repo: &Repo, path: &Path, head: &Head<'_>) -> anyhow::Res
 /// Takes over the checkout set aside at `old` (see `set_checkout_aside`) as a new one at
 /// `path` with `head` checked out: only the files that differ from the commit it was at are
 /// written, and files the new commit does not have (untracked or ignored ones included)
-/// are removed, so it ends as a fresh checkout would, for a fraction of the file creations.
-/// Its git directory is made anew but for the index (the baseline of that update), so
+/// are removed, so it ends as a fresh checkout would, for a fraction of the file creations;
+/// but the directories `keep` (a build's caches) stay as they are. Its git directory is made
+/// anew but for the index (the baseline of that update) and the record of its setup, so
 /// nothing an earlier agent configured, committed or stashed there reaches the next one.
-pub fn reuse_checkout(repo: &Repo, old: &Path, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+pub fn reuse_checkout(
+    repo: &Repo,
+    old: &Path,
+    path: &Path,
+    head: &Head<'_>,
+    keep: &[String],
+) -> anyhow::Result<()> {
     if path.exists() {
         anyhow::bail!("{} exists already", path.display());
     }
@@ -87,7 +94,7 @@ pub fn reuse_checkout(repo: &Repo, old: &Path, path: &Path, head: &Head<'_>) -> 
     let git = path.join(".git");
     for entry in std::fs::read_dir(&git)? {
         let entry = entry?;
-        if entry.file_name() == "index" {
+        if entry.file_name() == "index" || super::prepare::kept_in_git_dir(&entry.file_name()) {
             continue;
         }
         let p = entry.path();
@@ -98,7 +105,9 @@ pub fn reuse_checkout(repo: &Repo, old: &Path, path: &Path, head: &Head<'_>) -> 
         }
     }
     write_git_dir(repo, path, &Head::Detached(&CommitId::from(at)))?;
+    let kept = super::prepare::set_kept_aside(path, keep)?;
     check_out(path, head.commit(), true)?;
+    super::prepare::restore_kept(path, &kept)?;
     write_head(path, head)
 }
 
@@ -205,6 +214,7 @@ fn check_out(path: &Path, commit: &CommitId, clean: bool) -> anyhow::Result<()> 
 /// its HEAD must still name `branch` and `branch` must still descend from `start`. Then
 /// whatever is uncommitted is committed on top (see `Commit`), the commits are copied into
 /// the user's repository and `branch` is set there. A refused result is kept on `keep_as`.
+/// Files under `never` (the included ones) are never part of what swarm commits.
 pub fn take_result(
     repo: &Repo,
     path: &Path,
@@ -212,6 +222,7 @@ pub fn take_result(
     start: &CommitId,
     commit: &Commit<'_>,
     keep_as: &str,
+    never: &[String],
 ) -> anyhow::Result<Left> {
     if !own_git_dir(path) {
         return Ok(Left::Refused {
@@ -244,15 +255,15 @@ pub fn take_result(
         )),
     };
     if let Some(why) = refusal {
-        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as)?;
+        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as, never)?;
         return Ok(Left::Refused { why, kept });
     }
     let parent = wt.head()?.peel_to_commit()?;
     let made = match commit {
-        Commit::Plain(message) => commit_all(&wt, &parent, None, Some("HEAD"), message)?,
+        Commit::Plain(message) => commit_all(&wt, &parent, None, Some("HEAD"), message, never)?,
         Commit::MergeOf(theirs, message) => {
             let theirs = wt.find_commit(theirs.oid()?)?;
-            commit_all(&wt, &parent, Some(&theirs), Some("HEAD"), message)?
+            commit_all(&wt, &parent, Some(&theirs), Some("HEAD"), message, never)?
         }
     };
     let tip = match made {
@@ -270,7 +281,7 @@ pub fn take_result(
     // Checked again in the user's repository, which has no grafts or shallow boundaries
     // of the agent's making to fake a descent.
     if !repo.repo.graph_descendant_of(tip, start_oid)? {
-        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as)?;
+        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as, never)?;
         return Ok(Left::Refused {
             why: format!(
                 "its branch {branch} does not descend from its start commit {} in your repository; nothing of it is merged",
@@ -294,6 +305,7 @@ fn keep_what_is_left(
     branch: &str,
     start: Oid,
     keep_as: &str,
+    never: &[String],
 ) -> anyhow::Result<Option<String>> {
     let base = wt
         .head()
@@ -308,8 +320,15 @@ fn keep_what_is_left(
         Some(c) => c,
         None => wt.find_commit(start)?,
     };
-    let left = commit_all(wt, &base, None, None, "What a swarm task left uncommitted")?
-        .unwrap_or_else(|| base.id());
+    let left = commit_all(
+        wt,
+        &base,
+        None,
+        None,
+        "What a swarm task left uncommitted",
+        never,
+    )?
+    .unwrap_or_else(|| base.id());
     if left == start || wt.graph_descendant_of(start, left)? {
         return Ok(None);
     }
@@ -382,16 +401,28 @@ fn write_head(path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
 /// Commits everything changed in a checkout (new, modified and deleted files; `.gitignore`
 /// honoured) on top of `parent`, with `theirs` as a second parent when given, moving
 /// `update` (`HEAD`) when given. `None` when nothing changed (and there is no second parent).
+/// Paths under `never` keep the parent's version (or stay out), whatever is in the checkout
+/// or staged there.
 fn commit_all(
     repo: &Repository,
     parent: &git2::Commit<'_>,
     theirs: Option<&git2::Commit<'_>>,
     update: Option<&str>,
     message: &str,
+    never: &[String],
 ) -> anyhow::Result<Option<Oid>> {
     let mut index = repo.index()?;
-    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"], None)?;
+    let mut skip = |path: &Path, _: &[u8]| -> i32 {
+        i32::from(super::prepare::is_under(
+            path.as_os_str().as_encoded_bytes(),
+            never,
+        ))
+    };
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut skip))?;
+    index.update_all(["*"], Some(&mut skip))?;
+    if !never.is_empty() {
+        keep_parents_version(&mut index, &parent.tree()?, never)?;
+    }
     let tree_id = index.write_tree()?;
     if tree_id == parent.tree_id() && theirs.is_none() {
         return Ok(None);
@@ -408,6 +439,48 @@ fn commit_all(
     Ok(Some(
         repo.commit(update, &sig, &sig, message, &tree, &parents)?,
     ))
+}
+
+/// Puts the entries under `never` in `index` back to what `tree` has (none, when it has none).
+fn keep_parents_version(
+    index: &mut git2::Index,
+    tree: &git2::Tree<'_>,
+    never: &[String],
+) -> anyhow::Result<()> {
+    let staged: Vec<Vec<u8>> = index
+        .iter()
+        .map(|e| e.path)
+        .filter(|p| super::prepare::is_under(p, never))
+        .collect();
+    for path in staged {
+        index.remove_path(Path::new(std::ffi::OsStr::from_bytes(&path)))?;
+    }
+    let mut restore = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        let mut path = dir.as_bytes().to_vec();
+        path.extend_from_slice(entry.name_bytes());
+        if entry.kind() == Some(git2::ObjectType::Blob) && super::prepare::is_under(&path, never) {
+            restore.push((path, entry.id(), entry.filemode()));
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    for (path, id, mode) in restore {
+        index.add(&git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: mode.cast_unsigned(),
+            uid: 0,
+            gid: 0,
+            file_size: 0,
+            id,
+            flags: u16::try_from(path.len().min(0xfff)).unwrap_or(0xfff),
+            flags_extended: 0,
+            path,
+        })?;
+    }
+    Ok(())
 }
 
 /// Opens a checkout's repository with its working tree where swarm put it, whatever its config
@@ -430,8 +503,13 @@ fn own_git_dir(path: &Path) -> bool {
 }
 
 /// Paths in a reader's snapshot that differ from the commit it holds (new files included,
-/// ignored ones not), and `HEAD` when its HEAD no longer is that commit, detached.
-pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<String>> {
+/// ignored ones not), and `HEAD` when its HEAD no longer is that commit, detached. Paths
+/// under `never` (the files swarm copied in) do not count.
+pub fn snapshot_changes(
+    path: &Path,
+    commit: &CommitId,
+    never: &[String],
+) -> anyhow::Result<Vec<String>> {
     // Readers of one snapshot follow each other on the same pool threads: keep the snapshot's
     // repository open per thread instead of opening it for every reader.
     thread_local! {
@@ -447,6 +525,7 @@ pub fn snapshot_changes(path: &Path, commit: &CommitId) -> anyhow::Result<Vec<St
             return Ok(vec![".git".to_owned()]);
         }
         let mut changes = super::changes_in(repo)?;
+        changes.retain(|c| !super::prepare::is_under(c.as_bytes(), never));
         let at = repo.head().ok().and_then(|h| h.target());
         if !repo.head_detached().unwrap_or(false) || at != Some(commit.oid()?) {
             changes.push("HEAD".to_owned());

@@ -14,6 +14,7 @@ use anyhow::{Context as _, bail};
 mod checkout;
 mod land;
 mod merge;
+mod prepare;
 
 pub use checkout::{
     Commit, Left, create_checkout, files_with_conflict_markers, remove_checkout,
@@ -26,6 +27,7 @@ use git2::{
 };
 pub use land::land;
 pub use merge::{merge, scan_change};
+pub use prepare::{cache_key, copy_included, exclude, record_setup, seed, setup_key};
 
 /// A commit, as full hex.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -40,9 +40,11 @@ pub(super) fn prepare(
         .run_dir
         .join("attempts")
         .join(format!("{id}.{attempt}.log"));
+    let mut notes = String::new();
     let (cwd, kind) = match task.mode {
         Mode::Read => {
-            let path = checkouts.acquire_snapshot(run.repo, tip)?;
+            let (path, missing) = checkouts.acquire_snapshot(run.repo, tip)?;
+            notes = super::included_note(&settings.prepare.include, &missing);
             run.slots[i].snapshot = Some(tip.clone());
             (
                 path,
@@ -98,6 +100,8 @@ pub(super) fn prepare(
                 .unwrap_or_default(),
         ),
     ];
+    let tmp = layout.run_dir.join("tmp").join(format!("{id}.{attempt}"));
+    env.extend(super::attempt_env(&mut run.ports, i, &tmp));
     let deps: Vec<(String, String)> = run
         .plan
         .deps(i)
@@ -206,7 +210,7 @@ pub(super) fn prepare(
     };
     let timeout = task.timeout.unwrap_or(settings.task_timeout);
     let header = format!(
-        "swarm run {} task {id} attempt {attempt}\nmode: {}\ncwd: {}\ncommand: {}\n",
+        "swarm run {} task {id} attempt {attempt}\nmode: {}\ncwd: {}\ncommand: {}\n{notes}",
         layout.run,
         task.mode.as_str(),
         cwd.display(),
@@ -259,6 +263,8 @@ pub(super) fn prepare(
         deps_dir: deps_dir.filter(|_| !deps.is_empty()).map(|d| (d, deps)),
         user_checkout: run.repo.workdir().to_owned(),
         session,
+        prepare: settings.prepare.clone(),
+        tmp,
     })
 }
 

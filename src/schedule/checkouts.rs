@@ -14,6 +14,8 @@ use crate::git::{self, CommitId, Head, Repo};
 struct Snapshot {
     path: PathBuf,
     users: usize,
+    /// Included files the user's checkout did not have.
+    missing: Vec<String>,
 }
 
 pub(super) struct Checkouts {
@@ -29,11 +31,20 @@ pub(super) struct Checkouts {
     keep: usize,
     /// Removed checkouts still being deleted in the background; joined by `close`.
     deleting: Vec<std::thread::JoinHandle<()>>,
+    /// The user's checkout, and the files of it every snapshot gets a copy of.
+    user: PathBuf,
+    include: Vec<String>,
 }
 
 impl Checkouts {
-    /// The checkouts under `root`; what a killed run had set aside there is removed.
-    pub(super) fn open(root: &Path, keep: usize) -> anyhow::Result<Self> {
+    /// The checkouts under `root`; what a killed run had set aside there is removed. Snapshots
+    /// get copies of the files `include` names in the user's checkout `user`.
+    pub(super) fn open(
+        root: &Path,
+        keep: usize,
+        user: &Path,
+        include: &[String],
+    ) -> anyhow::Result<Self> {
         let this = Self {
             root: root.to_owned(),
             snapshots: HashMap::new(),
@@ -41,6 +52,8 @@ impl Checkouts {
             set_aside_count: 0,
             keep,
             deleting: Vec::new(),
+            user: user.to_owned(),
+            include: include.to_vec(),
         };
         git::remove_checkout(&this.set_aside_dir())?;
         Ok(this)
@@ -51,29 +64,33 @@ impl Checkouts {
         self.root.join("(set aside)")
     }
 
-    /// The snapshot of `tip` for one more reader, made when it is the first.
+    /// The snapshot of `tip` for one more reader, made when it is the first; with the
+    /// included files the user's checkout did not have.
     pub(super) fn acquire_snapshot(
         &mut self,
         repo: &Repo,
         tip: &CommitId,
-    ) -> anyhow::Result<PathBuf> {
+    ) -> anyhow::Result<(PathBuf, Vec<String>)> {
         if let Some(s) = self.snapshots.get_mut(tip) {
             s.users += 1;
-            return Ok(s.path.clone());
+            return Ok((s.path.clone(), s.missing.clone()));
         }
         let path = self.root.join(format!("snap-{}", tip.short()));
         // Left over from a run that was killed: start it afresh.
         git::remove_checkout(&path)?;
         git::create_checkout(repo, &path, &Head::Detached(tip))
             .context("could not create the readers' snapshot")?;
+        git::exclude(&path, &self.include)?;
+        let missing = git::copy_included(&self.user, &path, &self.include)?;
         self.snapshots.insert(
             tip.clone(),
             Snapshot {
                 path: path.clone(),
                 users: 1,
+                missing: missing.clone(),
             },
         );
-        Ok(path)
+        Ok((path, missing))
     }
 
     /// A reader of `commit`'s snapshot is done; the snapshot goes with its last reader unless

@@ -147,13 +147,20 @@ pub(super) struct Job {
     /// The agent's session the attempt runs in, when swarm named it (a new Claude session) or
     /// continues it.
     pub(super) session: Option<String>,
+    /// How a new checkout is made ready before the agent starts.
+    pub(super) prepare: super::Prepare,
+    /// The attempt's own temporary directory (`TMPDIR`), made when it starts and removed
+    /// when it ends.
+    pub(super) tmp: PathBuf,
 }
 
 impl Job {
     pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
         let mut spent = Spent::default();
-        let verdict = match self.attempt(watchdog, tx, &mut spent) {
+        let made_tmp = std::fs::create_dir_all(&self.tmp)
+            .with_context(|| format!("could not create {}", self.tmp.display()));
+        let verdict = match made_tmp.and_then(|()| self.attempt(watchdog, tx, &mut spent)) {
             Ok(verdict) => verdict,
             Err(e) => match Fault::of_error(&e) {
                 Some(fault) => Verdict::Fault(fault),
@@ -175,6 +182,7 @@ impl Job {
             }
             verdict => verdict,
         };
+        let _ = std::fs::remove_dir_all(&self.tmp);
         Report {
             task: self.task,
             attempt: self.attempt,
@@ -196,9 +204,9 @@ impl Job {
             write_deps(dir, deps)?;
         }
         let repo = user_repo(&self.user_checkout)?;
-        match &self.kind {
+        let made = match &self.kind {
             // A continued session goes on in the checkout its earlier attempt left.
-            JobKind::Reader { .. } | JobKind::Writer { in_place: true, .. } => {}
+            JobKind::Reader { .. } | JobKind::Writer { in_place: true, .. } => None,
             JobKind::Writer {
                 branch,
                 start,
@@ -206,7 +214,16 @@ impl Job {
                 ..
             } => {
                 // A fresh checkout per attempt, from the integration tip the task started at.
-                fresh_checkout(&repo, branch, start, &self.invocation.cwd, reuse.as_deref())?;
+                let earlier = self.set_earlier_aside();
+                let made = fresh_checkout(
+                    &repo,
+                    branch,
+                    start,
+                    &self.invocation.cwd,
+                    reuse.as_deref(),
+                    &self.prepare.cache,
+                );
+                Some((made, earlier))
             }
             JobKind::Resolver {
                 branch,
@@ -215,24 +232,40 @@ impl Job {
                 theirs,
                 ..
             } => {
-                fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None)?;
-                git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
+                let earlier = self.set_earlier_aside();
+                let made = fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None, &[]);
+                if made.is_ok() {
+                    git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
+                }
+                Some((made, earlier))
+            }
+        };
+        let mut inv = self.invocation.clone();
+        if let Some((made, earlier)) = made {
+            let made = made.and_then(|made| self.make_ready(made, earlier.as_deref(), watchdog));
+            if let Some(earlier) = earlier {
+                let _ = git::remove_checkout(&earlier);
+            }
+            match made? {
+                Ok(notes) => inv.header.push_str(&notes),
+                Err(verdict) => return Ok(verdict),
             }
         }
+        let inv = &inv;
         let before = repo.fingerprint()?;
         let finished = match (&self.builtin, self.parser, &self.acp) {
-            (None, None, Some(acp)) => agent::acp::run(&self.invocation, acp, watchdog),
-            (None, None, None) => agent::run(&self.invocation, watchdog),
+            (None, None, Some(acp)) => agent::acp::run(inv, acp, watchdog),
+            (None, None, None) => agent::run(inv, watchdog),
             (None, Some(parser), _) => {
                 let writes = !matches!(self.kind, JobKind::Reader { .. });
-                agent::run_cli(&self.invocation, parser, watchdog, writes)
+                agent::run_cli(inv, parser, watchdog, writes)
             }
             (Some(builtin), _, _) => {
                 let task = self.task;
                 let mut notify = |notice: crate::llm::Notice| {
                     let _ = tx.send(Message::Notice { task, notice });
                 };
-                agent::openai::run(&self.invocation, builtin, watchdog, &mut notify)
+                agent::openai::run(inv, builtin, watchdog, &mut notify)
             }
         };
         spent.tokens = finished.tokens;
@@ -289,7 +322,8 @@ impl Job {
         }
         match &self.kind {
             JobKind::Reader { commit } => {
-                let changed = git::snapshot_changes(&self.invocation.cwd, commit)?;
+                let changed =
+                    git::snapshot_changes(&self.invocation.cwd, commit, &self.prepare.include)?;
                 if !changed.is_empty() {
                     git::restore_snapshot(&self.invocation.cwd, commit)?;
                     return Ok(Verdict::Failed(format!(
@@ -317,6 +351,7 @@ impl Job {
                     start,
                     &Commit::Plain(message),
                     keep_as,
+                    &self.prepare.include,
                 )?;
                 let commit = match taken(left) {
                     Ok(commit) => commit,
@@ -356,6 +391,7 @@ impl Job {
                     tip,
                     &Commit::MergeOf(theirs, message),
                     keep_as,
+                    &self.prepare.include,
                 )?;
                 let commit = match taken(left) {
                     Ok(commit) => commit,
@@ -372,6 +408,149 @@ impl Job {
                 })
             }
         }
+    }
+
+    /// The checkout an earlier attempt of this task left at its path, moved aside so that the
+    /// new one's caches can be seeded from it; none without caches, or when there is none.
+    fn set_earlier_aside(&self) -> Option<PathBuf> {
+        let path = &self.invocation.cwd;
+        if self.prepare.cache.is_empty() || !path.join(".git").is_dir() {
+            return None;
+        }
+        let mut aside = path.as_os_str().to_owned();
+        // A space: no task id, so no other checkout, can have this name.
+        aside.push(" (earlier)");
+        let aside = PathBuf::from(aside);
+        git::remove_checkout(&aside).ok()?;
+        std::fs::rename(path, &aside).ok()?;
+        Some(aside)
+    }
+
+    /// Makes a writer's new or reused checkout ready for its agent: the included files copied
+    /// in, the caches kept or seeded, the setup run. The notes for the transcript, or the
+    /// verdict that ends the attempt before its agent starts (a failed setup is a fault).
+    fn make_ready(
+        &self,
+        made: Made,
+        earlier: Option<&Path>,
+        watchdog: &Watchdog,
+    ) -> anyhow::Result<Result<String, Verdict>> {
+        use std::fmt::Write as _;
+        let (p, cwd) = (&self.prepare, &self.invocation.cwd);
+        let mut notes = String::new();
+        let kept_out: Vec<String> = p.include.iter().chain(&p.cache).cloned().collect();
+        git::exclude(cwd, &kept_out)?;
+        let missing = git::copy_included(&self.user_checkout, cwd, &p.include)?;
+        notes.push_str(&super::included_note(&p.include, &missing));
+        if p.cache.is_empty() && p.setup.is_none() {
+            return Ok(Ok(notes));
+        }
+        let key = git::cache_key(cwd, &p.cache_key);
+        let short = &key[..key.len().min(12)];
+        if !p.cache.is_empty() {
+            let dirs = p.cache.join(", ");
+            match made {
+                Made::Reused => {
+                    let _ = writeln!(notes, "cache: {dirs} kept from the reused checkout");
+                }
+                Made::New => {
+                    let from = earlier
+                        .into_iter()
+                        .chain([self.user_checkout.as_path()])
+                        .find(|from| git::cache_key(from, &p.cache_key) == key);
+                    match from {
+                        Some(from) => {
+                            let started = Instant::now();
+                            let seeded = git::seed(from, cwd, &p.cache)?;
+                            let _ = writeln!(
+                                notes,
+                                "cache: seeded {} from {} (cache key {short}) in {:.2}s",
+                                if seeded.is_empty() {
+                                    "nothing".to_owned()
+                                } else {
+                                    seeded.join(", ")
+                                },
+                                from.display(),
+                                started.elapsed().as_secs_f64()
+                            );
+                        }
+                        None => {
+                            let _ = writeln!(
+                                notes,
+                                "cache: no checkout with cache key {short} to seed {dirs} from"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let Some(setup) = &p.setup else {
+            return Ok(Ok(notes));
+        };
+        if made == Made::Reused && git::setup_key(cwd).as_deref() == Some(key.as_str()) {
+            let _ = writeln!(
+                notes,
+                "setup: not run: the reused checkout's lockfiles are as they were at its setup"
+            );
+            return Ok(Ok(notes));
+        }
+        match self.setup(setup, watchdog, &notes) {
+            Ok(section) => {
+                git::record_setup(cwd, &key)?;
+                notes.push_str(&section);
+                Ok(Ok(notes))
+            }
+            Err(verdict) => Ok(Err(verdict)),
+        }
+    }
+
+    /// Runs the setup command in the checkout, as an attempt is run (its own process group,
+    /// the task's timeout, stopped by Ctrl-C). Its log for the transcript when it succeeded;
+    /// else the transcript says what happened and the verdict ends the attempt.
+    fn setup(&self, command: &str, watchdog: &Watchdog, notes: &str) -> Result<String, Verdict> {
+        let log = self.invocation.transcript.with_extension("setup.log");
+        let inv = Invocation {
+            command: command.to_owned(),
+            argv: Vec::new(),
+            env_drop: Vec::new(),
+            env_pass: Vec::new(),
+            stdin: None,
+            transcript: log.clone(),
+            stall: None,
+            header: String::new(),
+            stdout_file: None,
+            ..self.invocation.clone()
+        };
+        let outcome = agent::run(&inv, watchdog).outcome;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        let section = format!(
+            "--- setup: {command} ---
+{text}"
+        );
+        let why = match outcome {
+            Outcome::Succeeded => return Ok(section),
+            Outcome::Interrupted => None,
+            Outcome::Fault(fault) => Some(fault.why),
+            Outcome::TimedOut(_)
+            | Outcome::Stalled(_)
+            | Outcome::Failed(_)
+            | Outcome::Limited(_) => Some(setup_failed(command, &outcome, &text, &inv.cwd)),
+        };
+        let _ = std::fs::write(
+            &self.invocation.transcript,
+            format!(
+                "{}{notes}{section}swarm: the agent did not start\n",
+                self.invocation.header
+            ),
+        );
+        Err(match why {
+            None => Verdict::Interrupted,
+            Some(why) => Verdict::Fault(Fault {
+                kind: crate::agent::FaultKind::Environment,
+                why,
+            }),
+        })
     }
 
     /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
@@ -424,16 +603,26 @@ fn user_repo(checkout: &Path) -> anyhow::Result<std::rc::Rc<Repo>> {
     })
 }
 
+/// How a writer's checkout was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Made {
+    /// A checkout of its own, new.
+    New,
+    /// A merged writer's checkout, set aside and updated to this one's start.
+    Reused,
+}
+
 /// Replaces whatever an earlier attempt left with a new checkout on a new branch at `start`:
-/// the one set aside as `reuse` when given (updating only the files that differ), else a new
-/// one.
+/// the one set aside as `reuse` when given (updating only the files that differ, keeping the
+/// directories `keep`), else a new one.
 pub(super) fn fresh_checkout(
     repo: &Repo,
     branch: &str,
     start: &CommitId,
     path: &Path,
     reuse: Option<&Path>,
-) -> anyhow::Result<()> {
+    keep: &[String],
+) -> anyhow::Result<Made> {
     git::remove_checkout(path)?;
     // An earlier attempt's result is not this one's.
     if let Ok(Some(old)) = repo.ref_target(&format!("refs/heads/{branch}")) {
@@ -441,15 +630,49 @@ pub(super) fn fresh_checkout(
     }
     let head = Head::NewBranch(branch, start);
     if let Some(old) = reuse {
-        if git::reuse_checkout(repo, old, path, &head).is_ok() {
-            return Ok(());
+        if git::reuse_checkout(repo, old, path, &head, keep).is_ok() {
+            return Ok(Made::Reused);
         }
         // Whatever went wrong, a new checkout replaces it.
         git::remove_checkout(old)?;
         git::remove_checkout(path)?;
     }
-    git::create_checkout(repo, path, &head).context("could not create the writer's checkout")
+    git::create_checkout(repo, path, &head).context("could not create the writer's checkout")?;
+    Ok(Made::New)
 }
+
+/// Why a setup that did not succeed stops the run: its command, how it ended, and the last
+/// lines it printed.
+fn setup_failed(command: &str, outcome: &Outcome, log: &str, cwd: &Path) -> String {
+    let how = match outcome {
+        Outcome::Failed(why) => why.clone(),
+        Outcome::TimedOut(t) => format!("timed out after {}", crate::ui::duration(*t)),
+        other => other.describe(),
+    };
+    let printed: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("--- ") && !l.starts_with("swarm: "))
+        .collect();
+    let last = &printed[printed.len().saturating_sub(SETUP_LINES)..];
+    let mut why = format!(
+        "the setup command `{command}` failed ({how}) in {}",
+        cwd.display()
+    );
+    if last.is_empty() {
+        why.push_str("; it printed nothing");
+    } else {
+        why.push_str("; its last lines:");
+        for line in last {
+            why.push_str("\n    ");
+            why.push_str(line);
+        }
+    }
+    why.push_str("\nnothing of the task ran; fix what the setup needs and `swarm resume` (`swarm resume --setup CMD` runs another command)");
+    why
+}
+
+/// How many of a failed setup's last lines its fault shows.
+const SETUP_LINES: usize = 5;
 
 /// The commit a writer's result is, if any; a refused result is the failed verdict, saying
 /// where what the agent left is kept.

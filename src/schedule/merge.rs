@@ -338,6 +338,22 @@ impl MergeQueue {
             .join("attempts")
             .join(format!("{id}.resolve.log"));
         let name = &layout.run;
+        let tmp = layout.run_dir.join("tmp").join(format!("{id}.resolve"));
+        let mut env: Vec<(String, String)> = cli
+            .iter()
+            .flat_map(|p| p.set_env.iter().cloned())
+            .chain([
+                ("SWARM_RUN_ID".to_owned(), name.clone()),
+                ("SWARM_TASK_ID".to_owned(), id.to_owned()),
+                ("SWARM_MODE".to_owned(), "write".to_owned()),
+                ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
+                ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+            ])
+            .collect();
+        let (id, timeout) = (id.to_owned(), task.timeout.unwrap_or(settings.task_timeout));
+        let check = task.check.clone().or_else(|| settings.check.clone());
+        env.extend(super::attempt_env(&mut run.ports, i, &tmp));
+        let (slot, id) = (&run.slots[i], id.as_str());
         let job = Job {
             task: i,
             attempt: slot.attempts,
@@ -348,7 +364,7 @@ impl MergeQueue {
                 base,
                 theirs,
                 paths: slot.conflict.clone(),
-                check: task.check.clone().or_else(|| settings.check.clone()),
+                check,
                 message: format!("Merge swarm task {id} of run {name}, conflicts resolved"),
             },
             invocation: Invocation {
@@ -358,18 +374,8 @@ impl MergeQueue {
                 env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
                 stdin,
                 cwd: path.clone(),
-                env: cli
-                    .iter()
-                    .flat_map(|p| p.set_env.iter().cloned())
-                    .chain([
-                        ("SWARM_RUN_ID".to_owned(), name.clone()),
-                        ("SWARM_TASK_ID".to_owned(), id.to_owned()),
-                        ("SWARM_MODE".to_owned(), "write".to_owned()),
-                        ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
-                        ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
-                    ])
-                    .collect(),
-                timeout: task.timeout.unwrap_or(settings.task_timeout),
+                env,
+                timeout,
                 stall: settings.stall_timeout,
                 header: format!(
                     "swarm run {name} task {id}: resolving a merge conflict\ncwd: {}\n",
@@ -386,6 +392,8 @@ impl MergeQueue {
             deps_dir: None,
             user_checkout: run.repo.workdir().to_owned(),
             session: None,
+            prepare: settings.prepare.clone(),
+            tmp,
         };
         let id = id.to_owned();
         run.record.task_event(

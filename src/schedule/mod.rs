@@ -17,6 +17,7 @@ mod eta;
 mod goal;
 mod job;
 mod merge;
+mod ports;
 mod prompt;
 mod record;
 mod run;
@@ -69,6 +70,24 @@ pub struct Settings {
     pub endpoint_wait: Duration,
     /// Tokens the run's tasks may use in all before nothing new starts.
     pub budget_tokens: Option<u64>,
+    /// How new checkouts are made ready for their tasks.
+    pub prepare: Prepare,
+}
+
+/// How a checkout is made ready to build: files copied in, directories kept and seeded, a
+/// setup command run (see the README's "Checkouts that build").
+#[derive(Debug, Clone, Default)]
+pub struct Prepare {
+    /// Files copied from the user's checkout into every new checkout and snapshot; never
+    /// committed by swarm.
+    pub include: Vec<String>,
+    /// Run with `sh -c` once in each new writer's checkout before its agent starts.
+    pub setup: Option<String>,
+    /// Directories kept when a set-aside checkout is reused, and seeded into new ones from a
+    /// checkout whose cache key matches.
+    pub cache: Vec<String>,
+    /// The files whose contents make the cache key; empty: the usual lockfiles.
+    pub cache_key: Vec<String>,
 }
 
 impl Settings {
@@ -161,6 +180,48 @@ impl Layout {
             Checkout::Resolver => self.worktrees.join(format!("{task}.resolve")),
         }
     }
+}
+
+/// The variables every attempt of task `i` gets for its own temporary directory `tmp` and
+/// its block of ports (when one was free).
+fn attempt_env(ports: &mut ports::Ports, i: usize, tmp: &std::path::Path) -> Vec<(String, String)> {
+    let tmp = tmp.display().to_string();
+    let mut env: Vec<(String, String)> = ["TMPDIR", "TMP", "TEMP"]
+        .into_iter()
+        .map(|v| (v.to_owned(), tmp.clone()))
+        .collect();
+    if let Some(block) = ports.acquire(i, ports::is_free) {
+        env.push(("SWARM_PORT".to_owned(), block.first.to_string()));
+        env.push(("SWARM_PORTS".to_owned(), block.range()));
+    }
+    env
+}
+
+/// The transcript's line on the included files: which were copied, which the user's checkout
+/// does not have (skipped).
+fn included_note(include: &[String], missing: &[String]) -> String {
+    if include.is_empty() {
+        return String::new();
+    }
+    let copied: Vec<&str> = include
+        .iter()
+        .filter(|p| !missing.contains(p))
+        .map(String::as_str)
+        .collect();
+    let mut note = format!(
+        "include: copied {}",
+        if copied.is_empty() {
+            "nothing".to_owned()
+        } else {
+            copied.join(", ")
+        }
+    );
+    if !missing.is_empty() {
+        note.push_str("; not in your checkout, skipped: ");
+        note.push_str(&missing.join(", "));
+    }
+    note.push('\n');
+    note
 }
 
 /// How the loop ended.

@@ -78,6 +78,8 @@ pub(super) struct Run<'a> {
     pub(super) tx: std::sync::mpsc::Sender<super::Message>,
     /// Escalation hooks still running; the run ends only once they have.
     pub(super) hooks_running: usize,
+    /// The blocks of ports running attempts hold.
+    pub(super) ports: super::ports::Ports,
     pub(super) settings: &'a Settings,
     pub(super) layout: &'a Layout,
 }

@@ -16,6 +16,7 @@ mod landing;
 pub mod lifeline;
 pub mod model_server;
 mod outputs;
+mod prepare;
 pub mod pty;
 mod real_agents;
 mod resume;

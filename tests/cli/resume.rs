@@ -67,6 +67,10 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     expected["endpoint_wait"] = serde_json::Value::Null;
     expected["fresh_retries"] = false.into();
     expected["kill_grace"] = serde_json::Value::Null;
+    expected["include"] = serde_json::json!([]);
+    expected["setup"] = serde_json::Value::Null;
+    expected["cache"] = serde_json::json!([]);
+    expected["cache_key"] = serde_json::json!([]);
     assert_eq!(now, expected);
     // `status --json` shows them so too, without the record's version.
     assert_eq!(status_json(&repo)["run"]["options"], expected);

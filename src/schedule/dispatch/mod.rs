@@ -126,7 +126,12 @@ impl<'a> Dispatcher<'a> {
         let watchdog = Watchdog::start(settings.kill_grace)?;
         Ok(Self {
             goals: goals.map(|g| GoalPlanner::new(g, &plan, tx.clone())),
-            checkouts: Checkouts::open(&layout.worktrees, settings.max_writers)?,
+            checkouts: Checkouts::open(
+                &layout.worktrees,
+                settings.max_writers,
+                repo.workdir(),
+                &settings.prepare.include,
+            )?,
             merges: MergeQueue::new(tip),
             run: Run {
                 dag: Dag::new(&plan, states),
@@ -138,6 +143,7 @@ impl<'a> Dispatcher<'a> {
                 watchdog,
                 tx: tx.clone(),
                 hooks_running: 0,
+                ports: super::ports::Ports::for_run(),
                 settings,
                 layout,
             },
@@ -498,6 +504,7 @@ impl<'a> Dispatcher<'a> {
     fn finish(&mut self, report: Report) -> anyhow::Result<()> {
         let i = report.task;
         let mode = self.run.plan.tasks[i].mode;
+        self.run.ports.release(i);
         self.running -= 1;
         self.run.slots[i].started = None;
         if mode == Mode::Write {

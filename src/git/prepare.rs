@@ -1,0 +1,305 @@
+//! What makes a checkout ready to build besides its commit: files copied in from the user's
+//! checkout (`include`), directories kept across reuse and seeded from another checkout
+//! (`cache`), the cache key that says when a seed or an earlier setup still fits, and the ignore
+//! rules that keep all of them out of swarm's commits. File copying only; running the setup
+//! command is the agent runner's.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use git2::{ObjectType, Oid};
+
+/// The files whose contents decide the cache key when `cache-key` names none: the lockfiles
+/// of the usual package managers, at the repository's top.
+pub const LOCKFILES: &[&str] = &[
+    "Cargo.lock",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "bun.lockb",
+    "bun.lock",
+    "poetry.lock",
+    "uv.lock",
+    "Pipfile.lock",
+    "pdm.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "composer.lock",
+    "mix.lock",
+    "pubspec.lock",
+    "Package.resolved",
+    "flake.lock",
+];
+
+/// In a checkout's git directory: the cache key its setup last ran with (kept across reuse).
+const SETUP_FILE: &str = "swarm-setup";
+/// In a checkout's git directory: where kept directories wait while the checkout is updated.
+const KEPT_DIR: &str = "swarm-kept";
+
+/// The cache key of the checkout at `dir`: a hash of the names and contents of those of
+/// `files` (the lockfiles when empty) that are present. Two checkouts with the same key hold
+/// the same dependencies, so one's build directories fit the other.
+pub fn cache_key(dir: &Path, files: &[String]) -> String {
+    let names: Vec<&str> = if files.is_empty() {
+        LOCKFILES.to_vec()
+    } else {
+        files.iter().map(String::as_str).collect()
+    };
+    let mut listing = String::new();
+    for name in names {
+        let Ok(bytes) = std::fs::read(dir.join(name)) else {
+            continue;
+        };
+        let blob = Oid::hash_object(ObjectType::Blob, &bytes).unwrap_or_else(|_| Oid::zero());
+        let _ = writeln!(listing, "{name}\0{blob}");
+    }
+    Oid::hash_object(ObjectType::Blob, listing.as_bytes())
+        .map_or_else(|_| String::new(), |oid| oid.to_string())
+}
+
+/// The cache key the checkout's setup last ran with, if it ran there.
+pub fn setup_key(checkout: &Path) -> Option<String> {
+    std::fs::read_to_string(checkout.join(".git").join(SETUP_FILE))
+        .ok()
+        .map(|k| k.trim().to_owned())
+}
+
+/// Records that the checkout's setup ran with `key`.
+pub fn record_setup(checkout: &Path, key: &str) -> anyhow::Result<()> {
+    std::fs::write(checkout.join(".git").join(SETUP_FILE), format!("{key}\n"))
+        .context("could not record the checkout's setup")
+}
+
+/// Whether `name` is kept when a set-aside checkout's git directory is made anew.
+pub(super) fn kept_in_git_dir(name: &std::ffi::OsStr) -> bool {
+    name == SETUP_FILE
+}
+
+/// Adds `paths` (relative to the top) to the checkout's own ignore rules (`.git/info/exclude`,
+/// after the user's), so that neither swarm's commit of what a writer left nor an agent's
+/// `git add -A` picks them up, and a reader's snapshot does not count them as changes.
+pub fn exclude(checkout: &Path, paths: &[String]) -> anyhow::Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let file = checkout.join(".git").join("info").join("exclude");
+    let mut text = String::from("\n# kept out of swarm's commits (include and cache)\n");
+    for p in paths {
+        text.push('/');
+        for c in p.trim_end_matches('/').chars() {
+            if matches!(c, '\\' | '*' | '?' | '[' | ']' | '!' | '#') {
+                text.push('\\');
+            }
+            text.push(c);
+        }
+        text.push('\n');
+    }
+    std::fs::create_dir_all(file.parent().unwrap_or(checkout))?;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&file)
+        .with_context(|| format!("could not write {}", file.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// Copies `paths` from the user's checkout `from` into the checkout `to`, replacing what is
+/// there. Returns the paths `from` does not have, which are skipped.
+pub fn copy_included(from: &Path, to: &Path, paths: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for p in paths {
+        let source = from.join(p);
+        let Ok(meta) = std::fs::symlink_metadata(&source) else {
+            missing.push(p.clone());
+            continue;
+        };
+        let target = to.join(p);
+        if let Ok(old) = std::fs::symlink_metadata(&target) {
+            if old.is_dir() {
+                std::fs::remove_dir_all(&target)?;
+            } else {
+                std::fs::remove_file(&target)?;
+            }
+        }
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        copy_entry(&source, &target, &meta)
+            .with_context(|| format!("could not copy {} into the checkout", source.display()))?;
+    }
+    Ok(missing)
+}
+
+/// Copies the directories `dirs` that `from` has and `to` does not yet from one checkout into
+/// another; returns those it copied.
+pub fn seed(from: &Path, to: &Path, dirs: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut seeded = Vec::new();
+    for d in dirs {
+        let source = from.join(d);
+        let target = to.join(d);
+        let Ok(meta) = std::fs::symlink_metadata(&source) else {
+            continue;
+        };
+        if !meta.is_dir() || std::fs::symlink_metadata(&target).is_ok() {
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        copy_entry(&source, &target, &meta)
+            .with_context(|| format!("could not copy {} into the checkout", source.display()))?;
+        seeded.push(d.clone());
+    }
+    Ok(seeded)
+}
+
+/// Copies a file, link or directory tree: links as links, files with their permissions
+/// through `std::fs::copy` (which on Linux uses `copy_file_range`, so a file system with
+/// reflinks, btrfs or XFS, shares the blocks instead of writing them), directories with their
+/// permissions once their contents are in.
+fn copy_entry(from: &Path, to: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+    } else if kind.is_dir() {
+        std::fs::create_dir(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let meta = std::fs::symlink_metadata(entry.path())?;
+            copy_entry(&entry.path(), &to.join(entry.file_name()), &meta)?;
+        }
+        std::fs::set_permissions(to, meta.permissions())
+    } else if kind.is_file() {
+        std::fs::copy(from, to).map(drop)
+    } else {
+        // Sockets, fifos and devices are no build's cache.
+        Ok(())
+    }
+}
+
+/// Moves the directories `dirs` of a checkout into its git directory, out of reach of a
+/// cleaning checkout; `restore_kept` puts them back.
+pub(super) fn set_kept_aside(
+    checkout: &Path,
+    dirs: &[String],
+) -> anyhow::Result<Vec<(PathBuf, PathBuf)>> {
+    let store = checkout.join(".git").join(KEPT_DIR);
+    let mut moved = Vec::new();
+    for (n, d) in dirs.iter().enumerate() {
+        let from = checkout.join(d);
+        if !std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        std::fs::create_dir_all(&store)?;
+        let to = store.join(n.to_string());
+        std::fs::rename(&from, &to)
+            .with_context(|| format!("could not keep {}", from.display()))?;
+        moved.push((to, from));
+    }
+    Ok(moved)
+}
+
+/// Puts kept directories back where they were; one the new commit has files in is dropped
+/// instead (a cache is meant to be untracked).
+pub(super) fn restore_kept(checkout: &Path, moved: &[(PathBuf, PathBuf)]) -> anyhow::Result<()> {
+    for (kept, back) in moved {
+        if std::fs::symlink_metadata(back).is_ok() {
+            std::fs::remove_dir_all(kept)?;
+            continue;
+        }
+        if let Some(parent) = back.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(kept, back)
+            .with_context(|| format!("could not put {} back", back.display()))?;
+    }
+    let _ = std::fs::remove_dir(checkout.join(".git").join(KEPT_DIR));
+    Ok(())
+}
+
+/// Whether `path` (relative to the top, `/`-separated) is one of `paths` or inside one.
+pub(super) fn is_under(path: &[u8], paths: &[String]) -> bool {
+    paths.iter().any(|p| {
+        let p = p.trim_end_matches('/').as_bytes();
+        path.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LOCKFILES, cache_key, is_under};
+
+    fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn same_lockfiles_give_the_same_key() {
+        let a = dir_with(&[("Cargo.lock", "v1"), ("src.rs", "a")]);
+        let b = dir_with(&[("Cargo.lock", "v1"), ("src.rs", "b")]);
+        assert_eq!(cache_key(a.path(), &[]), cache_key(b.path(), &[]));
+    }
+
+    #[test]
+    fn a_changed_added_or_removed_lockfile_changes_the_key() {
+        let base = cache_key(dir_with(&[("Cargo.lock", "v1")]).path(), &[]);
+        let changed = cache_key(dir_with(&[("Cargo.lock", "v2")]).path(), &[]);
+        let added = cache_key(
+            dir_with(&[("Cargo.lock", "v1"), ("package-lock.json", "{}")]).path(),
+            &[],
+        );
+        let none = cache_key(dir_with(&[]).path(), &[]);
+        assert_ne!(base, changed);
+        assert_ne!(base, added);
+        assert_ne!(base, none);
+        assert_eq!(none, cache_key(dir_with(&[("README", "x")]).path(), &[]));
+    }
+
+    #[test]
+    fn the_same_contents_under_another_name_is_another_key() {
+        let cargo = cache_key(dir_with(&[("Cargo.lock", "x")]).path(), &[]);
+        let yarn = cache_key(dir_with(&[("yarn.lock", "x")]).path(), &[]);
+        assert_ne!(cargo, yarn);
+    }
+
+    #[test]
+    fn cache_key_files_replace_the_lockfiles() {
+        let files = vec!["deps.txt".to_owned()];
+        let a = dir_with(&[("deps.txt", "1"), ("Cargo.lock", "v1")]);
+        let b = dir_with(&[("deps.txt", "1"), ("Cargo.lock", "v2")]);
+        let c = dir_with(&[("deps.txt", "2"), ("Cargo.lock", "v1")]);
+        assert_eq!(cache_key(a.path(), &files), cache_key(b.path(), &files));
+        assert_ne!(cache_key(a.path(), &files), cache_key(c.path(), &files));
+        assert!(LOCKFILES.contains(&"Cargo.lock"));
+    }
+
+    #[test]
+    fn the_key_is_a_stable_hash() {
+        // The git blob id of "Cargo.lock\0<blob id of `v1`>\n": the same on every machine.
+        let key = cache_key(dir_with(&[("Cargo.lock", "v1")]).path(), &[]);
+        assert_eq!(key.len(), 40);
+        assert_eq!(
+            key,
+            cache_key(dir_with(&[("Cargo.lock", "v1")]).path(), &[])
+        );
+    }
+
+    #[test]
+    fn paths_under_a_listed_path_match_it_and_no_others() {
+        let paths = vec![".env".to_owned(), "config/local/".to_owned()];
+        assert!(is_under(b".env", &paths));
+        assert!(is_under(b"config/local/x.toml", &paths));
+        assert!(is_under(b"config/local", &paths));
+        assert!(!is_under(b".envrc", &paths));
+        assert!(!is_under(b"config/localx", &paths));
+    }
+}

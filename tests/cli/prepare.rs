@@ -1,0 +1,313 @@
+//! Checkouts that build: included files copied in and never committed, a setup command once
+//! per new checkout, cache directories kept on reuse and seeded by cache key, and each running
+//! attempt's own TMPDIR and block of ports.
+
+use std::path::Path;
+
+use crate::{TestRepo, assert_exit, outside, run_id, stderr, tasks_with_status};
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The transcript of a task's attempt in the newest run.
+fn transcript(repo: &TestRepo, task: &str, attempt: u32) -> String {
+    let path = repo
+        .swarm_dir()
+        .join("runs")
+        .join(run_id(repo))
+        .join("attempts")
+        .join(format!("{task}.{attempt}.log"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn tree_paths(repo: &TestRepo, rev: &str) -> Vec<String> {
+    repo.git(&["ls-tree", "-r", "--name-only", rev])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn included_files_reach_writers_and_readers_and_are_never_committed() {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", ".env\n");
+    repo.write(
+        ".swarm.toml",
+        "include = [\".env\", \"local.toml\", \"absent.txt\"]\n",
+    );
+    repo.commit_all("config");
+    // Ignored, and not ignored: neither may reach a commit.
+    repo.write(".env", "SECRET=1\n");
+    repo.write("local.toml", "mine\n");
+    let seen = outside(&repo, "seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let s = path_str(&seen);
+    let writer = format!(
+        r#"{{"id":"w","run":"test \"$(cat .env)\" = SECRET=1 && test \"$(cat local.toml)\" = mine && git status --porcelain > {s}/status && echo changed > local.toml && echo w > w.txt"}}"#
+    );
+    let reader = format!(r#"{{"id":"r","mode":"read","run":"cat .env local.toml > {s}/reader"}}"#);
+    let tasks = repo.tasks(&[&writer, &reader]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "2"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(read(&seen.join("reader")), "SECRET=1\nmine\n");
+    // The writer's own `git status` does not offer them for a commit either.
+    assert_eq!(read(&seen.join("status")), "");
+    let merged = tree_paths(&repo, "main");
+    assert!(merged.contains(&"w.txt".to_owned()), "{merged:?}");
+    assert!(!merged.contains(&".env".to_owned()), "{merged:?}");
+    assert!(!merged.contains(&"local.toml".to_owned()), "{merged:?}");
+    assert_eq!(repo.read("local.toml"), "mine\n");
+    let log = transcript(&repo, "w", 1);
+    assert!(
+        log.contains("include: copied .env, local.toml; not in your checkout, skipped: absent.txt"),
+        "{log}"
+    );
+}
+
+#[test]
+fn an_included_path_outside_the_repository_is_refused_naming_the_key() {
+    let repo = TestRepo::new();
+    repo.write(".swarm.toml", "include = [\"../secrets.env\"]\n");
+    repo.commit_all("config");
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+
+    let out = repo.swarm(&["run", path_str(&tasks)]);
+
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains(".swarm.toml:1"), "{err}");
+    assert!(
+        err.contains("`include`: `../secrets.env` climbs out with `..`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn setup_runs_once_per_new_checkout_and_again_only_when_the_lockfile_changed() {
+    let repo = TestRepo::new();
+    let count = outside(&repo, "setups");
+    repo.write("Cargo.lock", "v1\n");
+    repo.write(
+        ".swarm.toml",
+        &format!(
+            "setup = \"echo $SWARM_TASK_ID >> {} && echo set up\"\n",
+            path_str(&count)
+        ),
+    );
+    repo.commit_all("lockfile and setup");
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","run":"echo a > a.txt"}"#,
+        // Reuses a's checkout: the same lockfile, so no setup.
+        r#"{"id":"b","run":"echo b > b.txt && echo v2 > Cargo.lock","deps":["a"]}"#,
+        // Reuses it again, with the lockfile b changed: set up again.
+        r#"{"id":"c","run":"echo c > c.txt","deps":["b"]}"#,
+    ]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "1", "--max-writers", "1"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(read(&count), "a\nc\n");
+    let a = transcript(&repo, "a", 1);
+    assert!(a.contains("--- setup: echo $SWARM_TASK_ID"), "{a}");
+    assert!(a.contains("set up\n"), "{a}");
+    assert!(a.contains("--- end: succeeded after"), "{a}");
+    let b = transcript(&repo, "b", 1);
+    assert!(b.contains("setup: not run"), "{b}");
+}
+
+#[test]
+fn a_failing_setup_stops_the_run_resumably_and_resume_goes_on() {
+    let repo = TestRepo::new();
+    let base = repo.git(&["rev-parse", "main"]);
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "--setup",
+        "echo no registry here >&2; exit 3",
+    ]);
+
+    assert_exit(&out, 75);
+    let err = stderr(&out);
+    assert!(
+        err.contains("the setup command `echo no registry here >&2; exit 3` failed (exit code 3)"),
+        "{err}"
+    );
+    assert!(err.contains("no registry here"), "{err}");
+    assert_eq!(
+        repo.git(&["rev-parse", "main"]),
+        base,
+        "something was merged"
+    );
+    assert!(!repo.root.join("w.txt").exists());
+    let status = crate::status_json(&repo);
+    assert!(tasks_with_status(&status, "failed").is_empty(), "{status}");
+    let log = transcript(&repo, "w", 1);
+    assert!(log.contains("no registry here"), "{log}");
+    assert!(log.contains("the agent did not start"), "{log}");
+
+    // Resumed with a setup that works, the attempt runs: the failed setup spent no retry.
+    let out = repo.swarm(&["resume", "--setup", "true", "--retries", "0"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("w.txt"), "w\n");
+}
+
+#[test]
+fn a_cache_directory_survives_reuse_and_seeds_new_checkouts_with_the_same_lockfile() {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "target/\n");
+    repo.write("Cargo.lock", "v1\n");
+    repo.write(".swarm.toml", "cache = [\"target\"]\n");
+    repo.commit_all("lockfile and cache");
+    // Your own build: a new checkout with the same lockfile starts from it.
+    repo.write("target/yours", "built here\n");
+    let seen = outside(&repo, "seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let s = path_str(&seen);
+    let a = format!(
+        r#"{{"id":"a","run":"cat target/yours > {s}/a && echo from-a > target/marker && echo a > a.txt"}}"#
+    );
+    // Reuses a's checkout, its target/ kept.
+    let b =
+        format!(r#"{{"id":"b","run":"cat target/marker > {s}/b && echo b > b.txt","deps":["a"]}}"#);
+    // Fails once after building; its retry gets a new checkout seeded from the one it left.
+    let c = format!(
+        r#"{{"id":"c","run":"if test ! -e {s}/c-tried; then touch {s}/c-tried; echo from-c > target/c-marker; exit 1; fi; cat target/c-marker > {s}/c && echo c > c.txt","deps":["b"]}}"#
+    );
+    let tasks = repo.tasks(&[&a, &b, &c]);
+
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "-j",
+        "1",
+        "--max-writers",
+        "1",
+        "--retries",
+        "1",
+    ]);
+
+    assert_exit(&out, 0);
+    assert_eq!(read(&seen.join("a")), "built here\n");
+    assert_eq!(read(&seen.join("b")), "from-a\n");
+    assert_eq!(read(&seen.join("c")), "from-c\n");
+    let merged = tree_paths(&repo, "main");
+    assert!(
+        merged.iter().all(|p| !p.starts_with("target/")),
+        "{merged:?}"
+    );
+    assert!(transcript(&repo, "a", 1).contains("cache: seeded target from"));
+    assert!(transcript(&repo, "b", 1).contains("cache: target kept from the reused checkout"));
+    assert!(transcript(&repo, "c", 2).contains("cache: seeded target from"));
+}
+
+#[test]
+fn a_writer_whose_start_has_another_lockfile_gets_no_seed() {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "target/\n");
+    repo.write("Cargo.lock", "v1\n");
+    repo.write(".swarm.toml", "cache = [\"target\"]\n");
+    repo.commit_all("lockfile v1");
+    let old = repo.git(&["rev-parse", "HEAD"]);
+    repo.write("Cargo.lock", "v2\n");
+    repo.commit_all("lockfile v2");
+    // Built against v2: no fit for a checkout of v1.
+    repo.write("target/yours", "built against v2\n");
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"test ! -e target && echo w > w.txt"}"#]);
+
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "--base",
+        old.trim(),
+        "--land",
+        "none",
+    ]);
+
+    assert_exit(&out, 0);
+    let log = transcript(&repo, "w", 1);
+    assert!(log.contains("cache: no checkout with cache key"), "{log}");
+}
+
+#[test]
+fn concurrent_attempts_get_their_own_tmpdir_and_ports_that_do_not_overlap() {
+    let repo = TestRepo::new();
+    let dir = outside(&repo, "seen");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = path_str(&dir);
+    let lines: Vec<String> = (1..=4)
+        .map(|n| {
+            let fifo = dir.join(format!("go-{n}"));
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            // Each says what it got, then waits until the test has seen all four running.
+            format!(
+                r#"{{"id":"r{n}","mode":"read","run":"test -d \"$TMPDIR\" && test \"$TMP\" = \"$TMPDIR\" && test \"$TEMP\" = \"$TMPDIR\" && echo \"$SWARM_PORT $SWARM_PORTS $TMPDIR\" > {d}/r{n}.tmp && mv {d}/r{n}.tmp {d}/r{n} && cat {d}/go-{n}"}}"#
+            )
+        })
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let tasks = repo.tasks(&lines);
+
+    let swarm = repo.spawn(&["run", path_str(&tasks), "-j", "4"]);
+    // Opening a FIFO for writing waits for its reader: once all four are open, all four
+    // attempts run at once.
+    let gates: Vec<std::fs::File> = (1..=4)
+        .map(|n| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join(format!("go-{n}")))
+                .unwrap()
+        })
+        .collect();
+    let seen: Vec<(u32, String, String)> = (1..=4)
+        .map(|n| {
+            let line = read(&dir.join(format!("r{n}")));
+            let mut words = line.split_whitespace();
+            let port: u32 = words.next().unwrap().parse().unwrap();
+            let ports = words.next().unwrap().to_owned();
+            let tmp = words.next().unwrap().to_owned();
+            (port, ports, tmp)
+        })
+        .collect();
+    for (_, _, tmp) in &seen {
+        assert!(
+            Path::new(tmp).is_dir(),
+            "{tmp} is not there while its attempt runs"
+        );
+    }
+    drop(gates);
+    let out = swarm.wait_with_output().unwrap();
+
+    assert_exit(&out, 0);
+    let mut blocks = Vec::new();
+    for (port, ports, tmp) in &seen {
+        let (first, last) = ports.split_once('-').unwrap();
+        let (first, last): (u32, u32) = (first.parse().unwrap(), last.parse().unwrap());
+        assert_eq!(*port, first);
+        assert_eq!(last - first + 1, 10, "{ports}");
+        blocks.push((first, last));
+        assert!(!Path::new(tmp).exists(), "{tmp} is left after its attempt");
+    }
+    for (i, a) in blocks.iter().enumerate() {
+        for b in &blocks[i + 1..] {
+            assert!(a.1 < b.0 || b.1 < a.0, "{a:?} and {b:?} overlap");
+        }
+    }
+    let mut tmps: Vec<&String> = seen.iter().map(|(_, _, t)| t).collect();
+    tmps.sort();
+    tmps.dedup();
+    assert_eq!(tmps.len(), 4, "{seen:?}");
+}
