@@ -125,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --color --progress --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --help --version run resume status logs graph config queue gc completions help"
+            opts="-C -q -j -h -V --directory --quiet --json --color --progress --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --setup --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -231,6 +231,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --setup)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --final-out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -297,7 +301,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__config)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --setup --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -368,6 +372,10 @@ _swarm() {
                     return 0
                     ;;
                 --check)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --setup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -963,7 +971,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__queue__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --setup --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1037,6 +1045,10 @@ _swarm() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --setup)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --final-out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1089,7 +1101,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --setup --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1160,6 +1172,10 @@ _swarm() {
                     return 0
                     ;;
                 --check)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --setup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1215,7 +1231,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__run)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
+            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --setup --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1286,6 +1302,10 @@ _swarm() {
                     return 0
                     ;;
                 --check)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --setup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -249,8 +249,10 @@ pub struct RunOptions {
     pub check: Option<String>,
 
     /// Prepare each new writer's checkout with CMD (run with `sh -c` there before its agent
-    /// starts, e.g. `npm ci`); not again in a reused checkout whose lockfiles did not change.
-    /// A failing setup stops the run, resumable (exit 75).
+    /// starts, e.g. `npm ci`; its output and time go into the attempt's transcript); not again
+    /// in a reused checkout whose lockfiles did not change. A failing setup stops the run,
+    /// resumable (exit 75). The `.swarm.toml` keys `include`, `cache` and `cache-key` prepare
+    /// checkouts further; every attempt gets its own TMPDIR and ports (SWARM_PORT, SWARM_PORTS).
     #[arg(long, value_name = "CMD")]
     pub setup: Option<String>,
 

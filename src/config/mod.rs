@@ -11,7 +11,8 @@
 //! Files are TOML with kebab-case keys. The top level holds run options: `jobs`, `max-writers`,
 //! `agent`, `model`, `api-base`, `request-timeout`, `endpoint-wait`, `max-turns`, `max-task-tokens`,
 //! `allow-program`, `task-timeout`, `retries`, `check`, `land`, `worktree-dir` (a relative path
-//! is taken from the file's directory), `resolve-conflicts` and `on-escalate`. `[agents.NAME]`
+//! is taken from the file's directory), `resolve-conflicts`, `on-escalate`, and the checkout
+//! preparation `include`, `setup`, `cache` and `cache-key` (paths in the repository). `[agents.NAME]`
 //! tables define agent profiles ([`ProfileSpec`]); a repository profile replaces a user profile
 //! of the same name. There is no `api-key`: keys come from `SWARM_API_KEY` only, so they stay out
 //! of repositories. `final-out` and `base` belong to one run and are flags only.
@@ -20,7 +21,8 @@
 //! `SWARM_MODEL`, `SWARM_API_BASE`, `SWARM_REQUEST_TIMEOUT`, `SWARM_MAX_TURNS`,
 //! `SWARM_MAX_TASK_TOKENS`, `SWARM_ALLOW_PROGRAMS` (comma-separated), `SWARM_TASK_TIMEOUT`,
 //! `SWARM_RETRIES`, `SWARM_CHECK`, `SWARM_LAND`, `SWARM_WORKTREE_DIR`, `SWARM_RESOLVE_CONFLICTS`
-//! (1/true/yes or 0/false/no) and `SWARM_ON_ESCALATE`. An empty variable counts as unset.
+//! (1/true/yes or 0/false/no), `SWARM_ON_ESCALATE`, `SWARM_INCLUDE`, `SWARM_SETUP`,
+//! `SWARM_CACHE` and `SWARM_CACHE_KEY` (comma-separated). An empty variable counts as unset.
 
 use std::collections::BTreeMap;
 use std::fmt;
