@@ -311,3 +311,40 @@ fn concurrent_attempts_get_their_own_tmpdir_and_ports_that_do_not_overlap() {
     tmps.dedup();
     assert_eq!(tmps.len(), 4, "{seen:?}");
 }
+
+#[test]
+fn ctrl_c_during_a_setup_stops_it_with_everything_it_started() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let repo = TestRepo::new();
+    let gate = crate::gate::Gate::new(&outside(&repo, "gates"), "setup");
+    let pid = outside(&repo, "pid");
+    // What the setup leaves running must go with it.
+    let setup = format!(
+        "sleep 1000 & echo $! > {}; {}",
+        path_str(&pid),
+        gate.shell_once()
+    );
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+    let mut swarm = repo.spawn(&["run", path_str(&tasks), "--setup", &setup]);
+    gate.reached(&mut swarm);
+
+    kill(Pid::from_raw(swarm.id() as i32), Signal::SIGINT).unwrap();
+    let out = swarm.wait_with_output().unwrap();
+
+    assert_exit(&out, 75);
+    let left: i32 = read(&pid).trim().parse().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{left}/stat")).unwrap_or_default();
+    assert!(
+        stat.rsplit_once(") ")
+            .is_none_or(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        "the setup's process outlived the interrupt: {stat}"
+    );
+    assert!(!repo.root.join("w.txt").exists());
+
+    let out = repo.swarm(&["resume"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("w.txt"), "w\n");
+}

@@ -124,6 +124,8 @@ impl<'a> Dispatcher<'a> {
             .collect();
         let (tx, rx) = mpsc::channel();
         let watchdog = Watchdog::start(settings.kill_grace)?;
+        // Attempts' temporary directories a killed swarm left (each attempt removes its own).
+        let _ = std::fs::remove_dir_all(layout.run_dir.join("tmp"));
         Ok(Self {
             goals: goals.map(|g| GoalPlanner::new(g, &plan, tx.clone())),
             checkouts: Checkouts::open(
