@@ -108,12 +108,16 @@ pub fn exclude(checkout: &Path, paths: &[String]) -> anyhow::Result<()> {
 }
 
 /// Copies `paths` from the user's checkout `from` into the checkout `to`, replacing what is
-/// there. Returns the paths `from` does not have, which are skipped.
+/// there (a link in `from` as what it points at). Returns the paths `from` does not have,
+/// which are skipped.
 pub fn copy_included(from: &Path, to: &Path, paths: &[String]) -> anyhow::Result<Vec<String>> {
     let mut missing = Vec::new();
     for p in paths {
         let source = from.join(p);
-        let Ok(meta) = std::fs::symlink_metadata(&source) else {
+        // What a link in your checkout points at is copied, not the link: a relative one
+        // would point elsewhere from the checkout, an absolute one would let a task write
+        // through it into your file.
+        let Ok(meta) = std::fs::metadata(&source) else {
             missing.push(p.clone());
             continue;
         };
@@ -232,7 +236,7 @@ pub(super) fn is_under(path: &[u8], paths: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{LOCKFILES, cache_key, is_under};
+    use super::{LOCKFILES, cache_key, copy_included, is_under, seed};
 
     fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -284,13 +288,49 @@ mod tests {
 
     #[test]
     fn the_key_is_a_stable_hash() {
-        // The git blob id of "Cargo.lock\0<blob id of `v1`>\n": the same on every machine.
+        // The git blob id of "Cargo.lock\0<blob id of `v1`>\n" (as `git hash-object` gives
+        // it): the same on every machine and with every build of swarm.
         let key = cache_key(dir_with(&[("Cargo.lock", "v1")]).path(), &[]);
-        assert_eq!(key.len(), 40);
-        assert_eq!(
-            key,
-            cache_key(dir_with(&[("Cargo.lock", "v1")]).path(), &[])
-        );
+        assert_eq!(key, "087cb7fa4a5deb325636e14fc6920123fc73a484");
+    }
+
+    #[test]
+    fn included_files_are_copied_as_their_contents_and_missing_ones_named() {
+        let user = dir_with(&[(".env", "SECRET=1\n")]);
+        std::os::unix::fs::symlink(user.path().join(".env"), user.path().join("linked")).unwrap();
+        let checkout = dir_with(&[("linked", "old\n")]);
+        let paths = vec![".env".to_owned(), "linked".to_owned(), "gone".to_owned()];
+        let missing = copy_included(user.path(), checkout.path(), &paths).unwrap();
+        assert_eq!(missing, ["gone"]);
+        let linked = checkout.path().join("linked");
+        assert!(!std::fs::symlink_metadata(&linked).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(linked).unwrap(), "SECRET=1\n");
+    }
+
+    #[test]
+    fn a_seed_copies_trees_with_links_and_modes_and_leaves_what_is_there() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let from = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(from.path().join("target/debug")).unwrap();
+        std::fs::write(from.path().join("target/debug/app"), "bin").unwrap();
+        let mode = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(from.path().join("target/debug/app"), mode).unwrap();
+        std::os::unix::fs::symlink("debug/app", from.path().join("target/latest")).unwrap();
+        std::fs::create_dir_all(from.path().join("node_modules")).unwrap();
+        let to = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(to.path().join("node_modules")).unwrap();
+        let dirs = vec![
+            "target".to_owned(),
+            "node_modules".to_owned(),
+            "none".to_owned(),
+        ];
+        assert_eq!(seed(from.path(), to.path(), &dirs).unwrap(), ["target"]);
+        let app = to.path().join("target/debug/app");
+        assert_eq!(std::fs::read_to_string(&app).unwrap(), "bin");
+        let mode = std::fs::metadata(&app).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        let link = std::fs::read_link(to.path().join("target/latest")).unwrap();
+        assert_eq!(link, std::path::Path::new("debug/app"));
     }
 
     #[test]

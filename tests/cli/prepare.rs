@@ -247,11 +247,7 @@ fn concurrent_attempts_get_their_own_tmpdir_and_ports_that_do_not_overlap() {
     let lines: Vec<String> = (1..=4)
         .map(|n| {
             let fifo = dir.join(format!("go-{n}"));
-            let made = std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap();
-            assert!(made.success());
+            nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
             // Each says what it got, then waits until the test has seen all four running.
             format!(
                 r#"{{"id":"r{n}","mode":"read","run":"test -d \"$TMPDIR\" && test \"$TMP\" = \"$TMPDIR\" && test \"$TEMP\" = \"$TMPDIR\" && echo \"$SWARM_PORT $SWARM_PORTS $TMPDIR\" > {d}/r{n}.tmp && mv {d}/r{n}.tmp {d}/r{n} && cat {d}/go-{n}"}}"#
