@@ -1,5 +1,6 @@
-//! One attempt on a pool thread: preparing its worktree, running it, checking what it did,
-//! committing a writer's changes and running its check. Reports back a `Verdict`.
+//! One attempt on a pool thread: preparing its worktree (made ready for a build in `ready`),
+//! running it, checking what it did, committing a writer's changes and running its check.
+//! Reports back a `Verdict`.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
@@ -233,10 +234,11 @@ impl Job {
                 ..
             } => {
                 let earlier = self.set_earlier_aside();
-                let made = fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None, &[]);
-                if made.is_ok() {
-                    git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
-                }
+                let made = fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None, &[])
+                    .and_then(|made| {
+                        git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
+                        Ok(made)
+                    });
                 Some((made, earlier))
             }
         };
@@ -410,149 +412,6 @@ impl Job {
         }
     }
 
-    /// The checkout an earlier attempt of this task left at its path, moved aside so that the
-    /// new one's caches can be seeded from it; none without caches, or when there is none.
-    fn set_earlier_aside(&self) -> Option<PathBuf> {
-        let path = &self.invocation.cwd;
-        if self.prepare.cache.is_empty() || !path.join(".git").is_dir() {
-            return None;
-        }
-        let mut aside = path.as_os_str().to_owned();
-        // A space: no task id, so no other checkout, can have this name.
-        aside.push(" (earlier)");
-        let aside = PathBuf::from(aside);
-        git::remove_checkout(&aside).ok()?;
-        std::fs::rename(path, &aside).ok()?;
-        Some(aside)
-    }
-
-    /// Makes a writer's new or reused checkout ready for its agent: the included files copied
-    /// in, the caches kept or seeded, the setup run. The notes for the transcript, or the
-    /// verdict that ends the attempt before its agent starts (a failed setup is a fault).
-    fn make_ready(
-        &self,
-        made: Made,
-        earlier: Option<&Path>,
-        watchdog: &Watchdog,
-    ) -> anyhow::Result<Result<String, Verdict>> {
-        use std::fmt::Write as _;
-        let (p, cwd) = (&self.prepare, &self.invocation.cwd);
-        let mut notes = String::new();
-        let kept_out: Vec<String> = p.include.iter().chain(&p.cache).cloned().collect();
-        git::exclude(cwd, &kept_out)?;
-        let missing = git::copy_included(&self.user_checkout, cwd, &p.include)?;
-        notes.push_str(&super::included_note(&p.include, &missing));
-        if p.cache.is_empty() && p.setup.is_none() {
-            return Ok(Ok(notes));
-        }
-        let key = git::cache_key(cwd, &p.cache_key);
-        let short = &key[..key.len().min(12)];
-        if !p.cache.is_empty() {
-            let dirs = p.cache.join(", ");
-            match made {
-                Made::Reused => {
-                    let _ = writeln!(notes, "cache: {dirs} kept from the reused checkout");
-                }
-                Made::New => {
-                    let from = earlier
-                        .into_iter()
-                        .chain([self.user_checkout.as_path()])
-                        .find(|from| git::cache_key(from, &p.cache_key) == key);
-                    match from {
-                        Some(from) => {
-                            let started = Instant::now();
-                            let seeded = git::seed(from, cwd, &p.cache)?;
-                            let _ = writeln!(
-                                notes,
-                                "cache: seeded {} from {} (cache key {short}) in {:.2}s",
-                                if seeded.is_empty() {
-                                    "nothing".to_owned()
-                                } else {
-                                    seeded.join(", ")
-                                },
-                                from.display(),
-                                started.elapsed().as_secs_f64()
-                            );
-                        }
-                        None => {
-                            let _ = writeln!(
-                                notes,
-                                "cache: no checkout with cache key {short} to seed {dirs} from"
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        let Some(setup) = &p.setup else {
-            return Ok(Ok(notes));
-        };
-        if made == Made::Reused && git::setup_key(cwd).as_deref() == Some(key.as_str()) {
-            let _ = writeln!(
-                notes,
-                "setup: not run: the reused checkout's lockfiles are as they were at its setup"
-            );
-            return Ok(Ok(notes));
-        }
-        match self.setup(setup, watchdog, &notes) {
-            Ok(section) => {
-                git::record_setup(cwd, &key)?;
-                notes.push_str(&section);
-                Ok(Ok(notes))
-            }
-            Err(verdict) => Ok(Err(verdict)),
-        }
-    }
-
-    /// Runs the setup command in the checkout, as an attempt is run (its own process group,
-    /// the task's timeout, stopped by Ctrl-C). Its log for the transcript when it succeeded;
-    /// else the transcript says what happened and the verdict ends the attempt.
-    fn setup(&self, command: &str, watchdog: &Watchdog, notes: &str) -> Result<String, Verdict> {
-        let log = self.invocation.transcript.with_extension("setup.log");
-        let inv = Invocation {
-            command: command.to_owned(),
-            argv: Vec::new(),
-            env_drop: Vec::new(),
-            env_pass: Vec::new(),
-            stdin: None,
-            transcript: log.clone(),
-            stall: None,
-            header: String::new(),
-            stdout_file: None,
-            ..self.invocation.clone()
-        };
-        let outcome = agent::run(&inv, watchdog).outcome;
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let _ = std::fs::remove_file(&log);
-        let section = format!(
-            "--- setup: {command} ---
-{text}"
-        );
-        let why = match outcome {
-            Outcome::Succeeded => return Ok(section),
-            Outcome::Interrupted => None,
-            Outcome::Fault(fault) => Some(fault.why),
-            Outcome::TimedOut(_)
-            | Outcome::Stalled(_)
-            | Outcome::Failed(_)
-            | Outcome::Limited(_) => Some(setup_failed(command, &outcome, &text, &inv.cwd)),
-        };
-        let _ = std::fs::write(
-            &self.invocation.transcript,
-            format!(
-                "{}{notes}{section}swarm: the agent did not start\n",
-                self.invocation.header
-            ),
-        );
-        Err(match why {
-            None => Verdict::Interrupted,
-            Some(why) => Verdict::Fault(Fault {
-                kind: crate::agent::FaultKind::Environment,
-                why,
-            }),
-        })
-    }
-
     /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
     fn check(&self, check: &str, watchdog: &Watchdog) -> Option<Verdict> {
         let check_run = Invocation {
@@ -640,39 +499,6 @@ pub(super) fn fresh_checkout(
     git::create_checkout(repo, path, &head).context("could not create the writer's checkout")?;
     Ok(Made::New)
 }
-
-/// Why a setup that did not succeed stops the run: its command, how it ended, and the last
-/// lines it printed.
-fn setup_failed(command: &str, outcome: &Outcome, log: &str, cwd: &Path) -> String {
-    let how = match outcome {
-        Outcome::Failed(why) => why.clone(),
-        Outcome::TimedOut(t) => format!("timed out after {}", crate::ui::duration(*t)),
-        other => other.describe(),
-    };
-    let printed: Vec<&str> = log
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("--- ") && !l.starts_with("swarm: "))
-        .collect();
-    let last = &printed[printed.len().saturating_sub(SETUP_LINES)..];
-    let mut why = format!(
-        "the setup command `{command}` failed ({how}) in {}",
-        cwd.display()
-    );
-    if last.is_empty() {
-        why.push_str("; it printed nothing");
-    } else {
-        why.push_str("; its last lines:");
-        for line in last {
-            why.push_str("\n    ");
-            why.push_str(line);
-        }
-    }
-    why.push_str("\nnothing of the task ran; fix what the setup needs and `swarm resume` (`swarm resume --setup CMD` runs another command)");
-    why
-}
-
-/// How many of a failed setup's last lines its fault shows.
-const SETUP_LINES: usize = 5;
 
 /// The commit a writer's result is, if any; a refused result is the failed verdict, saying
 /// where what the agent left is kept.

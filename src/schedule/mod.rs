@@ -19,6 +19,7 @@ mod job;
 mod merge;
 mod ports;
 mod prompt;
+mod ready;
 mod record;
 mod run;
 
