@@ -69,7 +69,7 @@ fn agent_reply(req: &Request) -> Reply {
 }
 
 /// A server that plans `good_plan` and answers agents with `agent_reply`.
-fn good_server() -> FakeLlm {
+pub(crate) fn good_server() -> FakeLlm {
     FakeLlm::start(|req, _| {
         if has_tool(req, "submit_plan") {
             plan_call(&good_plan())

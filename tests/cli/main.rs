@@ -18,6 +18,7 @@ mod outputs;
 mod real_agents;
 mod resume;
 mod snapshots;
+mod terminal;
 mod untrusted;
 mod writers;
 

@@ -1,0 +1,267 @@
+//! A goal at a terminal: swarm on a pseudo-terminal shows the plan as a tree and asks before it
+//! runs it; `n` runs nothing, `y` runs it, `e` runs the user's edit of it; `--yes` and a
+//! missing terminal ask nothing. The tests wait for what swarm prints, never for a time.
+
+use std::io::{Read as _, Write as _};
+use std::os::fd::OwnedFd;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::fake_llm::FakeLlm;
+use crate::goal::good_server;
+use crate::{TestRepo, assert_exit, outside, status_json, stderr};
+
+const QUESTION: &str = "Run 4 tasks (1 writer)? [Y/n/e] ";
+/// How long swarm may print nothing before a test gives up on it, so that a swarm that never
+/// asks fails the test instead of hanging it. No test waits for it otherwise.
+const SILENCE: Duration = Duration::from_secs(120);
+
+/// swarm running with a pseudo-terminal as its stdin, stdout and stderr.
+struct OnTerminal {
+    child: Child,
+    input: std::fs::File,
+    output: Receiver<Vec<u8>>,
+    /// Everything printed so far, carriage returns left out.
+    seen: String,
+}
+
+impl OnTerminal {
+    fn start(mut cmd: Command) -> Self {
+        let winsize = nix::pty::Winsize {
+            ws_row: 40,
+            ws_col: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&winsize), None).expect("a pseudo-terminal");
+        let side = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
+        cmd.stdin(side(&pty.slave))
+            .stdout(side(&pty.slave))
+            .stderr(side(&pty.slave));
+        let child = cmd.spawn().expect("starting swarm");
+        // The command holds the terminal's other side; once it and swarm let go, reading ends.
+        drop(cmd);
+        drop(pty.slave);
+        let master = std::fs::File::from(pty.master);
+        let input = master.try_clone().unwrap();
+        let (send, output) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut master = master;
+            let mut buf = [0u8; 4096];
+            // Linux answers EIO once no process holds the other side: the end of the output.
+            while let Ok(n @ 1..) = master.read(&mut buf) {
+                if send.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            input,
+            output,
+            seen: String::new(),
+        }
+    }
+
+    /// Reads until `text` has been printed; returns everything printed so far.
+    fn read_until(&mut self, text: &str) -> String {
+        while !self.seen.contains(text) {
+            match self.output.recv_timeout(SILENCE) {
+                Ok(bytes) => self.push(&bytes),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("swarm's output ended before {text:?}:\n{}", self.seen)
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("swarm printed nothing more before {text:?}:\n{}", self.seen)
+                }
+            }
+        }
+        self.seen.clone()
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.input
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+    }
+
+    /// Waits for swarm to exit; its exit code and everything it printed.
+    fn finish(mut self) -> (i32, String) {
+        while let Ok(bytes) = self.output.recv_timeout(SILENCE) {
+            self.push(&bytes);
+        }
+        let status = self.child.wait().unwrap();
+        (status.code().expect("an exit code"), self.seen)
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.seen
+            .push_str(&String::from_utf8_lossy(bytes).replace('\r', ""));
+    }
+}
+
+fn goal_on_terminal(
+    repo: &TestRepo,
+    llm: &FakeLlm,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> OnTerminal {
+    let mut cmd = repo.swarm_cmd();
+    cmd.env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        // Plain progress lines, so what is read is what was printed.
+        .env("TERM", "dumb")
+        .envs(env.iter().copied())
+        .args(["--goal", "Survey the repository and leave notes"])
+        .args(args);
+    OnTerminal::start(cmd)
+}
+
+/// The agents' requests the server got: every request but the planner's.
+fn agent_requests(llm: &FakeLlm) -> usize {
+    llm.requests()
+        .iter()
+        .filter(|r| !crate::fake_llm::has_tool(r, "submit_plan"))
+        .count()
+}
+
+fn swarm_branches(repo: &TestRepo) -> String {
+    repo.git(&["branch", "--list", "swarm/*"])
+}
+
+#[test]
+fn at_a_terminal_the_plan_is_shown_as_a_tree_and_n_runs_nothing() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let before = repo.state();
+    let mut swarm = goal_on_terminal(&repo, &llm, &[], &[]);
+
+    let shown = swarm.read_until(QUESTION);
+    let tree = "
+survey — TASK survey: list the files and report them        researcher  reader
+readme — TASK readme: read README.md and summarise it       analyst     reader
+notes — TASK notes: write NOTES.md with a line of notes     coder       WRITER  files: NOTES.md
+└─ final — TASK final: combine the results into the report  reducer     reader  also after survey, readme
+4 tasks: 3 readers, 1 writer
+
+Run 4 tasks (1 writer)? [Y/n/e] ";
+    assert!(shown.ends_with(tree), "not the tree and question:\n{shown}");
+    swarm.type_line("n");
+    let (code, printed) = swarm.finish();
+
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.contains("nothing ran"), "{printed}");
+    assert_eq!(agent_requests(&llm), 0);
+    assert_eq!(swarm_branches(&repo), "");
+    assert_eq!(repo.state(), before);
+    let status = status_json(&repo);
+    assert_eq!(status["tasks"], Value::Array(vec![]), "{status}");
+    assert_eq!(status["run"]["status"], "finished", "{status}");
+    // The plan is kept, and the command printed runs it.
+    let kept = printed
+        .lines()
+        .find_map(|l| l.split("To run it: swarm run ").nth(1))
+        .unwrap_or_else(|| panic!("no command in:\n{printed}"))
+        .to_owned();
+    let ran = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .args(["run", &kept])
+        .output()
+        .unwrap();
+    assert_exit(&ran, 0);
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+}
+
+#[test]
+fn at_a_terminal_y_runs_the_plan() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let mut swarm = goal_on_terminal(&repo, &llm, &[], &[]);
+
+    swarm.read_until(QUESTION);
+    swarm.type_line("y");
+    let (code, printed) = swarm.finish();
+
+    assert_eq!(code, 0, "{printed}");
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+    assert_eq!(printed.matches("[Y/n/e]").count(), 1, "{printed}");
+}
+
+#[test]
+fn at_a_terminal_e_runs_the_plan_as_the_editor_left_it() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    // An editor that takes the writer out of the plan, and the reducer's dep on it.
+    let editor = outside(&repo, "editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i -e '/\"id\":\"notes\"/d' -e 's/,\"notes\"//' \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let plan_out = outside(&repo, "plan.jsonl");
+    let mut swarm = goal_on_terminal(
+        &repo,
+        &llm,
+        &[("EDITOR", editor.to_str().unwrap())],
+        &["--plan-out", plan_out.to_str().unwrap()],
+    );
+
+    swarm.read_until(QUESTION);
+    swarm.type_line("e");
+    let (code, printed) = swarm.finish();
+
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains("Running the edited plan (3 tasks: 3 readers, 0 writers)"),
+        "{printed}"
+    );
+    assert!(!repo.root.join("NOTES.md").exists(), "the writer ran");
+    let status = status_json(&repo);
+    let ids: Vec<&str> = status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["survey", "readme", "final"], "{status}");
+    // --plan-out holds the plan that ran.
+    let saved = std::fs::read_to_string(&plan_out).unwrap();
+    assert_eq!(saved.lines().count(), 3, "{saved}");
+}
+
+#[test]
+fn with_yes_a_terminal_is_not_asked() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let swarm = goal_on_terminal(&repo, &llm, &[], &["--yes"]);
+
+    let (code, printed) = swarm.finish();
+
+    assert_eq!(code, 0, "{printed}");
+    assert!(!printed.contains("[Y/n/e]"), "{printed}");
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+}
+
+#[test]
+fn without_a_terminal_nothing_is_asked() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    // The harness's stdin is /dev/null and its outputs are pipes.
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .args(["--goal", "Survey the repository and leave notes"])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    assert!(!stderr(&out).contains("[Y/n/e]"), "{}", stderr(&out));
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+}
