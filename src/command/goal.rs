@@ -233,34 +233,13 @@ pub(super) fn plan_and_launch(
             planned.usage.total_tokens
         ),
     );
-    let run_copy = board.run_dir(&run_id).join("plan.jsonl");
     if output.only {
-        let text = planned.plan.to_jsonl();
-        if let Some(out) = &plan_out {
-            write_plan(out, &text)?;
-        }
-        std::fs::write(&run_copy, &text)?;
-        board.set_run_status(
-            &run_id,
-            RunStatus::Finished,
-            Some(i32::from(exit::OK)),
-            &Event::run(RunEvent::PlanOnly),
-        )?;
-        if g.json {
-            ui::out(&text)?;
-        } else {
-            let file = plan_out.as_deref().unwrap_or(&run_copy);
-            ui::out(&format!(
-                "{}{}\n\nTo run it: swarm run {}",
-                crate::preview::tree(&planned.plan, crate::preview::stdout_width()),
-                crate::preview::counts(&planned.plan),
-                shell_word(file)
-            ))?;
-        }
-        return Ok(exit::OK);
+        return plan_only(g, board, &run_id, &planned.plan, plan_out.as_deref());
     }
+    // Checked before the question, so that a yes is not answered with an error.
+    let mut run_settings = settings(options, &planned.plan, profiles)?;
     let plan = if asked == Question::Ask && crate::preview::interactive() {
-        match crate::preview::consent(&planned.plan, &mut crate::preview::Tty)? {
+        match crate::preview::consent(&planned.plan, &mut crate::preview::Tty::new())? {
             Consent::Run => planned.plan,
             Consent::RunEdited(edited) => {
                 board.event(
@@ -269,37 +248,19 @@ pub(super) fn plan_and_launch(
                         tasks: edited.len(),
                     }),
                 )?;
+                run_settings = settings(options, &edited, profiles)?;
                 edited
             }
             Consent::Declined {
                 edited,
                 interrupted,
             } => {
-                let text = planned.plan.to_jsonl();
-                if let Some(out) = &plan_out {
-                    write_plan(out, &text)?;
-                }
-                // The user's edit, when they made one, is what they will want back.
-                std::fs::write(&run_copy, edited.as_deref().unwrap_or(&text))?;
-                let code = if interrupted { INTERRUPTED } else { exit::OK };
-                board.set_run_status(
-                    &run_id,
-                    RunStatus::Finished,
-                    Some(i32::from(code)),
-                    &Event::run(RunEvent::PlanDeclined { interrupted }),
-                )?;
-                let note = match (&edited, &plan_out) {
-                    (Some(_), _) => format!(
-                        "your edit of the plan (it has problems); nothing ran. Once they are fixed: swarm run {}",
-                        shell_word(&run_copy)
-                    ),
-                    (None, out) => format!(
-                        "the plan; nothing ran. To run it: swarm run {}",
-                        shell_word(out.as_deref().unwrap_or(&run_copy))
-                    ),
+                let kept = Declined {
+                    plan: &planned.plan,
+                    edited: edited.as_deref(),
+                    interrupted,
                 };
-                ui::say(g.quiet, Verb::Kept, &note);
-                return Ok(code);
+                return declined(board, &run_id, &kept, plan_out.as_deref());
             }
         }
     } else {
@@ -308,9 +269,94 @@ pub(super) fn plan_and_launch(
     if let Some(out) = &plan_out {
         write_plan(out, &plan.to_jsonl())?;
     }
-    let mut settings = settings(options, &plan, profiles)?;
-    guard_files(&run.repo, &mut settings, config_file)?;
-    run.launch(g, plan, &settings, options, None)
+    guard_files(&run.repo, &mut run_settings, config_file)?;
+    run.launch(g, plan, &run_settings, options, None)
+}
+
+/// `--plan-only`: keeps the plan (in `--plan-out` and the run's directory), ends the run, and
+/// prints the plan: as a tree with the command that runs it, or with `--json` as JSONL.
+fn plan_only(
+    g: &Globals,
+    board: &mut crate::store::Board,
+    run_id: &str,
+    plan: &crate::plan::Plan,
+    plan_out: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let text = plan.to_jsonl();
+    if let Some(out) = plan_out {
+        write_plan(out, &text)?;
+    }
+    let run_copy = board.run_dir(run_id).join("plan.jsonl");
+    std::fs::write(&run_copy, &text)?;
+    board.set_run_status(
+        run_id,
+        RunStatus::Finished,
+        Some(i32::from(exit::OK)),
+        &Event::run(RunEvent::PlanOnly),
+    )?;
+    if g.json {
+        ui::out(&text)?;
+    } else {
+        ui::out(&format!(
+            "{}{}\n\nTo run it: swarm run {}",
+            crate::preview::tree(plan, crate::preview::stdout_width()),
+            crate::preview::counts(plan),
+            shell_word(plan_out.unwrap_or(&run_copy))
+        ))?;
+    }
+    Ok(exit::OK)
+}
+
+/// A plan the user chose not to run.
+struct Declined<'a> {
+    plan: &'a crate::plan::Plan,
+    /// The text of the user's last edit, which had problems.
+    edited: Option<&'a str>,
+    /// Answered with Ctrl-C.
+    interrupted: bool,
+}
+
+/// Keeps a declined plan (in `--plan-out` and the run's directory; the user's edit, when they
+/// made one, in the run's directory, since it is what they will want back), ends the run and
+/// says where the plan is. Shown whatever `-q` says: it ends the dialog the user just had.
+fn declined(
+    board: &mut crate::store::Board,
+    run_id: &str,
+    kept: &Declined<'_>,
+    plan_out: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let text = kept.plan.to_jsonl();
+    if let Some(out) = plan_out {
+        write_plan(out, &text)?;
+    }
+    let run_copy = board.run_dir(run_id).join("plan.jsonl");
+    std::fs::write(&run_copy, kept.edited.unwrap_or(&text))?;
+    let code = if kept.interrupted {
+        INTERRUPTED
+    } else {
+        exit::OK
+    };
+    board.set_run_status(
+        run_id,
+        RunStatus::Finished,
+        Some(i32::from(code)),
+        &Event::run(RunEvent::PlanDeclined {
+            interrupted: kept.interrupted,
+        }),
+    )?;
+    let note = if kept.edited.is_some() {
+        format!(
+            "your edit of the plan (it has problems); nothing ran. Once they are fixed: swarm run {}",
+            shell_word(&run_copy)
+        )
+    } else {
+        format!(
+            "the plan; nothing ran. To run it: swarm run {}",
+            shell_word(plan_out.unwrap_or(&run_copy))
+        )
+    };
+    ui::say(false, Verb::Kept, &note);
+    Ok(code)
 }
 
 /// Writes the plan to `--plan-out`.

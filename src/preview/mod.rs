@@ -8,6 +8,7 @@
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
+use std::sync::mpsc::{Receiver, Sender};
 
 use crate::plan::Plan;
 
@@ -164,8 +165,33 @@ pub fn stdout_width() -> Option<usize> {
     terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
 }
 
-/// The process's own terminal: the tree and questions on stderr, answers from stdin.
-pub struct Tty;
+/// The process's own terminal: the tree and questions on stderr, answers from stdin. While it
+/// lives, Ctrl-C answers the question (it stops the dialog, not swarm: the caller records what
+/// the user chose).
+pub struct Tty {
+    answers: Receiver<Answer>,
+    send: Sender<Answer>,
+    _signals: crate::signal::Handling,
+}
+
+impl Tty {
+    /// Takes Ctrl-C from now on, so that one pressed while the plan is shown is not lost.
+    pub fn new() -> Self {
+        let (send, answers) = std::sync::mpsc::channel();
+        let interrupt = send.clone();
+        let signals = crate::signal::handle(
+            move || {
+                let _ = interrupt.send(Answer::Interrupted);
+            },
+            || {},
+        );
+        Self {
+            answers,
+            send,
+            _signals: signals,
+        }
+    }
+}
 
 impl Terminal for Tty {
     fn show(&mut self, text: &str) -> std::io::Result<()> {
@@ -175,15 +201,7 @@ impl Terminal for Tty {
     }
 
     fn answer(&mut self) -> Answer {
-        let (send, answers) = std::sync::mpsc::channel();
-        let interrupt = send.clone();
-        // Ctrl-C stops the question, not swarm: the caller records what the user chose.
-        let _signals = crate::signal::handle(
-            move || {
-                let _ = interrupt.send(Answer::Interrupted);
-            },
-            || {},
-        );
+        let send = self.send.clone();
         // A thread of its own, so that Ctrl-C is heard while it waits. It reads one line and
         // ends, so none is left reading when the editor takes the terminal.
         let reader = std::thread::Builder::new()
@@ -199,7 +217,7 @@ impl Terminal for Tty {
         if reader.is_err() {
             return Answer::End;
         }
-        answers.recv().unwrap_or(Answer::End)
+        self.answers.recv().unwrap_or(Answer::End)
     }
 
     fn edit(&mut self, file: &Path) -> std::io::Result<bool> {

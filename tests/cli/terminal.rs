@@ -109,13 +109,18 @@ fn goal_on_terminal(
     env: &[(&str, &str)],
     args: &[&str],
 ) -> OnTerminal {
+    let mut words = vec!["--goal", "Survey the repository and leave notes"];
+    words.extend(args);
+    on_terminal(repo, llm, env, &words)
+}
+
+fn on_terminal(repo: &TestRepo, llm: &FakeLlm, env: &[(&str, &str)], args: &[&str]) -> OnTerminal {
     let mut cmd = repo.swarm_cmd();
     cmd.env("SWARM_API_BASE", llm.base_url())
         .env("SWARM_API_KEY", "sk-canary-key-0123456789")
         // Plain progress lines, so what is read is what was printed.
         .env("TERM", "dumb")
         .envs(env.iter().copied())
-        .args(["--goal", "Survey the repository and leave notes"])
         .args(args);
     OnTerminal::start(cmd)
 }
@@ -264,4 +269,68 @@ fn without_a_terminal_nothing_is_asked() {
     assert_exit(&out, 0);
     assert!(!stderr(&out).contains("[Y/n/e]"), "{}", stderr(&out));
     assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+}
+
+#[test]
+fn ctrl_c_at_the_question_runs_nothing_and_exits_130() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let mut swarm = goal_on_terminal(&repo, &llm, &[], &[]);
+
+    swarm.read_until(QUESTION);
+    // The terminal is not swarm's controlling one, so Ctrl-C is sent as the signal it makes.
+    let pid = nix::unistd::Pid::from_raw(swarm.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let (code, printed) = swarm.finish();
+
+    assert_eq!(code, 130, "{printed}");
+    assert!(printed.contains("nothing ran"), "{printed}");
+    assert_eq!(agent_requests(&llm), 0);
+    assert_eq!(swarm_branches(&repo), "");
+    let status = status_json(&repo);
+    assert_eq!(status["run"]["status"], "finished", "{status}");
+    assert_eq!(status["run"]["exit_code"], 130, "{status}");
+}
+
+#[test]
+fn a_goal_planned_again_by_resume_is_asked_about_too() {
+    let repo = TestRepo::new();
+    // The first request is throttled for minutes: planning waits, and the Ctrl-C comes then.
+    let llm = FakeLlm::start(|req, n| {
+        if n == 0 {
+            crate::fake_llm::Reply::rate_limited(300)
+        } else if crate::fake_llm::has_tool(req, "submit_plan") {
+            crate::goal::plan_call(&crate::goal::good_plan())
+        } else {
+            crate::goal::agent_reply(req)
+        }
+    });
+    let mut planning = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .args(["--goal", "Survey the repository"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    llm.await_requests_from(&mut planning, |requests| !requests.is_empty());
+    let pid = nix::unistd::Pid::from_raw(planning.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    assert_exit(&planning.wait_with_output().unwrap(), 75);
+
+    let mut resumed = on_terminal(&repo, &llm, &[], &["resume"]);
+    resumed.read_until(QUESTION);
+    resumed.type_line("n");
+    let (code, printed) = resumed.finish();
+
+    assert_eq!(code, 0, "{printed}");
+    assert_eq!(agent_requests(&llm), 0);
+    assert_eq!(status_json(&repo)["run"]["status"], "finished");
+
+    // A declined run is finished: there is nothing left to resume.
+    let again = on_terminal(&repo, &llm, &[], &["resume", "--yes"]);
+    let (code, printed) = again.finish();
+    assert_eq!(code, 2, "{printed}");
+    assert!(printed.contains("no unfinished run"), "{printed}");
 }
