@@ -125,7 +125,7 @@ _swarm() {
 
     case "${cmd}" in
         swarm)
-            opts="-C -q -j -h -V --directory --quiet --json --color --progress --config --from-hook --goal --goals-file --plan-out --plan-only --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --help --version run resume status logs graph config queue gc completions help"
+            opts="-C -q -y -j -h -V --directory --quiet --json --color --progress --config --from-hook --goal --goals-file --plan-out --plan-only --yes --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --help --version run resume status logs graph config queue gc completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1089,7 +1089,7 @@ _swarm() {
             return 0
             ;;
         swarm__subcmd__resume)
-            opts="-j -C -q -h --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
+            opts="-y -j -C -q -h --yes --jobs --max-writers --agent --model --api-base --request-timeout --endpoint-wait --max-turns --max-task-tokens --budget-tokens --allow-program --task-timeout --stall-timeout --kill-grace --retries --check --final-out --final-out-dir --base --land --worktree-dir --resolve-conflicts --fresh-retries --on-escalate --directory --quiet --json --color --progress --config --from-hook --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json color= progress= config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= kill-grace= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts fresh-retries on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json color= progress= config= from-hook goal= goals-file= plan-out= plan-only y/yes j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= kill-grace= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts fresh-retries on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -62,7 +62,8 @@ complete -c swarm -n "__fish_swarm_needs_command" -l on-escalate -d 'Run CMD onc
 complete -c swarm -n "__fish_swarm_needs_command" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print the final summary as JSON on stdout'
 complete -c swarm -n "__fish_swarm_needs_command" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_needs_command" -l plan-only -d 'Plan only: write the plan (to --plan-out, else stdout) and run nothing'
+complete -c swarm -n "__fish_swarm_needs_command" -l plan-only -d 'Plan only, run nothing: print the plan as a tree and the command that runs it (`swarm run FILE`, FILE being --plan-out or the run\'s copy); with --json, the plan as JSONL'
+complete -c swarm -n "__fish_swarm_needs_command" -s y -l yes -d 'Run the plan without asking. On a terminal (stdin and stderr), a single goal\'s plan is shown as a tree and swarm asks `Run N tasks (M writers)? [Y/n/e]`: Enter or y runs it, n runs nothing (the plan is kept in a file), e edits it in $VISUAL or $EDITOR first. Off a terminal (hooks, CI), in a git hook, and for several goals or the queue, nothing is asked'
 complete -c swarm -n "__fish_swarm_needs_command" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_needs_command" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -147,6 +148,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l progress -d 'How 
 plain\t''
 json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -s y -l yes -d 'A goal stopped while it was planned is planned again, and on a terminal its plan shown and asked about as for `swarm --goal`: run it without asking'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'

@@ -17,7 +17,8 @@ Exit codes:
   2   usage or input error; nothing ran
   3   needs a human: parked conflicts, work parked for review, a moved integration branch
   4   another run holds the repository
-  75  stopped early and resumable (interrupt, budget); continue with `swarm resume`";
+  75  stopped early and resumable (interrupt, budget); continue with `swarm resume`
+  130 Ctrl-C at the question before a goal's plan runs; nothing ran";
 
 /// Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding agents
 /// run them many at a time (readers in a shared snapshot, writers in checkouts of their own), and
@@ -84,9 +85,18 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub plan_out: Option<PathBuf>,
 
-    /// Plan only: write the plan (to --plan-out, else stdout) and run nothing.
+    /// Plan only, run nothing: print the plan as a tree and the command that runs it (`swarm
+    /// run FILE`, FILE being --plan-out or the run's copy); with --json, the plan as JSONL.
     #[arg(long)]
     pub plan_only: bool,
+
+    /// Run the plan without asking. On a terminal (stdin and stderr), a single goal's plan is
+    /// shown as a tree and swarm asks `Run N tasks (M writers)? [Y/n/e]`: Enter or y runs it, n
+    /// runs nothing (the plan is kept in a file), e edits it in $VISUAL or $EDITOR first. Off a
+    /// terminal (hooks, CI), in a git hook, and for several goals or the queue, nothing is
+    /// asked.
+    #[arg(short, long)]
+    pub yes: bool,
 
     #[command(flatten)]
     pub options: RunOptions,
@@ -109,6 +119,10 @@ pub enum Command {
     Resume {
         /// The run id.
         run: Option<String>,
+        /// A goal stopped while it was planned is planned again, and on a terminal its plan
+        /// shown and asked about as for `swarm --goal`: run it without asking.
+        #[arg(short, long)]
+        yes: bool,
         #[command(flatten)]
         options: RunOptions,
     },

@@ -16,6 +16,7 @@ pub(crate) mod llm;
 pub(crate) mod panic;
 pub(crate) mod plan;
 pub(crate) mod planner;
+pub(crate) mod preview;
 pub(crate) mod report;
 pub(crate) mod schedule;
 pub(crate) mod secret;

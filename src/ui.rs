@@ -170,8 +170,9 @@ fn colors_by_env(
     terminal
 }
 
+/// A terminal the live display can draw on: `TERM` names one, and it is not `dumb`.
 fn stderr_is_terminal() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+    std::io::stderr().is_terminal() && !console::is_dumb()
 }
 
 /// The bars on screen now, if any: every line swarm prints on stderr goes above them, so

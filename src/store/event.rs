@@ -41,6 +41,14 @@ pub enum RunEvent {
     /// A signal stopped the planning of a single-goal run; a resume plans it again.
     PlanningInterrupted,
     PlanOnly,
+    /// Asked at the terminal, the user ran nothing (`interrupted`: with Ctrl-C).
+    PlanDeclined {
+        interrupted: bool,
+    },
+    /// Asked at the terminal, the user edited the plan, and the edit (of `tasks` tasks) ran.
+    PlanEdited {
+        tasks: usize,
+    },
     PlanRepair {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         goal: Option<String>,

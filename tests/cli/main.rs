@@ -20,6 +20,7 @@ pub mod pty;
 mod real_agents;
 mod resume;
 mod snapshots;
+mod terminal;
 mod untrusted;
 mod writers;
 

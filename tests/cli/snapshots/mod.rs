@@ -7,6 +7,7 @@ mod config;
 mod flags;
 mod help;
 mod inputs;
+mod plans;
 mod runs;
 
 use std::fmt;
