@@ -80,7 +80,7 @@ fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
     // Each of the five tasks reports 150 tokens and $0.0125.
     assert!(text.contains("| 150 | $0.0125 |"), "{text}");
     assert!(
-        text.contains("Tokens used by the tasks: 750; cost: $0.0625."),
+        text.contains("tokens: 750 by the tasks; cost of the tasks: $0.0625."),
         "{text}"
     );
     let calls = fakes.invocations("claude");

@@ -16,6 +16,7 @@ pub mod lifeline;
 pub mod model_server;
 mod outputs;
 mod real_agents;
+mod report;
 mod resume;
 mod snapshots;
 mod untrusted;
