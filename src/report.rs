@@ -366,7 +366,7 @@ fn run_summary(f: &Facts<'_>) -> String {
             .count();
         let _ = writeln!(out, "{} goals, {done} done.\n", f.goals.len());
         for note in f.goal_notes {
-            let _ = writeln!(out, "- {note}");
+            let _ = writeln!(out, "- {}", escape::markdown(note));
         }
         if !f.goal_notes.is_empty() {
             out.push('\n');

@@ -664,3 +664,71 @@ pub(super) fn land(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Logged, RunEvent, planning_tokens, wall_time};
+
+    fn at(ms: i64, event: RunEvent) -> Logged {
+        Logged {
+            at: ms,
+            task: None,
+            event,
+        }
+    }
+
+    #[test]
+    fn wall_time_counts_each_swarm_that_ran_the_run_not_the_time_between() {
+        let started = RunEvent::RunStarted {
+            tasks: 1,
+            base: "b".into(),
+        };
+        let ended = RunEvent::RunEnded {
+            status: "interrupted".into(),
+            exit_code: 75,
+            landing: None,
+        };
+        let events = [
+            at(1_000, started),
+            at(3_000, ended),
+            // Resumed an hour later and killed: its span ends at its last event.
+            at(3_603_000, RunEvent::RunResumed { pid: 1 }),
+            at(3_604_000, RunEvent::NoChanges),
+            // Resumed again, and still running.
+            at(7_200_000, RunEvent::RunResumed { pid: 2 }),
+        ];
+        assert_eq!(
+            wall_time(&events, 7_200_500).as_millis(),
+            2_000 + 1_000 + 500
+        );
+        assert_eq!(wall_time(&[], 5).as_millis(), 0);
+    }
+
+    #[test]
+    fn planning_tokens_add_up_plans_and_dependency_passes_and_are_none_without_them() {
+        let events = [
+            at(
+                1,
+                RunEvent::GoalsInferred {
+                    goals: vec!["g1".into(), "g2".into()],
+                    edges: 0,
+                    dropped: 0,
+                    requests: 1,
+                    tokens: 10,
+                },
+            ),
+            at(
+                2,
+                RunEvent::GoalPlanned {
+                    goal: "g1".into(),
+                    tasks: 2,
+                    requests: 1,
+                    tokens: 32,
+                    repairs: 0,
+                },
+            ),
+        ];
+        assert_eq!(planning_tokens(&events), Some(42));
+        assert_eq!(planning_tokens(&[at(1, RunEvent::NoChanges)]), None);
+    }
+}

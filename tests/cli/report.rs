@@ -156,6 +156,22 @@ fn a_report_shows_goal_texts_and_titles_literally_and_what_needs_attention_first
     assert!(totals["planning_tokens"].as_u64().unwrap() > 0, "{summary}");
     assert!(totals["elapsed_ms"].as_u64().is_some(), "{summary}");
     assert_eq!(totals["task_tokens"], 0, "{summary}");
+
+    // `swarm graph` names the tasks the same way, in Mermaid and in DOT.
+    let graph = repo.swarm(&["graph"]);
+    assert_exit(&graph, 0);
+    assert!(
+        stdout(&graph).contains("[\"g2.bw — Read #96;Vec#lt;String#gt;#96; | pipes<br/>done\"]"),
+        "{}",
+        stdout(&graph)
+    );
+    let dot = repo.swarm(&["graph", "--format", "dot"]);
+    assert_exit(&dot, 0);
+    assert!(
+        stdout(&dot).contains("[label=\"g1.aw — Break <main> & \\\"quote\\\" it\\nfailed\""),
+        "{}",
+        stdout(&dot)
+    );
 }
 
 #[test]
