@@ -7,12 +7,17 @@
 /// nothing); the characters that start emphasis, code, links or headings get a backslash.
 pub fn markdown(text: &str) -> String {
     let line = crate::ui::one_line(text, usize::MAX);
+    let chars: Vec<char> = line.chars().collect();
     let mut out = String::with_capacity(line.len());
-    for c in line.chars() {
+    for (i, &c) in chars.iter().enumerate() {
+        let word = |at: Option<&char>| at.is_some_and(|c| c.is_alphanumeric());
         match c {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
+            // Between two letters or digits `_` never emphasises, so `GITHUB_TOKEN` stays
+            // as it is (and can be searched for in the file).
+            '_' if i > 0 && word(chars.get(i - 1)) && word(chars.get(i + 1)) => out.push(c),
             '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '|' | '~' | '!' => {
                 out.push('\\');
                 out.push(c);
@@ -111,6 +116,7 @@ mod tests {
             "Keep &lt;main&gt; &amp; Vec&lt;String&gt; \\| \\`x\\` \\*b\\* \\_i\\_ \\[l\\](u) \\#h \\\\ \"q\" next"
         );
         assert_eq!(markdown("plain words"), "plain words");
+        assert_eq!(markdown("GITHUB_TOKEN _x_ a_"), "GITHUB_TOKEN \\_x\\_ a\\_");
         assert_eq!(markdown("a|b\nc"), "a\\|b c");
         assert_eq!(
             markdown("<script>alert(1)</script>"),

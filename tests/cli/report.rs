@@ -274,3 +274,20 @@ fn model_retries_of_the_planner_and_of_a_task_are_one_line_each() {
     );
     assert!(lines.iter().all(|l| l.contains("s: ")), "{err}");
 }
+
+#[test]
+fn a_failed_check_shows_the_end_of_its_own_stderr() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[
+        r#"{"id": "w", "run": "echo agent-noise >&2; echo x > x.txt", "check": "echo check-says-no >&2; exit 1"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap(), "--retries", "0"]);
+
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("\n              check-says-no\n"), "{err}");
+    assert!(!err.contains("agent-noise"), "{err}");
+    let text = crate::run_report(&repo);
+    assert!(text.contains("  check-says-no\n"), "{text}");
+}
