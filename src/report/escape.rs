@@ -61,8 +61,8 @@ pub fn code_block(lines: &[String], indent: &str) -> String {
 
 /// `text` for a quoted Mermaid label (`id["…"]`), on one line: Mermaid's entity codes for what
 /// would end the label or be read as HTML (`"`, `<`, `>`, `&`) and for `#`, which starts an
-/// entity code; a backtick, which would make it a Markdown string; brackets and the rest are
-/// safe inside the quotes.
+/// entity code; a backtick, which would make it a Markdown string; `|`; brackets and the
+/// rest are safe inside the quotes.
 pub fn mermaid(text: &str) -> String {
     let line = crate::ui::one_line(text, usize::MAX);
     let mut out = String::with_capacity(line.len());
@@ -74,6 +74,8 @@ pub fn mermaid(text: &str) -> String {
             '&' => out.push_str("#amp;"),
             '#' => out.push_str("#35;"),
             '`' => out.push_str("#96;"),
+            // Safe inside the quotes, but what Mermaid reads as an edge's label outside them.
+            '|' => out.push_str("#124;"),
             c => out.push(c),
         }
     }
@@ -144,8 +146,8 @@ mod tests {
     #[test]
     fn mermaid_labels_use_entity_codes_for_what_would_end_or_break_them() {
         assert_eq!(
-            mermaid("Keep <main> & \"Vec<String>\" #1 `md` [a] (b) {c}"),
-            "Keep #lt;main#gt; #amp; #quot;Vec#lt;String#gt;#quot; #35;1 #96;md#96; [a] (b) {c}"
+            mermaid("Keep <main> & \"Vec<String>\" #1 `md` [a] (b) {c} |x|"),
+            "Keep #lt;main#gt; #amp; #quot;Vec#lt;String#gt;#quot; #35;1 #96;md#96; [a] (b) {c} #124;x#124;"
         );
         assert_eq!(mermaid("two\nlines"), "two lines");
         // No `"`, `<`, `>` or backtick survives, so nothing ends the label or becomes HTML.

@@ -161,7 +161,8 @@ fn a_report_shows_goal_texts_and_titles_literally_and_what_needs_attention_first
     let graph = repo.swarm(&["graph"]);
     assert_exit(&graph, 0);
     assert!(
-        stdout(&graph).contains("[\"g2.bw — Read #96;Vec#lt;String#gt;#96; | pipes<br/>done\"]"),
+        stdout(&graph)
+            .contains("[\"g2.bw — Read #96;Vec#lt;String#gt;#96; #124; pipes<br/>done\"]"),
         "{}",
         stdout(&graph)
     );
