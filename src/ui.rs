@@ -585,6 +585,23 @@ pub fn without_libgit2_codes(text: &str) -> String {
     }
 }
 
+impl Ui {
+    /// Lines an attempt left (the end of a failed attempt's stderr), under the line about it,
+    /// indented past the verbs' column.
+    pub fn output_tail(&mut self, lines: &[String]) {
+        for l in lines {
+            let text = format!("{:14}{l}", "");
+            match &mut self.mode {
+                Mode::Quiet => {}
+                Mode::Plain => eprintln!("{text}"),
+                Mode::Bars { multi, .. } => {
+                    let _ = multi.println(text);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::ffi::OsString;

@@ -139,6 +139,9 @@ pub(super) fn plan_and_launch(
         MAX_FAN_IN,
         &crate::signal::requested,
         &mut |n| {
+            if let Some(line) = crate::schedule::notice_line(&n) {
+                ui::say(g.quiet, Verb::Retrying, &format!("planning: {line}"));
+            }
             notes.push(n);
         },
     );

@@ -390,6 +390,7 @@ pub(super) fn execute(
     } else {
         goal_notes(&events)
     };
+    let output_tails = output_tails(&events, &records);
     let facts = Facts {
         run: &run,
         plan,
@@ -404,6 +405,9 @@ pub(super) fn execute(
         exit_code: i32::from(code),
         goals: &goals,
         goal_notes: &goal_notes,
+        output_tails: &output_tails,
+        wall: wall_time(&events, crate::store::now_ms()),
+        planning_tokens: planning_tokens(&events),
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
@@ -472,6 +476,68 @@ fn parked_tasks(events: &[Logged], records: &[TaskRecord]) -> Vec<Parked> {
             }
         })
         .collect()
+}
+
+/// For each failed task, the last lines of stderr its last failed attempt left.
+fn output_tails(events: &[Logged], records: &[TaskRecord]) -> Vec<(String, u32, Vec<String>)> {
+    records
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed)
+        .filter_map(|t| {
+            events.iter().rev().find_map(|e| match &e.event {
+                RunEvent::TaskFailed {
+                    attempt,
+                    stderr_tail,
+                    ..
+                } if e.task.as_deref() == Some(t.id.as_str()) => {
+                    Some((t.id.clone(), *attempt, stderr_tail.clone()))
+                }
+                _ => None,
+            })
+        })
+        .collect()
+}
+
+/// How long the run ran: from each start or resume to the end that followed it (for a swarm
+/// killed without one, its last event), the last to `now`; the time between a stop and a
+/// resume is not counted.
+fn wall_time(events: &[Logged], now: i64) -> std::time::Duration {
+    let (mut total, mut open, mut last) = (0i64, None::<i64>, 0i64);
+    for e in events {
+        match e.event {
+            RunEvent::RunStarted { .. } | RunEvent::RunResumed { .. } => {
+                if let Some(start) = open {
+                    total += last - start;
+                }
+                open = Some(e.at);
+            }
+            RunEvent::RunEnded { .. } | RunEvent::RunAbandoned { .. } => {
+                if let Some(start) = open.take() {
+                    total += e.at - start;
+                }
+            }
+            _ => {}
+        }
+        last = e.at;
+    }
+    if let Some(start) = open {
+        total += now - start;
+    }
+    std::time::Duration::from_millis(total.max(0) as u64)
+}
+
+/// Tokens the planner's model calls used: plans and dependency passes. `None` when the run
+/// planned nothing (a task file).
+fn planning_tokens(events: &[Logged]) -> Option<u64> {
+    events
+        .iter()
+        .filter_map(|e| match e.event {
+            RunEvent::Planned { tokens, .. }
+            | RunEvent::GoalPlanned { tokens, .. }
+            | RunEvent::GoalsInferred { tokens, .. } => Some(tokens),
+            _ => None,
+        })
+        .reduce(|a, b| a + b)
 }
 
 /// Each goal with its tasks and the task holding its deliverable.
@@ -596,5 +662,73 @@ pub(super) fn land(
                 ))),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Logged, RunEvent, planning_tokens, wall_time};
+
+    fn at(ms: i64, event: RunEvent) -> Logged {
+        Logged {
+            at: ms,
+            task: None,
+            event,
+        }
+    }
+
+    #[test]
+    fn wall_time_counts_each_swarm_that_ran_the_run_not_the_time_between() {
+        let started = RunEvent::RunStarted {
+            tasks: 1,
+            base: "b".into(),
+        };
+        let ended = RunEvent::RunEnded {
+            status: "interrupted".into(),
+            exit_code: 75,
+            landing: None,
+        };
+        let events = [
+            at(1_000, started),
+            at(3_000, ended),
+            // Resumed an hour later and killed: its span ends at its last event.
+            at(3_603_000, RunEvent::RunResumed { pid: 1 }),
+            at(3_604_000, RunEvent::NoChanges),
+            // Resumed again, and still running.
+            at(7_200_000, RunEvent::RunResumed { pid: 2 }),
+        ];
+        assert_eq!(
+            wall_time(&events, 7_200_500).as_millis(),
+            2_000 + 1_000 + 500
+        );
+        assert_eq!(wall_time(&[], 5).as_millis(), 0);
+    }
+
+    #[test]
+    fn planning_tokens_add_up_plans_and_dependency_passes_and_are_none_without_them() {
+        let events = [
+            at(
+                1,
+                RunEvent::GoalsInferred {
+                    goals: vec!["g1".into(), "g2".into()],
+                    edges: 0,
+                    dropped: 0,
+                    requests: 1,
+                    tokens: 10,
+                },
+            ),
+            at(
+                2,
+                RunEvent::GoalPlanned {
+                    goal: "g1".into(),
+                    tasks: 2,
+                    requests: 1,
+                    tokens: 32,
+                    repairs: 0,
+                },
+            ),
+        ];
+        assert_eq!(planning_tokens(&events), Some(42));
+        assert_eq!(planning_tokens(&[at(1, RunEvent::NoChanges)]), None);
     }
 }

@@ -77,6 +77,10 @@ pub enum RunEvent {
         attempt: u32,
         error: String,
         retry: bool,
+        /// The last lines of the attempt's stderr, secrets hidden (none recorded before swarm
+        /// kept them).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stderr_tail: Vec<String>,
     },
     TaskInterrupted {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -274,6 +278,9 @@ impl RunEvent {
 /// A line of `events.jsonl`, read back.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Logged {
+    /// When it was recorded, in milliseconds since the epoch.
+    #[serde(default)]
+    pub at: i64,
     #[serde(default)]
     pub task: Option<String>,
     #[serde(flatten)]

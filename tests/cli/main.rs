@@ -18,6 +18,7 @@ pub mod model_server;
 mod outputs;
 pub mod pty;
 mod real_agents;
+mod report;
 mod resume;
 mod snapshots;
 mod terminal;

@@ -76,7 +76,7 @@ fn plan_lands_the_writer_and_reports_tokens(cli: Cli, test: &str) -> Option<(Rig
     }
     assert!(
         report_text.contains(&format!(
-            "Tokens used by the tasks: {}; cost: ",
+            "tokens: {} by the tasks; cost of the tasks: ",
             per_request * 5
         )),
         "{report_text}"

@@ -4,6 +4,7 @@
 //! snapshot here uses.
 
 mod config;
+mod failures;
 mod flags;
 mod help;
 mod inputs;
