@@ -383,6 +383,21 @@ impl Ui {
         }
     }
 
+    /// Lines an attempt left (the end of a failed attempt's stderr), under the line about it,
+    /// indented past the verbs' column.
+    pub fn output_tail(&mut self, lines: &[String]) {
+        for l in lines {
+            let text = format!("{:14}{l}", "");
+            match &mut self.mode {
+                Mode::Quiet | Mode::Events => {}
+                Mode::Plain => print_line(&text),
+                Mode::Bars(bars) => {
+                    let _ = bars.multi.println(text);
+                }
+            }
+        }
+    }
+
     /// The run is over: the rows go, the header stays as the run's last word.
     pub fn finish(&mut self) {
         if let Mode::Bars(bars) = &mut self.mode {
@@ -582,23 +597,6 @@ pub fn without_libgit2_codes(text: &str) -> String {
     match CODES.as_ref() {
         Some(codes) => codes.replace_all(text, "").into_owned(),
         None => text.to_owned(),
-    }
-}
-
-impl Ui {
-    /// Lines an attempt left (the end of a failed attempt's stderr), under the line about it,
-    /// indented past the verbs' column.
-    pub fn output_tail(&mut self, lines: &[String]) {
-        for l in lines {
-            let text = format!("{:14}{l}", "");
-            match &mut self.mode {
-                Mode::Quiet => {}
-                Mode::Plain => eprintln!("{text}"),
-                Mode::Bars { multi, .. } => {
-                    let _ = multi.println(text);
-                }
-            }
-        }
     }
 }
 
