@@ -10,9 +10,11 @@
 pub mod agent;
 pub mod cli;
 mod command;
+pub mod complete;
 pub(crate) mod config;
 pub(crate) mod git;
 pub(crate) mod llm;
+pub mod manual;
 pub(crate) mod panic;
 pub(crate) mod plan;
 pub(crate) mod planner;
@@ -87,6 +89,8 @@ impl std::error::Error for Busy {}
 
 /// The whole program.
 pub fn main() -> ExitCode {
+    // Before anything prints: a TAB in the shell runs `COMPLETE=bash swarm -- …`.
+    complete::answer_if_asked();
     panic::install();
     let cli = cli::parse();
     if let Err(e) = signal::install() {

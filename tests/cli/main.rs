@@ -3,6 +3,7 @@
 
 mod acp;
 mod agents;
+mod completions;
 mod engine;
 pub mod fake_agents;
 pub mod fake_llm;
