@@ -37,7 +37,7 @@ const RUN_EXIT: &[Item] = &[
     ),
     item(
         "2",
-        "Usage or input error; nothing ran: a bad flag or value, a task file with problems (each listed with its line), a bad config file or **SWARM_*** variable, no agent or model configured for prompt tasks, a bad output file (**--final-out**, **--final-out-dir**, **--plan-out**), a **--base** that names no commit, not a git repository, an empty repository, or a merge, rebase, cherry-pick, revert or bisect open in a checkout the run would land on. Also, during a run: a model endpoint that refuses swarm's key (HTTP 401 or 403): the run stops at once and is resumable once **SWARM_API_KEY** is fixed.",
+        "Usage or input error; nothing ran: a bad flag or value, a task file with problems (each listed with its line), a bad config file or **SWARM_*** variable, no agent or model configured for prompt tasks, a bad output file (**--final-out**, **--final-out-dir**, **--plan-out**), a **--base** that names no commit, a **--worktree-dir** inside the checkout, not a git repository, an empty repository, or a merge, rebase, cherry-pick, revert or bisect open in a checkout the run would land on. Also, during a run: a model endpoint that refuses swarm's key (HTTP 401 or 403): the run stops at once and is resumable once **SWARM_API_KEY** is fixed.",
     ),
     item(
         "3",
