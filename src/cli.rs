@@ -294,6 +294,7 @@ pub enum QueueAction {
     /// Remove a goal that no run has taken yet.
     Rm {
         /// The goal's number, as `swarm queue list` shows it.
+        #[arg(add = ArgValueCandidates::new(crate::complete::queued_goals))]
         id: i64,
     },
     /// Run every queued goal as one multi-goal run; goals added while it runs join it (and

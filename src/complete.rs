@@ -68,6 +68,21 @@ pub(crate) fn run_ids() -> Vec<CompletionCandidate> {
         .collect()
 }
 
+/// For `swarm queue rm`: the goals of the queue no run has taken, each with its text.
+pub(crate) fn queued_goals() -> Vec<CompletionCandidate> {
+    let Some(items) = board().and_then(|b| b.queue_items().ok()) else {
+        return Vec::new();
+    };
+    items
+        .into_iter()
+        .filter(|item| item.run_id.is_none())
+        .map(|item| {
+            CompletionCandidate::new(item.id.to_string())
+                .help(Some(crate::ui::one_line(&item.text, 60).into()))
+        })
+        .collect()
+}
+
 /// For `swarm graph`: a run id or a task file.
 pub(crate) fn run_ids_and_files(current: &OsStr) -> Vec<CompletionCandidate> {
     let prefix = current.to_string_lossy();

@@ -126,3 +126,13 @@ printf '%s\n' "${COMPREPLY[@]}""#,
     let offered: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     assert_eq!(offered[..2], [newer, older], "{offered:?}");
 }
+
+#[test]
+fn queue_rm_offers_the_goals_no_run_has_taken() {
+    let repo = TestRepo::new();
+    for goal in ["Upgrade the HTTP client", "Write the changelog"] {
+        assert_exit(&repo.swarm(&["queue", "add", goal]), 0);
+    }
+    let offered = complete_in(&repo, &repo.root, &["swarm", "queue", "rm", ""]);
+    assert_eq!(offered[..2], ["1", "2"], "{offered:?}");
+}
