@@ -2,8 +2,8 @@
 //! completion: the shell runs `COMPLETE=bash swarm -- <words>`), so it can offer what only the
 //! repository knows: the ids of its runs, newest first, and the agent profiles of its
 //! configuration. `swarm completions SHELL` prints the script that registers it. Reads the
-//! board and the config files; never writes, and a TAB never fails: what cannot be read is
-//! not offered.
+//! board (never making one) and the config files, runs nothing, and a TAB never fails: what
+//! cannot be read is not offered.
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;

@@ -597,7 +597,7 @@ const COMPLETIONS: Sections = Sections {
     ],
     environment: &[&[item(
         "COMPLETE",
-        "What the script sets to ask for completions: **COMPLETE=bash swarm** prints the same registration as **swarm completions bash**; **COMPLETE=bash swarm --** _words_ prints the completions of _words_.",
+        "What the script sets to ask for completions: **COMPLETE=bash swarm --** _words_ prints the completions of _words_, and **COMPLETE=bash swarm** alone prints a registration script that calls this very binary by its path.",
     )]],
     files: &[],
     examples: &[
