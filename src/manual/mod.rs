@@ -5,7 +5,8 @@
 //! `tests/cli/generated.rs` writes the pages to `man/` and fails when they drift.
 //!
 //! A command without an entry in `pages::PAGES` gets the generated sections, the exit codes of
-//! `swarm --help` and a SEE ALSO naming swarm(1); adding an entry adds its sections.
+//! `swarm --help` and a SEE ALSO naming swarm(1). To give it more, add a `Sections` there
+//! (`Sections { page: "swarm-show", examples: &[…], ..Sections::NONE }`) and list it in `PAGES`.
 
 use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
 
@@ -29,6 +30,9 @@ pub(crate) struct Sections {
     pub page: &'static str,
     /// Paragraphs after the generated description.
     pub description: &'static [&'static str],
+    /// Sections of the page's own after the options (`JSON OUTPUT`, say): a title and its
+    /// paragraphs; a paragraph whose lines start with two spaces is shown as written.
+    pub more: &'static [(&'static str, &'static [&'static str])],
     /// What each exit code means for this command; empty: the codes `swarm --help` lists.
     pub exit_status: &'static [Item],
     /// Lists of variables, shared between pages where commands share them.
@@ -46,6 +50,7 @@ impl Sections {
     pub const NONE: Self = Self {
         page: "",
         description: &[],
+        more: &[],
         exit_status: &[],
         environment: &[],
         files: &[],
@@ -117,6 +122,20 @@ fn command_page(
         man.render_subcommands_section(&mut out).expect(fail);
     }
     let mut roff = Roff::new();
+    for (title, paragraphs) in sections.more {
+        roff.control("SH", [*title]);
+        for paragraph in *paragraphs {
+            if paragraph.starts_with("  ") {
+                roff.control("RS", ["4"]).control("nf", []);
+                for line in paragraph.lines() {
+                    roff.text([roman(line.strip_prefix("  ").unwrap_or(line))]);
+                }
+                roff.control("fi", []).control("RE", []);
+            } else {
+                roff.control("PP", []).text(inline(paragraph));
+            }
+        }
+    }
     roff.control("SH", ["EXIT STATUS"]);
     if sections.exit_status.is_empty() {
         for (code, meaning) in common {
@@ -332,6 +351,30 @@ mod tests {
             }
         }
         assert!(checked > 30, "{checked}");
+    }
+
+    #[test]
+    fn a_page_of_its_own_sections_shows_them_verbatim_where_indented() {
+        let cmd = crate::cli::command();
+        let sections = super::Sections {
+            page: "swarm",
+            more: &[(
+                "JSON OUTPUT",
+                &[
+                    "One object:",
+                    "  {\"run\": {\"id\": \"…\"},\n   \"tasks\": []}",
+                ],
+            )],
+            ..super::Sections::NONE
+        };
+        let page = super::command_page(&clap_mangen::Man::new(cmd.clone()), &cmd, &sections, &[]);
+        let page = String::from_utf8(page).unwrap();
+        assert!(
+            page.contains(
+                ".SH \"JSON OUTPUT\"\n.PP\nOne object:\n.RS 4\n.nf\n{\"run\": {\"id\": \"…\"},\n \"tasks\": []}\n.fi\n.RE\n.SH \"EXIT STATUS\"\n"
+            ),
+            "{page}"
+        );
     }
 
     #[test]

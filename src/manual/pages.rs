@@ -220,6 +220,7 @@ const SWARM: Sections = Sections {
         "A plan can also be written by hand or saved with **--plan-out** and run with **swarm run**; its format is **swarm-tasks**(5). Several **--goal**s (or **--goals-file**) run as one run: the model infers which goal needs which, and a goal that needs others is planned once they are merged.",
         "Progress goes to stderr (bars on a terminal, plain lines otherwise, nothing with **-q**); the final summary goes to stdout (JSON with **--json**).",
     ],
+    more: &[],
     exit_status: RUN_EXIT,
     environment: &[SETTINGS_ENV, MODEL_ENV, PROCESS_ENV, TASK_ENV],
     files: &[CONFIG_FILES, BOARD_FILES, RUN_FILES],
@@ -277,6 +278,7 @@ const RUN: Sections = Sections {
     description: &[
         "The task file holds one JSON object a line; **swarm-tasks**(5) describes every field. It is validated whole before anything runs: every problem is reported at once with its line number, and swarm exits 2.",
     ],
+    more: &[],
     exit_status: RUN_EXIT,
     environment: &[SETTINGS_ENV, MODEL_ENV, PROCESS_ENV, TASK_ENV],
     files: &[CONFIG_FILES, BOARD_FILES, RUN_FILES],
@@ -314,6 +316,7 @@ const RESUME: Sections = Sections {
     description: &[
         "A run keeps the settings it started with; options given to **resume** replace them. Tasks that finished are not run again and merges already recorded are not repeated; attempts cut short are run again (a Claude or Codex attempt continues its session unless **--fresh-retries**); a landing cut short is finished.",
     ],
+    more: &[],
     exit_status: &[
         item(
             "0, 1, 3, 4, 75",
@@ -345,6 +348,7 @@ const STATUS: Sections = Sections {
     description: &[
         "Prints the run (id, status and exit code, base commit, what it ran), its goals with their status and needs, and each task with its status, attempts, time and error. With **--json**: one object with **run**, **goals** and **tasks** as the board holds them.",
     ],
+    more: &[],
     exit_status: READ_EXIT,
     environment: &[],
     files: &[BOARD_FILES],
@@ -367,6 +371,7 @@ const LOGS: Sections = Sections {
     description: &[
         "Each event is a line: its time (UTC), its kind, its task and its details. With **--json**, the events as stored, one JSON object a line. **--follow** keeps printing until the run is no longer running.",
     ],
+    more: &[],
     exit_status: READ_EXIT,
     environment: &[],
     files: &[BOARD_FILES, RUN_FILES],
@@ -396,6 +401,7 @@ const GRAPH: Sections = Sections {
     description: &[
         "For a run, each task is coloured by its status. A task file is validated first, as **swarm run** would.",
     ],
+    more: &[],
     exit_status: &[
         item("0", "The graph was printed."),
         item("1", "swarm itself failed (the board could not be read)."),
@@ -424,6 +430,7 @@ const CONFIG: Sections = Sections {
     description: &[
         "Settings come from, highest first: flags, **SWARM_*** variables, **.swarm.toml** at the top of the repository, the user's config file, the defaults. A resumed run keeps the settings it started with.",
     ],
+    more: &[],
     exit_status: &[
         item("0", "The settings were printed."),
         item(
@@ -455,6 +462,7 @@ const QUEUE: Sections = Sections {
     description: &[
         "The queue lives in the board (**.git/swarm/board.db**), so it survives restarts and is shared by everyone using the clone. **add**, **list** and **rm** take no lock and work while a run is going.",
     ],
+    more: &[],
     exit_status: &[],
     environment: &[],
     files: &[BOARD_FILES],
@@ -541,6 +549,7 @@ const QUEUE_RUN: Sections = Sections {
     description: &[
         "Goals added while it runs are taken within a second, and once more before the run ends. A goal leaves the queue when the run that took it finishes, whatever its outcome; a run stopped by Ctrl-C or kill -9 keeps its goals for **swarm resume**.",
     ],
+    more: &[],
     exit_status: RUN_EXIT,
     environment: &[SETTINGS_ENV, MODEL_ENV, PROCESS_ENV, TASK_ENV],
     files: &[CONFIG_FILES, BOARD_FILES, RUN_FILES],
@@ -588,6 +597,7 @@ const COMPLETIONS: Sections = Sections {
     description: &[
         "The script asks swarm itself on each TAB (it runs **COMPLETE=**_shell_ **swarm --** _words_), so completions know what only the repository knows: **resume**, **status**, **logs** and **graph** offer the ids of the runs of the repository in the current directory (or the one **-C** names), newest first, and **--agent** offers **auto**, **openai**, **claude**, **codex**, the profiles of **.swarm.toml** and the user's config file, and **exec:** and **acp:**; **queue rm** offers the goals no run has taken. The script calls the **swarm** found on **PATH**; re-source it after upgrading swarm. The same scripts are in swarm's repository under **completions/**.",
     ],
+    more: &[],
     exit_status: &[
         item("0", "The script was printed."),
         item(
