@@ -190,12 +190,12 @@ const RUN_FILES: &[Item] = &[
         "The report: the deliverable, then the run summary (also written to **--final-out**).",
     ),
     item(
-        ".git/swarm/runs/RUN/goal.md, guarded, landing/, deps/",
-        "A single goal's text (for a resume of a run stopped while planning); the files whose changes are parked for review; the landed files while a landing is under way; the dependencies' results of **run** tasks where the system has no **/dev/shm** (else **/dev/shm/swarm-**_uid_**/**_run_**/**_task_).",
+        ".git/swarm/runs/RUN/goal.md, guarded, checkouts, landing/, deps/",
+        "A single goal's text (for a resume of a run stopped while planning); the files whose changes are parked for review; the directory of the run's checkouts (for **swarm gc**); the landed files while a landing is under way; the dependencies' results of **run** tasks where the system has no **/dev/shm** (else **/dev/shm/swarm-**_uid_**/**_run_**/**_task_).",
     ),
     item(
         "~/.cache/swarm/worktrees/REPO-HASH/RUN/",
-        "Task checkouts and read-only snapshots, outside your working tree (see **XDG_CACHE_HOME**, **--worktree-dir**). A failed writer's checkout stays until **swarm gc**.",
+        "Task checkouts and read-only snapshots, outside your working tree (see **XDG_CACHE_HOME**, **--worktree-dir**); merged writers' checkouts set aside for the next writers are under **(set aside)/**. A failed writer's checkout stays until **swarm gc**.",
     ),
 ];
 
