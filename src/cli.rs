@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap_complete::engine::{ArgValueCandidates, ArgValueCompleter};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -118,6 +119,7 @@ pub enum Command {
     /// Continue an interrupted run (the newest unfinished one by default).
     Resume {
         /// The run id.
+        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
         /// A goal stopped while it was planned is planned again, and on a terminal its plan
         /// shown and asked about as for `swarm --goal`: run it without asking.
@@ -129,11 +131,13 @@ pub enum Command {
     /// Show the tasks of a run (the newest by default).
     Status {
         /// The run id.
+        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
     },
     /// Show a run's event log (the newest run by default).
     Logs {
         /// The run id.
+        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
         /// Only failures and errors, with their transcript paths.
         #[arg(long)]
@@ -151,6 +155,7 @@ pub enum Command {
     /// Print a run's or a task file's DAG.
     Graph {
         /// A run id or a task file (the newest run by default).
+        #[arg(add = ArgValueCompleter::new(crate::complete::run_ids_and_files))]
         source: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
@@ -196,7 +201,7 @@ pub struct RunOptions {
     /// The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the
     /// configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or
     /// acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = ArgValueCandidates::new(crate::complete::agents))]
     pub agent: Option<String>,
 
     /// The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini].
@@ -314,6 +319,7 @@ pub enum QueueAction {
     /// Remove a goal that no run has taken yet.
     Rm {
         /// The goal's number, as `swarm queue list` shows it.
+        #[arg(add = ArgValueCandidates::new(crate::complete::queued_goals))]
         id: i64,
     },
     /// Run every queued goal as one multi-goal run; goals added while it runs join it (and

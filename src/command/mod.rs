@@ -139,10 +139,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         },
         Command::Completions { shell } => {
-            let mut cmd = crate::cli::command();
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "swarm", &mut buf);
-            ui::out(&String::from_utf8_lossy(&buf))?;
+            ui::out(&String::from_utf8(crate::complete::script(shell)?)?)?;
             Ok(exit::OK)
         }
     }

@@ -3,6 +3,7 @@
 
 mod acp;
 mod agents;
+mod completions;
 mod display;
 mod engine;
 pub mod fake_agents;
