@@ -54,7 +54,7 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_needs_command" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_needs_command" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_needs_command" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_needs_command" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_needs_command" -l plan-only -d 'Plan only: write the plan (to --plan-out, else stdout) and run nothing'
 complete -c swarm -n "__fish_swarm_needs_command" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
@@ -63,6 +63,8 @@ complete -c swarm -n "__fish_swarm_needs_command" -s h -l help -d 'Print help (s
 complete -c swarm -n "__fish_swarm_needs_command" -s V -l version -d 'Print version'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "runs" -d 'List the runs of this repository, newest first'
+complete -c swarm -n "__fish_swarm_needs_command" -f -a "show" -d 'Show one task of a run: its spec, status, attempts, result, changed files and transcript'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
 complete -c swarm -n "__fish_swarm_needs_command" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
@@ -100,7 +102,7 @@ complete -c swarm -n "__fish_swarm_using_subcommand run" -l config -d 'Read this
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
@@ -132,15 +134,28 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read t
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c swarm -n "__fish_swarm_using_subcommand show" -l run -d 'The run the task belongs to [default: the newest run]' -r
+complete -c swarm -n "__fish_swarm_using_subcommand show" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand show" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand show" -s q -l quiet -d 'Print nothing on stderr but errors'
+complete -c swarm -n "__fish_swarm_using_subcommand show" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
+complete -c swarm -n "__fish_swarm_using_subcommand show" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
+complete -c swarm -n "__fish_swarm_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand status" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand status" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand status" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l tail -d 'Only the last N events' -r
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
@@ -148,17 +163,17 @@ complete -c swarm -n "__fish_swarm_using_subcommand logs" -l errors -d 'Only fai
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l follow -d 'Keep printing new events until the run ends'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l path -d 'Print the paths of the event log and transcripts instead of their contents'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand logs" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand logs" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t''
 dot\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand graph" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand graph" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto]' -r
@@ -188,38 +203,38 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l config -d 'Read t
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s h -l help -d 'Print help'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces) and print its number'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished. A goal leaves the queue when the run that took it finishes'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "rm" -d 'Remove a goal that no run has taken yet'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s j -l jobs -d 'Run at most N tasks at once [default: 4]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l max-writers -d 'Run at most N writers at once [default: the value of --jobs]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l agent -d 'The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto]' -r
@@ -249,11 +264,11 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
-complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces) and print its number'
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished. A goal leaves the queue when the run that took it finishes'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Remove a goal that no run has taken yet'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -261,26 +276,28 @@ complete -c swarm -n "__fish_swarm_using_subcommand gc" -s C -l directory -d 'Ru
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l dry-run -d 'List what would be removed, remove nothing'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand gc" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand gc" -s h -l help -d 'Print help'
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s C -l directory -d 'Run as if started in DIR' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors'
-complete -c swarm -n "__fish_swarm_using_subcommand completions" -l json -d 'Print the final summary as JSON on stdout'
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
-complete -c swarm -n "__fish_swarm_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "gc" -d 'Remove the checkouts of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume status logs graph config queue gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces)'
-complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished (--json for JSON). A goal leaves the queue when the run that took it finishes'
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "run" -d 'Run a task file (JSONL, one task per line)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "resume" -d 'Continue an interrupted run (the newest unfinished one by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "runs" -d 'List the runs of this repository, newest first'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "show" -d 'Show one task of a run: its spec, status, attempts, result, changed files and transcript'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "status" -d 'Show the tasks of a run (the newest by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "logs" -d 'Show a run\'s event log (the newest run by default)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "graph" -d 'Print a run\'s or a task file\'s DAG'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "config" -d 'Show the effective settings and where each came from (flags, SWARM_* variables, .swarm.toml, the user\'s config file, defaults), and the agent profiles'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "queue" -d 'A durable queue of goals in the repository\'s board, drained as one multi-goal run'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "gc" -d 'Remove the checkouts of finished tasks and the deps\' files killed runs left behind; a branch with unmerged commits is never deleted'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and not __fish_seen_subcommand_from run resume runs show status logs graph config queue gc completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "add" -d 'Add a goal to the queue (the words are joined with spaces) and print its number'
+complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "list" -d 'List the goals waiting in the queue and those a run has taken and not finished. A goal leaves the queue when the run that took it finishes'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "rm" -d 'Remove a goal that no run has taken yet'
 complete -c swarm -n "__fish_swarm_using_subcommand help; and __fish_seen_subcommand_from queue" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'

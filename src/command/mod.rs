@@ -20,7 +20,9 @@ mod output;
 mod queue;
 mod resume;
 mod run;
+mod runs;
 mod settings;
+mod show;
 
 use inspect::{gc, graph, logs, status};
 use resume::resume;
@@ -100,6 +102,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Status { run } => status(&g, run.as_deref()),
+        Command::Runs => runs::runs(&g),
+        Command::Show { task, run } => show::show(&g, &task, run.as_deref()),
         Command::Logs {
             run,
             errors,
@@ -120,6 +124,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         },
         Command::Completions { shell } => {
+            if g.json {
+                bail!(
+                    Usage::new("swarm completions has no JSON output")
+                        .hint(format!("`swarm completions {shell}` prints the script"))
+                );
+            }
             let mut cmd = crate::cli::command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut cmd, "swarm", &mut buf);
