@@ -96,11 +96,14 @@ fn table(rows: &[Row<'_>]) -> String {
     let header = [
         "RUN", "STARTED", "STATUS", "EXIT", "TIME", "TASKS", "SOURCE",
     ];
+    // At least as wide as the widest duration of under ten hours (`59.9s`, `9h59m`), so the
+    // columns stand still as a run's time grows.
+    let least = [0, 0, 0, 0, 5, 0, 0];
     let width = |i: usize| {
         cells
             .iter()
             .map(|c| c[i].chars().count())
-            .chain([header[i].len()])
+            .chain([header[i].len(), least[i]])
             .max()
             .unwrap_or(0)
     };

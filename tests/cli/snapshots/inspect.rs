@@ -113,6 +113,43 @@ fn a_task_named_where_a_run_or_another_task_is_expected_gets_a_hint() {
 }
 
 #[test]
+fn runs_are_listed_newest_first_and_show_finds_a_task_of_an_older_run() {
+    let repo = TestRepo::new();
+    let first = task_file(
+        &repo,
+        &[json!({"id": "scan", "run": "echo 2 files", "mode": "read"})],
+    );
+    assert_eq!(swarm(&repo, &["run", &first]).code(), Some(0));
+    let older = crate::run_id(&repo);
+    let second = task_file(
+        &repo,
+        &[json!({"id": "count", "run": "echo 3", "mode": "read"})],
+    );
+    assert_eq!(swarm(&repo, &["run", &second]).code(), Some(0));
+    let newer = crate::run_id(&repo);
+
+    let runs: Value = serde_json::from_str(&swarm(&repo, &["runs", "--json"]).stdout()).unwrap();
+    let ids: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [newer.as_str(), older.as_str()]);
+
+    let out = swarm(&repo, &["show", "scan"]);
+    assert_eq!(out.code(), Some(2), "{out}");
+    assert_output!("inspect_show_a_task_of_an_older_run", out);
+    let out = swarm(&repo, &["show", "scan", "--run", &older, "--json"]);
+    assert_eq!(out.code(), Some(0), "{out}");
+    let shown: Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(
+        (shown["run"].as_str(), shown["result"].as_str()),
+        (Some(older.as_str()), Some("2 files\n"))
+    );
+}
+
+#[test]
 fn no_runs_yet_is_said_and_is_an_empty_array_in_json() {
     let repo = TestRepo::new();
     assert_output!("inspect_runs_none", swarm(&repo, &["runs"]));
