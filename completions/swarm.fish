@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_swarm_global_optspecs
-    string join \n C/directory= q/quiet json config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= kill-grace= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts fresh-retries on-escalate= h/help V/version
+    string join \n C/directory= q/quiet json color= progress= config= from-hook goal= goals-file= plan-out= plan-only j/jobs= max-writers= agent= model= api-base= request-timeout= endpoint-wait= max-turns= max-task-tokens= budget-tokens= allow-program= task-timeout= stall-timeout= kill-grace= retries= check= final-out= final-out-dir= base= land= worktree-dir= resolve-conflicts fresh-retries on-escalate= h/help V/version
 end
 
 function __fish_swarm_needs_command
@@ -25,6 +25,12 @@ function __fish_swarm_using_subcommand
 end
 
 complete -c swarm -n "__fish_swarm_needs_command" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_needs_command" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_needs_command" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_needs_command" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_needs_command" -l goal -d 'What to do, in prose: planned by the model, then run. Give it several times for several goals: the model infers which goal needs which; independent goals run at once, a goal that needs others is planned once they are done and merged' -r
 complete -c swarm -n "__fish_swarm_needs_command" -l goals-file -d 'Read goals from FILE, one a line (blank lines and lines starting with # are skipped), as if each were given with --goal' -r -F
@@ -98,6 +104,12 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand run" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand run" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand run" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
@@ -130,6 +142,12 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand resume" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
@@ -138,6 +156,12 @@ complete -c swarm -n "__fish_swarm_using_subcommand resume" -l json -d 'Print JS
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand resume" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand runs" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand runs" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand runs" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand runs" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand runs" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
@@ -145,12 +169,24 @@ complete -c swarm -n "__fish_swarm_using_subcommand runs" -l from-hook -d 'Run a
 complete -c swarm -n "__fish_swarm_using_subcommand runs" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand show" -l run -d 'The run the task belongs to [default: the newest run]' -r
 complete -c swarm -n "__fish_swarm_using_subcommand show" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand show" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand show" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand show" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand show" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand show" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand show" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand status" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand status" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand status" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
@@ -158,6 +194,12 @@ complete -c swarm -n "__fish_swarm_using_subcommand status" -l from-hook -d 'Run
 complete -c swarm -n "__fish_swarm_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l tail -d 'Only the last N events' -r
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand logs" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l errors -d 'Only failures and errors, with their transcript paths'
 complete -c swarm -n "__fish_swarm_using_subcommand logs" -l follow -d 'Keep printing new events until the run ends'
@@ -169,6 +211,12 @@ complete -c swarm -n "__fish_swarm_using_subcommand logs" -s h -l help -d 'Print
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l format -d 'Output format' -r -f -a "mermaid\t''
 dot\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand graph" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand graph" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
@@ -199,6 +247,12 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand config" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
@@ -207,6 +261,12 @@ complete -c swarm -n "__fish_swarm_using_subcommand config" -l json -d 'Print JS
 complete -c swarm -n "__fish_swarm_using_subcommand config" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
@@ -218,18 +278,36 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_s
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and not __fish_seen_subcommand_from add list rm run help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from add" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from rm" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'
@@ -260,6 +338,12 @@ none\t'Keep the integration branch and say nothing about it'"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l worktree-dir -d 'Put task checkouts and snapshots under DIR [default: the user cache dir]' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l on-escalate -d 'Run CMD once per escalation (parked branch), with the details as JSON on stdin' -r
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l resolve-conflicts -d 'Before parking a conflicting writer, give its agent one attempt at resolving the conflict (in a fresh checkout holding the conflicted merge; checked like any writer)'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from run" -l fresh-retries -d 'Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an interruption or a crash continues the Claude or Codex session of the attempt it follows, in the same checkout, so the work already paid for is not redone'
@@ -273,6 +357,12 @@ complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subco
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run every queued goal as one multi-goal run; goals added while it runs join it (and the dependency pass) before it ends'
 complete -c swarm -n "__fish_swarm_using_subcommand queue; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand gc" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l dry-run -d 'List what would be removed, remove nothing'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s q -l quiet -d 'Print nothing on stderr but errors'
@@ -280,6 +370,12 @@ complete -c swarm -n "__fish_swarm_using_subcommand gc" -l json -d 'Print JSON o
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -l from-hook -d 'Run as from a git hook: landing defaults to `branch`, so the checkout git is working on is never touched. Also the case when git\'s hook variables (GIT_INDEX_FILE, GIT_DIR) are set'
 complete -c swarm -n "__fish_swarm_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s C -l directory -d 'Run as if started in DIR' -r -F
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -l color -d 'Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces colours), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c swarm -n "__fish_swarm_using_subcommand completions" -l progress -d 'How a run shows its progress on stderr: auto (a live display on a terminal, plain lines otherwise), plain, or json (each event of the run\'s log as one JSON line, as `swarm logs --json` prints them)' -r -f -a "auto\t''
+plain\t''
+json\t''"
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l config -d 'Read this configuration file instead of the user\'s (~/.config/swarm/config.toml)' -r -F
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors'
 complete -c swarm -n "__fish_swarm_using_subcommand completions" -l json -d 'Print JSON on stdout instead of text (each command\'s --help says what)'

@@ -73,6 +73,17 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Colour what swarm prints on stderr: auto (on a terminal, unless NO_COLOR is set;
+    /// CLICOLOR_FORCE forces colours), always or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, global = true)]
+    pub color: ColorWhen,
+
+    /// How a run shows its progress on stderr: auto (a live display on a terminal, plain
+    /// lines otherwise), plain, or json (each event of the run's log as one JSON line, as
+    /// `swarm logs --json` prints them).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressHow::Auto, global = true)]
+    pub progress: ProgressHow,
+
     /// Read this configuration file instead of the user's (~/.config/swarm/config.toml).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
@@ -414,6 +425,20 @@ dependency pass) before it ends.\n\n",
         #[command(flatten)]
         options: Box<RunOptions>,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressHow {
+    Auto,
+    Plain,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

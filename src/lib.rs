@@ -89,6 +89,11 @@ impl std::error::Error for Busy {}
 pub fn main() -> ExitCode {
     panic::install();
     let cli = cli::parse();
+    ui::set_colors(match cli.color {
+        cli::ColorWhen::Auto => ui::Colors::Auto,
+        cli::ColorWhen::Always => ui::Colors::Always,
+        cli::ColorWhen::Never => ui::Colors::Never,
+    });
     if let Err(e) = signal::install() {
         ui::error(&e.context("could not watch for signals"), None);
         return ExitCode::from(exit::FAILED);

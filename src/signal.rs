@@ -43,6 +43,7 @@ pub fn install() -> anyhow::Result<()> {
                     (Some(h), true) => (h.stop)(),
                     (Some(h), false) => {
                         (h.kill)();
+                        crate::ui::leave_screen();
                         // What ran is on the board as a `kill -9` would leave it: resumable.
                         std::process::exit(i32::from(crate::exit::RESUMABLE));
                     }

@@ -1,9 +1,12 @@
-//! What people see: progress on stderr (bars on a terminal, plain lines otherwise, nothing with
-//! `-q`), the summary or JSON on stdout, and errors. Decides nothing.
+//! What people see: progress on stderr (a live display on a terminal, plain lines otherwise, the
+//! run's events as JSON lines when asked, nothing with `-q`), the summary or JSON on stdout, and
+//! errors. Decides nothing.
 #![expect(clippy::print_stderr, reason = "the one module that prints")]
 
-use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::IsTerminal as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -43,7 +46,37 @@ pub enum Verb {
     Note,
 }
 
+/// How a verb is coloured: done and merged green, parked and retrying yellow, failed red.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tone {
+    Good,
+    Warn,
+    Bad,
+    Plain,
+}
+
 impl Verb {
+    fn tone(self) -> Tone {
+        match self {
+            Self::Finished | Self::Merged | Self::Resolved | Self::Done | Self::Planned => {
+                Tone::Good
+            }
+            Self::Parked
+            | Self::Retrying
+            | Self::Interrupted
+            | Self::Limited
+            | Self::Paused
+            | Self::Stopping
+            | Self::Stopped
+            | Self::Skipped
+            | Self::Skipping
+            | Self::Kept
+            | Self::Dropped => Tone::Warn,
+            Self::Failed | Self::Halted | Self::Deadlock => Tone::Bad,
+            _ => Tone::Plain,
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Self::Running => "Running",
@@ -80,6 +113,120 @@ impl Verb {
     }
 }
 
+/// When stderr gets colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Colors {
+    /// On a terminal, unless `NO_COLOR` says otherwise; `CLICOLOR_FORCE` forces them.
+    Auto,
+    Always,
+    Never,
+}
+
+/// How a run shows its progress on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// The live display on a terminal, plain lines otherwise.
+    Auto,
+    Plain,
+    /// One event a line, as the run's `events.jsonl` has it; nothing else.
+    Json,
+}
+
+/// Decides, once and before anything is printed, whether what swarm prints on stderr is
+/// coloured.
+pub fn set_colors(when: Colors) {
+    let on = match when {
+        Colors::Always => true,
+        Colors::Never => false,
+        Colors::Auto => colors_by_env(
+            std::env::var_os("NO_COLOR"),
+            std::env::var_os("CLICOLOR_FORCE"),
+            std::env::var_os("CLICOLOR"),
+            stderr_is_terminal(),
+        ),
+    };
+    console::set_colors_enabled_stderr(on);
+    // The bars' own styles are applied as for stdout; swarm colours nothing on stdout.
+    console::set_colors_enabled(on);
+}
+
+/// `NO_COLOR` (non-empty) turns colours off, `CLICOLOR_FORCE` (not `0`) on, `CLICOLOR=0` off;
+/// else a terminal has them (<https://no-color.org>, <https://bixense.com/clicolors>).
+fn colors_by_env(
+    no_color: Option<std::ffi::OsString>,
+    force: Option<std::ffi::OsString>,
+    clicolor: Option<std::ffi::OsString>,
+    terminal: bool,
+) -> bool {
+    if no_color.is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    if force.is_some_and(|v| !v.is_empty() && v != "0") {
+        return true;
+    }
+    if clicolor.is_some_and(|v| v == "0") {
+        return false;
+    }
+    terminal
+}
+
+fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+}
+
+/// The bars on screen now, if any: every line swarm prints on stderr goes above them, so
+/// nothing else writes over them and no stale copy of them is left.
+static SCREEN: Mutex<Option<MultiProgress>> = Mutex::new(None);
+
+/// Progress is printed as events (`--progress json`): errors are too.
+static EVENTS: AtomicBool = AtomicBool::new(false);
+
+/// What the live display shows: the header's counts and one row per running attempt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Frame {
+    pub finished: usize,
+    pub total: usize,
+    pub running: usize,
+    pub merged: usize,
+    pub parked: usize,
+    pub failed: usize,
+    /// How long the rest of the run should take, once something has finished to go by.
+    pub eta: Option<Duration>,
+    pub rows: Vec<Row>,
+}
+
+/// One running attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Which task (its index): a row stays one row while its attempt runs.
+    pub key: usize,
+    pub id: String,
+    pub title: Option<String>,
+    pub lane: String,
+    pub attempt: u32,
+    /// A conflicting writer's resolver attempt.
+    pub resolving: bool,
+    pub elapsed: Duration,
+}
+
+impl Row {
+    /// `t3 — Add tracing to the handlers  reader`, with `(attempt 2)` or `(resolving)` after
+    /// the id.
+    fn text(&self) -> String {
+        let mut text = self.id.clone();
+        if self.resolving {
+            text.push_str(" (resolving)");
+        } else if self.attempt > 1 {
+            let _ = write!(text, " (attempt {})", self.attempt);
+        }
+        if let Some(title) = &self.title {
+            let _ = write!(text, " — {}", one_line(title, 200));
+        }
+        let _ = write!(text, "  {}", console::style(&self.lane).dim().for_stderr());
+        text
+    }
+}
+
 /// Progress output of a run.
 pub struct Ui {
     mode: Mode,
@@ -88,91 +235,130 @@ pub struct Ui {
 enum Mode {
     Quiet,
     Plain,
-    Bars {
-        multi: MultiProgress,
-        overall: ProgressBar,
-        tasks: HashMap<String, ProgressBar>,
-    },
+    /// `--progress json`: the board prints the events; the display prints nothing.
+    Events,
+    Bars(Bars),
+}
+
+struct Bars {
+    multi: MultiProgress,
+    header: ProgressBar,
+    /// The rows on screen, in the order their attempts started.
+    rows: Vec<(usize, ProgressBar)>,
 }
 
 impl Ui {
-    /// Bars when stderr is a terminal, plain lines when it is not, nothing when quiet.
-    pub fn new(quiet: bool) -> Self {
-        let mode = if quiet {
-            Mode::Quiet
-        } else if std::io::stderr().is_terminal()
-            && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
-        {
-            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(8));
-            let overall = multi.add(ProgressBar::new(0));
-            overall.set_style(
-                ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> "),
-            );
-            overall.set_prefix("Running");
-            Mode::Bars {
-                multi,
-                overall,
-                tasks: HashMap::new(),
-            }
+    /// `progress` as asked (`Auto`: bars when stderr is a terminal, plain lines when it is
+    /// not); nothing when quiet.
+    pub fn new(quiet: bool, progress: Progress) -> Self {
+        let bars = progress == Progress::Auto && stderr_is_terminal();
+        if quiet {
+            Self { mode: Mode::Quiet }
+        } else if progress == Progress::Json {
+            EVENTS.store(true, Ordering::Relaxed);
+            Self { mode: Mode::Events }
+        } else if bars {
+            Self::drawing_to(ProgressDrawTarget::stderr_with_hz(8))
         } else {
-            Mode::Plain
-        };
-        Self { mode }
+            Self { mode: Mode::Plain }
+        }
+    }
+
+    /// The live display, drawn to `target` (a terminal of the tests' own, for one).
+    fn drawing_to(target: ProgressDrawTarget) -> Self {
+        let multi = MultiProgress::with_draw_target(target);
+        let header = multi.add(ProgressBar::hidden());
+        header.set_style(
+            ProgressStyle::with_template(
+                "[{elapsed_precise}] [{bar:30.green}] {pos}/{len} {wide_msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        *SCREEN.lock().unwrap_or_else(PoisonError::into_inner) = Some(multi.clone());
+        Self {
+            mode: Mode::Bars(Bars {
+                multi,
+                header,
+                rows: Vec::new(),
+            }),
+        }
+    }
+
+    /// Whether the display wants a `Frame` after each change (the live display does, and
+    /// once a second for its clocks).
+    pub fn shows_frames(&self) -> bool {
+        matches!(self.mode, Mode::Bars(_))
     }
 
     pub fn run_started(&mut self, run: &str, total: usize, finished: usize) {
-        match &mut self.mode {
-            Mode::Quiet => {}
-            Mode::Plain => line(
-                Verb::Running,
-                &format!(
-                    "run {run}: {} ({finished} finished already)",
-                    count(total, "task", "tasks")
-                ),
+        let text = match finished {
+            0 => format!("run {run}: {}", count(total, "task", "tasks")),
+            n => format!(
+                "run {run}: {} ({n} finished already)",
+                count(total, "task", "tasks")
             ),
-            Mode::Bars { multi, overall, .. } => {
-                overall.set_length(total as u64);
-                overall.set_position(finished as u64);
-                overall.set_message(format!("run {run}"));
-                overall.enable_steady_tick(Duration::from_millis(250));
-                let _ = multi.println(format_line(
-                    Verb::Running,
-                    &format!("run {run}: {}", count(total, "task", "tasks")),
-                ));
-            }
-        }
-    }
-
-    /// How many of the run's tasks have ended; the run says, the bar shows it.
-    pub fn progress(&mut self, finished: usize, total: usize) {
-        if let Mode::Bars { overall, .. } = &mut self.mode {
-            overall.set_length(total as u64);
-            overall.set_position(finished as u64);
-        }
-    }
-
-    pub fn task_started(&mut self, id: &str, attempt: u32) {
-        let what = if attempt > 1 {
-            format!("{id} (attempt {attempt})")
-        } else {
-            id.to_owned()
         };
         match &mut self.mode {
-            Mode::Quiet => {}
-            Mode::Plain => line(Verb::Started, &what),
-            Mode::Bars { multi, tasks, .. } => {
-                let bar = multi.add(ProgressBar::new_spinner());
-                bar.set_style(
-                    ProgressStyle::with_template("{prefix:>12} {msg} {elapsed}")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                );
-                bar.set_prefix("Running");
-                bar.set_message(what);
-                bar.enable_steady_tick(Duration::from_millis(250));
-                tasks.insert(id.to_owned(), bar);
+            Mode::Quiet | Mode::Events => {}
+            Mode::Plain => line(Verb::Running, &text),
+            Mode::Bars(bars) => {
+                bars.header.set_length(total as u64);
+                bars.header.set_position(finished as u64);
+                bars.header.enable_steady_tick(Duration::from_millis(250));
+                let _ = bars.multi.println(format_line(Verb::Running, &text));
             }
+        }
+    }
+
+    /// The run as it is now: the header's counts, and one row per running attempt (rows of
+    /// attempts that ended leave, whatever the reason).
+    pub fn show(&mut self, frame: &Frame) {
+        let Mode::Bars(bars) = &mut self.mode else {
+            return;
+        };
+        bars.header.set_length(frame.total as u64);
+        bars.header.set_position(frame.finished as u64);
+        bars.header.set_message(header_text(frame));
+        bars.rows.retain(|(key, bar)| {
+            let keep = frame.rows.iter().any(|r| r.key == *key);
+            if !keep {
+                bar.finish_and_clear();
+                bars.multi.remove(bar);
+            }
+            keep
+        });
+        for row in &frame.rows {
+            if let Some((_, bar)) = bars.rows.iter().find(|(key, _)| *key == row.key) {
+                bar.set_message(row.text());
+                continue;
+            }
+            // Drawn nowhere until it joins the others: a bar of its own would be drawn on
+            // stderr at once, outside them, and stay there.
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+                .with_elapsed(row.elapsed);
+            bar.set_style(
+                ProgressStyle::with_template("{prefix:>12.cyan.bold} {wide_msg} {elapsed:>4}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_prefix("Running");
+            bar.set_message(row.text());
+            let bar = bars.multi.add(bar);
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bars.rows.push((row.key, bar));
+        }
+    }
+
+    /// An attempt started (a line of its own off a terminal; the live display shows it as a
+    /// row from the next frame).
+    pub fn task_started(&mut self, id: &str, attempt: u32) {
+        if let Mode::Plain = self.mode {
+            let what = if attempt > 1 {
+                format!("{id} (attempt {attempt})")
+            } else {
+                id.to_owned()
+            };
+            line(Verb::Started, &what);
         }
     }
 
@@ -182,53 +368,127 @@ impl Ui {
             Some(d) => format!("{id} in {} ({d})", duration(elapsed)),
             None => format!("{id} in {}", duration(elapsed)),
         };
-        match &mut self.mode {
-            Mode::Quiet => {}
-            Mode::Plain => line(verb, &text),
-            Mode::Bars { multi, tasks, .. } => {
-                if let Some(bar) = tasks.remove(id) {
-                    bar.finish_and_clear();
-                    multi.remove(&bar);
-                }
-                let _ = multi.println(format_line(verb, &text));
-            }
-        }
+        self.note(verb, &text);
     }
 
     /// A permanent line, in the style `      Merged a3`.
     pub fn note(&mut self, verb: Verb, text: &str) {
         match &mut self.mode {
-            Mode::Quiet => {}
+            Mode::Quiet | Mode::Events => {}
             Mode::Plain => line(verb, text),
-            Mode::Bars { multi, .. } => {
-                let _ = multi.println(format_line(verb, text));
+            Mode::Bars(bars) => {
+                let _ = bars.multi.println(format_line(verb, text));
             }
         }
     }
 
-    /// Clears the bars.
+    /// The run is over: the rows go, the header stays as the run's last word.
     pub fn finish(&mut self) {
-        if let Mode::Bars {
-            multi,
-            overall,
-            tasks,
-        } = &mut self.mode
-        {
-            for (_, bar) in tasks.drain() {
+        if let Mode::Bars(bars) = &mut self.mode {
+            for (_, bar) in bars.rows.drain(..) {
                 bar.finish_and_clear();
+                bars.multi.remove(&bar);
             }
-            overall.finish_and_clear();
-            let _ = multi.clear();
+            bars.header.disable_steady_tick();
+            bars.header.abandon();
+            *SCREEN.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            self.mode = Mode::Plain;
         }
+    }
+}
+
+impl Drop for Ui {
+    /// However the run ends, by an error too, the display does not stay behind.
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Lets go of the bars on screen, leaving them as they are, before swarm exits at once (a
+/// second Ctrl-C): the terminal is not left with the cursor in the middle of them.
+pub fn leave_screen() {
+    if let Ok(mut screen) = SCREEN.try_lock()
+        && let Some(multi) = screen.take()
+    {
+        let _ = multi.clear();
+    }
+}
+
+/// `· 3 running · 2 merged · 0 parked · 1 failed · ETA 1m20s`, coloured.
+fn header_text(f: &Frame) -> String {
+    let paint = |n: usize, what: &str, style: console::Style| {
+        let text = format!("{n} {what}");
+        if n == 0 {
+            text
+        } else {
+            style.for_stderr().apply_to(text).to_string()
+        }
+    };
+    let mut text = format!(
+        "· {} running · {} · {} · {}",
+        f.running,
+        paint(f.merged, "merged", console::Style::new().green()),
+        paint(f.parked, "parked", console::Style::new().yellow()),
+        paint(f.failed, "failed", console::Style::new().red()),
+    );
+    if let Some(eta) = f.eta.filter(|_| f.finished < f.total) {
+        let _ = write!(text, " · ETA {}", duration_short(eta));
+    }
+    text
+}
+
+/// `45s`, `3m04s`, `1h02m`: whole seconds, for clocks that tick.
+fn duration_short(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
     }
 }
 
 fn format_line(verb: Verb, text: &str) -> String {
-    format!("{:>12} {text}", verb.as_str())
+    let style = console::Style::new().bold().for_stderr();
+    let style = match verb.tone() {
+        Tone::Good => style.green(),
+        Tone::Warn => style.yellow(),
+        Tone::Bad => style.red(),
+        Tone::Plain => style.cyan(),
+    };
+    format!(
+        "{} {text}",
+        style.apply_to(format!("{:>12}", verb.as_str()))
+    )
 }
 
 fn line(verb: Verb, text: &str) {
-    eprintln!("{}", format_line(verb, text));
+    if EVENTS.load(Ordering::Relaxed) {
+        let note = serde_json::json!({
+            "kind": "note",
+            "detail": { "verb": verb.as_str().to_lowercase(), "text": text },
+        });
+        print_line(&note.to_string());
+    } else {
+        print_line(&format_line(verb, text));
+    }
+}
+
+/// A line of the run's event log, printed as it is written (`--progress json`).
+pub fn event_line(line: &str) {
+    print_line(line);
+}
+
+/// One line on stderr, above the bars when they are on screen.
+fn print_line(text: &str) {
+    let screen = SCREEN.lock().unwrap_or_else(PoisonError::into_inner);
+    match screen.as_ref() {
+        Some(multi) => {
+            let _ = multi.println(text);
+        }
+        None => eprintln!("{text}"),
+    }
 }
 
 /// `1.2s`, `3m04s`, `1h02m`.
@@ -284,15 +544,26 @@ pub fn error(err: &anyhow::Error, hint: Option<&str>) {
     let shown = |e: &dyn std::fmt::Display| {
         crate::secret::redact(&without_libgit2_codes(&e.to_string())).into_owned()
     };
-    let mut chain = err.chain();
-    if let Some(first) = chain.next() {
-        eprintln!("error: {}", shown(&first));
+    let causes: Vec<String> = err.chain().map(|e| shown(&e)).collect();
+    if EVENTS.load(Ordering::Relaxed) {
+        let event = serde_json::json!({
+            "kind": "error",
+            "detail": { "message": causes.first(), "causes": &causes[1.min(causes.len())..], "hint": hint },
+        });
+        print_line(&event.to_string());
+        return;
     }
-    for cause in chain {
-        eprintln!("caused by: {}", shown(&cause));
+    let red = console::Style::new().red().bold().for_stderr();
+    let mut causes = causes.iter();
+    if let Some(first) = causes.next() {
+        print_line(&format!("{} {first}", red.apply_to("error:")));
+    }
+    for cause in causes {
+        print_line(&format!("caused by: {cause}"));
     }
     if let Some(h) = hint {
-        eprintln!("hint: {h}");
+        let bold = console::Style::new().bold().for_stderr();
+        print_line(&format!("{} {h}", bold.apply_to("hint:")));
     }
 }
 
@@ -315,6 +586,64 @@ pub fn without_libgit2_codes(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+    use std::time::Duration;
+
+    #[test]
+    fn no_color_wins_then_clicolor_force_then_the_terminal() {
+        let on = |v: &str| Some(OsString::from(v));
+        assert!(super::colors_by_env(None, None, None, true));
+        assert!(!super::colors_by_env(None, None, None, false));
+        assert!(!super::colors_by_env(on("1"), on("1"), None, true));
+        // An empty NO_COLOR is as if unset.
+        assert!(super::colors_by_env(on(""), None, None, true));
+        assert!(super::colors_by_env(None, on("1"), None, false));
+        assert!(!super::colors_by_env(None, on("0"), None, false));
+        assert!(!super::colors_by_env(None, None, on("0"), true));
+    }
+
+    #[test]
+    fn the_header_counts_and_gives_the_eta_only_while_work_is_left() {
+        let mut frame = super::Frame {
+            finished: 7,
+            total: 20,
+            running: 3,
+            merged: 2,
+            parked: 1,
+            failed: 0,
+            eta: Some(Duration::from_secs(125)),
+            rows: Vec::new(),
+        };
+        assert_eq!(
+            super::header_text(&frame),
+            "· 3 running · 2 merged · 1 parked · 0 failed · ETA 2m05s"
+        );
+        frame.finished = 20;
+        assert_eq!(
+            super::header_text(&frame),
+            "· 3 running · 2 merged · 1 parked · 0 failed"
+        );
+    }
+
+    #[test]
+    fn a_row_names_the_task_its_title_and_lane() {
+        let mut row = super::Row {
+            key: 0,
+            id: "t3".into(),
+            title: Some("Add   tracing\nto handlers".into()),
+            lane: "worker".into(),
+            attempt: 1,
+            resolving: false,
+            elapsed: Duration::ZERO,
+        };
+        assert_eq!(row.text(), "t3 — Add tracing to handlers  worker");
+        row.attempt = 2;
+        row.title = None;
+        assert_eq!(row.text(), "t3 (attempt 2)  worker");
+        row.resolving = true;
+        assert_eq!(row.text(), "t3 (resolving)  worker");
+    }
+
     #[test]
     fn libgit2s_class_and_code_are_left_out_of_messages() {
         assert_eq!(

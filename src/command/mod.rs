@@ -34,6 +34,7 @@ struct Globals {
     dir: PathBuf,
     quiet: bool,
     json: bool,
+    progress: ui::Progress,
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
@@ -45,6 +46,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         dir,
         quiet: cli.quiet,
         json: cli.json,
+        progress: match cli.progress {
+            crate::cli::ProgressHow::Auto => ui::Progress::Auto,
+            crate::cli::ProgressHow::Plain => ui::Progress::Plain,
+            crate::cli::ProgressHow::Json => ui::Progress::Json,
+        },
     };
     let explicit = cli.config.as_deref();
     let flags = Options::from(cli.options);
@@ -162,4 +168,14 @@ fn open_repo(g: &Globals) -> anyhow::Result<Repo> {
 
 fn open_board(repo: &Repo) -> anyhow::Result<Board> {
     Board::open(&repo.common_dir().join("swarm"))
+}
+
+/// The board of a command that runs tasks: with `--progress json`, every event it records is
+/// printed on stderr too.
+fn open_run_board(g: &Globals, repo: &Repo) -> anyhow::Result<Board> {
+    let mut board = open_board(repo)?;
+    if g.progress == ui::Progress::Json && !g.quiet {
+        board.echo_events(Box::new(ui::event_line));
+    }
+    Ok(board)
 }

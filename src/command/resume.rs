@@ -16,7 +16,7 @@ use crate::{Usage, exit};
 use super::layout::{Lock, deps_root, worktree_root};
 use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute, stored_plan};
 use super::settings::settings;
-use super::{Globals, goal, open_board, open_repo, refuse_when_nested};
+use super::{Globals, goal, open_repo, open_run_board, refuse_when_nested};
 
 pub(super) fn resume(
     g: &Globals,
@@ -28,7 +28,7 @@ pub(super) fn resume(
         return Ok(code);
     }
     let repo = open_repo(g)?;
-    let mut board = open_board(&repo)?;
+    let mut board = open_run_board(g, &repo)?;
     let run_id = match run {
         Some(r) => r.to_owned(),
         None => board

@@ -20,7 +20,7 @@ use crate::{Usage, exit};
 use super::layout::{Lock, deps_root, new_run_id, worktree_root};
 use super::output;
 use super::settings::{Configured, settings};
-use super::{Globals, open_board, open_repo, refuse_when_nested};
+use super::{Globals, open_repo, open_run_board, refuse_when_nested};
 
 /// What a run checks before anything is recorded: that it could land, and that every output
 /// path is good (see `output::check`).
@@ -183,7 +183,7 @@ impl NewRun {
         };
         // Checked before anything is written: a bad --worktree-dir is an input error.
         worktree_root(&repo, options.worktree_dir.as_deref())?;
-        let mut board = open_board(&repo)?;
+        let mut board = open_run_board(g, &repo)?;
         let record = RunRecord {
             id: run_id.clone(),
             created_at: crate::store::now_ms(),
@@ -280,7 +280,7 @@ pub(super) fn execute(
     lock: Lock,
     goals: Option<GoalRun>,
 ) -> anyhow::Result<u8> {
-    let mut ui = Ui::new(g.quiet);
+    let mut ui = Ui::new(g.quiet, g.progress);
     let records = board.load_tasks(&layout.run)?;
     // Around the run loop (which handles signals itself while it runs): the run is recorded,
     // landed and reported after it, each step whole. A first signal then waits for them (the

@@ -227,6 +227,7 @@ pub(super) fn prepare(
     }
     run.dag.on(&run.plan, Transition::Started(i));
     run.slots[i].attempts = attempt;
+    run.slots[i].started = Some(std::time::Instant::now());
     // As the board has it: a crash now leaves the session for a resume to continue.
     run.slots[i].session.clone_from(&session);
     run.ui.task_started(id, attempt);

@@ -396,6 +396,7 @@ impl MergeQueue {
             },
         )?;
         run.ui.task_started(&format!("{id} (resolving)"), 1);
+        run.slots[i].started = Some(std::time::Instant::now());
         Ok(job)
     }
 

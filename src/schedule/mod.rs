@@ -13,6 +13,7 @@ mod attempt;
 mod checkouts;
 mod dag;
 mod dispatch;
+mod eta;
 mod goal;
 mod job;
 mod merge;

@@ -28,6 +28,11 @@ pub(super) struct Slot {
     pub(super) resolver_tried: bool,
     /// The agent's session the next attempt continues, if it is to.
     pub(super) session: Option<String>,
+    /// When its attempt (or resolver attempt) now running started.
+    pub(super) started: Option<std::time::Instant>,
+    /// How long its attempt that succeeded took, in this process: what the display's ETA
+    /// goes by.
+    pub(super) took: Option<std::time::Duration>,
 }
 
 impl Slot {
@@ -45,6 +50,8 @@ impl Slot {
             conflict: Vec::new(),
             resolver_tried: false,
             session: None,
+            started: None,
+            took: None,
         }
     }
 

@@ -35,7 +35,12 @@ pub struct Board {
     conn: Connection,
     dir: PathBuf,
     log: Option<(String, File)>,
+    /// Where the event log's lines go besides its file (`--progress json`).
+    echo: Option<Echo>,
 }
+
+/// Where the event log's lines are copied as they are written.
+pub type Echo = Box<dyn FnMut(&str)>;
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -79,6 +84,7 @@ impl Board {
             conn,
             dir: swarm_dir.to_owned(),
             log: None,
+            echo: None,
         })
     }
 
@@ -522,7 +528,17 @@ impl Board {
             buf.push('\n');
         }
         file.write_all(buf.as_bytes())?;
+        if let Some(echo) = &mut self.echo {
+            for l in lines {
+                echo(l);
+            }
+        }
         Ok(())
+    }
+
+    /// Hands every line the event log gets to `echo` too, once it is written.
+    pub fn echo_events(&mut self, echo: Echo) {
+        self.echo = Some(echo);
     }
 }
 

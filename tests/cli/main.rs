@@ -3,6 +3,7 @@
 
 mod acp;
 mod agents;
+mod display;
 mod engine;
 pub mod fake_agents;
 pub mod fake_llm;
@@ -15,6 +16,7 @@ mod landing;
 pub mod lifeline;
 pub mod model_server;
 mod outputs;
+pub mod pty;
 mod real_agents;
 mod resume;
 mod snapshots;

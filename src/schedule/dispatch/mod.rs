@@ -7,6 +7,7 @@
 
 mod endpoint;
 mod pauses;
+mod view;
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
@@ -252,13 +253,20 @@ impl<'a> Dispatcher<'a> {
             }
             // A timeout means a delay came due; the loop holds a sender, so the channel
             // never closes.
+            if self.run.ui.shows_frames() {
+                self.show();
+                // The display's clocks (elapsed, ETA) move on while nothing happens.
+                wait = wait.min(Duration::from_secs(1));
+            }
             if let Ok(message) = self.rx.recv_timeout(wait) {
                 self.on(message, workers)?;
-                let run = &mut self.run;
-                run.ui.progress(run.dag.finished(), run.plan.len());
             }
         }
-        self.end()
+        let ending = self.end();
+        if self.run.ui.shows_frames() {
+            self.show();
+        }
+        ending
     }
 
     /// Before the first attempt: stale locks go, the integration branch is settled, the dag
@@ -491,6 +499,7 @@ impl<'a> Dispatcher<'a> {
         let i = report.task;
         let mode = self.run.plan.tasks[i].mode;
         self.running -= 1;
+        self.run.slots[i].started = None;
         if mode == Mode::Write {
             self.writers_running -= 1;
         }
@@ -538,6 +547,7 @@ impl<'a> Dispatcher<'a> {
                     writes,
                 )?;
                 run.slots[i].result = Some(result.clone());
+                run.slots[i].took = Some(report.elapsed);
                 if let Some(c) = commit {
                     run.slots[i].commit = Some(c.clone());
                     run.dag.on(&run.plan, Transition::Committed(i));
