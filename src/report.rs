@@ -23,6 +23,44 @@ pub struct Parked {
     pub reason: Option<String>,
 }
 
+/// What became of the run's merged work, as the summary says it and its JSON gives it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Landing {
+    pub action: LandingAction,
+    /// The branch holding the merged work: the user's once fast-forwarded, else the
+    /// integration branch; `None` when nothing was merged.
+    pub branch: Option<String>,
+    /// The commit the merged work ends at.
+    pub commit: Option<String>,
+    /// Why the work was not landed, when it could have been.
+    pub reason: Option<String>,
+    /// The command that goes on from here: `git merge --ff-only …` or `swarm resume …`.
+    pub command: Option<String>,
+    /// All of it in one sentence; `None` with `--land none`, which says nothing.
+    pub message: Option<String>,
+}
+
+/// What landing did, or why it did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandingAction {
+    /// The user's branch was fast-forwarded to the integration tip.
+    FastForwarded,
+    /// The integration branch was kept (`--land branch` or `none`, or the user's branch was not
+    /// ready for a fast-forward).
+    Kept,
+    /// Nothing was merged; the user's branch is as it was.
+    NothingMerged,
+    /// A signal stopped the run.
+    Interrupted,
+    /// A fault of the environment stopped the run.
+    Stopped,
+    /// Someone else moved the integration branch; nothing is landed.
+    Halted,
+    /// The token budget was spent.
+    OverBudget,
+}
+
 /// One goal of a multi-goal run, with its tasks (indices into the run's tasks).
 pub struct GoalFacts {
     pub record: GoalRecord,
@@ -45,8 +83,8 @@ pub struct Facts<'a> {
     pub merges: &'a [(String, String)],
     /// Repairs made to a planned goal's plan: (kind, message).
     pub repairs: &'a [(String, String)],
-    /// What happened to the integration branch, one line.
-    pub landing: Option<&'a str>,
+    /// What happened to the integration branch.
+    pub landing: Option<&'a Landing>,
     /// Why the run stopped merging for a human, when it did.
     pub halted: Option<&'a str>,
     pub exit_code: i32,
@@ -355,7 +393,7 @@ fn run_summary(f: &Facts<'_>) -> String {
         f.exit_code
     );
     let _ = writeln!(out, "{}\n", totals_line(f));
-    if let Some(l) = f.landing {
+    if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}\n");
     }
     if !f.goals.is_empty() {
@@ -536,7 +574,7 @@ pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
             t.error.as_deref().unwrap_or("unknown error")
         );
     }
-    if let Some(l) = f.landing {
+    if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}");
     }
     let _ = writeln!(out, "report: {report_path}");

@@ -20,7 +20,9 @@ mod output;
 mod queue;
 mod resume;
 mod run;
+mod runs;
 mod settings;
+mod show;
 
 use inspect::{gc, graph, logs, status};
 use resume::resume;
@@ -119,6 +121,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Status { run } => status(&g, run.as_deref()),
+        Command::Runs => runs::runs(&g),
+        Command::Show { task, run } => show::show(&g, &task, run.as_deref()),
         Command::Logs {
             run,
             errors,
@@ -139,6 +143,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         },
         Command::Completions { shell } => {
+            if g.json {
+                bail!(
+                    Usage::new("swarm completions has no JSON output")
+                        .hint(format!("`swarm completions {shell}` prints the script"))
+                );
+            }
             ui::out(&String::from_utf8(crate::complete::script(shell)?)?)?;
             Ok(exit::OK)
         }

@@ -10,6 +10,8 @@ pub(crate) const PAGES: &[Sections] = &[
     SWARM,
     RUN,
     RESUME,
+    RUNS,
+    SHOW,
     STATUS,
     LOGS,
     GRAPH,
@@ -349,6 +351,47 @@ const RESUME: Sections = Sections {
         ),
     ],
     see_also: &["swarm-status(1)", "swarm-logs(1)"],
+};
+
+const RUNS: Sections = Sections {
+    page: "swarm-runs",
+    description: &[],
+    more: &[],
+    exit_status: READ_EXIT,
+    environment: &[],
+    files: &[BOARD_FILES],
+    examples: &[
+        item("swarm runs", "Every run of this repository, newest first."),
+        item(
+            "swarm runs --json | jq -r '.[] | select(.status == \"interrupted\") | .id'",
+            "The runs a **swarm resume** would go on with.",
+        ),
+    ],
+    see_also: &["swarm-status(1)", "swarm-show(1)", "swarm-resume(1)"],
+};
+
+const SHOW: Sections = Sections {
+    page: "swarm-show",
+    description: &[],
+    more: &[],
+    exit_status: READ_EXIT,
+    environment: &[],
+    files: &[BOARD_FILES, RUN_FILES],
+    examples: &[
+        item(
+            "swarm show t4",
+            "Task t4 of the newest run: what it was asked, each attempt and why it ended, its result, its branch and changed files, and the end of its transcript.",
+        ),
+        item(
+            "swarm show t4 --run 20261129-071300-ab12",
+            "The same task of an older run (TAB completes run ids).",
+        ),
+        item(
+            "swarm show t4 --json | jq -r '.attempts[] | .reason'",
+            "Why each of its attempts ended.",
+        ),
+    ],
+    see_also: &["swarm-status(1)", "swarm-logs(1)", "swarm-runs(1)"],
 };
 
 const STATUS: Sections = Sections {
