@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap_complete::engine::{ArgValueCandidates, ArgValueCompleter};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -17,7 +18,25 @@ Exit codes:
   2   usage or input error; nothing ran
   3   needs a human: parked conflicts, work parked for review, a moved integration branch
   4   another run holds the repository
-  75  stopped early and resumable (interrupt, budget); continue with `swarm resume`";
+  75  stopped early and resumable (interrupt, budget); continue with `swarm resume`
+  130 Ctrl-C at the question before a goal's plan runs; nothing ran";
+
+/// The summary a run prints with `--json` (`swarm --goal`, `run`, `resume`, `queue run`).
+macro_rules! summary_json {
+    () => {
+        "With --json, the summary is one JSON object on stdout: `run` (its id), `status`, \
+`exit_code`, `base`, `integration_branch`, `counts` (the number of tasks in each status), `tasks` \
+(each with `id`, `status`, `attempts`, `continued` (the numbers of the attempts that continued an \
+agent's session), `elapsed_ms`, `error` and `transcript`), `goals` (each with `id`, `text`, \
+`status`, `reason`, `needs` and `tasks`), `parked` (each with `task`, `branch`, `paths` and \
+`reason`), `landing` and `report` (the path of the report). `landing` says what became of the \
+merged work: `action` (fast-forwarded, kept, nothing-merged, interrupted, stopped, halted or \
+over-budget), `branch` (the branch that holds the work; null when nothing was merged), `commit`, \
+`reason` (why it was not landed), `command` (what to run next: the `git merge` that takes the \
+work, or the `swarm resume` that continues the run) and `message` (the sentence the text \
+summary prints; null with --land none)."
+    };
+}
 
 /// Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding agents
 /// run them many at a time (readers in a shared snapshot, writers in checkouts of their own), and
@@ -26,6 +45,14 @@ Exit codes:
 #[command(
     name = "swarm",
     version,
+    long_about = concat!(
+        "Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding \
+agents run them many at a time (readers in a shared snapshot, writers in checkouts of their own), \
+and the writers are merged back one at a time.\n\n",
+        summary_json!(),
+        "\n\nEvery command takes --json; each one's help says what it prints then. `swarm \
+completions` has no JSON output and says so."
+    ),
     after_help = EXIT_CODES,
     max_term_width = 100,
     subcommand_negates_reqs = true,
@@ -44,7 +71,7 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
-    /// Print the final summary as JSON on stdout.
+    /// Print JSON on stdout instead of text (each command's --help says what).
     #[arg(long, global = true)]
     pub json: bool,
 
@@ -84,9 +111,18 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub plan_out: Option<PathBuf>,
 
-    /// Plan only: write the plan (to --plan-out, else stdout) and run nothing.
+    /// Plan only, run nothing: print the plan as a tree and the command that runs it (`swarm
+    /// run FILE`, FILE being --plan-out or the run's copy); with --json, the plan as JSONL.
     #[arg(long)]
     pub plan_only: bool,
+
+    /// Run the plan without asking. On a terminal (stdin and stderr), a single goal's plan is
+    /// shown as a tree and swarm asks `Run N tasks (M writers)? [Y/n/e]`: Enter or y runs it, n
+    /// runs nothing (the plan is kept in a file), e edits it in $VISUAL or $EDITOR first. Off a
+    /// terminal (hooks, CI), in a git hook, and for several goals or the queue, nothing is
+    /// asked.
+    #[arg(short, long)]
+    pub yes: bool,
 
     #[command(flatten)]
     pub options: RunOptions,
@@ -98,6 +134,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a task file (JSONL, one task per line).
+    #[command(long_about = concat!(
+        "Run a task file (JSONL, one task per line).\n\n",
+        summary_json!()
+    ))]
     Run {
         /// The task file.
         #[arg(value_name = "TASKS.jsonl")]
@@ -106,20 +146,87 @@ pub enum Command {
         options: RunOptions,
     },
     /// Continue an interrupted run (the newest unfinished one by default).
+    #[command(long_about = concat!(
+        "Continue an interrupted run (the newest unfinished one by default).\n\n",
+        summary_json!()
+    ))]
     Resume {
         /// The run id.
+        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
+        /// A goal stopped while it was planned is planned again, and on a terminal its plan
+        /// shown and asked about as for `swarm --goal`: run it without asking.
+        #[arg(short, long)]
+        yes: bool,
         #[command(flatten)]
         options: RunOptions,
     },
+    /// List the runs of this repository, newest first.
+    ///
+    /// One line per run: its id, when it started (local time), its status (running; stopped,
+    /// when its process is gone and `swarm resume` continues it; interrupted; finished), its
+    /// exit code, how long it took (so far, for a running one), its number of tasks and what it
+    /// ran (a task file, a goal's text, several goals, the queue).
+    ///
+    /// With --json, an array of objects, newest first, each with `id`, `started_at` and
+    /// `finished_at` (milliseconds since the Unix epoch; `finished_at` is null until the run
+    /// finishes), `status`, `exit_code` (null while it runs), `duration_ms`, `tasks` and
+    /// `source`. No runs: an empty array.
+    Runs,
+    /// Show one task of a run: its spec, status, attempts, result, changed files and transcript.
+    ///
+    /// The task's spec (id, title, lane, mode, deps, files, its prompt or command), its status
+    /// (and why, for one that failed, was parked or was skipped), each attempt (its start, how
+    /// long it took, how it ended and why; an attempt that continued an earlier attempt's agent
+    /// session is marked), the task's result, for a writer its branch and the files it changed
+    /// against the commit it started from, and the last 20 lines of its newest transcript
+    /// (secrets hidden).
+    ///
+    /// With --json, one object: `run`, `id`, `title`, `lane`, `mode`, `deps`, `files`, `prompt`
+    /// and `run_command` (one of them null), `spec` (the task in the task-file format),
+    /// `status`, `error`, `result`, `tokens`, `cost`, `branch` and `branch_exists` (a merged
+    /// writer's branch is deleted once merged), `start_commit`, `commit`,
+    /// `changed_files` (null for a reader), `merge` (null, or an object with `state` (merged,
+    /// parked or no-changes), `commit` and `paths`), `attempts` (each with `number`,
+    /// `started_at`, `finished_at`, `duration_ms`, `outcome`, `reason`, `continued`, `tokens`,
+    /// `cost` and `transcript`) and `transcript` (null, or an object with `path` and `tail`, its
+    /// last lines).
+    Show {
+        /// The task id.
+        task: String,
+        /// The run the task belongs to [default: the newest run].
+        #[arg(long, value_name = "RUN", add = ArgValueCandidates::new(crate::complete::run_ids))]
+        run: Option<String>,
+    },
     /// Show the tasks of a run (the newest by default).
+    ///
+    /// The run (its status, exit code, how long it took, its base commit and what it ran), its
+    /// goals, and one line per task: its status, id, attempts, how long it took (so far, for a
+    /// running one), its title and why it failed, was parked or skipped; then the number of
+    /// tasks in each status.
+    ///
+    /// With --json, one object: `run` (the run as recorded: `id`, `created_at`, `finished_at`,
+    /// `status`, `exit_code`, `source`, `base_commit`, `integration_ref` and `options`), `goals`
+    /// (each with `id`, `text`, `needs`, `status`, `reason` and `queue_id`), `tasks` (each as
+    /// recorded: `id`, `spec` (the task in the task-file format), `status`, `attempts`,
+    /// `failures`, `result`, `error`, `transcript`, `started_at`, `finished_at`, `elapsed_ms`
+    /// (so far, for a running task), `branch`, `start_commit`, `commit_id`, `tokens`, `cost` and
+    /// `session`) and `counts` (the number of tasks in each status). Times are milliseconds
+    /// since the Unix epoch.
     Status {
         /// The run id.
+        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
     },
     /// Show a run's event log (the newest run by default).
+    ///
+    /// With --json, one JSON object per line, as the log `events.jsonl` holds them: `seq`,
+    /// `at` (milliseconds since the Unix epoch), `kind`, and `task` and `detail` where they
+    /// apply. With --path and --json, one object: `events` (the log's path) and `transcripts`
+    /// (with --errors, the paths of the failed attempts' transcripts; else empty).
     Logs {
         /// The run id.
+        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
         /// Only failures and errors, with their transcript paths.
         #[arg(long)]
@@ -135,15 +242,25 @@ pub enum Command {
         path: bool,
     },
     /// Print a run's or a task file's DAG.
+    ///
+    /// With --json (instead of --format), one object: `nodes` (each with `id`, `title`, `lane`,
+    /// `mode` and, for a run, `status`; null for a task file) and `edges` (each with `from`, a
+    /// dependency, and `to`, the task that needs it).
     Graph {
         /// A run id or a task file (the newest run by default).
+        #[arg(add = ArgValueCompleter::new(crate::complete::run_ids_and_files))]
         source: Option<String>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid, conflicts_with = "json")]
         format: GraphFormat,
     },
     /// Show the effective settings and where each came from (flags, SWARM_* variables,
     /// .swarm.toml, the user's config file, defaults), and the agent profiles.
+    ///
+    /// With --json, one object: `options` (for each setting, an object with `value`, `default`
+    /// and `source`, whose `kind` is flag, env, file or default, with the `flag`, `variable` or
+    /// `path` it came from), `profiles` (each profile's fields and the `file` it is in) and
+    /// `environment` (each SWARM_* variable and the setting it sets).
     Config {
         #[command(flatten)]
         options: RunOptions,
@@ -155,12 +272,18 @@ pub enum Command {
     },
     /// Remove the checkouts of finished tasks and the deps' files killed runs left behind; a branch
     /// with unmerged commits is never deleted.
+    ///
+    /// With --json, one object: `dry_run`, and `actions`, each with `action` (remove-worktree,
+    /// remove, delete-branch or keep-branch), `path` or `branch`, `reason` (why a branch is
+    /// deleted or kept) and `done` (false with --dry-run).
     Gc {
         /// List what would be removed, remove nothing.
         #[arg(long)]
         dry_run: bool,
     },
     /// Print a shell completion script.
+    ///
+    /// It has no JSON output: with --json, swarm says so and exits 2.
     Completions {
         /// The shell.
         #[arg(value_enum)]
@@ -182,7 +305,7 @@ pub struct RunOptions {
     /// The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the
     /// configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or
     /// acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = ArgValueCandidates::new(crate::complete::agents))]
     pub agent: Option<String>,
 
     /// The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini].
@@ -297,21 +420,35 @@ pub struct RunOptions {
 
 #[derive(Debug, Subcommand)]
 pub enum QueueAction {
-    /// Add a goal to the queue (the words are joined with spaces).
+    /// Add a goal to the queue (the words are joined with spaces) and print its number.
+    ///
+    /// With --json, one object: `id` (the goal's number) and `text`.
     Add {
         #[arg(required = true, value_name = "TEXT")]
         text: Vec<String>,
     },
-    /// List the goals waiting in the queue and those a run has taken and not finished
-    /// (--json for JSON). A goal leaves the queue when the run that took it finishes.
+    /// List the goals waiting in the queue and those a run has taken and not finished. A goal
+    /// leaves the queue when the run that took it finishes.
+    ///
+    /// With --json, an array in queue order, each with `id`, `text`, `added_at` (milliseconds
+    /// since the Unix epoch), and `run_id`, `goal_id` and `goal_status` (null until a run takes
+    /// it).
     List,
     /// Remove a goal that no run has taken yet.
+    ///
+    /// With --json, one object: `removed` (the goal's number).
     Rm {
         /// The goal's number, as `swarm queue list` shows it.
+        #[arg(add = ArgValueCandidates::new(crate::complete::queued_goals))]
         id: i64,
     },
     /// Run every queued goal as one multi-goal run; goals added while it runs join it (and
     /// the dependency pass) before it ends.
+    #[command(long_about = concat!(
+        "Run every queued goal as one multi-goal run; goals added while it runs join it (and the \
+dependency pass) before it ends.\n\n",
+        summary_json!()
+    ))]
     Run {
         #[command(flatten)]
         options: Box<RunOptions>,

@@ -10,12 +10,15 @@
 pub mod agent;
 pub mod cli;
 mod command;
+pub mod complete;
 pub(crate) mod config;
 pub(crate) mod git;
 pub(crate) mod llm;
+pub mod manual;
 pub(crate) mod panic;
 pub(crate) mod plan;
 pub(crate) mod planner;
+pub(crate) mod preview;
 pub(crate) mod report;
 pub(crate) mod schedule;
 pub(crate) mod secret;
@@ -87,6 +90,8 @@ impl std::error::Error for Busy {}
 
 /// The whole program.
 pub fn main() -> ExitCode {
+    // Before anything prints: a TAB in the shell runs `COMPLETE=bash swarm -- …`.
+    complete::answer_if_asked();
     panic::install();
     let cli = cli::parse();
     ui::set_colors(match cli.color {

@@ -2,8 +2,11 @@
 //! the DAG as Mermaid or DOT. Formats what it is given; computes no state.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde_json::{Value, json};
+
+mod escape;
 
 use crate::plan::Plan;
 use crate::store::{GoalRecord, GoalStatus, RunRecord, TaskRecord, TaskStatus};
@@ -18,6 +21,44 @@ pub struct Parked {
     pub resolver: Option<String>,
     /// Why it is held for review rather than conflicting, when it is.
     pub reason: Option<String>,
+}
+
+/// What became of the run's merged work, as the summary says it and its JSON gives it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Landing {
+    pub action: LandingAction,
+    /// The branch holding the merged work: the user's once fast-forwarded, else the
+    /// integration branch; `None` when nothing was merged.
+    pub branch: Option<String>,
+    /// The commit the merged work ends at.
+    pub commit: Option<String>,
+    /// Why the work was not landed, when it could have been.
+    pub reason: Option<String>,
+    /// The command that goes on from here: `git merge --ff-only …` or `swarm resume …`.
+    pub command: Option<String>,
+    /// All of it in one sentence; `None` with `--land none`, which says nothing.
+    pub message: Option<String>,
+}
+
+/// What landing did, or why it did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LandingAction {
+    /// The user's branch was fast-forwarded to the integration tip.
+    FastForwarded,
+    /// The integration branch was kept (`--land branch` or `none`, or the user's branch was not
+    /// ready for a fast-forward).
+    Kept,
+    /// Nothing was merged; the user's branch is as it was.
+    NothingMerged,
+    /// A signal stopped the run.
+    Interrupted,
+    /// A fault of the environment stopped the run.
+    Stopped,
+    /// Someone else moved the integration branch; nothing is landed.
+    Halted,
+    /// The token budget was spent.
+    OverBudget,
 }
 
 /// One goal of a multi-goal run, with its tasks (indices into the run's tasks).
@@ -42,8 +83,8 @@ pub struct Facts<'a> {
     pub merges: &'a [(String, String)],
     /// Repairs made to a planned goal's plan: (kind, message).
     pub repairs: &'a [(String, String)],
-    /// What happened to the integration branch, one line.
-    pub landing: Option<&'a str>,
+    /// What happened to the integration branch.
+    pub landing: Option<&'a Landing>,
     /// Why the run stopped merging for a human, when it did.
     pub halted: Option<&'a str>,
     pub exit_code: i32,
@@ -52,6 +93,14 @@ pub struct Facts<'a> {
     /// What the run says about its goals as a whole: a failed dependency pass, dropped
     /// dependencies, a deadlock.
     pub goal_notes: &'a [String],
+    /// The last lines of stderr of each failed task's last failed attempt: (task, attempt,
+    /// lines).
+    pub output_tails: &'a [(String, u32, Vec<String>)],
+    /// How long the run ran, start to end, over every swarm that ran it.
+    pub wall: Duration,
+    /// Tokens the planner's model calls used (plans, dependency passes); `None` when nothing
+    /// was planned.
+    pub planning_tokens: Option<u64>,
 }
 
 /// Counts of tasks by status.
@@ -86,16 +135,25 @@ fn counts_line(tasks: &[TaskRecord]) -> String {
 }
 
 /// The Markdown report: the deliverable's result (one section per goal in a multi-goal run),
-/// then "Run summary".
+/// then "Needs attention" (when something does), then "Run summary".
 pub fn markdown(f: &Facts<'_>) -> String {
     let mut out = String::new();
-    if !f.goals.is_empty() {
+    if f.goals.is_empty() {
+        out.push_str(&deliverable(f));
+    } else {
         for g in f.goals {
             out.push_str(&goal_section(f, g));
         }
-        out.push_str(&run_summary(f));
-        return out;
     }
+    out.push_str(&needs_attention(f));
+    out.push_str(&run_summary(f));
+    out
+}
+
+/// The single deliverable of a run that is not multi-goal: the reducer's result, as the agent
+/// wrote it (it is Markdown of its own, so it is not escaped), or why there is none.
+fn deliverable(f: &Facts<'_>) -> String {
+    let mut out = String::new();
     match f.plan.deliverable() {
         Some(i) => {
             let t = &f.tasks[i];
@@ -107,8 +165,8 @@ pub fn markdown(f: &Facts<'_>) -> String {
                 _ => {
                     let _ = writeln!(
                         out,
-                        "_The final task `{}` did not finish ({}); there is no deliverable._\n",
-                        t.id,
+                        "_The final task {} did not finish ({}); there is no deliverable._\n",
+                        named(f.plan, &t.id),
                         t.status.as_str()
                     );
                 }
@@ -118,7 +176,6 @@ pub fn markdown(f: &Facts<'_>) -> String {
             "_This plan has no reducer task and more than one final task, so there is no single deliverable; each task's result is in the board (`swarm status`)._\n\n",
         ),
     }
-    out.push_str(&run_summary(f));
     out
 }
 
@@ -126,15 +183,10 @@ pub fn markdown(f: &Facts<'_>) -> String {
 fn goal_section(f: &Facts<'_>, g: &GoalFacts) -> String {
     let mut out = String::new();
     let r = &g.record;
-    let _ = writeln!(
-        out,
-        "## Goal {}: {}\n",
-        r.id,
-        crate::ui::one_line(&r.text, usize::MAX)
-    );
+    let _ = writeln!(out, "## Goal {}: {}\n", r.id, escape::markdown(&r.text));
     let mut status = format!("Status: **{}**", r.status.as_str());
     if let Some(why) = &r.reason {
-        let _ = write!(status, " ({why})");
+        let _ = write!(status, " ({})", escape::markdown(why));
     }
     let _ = writeln!(out, "{status}.  ");
     match r.needs.as_deref() {
@@ -142,7 +194,7 @@ fn goal_section(f: &Facts<'_>, g: &GoalFacts) -> String {
         Some(needs) => {
             let list: Vec<String> = needs
                 .iter()
-                .map(|n| format!("goal {} ({})", n.goal, n.reason))
+                .map(|n| format!("goal {} ({})", n.goal, escape::markdown(&n.reason)))
                 .collect();
             let _ = writeln!(out, "Needs {}.\n", list.join("; "));
         }
@@ -156,8 +208,8 @@ fn goal_section(f: &Facts<'_>, g: &GoalFacts) -> String {
         Some(t) => {
             let _ = writeln!(
                 out,
-                "_Its final task `{}` did not finish ({}); there is no deliverable._\n",
-                t.id,
+                "_Its final task {} did not finish ({}); there is no deliverable._\n",
+                named(f.plan, &t.id),
                 t.status.as_str()
             );
         }
@@ -186,11 +238,11 @@ pub fn goal_markdown(f: &Facts<'_>, g: &GoalFacts) -> String {
             let t = &f.tasks[i];
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} | {} |",
-                t.id,
+                "| {} | {} | {} | {} |",
+                named(f.plan, &t.id),
                 t.status.as_str(),
                 t.attempts,
-                t.error.as_deref().unwrap_or("").replace('|', "\\|")
+                escape::markdown(t.error.as_deref().unwrap_or(""))
             );
         }
     }
@@ -203,9 +255,14 @@ fn goal_mermaid(goals: &[GoalFacts]) -> String {
     let mut out = String::from("flowchart LR\n");
     for g in goals {
         let r = &g.record;
-        let text = crate::ui::one_line(&r.text, 40);
-        let label = format!("{}: {}<br/>{}", r.id, text, r.status.as_str());
-        let _ = writeln!(out, "  {}[\"{}\"]", r.id, label.replace('"', "'"));
+        let text = escape::mermaid(&crate::ui::one_line(&r.text, 40));
+        let _ = writeln!(
+            out,
+            "  {}[\"{}: {text}<br/>{}\"]",
+            r.id,
+            r.id,
+            r.status.as_str()
+        );
     }
     for g in goals {
         for n in g.record.needs.iter().flatten() {
@@ -240,25 +297,103 @@ fn goal_class(s: GoalStatus) -> &'static str {
     }
 }
 
-/// "Run summary": the run, its tasks, attention, failures, skips, repairs, merges, graphs.
+/// "Needs attention": what a human has to act on, with how: a run that stopped merging,
+/// parked writers with the commands to take them, failed tasks with why and their last lines
+/// of stderr. Empty when nothing needs anyone.
+fn needs_attention(f: &Facts<'_>) -> String {
+    let failed: Vec<&TaskRecord> = f
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed)
+        .collect();
+    if f.parked.is_empty() && f.halted.is_none() && failed.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## Needs attention\n\n");
+    if let Some(why) = f.halted {
+        let _ = writeln!(
+            out,
+            "- The run stopped merging: {}.\n",
+            escape::markdown(why)
+        );
+    }
+    let integration = f.run.integration_ref.trim_start_matches("refs/heads/");
+    for p in f.parked {
+        let b = &p.branch;
+        let task = named(f.plan, &p.task);
+        if let Some(why) = &p.reason {
+            let _ = writeln!(
+                out,
+                "- {task} is parked for review, not merged: {}. Look at its branch `{b}`, and merge it yourself only if it is right:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  ```\n",
+                escape::markdown(why),
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "- {task} is parked: its branch `{b}` conflicts with `{integration}` in {}.\n  Inspect and resolve:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  # fix the conflicts, then: git add -A && git commit\n  ```\n",
+            p.paths
+                .iter()
+                .map(|x| escape::code(x))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        if let Some(why) = &p.resolver {
+            let _ = writeln!(
+                out,
+                "  One attempt to resolve it automatically failed: {}.\n",
+                escape::markdown(why)
+            );
+        }
+    }
+    for t in failed {
+        let _ = writeln!(
+            out,
+            "- {} failed after {}: {}",
+            named(f.plan, &t.id),
+            crate::ui::count(t.attempts as usize, "attempt", "attempts"),
+            escape::markdown(t.error.as_deref().unwrap_or("unknown error"))
+        );
+        for (task, n, outcome, path) in f.failed_attempts {
+            if task == &t.id {
+                let _ = writeln!(
+                    out,
+                    "  - attempt {n} ({outcome}): transcript {}",
+                    escape::code(path)
+                );
+            }
+        }
+        if let Some((_, attempt, lines)) = f.output_tails.iter().find(|(task, ..)| task == &t.id)
+            && !lines.is_empty()
+        {
+            let _ = writeln!(out, "\n  The end of attempt {attempt}'s stderr:\n");
+            out.push_str(&escape::code_block(lines, "  "));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// "Run summary": the run and its totals, its tasks, skips, repairs, merges, graphs.
 fn run_summary(f: &Facts<'_>) -> String {
     let mut out = String::new();
     out.push_str("## Run summary\n\n");
     let _ = writeln!(
         out,
-        "Run `{}` from `{}` ({}), base `{}`.  ",
+        "Run `{}` from {} ({}), base `{}`.  ",
         f.run.id,
-        f.run.source,
+        escape::code(&f.run.source),
         f.run.status.as_str(),
         &f.run.base_commit[..f.run.base_commit.len().min(12)],
     );
     let _ = writeln!(
         out,
-        "{}. Exit code {}.\n",
+        "{}. Exit code {}.  ",
         counts_line(f.tasks),
         f.exit_code
     );
-    if let Some(l) = f.landing {
+    let _ = writeln!(out, "{}\n", totals_line(f));
+    if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}\n");
     }
     if !f.goals.is_empty() {
@@ -269,7 +404,7 @@ fn run_summary(f: &Facts<'_>) -> String {
             .count();
         let _ = writeln!(out, "{} goals, {done} done.\n", f.goals.len());
         for note in f.goal_notes {
-            let _ = writeln!(out, "- {note}");
+            let _ = writeln!(out, "- {}", escape::markdown(note));
         }
         if !f.goal_notes.is_empty() {
             out.push('\n');
@@ -286,9 +421,9 @@ fn run_summary(f: &Facts<'_>) -> String {
         let continued = continued_of(f, &t.id);
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
-            t.id,
-            spec.lane.as_str(),
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            named(f.plan, &t.id),
+            escape::markdown(spec.lane.as_str()),
             spec.mode.as_str(),
             t.status.as_str(),
             if continued.is_empty() {
@@ -297,7 +432,7 @@ fn run_summary(f: &Facts<'_>) -> String {
                 let n: Vec<String> = continued.iter().map(u32::to_string).collect();
                 format!("{} ({} continued)", t.attempts, n.join(", "))
             },
-            crate::ui::duration(std::time::Duration::from_millis(t.elapsed_ms.max(0) as u64)),
+            crate::ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
             t.tokens,
             if is_command(spec) {
                 "-".to_owned()
@@ -306,78 +441,7 @@ fn run_summary(f: &Facts<'_>) -> String {
             },
         );
     }
-    let tokens: u64 = f.tasks.iter().map(|t| t.tokens).sum();
-    // Commands cost nothing; any agent task of unknown cost makes the total unknown.
-    let total_cost = f
-        .tasks
-        .iter()
-        .zip(&f.plan.tasks)
-        .filter(|(_, spec)| !is_command(spec))
-        .try_fold(0.0, |sum, (t, _)| t.cost.map(|c| sum + c));
-    let _ = writeln!(
-        out,
-        "\nTokens used by the tasks: {tokens}; cost: {}.",
-        cost(total_cost)
-    );
 
-    if !f.parked.is_empty() || f.halted.is_some() {
-        out.push_str("\n### Needs attention\n\n");
-        if let Some(why) = f.halted {
-            let _ = writeln!(out, "- The run stopped merging: {why}.\n");
-        }
-        let integration = f.run.integration_ref.trim_start_matches("refs/heads/");
-        for p in f.parked {
-            let b = &p.branch;
-            if let Some(why) = &p.reason {
-                let _ = writeln!(
-                    out,
-                    "- `{}` is parked for review, not merged: {why}. Look at its branch `{b}`, and merge it yourself only if it is right:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  ```\n",
-                    p.task,
-                );
-                continue;
-            }
-            let _ = writeln!(
-                out,
-                "- `{}` is parked: its branch `{b}` conflicts with `{integration}` in {}.\n  Inspect and resolve:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  # fix the conflicts, then: git add -A && git commit\n  ```\n",
-                p.task,
-                p.paths
-                    .iter()
-                    .map(|x| format!("`{x}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
-            if let Some(why) = &p.resolver {
-                let _ = writeln!(
-                    out,
-                    "  One attempt to resolve it automatically failed: {why}.\n"
-                );
-            }
-        }
-    }
-
-    let failed: Vec<&TaskRecord> = f
-        .tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Failed)
-        .collect();
-    if !failed.is_empty() {
-        out.push_str("\n### Failures\n\n");
-        for t in failed {
-            let _ = writeln!(
-                out,
-                "- `{}` failed after {} attempt{}: {}",
-                t.id,
-                t.attempts,
-                if t.attempts == 1 { "" } else { "s" },
-                t.error.as_deref().unwrap_or("unknown error")
-            );
-            for (task, n, outcome, path) in f.failed_attempts {
-                if task == &t.id {
-                    let _ = writeln!(out, "  - attempt {n} ({outcome}): transcript `{path}`");
-                }
-            }
-        }
-    }
     let skipped: Vec<&TaskRecord> = f
         .tasks
         .iter()
@@ -388,16 +452,16 @@ fn run_summary(f: &Facts<'_>) -> String {
         for t in skipped {
             let _ = writeln!(
                 out,
-                "- `{}`: {}",
-                t.id,
-                t.error.as_deref().unwrap_or("a dependency did not finish")
+                "- {}: {}",
+                named(f.plan, &t.id),
+                escape::markdown(t.error.as_deref().unwrap_or("a dependency did not finish"))
             );
         }
     }
     if !f.repairs.is_empty() {
         out.push_str("\n### Plan repairs\n\n");
         for (kind, message) in f.repairs {
-            let _ = writeln!(out, "- {kind}: {message}");
+            let _ = writeln!(out, "- {kind}: {}", escape::markdown(message));
         }
     }
     if !f.merges.is_empty() {
@@ -405,7 +469,8 @@ fn run_summary(f: &Facts<'_>) -> String {
         for (task, commit) in f.merges {
             let _ = writeln!(
                 out,
-                "- `{task}` merged as `{}`",
+                "- {} merged as `{}`",
+                named(f.plan, task),
                 &commit[..commit.len().min(12)]
             );
         }
@@ -419,6 +484,69 @@ fn run_summary(f: &Facts<'_>) -> String {
     out.push_str(&mermaid(f.plan, Some(f.tasks)));
     out.push_str("```\n");
     out
+}
+
+/// What the run used in all: its wall time, the tasks' tokens (and the planner's, when it
+/// planned) and the tasks' cost.
+struct Totals {
+    wall: Duration,
+    task_tokens: u64,
+    planning_tokens: Option<u64>,
+    /// Commands cost nothing; any agent task of unknown cost makes it unknown.
+    cost: Option<f64>,
+}
+
+fn totals(f: &Facts<'_>) -> Totals {
+    Totals {
+        wall: f.wall,
+        task_tokens: f.tasks.iter().map(|t| t.tokens).sum(),
+        planning_tokens: f.planning_tokens,
+        cost: f
+            .tasks
+            .iter()
+            .zip(&f.plan.tasks)
+            .filter(|(_, spec)| !is_command(spec))
+            .try_fold(0.0, |sum, (t, _)| t.cost.map(|c| sum + c)),
+    }
+}
+
+/// `Wall time 1m02s; tokens: 1200 by the tasks, 300 for planning; cost of the tasks: $0.0100.`
+fn totals_line(f: &Facts<'_>) -> String {
+    let t = totals(f);
+    let planning = t
+        .planning_tokens
+        .map(|n| format!(", {n} for planning"))
+        .unwrap_or_default();
+    format!(
+        "Wall time {}; tokens: {} by the tasks{planning}; cost of the tasks: {}.",
+        crate::ui::duration(t.wall),
+        t.task_tokens,
+        cost(t.cost)
+    )
+}
+
+/// A task as the report names it: its id as code, then its title when it has one
+/// (`` `t3` — Add tracing to handlers ``).
+fn named(plan: &Plan, id: &str) -> String {
+    let title = plan
+        .tasks
+        .iter()
+        .find(|t| t.id.as_str() == id)
+        .and_then(|t| t.title.as_deref())
+        .filter(|t| !t.trim().is_empty());
+    match title {
+        Some(title) => format!("{} — {}", escape::code(id), escape::markdown(title)),
+        None => escape::code(id),
+    }
+}
+
+/// A task as a graph names it, before escaping: `t3 — Add tracing to handlers`, the title cut
+/// to keep the node small.
+fn graph_label(task: &crate::plan::Task) -> String {
+    match task.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        Some(title) => format!("{} — {}", task.id, crate::ui::one_line(title, 40)),
+        None => task.id.to_string(),
+    }
 }
 
 /// The short human summary for stdout.
@@ -446,7 +574,7 @@ pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
             t.error.as_deref().unwrap_or("unknown error")
         );
     }
-    if let Some(l) = f.landing {
+    if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}");
     }
     let _ = writeln!(out, "report: {report_path}");
@@ -459,6 +587,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
         .into_iter()
         .map(|(s, n)| (s.as_str().to_owned(), n.into()))
         .collect();
+    let totals = totals(f);
     json!({
         "run": f.run.id,
         "status": f.run.status.as_str(),
@@ -474,6 +603,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "elapsed_ms": t.elapsed_ms,
             "error": t.error,
             "transcript": t.transcript,
+            "stderr_tail": f.output_tails.iter().find(|(task, ..)| task == &t.id).map_or(&[][..], |(.., l)| l.as_slice()),
         })).collect::<Vec<_>>(),
         "goals": f.goals.iter().map(|g| json!({
             "id": g.record.id,
@@ -485,6 +615,12 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
         })).collect::<Vec<_>>(),
         "parked": f.parked.iter().map(|p| json!({"task": p.task, "branch": p.branch, "paths": p.paths, "reason": p.reason})).collect::<Vec<_>>(),
         "landing": f.landing,
+        "totals": {
+            "elapsed_ms": totals.wall.as_millis() as u64,
+            "task_tokens": totals.task_tokens,
+            "planning_tokens": totals.planning_tokens,
+            "cost": totals.cost,
+        },
         "report": report_path,
     })
 }
@@ -518,11 +654,12 @@ fn node(i: usize) -> String {
 pub fn mermaid(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
     let mut out = String::from("flowchart TD\n");
     for (i, t) in plan.tasks.iter().enumerate() {
-        let label = match tasks {
-            Some(ts) => format!("{}<br/>{}", t.id, ts[i].status.as_str()),
-            None => format!("{}<br/>{}", t.id, t.lane.as_str()),
+        let below = match tasks {
+            Some(ts) => ts[i].status.as_str(),
+            None => t.lane.as_str(),
         };
-        let _ = writeln!(out, "  {}[\"{}\"]", node(i), label.replace('"', "'"));
+        let (label, below) = (escape::mermaid(&graph_label(t)), escape::mermaid(below));
+        let _ = writeln!(out, "  {}[\"{label}<br/>{below}\"]", node(i));
     }
     for i in 0..plan.len() {
         for d in plan.deps(i) {
@@ -552,9 +689,9 @@ pub fn mermaid(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
 pub fn dot(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
     let mut out = String::from("digraph swarm {\n  rankdir=TB;\n  node [shape=box];\n");
     for (i, t) in plan.tasks.iter().enumerate() {
-        let (label, color) = match tasks {
+        let (below, color) = match tasks {
             Some(ts) => (
-                format!("{}\\n{}", t.id, ts[i].status.as_str()),
+                ts[i].status.as_str(),
                 match status_class(ts[i].status) {
                     "done" => "palegreen",
                     "failed" => "lightpink",
@@ -564,13 +701,14 @@ pub fn dot(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
                     _ => "white",
                 },
             ),
-            None => (format!("{}\\n{}", t.id, t.lane.as_str()), "white"),
+            None => (t.lane.as_str(), "white"),
         };
         let _ = writeln!(
             out,
-            "  {} [label=\"{}\", style=filled, fillcolor={color}];",
+            "  {} [label=\"{}\\n{below}\", style=filled, fillcolor={color}];",
             node(i),
-            label.replace('"', "'")
+            escape::dot(&graph_label(t)),
+            below = escape::dot(below),
         );
     }
     for i in 0..plan.len() {

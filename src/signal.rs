@@ -19,6 +19,9 @@ struct Handler {
     stop: Callback,
     /// The second: kill what it started, now.
     kill: Callback,
+    /// SIGINT is not counted while this phase runs (a program it started owns the terminal and
+    /// Ctrl-C is that program's).
+    ignores_interrupts: bool,
 }
 
 /// The handlers of the phases running now, innermost last: a phase within a phase (the run
@@ -33,8 +36,11 @@ pub fn install() -> anyhow::Result<()> {
         .name("swarm-signals".into())
         .spawn(move || {
             for signal in signals.forever() {
-                let first = COUNT.fetch_add(1, Ordering::SeqCst) == 0;
                 let handlers = HANDLERS.lock().unwrap_or_else(PoisonError::into_inner);
+                if signal == SIGINT && handlers.last().is_some_and(|h| h.ignores_interrupts) {
+                    continue;
+                }
+                let first = COUNT.fetch_add(1, Ordering::SeqCst) == 0;
                 match (handlers.last(), first) {
                     (None, true) => std::process::exit(128 + signal),
                     // A second signal after the phase that took the first has ended: what it
@@ -74,6 +80,22 @@ pub fn handle(stop: impl Fn() + Send + 'static, kill: impl Fn() + Send + 'static
         .push(Handler {
             stop: Box::new(stop),
             kill: Box::new(kill),
+            ignores_interrupts: false,
+        });
+    Handling(())
+}
+
+/// While the returned guard lives, SIGINT is not counted (as git does while the user's editor
+/// runs: Ctrl-C there is the editor's); SIGTERM ends swarm as with no phase running.
+#[must_use]
+pub fn ignore_interrupts() -> Handling {
+    HANDLERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Handler {
+            stop: Box::new(|| std::process::exit(128 + signal_hook::consts::SIGTERM)),
+            kill: Box::new(|| {}),
+            ignores_interrupts: true,
         });
     Handling(())
 }

@@ -71,6 +71,24 @@ pub(crate) fn run_id_stamp(at: Timestamp) -> String {
     at.strftime("%Y%m%d-%H%M%S").to_string()
 }
 
+/// A time the board holds (milliseconds since the epoch) in the machine's zone, to the minute:
+/// `2026-11-29 07:13`.
+pub(crate) fn local_minute(ms: i64) -> String {
+    local(ms, "%Y-%m-%d %H:%M", &TimeZone::system())
+}
+
+/// The same to the second: `2026-11-29 07:13:02`.
+pub(crate) fn local_second(ms: i64) -> String {
+    local(ms, "%Y-%m-%d %H:%M:%S", &TimeZone::system())
+}
+
+fn local(ms: i64, format: &str, zone: &TimeZone) -> String {
+    Timestamp::from_millisecond(ms).map_or_else(
+        |_| "?".to_owned(),
+        |t| t.to_zoned(zone.clone()).strftime(format).to_string(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +122,15 @@ mod tests {
     fn run_ids_carry_the_utc_time() {
         let at = Timestamp::from_second(1_795_000_000).unwrap();
         assert_eq!(run_id_stamp(at), "20261118-110640");
+    }
+
+    #[test]
+    fn board_times_read_in_a_zone() {
+        let zone = TimeZone::get("Europe/Paris").unwrap();
+        assert_eq!(
+            local(1_795_000_000_000, "%Y-%m-%d %H:%M", &zone),
+            "2026-11-18 12:06"
+        );
+        assert_eq!(local(i64::MAX, "%Y", &zone), "?");
     }
 }

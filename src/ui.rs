@@ -170,8 +170,9 @@ fn colors_by_env(
     terminal
 }
 
+/// A terminal the live display can draw on: `TERM` names one, and it is not `dumb`.
 fn stderr_is_terminal() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+    std::io::stderr().is_terminal() && !console::is_dumb()
 }
 
 /// The bars on screen now, if any: every line swarm prints on stderr goes above them, so
@@ -378,6 +379,21 @@ impl Ui {
             Mode::Plain => line(verb, text),
             Mode::Bars(bars) => {
                 let _ = bars.multi.println(format_line(verb, text));
+            }
+        }
+    }
+
+    /// Lines an attempt left (the end of a failed attempt's stderr), under the line about it,
+    /// indented past the verbs' column.
+    pub fn output_tail(&mut self, lines: &[String]) {
+        for l in lines {
+            let text = format!("{:14}{l}", "");
+            match &mut self.mode {
+                Mode::Quiet | Mode::Events => {}
+                Mode::Plain => print_line(&text),
+                Mode::Bars(bars) => {
+                    let _ = bars.multi.println(text);
+                }
             }
         }
     }

@@ -471,6 +471,35 @@ pub(crate) fn run_cli(
     done
 }
 
+/// The last `n` lines of the stderr an attempt's transcript holds (none for an agent whose
+/// transcript keeps no stderr of its own), secrets hidden, trailing blank lines left out,
+/// control characters (a terminal's escape sequences) dropped and each line cut at
+/// `TAIL_LINE_CAP` characters.
+pub(crate) fn stderr_tail(transcript: &std::path::Path, n: usize) -> Vec<String> {
+    let stderr = transcript_stderr(transcript);
+    // Hidden before it is cut: a secret across the cut would otherwise show its end.
+    let stderr = crate::secret::redact(&stderr);
+    let lines: Vec<&str> = stderr.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| {
+            let mut line: String = l
+                .trim_end()
+                .chars()
+                .filter(|c| *c == '\t' || !c.is_control())
+                .collect();
+            if let Some((at, _)) = line.char_indices().nth(TAIL_LINE_CAP) {
+                line.truncate(at);
+                line.push('…');
+            }
+            line
+        })
+        .collect()
+}
+
+/// A line of a failed attempt's stderr tail is cut at this many characters.
+const TAIL_LINE_CAP: usize = 300;
+
 /// What the attempt's transcript holds of the agent's stderr.
 fn transcript_stderr(transcript: &std::path::Path) -> String {
     let text = std::fs::read_to_string(transcript).unwrap_or_default();

@@ -13,6 +13,7 @@ use super::settings::{
 use super::{Globals, refuse_when_nested};
 use crate::git::Repo;
 use crate::planner;
+use crate::preview::Consent;
 use crate::schedule::{GoalRun, Settings};
 use crate::store::{Event, GoalRecord, GoalStatus, RunEvent, RunStatus};
 use crate::ui::Verb;
@@ -26,8 +27,8 @@ const TREE_ENTRIES: usize = 60;
 pub(super) fn run_goal(
     g: &Globals,
     goal: &str,
-    plan_out: Option<&Path>,
-    plan_only: bool,
+    output: PlanOutput<'_>,
+    asked: Question,
     configured: &Configured,
 ) -> anyhow::Result<u8> {
     let options = &configured.options;
@@ -47,7 +48,7 @@ pub(super) fn run_goal(
         options,
         None,
         &Reads {
-            plan_out,
+            plan_out: output.file,
             files: Vec::new(),
         },
     )?;
@@ -55,8 +56,8 @@ pub(super) fn run_goal(
     std::fs::write(run.board.run_dir(&run.record.id).join(GOAL_FILE), goal)?;
     let goal = Goal {
         text: goal,
-        plan_out,
-        plan_only,
+        output,
+        asked,
         client: &client,
     };
     plan_and_launch(
@@ -75,10 +76,38 @@ pub(super) const GOAL_FILE: &str = "goal.md";
 /// A single goal to plan, and what to do with the plan.
 pub(super) struct Goal<'a> {
     pub(super) text: &'a str,
-    pub(super) plan_out: Option<&'a Path>,
-    pub(super) plan_only: bool,
+    pub(super) output: PlanOutput<'a>,
+    pub(super) asked: Question,
     pub(super) client: &'a crate::llm::Client,
 }
+
+/// Where a single goal's plan goes besides the run's directory.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PlanOutput<'a> {
+    /// `--plan-out`: the plan in the task-file format.
+    pub(super) file: Option<&'a Path>,
+    /// `--plan-only`: print the plan and run nothing.
+    pub(super) only: bool,
+}
+
+/// Whether a single goal's plan is shown and asked about before it runs. Several goals are
+/// never asked about: each is planned inside the run, while the others' tasks may be running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Question {
+    /// When stdin and stderr are terminals, show the plan and ask.
+    Ask,
+    /// `--yes`, or a git hook: run the plan as planned.
+    Skip,
+}
+
+impl Question {
+    pub(super) fn unless(skip: bool) -> Self {
+        if skip { Self::Skip } else { Self::Ask }
+    }
+}
+
+/// The exit code of a question answered with Ctrl-C: a shell's for a command it interrupted.
+const INTERRUPTED: u8 = 130;
 
 /// Plans a recorded single-goal run's goal and runs the plan. A signal while planning stops the
 /// run resumably (exit 75): a resume plans the goal again.
@@ -92,8 +121,8 @@ pub(super) fn plan_and_launch(
 ) -> anyhow::Result<u8> {
     let Goal {
         text: goal,
-        plan_out,
-        plan_only,
+        output,
+        asked,
         client,
     } = *goal;
     let run_id = run.record.id.clone();
@@ -110,6 +139,9 @@ pub(super) fn plan_and_launch(
         MAX_FAN_IN,
         &crate::signal::requested,
         &mut |n| {
+            if let Some(line) = crate::schedule::notice_line(&n) {
+                ui::say(g.quiet, Verb::Retrying, &format!("planning: {line}"));
+            }
             notes.push(n);
         },
     );
@@ -187,42 +219,164 @@ pub(super) fn plan_and_launch(
             repairs: planned.repairs.len(),
         }),
     )?;
-    let text = planned.plan.to_jsonl();
-    if let Some(out) = plan_out {
-        let out = if out.is_absolute() {
+    let plan_out = output.file.map(|out| {
+        if out.is_absolute() {
             out.to_owned()
         } else {
             g.dir.join(out)
-        };
-        super::output::write_atomic(&out, text.as_bytes())
-            .map_err(|e| e.context(format!("could not write the plan to {}", out.display())))?;
-    }
+        }
+    });
     ui::say(
         g.quiet,
         Verb::Planned,
         &format!(
-            "{} tasks ({} repairs, {} tokens)",
-            planned.plan.len(),
+            "{} ({} repairs, {} tokens)",
+            ui::count(planned.plan.len(), "task", "tasks"),
             planned.repairs.len(),
             planned.usage.total_tokens
         ),
     );
-    if plan_only {
-        std::fs::write(board.run_dir(&run_id).join("plan.jsonl"), &text)?;
-        board.set_run_status(
-            &run_id,
-            RunStatus::Finished,
-            Some(i32::from(exit::OK)),
-            &Event::run(RunEvent::PlanOnly),
-        )?;
-        if plan_out.is_none() {
-            ui::out(&text)?;
-        }
-        return Ok(exit::OK);
+    if output.only {
+        return plan_only(g, board, &run_id, &planned.plan, plan_out.as_deref());
     }
-    let mut settings = settings(options, &planned.plan, profiles)?;
-    guard_files(&run.repo, &mut settings, config_file)?;
-    run.launch(g, planned.plan, &settings, options, None)
+    // Checked before the question, so that a yes is not answered with an error.
+    let mut run_settings = settings(options, &planned.plan, profiles)?;
+    let plan = if asked == Question::Ask && crate::preview::interactive() {
+        match crate::preview::consent(&planned.plan, &mut crate::preview::Tty::new())? {
+            Consent::Run => planned.plan,
+            Consent::RunEdited(edited) => {
+                board.event(
+                    &run_id,
+                    &Event::run(RunEvent::PlanEdited {
+                        tasks: edited.len(),
+                    }),
+                )?;
+                run_settings = settings(options, &edited, profiles)?;
+                edited
+            }
+            Consent::Declined {
+                edited,
+                interrupted,
+            } => {
+                let kept = Declined {
+                    plan: &planned.plan,
+                    edited: edited.as_deref(),
+                    interrupted,
+                };
+                return declined(board, &run_id, &kept, plan_out.as_deref());
+            }
+        }
+    } else {
+        planned.plan
+    };
+    if let Some(out) = &plan_out {
+        write_plan(out, &plan.to_jsonl())?;
+    }
+    guard_files(&run.repo, &mut run_settings, config_file)?;
+    run.launch(g, plan, &run_settings, options, None)
+}
+
+/// `--plan-only`: keeps the plan (in `--plan-out` and the run's directory), ends the run, and
+/// prints the plan: as a tree with the command that runs it, or with `--json` as JSONL.
+fn plan_only(
+    g: &Globals,
+    board: &mut crate::store::Board,
+    run_id: &str,
+    plan: &crate::plan::Plan,
+    plan_out: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let text = plan.to_jsonl();
+    if let Some(out) = plan_out {
+        write_plan(out, &text)?;
+    }
+    let run_copy = board.run_dir(run_id).join("plan.jsonl");
+    std::fs::write(&run_copy, &text)?;
+    board.set_run_status(
+        run_id,
+        RunStatus::Finished,
+        Some(i32::from(exit::OK)),
+        &Event::run(RunEvent::PlanOnly),
+    )?;
+    if g.json {
+        ui::out(&text)?;
+    } else {
+        ui::out(&format!(
+            "{}{}\n\nTo run it: swarm run {}",
+            crate::preview::tree(plan, crate::preview::stdout_width()),
+            crate::preview::counts(plan),
+            shell_word(plan_out.unwrap_or(&run_copy))
+        ))?;
+    }
+    Ok(exit::OK)
+}
+
+/// A plan the user chose not to run.
+struct Declined<'a> {
+    plan: &'a crate::plan::Plan,
+    /// The text of the user's last edit, which had problems.
+    edited: Option<&'a str>,
+    /// Answered with Ctrl-C.
+    interrupted: bool,
+}
+
+/// Keeps a declined plan (in `--plan-out` and the run's directory; the user's edit, when they
+/// made one, in the run's directory, since it is what they will want back), ends the run and
+/// says where the plan is. Shown whatever `-q` says: it ends the dialog the user just had.
+fn declined(
+    board: &mut crate::store::Board,
+    run_id: &str,
+    kept: &Declined<'_>,
+    plan_out: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let text = kept.plan.to_jsonl();
+    if let Some(out) = plan_out {
+        write_plan(out, &text)?;
+    }
+    let run_copy = board.run_dir(run_id).join("plan.jsonl");
+    std::fs::write(&run_copy, kept.edited.unwrap_or(&text))?;
+    let code = if kept.interrupted {
+        INTERRUPTED
+    } else {
+        exit::OK
+    };
+    board.set_run_status(
+        run_id,
+        RunStatus::Finished,
+        Some(i32::from(code)),
+        &Event::run(RunEvent::PlanDeclined {
+            interrupted: kept.interrupted,
+        }),
+    )?;
+    let note = if kept.edited.is_some() {
+        format!(
+            "your edit of the plan (it has problems); nothing ran. Once they are fixed: swarm run {}",
+            shell_word(&run_copy)
+        )
+    } else {
+        format!(
+            "the plan; nothing ran. To run it: swarm run {}",
+            shell_word(plan_out.unwrap_or(&run_copy))
+        )
+    };
+    ui::say(false, Verb::Kept, &note);
+    Ok(code)
+}
+
+/// Writes the plan to `--plan-out`.
+fn write_plan(out: &Path, text: &str) -> anyhow::Result<()> {
+    super::output::write_atomic(out, text.as_bytes())
+        .map_err(|e| e.context(format!("could not write the plan to {}", out.display())))
+}
+
+/// `path` as a shell word: quoted when it holds anything but plain path characters.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// `swarm --goal A --goal B …`, `--goals-file`, and `swarm queue run`: records the goals (or

@@ -1,11 +1,12 @@
-//! Looking at runs without changing them (`status`, `logs`, `graph`) and `gc`.
+//! Looking at runs without changing them (`status`, `logs`, `graph`) and `gc`; `runs` and
+//! `show` have files of their own beside this one.
 
 use std::fmt::Write as _;
 use std::io::Read as _;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::layout::{Lock, deps_root};
 use super::run::{read_events, stored_plan};
@@ -14,12 +15,12 @@ use crate::cli::GraphFormat;
 use crate::git::Repo;
 use crate::plan::Plan;
 use crate::report;
-use crate::store::{Board, Logged, RunRecord, RunStatus};
+use crate::store::{Board, Logged, RunRecord, RunStatus, TaskRecord, TaskStatus, now_ms};
 use crate::ui;
 use crate::{Usage, exit};
 
 /// Who holds the repository's run lock, if anyone; takes nothing.
-fn lock_holder(repo: &Repo) -> Option<String> {
+pub(super) fn lock_holder(repo: &Repo) -> Option<String> {
     let path = repo.common_dir().join("swarm").join("lock");
     let mut file = std::fs::OpenOptions::new().read(true).open(path).ok()?;
     if file.try_lock_shared().is_ok() {
@@ -30,16 +31,109 @@ fn lock_holder(repo: &Repo) -> Option<String> {
     Some(holder.trim().to_owned())
 }
 
-fn pick_run(board: &Board, run: Option<&str>) -> anyhow::Result<RunRecord> {
+/// Where a run stands as a person looking at it sees it: a run the board says is running
+/// whose process is gone is stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RunState {
+    Running,
+    Stopped,
+    Interrupted,
+    Finished,
+}
+
+impl RunState {
+    /// `status` of a run whose lock, if anyone holds it, is held by `holder`.
+    pub(super) fn of(run: &str, status: RunStatus, holder: Option<&str>) -> Self {
+        match status {
+            RunStatus::Running if holder.is_some_and(|h| holds(h, run)) => Self::Running,
+            RunStatus::Running => Self::Stopped,
+            RunStatus::Interrupted => Self::Interrupted,
+            RunStatus::Finished => Self::Finished,
+        }
+    }
+
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Stopped => "stopped",
+            Self::Interrupted => "interrupted",
+            Self::Finished => "finished",
+        }
+    }
+}
+
+/// Whether the lock's holder line (`pid 12, run 20261129-071300-ab12`) names `run`.
+fn holds(holder: &str, run: &str) -> bool {
+    holder.rsplit_once("run ").is_some_and(|(_, r)| r == run)
+}
+
+/// How long a run has taken: until now while it runs, else until it finished or, for one
+/// that stopped, its last event.
+pub(super) fn run_duration(
+    state: RunState,
+    created_at: i64,
+    finished_at: Option<i64>,
+    last_event_at: Option<i64>,
+    now: i64,
+) -> Duration {
+    let end = match state {
+        RunState::Running => now,
+        _ => finished_at.or(last_event_at).unwrap_or(created_at),
+    };
+    Duration::from_millis((end - created_at).max(0) as u64)
+}
+
+/// How long a task has taken: for a running task of a live run, since its attempt started.
+fn task_elapsed_ms(task: &TaskRecord, live: bool, now: i64) -> i64 {
+    match (task.status, task.started_at) {
+        (TaskStatus::Running, Some(start)) if live => (now - start).max(0),
+        _ => task.elapsed_ms.max(0),
+    }
+}
+
+pub(super) fn pick_run(board: &Board, run: Option<&str>) -> anyhow::Result<RunRecord> {
     let id = match run {
         Some(r) => r.to_owned(),
         None => board
             .latest_run(false)?
             .ok_or_else(|| Usage::new("there are no runs in this repository yet"))?,
     };
-    board
-        .load_run(&id)?
-        .ok_or_else(|| Usage::new(format!("no run {id:?} in this repository")).into())
+    if let Some(record) = board.load_run(&id)? {
+        return Ok(record);
+    }
+    let mut error = Usage::new(format!("no run {id:?} in this repository"));
+    // A task's id where a run's was expected: say whose task it is.
+    if let Some(newest) = board.latest_run(false)?
+        && board.load_tasks(&newest)?.iter().any(|t| t.id == id)
+    {
+        error = error.hint(format!("{id} is a task of run {newest}: swarm show {id}"));
+    } else {
+        error = error.hint("`swarm runs` lists the runs of this repository");
+    }
+    Err(error.into())
+}
+
+/// The number of tasks in each status, as JSON.
+fn counts_json(tasks: &[TaskRecord]) -> Value {
+    report::counts(tasks)
+        .into_iter()
+        .map(|(s, n)| (s.as_str().to_owned(), Value::from(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// `20 tasks: 12 done, 3 running, 1 parked`.
+fn counts_line(tasks: &[TaskRecord]) -> String {
+    let parts: Vec<String> = report::counts(tasks)
+        .iter()
+        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .collect();
+    let total = ui::count(tasks.len(), "task", "tasks");
+    if parts.is_empty() {
+        total
+    } else {
+        format!("{total}: {}", parts.join(", "))
+    }
 }
 
 pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
@@ -48,6 +142,10 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     let run = pick_run(&board, run)?;
     let tasks = board.load_tasks(&run.id)?;
     let goals = board.load_goals(&run.id)?;
+    let holder = lock_holder(&repo);
+    let state = RunState::of(&run.id, run.status, holder.as_deref());
+    let alive = state == RunState::Running;
+    let now = now_ms();
     if g.json {
         let mut run = run;
         // The options as they read, without the record's version; a record this swarm cannot
@@ -55,28 +153,41 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
         if let Ok(options) = crate::config::from_record(&run.options) {
             run.options = serde_json::to_value(options)?;
         }
-        ui::out(&serde_json::to_string_pretty(
-            &json!({ "run": run, "goals": goals, "tasks": tasks }),
-        )?)?;
+        let mut shown = Vec::with_capacity(tasks.len());
+        for t in &tasks {
+            let mut v = serde_json::to_value(t)?;
+            v["elapsed_ms"] = task_elapsed_ms(t, alive, now).into();
+            shown.push(v);
+        }
+        ui::out(&serde_json::to_string_pretty(&json!({
+            "run": run,
+            "goals": goals,
+            "tasks": shown,
+            "counts": counts_json(&tasks),
+        }))?)?;
         return Ok(exit::OK);
     }
-    let holder = lock_holder(&repo);
-    let alive = holder
-        .as_deref()
-        .is_some_and(|h| h.contains(run.id.as_str()));
-    let state = match run.status {
-        RunStatus::Running if !alive => {
+    let shown_state = match state {
+        RunState::Stopped => {
             "stopped (its process is gone; `swarm resume` continues it)".to_owned()
         }
         s => s.as_str().to_owned(),
     };
-    let mut out = format!(
-        "run {}  {}{}  base {}  from {}\n",
-        run.id,
+    let took = run_duration(
         state,
+        run.created_at,
+        run.finished_at,
+        board.last_event_at(&run.id)?,
+        now,
+    );
+    let mut out = format!(
+        "run {}  {}{}  {}  base {}  from {}\n",
+        run.id,
+        shown_state,
         run.exit_code
             .map(|c| format!(" (exit {c})"))
             .unwrap_or_default(),
+        ui::duration(took),
         &run.base_commit[..run.base_commit.len().min(12)],
         run.source
     );
@@ -105,21 +216,37 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
         );
     }
     let width = tasks.iter().map(|t| t.id.len()).max().unwrap_or(4);
-    for t in &tasks {
-        let _ = writeln!(
-            out,
-            "  {:<11} {:<width$}  {} attempt{}  {}{}",
+    let titles: Vec<String> = tasks
+        .iter()
+        .map(|t| {
+            t.spec["title"]
+                .as_str()
+                .map(|s| ui::one_line(s, 50))
+                .unwrap_or_default()
+        })
+        .collect();
+    let title_width = titles.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+    for (t, title) in tasks.iter().zip(&titles) {
+        let elapsed = Duration::from_millis(task_elapsed_ms(t, alive, now) as u64);
+        let mut line = format!(
+            "  {:<11} {:<width$}  {} attempt{}  {:>5}",
             t.status.as_str(),
             t.id,
             t.attempts,
             if t.attempts == 1 { " " } else { "s" },
-            ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
-            t.error
-                .as_deref()
-                .map(|e| format!("  {e}"))
-                .unwrap_or_default()
+            ui::duration(elapsed),
         );
+        if title_width > 0 {
+            let _ = write!(line, "  {title:<title_width$}");
+        }
+        if let Some(e) = &t.error {
+            let _ = write!(line, "  {e}");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
+    out.push_str(&counts_line(&tasks));
+    out.push('\n');
     ui::out(&out)?;
     Ok(exit::OK)
 }
@@ -140,12 +267,24 @@ pub(super) fn logs(
         serde_json::from_value::<Logged>(e.clone()).is_ok_and(|l| l.event.is_error())
     };
     if path {
+        let transcripts: Vec<String> = if errors {
+            board
+                .failed_attempts(&run.id)?
+                .into_iter()
+                .map(|(_, _, _, transcript)| transcript)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if g.json {
+            let paths = json!({ "events": events_path, "transcripts": transcripts });
+            ui::out(&serde_json::to_string_pretty(&paths)?)?;
+            return Ok(exit::OK);
+        }
         let mut out = format!("{}\n", events_path.display());
-        if errors {
-            for (_, _, _, transcript) in board.failed_attempts(&run.id)? {
-                out.push_str(&transcript);
-                out.push('\n');
-            }
+        for transcript in transcripts {
+            out.push_str(&transcript);
+            out.push('\n');
         }
         ui::out(&out)?;
         return Ok(exit::OK);
@@ -218,10 +357,31 @@ pub(super) fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> a
     } else {
         let repo = open_repo(g)?;
         let board = open_board(&repo)?;
-        let run = pick_run(&board, source)?;
+        let run = match (pick_run(&board, source), source) {
+            (Ok(run), _) => run,
+            // Named like a file: the file is what is missing.
+            (Err(_), Some(s))
+                if s.contains('/')
+                    || std::path::Path::new(s)
+                        .extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) =>
+            {
+                return Err(
+                    Usage::new(format!("no task file {s:?}, and no run of that name")).into(),
+                );
+            }
+            (Err(e), _) => return Err(e),
+        };
         let records = board.load_tasks(&run.id)?;
         (stored_plan(&records)?, Some(records))
     };
+    if g.json {
+        ui::out(&serde_json::to_string_pretty(&graph_json(
+            &plan,
+            records.as_deref(),
+        ))?)?;
+        return Ok(exit::OK);
+    }
     let text = match format {
         GraphFormat::Mermaid => report::mermaid(&plan, records.as_deref()),
         GraphFormat::Dot => report::dot(&plan, records.as_deref()),
@@ -230,16 +390,88 @@ pub(super) fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> a
     Ok(exit::OK)
 }
 
+/// The DAG as `nodes` and `edges` (from a dep to the task that needs it), with each task's
+/// status when the plan is a run's.
+fn graph_json(plan: &Plan, records: Option<&[TaskRecord]>) -> Value {
+    let nodes: Vec<Value> = plan
+        .tasks
+        .iter()
+        .map(|t| {
+            let status = records
+                .and_then(|r| r.iter().find(|r| r.id == t.id.as_str()))
+                .map(|r| r.status.as_str());
+            json!({
+                "id": t.id.as_str(),
+                "title": t.title,
+                "lane": t.lane.as_str(),
+                "mode": t.mode.as_str(),
+                "status": status,
+            })
+        })
+        .collect();
+    let edges: Vec<Value> = plan
+        .tasks
+        .iter()
+        .flat_map(|t| {
+            t.deps
+                .iter()
+                .map(|d| json!({ "from": d.as_str(), "to": t.id.as_str() }))
+        })
+        .collect();
+    json!({ "nodes": nodes, "edges": edges })
+}
+
+/// One thing `gc` does, or would do with `--dry-run`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cleaning {
+    RemoveWorktree(std::path::PathBuf),
+    Remove(std::path::PathBuf),
+    DeleteBranch { branch: String },
+    KeepBranch { branch: String, why: &'static str },
+}
+
+impl Cleaning {
+    fn line(&self) -> String {
+        match self {
+            Self::RemoveWorktree(path) => format!("remove worktree {}", path.display()),
+            Self::Remove(path) => format!("remove {}", path.display()),
+            Self::DeleteBranch { branch } => format!("delete branch {branch} (merged)"),
+            Self::KeepBranch { branch, why } => format!("keep branch {branch} ({why})"),
+        }
+    }
+
+    fn to_json(&self, dry_run: bool) -> Value {
+        match self {
+            Self::RemoveWorktree(path) => {
+                json!({ "action": "remove-worktree", "path": path, "done": !dry_run })
+            }
+            Self::Remove(path) => json!({ "action": "remove", "path": path, "done": !dry_run }),
+            Self::DeleteBranch { branch } => json!({
+                "action": "delete-branch",
+                "branch": branch,
+                "reason": "merged",
+                "done": !dry_run,
+            }),
+            Self::KeepBranch { branch, why } => json!({
+                "action": "keep-branch",
+                "branch": branch,
+                "reason": why,
+                "done": false,
+            }),
+        }
+    }
+}
+
 pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let _lock = Lock::acquire(&repo, "gc")?;
     let mut actions = Vec::new();
     // Linked worktrees, as swarm made them before each task had a repository of its own.
     for (name, path) in repo.worktrees_with_prefix("swarm-")? {
-        actions.push(format!("remove worktree {}", path.display()));
         if !dry_run {
             repo.remove_worktree(&name, &path)?;
         }
+        actions.push(Cleaning::RemoveWorktree(path));
     }
     let board = open_board(&repo)?;
     for run in board.run_ids()? {
@@ -251,10 +483,10 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
             if dir.is_dir() {
                 for entry in std::fs::read_dir(&dir)? {
                     let path = entry?.path();
-                    actions.push(format!("remove worktree {}", path.display()));
                     if !dry_run {
                         crate::git::remove_checkout(&path)?;
                     }
+                    actions.push(Cleaning::RemoveWorktree(path));
                 }
                 if !dry_run {
                     crate::git::remove_checkout(&dir)?;
@@ -264,11 +496,11 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
         // Deps' files left by runs that were killed and never resumed (a run removes its own).
         let deps = deps_root(&board.run_dir(&run), &run);
         if deps.exists() {
-            actions.push(format!("remove {}", deps.display()));
             if !dry_run {
                 std::fs::remove_dir_all(&deps)
                     .with_context(|| format!("could not remove {}", deps.display()))?;
             }
+            actions.push(Cleaning::Remove(deps));
         }
     }
     // A branch swarm made goes only when another branch holds every commit of it; one swarm
@@ -285,7 +517,10 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
             crate::schedule::made_by_run(&name, run, &tasks)
         });
         if !ours {
-            actions.push(format!("keep branch {name} (not swarm's)"));
+            actions.push(Cleaning::KeepBranch {
+                branch: name,
+                why: "not swarm's",
+            });
             continue;
         }
         let held = branches
@@ -295,24 +530,103 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
                 anyhow::Ok(found || repo.contains(other_tip, &tip)?)
             })?;
         if held {
-            actions.push(format!("delete branch {name} (merged)"));
             if !dry_run {
                 repo.delete_branch_at(&name, &tip)?;
             }
+            actions.push(Cleaning::DeleteBranch { branch: name });
         } else {
-            actions.push(format!(
-                "keep branch {name} (has commits no other branch has)"
-            ));
+            actions.push(Cleaning::KeepBranch {
+                branch: name,
+                why: "has commits no other branch has",
+            });
         }
+    }
+    if g.json {
+        let actions: Vec<Value> = actions.iter().map(|a| a.to_json(dry_run)).collect();
+        ui::out(&serde_json::to_string_pretty(
+            &json!({ "dry_run": dry_run, "actions": actions }),
+        )?)?;
+        return Ok(exit::OK);
     }
     let verb = if dry_run { "would " } else { "" };
     let mut out = String::new();
     for a in &actions {
-        let _ = writeln!(out, "{verb}{a}");
+        let _ = writeln!(out, "{verb}{}", a.line());
     }
     if actions.is_empty() {
         out.push_str("nothing to clean\n");
     }
     ui::out(&out)?;
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::{RunState, task_elapsed_ms};
+    use crate::store::{RunStatus, TaskRecord, TaskStatus};
+
+    fn task(status: TaskStatus, started_at: Option<i64>, elapsed_ms: i64) -> TaskRecord {
+        TaskRecord {
+            id: "t".to_owned(),
+            spec: Value::Null,
+            status,
+            attempts: 1,
+            failures: 0,
+            result: None,
+            error: None,
+            transcript: None,
+            started_at,
+            finished_at: None,
+            elapsed_ms,
+            branch: None,
+            start_commit: None,
+            commit_id: None,
+            tokens: 0,
+            cost: None,
+            session: None,
+        }
+    }
+
+    #[test]
+    fn a_running_task_of_a_live_run_has_taken_the_time_since_its_attempt_started() {
+        let now = 100_000;
+        let cases = [
+            (TaskStatus::Running, Some(95_000), 0, true, 5_000),
+            // Its run's process is gone: what the board has.
+            (TaskStatus::Running, Some(95_000), 0, false, 0),
+            (TaskStatus::Done, Some(95_000), 1_200, true, 1_200),
+            (TaskStatus::Running, None, 0, true, 0),
+        ];
+        for (status, started, stored, live, expected) in cases {
+            let t = task(status, started, stored);
+            assert_eq!(
+                task_elapsed_ms(&t, live, now),
+                expected,
+                "{status:?} {live}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_running_run_is_running_only_while_its_process_holds_the_lock() {
+        let run = "20261129-071300-ab12";
+        let holder = "pid 12, run 20261129-071300-ab12";
+        let cases = [
+            (RunStatus::Running, Some(holder), RunState::Running),
+            (RunStatus::Running, None, RunState::Stopped),
+            (RunStatus::Running, Some("pid 9, run gc"), RunState::Stopped),
+            (
+                RunStatus::Running,
+                Some("pid 9, run 20261129-071300-ab1"),
+                RunState::Stopped,
+            ),
+            (RunStatus::Interrupted, Some(holder), RunState::Interrupted),
+            (RunStatus::Finished, None, RunState::Finished),
+        ];
+        for (status, holder, expected) in cases {
+            assert_eq!(RunState::of(run, status, holder), expected, "{holder:?}");
+        }
+    }
 }

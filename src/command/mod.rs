@@ -20,12 +20,14 @@ mod output;
 mod queue;
 mod resume;
 mod run;
+mod runs;
 mod settings;
+mod show;
 
 use inspect::{gc, graph, logs, status};
 use resume::resume;
 use run::run_file;
-use settings::{configure, land_from_hook, load_config};
+use settings::{configure, in_hook, land_from_hook, load_config};
 
 /// Global flags every subcommand sees.
 struct Globals {
@@ -57,10 +59,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             || cli.goals_file.is_some()
             || cli.plan_out.is_some()
             || cli.plan_only
+            || cli.yes
             || flags != Options::default())
     {
         bail!(Usage::new(
-            "--goal, --plan-out, --plan-only and run options go without a subcommand; a subcommand's options go after it"
+            "--goal, --plan-out, --plan-only, --yes and run options go without a subcommand; a subcommand's options go after it"
         )
         .hint("e.g. `swarm run tasks.jsonl -j 8`, or `swarm --goal \"…\" -j 8`"));
     }
@@ -74,7 +77,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         if let [one] = goals.as_slice()
             && cli.goals_file.is_none()
         {
-            return goal::run_goal(&g, one, cli.plan_out.as_deref(), cli.plan_only, &configured);
+            let asked = goal::Question::unless(cli.yes || in_hook(cli.from_hook));
+            let output = goal::PlanOutput {
+                file: cli.plan_out.as_deref(),
+                only: cli.plan_only,
+            };
+            return goal::run_goal(&g, one, output, asked, &configured);
         }
         if cli.plan_out.is_some() || cli.plan_only {
             bail!(Usage::new("--plan-out and --plan-only take one goal").hint(
@@ -89,10 +97,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             land_from_hook(&mut configured.options, cli.from_hook);
             run_file(&g, &tasks, &configured)
         }
-        Command::Resume { run, options } => {
+        Command::Resume { run, yes, options } => {
             // A run keeps the options it started with; only the profiles are read anew.
             let configured = configure(&g, &Options::default(), explicit)?;
-            resume(&g, run.as_deref(), &options.into(), &configured.profiles)
+            let asked = goal::Question::unless(yes || in_hook(cli.from_hook));
+            resume(
+                &g,
+                run.as_deref(),
+                &options.into(),
+                &configured.profiles,
+                asked,
+            )
         }
         Command::Config { options } => {
             let config = load_config(&g, &options.into(), explicit)?;
@@ -106,6 +121,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Command::Status { run } => status(&g, run.as_deref()),
+        Command::Runs => runs::runs(&g),
+        Command::Show { task, run } => show::show(&g, &task, run.as_deref()),
         Command::Logs {
             run,
             errors,
@@ -126,10 +143,13 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         },
         Command::Completions { shell } => {
-            let mut cmd = crate::cli::command();
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut cmd, "swarm", &mut buf);
-            ui::out(&String::from_utf8_lossy(&buf))?;
+            if g.json {
+                bail!(
+                    Usage::new("swarm completions has no JSON output")
+                        .hint(format!("`swarm completions {shell}` prints the script"))
+                );
+            }
+            ui::out(&String::from_utf8(crate::complete::script(shell)?)?)?;
             Ok(exit::OK)
         }
     }

@@ -23,7 +23,9 @@ pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
     if g.json {
         ui::out(&json!({ "id": id, "text": text }).to_string())?;
     } else {
-        ui::say(g.quiet, Verb::Queued, &format!("{id}: {text}"));
+        // The number alone on stdout, for scripts (`id=$(swarm queue add …)`).
+        ui::out(&id.to_string())?;
+        ui::say(g.quiet, Verb::Queued, &format!("goal {id}: {text}"));
     }
     Ok(exit::OK)
 }
@@ -60,7 +62,11 @@ pub(super) fn remove(g: &Globals, id: i64) -> anyhow::Result<u8> {
     let mut board = open_board(&repo)?;
     match board.queue_remove(id)? {
         QueueRemoval::Removed => {
-            ui::say(g.quiet, Verb::Removed, &format!("goal {id} from the queue"));
+            if g.json {
+                ui::out(&json!({ "removed": id }).to_string())?;
+            } else {
+                ui::say(g.quiet, Verb::Removed, &format!("goal {id} from the queue"));
+            }
             Ok(exit::OK)
         }
         QueueRemoval::NotFound => Err(Usage::new(format!("no goal {id} in the queue"))

@@ -23,6 +23,7 @@ pub(super) fn resume(
     run: Option<&str>,
     newer: &Options,
     profiles: &BTreeMap<String, Profile>,
+    asked: goal::Question,
 ) -> anyhow::Result<u8> {
     if let Some(code) = refuse_when_nested(g) {
         return Ok(code);
@@ -82,8 +83,8 @@ pub(super) fn resume(
         };
         let goal = super::goal::Goal {
             text: &goal,
-            plan_out: None,
-            plan_only: false,
+            output: goal::PlanOutput::default(),
+            asked,
             client: &client,
         };
         return super::goal::plan_and_launch(g, run, &goal, &options, profiles, None);

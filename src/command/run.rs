@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use crate::config::{Land, Options, to_record};
-use crate::git::{CommitId, Landing, Repo};
+use crate::git::{CommitId, Repo};
 use crate::plan::Plan;
-use crate::report::{self, Facts, GoalFacts, Parked};
+use crate::report::{self, Facts, GoalFacts, Landing, LandingAction, Parked};
 use crate::schedule::{Dispatcher, Ending, GoalRun, Layout, Settings};
 use crate::store::{
     Board, Event, GoalRecord, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord,
@@ -331,24 +331,53 @@ pub(super) fn execute(
         Ending::Finished => exit::OK,
     };
     let integration = layout.integration_ref.trim_start_matches("refs/heads/");
+    let resume = format!("swarm resume {}", layout.run);
+    let stopped = |action, reason: Option<&str>, command: String, message: String| Landing {
+        action,
+        branch: Some(integration.to_owned()),
+        commit: Some(tip.to_string()),
+        reason: reason.map(str::to_owned),
+        command: Some(command),
+        message: Some(message),
+    };
     let landing = if ending == Ending::Interrupted {
-        Some(format!(
-            "Interrupted: `swarm resume {}` continues the run; merged work so far is on `{integration}`.",
-            layout.run
-        ))
+        stopped(
+            LandingAction::Interrupted,
+            None,
+            resume.clone(),
+            format!(
+                "Interrupted: `{resume}` continues the run; merged work so far is on `{integration}`."
+            ),
+        )
     } else if let Some(why) = fault {
-        Some(format!(
-            "Stopped: {why}. Once that is fixed, `swarm resume {}` runs again what it cut short, with no retry spent; merged work so far is on `{integration}`.",
-            layout.run
-        ))
+        stopped(
+            LandingAction::Stopped,
+            Some(why),
+            resume.clone(),
+            format!(
+                "Stopped: {why}. Once that is fixed, `{resume}` runs again what it cut short, with no retry spent; merged work so far is on `{integration}`."
+            ),
+        )
     } else if let Some(why) = halted.filter(|_| ending == Ending::Halted) {
-        Some(format!("Not landed: {why}."))
+        Landing {
+            action: LandingAction::Halted,
+            branch: Some(integration.to_owned()),
+            commit: Some(tip.to_string()),
+            reason: Some(why.to_owned()),
+            command: None,
+            message: Some(format!("Not landed: {why}.")),
+        }
     } else if ending == Ending::OverBudget {
-        Some(format!(
-            "Stopped at the token budget ({} tokens): `swarm resume {} --budget-tokens N` with a larger N continues the run; merged work so far is on `{integration}`.",
-            options.budget_tokens.unwrap_or_default(),
-            layout.run
-        ))
+        let command = format!("{resume} --budget-tokens N");
+        stopped(
+            LandingAction::OverBudget,
+            None,
+            command.clone(),
+            format!(
+                "Stopped at the token budget ({} tokens): `{command}` with a larger N continues the run; merged work so far is on `{integration}`.",
+                options.budget_tokens.unwrap_or_default(),
+            ),
+        )
     } else {
         let how = options.land.unwrap_or(Land::Auto);
         if how == Land::Auto && tip != layout.base {
@@ -375,7 +404,7 @@ pub(super) fn execute(
         &Event::run(RunEvent::RunEnded {
             status: status.as_str().to_owned(),
             exit_code: code,
-            landing: landing.clone(),
+            landing: landing.message.clone(),
         }),
     )?;
     let run = board
@@ -390,6 +419,7 @@ pub(super) fn execute(
     } else {
         goal_notes(&events)
     };
+    let output_tails = output_tails(&events, &records);
     let facts = Facts {
         run: &run,
         plan,
@@ -399,11 +429,14 @@ pub(super) fn execute(
         parked: &parked,
         merges: &merges,
         repairs: &repairs,
-        landing: landing.as_deref(),
+        landing: Some(&landing),
         halted,
         exit_code: i32::from(code),
         goals: &goals,
         goal_notes: &goal_notes,
+        output_tails: &output_tails,
+        wall: wall_time(&events, crate::store::now_ms()),
+        planning_tokens: planning_tokens(&events),
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
@@ -472,6 +505,68 @@ fn parked_tasks(events: &[Logged], records: &[TaskRecord]) -> Vec<Parked> {
             }
         })
         .collect()
+}
+
+/// For each failed task, the last lines of stderr its last failed attempt left.
+fn output_tails(events: &[Logged], records: &[TaskRecord]) -> Vec<(String, u32, Vec<String>)> {
+    records
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed)
+        .filter_map(|t| {
+            events.iter().rev().find_map(|e| match &e.event {
+                RunEvent::TaskFailed {
+                    attempt,
+                    stderr_tail,
+                    ..
+                } if e.task.as_deref() == Some(t.id.as_str()) => {
+                    Some((t.id.clone(), *attempt, stderr_tail.clone()))
+                }
+                _ => None,
+            })
+        })
+        .collect()
+}
+
+/// How long the run ran: from each start or resume to the end that followed it (for a swarm
+/// killed without one, its last event), the last to `now`; the time between a stop and a
+/// resume is not counted.
+fn wall_time(events: &[Logged], now: i64) -> std::time::Duration {
+    let (mut total, mut open, mut last) = (0i64, None::<i64>, 0i64);
+    for e in events {
+        match e.event {
+            RunEvent::RunStarted { .. } | RunEvent::RunResumed { .. } => {
+                if let Some(start) = open {
+                    total += last - start;
+                }
+                open = Some(e.at);
+            }
+            RunEvent::RunEnded { .. } | RunEvent::RunAbandoned { .. } => {
+                if let Some(start) = open.take() {
+                    total += e.at - start;
+                }
+            }
+            _ => {}
+        }
+        last = e.at;
+    }
+    if let Some(start) = open {
+        total += now - start;
+    }
+    std::time::Duration::from_millis(total.max(0) as u64)
+}
+
+/// Tokens the planner's model calls used: plans and dependency passes. `None` when the run
+/// planned nothing (a task file).
+fn planning_tokens(events: &[Logged]) -> Option<u64> {
+    events
+        .iter()
+        .filter_map(|e| match e.event {
+            RunEvent::Planned { tokens, .. }
+            | RunEvent::GoalPlanned { tokens, .. }
+            | RunEvent::GoalsInferred { tokens, .. } => Some(tokens),
+            _ => None,
+        })
+        .reduce(|a, b| a + b)
 }
 
 /// Each goal with its tasks and the task holding its deliverable.
@@ -553,7 +648,7 @@ pub(super) fn read_events<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow
         .collect())
 }
 
-/// Takes the integration branch to the user per `--land`; returns the line to show. The
+/// Takes the integration branch to the user per `--land`; returns what became of it. The
 /// integration branch is deleted once the user's branch holds all of it, if `drop_branch`
 /// (parked tasks name it in their instructions, so then it stays).
 pub(super) fn land(
@@ -562,39 +657,134 @@ pub(super) fn land(
     tip: &CommitId,
     how: Land,
     drop_branch: bool,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Landing> {
     let integration = layout.integration_ref.trim_start_matches("refs/heads/");
     if *tip == layout.base {
         // Nothing was merged: the branch would only repeat the base.
         repo.delete_branch_at(integration, tip)?;
-        return Ok(Some(
-            "Nothing was merged; your branch is as it was.".to_owned(),
-        ));
+        return Ok(Landing {
+            action: LandingAction::NothingMerged,
+            branch: None,
+            commit: None,
+            reason: None,
+            command: None,
+            message: Some("Nothing was merged; your branch is as it was.".to_owned()),
+        });
     }
     let take = format!("git merge --ff-only {integration}");
+    let kept = |reason: Option<String>, message: Option<String>| Landing {
+        action: LandingAction::Kept,
+        branch: Some(integration.to_owned()),
+        commit: Some(tip.to_string()),
+        reason,
+        command: Some(take.clone()),
+        message,
+    };
     match how {
-        Land::None => Ok(None),
-        Land::Branch => Ok(Some(format!(
-            "The merged work is on `{integration}`; take it with `{take}`."
-        ))),
+        Land::None => Ok(kept(None, None)),
+        Land::Branch => Ok(kept(
+            None,
+            Some(format!(
+                "The merged work is on `{integration}`; take it with `{take}`."
+            )),
+        )),
         Land::Auto => {
             match crate::git::land(repo, &layout.base, tip, &layout.run_dir.join("landing"))? {
-                Landing::FastForwarded { branch } => {
+                crate::git::Landing::FastForwarded { branch } => {
                     let kept = if drop_branch {
                         repo.delete_branch_at(integration, tip)?;
                         String::new()
                     } else {
                         format!("; `{integration}` is kept for the parked tasks")
                     };
-                    Ok(Some(format!(
+                    let message = format!(
                         "Landed: `{branch}` fast-forwarded to {} and the checkout updated{kept}.",
                         tip.short()
-                    )))
+                    );
+                    Ok(Landing {
+                        action: LandingAction::FastForwarded,
+                        branch: Some(branch),
+                        commit: Some(tip.to_string()),
+                        reason: None,
+                        command: None,
+                        message: Some(message),
+                    })
                 }
-                Landing::Kept { reason } => Ok(Some(format!(
-                    "Not landed ({reason}): the merged work is on `{integration}`; take it with `{take}`."
-                ))),
+                crate::git::Landing::Kept { reason } => {
+                    let message = format!(
+                        "Not landed ({reason}): the merged work is on `{integration}`; take it with `{take}`."
+                    );
+                    Ok(kept(Some(reason), Some(message)))
+                }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Logged, RunEvent, planning_tokens, wall_time};
+
+    fn at(ms: i64, event: RunEvent) -> Logged {
+        Logged {
+            at: ms,
+            task: None,
+            event,
+        }
+    }
+
+    #[test]
+    fn wall_time_counts_each_swarm_that_ran_the_run_not_the_time_between() {
+        let started = RunEvent::RunStarted {
+            tasks: 1,
+            base: "b".into(),
+        };
+        let ended = RunEvent::RunEnded {
+            status: "interrupted".into(),
+            exit_code: 75,
+            landing: None,
+        };
+        let events = [
+            at(1_000, started),
+            at(3_000, ended),
+            // Resumed an hour later and killed: its span ends at its last event.
+            at(3_603_000, RunEvent::RunResumed { pid: 1 }),
+            at(3_604_000, RunEvent::NoChanges),
+            // Resumed again, and still running.
+            at(7_200_000, RunEvent::RunResumed { pid: 2 }),
+        ];
+        assert_eq!(
+            wall_time(&events, 7_200_500).as_millis(),
+            2_000 + 1_000 + 500
+        );
+        assert_eq!(wall_time(&[], 5).as_millis(), 0);
+    }
+
+    #[test]
+    fn planning_tokens_add_up_plans_and_dependency_passes_and_are_none_without_them() {
+        let events = [
+            at(
+                1,
+                RunEvent::GoalsInferred {
+                    goals: vec!["g1".into(), "g2".into()],
+                    edges: 0,
+                    dropped: 0,
+                    requests: 1,
+                    tokens: 10,
+                },
+            ),
+            at(
+                2,
+                RunEvent::GoalPlanned {
+                    goal: "g1".into(),
+                    tasks: 2,
+                    requests: 1,
+                    tokens: 32,
+                    repairs: 0,
+                },
+            ),
+        ];
+        assert_eq!(planning_tokens(&events), Some(42));
+        assert_eq!(planning_tokens(&[at(1, RunEvent::NoChanges)]), None);
     }
 }

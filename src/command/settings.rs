@@ -41,13 +41,17 @@ pub(super) const MAX_FAN_IN: usize = 8;
 /// checkout (a `pre-commit` holds the index and moves HEAD next), so swarm must not. The run
 /// keeps the choice, so a resume outside the hook does not land either.
 pub(super) fn land_from_hook(options: &mut Options, from_hook: bool) {
-    let in_hook = from_hook
-        || ["GIT_INDEX_FILE", "GIT_DIR"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some());
-    if in_hook && options.land.is_none() {
+    if in_hook(from_hook) && options.land.is_none() {
         options.land = Some(Land::Branch);
     }
+}
+
+/// Whether swarm runs from a git hook: `--from-hook`, or git's hook variables are set.
+pub(super) fn in_hook(from_hook: bool) -> bool {
+    from_hook
+        || ["GIT_INDEX_FILE", "GIT_DIR"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
 }
 
 /// Run options after the configuration layers, and the agent profiles.

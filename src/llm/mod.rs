@@ -118,15 +118,19 @@ pub struct Usage {
 /// What happened on the way, for the caller's event log (never includes the key).
 #[derive(Debug, Clone)]
 pub enum Notice {
+    /// Try `attempt` of `attempts` was throttled; the next waits `wait`.
     Throttled {
         status: u16,
         wait: Duration,
         attempt: u32,
+        attempts: u32,
     },
+    /// Try `attempt` of `attempts` failed for `why`; the next waits `wait`.
     Retrying {
         why: String,
         wait: Duration,
         attempt: u32,
+        attempts: u32,
     },
     Concurrency {
         limit: usize,
@@ -337,11 +341,13 @@ impl Client {
                     status,
                     wait,
                     attempt,
+                    attempts,
                 },
                 None => Notice::Retrying {
                     why: cause,
                     wait,
                     attempt,
+                    attempts,
                 },
             });
             pause(wait, stop)?;

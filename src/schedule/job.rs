@@ -53,6 +53,7 @@ impl Workers {
                     tokens: 0,
                     cost: None,
                     session: None,
+                    stderr_tail: Vec::new(),
                 });
             let _ = tx.send(Message::Done(report));
         });
@@ -77,7 +78,14 @@ pub(super) struct Report {
     /// The agent's own session, when the next attempt is to continue it: the attempt was cut
     /// short (a timeout, a usage limit, a stop), not failed by what the agent did.
     pub(super) session: Option<String>,
+    /// For a failed attempt, the last lines of stderr of what failed (the agent, or the
+    /// writer's check), secrets hidden.
+    pub(super) stderr_tail: Vec<String>,
 }
+
+/// At most this many lines of a failed attempt's stderr are kept for the terminal and the
+/// report; the transcript has all of it.
+pub(super) const STDERR_TAIL_LINES: usize = 20;
 
 /// What an attempt's agent reported besides its verdict.
 #[derive(Default)]
@@ -85,6 +93,8 @@ struct Spent {
     tokens: u64,
     cost: Option<f64>,
     session: Option<String>,
+    /// The transcript of a writer's check that failed: its stderr is what failed.
+    failed_check: Option<PathBuf>,
 }
 
 pub(super) enum Verdict {
@@ -184,6 +194,16 @@ impl Job {
             verdict => verdict,
         };
         let _ = std::fs::remove_dir_all(&self.tmp);
+        let stderr_tail = match &verdict {
+            Verdict::Failed(_) => agent::stderr_tail(
+                spent
+                    .failed_check
+                    .as_deref()
+                    .unwrap_or(&self.invocation.transcript),
+                STDERR_TAIL_LINES,
+            ),
+            _ => Vec::new(),
+        };
         Report {
             task: self.task,
             attempt: self.attempt,
@@ -192,6 +212,7 @@ impl Job {
             tokens: spent.tokens,
             cost: spent.cost,
             session: spent.session,
+            stderr_tail,
         }
     }
 
@@ -360,7 +381,7 @@ impl Job {
                     Err(refused) => return Ok(refused),
                 };
                 if let (Some(check), Some(_)) = (check, &commit)
-                    && let Some(failed) = self.check(check, watchdog)
+                    && let Some(failed) = self.check(check, watchdog, spent)
                 {
                     return Ok(failed);
                 }
@@ -400,7 +421,7 @@ impl Job {
                     Err(refused) => return Ok(refused),
                 };
                 if let Some(check) = check
-                    && let Some(failed) = self.check(check, watchdog)
+                    && let Some(failed) = self.check(check, watchdog, spent)
                 {
                     return Ok(failed);
                 }
@@ -413,7 +434,7 @@ impl Job {
     }
 
     /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
-    fn check(&self, check: &str, watchdog: &Watchdog) -> Option<Verdict> {
+    fn check(&self, check: &str, watchdog: &Watchdog, spent: &mut Spent) -> Option<Verdict> {
         let check_run = Invocation {
             command: check.to_owned(),
             argv: Vec::new(),
@@ -436,10 +457,13 @@ impl Job {
             Outcome::TimedOut(_)
             | Outcome::Stalled(_)
             | Outcome::Failed(_)
-            | Outcome::Limited(_) => Some(Verdict::Failed(format!(
-                "check `{check}` failed; see {}",
-                check_run.transcript.display()
-            ))),
+            | Outcome::Limited(_) => {
+                spent.failed_check = Some(check_run.transcript.clone());
+                Some(Verdict::Failed(format!(
+                    "check `{check}` failed; see {}",
+                    check_run.transcript.display()
+                )))
+            }
         }
     }
 }

@@ -283,18 +283,53 @@ pub fn notice_event(notice: &crate::llm::Notice) -> RunEvent {
             status,
             wait,
             attempt,
+            ..
         } => RunEvent::LlmThrottled {
             status: *status,
             wait_ms: wait.as_millis() as u64,
             attempt: *attempt,
         },
-        Notice::Retrying { why, wait, attempt } => RunEvent::LlmRetrying {
+        Notice::Retrying {
+            why, wait, attempt, ..
+        } => RunEvent::LlmRetrying {
             why: why.clone(),
             wait_ms: wait.as_millis() as u64,
             attempt: *attempt,
         },
         Notice::Concurrency { limit } => RunEvent::LlmConcurrency { limit: *limit },
     }
+}
+
+/// A model client's notice as a line for the terminal, when it is a retry:
+/// `model retry 2/8 in 4.0s: connection refused`.
+pub fn notice_line(notice: &crate::llm::Notice) -> Option<String> {
+    use crate::llm::Notice;
+    let (why, wait, attempt, attempts) = match notice {
+        Notice::Throttled {
+            status,
+            wait,
+            attempt,
+            attempts,
+        } => (
+            format!("throttled (HTTP {status})"),
+            wait,
+            attempt,
+            attempts,
+        ),
+        Notice::Retrying {
+            why,
+            wait,
+            attempt,
+            attempts,
+        } => (why.clone(), wait, attempt, attempts),
+        Notice::Concurrency { .. } => return None,
+    };
+    Some(format!(
+        "model retry {}/{attempts} in {}: {}",
+        attempt + 1,
+        crate::ui::duration(*wait),
+        crate::ui::one_line(&crate::secret::redact(&why), 200)
+    ))
 }
 
 /// Retry `n` (1-based) waits base × 2^(n-1), at most a minute, with ±20% jitter so retries of
@@ -338,6 +373,32 @@ mod tests {
         ] {
             assert!(!made_by_run(name, "r1", &tasks), "{name}");
         }
+    }
+
+    #[test]
+    fn a_model_retry_is_one_line_with_its_number_wait_and_cause() {
+        use crate::llm::Notice;
+        let retry = Notice::Retrying {
+            why: "connection refused".into(),
+            wait: Duration::from_secs(4),
+            attempt: 1,
+            attempts: 8,
+        };
+        assert_eq!(
+            notice_line(&retry).as_deref(),
+            Some("model retry 2/8 in 4.0s: connection refused")
+        );
+        let throttled = Notice::Throttled {
+            status: 429,
+            wait: Duration::from_millis(1500),
+            attempt: 3,
+            attempts: 8,
+        };
+        assert_eq!(
+            notice_line(&throttled).as_deref(),
+            Some("model retry 4/8 in 1.5s: throttled (HTTP 429)")
+        );
+        assert_eq!(notice_line(&Notice::Concurrency { limit: 2 }), None);
     }
 
     #[test]

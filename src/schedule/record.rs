@@ -210,6 +210,7 @@ impl<'a> Recorder<'a> {
                 attempt: report.attempt,
                 error: failure.why.to_owned(),
                 retry: failure.retry,
+                stderr_tail: report.stderr_tail.clone(),
             },
         );
         self.finish_attempt(task, report, "failed", &update, &[event])

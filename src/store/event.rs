@@ -41,6 +41,14 @@ pub enum RunEvent {
     /// A signal stopped the planning of a single-goal run; a resume plans it again.
     PlanningInterrupted,
     PlanOnly,
+    /// Asked at the terminal, the user ran nothing (`interrupted`: with Ctrl-C).
+    PlanDeclined {
+        interrupted: bool,
+    },
+    /// Asked at the terminal, the user edited the plan, and the edit (of `tasks` tasks) ran.
+    PlanEdited {
+        tasks: usize,
+    },
     PlanRepair {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         goal: Option<String>,
@@ -69,6 +77,10 @@ pub enum RunEvent {
         attempt: u32,
         error: String,
         retry: bool,
+        /// The last lines of the attempt's stderr, secrets hidden (none recorded before swarm
+        /// kept them).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stderr_tail: Vec<String>,
     },
     TaskInterrupted {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -266,6 +278,9 @@ impl RunEvent {
 /// A line of `events.jsonl`, read back.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Logged {
+    /// When it was recorded, in milliseconds since the epoch.
+    #[serde(default)]
+    pub at: i64,
     #[serde(default)]
     pub task: Option<String>,
     #[serde(flatten)]

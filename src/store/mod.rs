@@ -13,6 +13,7 @@ use serde_json::Value;
 mod event;
 mod goals;
 mod open;
+mod query;
 mod record;
 mod schema;
 mod write;
@@ -20,8 +21,8 @@ mod write;
 pub use event::{Logged, Moved, Parking, RunEvent};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use record::{
-    AttemptEnd, AttemptStart, Event, GoalRecord, GoalStatus, Need, QueueItem, QueueRemoval,
-    RunRecord, RunStatus, TaskRecord, TaskStatus, TaskUpdate,
+    AttemptEnd, AttemptRecord, AttemptStart, Event, GoalRecord, GoalStatus, Need, QueueItem,
+    QueueRemoval, RunListing, RunRecord, RunStatus, TaskRecord, TaskStatus, TaskUpdate,
 };
 use schema::migrate;
 use write::{append_event, apply_update};
@@ -462,8 +463,6 @@ impl Board {
         Ok(out)
     }
 
-    /// Attempts of a run whose outcome is not success, for reports: (task, number, outcome,
-    /// transcript).
     /// The attempts of a run that continued an earlier attempt's session: (task, number).
     pub fn continued_attempts(&self, run: &str) -> anyhow::Result<Vec<(String, u32)>> {
         let mut stmt = self.conn.prepare(
@@ -495,6 +494,8 @@ impl Board {
         Ok(())
     }
 
+    /// Attempts of a run whose outcome is not success, for reports: (task, number, outcome,
+    /// transcript).
     pub fn failed_attempts(&self, run: &str) -> anyhow::Result<Vec<(String, u32, String, String)>> {
         let mut stmt = self.conn.prepare(
             "SELECT task_id, number, COALESCE(outcome, 'unfinished'), transcript FROM attempts

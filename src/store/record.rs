@@ -122,6 +122,38 @@ pub struct TaskRecord {
     pub session: Option<String>,
 }
 
+/// A run as `swarm runs` lists it: its record's fields but the options, how many tasks it
+/// has and when its last event was.
+#[derive(Debug, Clone)]
+pub struct RunListing {
+    pub id: String,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub source: String,
+    pub tasks: usize,
+    pub last_event_at: Option<i64>,
+}
+
+/// An attempt as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptRecord {
+    pub number: u32,
+    pub started_at: i64,
+    /// `None` while it runs, or when its process was killed.
+    pub finished_at: Option<i64>,
+    /// `succeeded`, `failed`, `interrupted`, `usage_limit`, `fault`; `None` while it runs.
+    pub outcome: Option<String>,
+    pub transcript: String,
+    /// The agent's own session it ran in, where known.
+    pub session: Option<String>,
+    /// Whether it continued an earlier attempt's session.
+    pub continued: bool,
+    pub tokens: u64,
+    pub cost: Option<f64>,
+}
+
 /// Where a goal of a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -80,7 +80,7 @@ fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
     // Each of the five tasks reports 150 tokens and $0.0125.
     assert!(text.contains("| 150 | $0.0125 |"), "{text}");
     assert!(
-        text.contains("Tokens used by the tasks: 750; cost: $0.0625."),
+        text.contains("tokens: 750 by the tasks; cost of the tasks: $0.0625."),
         "{text}"
     );
     let calls = fakes.invocations("claude");
@@ -93,7 +93,7 @@ fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
 fn fake_codex_runs_the_same_plan_with_unknown_cost() {
     let repo = TestRepo::new();
     let (fakes, text) = run_mixed(&repo, "codex");
-    assert!(text.contains("cost: unknown."), "{text}");
+    assert!(text.contains("cost of the tasks: unknown."), "{text}");
     assert!(!text.contains("$0.0000"), "{text}");
     assert_eq!(fakes.invocations("codex").len(), 5);
     let tokens = status_json(&repo)["tasks"][0]["tokens"].as_u64().unwrap();

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::pty::{Screen, Terminal, run_on_terminal};
+use crate::pty::{Screen, Terminal};
 use crate::{TestRepo, assert_exit, stderr};
 
 /// Twenty tasks: ten writers, each on a file of its own, and ten readers after them.
@@ -30,11 +30,11 @@ fn twenty_tasks(repo: &TestRepo) -> PathBuf {
 
 fn on_terminal(repo: &TestRepo, args: &[&str], color: bool) -> Screen {
     let mut cmd = repo.swarm_cmd();
-    cmd.args(args);
+    cmd.args(args).env("TERM", "xterm-256color");
     if color {
         cmd.env_remove("NO_COLOR");
     }
-    run_on_terminal(cmd, 120, 200)
+    Terminal::start(cmd, 120, 200).finish()
 }
 
 /// Select Graphic Rendition sequences: colours and bold, not the cursor's moves.
@@ -186,9 +186,10 @@ fn sleeping_run(repo: &TestRepo, run: &str, kill_grace: &str) -> Terminal {
         "3",
         "--kill-grace",
         kill_grace,
-    ]);
-    let terminal = Terminal::start(cmd, 120, 100);
-    terminal.wait_for("Running s3 — Sleep 3");
+    ])
+    .env("TERM", "xterm-256color");
+    let mut terminal = Terminal::start(cmd, 120, 100);
+    terminal.read_until("Running s3 — Sleep 3");
     terminal
 }
 
@@ -208,7 +209,7 @@ fn ctrl_c_leaves_no_row_and_no_stale_copy_of_the_display() {
     interrupt(&terminal);
     let screen = terminal.finish();
 
-    assert_eq!(screen.status.code(), Some(75), "{}", screen.text);
+    assert_eq!(screen.code(), 75, "{}", screen.text);
     let lines: Vec<&str> = screen.text.lines().collect();
     let rows: Vec<&&str> = lines.iter().filter(|l| l.contains(" — ")).collect();
     assert!(rows.is_empty(), "rows left: {rows:#?}\n{}", screen.text);
@@ -229,14 +230,14 @@ fn ctrl_c_leaves_no_row_and_no_stale_copy_of_the_display() {
 fn a_second_ctrl_c_ends_swarm_at_once_and_takes_the_display_with_it() {
     let repo = TestRepo::new();
     // Tasks that outlast the first Ctrl-C: the run is still stopping them at the second.
-    let terminal = sleeping_run(&repo, "trap '' TERM; sleep 30", "60s");
+    let mut terminal = sleeping_run(&repo, "trap '' TERM; sleep 30", "60s");
 
     interrupt(&terminal);
-    terminal.wait_for("press Ctrl-C again");
+    terminal.read_until("press Ctrl-C again");
     interrupt(&terminal);
     let screen = terminal.finish();
 
-    assert_eq!(screen.status.code(), Some(75), "{}", screen.text);
+    assert_eq!(screen.code(), 75, "{}", screen.text);
     assert!(
         !screen.text.contains(" — ") && !screen.text.contains("running ·"),
         "the display stayed behind:\n{}",

@@ -4,7 +4,6 @@
 //! them instead.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap_complete::Shell;
@@ -31,102 +30,15 @@ fn generate() -> BTreeMap<String, Vec<u8>> {
     ] {
         files.insert(format!("completions/{name}"), completion(shell));
     }
-    // The `help` subcommand is clap's, not swarm's: no page for it (as `clap_mangen::generate_to`).
-    let mut cmd = swarm::cli::command().disable_help_subcommand(true);
-    cmd.build();
-    let exit_codes = exit_codes(&cmd);
-    man_pages(&cmd, &exit_codes, &mut files);
+    for (name, page) in swarm::manual::pages(swarm::cli::command()) {
+        files.insert(format!("man/{name}"), page);
+    }
     files
 }
 
 /// What `swarm completions SHELL` prints.
 fn completion(shell: Shell) -> Vec<u8> {
-    let mut cmd = swarm::cli::command();
-    let mut buf = Vec::new();
-    clap_complete::generate(shell, &mut cmd, "swarm", &mut buf);
-    buf
-}
-
-/// One page per command, `man/swarm.1`, `man/swarm-run.1`, … (subcommands get their display
-/// names, `swarm-run`, from `build`).
-fn man_pages(
-    cmd: &clap::Command,
-    exit_codes: &[(String, String)],
-    files: &mut BTreeMap<String, Vec<u8>>,
-) {
-    let man = clap_mangen::Man::new(cmd.clone());
-    files.insert(
-        format!("man/{}", man.get_filename()),
-        man_page(&man, cmd, exit_codes),
-    );
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        man_pages(sub, exit_codes, files);
-    }
-}
-
-/// A page as `Man::render` makes it, except that the free-form text after the options (the
-/// exit codes of `after_help`, which `Man::render` would fold into one paragraph under "EXTRA")
-/// becomes a proper "EXIT STATUS" section, on every page, since every command exits this way.
-fn man_page(
-    man: &clap_mangen::Man,
-    cmd: &clap::Command,
-    exit_codes: &[(String, String)],
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    man.render_title(&mut out).unwrap();
-    man.render_name_section(&mut out).unwrap();
-    man.render_synopsis_section(&mut out).unwrap();
-    man.render_description_section(&mut out).unwrap();
-    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
-        man.render_options_section(&mut out).unwrap();
-    }
-    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
-        man.render_subcommands_section(&mut out).unwrap();
-    }
-    let mut section = String::from(".SH \"EXIT STATUS\"\n");
-    for (code, meaning) in exit_codes {
-        writeln!(section, ".TP\n\\fB{code}\\fR\n{}", roff_text(meaning)).unwrap();
-    }
-    out.extend_from_slice(section.as_bytes());
-    if cmd.get_version().is_some() {
-        man.render_version_section(&mut out).unwrap();
-    }
-    out
-}
-
-/// Text for a roff line: backslashes escaped, and a leading `.` or `'` kept from being read as a
-/// request.
-fn roff_text(s: &str) -> String {
-    let s = s.replace('\\', "\\e");
-    if s.starts_with('.') || s.starts_with('\'') {
-        format!("\\&{s}")
-    } else {
-        s
-    }
-}
-
-/// The exit codes listed in the top command's `after_help` ("Exit codes:" then `  N   meaning`).
-fn exit_codes(cmd: &clap::Command) -> Vec<(String, String)> {
-    let text = cmd
-        .get_after_help()
-        .expect("the top command's after_help lists the exit codes")
-        .to_string();
-    let mut lines = text
-        .lines()
-        .skip_while(|l| !l.starts_with("Exit codes:"))
-        .skip(1);
-    let mut codes = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.trim();
-        let Some((code, meaning)) = line.split_once(char::is_whitespace) else {
-            break;
-        };
-        if code.parse::<u8>().is_err() {
-            break;
-        }
-        codes.push((code.to_owned(), meaning.trim().to_owned()));
-    }
-    codes
+    swarm::complete::script(shell).unwrap()
 }
 
 /// Files in the generated directories, relative to the repository root.
@@ -284,5 +196,78 @@ fn help_shows_no_machine_dependent_values() {
                 "{path} contains {value:?}, which depends on this machine"
             );
         }
+    }
+}
+
+/// Every command's page goes on after the generated sections with examples, and the top page
+/// names the task-file format, whose page exists.
+#[test]
+fn the_pages_have_examples_files_environment_and_a_task_format_page() {
+    let files = generate();
+    let page = |name: &str| String::from_utf8(files[&format!("man/{name}")].clone()).unwrap();
+    let top = page("swarm.1");
+    for section in [
+        ".SH \"EXIT STATUS\"",
+        ".SH ENVIRONMENT",
+        ".SH FILES",
+        ".SH EXAMPLES",
+        ".SH \"SEE ALSO\"",
+    ] {
+        assert!(top.contains(section), "swarm.1 has no {section}");
+    }
+    for var in [
+        "SWARM_API_KEY",
+        "OPENAI_API_KEY",
+        "SWARM_JOBS",
+        "SWARM_ACTIVE",
+        "COMPLETE",
+    ] {
+        assert!(top.contains(var), "swarm.1 does not name {var}");
+    }
+    assert!(
+        top.contains("\\fBswarm\\-tasks\\fR(5)"),
+        "no link to swarm-tasks(5)"
+    );
+    assert!(top.contains("board.db") && top.contains(".swarm.toml"));
+    for name in ["swarm-run.1", "swarm-status.1", "swarm-completions.1"] {
+        assert!(
+            page(name).contains(".SH EXAMPLES"),
+            "{name} has no examples"
+        );
+    }
+    let tasks = page("swarm-tasks.5");
+    assert!(tasks.starts_with(".ie") && tasks.contains(".TH swarm-tasks 5 \"\" \"swarm "));
+    for field in [
+        "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check",
+        "files",
+    ] {
+        assert!(
+            tasks.contains(&format!(".TP\n\\fB{field}\\fR\n")),
+            "swarm-tasks(5) does not describe {field:?}"
+        );
+    }
+}
+
+/// The tasks swarm-tasks(5) shows are a task file swarm accepts (the first four lines make one;
+/// the fifth replaces the fourth).
+#[test]
+fn the_task_format_page_examples_are_a_valid_task_file() {
+    let page = String::from_utf8(generate()["man/swarm-tasks.5"].clone()).unwrap();
+    let tasks: Vec<String> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("\\fB{")?.strip_suffix("\\fR"))
+        .map(|l| format!("{{{}", l.replace("\\-", "-").replace("\\\\", "\\")))
+        .collect();
+    assert_eq!(tasks.len(), 5, "{tasks:?}");
+    let repo = TestRepo::new();
+    for lines in [&tasks[..4], &[&tasks[..3], &tasks[4..]].concat()[..]] {
+        let file = repo.tasks(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let out = repo.swarm(&["graph", file.to_str().unwrap()]);
+        crate::assert_exit(&out, 0);
+        assert!(
+            crate::stdout(&out).contains("survey"),
+            "{}",
+            crate::stdout(&out)
+        );
     }
 }

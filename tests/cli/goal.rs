@@ -20,7 +20,7 @@ fn task_prompt(req: &Request) -> String {
         .to_owned()
 }
 
-fn plan_call(tasks: &Value) -> Reply {
+pub(crate) fn plan_call(tasks: &Value) -> Reply {
     Reply::ToolCalls(vec![(
         "plan-1".into(),
         "submit_plan".into(),
@@ -29,7 +29,7 @@ fn plan_call(tasks: &Value) -> Reply {
 }
 
 /// A plan with two readers, one writer and a reducer.
-fn good_plan() -> Value {
+pub(crate) fn good_plan() -> Value {
     json!([
         {"id": "survey", "prompt": "TASK survey: list the files and report them", "deps": [], "lane": "researcher"},
         {"id": "readme", "prompt": "TASK readme: read README.md and summarise it", "deps": [], "lane": "analyst"},
@@ -40,7 +40,7 @@ fn good_plan() -> Value {
 
 /// Agents that use a tool once, then answer; the writer writes NOTES.md; the reducer answers
 /// with the report.
-fn agent_reply(req: &Request) -> Reply {
+pub(crate) fn agent_reply(req: &Request) -> Reply {
     let prompt = task_prompt(req);
     let done = !tool_results(req).is_empty();
     if prompt.contains("TASK final") {
@@ -69,7 +69,7 @@ fn agent_reply(req: &Request) -> Reply {
 }
 
 /// A server that plans `good_plan` and answers agents with `agent_reply`.
-fn good_server() -> FakeLlm {
+pub(crate) fn good_server() -> FakeLlm {
     FakeLlm::start(|req, _| {
         if has_tool(req, "submit_plan") {
             plan_call(&good_plan())

@@ -3,6 +3,7 @@
 
 mod acp;
 mod agents;
+mod completions;
 mod display;
 mod engine;
 pub mod fake_agents;
@@ -19,8 +20,10 @@ mod outputs;
 mod prepare;
 pub mod pty;
 mod real_agents;
+mod report;
 mod resume;
 mod snapshots;
+mod terminal;
 mod untrusted;
 mod writers;
 

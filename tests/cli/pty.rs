@@ -1,34 +1,46 @@
-//! A pseudo-terminal for swarm's stderr, and the screen a user would see.
+//! swarm on a pseudo-terminal (its stdin, stdout and stderr), what it prints there, and the
+//! screen a user would be left with. Tests wait for what swarm prints, never for a time.
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
+use std::os::fd::OwnedFd;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
 
-/// What swarm wrote on a terminal of `cols` × `rows`, and how it exited.
+/// How long swarm may print nothing before a test gives up on it, so that a swarm that never
+/// prints what a test waits for fails the test instead of hanging it. No test waits for it
+/// otherwise.
+const SILENCE: Duration = Duration::from_secs(120);
+
+/// How swarm exited and what it left on the terminal.
 pub struct Screen {
     pub status: ExitStatus,
     /// Every byte written to the terminal, escape codes and all.
     pub bytes: Vec<u8>,
-    /// The screen as it was left (make it tall enough that nothing scrolls off).
+    /// Everything printed, carriage returns left out.
+    pub printed: String,
+    /// The screen as it was left, row by row (make it tall enough that nothing scrolls off).
     pub text: String,
-    pub stdout: String,
 }
 
-/// What the terminal has received so far, and whether every writer has let go of it.
-type Seen = (Vec<u8>, bool);
+impl Screen {
+    pub fn code(&self) -> i32 {
+        self.status.code().expect("an exit code")
+    }
+}
 
-/// swarm running with its stderr on a pseudo-terminal.
+/// swarm running on a pseudo-terminal.
 pub struct Terminal {
     child: Child,
+    input: std::fs::File,
+    output: Receiver<Vec<u8>>,
+    bytes: Vec<u8>,
     cols: u16,
     rows: u16,
-    seen: Arc<(Mutex<Seen>, Condvar)>,
-    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Terminal {
-    /// Starts `cmd` with its stderr on a terminal of `cols` × `rows` (stdout piped, stdin as
-    /// set).
+    /// Starts `cmd` with a terminal of `cols` × `rows` as its stdin, stdout and stderr.
     pub fn start(mut cmd: Command, cols: u16, rows: u16) -> Self {
         let size = nix::pty::Winsize {
             ws_row: rows,
@@ -36,43 +48,35 @@ impl Terminal {
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        let pty = nix::pty::openpty(&size, None).expect("openpty");
-        let child = cmd
-            .env("TERM", "xterm-256color")
-            .stderr(Stdio::from(pty.slave))
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("starting swarm");
-        // The command held the last copy of the terminal's other end here: the reader sees
-        // its end once swarm and its children have closed theirs.
+        let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+        let end = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("a copy of the terminal"));
+        cmd.stdin(end(&pty.slave))
+            .stdout(end(&pty.slave))
+            .stderr(end(&pty.slave));
+        let child = cmd.spawn().expect("starting swarm");
+        // The command holds the terminal's other side; once it and swarm let go, reading ends.
         drop(cmd);
-        let seen = Arc::new((Mutex::new((Vec::new(), false)), Condvar::new()));
-        let mut master = std::fs::File::from(pty.master);
-        let shared = Arc::clone(&seen);
-        let reader = std::thread::spawn(move || {
+        drop(pty.slave);
+        let master = std::fs::File::from(pty.master);
+        let input = master.try_clone().expect("a copy of the terminal");
+        let (send, output) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut master = master;
             let mut buf = [0u8; 4096];
-            loop {
-                let n = match master.read(&mut buf) {
-                    // EIO: every writer has closed the terminal.
-                    Ok(0) | Err(_) => 0,
-                    Ok(n) => n,
-                };
-                let (lock, changed) = &*shared;
-                let mut seen = lock.lock().unwrap_or_else(PoisonError::into_inner);
-                seen.0.extend_from_slice(&buf[..n]);
-                seen.1 = n == 0;
-                changed.notify_all();
-                if n == 0 {
+            // Linux answers EIO once no process holds the other side: the end of the output.
+            while let Ok(n @ 1..) = master.read(&mut buf) {
+                if send.send(buf[..n].to_vec()).is_err() {
                     break;
                 }
             }
         });
         Self {
             child,
+            input,
+            output,
+            bytes: Vec::new(),
             cols,
             rows,
-            seen,
-            reader: Some(reader),
         }
     }
 
@@ -80,50 +84,55 @@ impl Terminal {
         self.child.id()
     }
 
-    /// Waits until the screen shows `text`; panics if the terminal closes first.
-    pub fn wait_for(&self, text: &str) {
-        let (lock, changed) = &*self.seen;
-        let mut seen = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Reads until `text` has been printed; returns everything printed so far.
+    pub fn read_until(&mut self, text: &str) -> String {
         loop {
-            if screen_text(&seen.0, self.cols, self.rows).contains(text) {
-                return;
+            let printed = printed(&self.bytes);
+            if printed.contains(text) {
+                return printed;
             }
-            assert!(
-                !seen.1,
-                "the terminal closed without showing {text:?}:\n{}",
-                screen_text(&seen.0, self.cols, self.rows)
-            );
-            seen = changed.wait(seen).unwrap_or_else(PoisonError::into_inner);
+            match self.output.recv_timeout(SILENCE) {
+                Ok(bytes) => self.bytes.extend(bytes),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("swarm's output ended before {text:?}:\n{printed}")
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("swarm printed nothing more before {text:?}:\n{printed}")
+                }
+            }
         }
+    }
+
+    pub fn type_line(&mut self, line: &str) {
+        self.input
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("typing on the terminal");
     }
 
     /// Waits for swarm to exit and the terminal to close.
     pub fn finish(mut self) -> Screen {
-        let output = self.child.wait_with_output().expect("waiting for swarm");
-        if let Some(reader) = self.reader.take() {
-            reader.join().expect("reading the terminal");
+        while let Ok(bytes) = self.output.recv_timeout(SILENCE) {
+            self.bytes.extend(bytes);
         }
-        let (lock, _) = &*self.seen;
-        let bytes = std::mem::take(&mut lock.lock().unwrap_or_else(PoisonError::into_inner).0);
+        let status = self.child.wait().expect("waiting for swarm");
+        let nonzero = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal has a size");
+        let mut parser = vt100::Parser::new(nonzero(self.rows), nonzero(self.cols), 0);
+        parser.process(&self.bytes);
+        // Row by row: a line as wide as the terminal would otherwise run into the next.
+        let text = parser
+            .screen()
+            .rows(0, self.cols)
+            .collect::<Vec<_>>()
+            .join("\n");
         Screen {
-            status: output.status,
-            text: screen_text(&bytes, self.cols, self.rows),
-            bytes,
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            status,
+            printed: printed(&self.bytes),
+            bytes: self.bytes,
+            text,
         }
     }
 }
 
-/// Runs `cmd` to its end with its stderr on a terminal of `cols` × `rows`.
-pub fn run_on_terminal(cmd: Command, cols: u16, rows: u16) -> Screen {
-    Terminal::start(cmd, cols, rows).finish()
-}
-
-/// The screen `bytes` leave on a terminal of `cols` × `rows`, row by row (a line as wide as
-/// the terminal would otherwise run into the next).
-fn screen_text(bytes: &[u8], cols: u16, rows: u16) -> String {
-    let nonzero = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal has a size");
-    let mut parser = vt100::Parser::new(nonzero(rows), nonzero(cols), 0);
-    parser.process(bytes);
-    parser.screen().rows(0, cols).collect::<Vec<_>>().join("\n")
+fn printed(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace('\r', "")
 }

@@ -28,7 +28,9 @@ use super::job::{Job, Report, Verdict, Workers};
 use super::merge::MergeQueue;
 use super::record::{Failure, Recorder};
 use super::run::{Run, Slot};
-use super::{Checkout, Ending, Layout, Message, Settings, attempt, backoff, notice_event};
+use super::{
+    Checkout, Ending, Layout, Message, Settings, attempt, backoff, notice_event, notice_line,
+};
 
 /// Stops and reaps every attempt when dropped armed.
 struct Reaper<'w> {
@@ -315,6 +317,9 @@ impl<'a> Dispatcher<'a> {
             Message::Notice { task, notice } => {
                 let id = self.run.plan.tasks[task].id.as_str();
                 self.run.record.task_event(id, notice_event(&notice))?;
+                if let Some(line) = notice_line(&notice) {
+                    self.run.ui.note(Verb::Retrying, &format!("{id}: {line}"));
+                }
             }
             Message::Needs { goals, result } => {
                 if let Some(g) = &mut self.goals {
@@ -328,7 +333,14 @@ impl<'a> Dispatcher<'a> {
                     self.fault.get_or_insert(fault);
                 }
             }
-            Message::GoalNotice { notice } => self.run.record.run_event(notice_event(&notice))?,
+            Message::GoalNotice { notice } => {
+                self.run.record.run_event(notice_event(&notice))?;
+                if let Some(line) = notice_line(&notice) {
+                    self.run
+                        .ui
+                        .note(Verb::Retrying, &format!("planning: {line}"));
+                }
+            }
             Message::Endpoint(gone) => self.endpoint_checked(gone)?,
             Message::Escalated { task, hook } => {
                 self.run.hooks_running -= 1;
@@ -635,20 +647,29 @@ impl<'a> Dispatcher<'a> {
                 &run.plan,
                 Transition::Delayed(i, crate::time::deadline(Instant::now(), wait)),
             );
-            let text = format!(
-                "{why}; attempt {} in {:.1}s",
-                report.attempt + 1,
-                wait.as_secs_f64()
-            );
+            // The failure, what it left on stderr, then the retry: one line each, so a time
+            // taken and a time to wait never share one.
             run.ui
-                .task_finished(id, Verb::Retrying, report.elapsed, Some(&text));
+                .task_finished(id, Verb::Failed, report.elapsed, Some(why));
+            run.ui.output_tail(&report.stderr_tail);
+            run.ui.note(
+                Verb::Retrying,
+                &format!(
+                    "{id}: attempt {} in {} (retry {failures} of {})",
+                    report.attempt + 1,
+                    crate::ui::duration(wait),
+                    run.settings.retries,
+                ),
+            );
         } else if retries_left {
             run.dag.on(&run.plan, Transition::Interrupted(i));
             run.ui
                 .task_finished(id, Verb::Interrupted, report.elapsed, Some(why));
+            run.ui.output_tail(&report.stderr_tail);
         } else {
             run.ui
                 .task_finished(id, Verb::Failed, report.elapsed, Some(why));
+            run.ui.output_tail(&report.stderr_tail);
             if run.plan.tasks[i].mode == Mode::Write {
                 // Kept for inspection until `swarm gc`.
                 let path = run.layout.worktree(id, Checkout::Task);

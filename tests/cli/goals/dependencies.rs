@@ -214,7 +214,7 @@ fn goals_that_need_a_parked_goal_are_skipped_and_the_rest_go_on() {
         text.contains("Status: **skipped** (needs goal g2, which was skipped)"),
         "{text}"
     );
-    assert!(text.contains("### Needs attention"), "{text}");
+    assert!(text.contains("## Needs attention"), "{text}");
     // B and C were never planned; the independent goal D ran.
     assert!(
         !s.starts()

@@ -76,7 +76,7 @@ fn plan_lands_the_writer_and_reports_tokens(cli: Cli, test: &str) -> Option<(Rig
     }
     assert!(
         report_text.contains(&format!(
-            "Tokens used by the tasks: {}; cost: ",
+            "tokens: {} by the tasks; cost of the tasks: ",
             per_request * 5
         )),
         "{report_text}"
@@ -105,7 +105,7 @@ fn claude_plan_of_readers_writer_and_reducer_lands_the_file_with_tokens_and_cost
         let cost = task_status(&status, id)["cost"].as_f64();
         assert!(cost.is_some_and(|c| c > 0.0), "{id}: {cost:?}");
     }
-    assert!(!text.contains("cost: unknown"), "{text}");
+    assert!(!text.contains("cost of the tasks: unknown"), "{text}");
     let writer = rig
         .server
         .model_requests()
@@ -128,7 +128,7 @@ fn codex_plan_of_readers_writer_and_reducer_lands_the_file_with_tokens() {
     ) else {
         return;
     };
-    assert!(text.contains("cost: unknown."), "{text}");
+    assert!(text.contains("cost of the tasks: unknown."), "{text}");
     let writer = rig
         .server
         .model_requests()

@@ -4,9 +4,12 @@
 //! snapshot here uses.
 
 mod config;
+mod failures;
 mod flags;
 mod help;
 mod inputs;
+mod inspect;
+mod plans;
 mod runs;
 
 use std::fmt;
@@ -95,7 +98,12 @@ pub fn filters() -> Vec<(&'static str, &'static str)> {
         // Event times: the time of day in `swarm logs`, milliseconds since the epoch in JSON.
         (r"(?m)^\d{2}:\d{2}:\d{2}\.\d{3} ", "[TIME] "),
         (r#""(at|[a-z_]+_at)":( ?)\d+"#, r#""$1":$2[TIMESTAMP]"#),
-        (r#""(elapsed_ms|ms)":( ?)[0-9.]+"#, r#""$1":$2[MS]"#),
+        (
+            r#""(elapsed_ms|duration_ms|ms)":( ?)[0-9.]+"#,
+            r#""$1":$2[MS]"#,
+        ),
+        // Local times as `swarm runs` and `swarm show` print them.
+        (r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2})?\b", "[DATE]"),
         (r#""pid":( ?)\d+"#, r#""pid":$1[PID]"#),
         (r"\bpid \d+", "pid [PID]"),
         // Durations as swarm prints them: `0.1s`, `1m02s`.

@@ -160,6 +160,14 @@ fn a_failed_task_and_a_parked_writer_show_in_the_summary_report_status_and_logs(
         swarm(&repo, &["logs", "--errors"])
     );
     assert_output!("failed_and_parked_graph", swarm(&repo, &["graph"]));
+    assert_output!(
+        "failed_and_parked_show_parked",
+        swarm(&repo, &["show", "b"])
+    );
+    assert_output!(
+        "failed_and_parked_gc_dry_run_json",
+        swarm(&repo, &["gc", "--dry-run", "--json"])
+    );
 }
 
 #[test]

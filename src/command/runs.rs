@@ -1,0 +1,127 @@
+//! `swarm runs`: the runs of the repository, newest first, as a table or as JSON.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use super::inspect::{RunState, lock_holder, run_duration};
+use super::{Globals, open_board, open_repo};
+use crate::exit;
+use crate::store::{RunListing, now_ms};
+use crate::ui::{self, Verb};
+
+/// How much of a run's source (a goal's text, a task file's path) a row shows.
+const SOURCE_WIDTH: usize = 60;
+
+/// A run as a row shows it.
+struct Row<'a> {
+    run: &'a RunListing,
+    state: RunState,
+    duration_ms: u64,
+}
+
+pub(super) fn runs(g: &Globals) -> anyhow::Result<u8> {
+    let repo = open_repo(g)?;
+    let board = open_board(&repo)?;
+    let listings = board.list_runs()?;
+    let holder = lock_holder(&repo);
+    let now = now_ms();
+    let rows: Vec<Row<'_>> = listings
+        .iter()
+        .map(|run| {
+            let state = RunState::of(&run.id, run.status, holder.as_deref());
+            let took = run_duration(
+                state,
+                run.created_at,
+                run.finished_at,
+                run.last_event_at,
+                now,
+            );
+            Row {
+                run,
+                state,
+                duration_ms: took.as_millis() as u64,
+            }
+        })
+        .collect();
+    if g.json {
+        let items: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "id": r.run.id,
+                    "started_at": r.run.created_at,
+                    "finished_at": r.run.finished_at,
+                    "status": r.state.as_str(),
+                    "exit_code": r.run.exit_code,
+                    "duration_ms": r.duration_ms,
+                    "tasks": r.run.tasks,
+                    "source": r.run.source,
+                })
+            })
+            .collect();
+        ui::out(&serde_json::to_string_pretty(&items)?)?;
+        return Ok(exit::OK);
+    }
+    if rows.is_empty() {
+        ui::say(
+            g.quiet,
+            Verb::Empty,
+            "no runs in this repository yet (`swarm run TASKS.jsonl` or `swarm --goal TEXT` starts one)",
+        );
+        return Ok(exit::OK);
+    }
+    ui::out(&table(&rows))?;
+    Ok(exit::OK)
+}
+
+/// The rows under a header, in columns.
+fn table(rows: &[Row<'_>]) -> String {
+    let cells: Vec<[String; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.run.id.clone(),
+                crate::time::local_minute(r.run.created_at),
+                r.state.as_str().to_owned(),
+                r.run
+                    .exit_code
+                    .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                ui::duration(std::time::Duration::from_millis(r.duration_ms)),
+                r.run.tasks.to_string(),
+                ui::one_line(&r.run.source, SOURCE_WIDTH),
+            ]
+        })
+        .collect();
+    let header = [
+        "RUN", "STARTED", "STATUS", "EXIT", "TIME", "TASKS", "SOURCE",
+    ];
+    // At least as wide as the widest duration of under ten hours (`59.9s`, `9h59m`), so the
+    // columns stand still as a run's time grows.
+    let least = [0, 0, 0, 0, 5, 0, 0];
+    let width = |i: usize| {
+        cells
+            .iter()
+            .map(|c| c[i].chars().count())
+            .chain([header[i].len(), least[i]])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
+    let mut out = String::new();
+    let header = header.map(str::to_owned);
+    for row in std::iter::once(&header).chain(&cells) {
+        let [id, started, status, code, time, tasks, source] = row;
+        let line = format!(
+            "{id:<w0$}  {started:<w1$}  {status:<w2$}  {code:>w3$}  {time:>w4$}  {tasks:>w5$}  {source}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+            w5 = widths[5],
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}

@@ -1,0 +1,114 @@
+//! Reads for looking at runs afterwards (`swarm runs`, `swarm show`, `swarm status`): the runs
+//! of the repository, one task's attempts and one task's events. They change nothing.
+
+use rusqlite::OptionalExtension as _;
+
+use super::{AttemptRecord, Board, RunEvent, RunListing, RunStatus};
+
+impl Board {
+    /// Every run of the repository, newest first, with its task count and the time of its
+    /// last event.
+    pub fn list_runs(&self) -> anyhow::Result<Vec<RunListing>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.id, r.created_at, r.finished_at, r.status, r.exit_code, r.source,
+                    (SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id),
+                    (SELECT e.at FROM events e WHERE e.run_id = r.id ORDER BY e.seq DESC LIMIT 1)
+             FROM runs r ORDER BY r.created_at DESC, r.id DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                RunListing {
+                    id: r.get(0)?,
+                    created_at: r.get(1)?,
+                    finished_at: r.get(2)?,
+                    status: RunStatus::Running,
+                    exit_code: r.get(4)?,
+                    source: r.get(5)?,
+                    tasks: r.get::<_, i64>(6)?.max(0) as usize,
+                    last_event_at: r.get(7)?,
+                },
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut listing, status) = row?;
+            listing.status = RunStatus::parse(&status)?;
+            out.push(listing);
+        }
+        Ok(out)
+    }
+
+    /// The time of a run's last event, if it has one.
+    pub fn last_event_at(&self, run: &str) -> anyhow::Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT at FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1",
+                [run],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// The runs that have a task `task`, newest first.
+    pub fn runs_with_task(&self, task: &str) -> anyhow::Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.id FROM runs r JOIN tasks t ON t.run_id = r.id AND t.id = ?1
+             ORDER BY r.created_at DESC, r.id DESC",
+        )?;
+        let ids = stmt.query_map([task], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    }
+
+    /// A task's attempts, first first.
+    pub fn attempts(&self, run: &str, task: &str) -> anyhow::Result<Vec<AttemptRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT number, started_at, finished_at, outcome, transcript, session, continued,
+                    tokens, cost
+             FROM attempts WHERE run_id = ?1 AND task_id = ?2 ORDER BY number",
+        )?;
+        let rows = stmt.query_map([run, task], |r| {
+            Ok(AttemptRecord {
+                number: r.get(0)?,
+                started_at: r.get(1)?,
+                finished_at: r.get(2)?,
+                outcome: r.get(3)?,
+                transcript: r.get(4)?,
+                session: r.get(5)?,
+                continued: r.get::<_, i64>(6)? != 0,
+                tokens: r.get::<_, i64>(7)?.max(0) as u64,
+                cost: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// What happened to one task, in order: (time, event). An event this swarm does not know
+    /// (a newer swarm's) is left out.
+    pub fn task_events(&self, run: &str, task: &str) -> anyhow::Result<Vec<(i64, RunEvent)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT at, kind, detail FROM events WHERE run_id = ?1 AND task_id = ?2 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([run, task], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (at, kind, detail) = row?;
+            let mut line = serde_json::json!({ "kind": kind });
+            let detail: serde_json::Value = serde_json::from_str(&detail).unwrap_or_default();
+            if !detail.is_null() {
+                line["detail"] = detail;
+            }
+            if let Ok(event) = serde_json::from_value(line) {
+                out.push((at, event));
+            }
+        }
+        Ok(out)
+    }
+}
