@@ -169,8 +169,7 @@ impl Job {
     pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
         let mut spent = Spent::default();
-        let made_tmp = std::fs::create_dir_all(&self.tmp)
-            .with_context(|| format!("could not create {}", self.tmp.display()));
+        let made_tmp = make_tmp(&self.tmp);
         let verdict = match made_tmp.and_then(|()| self.attempt(watchdog, tx, &mut spent)) {
             Ok(verdict) => verdict,
             Err(e) => match Fault::of_error(&e) {
@@ -193,7 +192,10 @@ impl Job {
             }
             verdict => verdict,
         };
-        let _ = std::fs::remove_dir_all(&self.tmp);
+        // Most attempts leave it empty: one `rmdir`, and only else the walk.
+        if std::fs::remove_dir(&self.tmp).is_err() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
         let stderr_tail = match &verdict {
             Verdict::Failed(_) => agent::stderr_tail(
                 spent
@@ -466,6 +468,17 @@ impl Job {
             }
         }
     }
+}
+
+/// Makes an attempt's temporary directory: one `mkdir` once the run's `tmp/` exists.
+fn make_tmp(tmp: &Path) -> anyhow::Result<()> {
+    let made = match std::fs::create_dir(tmp) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(tmp),
+        // Attempt numbers are never reused, and a resumed run clears `tmp/` first.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        made => made,
+    };
+    made.with_context(|| format!("could not create {}", tmp.display()))
 }
 
 /// The user's repository, opened once per pool thread: every attempt fingerprints it twice.
