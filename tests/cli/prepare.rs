@@ -344,3 +344,27 @@ fn ctrl_c_during_a_setup_stops_it_with_everything_it_started() {
     assert_exit(&out, 0);
     assert_eq!(repo.read("w.txt"), "w\n");
 }
+
+#[test]
+fn an_included_file_the_repository_tracks_keeps_its_committed_version() {
+    let repo = TestRepo::new();
+    repo.write("config/local.toml", "default\n");
+    repo.write(".swarm.toml", "include = [\"config/local.toml\"]\n");
+    repo.commit_all("tracked config");
+    // Your local edit reaches the writer; neither it nor the writer's own edit is committed.
+    repo.write("config/local.toml", "mine\n");
+    let tasks = repo.tasks(&[
+        r#"{"id":"w","run":"test \"$(cat config/local.toml)\" = mine && git add config/local.toml && echo also >> config/local.toml && echo w > w.txt"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "--land", "none"]);
+
+    assert_exit(&out, 0);
+    let branch = format!("swarm/{}", run_id(&repo));
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:config/local.toml")]),
+        "default\n"
+    );
+    assert_eq!(repo.git(&["show", &format!("{branch}:w.txt")]), "w\n");
+    assert_eq!(repo.read("config/local.toml"), "mine\n");
+}
