@@ -132,7 +132,12 @@ impl Job {
             Outcome::TimedOut(_)
             | Outcome::Stalled(_)
             | Outcome::Failed(_)
-            | Outcome::Limited(_) => Some(setup_failed(command, &outcome, &text, &inv.cwd)),
+            | Outcome::Limited(_) => Some(setup_failed(
+                command,
+                &outcome,
+                &text,
+                &self.invocation.transcript,
+            )),
         };
         let _ = std::fs::write(
             &self.invocation.transcript,
@@ -152,33 +157,42 @@ impl Job {
 }
 
 /// Why a setup that did not succeed stops the run: its command, how it ended, and the last
-/// lines it printed.
-fn setup_failed(command: &str, outcome: &Outcome, log: &str, cwd: &Path) -> String {
+/// lines it printed (of its stderr, where failing tools say why, else of its stdout), on one
+/// line as the run's other faults are.
+fn setup_failed(command: &str, outcome: &Outcome, log: &str, transcript: &Path) -> String {
     let how = match outcome {
         Outcome::Failed(why) => why.clone(),
         Outcome::TimedOut(t) => format!("timed out after {}", crate::ui::duration(*t)),
         other => other.describe(),
     };
-    let printed: Vec<&str> = log
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("--- ") && !l.starts_with("swarm: "))
-        .collect();
-    let last = &printed[printed.len().saturating_sub(SETUP_LINES)..];
-    let mut why = format!(
-        "the setup command `{command}` failed ({how}) in {}",
-        cwd.display()
-    );
-    if last.is_empty() {
-        why.push_str("; it printed nothing");
-    } else {
-        why.push_str("; its last lines:");
-        for line in last {
-            why.push_str("\n    ");
-            why.push_str(line);
-        }
+    let after = |marker: &str| log.split_once(marker).map_or("", |(_, rest)| rest);
+    let stderr = after("--- stderr ---\n").split("--- stdout ---\n").next();
+    let stdout = after("--- stdout ---\n").split("\n--- end: ").next();
+    let last = |text: Option<&str>| -> Vec<String> {
+        let lines: Vec<&str> = text
+            .unwrap_or("")
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        lines[lines.len().saturating_sub(SETUP_LINES)..]
+            .iter()
+            .map(|l| (*l).to_owned())
+            .collect()
+    };
+    let mut lines = last(stderr);
+    if lines.is_empty() {
+        lines = last(stdout);
     }
-    why.push_str("\nnothing of the task ran; fix what the setup needs and `swarm resume` (`swarm resume --setup CMD` runs another command)");
-    why
+    let printed = if lines.is_empty() {
+        "it printed nothing".to_owned()
+    } else {
+        format!("its last lines: {}", lines.join(" | "))
+    };
+    format!(
+        "the setup command `{command}` failed ({how}), so the task's agent did not start; {printed} (all of it is in {}); `swarm resume --setup CMD` runs another command",
+        transcript.display()
+    )
 }
 
 /// How many of a failed setup's last lines its fault shows.
