@@ -126,7 +126,7 @@ impl Job {
         let _ = std::fs::remove_file(&log);
         let section = format!("--- setup: {command} ---\n{text}");
         let why = match outcome {
-            Outcome::Succeeded => return Ok(section),
+            Outcome::Succeeded => return Ok(section + "--- setup done; the task follows ---\n"),
             Outcome::Interrupted => None,
             Outcome::Fault(fault) => Some(fault.why),
             Outcome::TimedOut(_)
