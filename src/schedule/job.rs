@@ -351,6 +351,9 @@ impl Job {
                     git::snapshot_changes(&self.invocation.cwd, commit, &self.prepare.include)?;
                 if !changed.is_empty() {
                     git::restore_snapshot(&self.invocation.cwd, commit)?;
+                    // The restore put a tracked included file back to its committed version.
+                    let (from, include) = (&self.user_checkout, &self.prepare.include);
+                    git::copy_included(from, &self.invocation.cwd, include)?;
                     return Ok(Verdict::Failed(format!(
                         "a read-only task changed its snapshot ({}); the snapshot was restored",
                         changed.join(", ")

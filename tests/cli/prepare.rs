@@ -368,3 +368,27 @@ fn an_included_file_the_repository_tracks_keeps_its_committed_version() {
     assert_eq!(repo.git(&["show", &format!("{branch}:w.txt")]), "w\n");
     assert_eq!(repo.read("config/local.toml"), "mine\n");
 }
+
+#[test]
+fn a_restored_snapshot_gets_the_included_files_again() {
+    let repo = TestRepo::new();
+    repo.write("config/local.toml", "default\n");
+    repo.write(".swarm.toml", "include = [\"config/local.toml\"]\n");
+    repo.commit_all("tracked config");
+    repo.write("config/local.toml", "mine\n");
+    let seen = outside(&repo, "seen");
+    let flag = outside(&repo, "tried");
+    // The first attempt changes the snapshot (and fails, the snapshot restored); the retry
+    // reads the included file in the same snapshot.
+    let reader = format!(
+        r#"{{"id":"r","mode":"read","run":"if test -e {f}; then cat config/local.toml > {s}; else touch {f}; echo x >> README.md; fi"}}"#,
+        f = path_str(&flag),
+        s = path_str(&seen)
+    );
+    let tasks = repo.tasks(&[&reader]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "--retries", "1"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(read(&seen), "mine\n");
+}
