@@ -7,7 +7,7 @@ use std::io::BufReader;
 
 use serde_json::{Value, json};
 
-use super::{assert_output, swarm};
+use super::{AGENT, assert_output, swarm};
 use crate::{TestRepo, read_until};
 
 /// Writes a task file from JSON values.
@@ -48,8 +48,6 @@ fn tasks(repo: &TestRepo) -> String {
         ],
     )
 }
-
-const AGENT: &str = "exec:echo The README is short.";
 
 #[test]
 fn runs_show_and_status_describe_a_finished_run_as_text_and_json() {

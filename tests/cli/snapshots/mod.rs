@@ -17,6 +17,9 @@ use std::process::Output;
 
 use crate::TestRepo;
 
+/// The agent of the snapshots' prompt tasks: the same answer every time.
+const AGENT: &str = "exec:echo The README is short.";
+
 /// A finished swarm command: how it was called and what it printed.
 pub struct CommandOutput {
     line: String,

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{assert_output, swarm};
+use super::{AGENT, assert_output, swarm};
 use crate::{TestRepo, outside, run_id};
 
 /// Writes a task file from JSON values.
@@ -39,8 +39,6 @@ fn finished_run_tasks(repo: &TestRepo) -> String {
         ],
     )
 }
-
-const AGENT: &str = "exec:echo The README is short.";
 
 #[test]
 fn a_finished_run_shows_its_summary_report_status_logs_and_graph() {
