@@ -1,5 +1,5 @@
-//! Looking at runs without changing them (`status`, `logs`, `graph`) and `gc`; `runs` and
-//! `show` have files of their own beside this one.
+//! Looking at runs without changing them: `status`, `logs` and `graph`; `runs`, `show` and `gc`
+//! have files of their own beside this one.
 
 use std::fmt::Write as _;
 use std::io::Read as _;
