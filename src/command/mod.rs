@@ -13,6 +13,7 @@ use crate::ui;
 use crate::ui::Verb;
 use crate::{Usage, exit};
 
+mod gc;
 mod goal;
 mod inspect;
 mod layout;
@@ -24,7 +25,8 @@ mod runs;
 mod settings;
 mod show;
 
-use inspect::{gc, graph, logs, status};
+use gc::gc;
+use inspect::{graph, logs, status};
 use resume::resume;
 use run::run_file;
 use settings::{configure, in_hook, land_from_hook, load_config};

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::fake_llm::{FakeLlm, Reply, Request, has_tool};
+use crate::goals::user_text;
 use crate::{TestRepo, assert_exit, outside, stderr, stdout};
 
 /// A secret in the environment that a failing agent prints.
@@ -23,15 +24,6 @@ case "$prompt" in
   *) echo "ok" ;;
 esac
 "##;
-
-fn user_text(req: &Request) -> String {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 fn tool_call(name: &str, args: Value) -> Reply {
     Reply::ToolCalls(vec![("call-1".into(), name.into(), args)])

@@ -56,7 +56,7 @@ fn letter(text: &str) -> Option<char> {
 }
 
 /// The user message of a request.
-fn user_text(req: &Request) -> String {
+pub fn user_text(req: &Request) -> String {
     req.messages()
         .iter()
         .filter(|m| m["role"] == "user")

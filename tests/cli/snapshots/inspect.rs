@@ -7,15 +7,8 @@ use std::io::BufReader;
 
 use serde_json::{Value, json};
 
-use super::{assert_output, swarm};
+use super::{AGENT, assert_output, swarm, task_file};
 use crate::{TestRepo, read_until};
-
-/// Writes a task file from JSON values.
-fn task_file(repo: &TestRepo, tasks: &[Value]) -> String {
-    let lines: Vec<String> = tasks.iter().map(Value::to_string).collect();
-    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    repo.tasks(&refs).to_str().unwrap().to_owned()
-}
 
 /// A titled reader, a prompt task for the `exec:` agent, a titled writer that declares its
 /// file, a task that fails every attempt, and a reducer after the first three.
@@ -48,8 +41,6 @@ fn tasks(repo: &TestRepo) -> String {
         ],
     )
 }
-
-const AGENT: &str = "exec:echo The README is short.";
 
 #[test]
 fn runs_show_and_status_describe_a_finished_run_as_text_and_json() {

@@ -17,6 +17,16 @@ use std::process::Output;
 
 use crate::TestRepo;
 
+/// Writes a task file from JSON values; returns its path.
+fn task_file(repo: &TestRepo, tasks: &[serde_json::Value]) -> String {
+    let lines: Vec<String> = tasks.iter().map(serde_json::Value::to_string).collect();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    repo.tasks(&refs).to_str().unwrap().to_owned()
+}
+
+/// The agent of the snapshots' prompt tasks: the same answer every time.
+const AGENT: &str = "exec:echo The README is short.";
+
 /// A finished swarm command: how it was called and what it printed.
 pub struct CommandOutput {
     line: String,

@@ -4,17 +4,10 @@
 //! when there is no such run. The runs are ordered by their deps and by what each task waits
 //! for, never by time, so their outputs are the same every time.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{assert_output, swarm};
+use super::{AGENT, assert_output, swarm, task_file};
 use crate::{TestRepo, outside, run_id};
-
-/// Writes a task file from JSON values.
-fn task_file(repo: &TestRepo, tasks: &[Value]) -> String {
-    let lines: Vec<String> = tasks.iter().map(Value::to_string).collect();
-    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    repo.tasks(&refs).to_str().unwrap().to_owned()
-}
 
 /// A reader, a prompt task for an `exec:` agent, a writer after the reader, and a reducer
 /// that gathers their results.
@@ -39,8 +32,6 @@ fn finished_run_tasks(repo: &TestRepo) -> String {
         ],
     )
 }
-
-const AGENT: &str = "exec:echo The README is short.";
 
 #[test]
 fn a_finished_run_shows_its_summary_report_status_logs_and_graph() {

@@ -1,0 +1,150 @@
+//! `swarm gc`: the checkouts of finished tasks and the files killed runs left behind go; a
+//! branch with unmerged commits is never deleted.
+
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use super::layout::{Lock, deps_root};
+use super::{Globals, open_board, open_repo};
+use crate::{exit, ui};
+
+/// One thing `gc` does, or would do with `--dry-run`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cleaning {
+    RemoveWorktree(std::path::PathBuf),
+    Remove(std::path::PathBuf),
+    DeleteBranch { branch: String },
+    KeepBranch { branch: String, why: &'static str },
+}
+
+impl Cleaning {
+    fn line(&self) -> String {
+        match self {
+            Self::RemoveWorktree(path) => format!("remove worktree {}", path.display()),
+            Self::Remove(path) => format!("remove {}", path.display()),
+            Self::DeleteBranch { branch } => format!("delete branch {branch} (merged)"),
+            Self::KeepBranch { branch, why } => format!("keep branch {branch} ({why})"),
+        }
+    }
+
+    fn to_json(&self, dry_run: bool) -> Value {
+        match self {
+            Self::RemoveWorktree(path) => {
+                json!({ "action": "remove-worktree", "path": path, "done": !dry_run })
+            }
+            Self::Remove(path) => json!({ "action": "remove", "path": path, "done": !dry_run }),
+            Self::DeleteBranch { branch } => json!({
+                "action": "delete-branch",
+                "branch": branch,
+                "reason": "merged",
+                "done": !dry_run,
+            }),
+            Self::KeepBranch { branch, why } => json!({
+                "action": "keep-branch",
+                "branch": branch,
+                "reason": why,
+                "done": false,
+            }),
+        }
+    }
+}
+
+pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
+    let repo = open_repo(g)?;
+    let _lock = Lock::acquire(&repo, "gc")?;
+    let mut actions = Vec::new();
+    // Linked worktrees, as swarm made them before each task had a repository of its own.
+    for (name, path) in repo.worktrees_with_prefix("swarm-")? {
+        if !dry_run {
+            repo.remove_worktree(&name, &path)?;
+        }
+        actions.push(Cleaning::RemoveWorktree(path));
+    }
+    let board = open_board(&repo)?;
+    for run in board.run_ids()? {
+        // The checkouts of the run's tasks, named in its directory.
+        let named = board.run_dir(&run).join(crate::schedule::CHECKOUTS_FILE);
+        if let Ok(bytes) = std::fs::read(&named) {
+            use std::os::unix::ffi::OsStringExt as _;
+            let dir = std::path::PathBuf::from(std::ffi::OsString::from_vec(bytes));
+            if dir.is_dir() {
+                for entry in std::fs::read_dir(&dir)? {
+                    let path = entry?.path();
+                    if !dry_run {
+                        crate::git::remove_checkout(&path)?;
+                    }
+                    actions.push(Cleaning::RemoveWorktree(path));
+                }
+                if !dry_run {
+                    crate::git::remove_checkout(&dir)?;
+                }
+            }
+        }
+        // Deps' files left by runs that were killed and never resumed (a run removes its own).
+        let deps = deps_root(&board.run_dir(&run), &run);
+        if deps.exists() {
+            if !dry_run {
+                std::fs::remove_dir_all(&deps)
+                    .with_context(|| format!("could not remove {}", deps.display()))?;
+            }
+            actions.push(Cleaning::Remove(deps));
+        }
+    }
+    // A branch swarm made goes only when another branch holds every commit of it; one swarm
+    // did not make (a name of the user's under `swarm/`) is never touched.
+    let mut made = Vec::new();
+    for run in board.run_ids()? {
+        let tasks: Vec<String> = board.load_tasks(&run)?.into_iter().map(|t| t.id).collect();
+        made.push((run, tasks));
+    }
+    let branches = repo.branches_with_prefix("")?;
+    for (name, tip) in repo.branches_with_prefix("swarm/")? {
+        let ours = made.iter().any(|(run, tasks)| {
+            let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+            crate::schedule::made_by_run(&name, run, &tasks)
+        });
+        if !ours {
+            actions.push(Cleaning::KeepBranch {
+                branch: name,
+                why: "not swarm's",
+            });
+            continue;
+        }
+        let held = branches
+            .iter()
+            .filter(|(other, _)| *other != name && !other.starts_with(&format!("{name}-")))
+            .try_fold(false, |found, (_, other_tip)| {
+                anyhow::Ok(found || repo.contains(other_tip, &tip)?)
+            })?;
+        if held {
+            if !dry_run {
+                repo.delete_branch_at(&name, &tip)?;
+            }
+            actions.push(Cleaning::DeleteBranch { branch: name });
+        } else {
+            actions.push(Cleaning::KeepBranch {
+                branch: name,
+                why: "has commits no other branch has",
+            });
+        }
+    }
+    if g.json {
+        let actions: Vec<Value> = actions.iter().map(|a| a.to_json(dry_run)).collect();
+        ui::out(&serde_json::to_string_pretty(
+            &json!({ "dry_run": dry_run, "actions": actions }),
+        )?)?;
+        return Ok(exit::OK);
+    }
+    let verb = if dry_run { "would " } else { "" };
+    let mut out = String::new();
+    for a in &actions {
+        let _ = writeln!(out, "{verb}{}", a.line());
+    }
+    if actions.is_empty() {
+        out.push_str("nothing to clean\n");
+    }
+    ui::out(&out)?;
+    Ok(exit::OK)
+}
