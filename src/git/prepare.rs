@@ -334,6 +334,32 @@ mod tests {
     }
 
     #[test]
+    fn excluded_paths_are_anchored_and_taken_literally_by_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/info")).unwrap();
+        std::fs::write(dir.path().join(".git/info/exclude"), "*.log\n").unwrap();
+        let paths = vec![
+            ".env".to_owned(),
+            "target/".to_owned(),
+            "odd*name#".to_owned(),
+        ];
+        super::exclude(dir.path(), &paths).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".git/info/exclude")).unwrap();
+        assert!(
+            text.starts_with("*.log\n"),
+            "the user's rules stay first: {text}"
+        );
+        let ignored = |p: &str| repo.is_path_ignored(p).unwrap();
+        assert!(ignored(".env"));
+        assert!(ignored("target/debug/app"));
+        assert!(ignored("odd*name#"));
+        assert!(!ignored("oddXname#"), "a `*` in a path is no wildcard");
+        assert!(!ignored("sub/.env"), "anchored at the top");
+        assert!(ignored("x.log"));
+    }
+
+    #[test]
     fn paths_under_a_listed_path_match_it_and_no_others() {
         let paths = vec![".env".to_owned(), "config/local/".to_owned()];
         assert!(is_under(b".env", &paths));
