@@ -100,7 +100,7 @@ pub(super) fn prepare(
                 .unwrap_or_default(),
         ),
     ];
-    let tmp = layout.run_dir.join("tmp").join(format!("{id}.{attempt}"));
+    let tmp = run.scratch.acquire(i);
     env.extend(super::attempt_env(&mut run.ports, i, &tmp));
     let deps: Vec<(String, String)> = run
         .plan

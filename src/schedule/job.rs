@@ -169,7 +169,7 @@ impl Job {
     pub(super) fn execute(self, watchdog: &Watchdog, tx: &Sender<Message>) -> Report {
         let started = Instant::now();
         let mut spent = Spent::default();
-        let made_tmp = make_tmp(&self.tmp);
+        let made_tmp = super::scratch::make(&self.tmp);
         let verdict = match made_tmp.and_then(|()| self.attempt(watchdog, tx, &mut spent)) {
             Ok(verdict) => verdict,
             Err(e) => match Fault::of_error(&e) {
@@ -192,10 +192,7 @@ impl Job {
             }
             verdict => verdict,
         };
-        // Most attempts leave it empty: one `rmdir`, and only else the walk.
-        if std::fs::remove_dir(&self.tmp).is_err() {
-            let _ = std::fs::remove_dir_all(&self.tmp);
-        }
+        super::scratch::empty(&self.tmp);
         let stderr_tail = match &verdict {
             Verdict::Failed(_) => agent::stderr_tail(
                 spent
@@ -471,17 +468,6 @@ impl Job {
             }
         }
     }
-}
-
-/// Makes an attempt's temporary directory: one `mkdir` once the run's `tmp/` exists.
-fn make_tmp(tmp: &Path) -> anyhow::Result<()> {
-    let made = match std::fs::create_dir(tmp) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(tmp),
-        // Attempt numbers are never reused, and a resumed run clears `tmp/` first.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        made => made,
-    };
-    made.with_context(|| format!("could not create {}", tmp.display()))
 }
 
 /// The user's repository, opened once per pool thread: every attempt fingerprints it twice.

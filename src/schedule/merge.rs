@@ -338,7 +338,7 @@ impl MergeQueue {
             .join("attempts")
             .join(format!("{id}.resolve.log"));
         let name = &layout.run;
-        let tmp = layout.run_dir.join("tmp").join(format!("{id}.resolve"));
+        let tmp = run.scratch.acquire(i);
         let mut env: Vec<(String, String)> = cli
             .iter()
             .flat_map(|p| p.set_env.iter().cloned())

@@ -22,6 +22,7 @@ mod prompt;
 mod ready;
 mod record;
 mod run;
+mod scratch;
 
 use job::Report;
 

@@ -80,6 +80,8 @@ pub(super) struct Run<'a> {
     pub(super) hooks_running: usize,
     /// The blocks of ports running attempts hold.
     pub(super) ports: super::ports::Ports,
+    /// The attempts' own temporary directories.
+    pub(super) scratch: super::scratch::Scratch,
     pub(super) settings: &'a Settings,
     pub(super) layout: &'a Layout,
 }

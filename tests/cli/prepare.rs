@@ -309,6 +309,35 @@ fn concurrent_attempts_get_their_own_tmpdir_and_ports_that_do_not_overlap() {
 }
 
 #[test]
+fn what_an_attempt_leaves_in_its_tmpdir_never_reaches_the_next() {
+    let repo = TestRepo::new();
+    let seen = outside(&repo, "seen");
+    // One after another, in the same directory: the first leaves a file, the second must
+    // start without it.
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","mode":"read","run":"mkdir -p \"$TMPDIR/d\" && echo left > \"$TMPDIR/d/f\""}"#,
+        &format!(
+            r#"{{"id":"b","mode":"read","deps":["a"],"run":"ls -A \"$TMPDIR\" > {}"}}"#,
+            path_str(&seen)
+        ),
+    ]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "1"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(
+        read(&seen),
+        "",
+        "the second attempt found what the first left"
+    );
+    let run = repo.swarm_dir().join("runs").join(run_id(&repo));
+    assert!(
+        !run.join("tmp").exists(),
+        "the temporary directories outlived the run"
+    );
+}
+
+#[test]
 fn ctrl_c_during_a_setup_stops_it_with_everything_it_started() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;

@@ -126,7 +126,7 @@ impl<'a> Dispatcher<'a> {
             .collect();
         let (tx, rx) = mpsc::channel();
         let watchdog = Watchdog::start(settings.kill_grace)?;
-        // Attempts' temporary directories a killed swarm left (each attempt removes its own).
+        // Attempts' temporary directories a killed swarm left.
         let _ = std::fs::remove_dir_all(layout.run_dir.join("tmp"));
         Ok(Self {
             goals: goals.map(|g| GoalPlanner::new(g, &plan, tx.clone())),
@@ -148,6 +148,7 @@ impl<'a> Dispatcher<'a> {
                 tx: tx.clone(),
                 hooks_running: 0,
                 ports: super::ports::Ports::for_run(),
+                scratch: super::scratch::Scratch::new(&layout.run_dir.join("tmp")),
                 settings,
                 layout,
             },
@@ -193,6 +194,12 @@ impl<'a> Dispatcher<'a> {
         drop(signals);
         watchdog.shutdown();
         let mut cleanup = self.checkouts.close();
+        // The attempts' temporary directories, each emptied by its last attempt.
+        if let Err(e) = std::fs::remove_dir_all(self.run.layout.run_dir.join("tmp"))
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            cleanup = cleanup.and(Err(e.into()));
+        }
         if let Err(e) = std::fs::remove_dir_all(&self.run.layout.deps)
             && e.kind() != std::io::ErrorKind::NotFound
         {
@@ -519,6 +526,7 @@ impl<'a> Dispatcher<'a> {
         let i = report.task;
         let mode = self.run.plan.tasks[i].mode;
         self.run.ports.release(i);
+        self.run.scratch.release(i);
         self.running -= 1;
         self.run.slots[i].started = None;
         if mode == Mode::Write {
