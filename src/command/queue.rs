@@ -93,6 +93,10 @@ pub(super) fn run(g: &Globals, configured: &Configured) -> anyhow::Result<u8> {
     drop(board);
     if waiting == 0 {
         ui::say(g.quiet, Verb::Empty, "no goal is queued; nothing ran");
+        if g.json {
+            // No run, so no summary: a reader of stdout still gets an answer it can parse.
+            ui::out(&serde_json::json!({ "run": null, "goals": 0 }).to_string())?;
+        }
         return Ok(exit::OK);
     }
     goal::run_goals(g, &[], true, configured)

@@ -184,6 +184,10 @@ fn a_running_run_is_running_in_runs_and_status() {
 fn every_command_honours_json_or_says_it_has_none() {
     let repo = TestRepo::new();
     assert_output!(
+        "inspect_queue_run_empty_json",
+        swarm(&repo, &["queue", "run", "--json"])
+    );
+    assert_output!(
         "inspect_queue_add",
         swarm(&repo, &["queue", "add", "Upgrade", "the", "HTTP", "client"])
     );
