@@ -230,9 +230,9 @@ pub(super) fn plan_and_launch(
         g.quiet,
         Verb::Planned,
         &format!(
-            "{} ({} repairs, {} tokens)",
+            "{} ({}, {} tokens)",
             ui::count(planned.plan.len(), "task", "tasks"),
-            planned.repairs.len(),
+            ui::count(planned.repairs.len(), "repair", "repairs"),
             planned.usage.total_tokens
         ),
     );

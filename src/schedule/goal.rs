@@ -611,9 +611,9 @@ impl GoalPlanner {
         run.ui.note(
             Verb::Planned,
             &format!(
-                "goal {id}: {} tasks ({} repairs, {} tokens)",
-                added.len(),
-                p.repairs.len(),
+                "goal {id}: {} ({}, {} tokens)",
+                crate::ui::count(added.len(), "task", "tasks"),
+                crate::ui::count(p.repairs.len(), "repair", "repairs"),
                 p.usage.total_tokens
             ),
         );
