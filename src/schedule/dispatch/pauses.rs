@@ -117,20 +117,21 @@ impl Dispatcher<'_> {
         let wait_ms = wait.as_millis() as u64;
         run.record
             .attempt_limited(id, report, totals, &limit.message, wait_ms, too_long)?;
-        let text = if limit.lasting {
+        let what = if limit.lasting {
             format!(
-                "{id}: usage limit ({}); it lasts until a cap is raised or credits are bought",
+                "usage limit ({}); it lasts until a cap is raised or credits are bought",
                 limit.message
             )
         } else {
             format!(
-                "{id}: usage limit ({}); resets in {}",
+                "usage limit ({}); resets in {}",
                 limit.message,
                 crate::ui::duration(wait)
             )
         };
         run.ui
-            .task_finished(id, Verb::Limited, report.elapsed, Some(&text));
+            .task_finished(id, Verb::Limited, report.elapsed, Some(&what));
+        let text = format!("{id}: {what}");
         if limit.lasting {
             run.dag.on(&run.plan, Transition::Interrupted(i));
             self.limit_stop = Some(format!(
