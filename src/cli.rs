@@ -379,6 +379,16 @@ pub struct RunOptions {
     #[arg(long, value_name = "CMD")]
     pub setup: Option<String>,
 
+    /// Test the combined result with CMD (run with `sh -c` on the integration tip, in a
+    /// checkout of its own, after merges; a batch of merges at once when they come faster).
+    /// On failure the batch is bisected to the first merge that fails it, which is taken
+    /// out, parked (exit 3) and its dependents skipped; the merges after it are merged again.
+    /// A writer's dependents start once the gate passed on a tip holding it; only a passing
+    /// tip lands. A gate failing on the base stops the run (exit 2). See "The gate" in the
+    /// README.
+    #[arg(long, value_name = "CMD")]
+    pub gate: Option<String>,
+
     /// Write the reducer's result and the run summary to FILE. With several goals: one
     /// section per goal (its reducer's result), then one run summary with the goal graph and
     /// the task graph.
@@ -520,6 +530,7 @@ impl From<RunOptions> for crate::config::Options {
             fresh_retries: flags.fresh_retries,
             on_escalate: flags.on_escalate,
             setup: flags.setup,
+            gate: flags.gate,
             // Lists of paths of the repository: `.swarm.toml` keys, not flags.
             include: Vec::new(),
             cache: Vec::new(),
