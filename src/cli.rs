@@ -379,13 +379,15 @@ pub struct RunOptions {
     #[arg(long, value_name = "CMD")]
     pub setup: Option<String>,
 
-    /// Test the combined result with CMD (run with `sh -c` on the integration tip, in a
-    /// checkout of its own, after merges; a batch of merges at once when they come faster).
-    /// On failure the batch is bisected to the first merge that fails it, which is taken
-    /// out, parked (exit 3) and its dependents skipped; the merges after it are merged again.
-    /// A writer's dependents start once the gate passed on a tip holding it; only a passing
-    /// tip lands. A gate failing on the base stops the run (exit 2). See "The gate" in the
-    /// README.
+    /// Test what is merged with CMD (run with `sh -c` on the integration tip after merges);
+    /// only a passing tip lands.
+    ///
+    /// It runs in a checkout of its own, prepared as a writer's, taking a job slot; when merges
+    /// come faster than it runs, one run tests the batch of them. A failing batch is bisected
+    /// to the first merge that fails it, which is taken out, parked (exit 3) and its dependents
+    /// skipped; the merges after it are merged again. A writer's dependents start once the
+    /// gate passed on a tip holding it. A gate failing on the base stops the run (exit 2). See
+    /// "The gate" in the README.
     #[arg(long, value_name = "CMD")]
     pub gate: Option<String>,
 

@@ -33,8 +33,8 @@ enum Hold {
     },
     /// Its change must be seen by a human before it is merged.
     Review { why: String, paths: Vec<String> },
-    /// The gate fails on the first tip that merges it.
-    Gate { why: String },
+    /// The gate fails on the first tip that merges it, with these last lines.
+    Gate { why: String, output: Vec<String> },
 }
 
 /// The merge queue's own state.
@@ -544,6 +544,7 @@ fn park(run: &mut Run<'_>, i: usize, hold: &Hold) -> anyhow::Result<()> {
         paths: Vec::new(),
         resolver: None,
         reason: None,
+        gate_output: Vec::new(),
     };
     let (error, line) = match hold {
         Hold::Conflict { paths, resolver } => {
@@ -558,15 +559,22 @@ fn park(run: &mut Run<'_>, i: usize, hold: &Hold) -> anyhow::Result<()> {
             parking.reason = Some(why.clone());
             (why.clone(), format!("{id}: {why}"))
         }
-        Hold::Gate { why } => {
+        Hold::Gate { why, output } => {
             parking.reason = Some(why.clone());
-            // Its branch went when it was merged: it is made again for a look.
-            if let Some(commit) = &run.slots[i].commit {
-                run.repo.set_branch(&parking.branch, commit)?;
-            }
+            parking.gate_output.clone_from(output);
             (why.clone(), format!("{id}: {why}"))
         }
     };
+    // A writer parked after its merge was taken out (by the gate) lost its branch when it was
+    // merged: it is made again for a look.
+    if let Some(commit) = &run.slots[i].commit
+        && run
+            .repo
+            .ref_target(&format!("refs/heads/{}", parking.branch))?
+            .is_none()
+    {
+        run.repo.set_branch(&parking.branch, commit)?;
+    }
     let info = serde_json::to_value(&parking)?;
     run.record.parked(&id, &error, parking)?;
     run.ui.note(Verb::Parked, &line);
@@ -861,20 +869,6 @@ impl MergeQueue {
         let culprit = g.pending.remove(0);
         let later: Vec<gate::Merged> = g.pending.drain(..).collect();
         let back_to = g.green.clone();
-        if !passed.is_empty() {
-            run.record.gate_passed(
-                &back_to,
-                RunEvent::GateFinished {
-                    run: 0,
-                    probe: "bisect".to_owned(),
-                    tip: back_to.to_string(),
-                    batch: passed.iter().map(|m| run.id(m.task).to_owned()).collect(),
-                    verdict: "green".to_owned(),
-                    ms: 0,
-                    tail: Vec::new(),
-                },
-            )?;
-        }
         for m in &passed {
             run.transition(Transition::Done(m.task))?;
         }
@@ -882,17 +876,13 @@ impl MergeQueue {
         let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         // First the board: a crash from here on finds them to merge, the culprit parked.
         run.record.merge_again(&refs)?;
-        let mut why = format!(
-            "the gate `{command}` fails once it is merged (on {})",
+        let why = format!(
+            "the gate fails on {}, the first tip that merges it (gate: {command})",
             culprit.tip.short()
         );
-        if !tail.is_empty() {
-            let from = tail.len().saturating_sub(5);
-            why.push_str(": ");
-            why.push_str(&tail[from..].join(" | "));
-        }
         let culprit_id = run.id(culprit.task).to_owned();
-        park(run, culprit.task, &Hold::Gate { why })?;
+        let output = tail.to_vec();
+        park(run, culprit.task, &Hold::Gate { why, output })?;
         let from = self.tip.clone();
         run.repo.move_ref(
             &run.layout.integration_ref,
@@ -904,6 +894,7 @@ impl MergeQueue {
             &back_to,
             RunEvent::GateCulprit {
                 task: culprit_id.clone(),
+                tip: culprit.tip.to_string(),
                 from: from.to_string(),
                 to: back_to.to_string(),
                 remerge: ids.clone(),
@@ -916,7 +907,7 @@ impl MergeQueue {
             format!("; merging {} again", ids.join(", "))
         };
         run.ui.note(
-            Verb::Halted,
+            Verb::Note,
             &format!(
                 "the gate took {culprit_id} out: the integration branch is back at {}{again}",
                 self.tip.short()

@@ -392,10 +392,10 @@ impl<'a> Recorder<'a> {
             .set_green(&self.run, tip.as_str(), &Event::run(what))
     }
 
-    /// The integration tip went back to `tip` (the gate took a merge out).
+    /// The integration tip went back to `tip`, green (the gate took a merge out).
     pub(super) fn tip_rewound(&mut self, tip: &CommitId, what: RunEvent) -> anyhow::Result<()> {
         self.board
-            .set_tip(&self.run, tip.as_str(), &Event::run(what))
+            .set_tip_and_green(&self.run, tip.as_str(), &Event::run(what))
     }
 
     /// Writers merged before a culprit was taken out are to be merged again.

@@ -244,12 +244,14 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tail: Vec<String>,
     },
-    /// The bisection named the first merge whose tip fails: the integration tip goes back from
-    /// `from` to `to` (the tip before it) and `remerge` are merged again on top.
+    /// The bisection named the first merge whose tip fails (`tip`): the integration tip goes
+    /// back from `from` to `to` (the tip before it, green) and `remerge` are merged again on
+    /// top.
     /// A writer merged after a culprit waits to be merged again.
     GateRemerge,
     GateCulprit {
         task: String,
+        tip: String,
         from: String,
         to: String,
         remerge: Vec<String>,
@@ -269,6 +271,9 @@ pub struct Parking {
     /// Why it is held for review rather than conflicting, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For a writer the gate took out: the last lines of the gate's red run, secrets hidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_output: Vec<String>,
 }
 
 /// What swarm found on its integration branch when someone else had moved it.

@@ -220,6 +220,23 @@ impl Board {
         self.write_log(run, &[line])
     }
 
+    /// Sets the integration tip and the newest green tip to `tip`, with its event.
+    pub fn set_tip_and_green(
+        &mut self,
+        run: &str,
+        tip: &str,
+        event: &Event<'_>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE runs SET tip = ?1, green = ?1 WHERE id = ?2",
+            params![tip, run],
+        )?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
     /// The newest tip the gate passed on in a run, if any.
     pub fn green(&self, run: &str) -> anyhow::Result<Option<String>> {
         Ok(self

@@ -109,6 +109,8 @@ fn assert_rename_outcome(repo: &TestRepo) {
     let attention = report.split("Needs attention").nth(1).expect(&report);
     assert!(attention.contains("`b`"), "{report}");
     assert!(attention.contains("gate: uses/b.sh failed"), "{report}");
+    assert!(report.contains("### Gate"), "{report}");
+    assert!(report.contains("Taken out: `b`"), "{report}");
 }
 
 #[test]
