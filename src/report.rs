@@ -630,7 +630,14 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "needs": g.record.needs,
             "tasks": g.tasks.iter().map(|&i| f.tasks[i].id.as_str()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-        "parked": f.parked.iter().map(|p| json!({"task": p.task, "branch": p.branch, "paths": p.paths, "reason": p.reason})).collect::<Vec<_>>(),
+        "parked": f.parked.iter().map(|p| {
+            let mut v = json!({"task": p.task, "branch": p.branch, "paths": p.paths, "reason": p.reason});
+            // A writer the gate took out: the gate's last lines.
+            if !p.gate_output.is_empty() {
+                v["gate_output"] = json!(p.gate_output);
+            }
+            v
+        }).collect::<Vec<_>>(),
         "landing": f.landing,
         "totals": {
             "elapsed_ms": totals.wall.as_millis() as u64,

@@ -47,6 +47,8 @@ pub(super) struct MergeQueue {
     halted: Option<String>,
     /// With a gate: what it knows of the merges since the last green tip.
     gate: Option<GateState>,
+    /// What the gate's run going on tests, and when it started (for the live display).
+    gate_shown: Option<(String, Instant)>,
 }
 
 impl MergeQueue {
@@ -56,7 +58,13 @@ impl MergeQueue {
             to_resolve: Vec::new(),
             halted: None,
             gate,
+            gate_shown: None,
         }
+    }
+
+    /// The gate's run going on: what it tests and when it started.
+    pub(super) fn gate_running(&self) -> Option<(String, Instant)> {
+        self.gate_shown.clone()
     }
 
     /// Whether the run waits for the gate before it ends.
@@ -755,6 +763,7 @@ impl MergeQueue {
         };
         run.ui.note(Verb::Started, &what);
         g.running = Some((probe, tip));
+        self.gate_shown = Some((what, Instant::now()));
         Ok(Some(job))
     }
 
@@ -773,6 +782,7 @@ impl MergeQueue {
         let Some((probe, tip)) = g.running.clone() else {
             return Ok(None);
         };
+        self.gate_shown = None;
         let batch = batch_ids(run, g, &probe);
         let ms = i64::try_from(report.elapsed.as_millis()).unwrap_or(i64::MAX);
         let (verdict, green) = match &report.verdict {
