@@ -268,8 +268,11 @@ impl<'a> Dispatcher<'a> {
                 goals.advance(&mut self.run, self.stopping)?;
             }
             let paused = self.paused_until.is_some_and(|t| t > now) || self.endpoint.is_away();
-            if !self.stopping && !paused {
+            // The gate asks no model: a paused run still tests what it merged.
+            if !self.stopping {
                 self.start_gate(workers)?;
+            }
+            if !self.stopping && !paused {
                 self.start_resolvers(workers)?;
                 self.start_ready(workers)?;
             }
