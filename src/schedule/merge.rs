@@ -762,8 +762,13 @@ impl MergeQueue {
             _ => format!("gate on {} ({})", tip.short(), batch.join(", ")),
         };
         run.ui.note(Verb::Started, &what);
+        let shown = match &probe {
+            Probe::Base => format!("the base {}", tip.short()),
+            Probe::Batch { .. } => format!("{} on {}", batch.join(", "), tip.short()),
+            Probe::Step { .. } => format!("bisecting: {} on {}", batch.join(", "), tip.short()),
+        };
         g.running = Some((probe, tip));
-        self.gate_shown = Some((what, Instant::now()));
+        self.gate_shown = Some((shown, Instant::now()));
         Ok(Some(job))
     }
 

@@ -294,3 +294,28 @@ fn a_bisection_killed_with_swarm_restarts_on_resume_with_the_same_outcome() {
     assert_exit(&out, 3);
     assert_rename_outcome(&repo);
 }
+
+#[test]
+fn a_gate_run_shows_as_a_row_of_the_live_display() {
+    let repo = shell_project();
+    // The gate waits on a pipe until the test has seen its row.
+    let go = outside(&repo, "go");
+    nix::unistd::mkfifo(&go, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    repo.write(
+        "gate.sh",
+        &format!("cat '{}' > /dev/null\n{GATE_SH}", path_str(&go)),
+    );
+    repo.commit_all("a gate that waits");
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+    let mut cmd = repo.swarm_cmd();
+    cmd.args(["run", path_str(&tasks), "--gate", "sh gate.sh"])
+        .env("TERM", "xterm-256color");
+    let mut terminal = crate::pty::Terminal::start(cmd, 120, 100);
+
+    let shown = terminal.read_until("Running gate — w on ");
+    std::fs::write(&go, "go\n").unwrap();
+    let screen = terminal.finish();
+
+    assert!(shown.contains("gate — w on "), "{shown}");
+    assert_eq!(screen.code(), 0, "{}", screen.text);
+}
