@@ -320,6 +320,7 @@ impl MergeQueue {
     /// conflicted merge, to resolve it; the result is a merge commit, checked like any writer.
     fn resolver_job(&self, run: &mut Run<'_>, i: usize) -> anyhow::Result<Job> {
         run.slots[i].resolver_tried = true;
+        run.slots[i].resolving_from = Some(self.tip.clone());
         let agent = resolver_agent(run, i).context("a resolver needs an agent")?;
         let (task, slot, settings, layout) =
             (&run.plan.tasks[i], &run.slots[i], run.settings, run.layout);
@@ -463,14 +464,20 @@ impl MergeQueue {
             None,
         );
         let paths = std::mem::take(&mut run.slots[i].conflict);
+        // Other merges, or the gate taking one out, may have moved the tip meanwhile: the
+        // resolution is a change from the tip it started at.
+        let from = run.slots[i]
+            .resolving_from
+            .take()
+            .unwrap_or_else(|| self.tip.clone());
         match report.verdict {
             Verdict::Succeeded {
                 commit: Some(resolved),
                 ..
             } => {
-                run.record.resolved(&id, &resolved, &self.tip, paths)?;
+                run.record.resolved(&id, &resolved, &from, paths)?;
                 run.slots[i].commit = Some(resolved);
-                run.slots[i].start_commit = Some(self.tip.clone());
+                run.slots[i].start_commit = Some(from);
                 run.dag.on(&run.plan, Transition::Committed(i));
                 self.merge(run, checkouts, i)
             }
