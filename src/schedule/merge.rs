@@ -718,11 +718,8 @@ impl MergeQueue {
             ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
             ("SWARM_GATE_TIP".to_owned(), tip.to_string()),
         ];
-        env.extend(
-            ["TMPDIR", "TMP", "TEMP"]
-                .into_iter()
-                .map(|v| (v.to_owned(), tmp.display().to_string())),
-        );
+        // Its own TMPDIR and block of ports, as an attempt's.
+        env.extend(super::attempt_env(&mut run.ports, GATE_PORTS, &tmp));
         let command = g.command.clone();
         let job = Job {
             task: 0,
@@ -795,6 +792,7 @@ impl MergeQueue {
             return Ok(None);
         };
         self.gate_shown = None;
+        run.ports.release(GATE_PORTS);
         let batch = batch_ids(run, g, &probe);
         let ms = i64::try_from(report.elapsed.as_millis()).unwrap_or(i64::MAX);
         let (verdict, green) = match &report.verdict {
@@ -1015,6 +1013,9 @@ impl MergeQueue {
             .is_some_and(|g| g.pending.iter().any(|m| m.task == i))
     }
 }
+
+/// The key of the gate's block of ports (tasks' keys are their indices).
+const GATE_PORTS: usize = usize::MAX;
 
 /// The ids of the writers whose merges a gate run tests.
 fn batch_ids(run: &Run<'_>, g: &GateState, probe: &Probe) -> Vec<String> {
