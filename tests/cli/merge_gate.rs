@@ -117,11 +117,31 @@ fn assert_rename_outcome(repo: &TestRepo) {
 fn the_gate_takes_out_the_merge_that_breaks_the_combination() {
     let repo = shell_project();
     let tasks = rename_tasks(&repo);
+    let escalated = outside(&repo, "escalated");
+    let hook = format!("cat >> '{}'", path_str(&escalated));
 
-    let out = repo.swarm(&["run", path_str(&tasks), "-j", "2", "--gate", "sh gate.sh"]);
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "-j",
+        "2",
+        "--gate",
+        "sh gate.sh",
+        "--on-escalate",
+        &hook,
+    ]);
 
     assert_exit(&out, 3);
     assert_rename_outcome(&repo);
+    // Escalated once, like a conflict, with the gate's last lines.
+    let sent: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&escalated).unwrap()).unwrap();
+    assert_eq!(sent["task"], "b");
+    let output = sent["gate_output"].as_array().unwrap();
+    assert!(
+        output.iter().any(|l| l == "gate: uses/b.sh failed"),
+        "{sent}"
+    );
     let parked = events(&repo)
         .into_iter()
         .find(|(k, _)| k == "gate_culprit")
