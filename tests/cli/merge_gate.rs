@@ -339,3 +339,41 @@ fn a_gate_run_shows_as_a_row_of_the_live_display() {
     assert!(shown.contains("gate — w on "), "{shown}");
     assert_eq!(screen.code(), 0, "{}", screen.text);
 }
+
+#[test]
+fn merges_after_the_culprit_are_merged_again_without_it() {
+    let repo = shell_project();
+    let first = Gate::new(&outside(&repo, "fifos"), "first");
+    counting_gate(&repo, &[(1, &first)]);
+    // x breaks the build; y does not, and merges while the gate's first run (on x alone)
+    // waits: y is on top of the culprit.
+    let x = r#"{"id":"x","run":"echo nosuchfn > uses/x.sh"}"#;
+    let y = format!(
+        r#"{{"id":"y","run":"{} && echo y > y.txt"}}"#,
+        after_event(&repo, "merged", "x").replace('"', "\\\"")
+    );
+    let tasks = repo.tasks(&[x, &y]);
+    let mut swarm = repo.spawn(&["run", path_str(&tasks), "-j", "2", "--gate", "sh gate.sh"]);
+    first.reached(&mut swarm);
+    wait_merged(&repo, &mut swarm, "y");
+    first.release();
+    let out = swarm.wait_with_output().unwrap();
+
+    assert_exit(&out, 3);
+    assert_eq!(tasks_with(&repo, "parked"), ["x"]);
+    // x's tip (red), the base, never tested (green), then y merged again (green).
+    assert_eq!(gate_probes(&repo), ["batch", "base", "batch"]);
+    let culprit = events(&repo)
+        .into_iter()
+        .find(|(k, _)| k == "gate_culprit")
+        .unwrap()
+        .1;
+    assert_eq!(culprit["task"], "x");
+    assert_eq!(culprit["remerge"], serde_json::json!(["y"]));
+    let integration = format!("swarm/{}", run_id(&repo));
+    assert_eq!(merged_tasks(&repo, &integration), ["y"]);
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &integration]);
+    assert!(files.contains("y.txt"), "{files}");
+    assert!(!files.contains("uses/x.sh"), "{files}");
+    assert_eq!(crate::rev(&repo, "main"), crate::rev(&repo, &integration));
+}
