@@ -379,6 +379,18 @@ pub struct RunOptions {
     #[arg(long, value_name = "CMD")]
     pub setup: Option<String>,
 
+    /// Test what is merged with CMD (run with `sh -c` on the integration tip after merges);
+    /// only a passing tip lands.
+    ///
+    /// It runs in a checkout of its own, prepared as a writer's, taking a job slot; when merges
+    /// come faster than it runs, one run tests the batch of them. A failing batch is bisected
+    /// to the first merge that fails it, which is taken out, parked (exit 3) and its dependents
+    /// skipped; the merges after it are merged again. A writer's dependents start once the
+    /// gate passed on a tip holding it. A gate failing on the base stops the run (exit 2). See
+    /// "The gate" in the README.
+    #[arg(long, value_name = "CMD")]
+    pub gate: Option<String>,
+
     /// Write the reducer's result and the run summary to FILE. With several goals: one
     /// section per goal (its reducer's result), then one run summary with the goal graph and
     /// the task graph.
@@ -520,6 +532,7 @@ impl From<RunOptions> for crate::config::Options {
             fresh_retries: flags.fresh_retries,
             on_escalate: flags.on_escalate,
             setup: flags.setup,
+            gate: flags.gate,
             // Lists of paths of the repository: `.swarm.toml` keys, not flags.
             include: Vec::new(),
             cache: Vec::new(),

@@ -24,6 +24,22 @@ pub struct Parked {
     pub resolver: Option<String>,
     /// Why it is held for review rather than conflicting, when it is.
     pub reason: Option<String>,
+    /// For a writer the gate took out: the last lines of the gate's red run.
+    pub gate_output: Vec<String>,
+}
+
+/// One gate run, as the report's "Gate" section lists it.
+#[derive(Debug, Clone)]
+pub struct GateRun {
+    pub run: u32,
+    /// `batch`, `bisect` or `base`.
+    pub probe: String,
+    pub tip: String,
+    /// The writers whose merges it tested.
+    pub batch: Vec<String>,
+    /// `green`, `red`, `interrupted`, or `running` when the run ended first.
+    pub verdict: String,
+    pub ms: i64,
 }
 
 /// What became of the run's merged work, as the summary says it and its JSON gives it.
@@ -104,6 +120,10 @@ pub struct Facts<'a> {
     /// Tokens the planner's model calls used (plans, dependency passes); `None` when nothing
     /// was planned.
     pub planning_tokens: Option<u64>,
+    /// The gate's runs, in order (none without a gate).
+    pub gate_runs: &'a [GateRun],
+    /// The writers the gate took out, with the tip it failed on.
+    pub culprits: &'a [(String, String)],
 }
 
 /// Counts of tasks by status.
@@ -276,6 +296,19 @@ fn needs_attention(f: &Facts<'_>) -> String {
     for p in f.parked {
         let b = &p.branch;
         let task = named(f.plan, &p.task);
+        if let Some(why) = p.reason.as_ref().filter(|_| !p.gate_output.is_empty()) {
+            let _ = writeln!(
+                out,
+                "- {task} was taken out by the gate, not merged: {}. Its last lines:\n",
+                escape::markdown(why),
+            );
+            out.push_str(&escape::code_block(&p.gate_output, "  "));
+            let _ = writeln!(
+                out,
+                "\n  Look at its branch `{b}` and fix it against `{integration}`:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  ```\n",
+            );
+            continue;
+        }
         if let Some(why) = &p.reason {
             let _ = writeln!(
                 out,
@@ -325,6 +358,43 @@ fn needs_attention(f: &Facts<'_>) -> String {
             out.push_str(&escape::code_block(lines, "  "));
         }
         out.push('\n');
+    }
+    out
+}
+
+/// "Gate": each gate run (its tip, the batch it tested, its verdict and time), then the
+/// writers it took out.
+fn gate_section(f: &Facts<'_>) -> String {
+    if f.gate_runs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n### Gate\n\n| run | probe | tip | batch | verdict | time |\n|---|---|---|---|---|---|\n",
+    );
+    for r in f.gate_runs {
+        let batch: Vec<String> = r.batch.iter().map(|t| format!("`{t}`")).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} | {} | {} |",
+            r.run,
+            r.probe,
+            &r.tip[..r.tip.len().min(12)],
+            if batch.is_empty() {
+                "(the base)".to_owned()
+            } else {
+                batch.join(", ")
+            },
+            r.verdict,
+            crate::ui::duration(Duration::from_millis(u64::try_from(r.ms).unwrap_or(0)))
+        );
+    }
+    for (task, tip) in f.culprits {
+        let _ = writeln!(
+            out,
+            "\nTaken out: {}, the first merge whose tip (`{}`) fails the gate.",
+            named(f.plan, task),
+            &tip[..tip.len().min(12)]
+        );
     }
     out
 }
@@ -419,6 +489,7 @@ fn run_summary(f: &Facts<'_>) -> String {
             let _ = writeln!(out, "- {kind}: {}", escape::markdown(message));
         }
     }
+    out.push_str(&gate_section(f));
     if !f.merges.is_empty() {
         out.push_str("\n### Merges\n\n");
         for (task, commit) in f.merges {
@@ -559,7 +630,14 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "needs": g.record.needs,
             "tasks": g.tasks.iter().map(|&i| f.tasks[i].id.as_str()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-        "parked": f.parked.iter().map(|p| json!({"task": p.task, "branch": p.branch, "paths": p.paths, "reason": p.reason})).collect::<Vec<_>>(),
+        "parked": f.parked.iter().map(|p| {
+            let mut v = json!({"task": p.task, "branch": p.branch, "paths": p.paths, "reason": p.reason});
+            // A writer the gate took out: the gate's last lines.
+            if !p.gate_output.is_empty() {
+                v["gate_output"] = json!(p.gate_output);
+            }
+            v
+        }).collect::<Vec<_>>(),
         "landing": f.landing,
         "totals": {
             "elapsed_ms": totals.wall.as_millis() as u64,

@@ -22,6 +22,9 @@ pub(crate) enum FaultKind {
     /// The model endpoint does not answer: attempts wait while it is checked, and the run
     /// stops as for `Environment` if it stays away.
     Unreachable,
+    /// The gate fails on the run's base, before any change: the user fixes the gate or the
+    /// base.
+    Gate,
 }
 
 impl FaultKind {
@@ -31,13 +34,14 @@ impl FaultKind {
             FaultKind::Credentials => "credentials",
             FaultKind::Environment => "environment",
             FaultKind::Unreachable => "unreachable",
+            FaultKind::Gate => "gate",
         }
     }
 
     /// The exit code of a run it stops: a key to fix is a usage error, else resumable.
     pub(crate) fn exit_code(self) -> u8 {
         match self {
-            FaultKind::Credentials => crate::exit::USAGE,
+            FaultKind::Credentials | FaultKind::Gate => crate::exit::USAGE,
             FaultKind::Environment | FaultKind::Unreachable => crate::exit::RESUMABLE,
         }
     }

@@ -413,6 +413,7 @@ pub(super) fn execute(
     let failed_attempts = board.failed_attempts(&layout.run)?;
     let continued = board.continued_attempts(&layout.run)?;
     let merges = merges(&events);
+    let (gate_runs, culprits) = gate_runs(&events);
     let repairs = repairs(&events);
     let goal_notes = if goals.is_empty() {
         Vec::new()
@@ -437,6 +438,8 @@ pub(super) fn execute(
         output_tails: &output_tails,
         wall: wall_time(&events, crate::store::now_ms()),
         planning_tokens: planning_tokens(&events),
+        gate_runs: &gate_runs,
+        culprits: &culprits,
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
@@ -502,6 +505,7 @@ fn parked_tasks(events: &[Logged], records: &[TaskRecord]) -> Vec<Parked> {
                 paths: parking.map(|p| p.paths.clone()).unwrap_or_default(),
                 resolver: parking.and_then(|p| p.resolver.clone()),
                 reason: parking.and_then(|p| p.reason.clone()),
+                gate_output: parking.map(|p| p.gate_output.clone()).unwrap_or_default(),
             }
         })
         .collect()
@@ -621,6 +625,54 @@ fn merges(events: &[Logged]) -> Vec<(String, String)> {
             _ => None,
         })
         .collect()
+}
+
+/// The gate's runs in order (a run the log shows started but not finished is `running`), and
+/// the writers it took out with the tip that failed.
+fn gate_runs(events: &[Logged]) -> (Vec<report::GateRun>, Vec<(String, String)>) {
+    let mut runs: Vec<report::GateRun> = Vec::new();
+    let mut culprits = Vec::new();
+    for e in events {
+        match &e.event {
+            RunEvent::GateStarted {
+                run,
+                probe,
+                tip,
+                batch,
+                ..
+            } => runs.push(report::GateRun {
+                run: *run,
+                probe: probe.clone(),
+                tip: tip.clone(),
+                batch: batch.clone(),
+                verdict: "running".to_owned(),
+                ms: 0,
+            }),
+            RunEvent::GateFinished {
+                run, verdict, ms, ..
+            } => {
+                if let Some(r) = runs
+                    .iter_mut()
+                    .rev()
+                    .find(|r| r.run == *run && r.verdict == "running")
+                {
+                    r.verdict.clone_from(verdict);
+                    r.ms = *ms;
+                }
+            }
+            RunEvent::GateCulprit { task, tip, .. } => {
+                culprits.push((task.clone(), tip.clone()));
+            }
+            _ => {}
+        }
+    }
+    // A run cut short by the end of its swarm is not running any more.
+    for r in &mut runs {
+        if r.verdict == "running" {
+            "cut short".clone_into(&mut r.verdict);
+        }
+    }
+    (runs, culprits)
 }
 
 /// The repairs made to a plan: (kind, message).

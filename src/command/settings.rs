@@ -340,6 +340,7 @@ pub(super) fn settings(
             cache: o.cache.clone(),
             cache_key: o.cache_key.clone(),
         },
+        gate: o.gate.clone(),
         builtin: BuiltinLimits {
             max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),

@@ -36,6 +36,7 @@ pub(super) enum Key {
     OnEscalate,
     Include,
     Setup,
+    Gate,
     Cache,
     CacheFiles,
     FinalOut,
@@ -44,7 +45,7 @@ pub(super) enum Key {
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 28] = [
+    pub(super) const ALL: [Key; 29] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -68,6 +69,7 @@ impl Key {
         Key::OnEscalate,
         Key::Include,
         Key::Setup,
+        Key::Gate,
         Key::Cache,
         Key::CacheFiles,
         Key::FinalOut,
@@ -101,6 +103,7 @@ impl Key {
             Key::OnEscalate => "on-escalate",
             Key::Include => "include",
             Key::Setup => "setup",
+            Key::Gate => "gate",
             Key::Cache => "cache",
             Key::CacheFiles => "cache-key",
             Key::FinalOut => "final-out",
@@ -135,6 +138,7 @@ impl Key {
             Key::OnEscalate => "SWARM_ON_ESCALATE",
             Key::Include => "SWARM_INCLUDE",
             Key::Setup => "SWARM_SETUP",
+            Key::Gate => "SWARM_GATE",
             Key::Cache => "SWARM_CACHE",
             Key::CacheFiles => "SWARM_CACHE_KEY",
             Key::FinalOut | Key::FinalOutDir | Key::Base => return None,
@@ -170,6 +174,7 @@ impl Key {
             | Key::OnEscalate
             | Key::Include
             | Key::Setup
+            | Key::Gate
             | Key::Cache
             | Key::CacheFiles
             | Key::FinalOut
@@ -205,6 +210,7 @@ impl Key {
             Key::OnEscalate => o.on_escalate.is_some(),
             Key::Include => !o.include.is_empty(),
             Key::Setup => o.setup.is_some(),
+            Key::Gate => o.gate.is_some(),
             Key::Cache => !o.cache.is_empty(),
             Key::CacheFiles => !o.cache_key.is_empty(),
             Key::FinalOut => o.final_out.is_some(),
@@ -239,6 +245,7 @@ impl Key {
             Key::OnEscalate => to.on_escalate.clone_from(&from.on_escalate),
             Key::Include => to.include.clone_from(&from.include),
             Key::Setup => to.setup.clone_from(&from.setup),
+            Key::Gate => to.gate.clone_from(&from.gate),
             Key::Cache => to.cache.clone_from(&from.cache),
             Key::CacheFiles => to.cache_key.clone_from(&from.cache_key),
             Key::FinalOut => to.final_out.clone_from(&from.final_out),
@@ -277,6 +284,7 @@ impl Key {
             Key::Cache => o.cache = list(text),
             Key::CacheFiles => o.cache_key = list(text),
             Key::Setup => o.setup = owned(),
+            Key::Gate => o.gate = owned(),
             Key::Land => {
                 o.land = Some(match text.to_ascii_lowercase().as_str() {
                     "auto" => Land::Auto,

@@ -21,7 +21,7 @@
 //! `SWARM_MODEL`, `SWARM_API_BASE`, `SWARM_REQUEST_TIMEOUT`, `SWARM_MAX_TURNS`,
 //! `SWARM_MAX_TASK_TOKENS`, `SWARM_ALLOW_PROGRAMS` (comma-separated), `SWARM_TASK_TIMEOUT`,
 //! `SWARM_RETRIES`, `SWARM_CHECK`, `SWARM_LAND`, `SWARM_WORKTREE_DIR`, `SWARM_RESOLVE_CONFLICTS`
-//! (1/true/yes or 0/false/no), `SWARM_ON_ESCALATE`, `SWARM_INCLUDE`, `SWARM_SETUP`,
+//! (1/true/yes or 0/false/no), `SWARM_ON_ESCALATE`, `SWARM_INCLUDE`, `SWARM_SETUP`, `SWARM_GATE`,
 //! `SWARM_CACHE` and `SWARM_CACHE_KEY` (comma-separated). An empty variable counts as unset.
 
 use std::collections::BTreeMap;
@@ -147,6 +147,7 @@ struct FileOptions {
     on_escalate: Option<String>,
     include: Option<Vec<String>>,
     setup: Option<String>,
+    gate: Option<String>,
     cache: Option<Vec<String>>,
     cache_key: Option<Vec<String>>,
     #[serde(default)]
@@ -179,6 +180,7 @@ impl FileOptions {
             on_escalate: self.on_escalate,
             include: self.include.unwrap_or_default(),
             setup: self.setup,
+            gate: self.gate,
             cache: self.cache.unwrap_or_default(),
             cache_key: self.cache_key.unwrap_or_default(),
             // Per-run options (and any new ones, until they get a key) are not read from files.

@@ -70,6 +70,9 @@ pub(crate) struct Options {
     /// Run with `sh -c` once in each new writer's checkout before its agent.
     #[serde(rename = "setup")]
     pub(crate) setup: Option<String>,
+    /// Run with `sh -c` on the integration tip after merges; only a green tip lands.
+    #[serde(rename = "gate")]
+    pub(crate) gate: Option<String>,
     /// Directories kept when a checkout is reused, and seeded into new ones.
     #[serde(rename = "cache")]
     pub(crate) cache: Vec<String>,

@@ -389,6 +389,7 @@ resolve-conflicts = true
 fresh-retries = true
 include = [".env"]
 setup = "npm ci"
+gate = "make test"
 cache = ["node_modules"]
 cache-key = ["package-lock.json"]
 

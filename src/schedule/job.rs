@@ -43,6 +43,7 @@ impl Workers {
         let watchdog = self.watchdog.clone();
         self.pool.spawn(move || {
             let (task, attempt) = (job.task, job.attempt);
+            let gate = matches!(job.kind, JobKind::Gate { .. });
             let started = Instant::now();
             let report =
                 crate::panic::catch(|| job.execute(&watchdog, &tx)).unwrap_or_else(|why| Report {
@@ -55,7 +56,11 @@ impl Workers {
                     session: None,
                     stderr_tail: Vec::new(),
                 });
-            let _ = tx.send(Message::Done(report));
+            let _ = tx.send(if gate {
+                Message::Gated(report)
+            } else {
+                Message::Done(report)
+            });
         });
     }
 
@@ -138,6 +143,8 @@ pub(super) enum JobKind {
         check: Option<String>,
         message: String,
     },
+    /// A run of the gate on this integration tip, in the gate's own checkout (detached).
+    Gate { tip: CommitId },
 }
 
 /// One attempt, as handed to a pool thread.
@@ -260,6 +267,10 @@ impl Job {
                         Ok(made)
                     });
                 Some((made, earlier))
+            }
+            JobKind::Gate { tip } => {
+                let made = gate_checkout(&repo, tip, &self.invocation.cwd, &self.prepare.cache);
+                Some((made, None))
             }
         };
         let mut inv = self.invocation.clone();
@@ -432,6 +443,10 @@ impl Job {
                     commit,
                 })
             }
+            JobKind::Gate { .. } => Ok(Verdict::Succeeded {
+                result: String::new(),
+                commit: None,
+            }),
         }
     }
 
@@ -523,6 +538,32 @@ pub(super) fn fresh_checkout(
         git::remove_checkout(path)?;
     }
     git::create_checkout(repo, path, &head).context("could not create the writer's checkout")?;
+    Ok(Made::New)
+}
+
+/// The gate's checkout at `tip`: the one an earlier gate run left, updated to it (keeping the
+/// directories `keep`), else a new one.
+fn gate_checkout(
+    repo: &Repo,
+    tip: &CommitId,
+    path: &Path,
+    keep: &[String],
+) -> anyhow::Result<Made> {
+    let head = Head::Detached(tip);
+    if path.join(".git").is_dir() {
+        let mut aside = path.as_os_str().to_owned();
+        aside.push(" (earlier)");
+        let aside = PathBuf::from(aside);
+        git::remove_checkout(&aside)?;
+        if std::fs::rename(path, &aside).is_ok() {
+            if git::reuse_checkout(repo, &aside, path, &head, keep).is_ok() {
+                return Ok(Made::Reused);
+            }
+            git::remove_checkout(&aside)?;
+        }
+    }
+    git::remove_checkout(path)?;
+    git::create_checkout(repo, path, &head).context("could not create the gate's checkout")?;
     Ok(Made::New)
 }
 

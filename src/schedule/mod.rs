@@ -14,6 +14,7 @@ mod checkouts;
 mod dag;
 mod dispatch;
 mod eta;
+mod gate;
 mod goal;
 mod job;
 mod merge;
@@ -74,6 +75,8 @@ pub struct Settings {
     pub budget_tokens: Option<u64>,
     /// How new checkouts are made ready for their tasks.
     pub prepare: Prepare,
+    /// Run with `sh -c` on the integration tip after merges (see the README's "The gate").
+    pub gate: Option<String>,
 }
 
 /// How a checkout is made ready to build: files copied in, directories kept and seeded, a
@@ -245,6 +248,8 @@ pub enum Ending {
 
 enum Message {
     Done(Report),
+    /// A gate run ended.
+    Gated(Report),
     /// Something the built-in agent's model client met on the way (a throttled request, a
     /// retry), for the event log.
     Notice {

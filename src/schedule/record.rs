@@ -381,6 +381,33 @@ impl<'a> Recorder<'a> {
         )
     }
 
+    /// The newest tip the gate passed on.
+    pub(super) fn green(&self) -> anyhow::Result<Option<CommitId>> {
+        Ok(self.board.green(&self.run)?.as_deref().map(CommitId::new))
+    }
+
+    /// The gate passed on `tip`: `what` says how.
+    pub(super) fn gate_passed(&mut self, tip: &CommitId, what: RunEvent) -> anyhow::Result<()> {
+        self.board
+            .set_green(&self.run, tip.as_str(), &Event::run(what))
+    }
+
+    /// The integration tip went back to `tip`, green (the gate took a merge out).
+    pub(super) fn tip_rewound(&mut self, tip: &CommitId, what: RunEvent) -> anyhow::Result<()> {
+        self.board
+            .set_tip_and_green(&self.run, tip.as_str(), &Event::run(what))
+    }
+
+    /// Writers merged before a culprit was taken out are to be merged again.
+    pub(super) fn merge_again(&mut self, tasks: &[&str]) -> anyhow::Result<()> {
+        let changes: Vec<(&str, TaskStatus, Option<&str>)> = tasks
+            .iter()
+            .map(|t| (*t, TaskStatus::Committed, None))
+            .collect();
+        self.board
+            .mark_tasks(&self.run, &changes, |_| RunEvent::GateRemerge)
+    }
+
     /// A writer is parked with `error`.
     pub(super) fn parked(
         &mut self,

@@ -26,6 +26,8 @@ pub(super) struct Slot {
     /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
     pub(super) conflict: Vec<String>,
     pub(super) resolver_tried: bool,
+    /// The integration tip a running resolver attempt started from.
+    pub(super) resolving_from: Option<CommitId>,
     /// The agent's session the next attempt continues, if it is to.
     pub(super) session: Option<String>,
     /// When its attempt (or resolver attempt) now running started.
@@ -49,6 +51,7 @@ impl Slot {
             cost: None,
             conflict: Vec::new(),
             resolver_tried: false,
+            resolving_from: None,
             session: None,
             started: None,
             took: None,

@@ -222,6 +222,40 @@ pub enum RunEvent {
         goal: String,
         status: String,
     },
+    /// A gate run started on `tip`, testing the merges of `batch` (task ids, oldest first);
+    /// `probe` is `batch` (every merge since the last green tip), `bisect` (a step of a red
+    /// batch's bisection) or `base` (the base, before the first merge is blamed).
+    GateStarted {
+        run: u32,
+        probe: String,
+        tip: String,
+        batch: Vec<String>,
+        transcript: String,
+    },
+    /// A gate run ended: `verdict` is `green`, `red` or `interrupted`; `tail` holds the last
+    /// lines of a red run's stderr, secrets hidden.
+    GateFinished {
+        run: u32,
+        probe: String,
+        tip: String,
+        batch: Vec<String>,
+        verdict: String,
+        ms: i64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tail: Vec<String>,
+    },
+    /// The bisection named the first merge whose tip fails (`tip`): the integration tip goes
+    /// back from `from` to `to` (the tip before it, green) and `remerge` are merged again on
+    /// top.
+    /// A writer merged after a culprit waits to be merged again.
+    GateRemerge,
+    GateCulprit {
+        task: String,
+        tip: String,
+        from: String,
+        to: String,
+        remerge: Vec<String>,
+    },
 }
 
 /// Where a parked writer's work is and why it waits for a human.
@@ -237,6 +271,9 @@ pub struct Parking {
     /// Why it is held for review rather than conflicting, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For a writer the gate took out: the last lines of the gate's red run, secrets hidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_output: Vec<String>,
 }
 
 /// What swarm found on its integration branch when someone else had moved it.

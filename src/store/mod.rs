@@ -208,6 +208,44 @@ impl Board {
         self.write_log(run, &[line])
     }
 
+    /// Records the newest tip the gate passed on, with its event.
+    pub fn set_green(&mut self, run: &str, tip: &str, event: &Event<'_>) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE runs SET green = ?1 WHERE id = ?2",
+            params![tip, run],
+        )?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// Sets the integration tip and the newest green tip to `tip`, with its event.
+    pub fn set_tip_and_green(
+        &mut self,
+        run: &str,
+        tip: &str,
+        event: &Event<'_>,
+    ) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE runs SET tip = ?1, green = ?1 WHERE id = ?2",
+            params![tip, run],
+        )?;
+        let line = append_event(&tx, run, event)?;
+        tx.commit()?;
+        self.write_log(run, &[line])
+    }
+
+    /// The newest tip the gate passed on in a run, if any.
+    pub fn green(&self, run: &str) -> anyhow::Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT green FROM runs WHERE id = ?1", [run], |r| r.get(0))
+            .optional()?
+            .flatten())
+    }
+
     /// The integration tip swarm recorded for a run (`None` for runs recorded before swarm
     /// kept it).
     pub fn tip(&self, run: &str) -> anyhow::Result<Option<String>> {

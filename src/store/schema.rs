@@ -107,6 +107,10 @@ ALTER TABLE tasks ADD COLUMN session TEXT;
 ALTER TABLE attempts ADD COLUMN session TEXT;
 ALTER TABLE attempts ADD COLUMN continued INTEGER NOT NULL DEFAULT 0;
 ",
+    // The newest integration tip the gate passed on (NULL: none yet, or no gate).
+    r"
+ALTER TABLE runs ADD COLUMN green TEXT;
+",
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {

@@ -15,6 +15,7 @@ mod goal;
 mod goals;
 mod landing;
 pub mod lifeline;
+mod merge_gate;
 pub mod model_server;
 mod outputs;
 mod prepare;

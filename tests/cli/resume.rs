@@ -69,6 +69,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     expected["kill_grace"] = serde_json::Value::Null;
     expected["include"] = serde_json::json!([]);
     expected["setup"] = serde_json::Value::Null;
+    expected["gate"] = serde_json::Value::Null;
     expected["cache"] = serde_json::json!([]);
     expected["cache_key"] = serde_json::json!([]);
     assert_eq!(now, expected);

@@ -124,6 +124,30 @@ impl<'a> Dispatcher<'a> {
                 ..Slot::waiting()
             })
             .collect();
+        // With a gate: the newest tip it passed on (the base, untested, until one).
+        let gate = match &settings.gate {
+            Some(command) => {
+                let green = record.green()?;
+                let tested = green.is_some();
+                let green = green.unwrap_or_else(|| layout.base.clone());
+                let mut gate = super::gate::GateState::new(command.clone(), green, tested);
+                // Gate runs of an earlier process keep their transcripts and numbers.
+                gate.runs = std::fs::read_dir(layout.run_dir.join("attempts"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| {
+                        let name = e.file_name();
+                        let name = name.to_string_lossy();
+                        name.starts_with("gate-") && name.ends_with(".log")
+                    })
+                    .count()
+                    .try_into()
+                    .unwrap_or(u32::MAX);
+                Some(gate)
+            }
+            None => None,
+        };
         let (tx, rx) = mpsc::channel();
         let watchdog = Watchdog::start(settings.kill_grace)?;
         // Attempts' temporary directories a killed swarm left.
@@ -136,7 +160,7 @@ impl<'a> Dispatcher<'a> {
                 repo.workdir(),
                 &settings.prepare.include,
             )?,
-            merges: MergeQueue::new(tip),
+            merges: MergeQueue::new(tip, gate),
             run: Run {
                 dag: Dag::new(&plan, states),
                 plan,
@@ -193,7 +217,14 @@ impl<'a> Dispatcher<'a> {
         let strays = self.stop_strays();
         drop(signals);
         watchdog.shutdown();
-        let mut cleanup = self.checkouts.close();
+        // The gate's checkout first: the run's directory goes with the last one.
+        let mut cleanup = match self.run.settings.gate {
+            Some(_) => {
+                crate::git::remove_checkout(&super::merge::gate_checkout_path(self.run.layout))
+            }
+            None => Ok(()),
+        };
+        cleanup = cleanup.and(self.checkouts.close());
         // The attempts' temporary directories, each emptied by its last attempt.
         if let Err(e) = std::fs::remove_dir_all(self.run.layout.run_dir.join("tmp"))
             && e.kind() != std::io::ErrorKind::NotFound
@@ -244,6 +275,10 @@ impl<'a> Dispatcher<'a> {
                 goals.advance(&mut self.run, self.stopping)?;
             }
             let paused = self.paused_until.is_some_and(|t| t > now) || self.endpoint.is_away();
+            // The gate asks no model: a paused run still tests what it merged.
+            if !self.stopping {
+                self.start_gate(workers)?;
+            }
             if !self.stopping && !paused {
                 self.start_resolvers(workers)?;
                 self.start_ready(workers)?;
@@ -252,6 +287,7 @@ impl<'a> Dispatcher<'a> {
             let idle = !self.run.dag.has_ready()
                 && delayed.is_none()
                 && !self.merges.has_resolvers_waiting()
+                && !self.merges.gate_busy()
                 && !self.goals.as_ref().is_some_and(GoalPlanner::busy);
             if self.running == 0 && self.run.hooks_running == 0 && (self.stopping || idle) {
                 let stopping = self.stopping;
@@ -308,6 +344,8 @@ impl<'a> Dispatcher<'a> {
         // What an earlier swarm of this run left running (a kill -9 of it, a detached agent).
         self.stop_strays()?;
         self.merges.settle_integration_ref(&mut self.run)?;
+        // Merged writers the gate has not passed yet are not done: before counting.
+        self.merges.recover_gate(&mut self.run)?;
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.run.transition(Transition::Settle)?;
         self.merges
@@ -321,6 +359,15 @@ impl<'a> Dispatcher<'a> {
     fn on(&mut self, message: Message, workers: &Workers) -> anyhow::Result<()> {
         match message {
             Message::Done(report) => self.finish(report)?,
+            Message::Gated(report) => {
+                self.running -= 1;
+                if let Some(fault) =
+                    self.merges
+                        .finish_gate(&mut self.run, &mut self.checkouts, report)?
+                {
+                    self.fault.get_or_insert(fault);
+                }
+            }
             Message::Notice { task, notice } => {
                 let id = self.run.plan.tasks[task].id.as_str();
                 self.run.record.task_event(id, notice_event(&notice))?;
@@ -480,6 +527,17 @@ impl<'a> Dispatcher<'a> {
             self.tokens_used, self.running
         );
         self.wind_down(&why);
+        Ok(())
+    }
+
+    /// The gate's next run takes a slot before any task does.
+    fn start_gate(&mut self, workers: &Workers) -> anyhow::Result<()> {
+        if self.running >= self.run.settings.jobs {
+            return Ok(());
+        }
+        if let Some(job) = self.merges.next_gate(&mut self.run)? {
+            self.spawn(workers, job, Mode::Read);
+        }
         Ok(())
     }
 

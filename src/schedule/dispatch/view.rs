@@ -13,7 +13,21 @@ use super::Dispatcher;
 impl Dispatcher<'_> {
     /// Hands the display the run as it is now.
     pub(super) fn show(&mut self) {
-        let frame = frame(&self.run, self.running, Instant::now());
+        let now = Instant::now();
+        let mut frame = frame(&self.run, self.running, now);
+        // The gate's run is a row of its own, with the id `gate`.
+        if let Some((what, started)) = self.merges.gate_running() {
+            frame.rows.push(Row {
+                key: usize::MAX,
+                id: "gate".to_owned(),
+                title: Some(what),
+                lane: "gate".to_owned(),
+                attempt: 1,
+                resolving: false,
+                elapsed: now.saturating_duration_since(started),
+            });
+            frame.rows.sort_by_key(|r| std::cmp::Reverse(r.elapsed));
+        }
         self.run.ui.show(&frame);
     }
 }
