@@ -9,7 +9,9 @@ Started by `benches/run` (which builds swarm and checks the peers); by hand:
 Parts: 1 scheduling overhead (against ninja, GNU make and a spawn floor), 2 makespan on the
 Standard Task Graph Set (against the lower bound and a zero-overhead simulation of swarm's own
 priority rule), 3 merges and 4 LLM (from benches/merges.py and benches/llm.py when present),
-5 start-up and size. Results go to target/bench/results.json and target/bench/results.md.
+5 start-up and size, 6 real builds (from benches/builds.py: a registry crate's own test suite as
+every writer's check, with and without `cache`). Results go to target/bench/results.json and
+target/bench/results.md.
 
 Standard library only.
 """
@@ -467,13 +469,13 @@ def machine() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="each part once, at small sizes")
-    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5"],
+    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5", "6"],
                     help="run only this part (repeatable)")
     ap.add_argument("--runs", type=int, help="runs per measurement (default 5, quick 1)")
     ap.add_argument("--swarm", default=str(ROOT / "target" / "release" / "swarm"))
     args = ap.parse_args()
     runs = args.runs or (1 if args.quick else 5)
-    parts = set(args.only or ["1", "2", "3", "4", "5"])
+    parts = set(args.only or ["1", "2", "3", "4", "5", "6"])
     OUT.mkdir(parents=True, exist_ok=True)
     for tool in ("floor", "hello"):
         if not (OUT / tool).exists():
@@ -505,6 +507,12 @@ def main() -> int:
                 rows.append(row(f"{part} {name}", "error", "n/a", note=f"{type(e).__name__}: {e}"))
         if "5" in parts:
             rows += part_startup(args.swarm, args.quick, p1)
+        if "6" in parts and (ROOT / "benches" / "builds.py").exists():
+            log("part 6: benches/builds.py")
+            try:
+                rows += importlib.import_module("builds").run(args.swarm, args.quick)
+            except Exception as e:  # one broken part must not lose the others' figures
+                rows.append(row("6 real builds", "error", "n/a", note=f"{type(e).__name__}: {e}"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.perf_counter() - started

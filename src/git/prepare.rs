@@ -164,7 +164,7 @@ pub fn seed(from: &Path, to: &Path, dirs: &[String]) -> anyhow::Result<Vec<Strin
 /// Copies a file, link or directory tree: links as links, files with their permissions
 /// through `std::fs::copy` (which on Linux uses `copy_file_range`, so a file system with
 /// reflinks, btrfs or XFS, shares the blocks instead of writing them), directories with their
-/// permissions once their contents are in.
+/// permissions once their contents are in; files and directories keep their times.
 fn copy_entry(from: &Path, to: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
     let kind = meta.file_type();
     if kind.is_symlink() {
@@ -176,13 +176,26 @@ fn copy_entry(from: &Path, to: &Path, meta: &std::fs::Metadata) -> std::io::Resu
             let meta = std::fs::symlink_metadata(entry.path())?;
             copy_entry(&entry.path(), &to.join(entry.file_name()), &meta)?;
         }
-        std::fs::set_permissions(to, meta.permissions())
+        std::fs::set_permissions(to, meta.permissions())?;
+        keep_times(to, meta)
     } else if kind.is_file() {
-        std::fs::copy(from, to).map(drop)
+        std::fs::copy(from, to)?;
+        keep_times(to, meta)
     } else {
         // Sockets, fifos and devices are no build's cache.
         Ok(())
     }
+}
+
+/// Gives the copy `to` the access and modification times of the original (`meta`). Build
+/// tools compare the times of outputs with each other: cargo rebuilds a crate whose
+/// dependency's output is newer than its own, so a copy stamped in the order it was written
+/// would look stale to it throughout.
+fn keep_times(to: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
+    let times = std::fs::FileTimes::new()
+        .set_accessed(meta.accessed()?)
+        .set_modified(meta.modified()?);
+    std::fs::File::open(to)?.set_times(times)
 }
 
 /// Moves the directories `dirs` of a checkout into its git directory, out of reach of a
@@ -331,6 +344,40 @@ mod tests {
         assert_eq!(mode & 0o777, 0o755);
         let link = std::fs::read_link(to.path().join("target/latest")).unwrap();
         assert_eq!(link, std::path::Path::new("debug/app"));
+    }
+
+    #[test]
+    fn a_seed_keeps_the_times_of_files_and_directories() {
+        use std::time::{Duration, SystemTime};
+        let from = tempfile::tempdir().unwrap();
+        let build = from.path().join("target/debug/build");
+        std::fs::create_dir_all(&build).unwrap();
+        std::fs::write(build.join("output"), "cfg").unwrap();
+        std::fs::write(from.path().join("target/debug/liba.rlib"), "lib").unwrap();
+        // A dependency's output older than what was built on it, as cargo leaves them.
+        let stamp = |path: &std::path::Path, secs: u64| {
+            let at = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+            let times = std::fs::FileTimes::new().set_modified(at).set_accessed(at);
+            std::fs::File::open(path).unwrap().set_times(times).unwrap();
+        };
+        stamp(&build.join("output"), 1_600_000_000);
+        stamp(&from.path().join("target/debug/liba.rlib"), 1_600_000_100);
+        stamp(&build, 1_600_000_200);
+        let to = tempfile::tempdir().unwrap();
+        seed(from.path(), to.path(), &["target".to_owned()]).unwrap();
+        for path in [
+            "target/debug/build/output",
+            "target/debug/liba.rlib",
+            "target/debug/build",
+        ] {
+            let mtime = |dir: &std::path::Path| {
+                std::fs::metadata(dir.join(path))
+                    .unwrap()
+                    .modified()
+                    .unwrap()
+            };
+            assert_eq!(mtime(to.path()), mtime(from.path()), "{path}");
+        }
     }
 
     #[test]
