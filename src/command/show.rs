@@ -410,12 +410,12 @@ fn text(s: &Shown) -> String {
             field(&mut out, key, v);
         }
     }
-    if let Some(v) = s.spec["timeout"].as_f64() {
-        field(
-            &mut out,
-            "timeout",
-            &ui::duration(Duration::from_secs_f64(v)),
-        );
+    // The stored spec was checked when it was stored, but a board is a file anyone can edit.
+    if let Some(t) = s.spec["timeout"]
+        .as_f64()
+        .and_then(|v| Duration::try_from_secs_f64(v).ok())
+    {
+        field(&mut out, "timeout", &ui::duration(t));
     }
     if let Some(p) = &s.prompt {
         field(&mut out, "prompt", p);
