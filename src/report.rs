@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+mod attention;
 mod escape;
 mod graph;
 
@@ -168,7 +169,7 @@ pub fn markdown(f: &Facts<'_>) -> String {
             out.push_str(&goal_section(f, g));
         }
     }
-    out.push_str(&needs_attention(f));
+    out.push_str(&attention::needs_attention(f));
     out.push_str(&run_summary(f));
     out
 }
@@ -272,133 +273,6 @@ pub fn goal_markdown(f: &Facts<'_>, g: &GoalFacts) -> String {
     out
 }
 
-/// "Needs attention": what a human has to act on, with how: a run that stopped merging,
-/// parked writers with the commands to take them, failed tasks with why and their last lines
-/// of stderr. Empty when nothing needs anyone.
-fn needs_attention(f: &Facts<'_>) -> String {
-    let failed: Vec<&TaskRecord> = f
-        .tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Failed)
-        .collect();
-    if f.parked.is_empty() && f.halted.is_none() && failed.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("## Needs attention\n\n");
-    if let Some(why) = f.halted {
-        let _ = writeln!(
-            out,
-            "- The run stopped merging: {}.\n",
-            escape::markdown(why)
-        );
-    }
-    let integration = f.run.integration_ref.trim_start_matches("refs/heads/");
-    for p in f.parked {
-        let b = &p.branch;
-        let task = named(f.plan, &p.task);
-        if let Some(why) = p.reason.as_ref().filter(|_| !p.gate_output.is_empty()) {
-            let _ = writeln!(
-                out,
-                "- {task} was taken out by the gate, not merged: {}. Its last lines:\n",
-                escape::markdown(why),
-            );
-            out.push_str(&escape::code_block(&p.gate_output, "  "));
-            let _ = writeln!(
-                out,
-                "\n  Look at its branch `{b}` and fix it against `{integration}`:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  ```\n",
-            );
-            continue;
-        }
-        if let Some(why) = &p.reason {
-            let _ = writeln!(
-                out,
-                "- {task} is parked for review, not merged: {}. Look at its branch `{b}`, and merge it yourself only if it is right:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  ```\n",
-                escape::markdown(why),
-            );
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "- {task} is parked: its branch `{b}` conflicts with `{integration}` in {}.\n  Inspect and resolve:\n\n  ```sh\n  git log --oneline {integration}..{b}\n  git diff {integration}...{b}\n  git switch {integration} && git merge {b}\n  # fix the conflicts, then: git add -A && git commit\n  ```\n",
-            p.paths
-                .iter()
-                .map(|x| escape::code(x))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
-        if let Some(why) = &p.resolver {
-            let _ = writeln!(
-                out,
-                "  One attempt to resolve it automatically failed: {}.\n",
-                escape::markdown(why)
-            );
-        }
-    }
-    for t in failed {
-        let _ = writeln!(
-            out,
-            "- {} failed after {}: {}",
-            named(f.plan, &t.id),
-            crate::ui::count(t.attempts as usize, "attempt", "attempts"),
-            escape::markdown(t.error.as_deref().unwrap_or("unknown error"))
-        );
-        for (task, n, outcome, path) in f.failed_attempts {
-            if task == &t.id {
-                let _ = writeln!(
-                    out,
-                    "  - attempt {n} ({outcome}): transcript {}",
-                    escape::code(path)
-                );
-            }
-        }
-        if let Some((_, attempt, lines)) = f.output_tails.iter().find(|(task, ..)| task == &t.id)
-            && !lines.is_empty()
-        {
-            let _ = writeln!(out, "\n  The end of attempt {attempt}'s stderr:\n");
-            out.push_str(&escape::code_block(lines, "  "));
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// "Gate": each gate run (its tip, the batch it tested, its verdict and time), then the
-/// writers it took out.
-fn gate_section(f: &Facts<'_>) -> String {
-    if f.gate_runs.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from(
-        "\n### Gate\n\n| run | probe | tip | batch | verdict | time |\n|---|---|---|---|---|---|\n",
-    );
-    for r in f.gate_runs {
-        let batch: Vec<String> = r.batch.iter().map(|t| format!("`{t}`")).collect();
-        let _ = writeln!(
-            out,
-            "| {} | {} | `{}` | {} | {} | {} |",
-            r.run,
-            r.probe,
-            &r.tip[..r.tip.len().min(12)],
-            if batch.is_empty() {
-                "(the base)".to_owned()
-            } else {
-                batch.join(", ")
-            },
-            r.verdict,
-            crate::ui::duration(Duration::from_millis(u64::try_from(r.ms).unwrap_or(0)))
-        );
-    }
-    for (task, tip) in f.culprits {
-        let _ = writeln!(
-            out,
-            "\nTaken out: {}, the first merge whose tip (`{}`) fails the gate.",
-            named(f.plan, task),
-            &tip[..tip.len().min(12)]
-        );
-    }
-    out
-}
-
 /// "Run summary": the run and its totals, its tasks, skips, repairs, merges, graphs.
 fn run_summary(f: &Facts<'_>) -> String {
     let mut out = String::new();
@@ -489,7 +363,7 @@ fn run_summary(f: &Facts<'_>) -> String {
             let _ = writeln!(out, "- {kind}: {}", escape::markdown(message));
         }
     }
-    out.push_str(&gate_section(f));
+    out.push_str(&attention::gate_section(f));
     if !f.merges.is_empty() {
         out.push_str("\n### Merges\n\n");
         for (task, commit) in f.merges {
