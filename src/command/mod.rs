@@ -13,6 +13,7 @@ use crate::ui;
 use crate::ui::Verb;
 use crate::{Usage, exit};
 
+mod facts;
 mod gc;
 mod goal;
 mod inspect;

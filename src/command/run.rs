@@ -8,15 +8,18 @@ use anyhow::{Context as _, bail};
 use crate::config::{Land, Options, to_record};
 use crate::git::{CommitId, Repo};
 use crate::plan::Plan;
-use crate::report::{self, Facts, GoalFacts, Landing, LandingAction, Parked};
+use crate::report::{self, Facts, Landing, LandingAction};
 use crate::schedule::{Dispatcher, Ending, GoalRun, Layout, Settings};
 use crate::store::{
-    Board, Event, GoalRecord, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord,
-    TaskStatus,
+    Board, Event, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord, TaskStatus,
 };
 use crate::ui::{self, Ui};
 use crate::{Usage, exit};
 
+use super::facts::{
+    gate_runs, goal_facts, goal_notes, merges, output_tails, parked_tasks, planning_tokens,
+    repairs, wall_time,
+};
 use super::layout::{Lock, deps_root, new_run_id, worktree_root};
 use super::output;
 use super::settings::{Configured, settings};
@@ -489,203 +492,6 @@ pub(super) fn execute(
     Ok(code)
 }
 
-/// Parked tasks with their branches and conflicting paths, from the event log of the board.
-fn parked_tasks(events: &[Logged], records: &[TaskRecord]) -> Vec<Parked> {
-    records
-        .iter()
-        .filter(|t| t.status == TaskStatus::Parked)
-        .map(|t| {
-            let parking = events.iter().rev().find_map(|e| match &e.event {
-                RunEvent::Parked(p) if e.task.as_deref() == Some(t.id.as_str()) => Some(p),
-                _ => None,
-            });
-            Parked {
-                task: t.id.clone(),
-                branch: parking.map(|p| p.branch.clone()).unwrap_or_default(),
-                paths: parking.map(|p| p.paths.clone()).unwrap_or_default(),
-                resolver: parking.and_then(|p| p.resolver.clone()),
-                reason: parking.and_then(|p| p.reason.clone()),
-                gate_output: parking.map(|p| p.gate_output.clone()).unwrap_or_default(),
-            }
-        })
-        .collect()
-}
-
-/// For each failed task, the last lines of stderr its last failed attempt left.
-fn output_tails(events: &[Logged], records: &[TaskRecord]) -> Vec<(String, u32, Vec<String>)> {
-    records
-        .iter()
-        .filter(|t| t.status == TaskStatus::Failed)
-        .filter_map(|t| {
-            events.iter().rev().find_map(|e| match &e.event {
-                RunEvent::TaskFailed {
-                    attempt,
-                    stderr_tail,
-                    ..
-                } if e.task.as_deref() == Some(t.id.as_str()) => {
-                    Some((t.id.clone(), *attempt, stderr_tail.clone()))
-                }
-                _ => None,
-            })
-        })
-        .collect()
-}
-
-/// How long the run ran: from each start or resume to the end that followed it (for a swarm
-/// killed without one, its last event), the last to `now`; the time between a stop and a
-/// resume is not counted.
-fn wall_time(events: &[Logged], now: i64) -> std::time::Duration {
-    let (mut total, mut open, mut last) = (0i64, None::<i64>, 0i64);
-    for e in events {
-        match e.event {
-            RunEvent::RunStarted { .. } | RunEvent::RunResumed { .. } => {
-                if let Some(start) = open {
-                    total += last - start;
-                }
-                open = Some(e.at);
-            }
-            RunEvent::RunEnded { .. } | RunEvent::RunAbandoned { .. } => {
-                if let Some(start) = open.take() {
-                    total += e.at - start;
-                }
-            }
-            _ => {}
-        }
-        last = e.at;
-    }
-    if let Some(start) = open {
-        total += now - start;
-    }
-    std::time::Duration::from_millis(total.max(0) as u64)
-}
-
-/// Tokens the planner's model calls used: plans and dependency passes. `None` when the run
-/// planned nothing (a task file).
-fn planning_tokens(events: &[Logged]) -> Option<u64> {
-    events
-        .iter()
-        .filter_map(|e| match e.event {
-            RunEvent::Planned { tokens, .. }
-            | RunEvent::GoalPlanned { tokens, .. }
-            | RunEvent::GoalsInferred { tokens, .. } => Some(tokens),
-            _ => None,
-        })
-        .reduce(|a, b| a + b)
-}
-
-/// Each goal with its tasks and the task holding its deliverable.
-fn goal_facts(plan: &Plan, records: Vec<GoalRecord>) -> Vec<GoalFacts> {
-    records
-        .into_iter()
-        .map(|record| {
-            let tasks = plan.goal_tasks(&record.id);
-            GoalFacts {
-                deliverable: plan.deliverable_among(&tasks),
-                record,
-                tasks,
-            }
-        })
-        .collect()
-}
-
-/// What the event log says about the goals as a whole, one line each.
-fn goal_notes(events: &[Logged]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            RunEvent::GoalNeedsFailed { goals, error } => Some(format!(
-                "The dependency pass failed ({error}), so goals {} ran as independent.",
-                goals.join(", ")
-            )),
-            RunEvent::GoalNeedDropped {
-                goal,
-                needs,
-                reason,
-                why,
-            } => Some(format!(
-                "Dropped the inferred dependency of goal {goal} on goal {needs} ({reason}): {why}."
-            )),
-            RunEvent::Deadlock { stuck } => Some(format!(
-                "Deadlock: nothing was running and nothing could become ready; stuck: {}.",
-                stuck.join("; ")
-            )),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The merges in order: (task, merge commit).
-fn merges(events: &[Logged]) -> Vec<(String, String)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            RunEvent::Merged { after, .. } => {
-                Some((e.task.clone().unwrap_or_default(), after.clone()))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// The gate's runs in order (a run the log shows started but not finished is `running`), and
-/// the writers it took out with the tip that failed.
-fn gate_runs(events: &[Logged]) -> (Vec<report::GateRun>, Vec<(String, String)>) {
-    let mut runs: Vec<report::GateRun> = Vec::new();
-    let mut culprits = Vec::new();
-    for e in events {
-        match &e.event {
-            RunEvent::GateStarted {
-                run,
-                probe,
-                tip,
-                batch,
-                ..
-            } => runs.push(report::GateRun {
-                run: *run,
-                probe: probe.clone(),
-                tip: tip.clone(),
-                batch: batch.clone(),
-                verdict: "running".to_owned(),
-                ms: 0,
-            }),
-            RunEvent::GateFinished {
-                run, verdict, ms, ..
-            } => {
-                if let Some(r) = runs
-                    .iter_mut()
-                    .rev()
-                    .find(|r| r.run == *run && r.verdict == "running")
-                {
-                    r.verdict.clone_from(verdict);
-                    r.ms = *ms;
-                }
-            }
-            RunEvent::GateCulprit { task, tip, .. } => {
-                culprits.push((task.clone(), tip.clone()));
-            }
-            _ => {}
-        }
-    }
-    // A run cut short by the end of its swarm is not running any more.
-    for r in &mut runs {
-        if r.verdict == "running" {
-            "cut short".clone_into(&mut r.verdict);
-        }
-    }
-    (runs, culprits)
-}
-
-/// The repairs made to a plan: (kind, message).
-fn repairs(events: &[Logged]) -> Vec<(String, String)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            RunEvent::PlanRepair { kind, message, .. } => Some((kind.clone(), message.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The lines of a run's event log, as `T`; a line cut short by a kill (or of a kind this swarm
 /// does not know) is skipped, not fatal.
 pub(super) fn read_events<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
@@ -770,73 +576,5 @@ pub(super) fn land(
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Logged, RunEvent, planning_tokens, wall_time};
-
-    fn at(ms: i64, event: RunEvent) -> Logged {
-        Logged {
-            at: ms,
-            task: None,
-            event,
-        }
-    }
-
-    #[test]
-    fn wall_time_counts_each_swarm_that_ran_the_run_not_the_time_between() {
-        let started = RunEvent::RunStarted {
-            tasks: 1,
-            base: "b".into(),
-        };
-        let ended = RunEvent::RunEnded {
-            status: "interrupted".into(),
-            exit_code: 75,
-            landing: None,
-        };
-        let events = [
-            at(1_000, started),
-            at(3_000, ended),
-            // Resumed an hour later and killed: its span ends at its last event.
-            at(3_603_000, RunEvent::RunResumed { pid: 1 }),
-            at(3_604_000, RunEvent::NoChanges),
-            // Resumed again, and still running.
-            at(7_200_000, RunEvent::RunResumed { pid: 2 }),
-        ];
-        assert_eq!(
-            wall_time(&events, 7_200_500).as_millis(),
-            2_000 + 1_000 + 500
-        );
-        assert_eq!(wall_time(&[], 5).as_millis(), 0);
-    }
-
-    #[test]
-    fn planning_tokens_add_up_plans_and_dependency_passes_and_are_none_without_them() {
-        let events = [
-            at(
-                1,
-                RunEvent::GoalsInferred {
-                    goals: vec!["g1".into(), "g2".into()],
-                    edges: 0,
-                    dropped: 0,
-                    requests: 1,
-                    tokens: 10,
-                },
-            ),
-            at(
-                2,
-                RunEvent::GoalPlanned {
-                    goal: "g1".into(),
-                    tasks: 2,
-                    requests: 1,
-                    tokens: 32,
-                    repairs: 0,
-                },
-            ),
-        ];
-        assert_eq!(planning_tokens(&events), Some(42));
-        assert_eq!(planning_tokens(&[at(1, RunEvent::NoChanges)]), None);
     }
 }
