@@ -38,6 +38,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# Where the repositories go, and what file system that is: as part 3 has them.
+from merges import filesystem, scratch_dir
+
 PART = "6 real builds"
 CRATE, VERSION = "semver", "1.0.28"
 CHECK = "cargo test --offline -q"
@@ -60,20 +63,6 @@ DATES = {"GIT_AUTHOR_DATE": "2020-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2020-
 
 def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def scratch_dir() -> str | None:
-    """$BENCH_TMPDIR, else /dev/shm when writable (as part 3), else the default temp dir."""
-    if os.environ.get("BENCH_TMPDIR"):
-        return os.environ["BENCH_TMPDIR"]
-    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
-        return "/dev/shm"
-    return None
-
-
-def filesystem(path: Path) -> str:
-    out = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True)
-    return out.stdout.strip() or "unknown fs"
 
 
 def cargo_env() -> dict:

@@ -511,13 +511,16 @@ fn print_line(text: &str) {
 /// `text` on one line (runs of whitespace become one space), cut to `max` characters with an
 /// ellipsis.
 pub fn one_line(text: &str, max: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() > max {
-        let kept: String = line.chars().take(max.saturating_sub(1)).collect();
-        format!("{kept}…")
-    } else {
-        line
+    cut(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
+}
+
+/// `text` cut to `max` characters, its last one an ellipsis when cut.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
     }
+    let kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{kept}…")
 }
 
 pub fn duration(d: Duration) -> String {

@@ -482,19 +482,23 @@ pub(crate) fn stderr_tail(transcript: &std::path::Path, n: usize) -> Vec<String>
     let lines: Vec<&str> = stderr.trim_end().lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
-        .map(|l| {
-            let mut line: String = l
-                .trim_end()
-                .chars()
-                .filter(|c| *c == '\t' || !c.is_control())
-                .collect();
-            if let Some((at, _)) = line.char_indices().nth(TAIL_LINE_CAP) {
-                line.truncate(at);
-                line.push('…');
-            }
-            line
-        })
+        .map(|l| shown_line(l))
         .collect()
+}
+
+/// A line of what an agent printed, fit to be shown on a terminal: control characters (its
+/// escape sequences) dropped, trailing blanks too, cut at `TAIL_LINE_CAP` characters.
+pub(crate) fn shown_line(line: &str) -> String {
+    let mut line: String = line
+        .trim_end()
+        .chars()
+        .filter(|c| *c == '\t' || !c.is_control())
+        .collect();
+    if let Some((at, _)) = line.char_indices().nth(TAIL_LINE_CAP) {
+        line.truncate(at);
+        line.push('…');
+    }
+    line
 }
 
 /// A line of a failed attempt's stderr tail is cut at this many characters.
@@ -535,4 +539,19 @@ pub(crate) fn run_hook(
         stdout_file: None,
     };
     run(&inv, watchdog).outcome.describe()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shown_line_loses_the_escape_sequences_and_the_length_an_agent_gave_it() {
+        assert_eq!(
+            super::shown_line("\u{1b}[31mred\u{1b}[0m\tand\u{7} more  "),
+            "[31mred[0m\tand more"
+        );
+        let long = "x".repeat(400);
+        let shown = super::shown_line(&long);
+        assert_eq!(shown.chars().count(), super::TAIL_LINE_CAP + 1);
+        assert!(shown.ends_with('…'));
+    }
 }

@@ -348,7 +348,7 @@ fn tail(path: &Path, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
-        .map(|l| crate::secret::redact(l).into_owned())
+        .map(|l| crate::agent::shown_line(&crate::secret::redact(l)))
         .collect()
 }
 

@@ -7,7 +7,7 @@
 //! A task is drawn once, so the tree has as many lines as the plan has tasks.
 
 use crate::plan::{Action, Mode, Plan, Task};
-use crate::ui::{count, one_line};
+use crate::ui::{count, cut, one_line};
 
 /// The longest title drawn, in characters, whatever the width: a title taken from a prompt can
 /// be a page long.
@@ -125,15 +125,6 @@ fn title(task: &Task) -> String {
         (_, Action::Prompt(prompt)) => prompt.clone(),
         (_, Action::Run(command)) => format!("$ {command}"),
     }
-}
-
-/// `text` cut to `max` characters, its last one an ellipsis when cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(max.saturating_sub(1)).collect();
-    format!("{kept}…")
 }
 
 /// One line of the tree: the task, the branches drawn before it, and its deps other than the
