@@ -281,6 +281,32 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Run the tasks of a run spread over machines (`swarm run … --remote`), on this machine:
+    /// claim published attempts, run each as a local run would, push the results.
+    ///
+    /// Run it in a clone of the repository, with the agents' credentials in the environment.
+    /// It exits 0 once the run has no work left for it (the run ended, or none appeared on the
+    /// remote within --wait), 75 when a signal stopped it (its attempts are given back to the
+    /// run) or the remote did not answer within --wait, and 2 on bad input. See "Runs over
+    /// many machines" in the README.
+    Worker {
+        /// The git remote the run is published on: a remote's name or a URL.
+        #[arg(long, value_name = "NAME|URL")]
+        remote: String,
+        /// The run to work on [default: the newest one on the remote].
+        #[arg(long, value_name = "RUN")]
+        run: Option<String>,
+        /// Run at most N tasks at once [default: 4].
+        #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+        jobs: Option<u32>,
+        /// Wait at most this long for a run to appear on the remote, e.g. 10m.
+        #[arg(long, value_name = "DURATION", default_value = "10m")]
+        wait: String,
+        /// A lease this worker does not renew for this long is taken back by the coordinator
+        /// and its attempt given to another worker, e.g. 60s; it is renewed every third of it.
+        #[arg(long, value_name = "DURATION", default_value = "60s")]
+        lease: String,
+    },
     /// Print a shell completion script.
     ///
     /// It has no JSON output: with --json, swarm says so and exits 2.
@@ -390,6 +416,13 @@ pub struct RunOptions {
     /// "The gate" in the README.
     #[arg(long, value_name = "CMD")]
     pub gate: Option<String>,
+
+    /// Spread the run over machines through the git remote NAME (or URL): the run is published
+    /// under refs/swarm/<run>/ there, `swarm worker --remote` on other machines runs its tasks,
+    /// and this swarm merges their results and lands as a local run does. It runs no task
+    /// itself unless --jobs says how many. See "Runs over many machines" in the README.
+    #[arg(long, value_name = "NAME|URL")]
+    pub remote: Option<String>,
 
     /// Write the reducer's result and the run summary to FILE. With several goals: one
     /// section per goal (its reducer's result), then one run summary with the goal graph and
@@ -533,6 +566,7 @@ impl From<RunOptions> for crate::config::Options {
             on_escalate: flags.on_escalate,
             setup: flags.setup,
             gate: flags.gate,
+            remote: flags.remote,
             // Lists of paths of the repository: `.swarm.toml` keys, not flags.
             include: Vec::new(),
             cache: Vec::new(),

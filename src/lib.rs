@@ -19,6 +19,7 @@ pub(crate) mod panic;
 pub(crate) mod plan;
 pub(crate) mod planner;
 pub(crate) mod preview;
+pub(crate) mod remote;
 pub(crate) mod report;
 pub(crate) mod schedule;
 pub(crate) mod secret;

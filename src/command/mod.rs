@@ -25,6 +25,7 @@ mod run;
 mod runs;
 mod settings;
 mod show;
+mod worker;
 
 use gc::gc;
 use inspect::{graph, logs, status};
@@ -135,6 +136,23 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         } => logs(&g, run.as_deref(), errors, tail, follow, path),
         Command::Graph { source, format } => graph(&g, source.as_deref(), format),
         Command::Gc { dry_run } => gc(&g, dry_run),
+        Command::Worker {
+            remote,
+            run,
+            jobs,
+            wait,
+            lease,
+        } => {
+            let configured = configure(&g, &Options::default(), explicit)?;
+            let asked = worker::Asked {
+                remote: &remote,
+                run: run.as_deref(),
+                jobs,
+                wait: &wait,
+                lease: &lease,
+            };
+            worker::worker(&g, &asked, &configured.profiles)
+        }
         Command::Queue { action } => match action {
             QueueAction::Add { text } => queue::add(&g, &text.join(" ")),
             QueueAction::List => queue::list(&g),

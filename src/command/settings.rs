@@ -341,6 +341,13 @@ pub(super) fn settings(
             cache_key: o.cache_key.clone(),
         },
         gate: o.gate.clone(),
+        // Spread over machines, the run's own process runs only the tasks --jobs asks for.
+        local_jobs: if o.remote.is_some() {
+            o.jobs.map_or(0, |j| j as usize)
+        } else {
+            jobs
+        },
+        remote: o.remote.clone(),
         builtin: BuiltinLimits {
             max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),

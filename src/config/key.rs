@@ -42,10 +42,11 @@ pub(super) enum Key {
     FinalOut,
     FinalOutDir,
     Base,
+    Remote,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 29] = [
+    pub(super) const ALL: [Key; 30] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -75,6 +76,7 @@ impl Key {
         Key::FinalOut,
         Key::FinalOutDir,
         Key::Base,
+        Key::Remote,
     ];
 
     /// The key in files, and the flag's long name.
@@ -109,6 +111,7 @@ impl Key {
             Key::FinalOut => "final-out",
             Key::FinalOutDir => "final-out-dir",
             Key::Base => "base",
+            Key::Remote => "remote",
         }
     }
 
@@ -141,13 +144,16 @@ impl Key {
             Key::Gate => "SWARM_GATE",
             Key::Cache => "SWARM_CACHE",
             Key::CacheFiles => "SWARM_CACHE_KEY",
-            Key::FinalOut | Key::FinalOutDir | Key::Base => return None,
+            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote => return None,
         })
     }
 
     /// Per-run options are flags only.
     pub(super) fn in_files(self) -> bool {
-        !matches!(self, Key::FinalOut | Key::FinalOutDir | Key::Base)
+        !matches!(
+            self,
+            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote
+        )
     }
 
     /// What applies when nothing sets the option; null when it stays unset, and for
@@ -179,6 +185,7 @@ impl Key {
             | Key::CacheFiles
             | Key::FinalOut
             | Key::FinalOutDir
+            | Key::Remote
             | Key::BudgetTokens
             | Key::StallTimeout => Value::Null,
         }
@@ -216,6 +223,7 @@ impl Key {
             Key::FinalOut => o.final_out.is_some(),
             Key::FinalOutDir => o.final_out_dir.is_some(),
             Key::Base => o.base.is_some(),
+            Key::Remote => o.remote.is_some(),
         }
     }
 
@@ -251,6 +259,7 @@ impl Key {
             Key::FinalOut => to.final_out.clone_from(&from.final_out),
             Key::FinalOutDir => to.final_out_dir.clone_from(&from.final_out_dir),
             Key::Base => to.base.clone_from(&from.base),
+            Key::Remote => to.remote.clone_from(&from.remote),
         }
     }
 
@@ -276,6 +285,7 @@ impl Key {
             Key::Check => o.check = owned(),
             Key::OnEscalate => o.on_escalate = owned(),
             Key::Base => o.base = owned(),
+            Key::Remote => o.remote = owned(),
             Key::FinalOut => o.final_out = Some(PathBuf::from(text)),
             Key::FinalOutDir => o.final_out_dir = Some(PathBuf::from(text)),
             Key::WorktreeDir => o.worktree_dir = Some(PathBuf::from(text)),

@@ -79,6 +79,9 @@ pub(crate) struct Options {
     /// The files whose contents decide whether a cache fits (default: the lockfiles).
     #[serde(rename = "cache_key")]
     pub(crate) cache_key: Vec<String>,
+    /// The git remote (a name or a URL) a run spread over machines is coordinated through.
+    #[serde(rename = "remote")]
+    pub(crate) remote: Option<String>,
 }
 
 /// What to do with a run's finished integration branch. The serde names are both the values of

@@ -178,7 +178,9 @@ fn make_checkout_refs(repo: &Repo) -> Vec<u8> {
         .flatten()
         .filter_map(|r| Some((r.name_bytes().to_vec(), r.target()?)))
         .filter(|(name, _)| {
-            !name.starts_with(b"refs/heads/swarm/") && name.as_slice() != b"refs/stash"
+            !name.starts_with(b"refs/heads/swarm/")
+                && !name.starts_with(b"refs/swarm/")
+                && name.as_slice() != b"refs/stash"
         })
         .collect();
     lines.sort();

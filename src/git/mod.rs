@@ -402,6 +402,44 @@ impl Repo {
         Ok(())
     }
 
+    /// A commit of `files` (name and contents, at the top of its tree) on `parents`: how a run
+    /// spread over machines passes its records through the remote (see `remote`). Its objects
+    /// are written, no ref is set.
+    pub fn commit_files(
+        &self,
+        files: &[(&str, &[u8])],
+        parents: &[CommitId],
+        message: &str,
+    ) -> anyhow::Result<CommitId> {
+        let mut tree = self.repo.treebuilder(None)?;
+        for (name, contents) in files {
+            let blob = self.repo.blob(contents)?;
+            tree.insert(name, blob, 0o100_644)?;
+        }
+        let tree = self.repo.find_tree(tree.write()?)?;
+        let parents = parents
+            .iter()
+            .map(|p| Ok(self.repo.find_commit(p.oid()?)?))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        let sig = Signature::now(DEFAULT_NAME, DEFAULT_EMAIL)?;
+        let oid = self
+            .repo
+            .commit(None, &sig, &sig, message, &tree, &parents)?;
+        Ok(CommitId::from(oid))
+    }
+
+    /// The file `name` at the top of `commit`'s tree (see `commit_files`); `None` when the
+    /// commit has no such file.
+    pub fn file_at(&self, commit: &CommitId, name: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        let tree = self.repo.find_commit(commit.oid()?)?.tree()?;
+        let Some(entry) = tree.get_name(name) else {
+            return Ok(None);
+        };
+        let blob = self.repo.find_blob(entry.id())?;
+        Ok(Some(blob.content().to_vec()))
+    }
+
     /// The identity of swarm's commits: the repository's configured user, else the default.
     fn signature(&self) -> anyhow::Result<Signature<'static>> {
         match self.repo.signature() {
@@ -495,7 +533,7 @@ pub struct Fingerprint {
     head: Option<CommitId>,
     paths: BTreeMap<String, (u32, Option<Stamp>)>,
     /// The files of the git directory no task may change, by path in it: refs outside
-    /// swarm's own `refs/heads/swarm/`, the config, the hooks, HEAD and the stash's log.
+    /// swarm's own `refs/heads/swarm/` and `refs/swarm/`, the config, the hooks, HEAD and the stash's log.
     git: BTreeMap<String, Stamp>,
 }
 
@@ -514,7 +552,8 @@ fn stamp_files(
         Err(e) => return Err(e),
     };
     let rel = path.strip_prefix(common).unwrap_or(path);
-    if rel == Path::new("refs/heads/swarm") {
+    // swarm's own: its branches, and the refs of runs spread over machines (`remote`).
+    if rel == Path::new("refs/heads/swarm") || rel == Path::new("refs/swarm") {
         return Ok(());
     }
     if meta.is_dir() {

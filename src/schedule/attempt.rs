@@ -216,25 +216,23 @@ pub(super) fn prepare(
         cwd.display(),
         command
     );
-    run.record.attempt_started(
-        id,
+    let stdout_file = cli
+        .as_ref()
+        .filter(|p| p.sessions == Sessions::Codex)
+        .map(|_| codex_stdout(layout, id, attempt));
+    let started = Started {
         attempt,
-        &transcript,
-        &cwd,
-        session.as_deref(),
-        continuing.is_some(),
-    )?;
-    if let JobKind::Writer { start, reuse, .. } = &kind {
-        let branch = layout.branch(id, Checkout::Task);
-        run.record
-            .writer_started(id, start, &branch, &cwd, reuse.as_deref())?;
+        transcript: &transcript,
+        cwd: &cwd,
+        session: session.as_deref(),
+        continued: continuing.is_some(),
+    };
+    match &kind {
+        JobKind::Writer { start, reuse, .. } => {
+            record_start(run, i, &started, Some((start, reuse.as_deref())))?;
+        }
+        _ => record_start(run, i, &started, None)?,
     }
-    run.dag.on(&run.plan, Transition::Started(i));
-    run.slots[i].attempts = attempt;
-    run.slots[i].started = Some(std::time::Instant::now());
-    // As the board has it: a crash now leaves the session for a resume to continue.
-    run.slots[i].session.clone_from(&session);
-    run.ui.task_started(id, attempt);
     Ok(Job {
         task: i,
         attempt,
@@ -250,10 +248,7 @@ pub(super) fn prepare(
             timeout,
             // The built-in agent runs in swarm; its requests have their own timeout.
             stall: settings.stall_timeout.filter(|_| builtin.is_none()),
-            stdout_file: cli
-                .as_ref()
-                .filter(|p| p.sessions == Sessions::Codex)
-                .map(|_| codex_stdout(layout, id, attempt)),
+            stdout_file,
             transcript,
             header,
         },
@@ -266,6 +261,69 @@ pub(super) fn prepare(
         prepare: settings.prepare.clone(),
         tmp,
     })
+}
+
+/// An attempt as its start is recorded.
+struct Started<'p> {
+    attempt: u32,
+    transcript: &'p std::path::Path,
+    cwd: &'p std::path::Path,
+    session: Option<&'p str>,
+    continued: bool,
+}
+
+/// Records task `i`'s attempt as started (a writer's with its start commit and the checkout it
+/// reuses): in the board, the dag, its slot and on the terminal.
+fn record_start(
+    run: &mut Run<'_>,
+    i: usize,
+    a: &Started<'_>,
+    writer: Option<(&CommitId, Option<&std::path::Path>)>,
+) -> anyhow::Result<()> {
+    let id = run.plan.tasks[i].id.as_str();
+    run.record
+        .attempt_started(id, a.attempt, a.transcript, a.cwd, a.session, a.continued)?;
+    if let Some((start, reuse)) = writer {
+        let branch = run.layout.branch(id, Checkout::Task);
+        run.record.writer_started(id, start, &branch, a.cwd, reuse)?;
+    }
+    run.dag.on(&run.plan, Transition::Started(i));
+    let slot = &mut run.slots[i];
+    slot.attempts = a.attempt;
+    slot.started = Some(std::time::Instant::now());
+    // As the board has it: a crash now leaves the session for a resume to continue.
+    slot.session = a.session.map(str::to_owned);
+    run.ui.task_started(id, a.attempt);
+    Ok(())
+}
+
+/// Task `i`'s next attempt, from the integration tip `tip`, recorded as started for a worker on
+/// another machine to run (see `remote`): the worker makes its directory, prompt and
+/// environment. Its number.
+pub(super) fn start_remote(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result<u32> {
+    let task = &run.plan.tasks[i];
+    let id = task.id.as_str();
+    let attempt = run.slots[i].attempts + 1;
+    let transcript = run
+        .layout
+        .run_dir
+        .join("attempts")
+        .join(format!("{id}.{attempt}.log"));
+    // The checkout is the worker's; the board names where this machine would have it.
+    let cwd = run.layout.worktree(id, Checkout::Task);
+    let writes = task.mode == Mode::Write;
+    if writes {
+        run.slots[i].start_commit = Some(tip.clone());
+    }
+    let started = Started {
+        attempt,
+        transcript: &transcript,
+        cwd: &cwd,
+        session: None,
+        continued: false,
+    };
+    record_start(run, i, &started, writes.then_some((tip, None)))?;
+    Ok(attempt)
 }
 
 /// What a continued session is told: the task itself is in it already.

@@ -117,7 +117,13 @@ impl Dag {
 
     /// The ready task with the longest remaining path, taken off the queue.
     pub(super) fn pop_ready(&mut self) -> Option<usize> {
-        self.ready.pop().map(|(_, Reverse(i))| i)
+        // A task started otherwise meanwhile (taken up from the remote) is no longer ready.
+        while let Some((_, Reverse(i))) = self.ready.pop() {
+            if self.states[i] == State::Ready {
+                return Some(i);
+            }
+        }
+        None
     }
 
     /// Puts tasks taken off the queue back (ones that found no free slot).

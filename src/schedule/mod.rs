@@ -18,17 +18,20 @@ mod gate;
 mod goal;
 mod job;
 mod merge;
+mod outcome;
 mod ports;
 mod prompt;
 mod ready;
 mod record;
 mod run;
 mod scratch;
+mod worker;
 
 use job::Report;
 
 pub use dispatch::Dispatcher;
 pub use goal::GoalRun;
+pub use worker::{WorkerEnd, WorkerSetup, work};
 
 /// The file in a run's directory that names the directory of its checkouts.
 pub const CHECKOUTS_FILE: &str = "checkouts";
@@ -77,6 +80,11 @@ pub struct Settings {
     pub prepare: Prepare,
     /// Run with `sh -c` on the integration tip after merges (see the README's "The gate").
     pub gate: Option<String>,
+    /// The git remote the run is spread over machines through (see `remote`).
+    pub remote: Option<String>,
+    /// How many tasks this process runs itself: `jobs`, or with a remote only as many as
+    /// `--jobs` said (none by default); the gate and conflict resolvers run here either way.
+    pub local_jobs: usize,
 }
 
 /// How a checkout is made ready to build: files copied in, directories kept and seeded, a
@@ -248,6 +256,8 @@ pub enum Ending {
 
 enum Message {
     Done(Report),
+    /// A fetch of the remote of a run spread over machines (see `dispatch::remote`).
+    Remote(crate::remote::link::Seen),
     /// A gate run ended.
     Gated(Report),
     /// Something the built-in agent's model client met on the way (a throttled request, a

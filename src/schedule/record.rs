@@ -47,6 +47,15 @@ impl<'a> Recorder<'a> {
     }
 
     /// Something that happened to the run as a whole.
+    /// The options the run started with, as the board stores them.
+    pub(super) fn options(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(self
+            .board
+            .load_run(&self.run)?
+            .map(|r| r.options)
+            .unwrap_or_default())
+    }
+
     pub(super) fn run_event(&mut self, what: RunEvent) -> anyhow::Result<()> {
         self.board.event(&self.run, &Event::run(what))
     }

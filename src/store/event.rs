@@ -256,6 +256,31 @@ pub enum RunEvent {
         to: String,
         remerge: Vec<String>,
     },
+    /// A run spread over machines (`--remote`): an attempt was published for the workers.
+    Published {
+        attempt: u32,
+        generation: u32,
+    },
+    /// A worker claimed the task's published attempt.
+    Claimed {
+        worker: String,
+        generation: u32,
+    },
+    /// A worker's lease went unrenewed for its time: the attempt is published again.
+    LeaseExpired {
+        worker: String,
+        generation: u32,
+    },
+    /// A worker's result arrived.
+    ResultArrived {
+        worker: String,
+        generation: u32,
+        status: String,
+    },
+    /// The remote did not answer (`why`), or answers again (`why` is null).
+    RemoteAway {
+        why: Option<String>,
+    },
 }
 
 /// Where a parked writer's work is and why it waits for a human.

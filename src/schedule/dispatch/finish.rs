@@ -14,17 +14,22 @@ use crate::store::TaskStatus;
 use crate::ui::Verb;
 
 impl Dispatcher<'_> {
-    /// Takes a worker's report: records it, then merges, retries, or releases dependents.
-    pub(super) fn finish(&mut self, report: Report) -> anyhow::Result<()> {
-        let i = report.task;
-        let mode = self.run.plan.tasks[i].mode;
+    /// The slot of task `i`'s attempt in this process's pool is free again.
+    pub(super) fn release(&mut self, i: usize) {
         self.run.ports.release(i);
         self.run.scratch.release(i);
         self.running -= 1;
-        self.run.slots[i].started = None;
-        if mode == Mode::Write {
+        if self.run.plan.tasks[i].mode == Mode::Write {
             self.writers_running -= 1;
         }
+    }
+
+    /// Takes an attempt's report (from this process's pool or a worker on another machine):
+    /// records it, then merges, retries, or releases dependents.
+    pub(super) fn finish(&mut self, report: Report) -> anyhow::Result<()> {
+        let i = report.task;
+        let mode = self.run.plan.tasks[i].mode;
+        self.run.slots[i].started = None;
         if self.run.dag.state(i) == State::Resolving {
             // A fault outside the resolver stops the run as it stops any attempt's.
             if let Verdict::Fault(fault) = &report.verdict {

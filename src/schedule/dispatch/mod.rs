@@ -8,6 +8,7 @@
 mod endpoint;
 mod finish;
 mod pauses;
+mod remote;
 mod view;
 
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -71,6 +72,8 @@ pub struct Dispatcher<'a> {
     fault: Option<Fault>,
     /// The model endpoint, while it does not answer: nothing new starts.
     endpoint: EndpointWatch,
+    /// Spread over machines: the tasks out with workers.
+    coordinator: Option<remote::Coordinator>,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -187,6 +190,10 @@ impl<'a> Dispatcher<'a> {
             signalled: false,
             fault: None,
             endpoint: EndpointWatch::default(),
+            coordinator: settings
+                .remote
+                .as_deref()
+                .map(|r| remote::Coordinator::new(repo, &layout.run, r)),
         })
     }
 
@@ -210,7 +217,13 @@ impl<'a> Dispatcher<'a> {
             watchdog: &watchdog,
             armed: true,
         };
-        let outcome = self.drive(&workers);
+        let mut outcome = self.drive(&workers);
+        if let Some(c) = &mut self.coordinator {
+            let finished = matches!(outcome, Ok(Ending::Finished));
+            if let Err(e) = c.close(&mut self.run, finished) {
+                outcome = outcome.and(Err(e));
+            }
+        }
         reaper.armed = outcome.is_err();
         drop(reaper);
         let strays = self.stop_strays();
@@ -246,6 +259,11 @@ impl<'a> Dispatcher<'a> {
         loop {
             let now = Instant::now();
             self.run.dag.on(&self.run.plan, Transition::Tick(now));
+            if let Some(c) = &mut self.coordinator
+                && !self.stopping
+            {
+                c.expire(&mut self.run, self.merges.tip())?;
+            }
             if let Some(why) = self.limit_stop.take()
                 && !self.stopping
             {
@@ -287,7 +305,8 @@ impl<'a> Dispatcher<'a> {
                 && delayed.is_none()
                 && !self.merges.has_resolvers_waiting()
                 && !self.merges.gate_busy()
-                && !self.goals.as_ref().is_some_and(GoalPlanner::busy);
+                && !self.goals.as_ref().is_some_and(GoalPlanner::busy)
+                && !self.coordinator.as_ref().is_some_and(remote::Coordinator::busy);
             if self.running == 0 && self.run.hooks_running == 0 && (self.stopping || idle) {
                 let stopping = self.stopping;
                 if let Some(goals) = &mut self.goals
@@ -302,6 +321,10 @@ impl<'a> Dispatcher<'a> {
             });
             if self.goals.as_ref().is_some_and(GoalPlanner::drains_queue) {
                 wait = wait.min(QUEUE_POLL);
+            }
+            if self.coordinator.is_some() {
+                // Leases run out by this clock.
+                wait = wait.min(crate::remote::poll());
             }
             // A timeout means a delay came due; the loop holds a sender, so the channel
             // never closes.
@@ -349,6 +372,9 @@ impl<'a> Dispatcher<'a> {
         self.run.transition(Transition::Settle)?;
         self.merges
             .recover_committed(&mut self.run, &mut self.checkouts)?;
+        if let Some(c) = &mut self.coordinator {
+            c.open(&mut self.run)?;
+        }
         let total = self.run.plan.len();
         let finished = self.run.dag.finished();
         self.run.ui.run_started(&layout.run, total, finished);
@@ -357,7 +383,17 @@ impl<'a> Dispatcher<'a> {
 
     fn on(&mut self, message: Message, workers: &Workers) -> anyhow::Result<()> {
         match message {
-            Message::Done(report) => self.finish(report)?,
+            Message::Done(report) => {
+                self.release(report.task);
+                self.finish(report)?;
+            }
+            Message::Remote(seen) => {
+                if let Some(c) = &mut self.coordinator {
+                    for report in c.seen(&mut self.run, seen)? {
+                        self.finish(report)?;
+                    }
+                }
+            }
             Message::Gated(report) => {
                 self.running -= 1;
                 if let Some(fault) =
@@ -462,6 +498,11 @@ impl<'a> Dispatcher<'a> {
         let run = &mut self.run;
         if self.stopping {
             let mut marks = Vec::new();
+            // Out with workers: their results wait on the remote for a resume.
+            for i in self.coordinator.as_mut().map(|c| c.left()).unwrap_or_default() {
+                run.dag.on(&run.plan, Transition::Interrupted(i));
+                marks.push(run.plan.tasks[i].id.as_str());
+            }
             for i in 0..run.slots.len() {
                 if matches!(
                     run.dag.state(i),
@@ -551,20 +592,29 @@ impl<'a> Dispatcher<'a> {
         Ok(())
     }
 
+    /// Ready tasks start in this process's free slots; spread over machines, the rest are
+    /// published for the workers.
     fn start_ready(&mut self, workers: &Workers) -> anyhow::Result<()> {
         let settings = self.run.settings;
         let mut held = Vec::new();
-        while self.running < settings.jobs {
+        loop {
+            let local = self.running < settings.local_jobs;
+            if !local && self.coordinator.is_none() {
+                break;
+            }
             let Some(i) = self.run.dag.pop_ready() else {
                 break;
             };
             let mode = self.run.plan.tasks[i].mode;
-            if mode == Mode::Write && self.writers_running >= settings.max_writers {
+            if local && (mode == Mode::Read || self.writers_running < settings.max_writers) {
+                let job =
+                    attempt::prepare(&mut self.run, &mut self.checkouts, self.merges.tip(), i)?;
+                self.spawn(workers, job, mode);
+            } else if let Some(c) = &mut self.coordinator {
+                c.publish(&mut self.run, self.merges.tip(), i)?;
+            } else {
                 held.push(i);
-                continue;
             }
-            let job = attempt::prepare(&mut self.run, &mut self.checkouts, self.merges.tip(), i)?;
-            self.spawn(workers, job, mode);
         }
         self.run.dag.requeue(held);
         Ok(())

@@ -1,0 +1,230 @@
+//! A run spread over machines, coordinated through a git remote (see the README's "Runs over
+//! many machines"). Everything the coordinator and its workers tell each other is a commit
+//! under `refs/swarm/<run>/` on the remote, holding one JSON file (and a transcript):
+//!
+//! - `run`: the plan and the options the run started with; removed when the run ends;
+//! - `ready/<task>`: an attempt to run, with the commit it starts from (a parent, so its
+//!   objects travel with it) and its deps' results, published by the coordinator;
+//! - `lease/<task>`: the worker that claimed it, created only if absent, renewed by
+//!   compare-and-swap while the attempt runs;
+//! - `result/<task>`: how the attempt ended, its transcript, and for a writer its commit (a
+//!   parent), created in one atomic push with the release of the worker's own lease, so a
+//!   worker whose lease was taken from it can land nothing.
+//!
+//! Each publication of a task has a generation; a lease or result of another generation is
+//! stale and removed.
+
+pub(crate) mod link;
+pub(crate) mod transport;
+
+use serde::{Deserialize, Serialize};
+
+use crate::git::{CommitId, Repo};
+
+pub(crate) use transport::{Expect, Pushed, Transport, Unreachable, Update};
+
+/// How often the remote is fetched, unless `SWARM_REMOTE_POLL` says (in seconds).
+const POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The poll of the remote, for the coordinator and for workers.
+pub(crate) fn poll() -> std::time::Duration {
+    std::env::var("SWARM_REMOTE_POLL")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(POLL, std::time::Duration::from_secs_f64)
+}
+
+/// The version of the records below; a worker refuses a run of a newer one.
+pub(crate) const VERSION: u32 = 1;
+
+/// The refs of run `run`, on the remote and (fetched) in a local repository.
+pub(crate) fn prefix(run: &str) -> String {
+    format!("refs/swarm/{run}/")
+}
+
+/// The ref of run `run` named `name` (`run`, `ready/<task>`, …).
+pub(crate) fn ref_name(run: &str, name: &str) -> String {
+    format!("{}{name}", prefix(run))
+}
+
+/// What a run's refs are, by their names under its prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind<'a> {
+    Run,
+    Ready(&'a str),
+    Lease(&'a str),
+    Result(&'a str),
+}
+
+impl<'a> Kind<'a> {
+    pub(crate) fn of(name: &'a str) -> Option<Self> {
+        if name == "run" {
+            return Some(Self::Run);
+        }
+        let (kind, task) = name.split_once('/')?;
+        match kind {
+            "ready" => Some(Self::Ready(task)),
+            "lease" => Some(Self::Lease(task)),
+            "result" => Some(Self::Result(task)),
+            _ => None,
+        }
+    }
+}
+
+/// The name of task `task`'s ref of a kind.
+pub(crate) fn task_ref(run: &str, kind: &str, task: &str) -> String {
+    ref_name(run, &format!("{kind}/{task}"))
+}
+
+/// `refs/swarm/<run>/run`: what a worker needs to run the run's tasks as the coordinator would.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RunInfo {
+    pub(crate) version: u32,
+    pub(crate) run: String,
+    pub(crate) base: String,
+    /// The plan, as a task file.
+    pub(crate) tasks: String,
+    /// The run's options, as the board stores them (`config::record`).
+    pub(crate) options: serde_json::Value,
+}
+
+/// `refs/swarm/<run>/ready/<task>`: one attempt of a task to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Job {
+    pub(crate) version: u32,
+    pub(crate) task: String,
+    pub(crate) attempt: u32,
+    pub(crate) generation: u32,
+    /// The commit a writer's checkout or a reader's snapshot is made from.
+    pub(crate) start: String,
+    pub(crate) deps: Vec<Dep>,
+}
+
+/// A finished dependency, as its dependent's prompt and files show it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Dep {
+    pub(crate) id: String,
+    pub(crate) result: Option<String>,
+    /// A writer's start and commit, for the paths it changed.
+    pub(crate) start: Option<String>,
+    pub(crate) commit: Option<String>,
+}
+
+/// `refs/swarm/<run>/lease/<task>`: a worker holds the task's attempt.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Lease {
+    pub(crate) task: String,
+    pub(crate) generation: u32,
+    pub(crate) worker: String,
+    /// 0 for the claim, then one more per renewal: each renewal is a new commit.
+    pub(crate) renewal: u64,
+    /// The lease ends this long after the coordinator last saw it change.
+    pub(crate) ttl_ms: u64,
+    /// When it ends by the worker's clock (for people reading it; the coordinator goes by its
+    /// own clock and `ttl_ms`).
+    pub(crate) expires_at_ms: u64,
+}
+
+/// `refs/swarm/<run>/result/<task>`: how an attempt ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Outcome {
+    pub(crate) task: String,
+    pub(crate) attempt: u32,
+    pub(crate) generation: u32,
+    pub(crate) worker: String,
+    pub(crate) status: Status,
+    pub(crate) result: Option<String>,
+    /// A writer's commit, a parent of the result's commit.
+    pub(crate) commit: Option<String>,
+    /// Why it failed, or the fault that cut it short.
+    pub(crate) why: Option<String>,
+    /// A fault's kind (`environment`, `credentials`, …).
+    pub(crate) fault: Option<String>,
+    pub(crate) limit: Option<Limit>,
+    pub(crate) tokens: u64,
+    pub(crate) cost: Option<f64>,
+    pub(crate) elapsed_ms: u64,
+    pub(crate) stderr_tail: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Status {
+    Succeeded,
+    Failed,
+    Interrupted,
+    Limited,
+    Fault,
+}
+
+/// A provider's usage limit that cut an attempt short.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Limit {
+    pub(crate) message: String,
+    pub(crate) resets_at_ms: Option<u64>,
+    pub(crate) lasting: bool,
+}
+
+/// The file each record commit holds, and the transcript a result holds besides.
+pub(crate) const RECORD_FILE: &str = "record.json";
+pub(crate) const TRANSCRIPT_FILE: &str = "transcript.log";
+
+/// A record as a commit on `parents` (whose objects a push of it carries), written to `repo`.
+pub(crate) fn write<T: Serialize>(
+    repo: &Repo,
+    record: &T,
+    extra: &[(&str, &[u8])],
+    parents: &[CommitId],
+    message: &str,
+) -> anyhow::Result<CommitId> {
+    let json = serde_json::to_vec_pretty(record)?;
+    let mut files = vec![(RECORD_FILE, json.as_slice())];
+    files.extend_from_slice(extra);
+    repo.commit_files(&files, parents, message)
+}
+
+/// The record a commit holds.
+pub(crate) fn read<T: serde::de::DeserializeOwned>(
+    repo: &Repo,
+    commit: &CommitId,
+) -> anyhow::Result<T> {
+    use anyhow::Context as _;
+    let bytes = repo
+        .file_at(commit, RECORD_FILE)?
+        .with_context(|| format!("commit {commit} holds no {RECORD_FILE}"))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("the record in commit {commit}"))
+}
+
+/// A worker's name in leases and results: the machine, the process and something random, so
+/// two workers never share one.
+pub(crate) fn worker_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    format!("{host}-{}-{:04x}", std::process::id(), nanos & 0xffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Kind, ref_name, task_ref};
+
+    #[test]
+    fn refs_are_named_under_the_run_and_read_back() {
+        assert_eq!(ref_name("r1", "run"), "refs/swarm/r1/run");
+        assert_eq!(task_ref("r1", "lease", "w2"), "refs/swarm/r1/lease/w2");
+        assert_eq!(Kind::of("run"), Some(Kind::Run));
+        assert_eq!(Kind::of("ready/a"), Some(Kind::Ready("a")));
+        assert_eq!(Kind::of("lease/a"), Some(Kind::Lease("a")));
+        assert_eq!(Kind::of("result/a"), Some(Kind::Result("a")));
+        assert_eq!(Kind::of("other/a"), None);
+        assert_eq!(Kind::of("ready"), None);
+    }
+}

@@ -1,0 +1,191 @@
+//! The git commands that reach the remote: fetching a run's refs and pushing changes to them
+//! with compare-and-swap. git itself does the talking, so every remote it can reach works (a
+//! path, ssh, https with the user's credential helpers), and the remote's own locking makes
+//! each push all or nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::git::CommitId;
+
+/// A remote, as `git` names it from the repository at `dir`: a remote's name or a URL.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    dir: PathBuf,
+    remote: String,
+}
+
+/// What a ref must be on the remote for a push to change it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Expect {
+    /// It must not exist: a claim, a result.
+    Absent,
+    /// It must still point here: a renewal, a release, an expiry.
+    Is(CommitId),
+    /// Whatever it is: refs only the coordinator writes.
+    Any,
+}
+
+/// One ref of a push: set to `to`, or deleted.
+#[derive(Debug, Clone)]
+pub(crate) struct Update {
+    pub(crate) name: String,
+    pub(crate) to: Option<CommitId>,
+    pub(crate) expect: Expect,
+}
+
+/// How a push that reached the remote ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Every ref changed, at once.
+    Done,
+    /// None changed: a ref was not as expected. What git said.
+    Refused(String),
+}
+
+/// The remote could not be reached (or git failed before it spoke to it): what git said.
+#[derive(Debug, Clone)]
+pub(crate) struct Unreachable(pub(crate) String);
+
+impl Transport {
+    pub(crate) fn new(dir: &Path, remote: &str) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            remote: remote.to_owned(),
+        }
+    }
+
+    pub(crate) fn remote(&self) -> &str {
+        &self.remote
+    }
+
+    fn git(&self) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C")
+            .arg(&self.dir)
+            // A fetch that packs refs or starts maintenance would change the user's git
+            // directory under the run's fingerprint of it.
+            .args(["-c", "gc.auto=0", "-c", "maintenance.auto=false"])
+            // No prompt for a password nobody is there to type: a failure instead.
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Makes the local refs under `prefix` (`refs/swarm/<run>/`, or `refs/swarm/` for every
+    /// run) what the remote has there, objects included, and returns them by name relative to
+    /// `prefix`.
+    pub(crate) fn fetch(
+        &self,
+        prefix: &str,
+    ) -> Result<BTreeMap<String, CommitId>, Unreachable> {
+        let spec = format!("+{prefix}*:{prefix}*");
+        let out = self
+            .git()
+            .args(["fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head"])
+            .arg(&self.remote)
+            .arg(&spec)
+            .output()
+            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
+        if !out.status.success() {
+            return Err(Unreachable(last_line(&out.stderr)));
+        }
+        let out = self
+            .git()
+            .args(["for-each-ref", "--format=%(objectname) %(refname)"])
+            .arg(prefix)
+            .output()
+            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
+        if !out.status.success() {
+            return Err(Unreachable(last_line(&out.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| {
+                let (oid, name) = line.split_once(' ')?;
+                Some((name.strip_prefix(prefix)?.to_owned(), CommitId::new(oid)))
+            })
+            .collect())
+    }
+
+    /// Pushes `updates` as one atomic push: all of them or, when any ref is not as expected,
+    /// none. `Err` when the remote was not reached.
+    pub(crate) fn push(&self, updates: &[Update]) -> Result<Pushed, Unreachable> {
+        if updates.is_empty() {
+            return Ok(Pushed::Done);
+        }
+        let mut cmd = self.git();
+        cmd.args(["push", "--porcelain", "--atomic", "--no-verify", "--quiet"]);
+        for u in updates {
+            match &u.expect {
+                Expect::Absent => {
+                    cmd.arg(format!("--force-with-lease={}:", u.name));
+                }
+                Expect::Is(oid) => {
+                    cmd.arg(format!("--force-with-lease={}:{oid}", u.name));
+                }
+                Expect::Any => {}
+            }
+        }
+        cmd.arg(&self.remote);
+        for u in updates {
+            let force = if u.expect == Expect::Any { "+" } else { "" };
+            match &u.to {
+                Some(to) => cmd.arg(format!("{force}{to}:{}", u.name)),
+                None => cmd.arg(format!(":{}", u.name)),
+            };
+        }
+        let out = cmd
+            .output()
+            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
+        if out.status.success() {
+            return Ok(Pushed::Done);
+        }
+        // `--porcelain` gives one line per ref once the remote answered: `!` marks a refusal.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let refused: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with('!'))
+            .map(|l| l.rsplit('\t').next().unwrap_or(l))
+            .collect();
+        if refused.is_empty() {
+            Err(Unreachable(last_line(&out.stderr)))
+        } else {
+            Ok(Pushed::Refused(refused.join("; ")))
+        }
+    }
+}
+
+/// The last line git wrote, as the reason.
+fn last_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("git failed and said nothing")
+        .to_owned()
+}
+
+/// The wait before the `n`th retry (from 1) of a remote that did not answer: half a second,
+/// doubling, at most 15 s.
+pub(crate) fn retry_wait(n: u32) -> Duration {
+    let ms = 500u64.saturating_mul(1 << n.saturating_sub(1).min(5));
+    Duration::from_millis(ms.min(15_000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_wait;
+    use std::time::Duration;
+
+    #[test]
+    fn retries_back_off_to_a_cap() {
+        assert_eq!(retry_wait(1), Duration::from_millis(500));
+        assert_eq!(retry_wait(2), Duration::from_secs(1));
+        assert_eq!(retry_wait(5), Duration::from_secs(8));
+        assert_eq!(retry_wait(6), Duration::from_secs(15));
+        assert_eq!(retry_wait(60), Duration::from_secs(15));
+    }
+}

@@ -1,0 +1,508 @@
+//! The coordinator of a run spread over machines (`--remote`): tasks the run's own slots do
+//! not take are published on the remote for workers; their results come back as reports, as
+//! if this process's pool had made them; a lease that goes unrenewed for its time is taken
+//! back and its attempt published again. See `crate::remote` for the refs.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use super::super::dag::{State, Transition};
+use super::super::job::Report;
+use super::super::run::Run;
+use super::super::{Checkout, Message, attempt, outcome};
+use crate::git::CommitId;
+use crate::plan::Mode;
+use crate::remote::link::{Link, Seen};
+use crate::remote::{self, Expect, Kind, Transport, Update, poll};
+use crate::store::RunEvent;
+use crate::ui::Verb;
+
+/// Tries of the remote at the end of the run before its refs are left for `swarm gc --remote`.
+const CLOSING_TRIES: u32 = 6;
+
+/// A task published for the workers.
+struct Published {
+    attempt: u32,
+    generation: u32,
+    /// Its lease as last seen: the commit, since when unchanged (by this clock), its time.
+    lease: Option<(CommitId, Instant, Duration)>,
+}
+
+pub(super) struct Coordinator {
+    transport: Transport,
+    link: Option<Link>,
+    run_id: String,
+    published: BTreeMap<usize, Published>,
+    /// The last generation each task was published with.
+    generations: BTreeMap<usize, u32>,
+    /// The refs as last seen, and whether that was after every push handed over.
+    refs: BTreeMap<String, CommitId>,
+    /// The remote does not answer: why.
+    away: Option<String>,
+}
+
+impl Coordinator {
+    pub(super) fn new(repo: &crate::git::Repo, run: &str, remote: &str) -> Self {
+        Self {
+            transport: Transport::new(repo.workdir(), remote),
+            link: None,
+            run_id: run.to_owned(),
+            published: BTreeMap::new(),
+            generations: BTreeMap::new(),
+            refs: BTreeMap::new(),
+            away: None,
+        }
+    }
+
+    /// The tasks out with workers, given up on as the run stops early: a resume takes them
+    /// up again where the remote has them.
+    pub(super) fn left(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.published).into_keys().collect()
+    }
+
+    /// Whether tasks are out with workers.
+    pub(super) fn busy(&self) -> bool {
+        !self.published.is_empty()
+    }
+
+    /// Publishes the run (its plan and options), takes up the attempts an earlier coordinator
+    /// of it published whose results are still to come, and starts the line to the remote.
+    /// Waits for the remote while it does not answer.
+    pub(super) fn open(&mut self, run: &mut Run<'_>) -> anyhow::Result<()> {
+        let prefix = remote::prefix(&self.run_id);
+        let refs = self
+            .reach(run, None, |t| t.fetch(&prefix))?
+            .unwrap_or_default();
+        if !refs.contains_key("run") {
+            let info = remote::RunInfo {
+                version: remote::VERSION,
+                run: self.run_id.clone(),
+                base: run.layout.base.to_string(),
+                tasks: run.plan.to_jsonl(),
+                options: run.record.options()?,
+            };
+            let commit = remote::write(
+                run.repo,
+                &info,
+                &[],
+                std::slice::from_ref(&run.layout.base),
+                &format!("swarm run {}", self.run_id),
+            )?;
+            let update = Update {
+                name: remote::ref_name(&self.run_id, "run"),
+                to: Some(commit),
+                expect: Expect::Any,
+            };
+            let update = [update];
+            self.reach(run, None, |t| t.push(&update))?;
+        }
+        let index = index_of(&run.plan);
+        for (name, oid) in &refs {
+            let task = match Kind::of(name) {
+                Some(Kind::Ready(t) | Kind::Lease(t) | Kind::Result(t)) => t,
+                _ => continue,
+            };
+            let Some(&i) = index.get(task) else {
+                continue;
+            };
+            let generation = match Kind::of(name) {
+                Some(Kind::Ready(_)) => remote::read::<remote::Job>(run.repo, oid)
+                    .map(|j| (j.generation, Some(j.attempt))),
+                Some(Kind::Lease(_)) => {
+                    remote::read::<remote::Lease>(run.repo, oid).map(|l| (l.generation, None))
+                }
+                _ => remote::read::<remote::Outcome>(run.repo, oid)
+                    .map(|o| (o.generation, None)),
+            };
+            let Ok((generation, attempt)) = generation else {
+                continue;
+            };
+            let g = self.generations.entry(i).or_default();
+            *g = (*g).max(generation);
+            // An attempt the board has as its last, not ended: still out with the workers.
+            if let Some(attempt) = attempt
+                && attempt == run.slots[i].attempts
+                && attempt > 0
+                && matches!(run.dag.state(i), State::Waiting | State::Ready)
+            {
+                run.dag.on(&run.plan, Transition::Started(i));
+                run.slots[i].started = Some(Instant::now());
+                self.published.insert(
+                    i,
+                    Published {
+                        attempt,
+                        generation,
+                        lease: None,
+                    },
+                );
+            }
+        }
+        self.refs = refs;
+        let tx = run.tx.clone();
+        self.link = Some(Link::start(
+            self.transport.clone(),
+            prefix,
+            poll(),
+            move |seen| {
+                let _ = tx.send(Message::Remote(seen));
+            },
+        ));
+        Ok(())
+    }
+
+    /// What `op` gets from the remote, once it answers, or after `tries` tries (`None`).
+    fn reach<T>(
+        &mut self,
+        run: &mut Run<'_>,
+        tries: Option<u32>,
+        op: impl Fn(&Transport) -> Result<T, remote::Unreachable>,
+    ) -> anyhow::Result<Option<T>> {
+        let mut tried = 0;
+        loop {
+            match op(&self.transport) {
+                Ok(value) => {
+                    self.back(run)?;
+                    return Ok(Some(value));
+                }
+                Err(e) => {
+                    tried += 1;
+                    self.gone(run, &e.0)?;
+                    if tries.is_some_and(|t| tried >= t) {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(remote::transport::retry_wait(tried));
+                }
+            }
+        }
+    }
+
+    fn gone(&mut self, run: &mut Run<'_>, why: &str) -> anyhow::Result<()> {
+        if self.away.is_none() {
+            self.away = Some(why.to_owned());
+            run.ui.note(
+                Verb::Retrying,
+                &format!(
+                    "the remote {} does not answer ({why}); trying again",
+                    self.transport.remote()
+                ),
+            );
+            run.record.run_event(RunEvent::RemoteAway {
+                why: Some(why.to_owned()),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn back(&mut self, run: &mut Run<'_>) -> anyhow::Result<()> {
+        if self.away.take().is_some() {
+            run.ui.note(
+                Verb::Retrying,
+                &format!("the remote {} answers again", self.transport.remote()),
+            );
+            run.record.run_event(RunEvent::RemoteAway { why: None })?;
+        }
+        Ok(())
+    }
+
+    /// Publishes task `i`'s next attempt, from the integration tip `tip`, for the workers.
+    pub(super) fn publish(
+        &mut self,
+        run: &mut Run<'_>,
+        tip: &CommitId,
+        i: usize,
+    ) -> anyhow::Result<()> {
+        let attempt = attempt::start_remote(run, tip, i)?;
+        self.send(run, i, attempt, tip)
+    }
+
+    /// Pushes task `i`'s attempt as its next generation, taking away the lease and result
+    /// of the one before.
+    fn send(
+        &mut self,
+        run: &mut Run<'_>,
+        i: usize,
+        attempt: u32,
+        tip: &CommitId,
+    ) -> anyhow::Result<()> {
+        let id = run.plan.tasks[i].id.to_string();
+        let generation = self.generations.get(&i).copied().unwrap_or(0) + 1;
+        self.generations.insert(i, generation);
+        let mut parents = vec![tip.clone()];
+        let deps: Vec<remote::Dep> = run
+            .plan
+            .deps(i)
+            .map(|d| {
+                let slot = &run.slots[d];
+                if let Some(c) = &slot.commit
+                    && !parents.contains(c)
+                {
+                    parents.push(c.clone());
+                }
+                remote::Dep {
+                    id: run.plan.tasks[d].id.to_string(),
+                    result: slot.result.clone(),
+                    start: slot.start_commit.as_ref().map(ToString::to_string),
+                    commit: slot.commit.as_ref().map(ToString::to_string),
+                }
+            })
+            .collect();
+        let job = remote::Job {
+            version: remote::VERSION,
+            task: id.clone(),
+            attempt,
+            generation,
+            start: tip.to_string(),
+            deps,
+        };
+        let commit = remote::write(
+            run.repo,
+            &job,
+            &[],
+            &parents,
+            &format!("swarm task {id} attempt {attempt}"),
+        )?;
+        let mut updates = vec![Update {
+            name: remote::task_ref(&self.run_id, "ready", &id),
+            to: Some(commit),
+            expect: Expect::Any,
+        }];
+        for kind in ["lease", "result"] {
+            if let Some(oid) = self.refs.get(&format!("{kind}/{id}")) {
+                updates.push(Update {
+                    name: remote::task_ref(&self.run_id, kind, &id),
+                    to: None,
+                    expect: Expect::Is(oid.clone()),
+                });
+            }
+        }
+        if let Some(link) = &mut self.link {
+            link.push(updates);
+        }
+        self.published.insert(
+            i,
+            Published {
+                attempt,
+                generation,
+                lease: None,
+            },
+        );
+        run.record
+            .task_event(&id, RunEvent::Published { attempt, generation })
+    }
+
+    /// Takes in what a fetch of the remote found: the reports of attempts that ended there.
+    pub(super) fn seen(&mut self, run: &mut Run<'_>, seen: Seen) -> anyhow::Result<Vec<Report>> {
+        if let Some(why) = &seen.away {
+            self.gone(run, why)?;
+            return Ok(Vec::new());
+        }
+        self.back(run)?;
+        // A fetch made before the last push shows the remote as it was: waited out.
+        if self.link.as_ref().is_some_and(|l| seen.after < l.pushes()) {
+            return Ok(Vec::new());
+        }
+        self.refs = seen.refs;
+        let mut reports = Vec::new();
+        let mut stale = Vec::new();
+        let tasks: Vec<usize> = self.published.keys().copied().collect();
+        for i in tasks {
+            let id = run.plan.tasks[i].id.to_string();
+            let generation = self.published[&i].generation;
+            if let Some(oid) = self.refs.get(&format!("result/{id}")).cloned() {
+                let o: remote::Outcome = remote::read(run.repo, &oid)?;
+                if o.generation != generation {
+                    stale.push(("result", id.clone(), oid));
+                } else {
+                    reports.push(self.arrived(run, i, &o, &oid)?);
+                    continue;
+                }
+            }
+            let lease_oid = self.refs.get(&format!("lease/{id}")).cloned();
+            let Some(oid) = lease_oid else {
+                if let Some(p) = self.published.get_mut(&i) {
+                    p.lease = None;
+                }
+                continue;
+            };
+            let lease: remote::Lease = remote::read(run.repo, &oid)?;
+            if lease.generation != generation {
+                stale.push(("lease", id.clone(), oid));
+                continue;
+            }
+            let Some(p) = self.published.get_mut(&i) else {
+                continue;
+            };
+            let ttl = Duration::from_millis(lease.ttl_ms);
+            match &p.lease {
+                Some((seen_oid, _, _)) if *seen_oid == oid => {}
+                before => {
+                    if before.is_none() {
+                        run.record.task_event(
+                            &id,
+                            RunEvent::Claimed {
+                                worker: lease.worker.clone(),
+                                generation,
+                            },
+                        )?;
+                    }
+                    p.lease = Some((oid, Instant::now(), ttl));
+                }
+            }
+        }
+        let updates: Vec<Update> = stale
+            .into_iter()
+            .map(|(kind, id, oid)| Update {
+                name: remote::task_ref(&self.run_id, kind, &id),
+                to: None,
+                expect: Expect::Is(oid),
+            })
+            .collect();
+        if !updates.is_empty()
+            && let Some(link) = &mut self.link
+        {
+            link.push(updates);
+        }
+        Ok(reports)
+    }
+
+    /// A worker's result of task `i`: its transcript in place, a writer's branch set, the
+    /// task's refs but the result taken off the remote; the report to finish it with.
+    fn arrived(
+        &mut self,
+        run: &mut Run<'_>,
+        i: usize,
+        o: &remote::Outcome,
+        oid: &CommitId,
+    ) -> anyhow::Result<Report> {
+        let id = run.plan.tasks[i].id.to_string();
+        self.published.remove(&i);
+        let transcript = run
+            .layout
+            .run_dir
+            .join("attempts")
+            .join(format!("{id}.{}.log", o.attempt));
+        if let Some(text) = run.repo.file_at(oid, remote::TRANSCRIPT_FILE)? {
+            std::fs::create_dir_all(run.layout.run_dir.join("attempts"))?;
+            std::fs::write(&transcript, text)
+                .with_context(|| format!("could not write {}", transcript.display()))?;
+        }
+        if let Some(commit) = &o.commit
+            && run.plan.tasks[i].mode == Mode::Write
+        {
+            let commit = CommitId::new(commit);
+            run.repo
+                .set_branch(&run.layout.branch(&id, Checkout::Task), &commit)?;
+        }
+        run.record.task_event(
+            &id,
+            RunEvent::ResultArrived {
+                worker: o.worker.clone(),
+                generation: o.generation,
+                status: outcome::status_name(o.status).to_owned(),
+            },
+        )?;
+        let mut updates = vec![Update {
+            name: remote::task_ref(&self.run_id, "ready", &id),
+            to: None,
+            expect: Expect::Any,
+        }];
+        if let Some(lease) = self.refs.get(&format!("lease/{id}")) {
+            updates.push(Update {
+                name: remote::task_ref(&self.run_id, "lease", &id),
+                to: None,
+                expect: Expect::Is(lease.clone()),
+            });
+        }
+        if let Some(link) = &mut self.link {
+            link.push(updates);
+        }
+        Ok(outcome::report(i, o))
+    }
+
+    /// Attempts whose lease went unrenewed for its time are published again, to be claimed
+    /// by another worker; the one that held it can no longer push its result.
+    pub(super) fn expire(&mut self, run: &mut Run<'_>, tip: &CommitId) -> anyhow::Result<()> {
+        let now = Instant::now();
+        let expired: Vec<(usize, u32)> = self
+            .published
+            .iter()
+            .filter(|(_, p)| {
+                p.lease
+                    .as_ref()
+                    .is_some_and(|(_, since, ttl)| now.duration_since(*since) > *ttl)
+            })
+            .map(|(i, p)| (*i, p.attempt))
+            .collect();
+        for (i, attempt) in expired {
+            let id = run.plan.tasks[i].id.to_string();
+            let worker = self
+                .refs
+                .get(&format!("lease/{id}"))
+                .and_then(|oid| remote::read::<remote::Lease>(run.repo, oid).ok())
+                .map(|l| l.worker)
+                .unwrap_or_default();
+            let generation = self.published[&i].generation;
+            run.record.task_event(
+                &id,
+                RunEvent::LeaseExpired {
+                    worker: worker.clone(),
+                    generation,
+                },
+            )?;
+            run.ui.note(
+                Verb::Retrying,
+                &format!("{id}: the lease of worker {worker} expired; published again"),
+            );
+            // From the start it was given: a writer's start is its branch's base.
+            let start = run.slots[i].start_commit.clone().unwrap_or_else(|| tip.clone());
+            self.send(run, i, attempt, &start)?;
+        }
+        Ok(())
+    }
+
+    /// The run ended: its refs go from the remote, but the results of failed and parked
+    /// tasks, which stay until `swarm gc --remote`; the line to the remote is closed. A run
+    /// that stopped early keeps them all, for its resume.
+    pub(super) fn close(&mut self, run: &mut Run<'_>, finished: bool) -> anyhow::Result<()> {
+        if let Some(mut link) = self.link.take() {
+            link.close();
+        }
+        if !finished {
+            return Ok(());
+        }
+        let prefix = remote::prefix(&self.run_id);
+        let Some(refs) = self.reach(run, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
+            return Ok(());
+        };
+        let index = index_of(&run.plan);
+        let keep = |task: &str| {
+            index
+                .get(task)
+                .is_some_and(|&i| matches!(run.dag.state(i), State::Failed | State::Parked))
+        };
+        let updates: Vec<Update> = refs
+            .iter()
+            .filter(|(name, _)| !matches!(Kind::of(name), Some(Kind::Result(t)) if keep(t)))
+            .map(|(name, oid)| Update {
+                name: format!("{prefix}{name}"),
+                to: None,
+                expect: Expect::Is(oid.clone()),
+            })
+            .collect();
+        // A refusal means a straggler pushed meanwhile, and a remote away that long keeps
+        // them all: what is left stays for `swarm gc --remote`.
+        self.reach(run, Some(CLOSING_TRIES), |t| t.push(&updates))?;
+        Ok(())
+    }
+}
+
+/// The plan's tasks by id.
+fn index_of(plan: &crate::plan::Plan) -> std::collections::HashMap<&str, usize> {
+    plan.tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect()
+}

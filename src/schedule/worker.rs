@@ -1,0 +1,468 @@
+//! `swarm worker`: the loop on a machine that runs a remote run's tasks (see `crate::remote`).
+//! It claims published attempts with a lease, runs each exactly as a local run runs an
+//! attempt (the same preparation, pool, checkouts and checks), renews the leases while they
+//! run, and pushes each result together with the release of its lease, so that a worker whose
+//! lease was taken from it lands nothing. It owns the remote's line itself: everything it does
+//! waits on it anyway.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::checkouts::Checkouts;
+use super::dag::{Dag, State};
+use super::job::{Report, Verdict, Workers};
+use super::record::Recorder;
+use super::run::{Run, Slot};
+use super::{Checkout, Layout, Message, Settings, attempt, outcome};
+use crate::agent::Watchdog;
+use crate::git::{CommitId, Repo};
+use crate::plan::{Mode, Plan};
+use crate::remote::{self, Expect, Kind, Pushed, Transport, Update};
+use crate::store::Board;
+use crate::ui::{Ui, Verb};
+
+/// How a worker is set up.
+pub struct WorkerSetup {
+    pub transport: Transport,
+    /// Its name in leases and results.
+    pub id: String,
+    /// A lease not renewed for this long is the coordinator's to take back.
+    pub lease: Duration,
+    pub poll: Duration,
+}
+
+/// How the worker's loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEnd {
+    /// The run has no work left (it ended on the remote).
+    Finished,
+    /// A signal stopped it; the attempts it held were given back.
+    Stopped,
+}
+
+/// An attempt this worker claimed.
+struct Held {
+    generation: u32,
+    lease: CommitId,
+    renewal: u64,
+    renewed: Instant,
+    /// Another worker holds it now: its result will not be taken.
+    lost: bool,
+}
+
+struct Worker<'a> {
+    run: Run<'a>,
+    checkouts: Checkouts,
+    setup: &'a WorkerSetup,
+    held: BTreeMap<usize, Held>,
+    index: std::collections::HashMap<String, usize>,
+    /// The remote does not answer: why.
+    away: Option<String>,
+}
+
+/// Works on `plan` (run `layout.run`, published on the remote) until the run has no work
+/// left or a signal stops it.
+pub fn work(
+    plan: Plan,
+    repo: &Repo,
+    board: &mut Board,
+    ui: &mut Ui,
+    settings: &Settings,
+    layout: &Layout,
+    setup: &WorkerSetup,
+) -> anyhow::Result<WorkerEnd> {
+    let (tx, rx) = mpsc::channel();
+    let watchdog = Watchdog::start(settings.kill_grace)?;
+    let _ = std::fs::remove_dir_all(layout.run_dir.join("tmp"));
+    std::fs::create_dir_all(layout.deps.join(attempt::NO_DEPS_DIR))?;
+    let states = vec![State::Waiting; plan.len()];
+    let slots = plan.tasks.iter().map(|_| Slot::waiting()).collect();
+    let index = plan
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.to_string(), i))
+        .collect();
+    let mut w = Worker {
+        checkouts: Checkouts::open(
+            &layout.worktrees,
+            settings.max_writers,
+            repo.workdir(),
+            &settings.prepare.include,
+        )?,
+        run: Run {
+            dag: Dag::new(&plan, states),
+            plan,
+            slots,
+            record: Recorder::new(board, &layout.run),
+            ui,
+            repo,
+            watchdog: watchdog.clone(),
+            tx: tx.clone(),
+            hooks_running: 0,
+            ports: super::ports::Ports::for_run(),
+            scratch: super::scratch::Scratch::new(&layout.run_dir.join("tmp")),
+            settings,
+            layout,
+        },
+        setup,
+        held: BTreeMap::new(),
+        index,
+        away: None,
+    };
+    let signals = {
+        let (tx, killer) = (tx.clone(), watchdog.clone());
+        crate::signal::handle(
+            move || {
+                let _ = tx.send(Message::Signal);
+            },
+            move || killer.kill_all_now(),
+        )
+    };
+    let workers = Workers::start(settings.jobs, tx, watchdog.clone())?;
+    let ended = w.drive(&workers, &rx);
+    if ended.is_err() {
+        watchdog.stop_and_reap();
+    }
+    drop(signals);
+    watchdog.shutdown();
+    let closed = w.checkouts.close();
+    let _ = std::fs::remove_dir_all(layout.run_dir.join("tmp"));
+    let _ = std::fs::remove_dir_all(&layout.deps);
+    let ended = ended?;
+    closed?;
+    Ok(ended)
+}
+
+impl Worker<'_> {
+    fn drive(
+        &mut self,
+        workers: &Workers,
+        rx: &mpsc::Receiver<Message>,
+    ) -> anyhow::Result<WorkerEnd> {
+        let prefix = remote::prefix(&self.run.layout.run);
+        let (mut over, mut stopping) = (false, false);
+        let mut next_poll = Instant::now();
+        let mut fails = 0;
+        loop {
+            let now = Instant::now();
+            if now >= next_poll && !stopping {
+                match self.setup.transport.fetch(&prefix) {
+                    Ok(refs) => {
+                        fails = 0;
+                        self.back();
+                        over = !refs.contains_key("run");
+                        self.renew(&refs);
+                        if !over {
+                            self.claim(&refs, workers)?;
+                        }
+                        next_poll = Instant::now() + self.setup.poll;
+                    }
+                    Err(e) => {
+                        fails += 1;
+                        self.gone(&e.0);
+                        next_poll = Instant::now() + remote::transport::retry_wait(fails);
+                    }
+                }
+            }
+            if (over || stopping) && self.held.is_empty() {
+                return Ok(if stopping {
+                    WorkerEnd::Stopped
+                } else {
+                    WorkerEnd::Finished
+                });
+            }
+            let wait = next_poll.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(Message::Done(report)) => self.finished(report, stopping)?,
+                Ok(Message::Signal) if !stopping => {
+                    stopping = true;
+                    workers.stop_all();
+                    let line = format!(
+                        "{} running task(s) are stopped and given back; press Ctrl-C again to kill now",
+                        self.held.len()
+                    );
+                    self.run.ui.note(Verb::Stopping, &line);
+                }
+                Ok(Message::Notice { task, notice }) => {
+                    if let Some(line) = super::notice_line(&notice) {
+                        let id = self.run.plan.tasks[task].id.as_str();
+                        self.run.ui.note(Verb::Retrying, &format!("{id}: {line}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Claims published attempts nobody holds, while this worker has free slots.
+    fn claim(&mut self, refs: &BTreeMap<String, CommitId>, workers: &Workers) -> anyhow::Result<()> {
+        let run_id = self.run.layout.run.clone();
+        for (name, oid) in refs {
+            if self.held.len() >= self.run.settings.jobs {
+                break;
+            }
+            let Some(Kind::Ready(task)) = Kind::of(name) else {
+                continue;
+            };
+            let Some(&i) = self.index.get(task) else {
+                continue;
+            };
+            if self.held.contains_key(&i) || refs.contains_key(&format!("lease/{task}")) {
+                continue;
+            }
+            let Ok(job) = remote::read::<remote::Job>(self.run.repo, oid) else {
+                continue;
+            };
+            if job.version > remote::VERSION {
+                continue;
+            }
+            // Its result is in, waiting for the coordinator to take it.
+            let done = refs.get(&format!("result/{task}")).is_some_and(|r| {
+                remote::read::<remote::Outcome>(self.run.repo, r)
+                    .is_ok_and(|o| o.generation == job.generation)
+            });
+            if done {
+                continue;
+            }
+            let lease = self.lease_commit(task, job.generation, 0)?;
+            let claim = [Update {
+                name: remote::task_ref(&run_id, "lease", task),
+                to: Some(lease.clone()),
+                expect: Expect::Absent,
+            }];
+            // Another worker was first, or the remote did not answer: the next poll tells.
+            if !matches!(self.setup.transport.push(&claim), Ok(Pushed::Done)) {
+                continue;
+            }
+            self.held.insert(
+                i,
+                Held {
+                    generation: job.generation,
+                    lease,
+                    renewal: 0,
+                    renewed: Instant::now(),
+                    lost: false,
+                },
+            );
+            if let Err(e) = self.start(i, &job, workers) {
+                // It could not start here: given back for another worker.
+                let line = format!("{task}: could not start here ({e:#}); given back");
+                self.run.ui.note(Verb::Failed, &line);
+                self.give_back(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the claimed attempt `job` of task `i` in this worker's pool, from the
+    /// published start commit and with its deps' results.
+    fn start(&mut self, i: usize, job: &remote::Job, workers: &Workers) -> anyhow::Result<()> {
+        for dep in &job.deps {
+            let Some(&d) = self.index.get(&dep.id) else {
+                continue;
+            };
+            let slot = &mut self.run.slots[d];
+            slot.result.clone_from(&dep.result);
+            slot.start_commit = dep.start.as_deref().map(CommitId::new);
+            slot.commit = dep.commit.as_deref().map(CommitId::new);
+        }
+        self.run.slots[i].attempts = job.attempt.saturating_sub(1);
+        self.run.slots[i].session = None;
+        let start = CommitId::new(&job.start);
+        let prepared = attempt::prepare(&mut self.run, &mut self.checkouts, &start, i)?;
+        workers.spawn(prepared);
+        Ok(())
+    }
+
+    fn lease_commit(&self, task: &str, generation: u32, renewal: u64) -> anyhow::Result<CommitId> {
+        let ttl_ms = u64::try_from(self.setup.lease.as_millis()).unwrap_or(u64::MAX);
+        let lease = remote::Lease {
+            task: task.to_owned(),
+            generation,
+            worker: self.setup.id.clone(),
+            renewal,
+            ttl_ms,
+            expires_at_ms: u64::try_from(crate::store::now_ms())
+                .unwrap_or_default()
+                .saturating_add(ttl_ms),
+        };
+        remote::write(
+            self.run.repo,
+            &lease,
+            &[],
+            &[],
+            &format!("lease of {task} by {}", self.setup.id),
+        )
+    }
+
+    /// Renews the leases that are a third through their time; one another worker holds now
+    /// is lost.
+    fn renew(&mut self, refs: &BTreeMap<String, CommitId>) {
+        let run_id = self.run.layout.run.clone();
+        let due = self.setup.lease / 3;
+        let tasks: Vec<usize> = self.held.keys().copied().collect();
+        for i in tasks {
+            let id = self.run.plan.tasks[i].id.to_string();
+            let h = &self.held[&i];
+            if h.lost {
+                continue;
+            }
+            if refs.get(&format!("lease/{id}")) != Some(&h.lease) {
+                self.lose(i, "the coordinator took its lease back");
+                continue;
+            }
+            if h.renewed.elapsed() < due {
+                continue;
+            }
+            let (generation, renewal, old) = (h.generation, h.renewal + 1, h.lease.clone());
+            let Ok(lease) = self.lease_commit(&id, generation, renewal) else {
+                continue;
+            };
+            let update = [Update {
+                name: remote::task_ref(&run_id, "lease", &id),
+                to: Some(lease.clone()),
+                expect: Expect::Is(old),
+            }];
+            match self.setup.transport.push(&update) {
+                Ok(Pushed::Done) => {
+                    if let Some(h) = self.held.get_mut(&i) {
+                        (h.lease, h.renewal, h.renewed) = (lease, renewal, Instant::now());
+                    }
+                }
+                Ok(Pushed::Refused(_)) => self.lose(i, "its lease was taken"),
+                // Tried again at the next poll.
+                Err(_) => {}
+            }
+        }
+    }
+
+    fn lose(&mut self, i: usize, why: &str) {
+        if let Some(h) = self.held.get_mut(&i) {
+            h.lost = true;
+            let id = self.run.plan.tasks[i].id.as_str();
+            let line = format!("{id}: {why}; its result will not be taken");
+            self.run.ui.note(Verb::Stopped, &line);
+        }
+    }
+
+    /// An attempt ended: its result is pushed with the release of its lease (refused when
+    /// the lease is no longer this worker's), or, when the worker is stopping, its lease is
+    /// given back. Its checkout is set aside for the next writer.
+    fn finished(&mut self, report: Report, stopping: bool) -> anyhow::Result<()> {
+        let i = report.task;
+        let id = self.run.plan.tasks[i].id.to_string();
+        self.run.ports.release(i);
+        self.run.scratch.release(i);
+        if let Some(commit) = self.run.slots[i].snapshot.take() {
+            self.checkouts.release_snapshot(&commit, &commit)?;
+        }
+        if self.run.plan.tasks[i].mode == Mode::Write {
+            let path = self.run.layout.worktree(&id, Checkout::Task);
+            let at = match &report.verdict {
+                Verdict::Succeeded { commit, .. } => commit.clone(),
+                _ => None,
+            };
+            self.checkouts.retire(&path, at.as_ref())?;
+        }
+        if stopping && matches!(report.verdict, Verdict::Interrupted) {
+            self.give_back(i);
+            return Ok(());
+        }
+        let Some(held) = self.held.remove(&i) else {
+            return Ok(());
+        };
+        let o = outcome::outcome(&id, held.generation, &self.setup.id, &report);
+        let transcript = std::fs::read(&report_transcript(&self.run, &id, report.attempt))
+            .unwrap_or_default();
+        let parents: Vec<CommitId> = o.commit.iter().map(|c| CommitId::new(c)).collect();
+        let result = remote::write(
+            self.run.repo,
+            &o,
+            &[(remote::TRANSCRIPT_FILE, transcript.as_slice())],
+            &parents,
+            &format!("result of {id} attempt {}", report.attempt),
+        )?;
+        let run_id = self.run.layout.run.clone();
+        let push = [
+            Update {
+                name: remote::task_ref(&run_id, "result", &id),
+                to: Some(result),
+                expect: Expect::Absent,
+            },
+            Update {
+                name: remote::task_ref(&run_id, "lease", &id),
+                to: None,
+                expect: Expect::Is(held.lease),
+            },
+        ];
+        let mut tries = 0;
+        let pushed = loop {
+            match self.setup.transport.push(&push) {
+                Ok(pushed) => {
+                    self.back();
+                    break pushed;
+                }
+                Err(e) => {
+                    tries += 1;
+                    self.gone(&e.0);
+                    std::thread::sleep(remote::transport::retry_wait(tries));
+                }
+            }
+        };
+        match pushed {
+            Pushed::Done => {
+                let line = format!("{id}: result pushed ({})", outcome::status_name(o.status));
+                self.run.ui.note(Verb::Finished, &line);
+            }
+            Pushed::Refused(why) => {
+                let line = format!("{id}: the remote refused its result ({why}): the lease was no longer this worker's");
+                self.run.ui.note(Verb::Stopped, &line);
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives task `i`'s attempt back: its lease is deleted, if still this worker's, for
+    /// another worker to claim.
+    fn give_back(&mut self, i: usize) {
+        let Some(held) = self.held.remove(&i) else {
+            return;
+        };
+        let id = self.run.plan.tasks[i].id.to_string();
+        let release = [Update {
+            name: remote::task_ref(&self.run.layout.run, "lease", &id),
+            to: None,
+            expect: Expect::Is(held.lease),
+        }];
+        // Not reached: the lease runs out by itself.
+        let _ = self.setup.transport.push(&release);
+    }
+
+    fn gone(&mut self, why: &str) {
+        if self.away.is_none() {
+            self.away = Some(why.to_owned());
+            let line = format!(
+                "the remote {} does not answer ({why}); trying again",
+                self.setup.transport.remote()
+            );
+            self.run.ui.note(Verb::Retrying, &line);
+        }
+    }
+
+    fn back(&mut self) {
+        if self.away.take().is_some() {
+            let line = format!("the remote {} answers again", self.setup.transport.remote());
+            self.run.ui.note(Verb::Retrying, &line);
+        }
+    }
+}
+
+/// Where the attempt's transcript is.
+fn report_transcript(run: &Run<'_>, id: &str, attempt: u32) -> std::path::PathBuf {
+    run.layout
+        .run_dir
+        .join("attempts")
+        .join(format!("{id}.{attempt}.log"))
+}
