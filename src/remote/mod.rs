@@ -8,8 +8,13 @@
 //! - `lease/<task>`: the worker that claimed it, created only if absent, renewed by
 //!   compare-and-swap while the attempt runs;
 //! - `result/<task>`: how the attempt ended, its transcript, and for a writer its commit (a
-//!   parent), created in one atomic push with the release of the worker's own lease, so a
-//!   worker whose lease was taken from it can land nothing.
+//!   parent), created in one atomic push with the worker's own lease marked ended, so a
+//!   worker whose lease was taken from it can land nothing, and nobody can claim the attempt
+//!   again once it ran.
+//!
+//! A claim is made from a fetch that can be old by the time the claim lands (the attempt
+//! ran and was taken meanwhile), so the claimer fetches again and runs the attempt only if it
+//! is still the one published, without a result; else it gives the lease back.
 //!
 //! Each publication of a task has a generation; a lease or result of another generation is
 //! stale and removed.
@@ -124,6 +129,10 @@ pub(crate) struct Lease {
     /// When it ends by the worker's clock (for people reading it; the coordinator goes by its
     /// own clock and `ttl_ms`).
     pub(crate) expires_at_ms: u64,
+    /// The attempt ended and its result is in: the lease stays, so that nobody can claim the
+    /// attempt again, until the coordinator takes both.
+    #[serde(default)]
+    pub(crate) ended: bool,
 }
 
 /// `refs/swarm/<run>/result/<task>`: how an attempt ended.

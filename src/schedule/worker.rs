@@ -196,11 +196,13 @@ impl Worker<'_> {
         }
     }
 
-    /// Claims published attempts nobody holds, while this worker has free slots.
+    /// Claims published attempts nobody holds, while this worker has free slots, and starts
+    /// those that are still published as claimed once the claims are in.
     fn claim(&mut self, refs: &BTreeMap<String, CommitId>, workers: &Workers) -> anyhow::Result<()> {
         let run_id = self.run.layout.run.clone();
+        let mut claimed = Vec::new();
         for (name, oid) in refs {
-            if self.held.len() >= self.run.settings.jobs {
+            if self.held.len() + claimed.len() >= self.run.settings.jobs {
                 break;
             }
             let Some(Kind::Ready(task)) = Kind::of(name) else {
@@ -215,27 +217,25 @@ impl Worker<'_> {
             let Ok(job) = remote::read::<remote::Job>(self.run.repo, oid) else {
                 continue;
             };
-            if job.version > remote::VERSION {
+            if job.version > remote::VERSION || has_result(self.run.repo, refs, task, &job) {
                 continue;
             }
-            // Its result is in, waiting for the coordinator to take it.
-            let done = refs.get(&format!("result/{task}")).is_some_and(|r| {
-                remote::read::<remote::Outcome>(self.run.repo, r)
-                    .is_ok_and(|o| o.generation == job.generation)
-            });
-            if done {
-                continue;
-            }
-            let lease = self.lease_commit(task, job.generation, 0)?;
+            let lease = self.lease_commit(task, job.generation, 0, false)?;
             let claim = [Update {
                 name: remote::task_ref(&run_id, "lease", task),
                 to: Some(lease.clone()),
                 expect: Expect::Absent,
             }];
             // Another worker was first, or the remote did not answer: the next poll tells.
-            if !matches!(self.setup.transport.push(&claim), Ok(Pushed::Done)) {
-                continue;
+            if matches!(self.setup.transport.push(&claim), Ok(Pushed::Done)) {
+                claimed.push((i, oid.clone(), job, lease));
             }
+        }
+        if claimed.is_empty() {
+            return Ok(());
+        }
+        let now = self.setup.transport.fetch(&remote::prefix(&run_id));
+        for (i, ready, job, lease) in claimed {
             self.held.insert(
                 i,
                 Held {
@@ -246,6 +246,16 @@ impl Worker<'_> {
                     lost: false,
                 },
             );
+            let task = job.task.as_str();
+            let current = now.as_ref().is_ok_and(|refs| {
+                refs.get(&format!("ready/{task}")) == Some(&ready)
+                    && !has_result(self.run.repo, refs, task, &job)
+            });
+            if !current {
+                // Taken, or published anew, while the claim was on its way.
+                self.give_back(i);
+                continue;
+            }
             if let Err(e) = self.start(i, &job, workers) {
                 // It could not start here: given back for another worker.
                 let line = format!("{task}: could not start here ({e:#}); given back");
@@ -276,7 +286,13 @@ impl Worker<'_> {
         Ok(())
     }
 
-    fn lease_commit(&self, task: &str, generation: u32, renewal: u64) -> anyhow::Result<CommitId> {
+    fn lease_commit(
+        &self,
+        task: &str,
+        generation: u32,
+        renewal: u64,
+        ended: bool,
+    ) -> anyhow::Result<CommitId> {
         let ttl_ms = u64::try_from(self.setup.lease.as_millis()).unwrap_or(u64::MAX);
         let lease = remote::Lease {
             task: task.to_owned(),
@@ -287,6 +303,7 @@ impl Worker<'_> {
             expires_at_ms: u64::try_from(crate::store::now_ms())
                 .unwrap_or_default()
                 .saturating_add(ttl_ms),
+            ended,
         };
         remote::write(
             self.run.repo,
@@ -317,7 +334,7 @@ impl Worker<'_> {
                 continue;
             }
             let (generation, renewal, old) = (h.generation, h.renewal + 1, h.lease.clone());
-            let Ok(lease) = self.lease_commit(&id, generation, renewal) else {
+            let Ok(lease) = self.lease_commit(&id, generation, renewal, false) else {
                 continue;
             };
             let update = [Update {
@@ -385,6 +402,7 @@ impl Worker<'_> {
             &format!("result of {id} attempt {}", report.attempt),
         )?;
         let run_id = self.run.layout.run.clone();
+        let ended = self.lease_commit(&id, held.generation, held.renewal + 1, true)?;
         let push = [
             Update {
                 name: remote::task_ref(&run_id, "result", &id),
@@ -393,7 +411,7 @@ impl Worker<'_> {
             },
             Update {
                 name: remote::task_ref(&run_id, "lease", &id),
-                to: None,
+                to: Some(ended),
                 expect: Expect::Is(held.lease),
             },
         ];
@@ -457,6 +475,18 @@ impl Worker<'_> {
             self.run.ui.note(Verb::Retrying, &line);
         }
     }
+}
+
+/// Whether the remote has the result of `job` of `task` already.
+fn has_result(
+    repo: &Repo,
+    refs: &BTreeMap<String, CommitId>,
+    task: &str,
+    job: &remote::Job,
+) -> bool {
+    refs.get(&format!("result/{task}")).is_some_and(|r| {
+        remote::read::<remote::Outcome>(repo, r).is_ok_and(|o| o.generation == job.generation)
+    })
 }
 
 /// Where the attempt's transcript is.

@@ -21,6 +21,7 @@ mod outputs;
 mod prepare;
 pub mod pty;
 mod real_agents;
+mod remote;
 mod report;
 mod resume;
 mod snapshots;
