@@ -178,6 +178,7 @@ fn find_run(
     ui: &mut Ui,
 ) -> anyhow::Result<Option<Result<Found, u8>>> {
     let started = Instant::now();
+    let asked_run = run;
     let (mut fails, mut reached) = (0, false);
     loop {
         let prefix = run.map_or_else(|| "refs/swarm/".to_owned(), remote::prefix);
@@ -199,7 +200,13 @@ fn find_run(
                 };
                 if let Some((run, commit)) = newest {
                     let info: remote::RunInfo = remote::read(repo, &commit)?;
-                    return Ok(Some(Ok(Found { run, info })));
+                    if !info.ended {
+                        return Ok(Some(Ok(Found { run, info })));
+                    }
+                    if asked_run.is_some() {
+                        ui.note(Verb::Skipping, &format!("run {run} ended"));
+                        return Ok(None);
+                    }
                 }
                 if let Some(r) = run {
                     ui.note(

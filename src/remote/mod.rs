@@ -92,6 +92,10 @@ pub(crate) struct RunInfo {
     pub(crate) tasks: String,
     /// The run's options, as the board stores them (`config::record`).
     pub(crate) options: serde_json::Value,
+    /// The run ended: nothing of it is left to do. Set before its refs are removed, so that
+    /// workers stop even when some cannot be.
+    #[serde(default)]
+    pub(crate) ended: bool,
 }
 
 /// `refs/swarm/<run>/ready/<task>`: one attempt of a task to run.

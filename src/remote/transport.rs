@@ -143,18 +143,24 @@ impl Transport {
         if out.status.success() {
             return Ok(Pushed::Done);
         }
-        // `--porcelain` gives one line per ref once the remote answered: `!` marks a refusal.
+        // `--porcelain` gives one line per ref once the remote answered: `!` marks a ref not
+        // changed. `[rejected]` is a ref not as expected (the compare-and-swap failed);
+        // `[remote rejected]` is the remote failing to make the change (a lock another push
+        // holds, a full disk), which a later try may get past.
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let refused: Vec<&str> = stdout
+        let lines: Vec<&str> = stdout
             .lines()
             .filter(|l| l.starts_with('!'))
             .map(|l| l.rsplit('\t').next().unwrap_or(l))
             .collect();
-        if refused.is_empty() {
-            Err(Unreachable(last_line(&out.stderr)))
-        } else {
-            Ok(Pushed::Refused(refused.join("; ")))
+        if lines.iter().any(|l| l.starts_with("[rejected]")) {
+            return Ok(Pushed::Refused(lines.join("; ")));
         }
+        let why = last_line(&out.stderr);
+        Err(Unreachable(match lines.first() {
+            Some(line) => format!("{line}: {why}"),
+            None => why,
+        }))
     }
 }
 

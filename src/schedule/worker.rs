@@ -152,7 +152,10 @@ impl Worker<'_> {
                     Ok(refs) => {
                         fails = 0;
                         self.back();
-                        over = !refs.contains_key("run");
+                        over = refs.get("run").is_none_or(|c| {
+                            remote::read::<remote::RunInfo>(self.run.repo, c)
+                                .is_ok_and(|info| info.ended)
+                        });
                         self.renew(&refs);
                         if !over {
                             self.claim(&refs, workers)?;

@@ -173,7 +173,7 @@ fn events(repo: &TestRepo, kind: &str) -> Vec<(String, serde_json::Value)> {
 }
 
 /// The plan of the first test: 15 writers, 14 readers each after one writer (and seeing its
-/// file), and a reducer after every reader; each task appends its id to `log`.
+/// file), and a reducer after every reader and the last writer; each task appends its id to `log`.
 fn thirty_tasks(log: &Path) -> Vec<String> {
     let log = log.display();
     let mut lines = Vec::new();
@@ -187,7 +187,8 @@ fn thirty_tasks(log: &Path) -> Vec<String> {
             r#"{{"id":"r{i}","title":"read {i}","deps":["w{i}"],"run":"echo r{i} >> {log}; cat w{i}.txt"}}"#
         ));
     }
-    let readers: Vec<String> = (0..14).map(|i| format!("\"r{i}\"")).collect();
+    let mut readers: Vec<String> = (0..14).map(|i| format!("\"r{i}\"")).collect();
+    readers.push("\"w14\"".to_owned());
     lines.push(format!(
         r#"{{"id":"sum","title":"reduce","deps":[{}],"run":"echo sum >> {log}; cat \"$SWARM_DEPS_DIR\"/* | awk '{{s+=$1}} END {{print s}}' "}}"#,
         readers.join(",")
@@ -242,4 +243,271 @@ fn thirty_tasks_over_three_workers_run_once_each_merge_once_and_land() {
     let report = std::fs::read_to_string(report).unwrap();
     assert!(report.contains("91"), "{report}");
     assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+/// Waits until the newest run's log in `repo` has an event of `kind` for `task` (about 60 s at
+/// most, then the test fails).
+fn wait_for_event(repo: &TestRepo, kind: &str, task: &str) -> serde_json::Value {
+    for _ in 0..6000 {
+        if let Some(run) = newest_run(repo) {
+            let log = repo.swarm_dir().join("runs").join(run).join("events.jsonl");
+            let found = std::fs::read_to_string(log).unwrap_or_default();
+            if let Some(e) = found
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|e| e["kind"] == kind && e["task"].as_str().unwrap_or_default() == task)
+            {
+                return e;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("no {kind} event for {task:?}");
+}
+
+/// Waits until `path` exists (about 60 s at most).
+fn wait_for_file(path: &Path) {
+    for _ in 0..6000 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+fn newest_run(repo: &TestRepo) -> Option<String> {
+    let mut runs: Vec<String> = std::fs::read_dir(repo.swarm_dir().join("runs"))
+        .ok()?
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    runs.sort();
+    runs.pop()
+}
+
+fn kill9(pid: u32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+#[test]
+fn two_workers_racing_for_each_of_100_tasks_run_each_once() {
+    let c = Cluster::new();
+    let log = c.shared("ran");
+    let lines: Vec<String> = (0..100)
+        .map(|i| {
+            format!(
+                r#"{{"id":"t{i:03}","title":"race {i}","mode":"read","run":"echo t{i:03} >> {}"}}"#,
+                log.display()
+            )
+        })
+        .collect();
+    let tasks = c.tasks(&lines);
+    // Both want every task at once, and take them in the same order: each is raced for.
+    let workers: Vec<Child> = ["a", "b"]
+        .iter()
+        .map(|k| c.runner(k).start(&["-j", "100"]))
+        .collect();
+    let out = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let mut refused = 0;
+    for w in workers {
+        let w = finish(w);
+        assert_exit(&w, 0);
+        refused += stderr(&w).matches("refused").count();
+    }
+    let expected: Vec<String> = (0..100).map(|i| format!("t{i:03}")).collect();
+    assert_eq!(ran(&log), expected);
+    // One claim and one result taken per task; no result was ever refused.
+    assert_eq!(events(&c.user, "claimed").len(), 100);
+    assert_eq!(events(&c.user, "result_arrived").len(), 100);
+    assert_eq!(refused, 0);
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+#[test]
+fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
+    let c = Cluster::new();
+    let (lock, pid) = (c.shared("x.lock"), c.shared("x.pid"));
+    // The first attempt takes the lock and hangs; the one after it finishes.
+    let x = format!(
+        r#"{{"id":"x","title":"write x","mode":"write","run":"if mkdir {lock} 2>/dev/null; then echo $$ > {pid}; exec sleep 600; fi; echo done > x.txt"}}"#,
+        lock = lock.display(),
+        pid = pid.display()
+    );
+    let tasks = c.tasks(&[x]);
+    let first = c.runner("first");
+    let doomed = first.start(&["--lease", "1s"]);
+    let mut coordinator = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&pid);
+    let claimed = wait_for_event(&c.user, "claimed", "x");
+    let run = newest_run(&c.user).unwrap();
+    let lease_ref = format!("refs/swarm/{run}/lease/x");
+    let lease = git(&c.remote, &["rev-parse", &lease_ref]).trim().to_owned();
+    kill9(doomed.id());
+    let sleeper: u32 = std::fs::read_to_string(&pid).unwrap().trim().parse().unwrap();
+    kill9(sleeper);
+    finish(doomed);
+    let expired = wait_for_event(&c.user, "lease_expired", "x");
+    assert_eq!(expired["detail"]["worker"], claimed["detail"]["worker"]);
+    // The dead worker's result, pushed late as it would have pushed it: refused.
+    let late = git(
+        &first.root,
+        &["commit-tree", "-m", "late", "4b825dc642cb6eb9a060e54bf8d69288fbee4904"],
+    );
+    let late = late.trim();
+    let push = Command::new("git")
+        .current_dir(&first.root)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args([
+            "push",
+            "--atomic",
+            &format!("--force-with-lease={lease_ref}:{lease}"),
+            &format!("--force-with-lease=refs/swarm/{run}/result/x:"),
+            "origin",
+            &format!("{late}:refs/swarm/{run}/result/x"),
+            &format!("{late}:{lease_ref}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(!push.status.success(), "the late push was taken");
+    let second = c.runner("second").start(&[]);
+    let out = coordinator.wait().unwrap();
+    let (mut err, mut second_out) = (String::new(), String::new());
+    coordinator.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(out.code(), Some(0), "{err}");
+    let second = finish(second);
+    assert_exit(&second, 0);
+    second_out.push_str(&stderr(&second));
+    assert!(second_out.contains("x: result pushed"), "{second_out}");
+    assert_eq!(events(&c.user, "merged").len(), 1);
+    assert_eq!(c.user.read("x.txt"), "done\n");
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+/// A writer `a`, a writer `b` that waits for `go` and then leaves `b.done`, and a reader
+/// after both; each appends its id to `log`.
+fn waiting_plan(c: &Cluster) -> PathBuf {
+    let (log, go, done) = (c.shared("ran"), c.shared("go"), c.shared("b.done"));
+    let (log, go, done) = (log.display(), go.display(), done.display());
+    c.tasks(&[
+        format!(r#"{{"id":"a","title":"a","mode":"write","run":"echo a >> {log}; echo a > a.txt"}}"#),
+        format!(
+            r#"{{"id":"b","title":"b","mode":"write","run":"while [ ! -e {go} ]; do sleep 0.01; done; echo b >> {log}; echo b > b.txt; touch {done}"}}"#
+        ),
+        format!(
+            r#"{{"id":"c","title":"c","mode":"read","deps":["a","b"],"run":"echo c >> {log}; cat a.txt b.txt"}}"#
+        ),
+    ])
+}
+
+#[test]
+fn a_remote_away_for_a_while_loses_nothing_and_the_run_completes() {
+    let c = Cluster::new();
+    let tasks = waiting_plan(&c);
+    let worker = c.runner("w").start(&["-j", "2"]);
+    let mut coordinator = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_event(&c.user, "merged", "a");
+    wait_for_event(&c.user, "claimed", "b");
+    // Away once the coordinator's last push (taking a's refs) is in, so that no git process
+    // is inside the remote as it goes: one there would leave its locks behind.
+    let run = newest_run(&c.user).unwrap();
+    for _ in 0..6000 {
+        if !c.remote_refs().contains(&format!("refs/swarm/{run}/ready/a")) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let moved = c.tmp.path().join("remote.moved");
+    std::fs::rename(&c.remote, &moved).unwrap();
+    // b ends while the remote is away: its result waits on the worker.
+    std::fs::write(c.shared("go"), "").unwrap();
+    wait_for_file(&c.shared("b.done"));
+    let away = wait_for_event(&c.user, "remote_away", "");
+    assert!(away["detail"]["why"].is_string(), "{away}");
+    std::fs::rename(&moved, &c.remote).unwrap();
+    let out = coordinator.wait().unwrap();
+    let mut err = String::new();
+    coordinator.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(out.code(), Some(0), "{err}");
+    assert!(err.contains("does not answer") && err.contains("answers again"), "{err}");
+    assert_exit(&finish(worker), 0);
+    assert_eq!(ran(&c.shared("ran")), ["a", "b", "c"]);
+    assert_eq!(events(&c.user, "merged").len(), 2);
+    assert_eq!(c.user.read("b.txt"), "b\n");
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+#[test]
+fn a_coordinator_killed_and_resumed_takes_up_its_workers_results_once() {
+    let c = Cluster::new();
+    let tasks = waiting_plan(&c);
+    let worker = c.runner("w").start(&["-j", "2"]);
+    let mut coordinator = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_event(&c.user, "merged", "a");
+    wait_for_event(&c.user, "claimed", "b");
+    kill9(coordinator.id());
+    coordinator.wait().unwrap();
+    // b ends with nobody to take its result: it waits on the remote.
+    std::fs::write(c.shared("go"), "").unwrap();
+    wait_for_file(&c.shared("b.done"));
+    let resumed = c.swarm(&["resume"]).output().unwrap();
+    assert_exit(&resumed, 0);
+    assert_exit(&finish(worker), 0);
+    assert_eq!(ran(&c.shared("ran")), ["a", "b", "c"]);
+    let merged: Vec<String> = events(&c.user, "merged").into_iter().map(|(t, _)| t).collect();
+    assert_eq!(merged, ["a", "b"]);
+    assert_eq!(events(&c.user, "published").len(), 3);
+    assert_eq!(c.user.read("b.txt"), "b\n");
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+#[test]
+fn a_worker_without_a_run_or_a_remote_says_so() {
+    let c = Cluster::new();
+    let w = c.runner("w");
+    let none = w
+        .swarm(&["worker", "--remote", "origin", "--wait", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&none, 0);
+    assert!(stderr(&none).contains("no run appeared on origin"), "{}", stderr(&none));
+    let gone = w
+        .swarm(&["worker", "--remote", "origin", "--run", "20260101-000000-abcd"])
+        .output()
+        .unwrap();
+    assert_exit(&gone, 0);
+    assert!(stderr(&gone).contains("is not on origin"), "{}", stderr(&gone));
+    let away = w
+        .swarm(&["worker", "--remote", "/nowhere/remote.git", "--wait", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&away, 75);
+    assert!(stderr(&away).contains("did not answer"), "{}", stderr(&away));
+    let bad = w
+        .swarm(&["worker", "--remote", "origin", "--lease", "soon"])
+        .output()
+        .unwrap();
+    assert_exit(&bad, 2);
+    assert!(stderr(&bad).contains("--lease"), "{}", stderr(&bad));
 }

@@ -82,6 +82,7 @@ impl Coordinator {
                 base: run.layout.base.to_string(),
                 tasks: run.plan.to_jsonl(),
                 options: run.record.options()?,
+                ended: false,
             };
             let commit = remote::write(
                 run.repo,
@@ -377,7 +378,16 @@ impl Coordinator {
         oid: &CommitId,
     ) -> anyhow::Result<Report> {
         let id = run.plan.tasks[i].id.to_string();
-        self.published.remove(&i);
+        // A claim and its result between two fetches: the result says who claimed it.
+        if self.published.remove(&i).is_some_and(|p| p.lease.is_none()) {
+            run.record.task_event(
+                &id,
+                RunEvent::Claimed {
+                    worker: o.worker.clone(),
+                    generation: o.generation,
+                },
+            )?;
+        }
         let transcript = run
             .layout
             .run_dir
@@ -473,6 +483,28 @@ impl Coordinator {
             return Ok(());
         }
         let prefix = remote::prefix(&self.run_id);
+        let Some(refs) = self.reach(run, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
+            return Ok(());
+        };
+        // First the run is marked ended (a new commit of its record, no ref deleted): the
+        // workers stop on it even when a remote that takes no deletions keeps the refs.
+        if let Some(commit) = refs.get("run") {
+            let mut info: remote::RunInfo = remote::read(run.repo, commit)?;
+            info.ended = true;
+            let ended = remote::write(
+                run.repo,
+                &info,
+                &[],
+                std::slice::from_ref(&run.layout.base),
+                &format!("swarm run {} ended", self.run_id),
+            )?;
+            let update = [Update {
+                name: remote::ref_name(&self.run_id, "run"),
+                to: Some(ended),
+                expect: Expect::Any,
+            }];
+            self.reach(run, Some(CLOSING_TRIES), |t| t.push(&update))?;
+        }
         let Some(refs) = self.reach(run, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
             return Ok(());
         };
