@@ -358,8 +358,18 @@ fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
     let sleeper: u32 = std::fs::read_to_string(&pid).unwrap().trim().parse().unwrap();
     kill9(sleeper);
     finish(doomed);
+    let ready_ref = format!("refs/swarm/{run}/ready/x");
+    let first_ready = git(&c.remote, &["rev-parse", &ready_ref]).trim().to_owned();
     let expired = wait_for_event(&c.user, "lease_expired", "x");
     assert_eq!(expired["detail"]["worker"], claimed["detail"]["worker"]);
+    // Once the attempt is published anew, the dead worker's lease is gone from the remote.
+    for _ in 0..6000 {
+        if git(&c.remote, &["rev-parse", &ready_ref]).trim() != first_ready {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!c.remote_refs().contains(&lease_ref));
     // The dead worker's result, pushed late as it would have pushed it: refused.
     let late = git(
         &first.root,

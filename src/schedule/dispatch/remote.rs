@@ -26,6 +26,8 @@ const CLOSING_TRIES: u32 = 6;
 struct Published {
     attempt: u32,
     generation: u32,
+    /// The commit of its `ready` ref.
+    job: CommitId,
     /// Its lease as last seen: the commit, since when unchanged (by this clock), its time.
     lease: Option<(CommitId, Instant, Duration)>,
 }
@@ -135,6 +137,7 @@ impl Coordinator {
                     Published {
                         attempt,
                         generation,
+                        job: oid.clone(),
                         lease: None,
                     },
                 );
@@ -264,15 +267,33 @@ impl Coordinator {
             &parents,
             &format!("swarm task {id} attempt {attempt}"),
         )?;
+        self.push_job(&id, &commit);
+        self.published.insert(
+            i,
+            Published {
+                attempt,
+                generation,
+                job: commit,
+                lease: None,
+            },
+        );
+        run.record
+            .task_event(&id, RunEvent::Published { attempt, generation })
+    }
+
+    /// Pushes `job` as task `id`'s `ready` ref, taking the lease and result there off with it
+    /// (only as last seen: a push that finds them changed is refused, and `seen` pushes it
+    /// again from what it finds then).
+    fn push_job(&mut self, id: &str, job: &CommitId) {
         let mut updates = vec![Update {
-            name: remote::task_ref(&self.run_id, "ready", &id),
-            to: Some(commit),
+            name: remote::task_ref(&self.run_id, "ready", id),
+            to: Some(job.clone()),
             expect: Expect::Any,
         }];
         for kind in ["lease", "result"] {
             if let Some(oid) = self.refs.get(&format!("{kind}/{id}")) {
                 updates.push(Update {
-                    name: remote::task_ref(&self.run_id, kind, &id),
+                    name: remote::task_ref(&self.run_id, kind, id),
                     to: None,
                     expect: Expect::Is(oid.clone()),
                 });
@@ -281,16 +302,6 @@ impl Coordinator {
         if let Some(link) = &mut self.link {
             link.push(updates);
         }
-        self.published.insert(
-            i,
-            Published {
-                attempt,
-                generation,
-                lease: None,
-            },
-        );
-        run.record
-            .task_event(&id, RunEvent::Published { attempt, generation })
     }
 
     /// Takes in what a fetch of the remote found: the reports of attempts that ended there.
@@ -311,6 +322,12 @@ impl Coordinator {
         for i in tasks {
             let id = run.plan.tasks[i].id.to_string();
             let generation = self.published[&i].generation;
+            // Its publication was refused (what it took off had changed): again, from now.
+            let job = self.published[&i].job.clone();
+            if self.refs.get(&format!("ready/{id}")) != Some(&job) {
+                self.push_job(&id, &job);
+                continue;
+            }
             if let Some(oid) = self.refs.get(&format!("result/{id}")).cloned() {
                 let o: remote::Outcome = remote::read(run.repo, &oid)?;
                 if o.generation != generation {
