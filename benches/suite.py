@@ -10,7 +10,8 @@ Parts: 1 scheduling overhead (against ninja, GNU make and a spawn floor), 2 make
 Standard Task Graph Set (against the lower bound and a zero-overhead simulation of swarm's own
 priority rule), 3 merges and 4 LLM (from benches/merges.py and benches/llm.py when present),
 5 start-up and size, 6 real builds (from benches/builds.py: a registry crate's own test suite as
-every writer's check, with and without `cache`). Results go to target/bench/results.json and
+every writer's check, with and without `cache`), 7 remote (from benches/remote.py: a run spread
+over two workers through an on-disk remote, against git's own push and fetch). Results go to target/bench/results.json and
 target/bench/results.md.
 
 Standard library only.
@@ -469,13 +470,13 @@ def machine() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="each part once, at small sizes")
-    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5", "6"],
+    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5", "6", "7"],
                     help="run only this part (repeatable)")
     ap.add_argument("--runs", type=int, help="runs per measurement (default 5, quick 1)")
     ap.add_argument("--swarm", default=str(ROOT / "target" / "release" / "swarm"))
     args = ap.parse_args()
     runs = args.runs or (1 if args.quick else 5)
-    parts = set(args.only or ["1", "2", "3", "4", "5", "6"])
+    parts = set(args.only or ["1", "2", "3", "4", "5", "6", "7"])
     OUT.mkdir(parents=True, exist_ok=True)
     for tool in ("floor", "hello"):
         if not (OUT / tool).exists():
@@ -513,6 +514,12 @@ def main() -> int:
                 rows += importlib.import_module("builds").run(args.swarm, args.quick)
             except Exception as e:  # one broken part must not lose the others' figures
                 rows.append(row("6 real builds", "error", "n/a", note=f"{type(e).__name__}: {e}"))
+        if "7" in parts and (ROOT / "benches" / "remote.py").exists():
+            log("part 7: benches/remote.py")
+            try:
+                rows += importlib.import_module("remote").run(args.swarm, args.quick)
+            except Exception as e:  # one broken part must not lose the others' figures
+                rows.append(row("7 remote", "error", "n/a", note=f"{type(e).__name__}: {e}"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.perf_counter() - started

@@ -51,7 +51,7 @@ agents run them many at a time (readers in a shared snapshot, writers in checkou
 and the writers are merged back one at a time.\n\n",
         summary_json!(),
         "\n\nEvery command takes --json; each one's help says what it prints then. `swarm \
-completions` has no JSON output and says so."
+completions` and `swarm worker` have no JSON output and say so."
     ),
     after_help = EXIT_CODES,
     max_term_width = 100,
@@ -274,12 +274,18 @@ pub enum Command {
     /// with unmerged commits is never deleted.
     ///
     /// With --json, one object: `dry_run`, and `actions`, each with `action` (remove-worktree,
-    /// remove, delete-branch or keep-branch), `path` or `branch`, `reason` (why a branch is
-    /// deleted or kept) and `done` (false with --dry-run).
+    /// remove, delete-branch, keep-branch, delete-remote-refs or keep-remote-run), `path`,
+    /// `branch` or `run` (and `refs`, how many), `reason` (why it is deleted or kept) and `done`
+    /// (false with --dry-run).
     Gc {
         /// List what would be removed, remove nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Also delete the refs that runs spread over machines left on this git remote (a
+        /// name or a URL): those of every run that ended (the results of its failed and parked
+        /// tasks). A run that has not ended keeps them.
+        #[arg(long, value_name = "NAME|URL")]
+        remote: Option<String>,
     },
     /// Run the tasks of a run spread over machines (`swarm run … --remote`), on this machine:
     /// claim published attempts, run each as a local run would, push the results.
@@ -289,6 +295,8 @@ pub enum Command {
     /// remote within --wait), 75 when a signal stopped it (its attempts are given back to the
     /// run) or the remote did not answer within --wait, and 2 on bad input. See "Runs over
     /// many machines" in the README.
+    ///
+    /// It has no JSON output: with --json, swarm says so and exits 2.
     Worker {
         /// The git remote the run is published on: a remote's name or a URL.
         #[arg(long, value_name = "NAME|URL")]

@@ -15,8 +15,21 @@ use crate::{exit, ui};
 enum Cleaning {
     RemoveWorktree(std::path::PathBuf),
     Remove(std::path::PathBuf),
-    DeleteBranch { branch: String },
-    KeepBranch { branch: String, why: &'static str },
+    DeleteBranch {
+        branch: String,
+    },
+    KeepBranch {
+        branch: String,
+        why: &'static str,
+    },
+    /// The refs a run spread over machines left on the remote (`refs/swarm/<run>/`).
+    DeleteRemoteRefs {
+        run: String,
+        refs: usize,
+    },
+    KeepRemoteRun {
+        run: String,
+    },
 }
 
 impl Cleaning {
@@ -26,6 +39,12 @@ impl Cleaning {
             Self::Remove(path) => format!("remove {}", path.display()),
             Self::DeleteBranch { branch } => format!("delete branch {branch} (merged)"),
             Self::KeepBranch { branch, why } => format!("keep branch {branch} ({why})"),
+            Self::DeleteRemoteRefs { run, refs } => {
+                format!("delete {refs} ref(s) of ended run {run} on the remote")
+            }
+            Self::KeepRemoteRun { run } => {
+                format!("keep the refs of run {run} on the remote (it has not ended)")
+            }
         }
     }
 
@@ -47,14 +66,30 @@ impl Cleaning {
                 "reason": why,
                 "done": false,
             }),
+            Self::DeleteRemoteRefs { run, refs } => json!({
+                "action": "delete-remote-refs",
+                "run": run,
+                "refs": refs,
+                "reason": "ended",
+                "done": !dry_run,
+            }),
+            Self::KeepRemoteRun { run } => json!({
+                "action": "keep-remote-run",
+                "run": run,
+                "reason": "not ended",
+                "done": false,
+            }),
         }
     }
 }
 
-pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
+pub(super) fn gc(g: &Globals, dry_run: bool, remote: Option<&str>) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let _lock = Lock::acquire(&repo, "gc")?;
     let mut actions = Vec::new();
+    if let Some(remote) = remote {
+        remote_refs(&repo, remote, dry_run, &mut actions)?;
+    }
     // Linked worktrees, as swarm made them before each task had a repository of its own.
     for (name, path) in repo.worktrees_with_prefix("swarm-")? {
         if !dry_run {
@@ -147,4 +182,70 @@ pub(super) fn gc(g: &Globals, dry_run: bool) -> anyhow::Result<u8> {
     }
     ui::out(&out)?;
     Ok(exit::OK)
+}
+
+/// The refs of runs spread over machines that ended (or whose record is gone) go from the
+/// remote: what a coordinator kept for failed and parked tasks, or could not remove.
+fn remote_refs(
+    repo: &crate::git::Repo,
+    remote: &str,
+    dry_run: bool,
+    actions: &mut Vec<Cleaning>,
+) -> anyhow::Result<()> {
+    use crate::remote::{Expect, Pushed, RunInfo, Transport, Update};
+    let transport = Transport::new(repo.workdir(), remote);
+    let refs = transport.fetch("refs/swarm/").map_err(|e| {
+        anyhow::Error::new(crate::Usage::new(format!(
+            "the remote {remote} does not answer: {}",
+            e.0
+        )))
+    })?;
+    let mut runs: std::collections::BTreeMap<&str, Vec<(&String, &crate::git::CommitId)>> =
+        std::collections::BTreeMap::new();
+    for (name, oid) in &refs {
+        if let Some((run, _)) = name.split_once('/') {
+            runs.entry(run).or_default().push((name, oid));
+        }
+    }
+    for (run, names) in runs {
+        let ended = names
+            .iter()
+            .find(|(name, _)| name.ends_with("/run") && name.matches('/').count() == 1)
+            .is_none_or(|(_, oid)| {
+                crate::remote::read::<RunInfo>(repo, oid).is_ok_and(|info| info.ended)
+            });
+        if !ended {
+            actions.push(Cleaning::KeepRemoteRun {
+                run: run.to_owned(),
+            });
+            continue;
+        }
+        if !dry_run {
+            let updates: Vec<Update> = names
+                .iter()
+                .map(|(name, oid)| Update {
+                    name: format!("refs/swarm/{name}"),
+                    to: None,
+                    expect: Expect::Is((*oid).clone()),
+                })
+                .collect();
+            match transport.push(&updates) {
+                Ok(Pushed::Done) => {}
+                Ok(Pushed::Refused(why)) => {
+                    anyhow::bail!(
+                        "the remote {remote} changed the refs of run {run} meanwhile ({why}); nothing of it was deleted"
+                    )
+                }
+                Err(e) => anyhow::bail!(crate::Usage::new(format!(
+                    "the remote {remote} did not take the deletion: {}",
+                    e.0
+                ))),
+            }
+        }
+        actions.push(Cleaning::DeleteRemoteRefs {
+            run: run.to_owned(),
+            refs: names.len(),
+        });
+    }
+    Ok(())
 }

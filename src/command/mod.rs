@@ -135,7 +135,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             path,
         } => logs(&g, run.as_deref(), errors, tail, follow, path),
         Command::Graph { source, format } => graph(&g, source.as_deref(), format),
-        Command::Gc { dry_run } => gc(&g, dry_run),
+        Command::Gc { dry_run, remote } => gc(&g, dry_run, remote.as_deref()),
         Command::Worker {
             remote,
             run,
@@ -143,6 +143,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             wait,
             lease,
         } => {
+            if g.json {
+                bail!(
+                    Usage::new("swarm worker has no JSON output")
+                        .hint("`--progress json` prints its events as JSON lines on stderr")
+                );
+            }
             let configured = configure(&g, &Options::default(), explicit)?;
             let asked = worker::Asked {
                 remote: &remote,

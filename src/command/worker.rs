@@ -37,8 +37,8 @@ pub(super) fn worker(
     if let Some(code) = refuse_when_nested(g) {
         return Ok(code);
     }
-    let wait = crate::plan::parse_wait(asked.wait)
-        .map_err(|e| Usage::new(format!("--wait: {e}")))?;
+    let wait =
+        crate::plan::parse_wait(asked.wait).map_err(|e| Usage::new(format!("--wait: {e}")))?;
     let lease = crate::plan::parse_duration(asked.lease)
         .map_err(|e| Usage::new(format!("--lease: {e}")))?;
     let repo = open_repo(g)?;
@@ -117,15 +117,7 @@ pub(super) fn worker(
             setup.id, asked.remote, settings.jobs
         ),
     );
-    let ended = crate::schedule::work(
-        plan,
-        &repo,
-        &mut board,
-        &mut ui,
-        &settings,
-        &layout,
-        &setup,
-    );
+    let ended = crate::schedule::work(plan, &repo, &mut board, &mut ui, &settings, &layout, &setup);
     ui.finish();
     drop(lock);
     let code = match ended? {
@@ -211,7 +203,10 @@ fn find_run(
                 if let Some(r) = run {
                     ui.note(
                         Verb::Skipping,
-                        &format!("run {r} is not on {}: it ended, or was never published", transport.remote()),
+                        &format!(
+                            "run {r} is not on {}: it ended, or was never published",
+                            transport.remote()
+                        ),
                     );
                     return Ok(None);
                 }
@@ -221,7 +216,11 @@ fn find_run(
                 if fails == 1 {
                     ui.note(
                         Verb::Retrying,
-                        &format!("the remote {} does not answer ({}); trying again", transport.remote(), e.0),
+                        &format!(
+                            "the remote {} does not answer ({}); trying again",
+                            transport.remote(),
+                            e.0
+                        ),
                     );
                 }
             }
@@ -230,13 +229,21 @@ fn find_run(
             if reached {
                 ui.note(
                     Verb::Skipping,
-                    &format!("no run appeared on {} in {}", transport.remote(), crate::ui::duration(wait)),
+                    &format!(
+                        "no run appeared on {} in {}",
+                        transport.remote(),
+                        crate::ui::duration(wait)
+                    ),
                 );
                 return Ok(None);
             }
             ui.note(
                 Verb::Stopped,
-                &format!("the remote {} did not answer in {}", transport.remote(), crate::ui::duration(wait)),
+                &format!(
+                    "the remote {} did not answer in {}",
+                    transport.remote(),
+                    crate::ui::duration(wait)
+                ),
             );
             return Ok(Some(Err(exit::RESUMABLE)));
         }
@@ -245,6 +252,10 @@ fn find_run(
         } else {
             poll
         };
-        std::thread::sleep(pause.min(wait.saturating_sub(started.elapsed())).max(Duration::from_millis(10)));
+        std::thread::sleep(
+            pause
+                .min(wait.saturating_sub(started.elapsed()))
+                .max(Duration::from_millis(10)),
+        );
     }
 }

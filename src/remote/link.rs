@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::transport::{Transport, Update, retry_wait};
+use super::transport::{Expect, Transport, Update, retry_wait};
 use crate::git::CommitId;
 
 /// The run's refs on the remote, as a fetch found them.
@@ -60,18 +60,13 @@ impl Link {
                     let wait = if fails == 0 { poll } else { retry_wait(fails) };
                     match rx.recv_timeout(wait) {
                         Ok(Order::Push(n, updates)) => {
-                            // Pushed until the remote answers: a refusal is an answer, and
-                            // the next fetch shows what is there instead.
-                            let mut tries = 0;
-                            while transport.push(&updates).is_err() {
-                                tries += 1;
-                                if giving_up.load(Ordering::Relaxed) && tries >= CLOSING_TRIES {
-                                    break;
-                                }
-                                std::thread::sleep(retry_wait(tries));
+                            // Every order waiting goes now, then one fetch.
+                            let mut orders = vec![(n, updates)];
+                            while let Ok(Order::Push(n, updates)) = rx.try_recv() {
+                                orders.push((n, updates));
                             }
-                            done = n;
-                            // More orders first: one fetch after a burst of pushes.
+                            done = orders.last().map_or(done, |(n, _)| *n);
+                            push_all(&transport, orders, &giving_up);
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => return,
@@ -139,5 +134,53 @@ impl Link {
 impl Drop for Link {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// Makes the pushes of `orders`, each until the remote answers (a refusal is an answer: the
+/// next fetch shows what is there instead). Orders of one ref that must be set or removed
+/// whatever it is go together in one push, each ref on its own; the others, whose refs
+/// must change together, one atomic push each.
+fn push_all(transport: &Transport, orders: Vec<(u64, Vec<Update>)>, giving_up: &AtomicBool) {
+    let (mut single, atomic): (Vec<Update>, Vec<Vec<Update>>) = orders.into_iter().fold(
+        (Vec::new(), Vec::new()),
+        |(mut one, mut many), (_, mut u)| {
+            if u.len() == 1 && u[0].expect == Expect::Any {
+                one.append(&mut u);
+            } else {
+                many.push(u);
+            }
+            (one, many)
+        },
+    );
+    let mut tries = 0;
+    let retry = |tries: &mut u32| {
+        *tries += 1;
+        if giving_up.load(Ordering::Relaxed) && *tries >= CLOSING_TRIES {
+            return false;
+        }
+        std::thread::sleep(retry_wait(*tries));
+        true
+    };
+    while !single.is_empty() {
+        match transport.push_each(&single) {
+            Ok(changed) => {
+                let mut changed = changed.into_iter();
+                single.retain(|_| !changed.next().unwrap_or(true));
+                if single.is_empty() || !retry(&mut tries) {
+                    break;
+                }
+            }
+            Err(_) if retry(&mut tries) => {}
+            Err(_) => break,
+        }
+    }
+    for updates in atomic {
+        let mut tries = 0;
+        while transport.push(&updates).is_err() {
+            if !retry(&mut tries) {
+                break;
+            }
+        }
     }
 }

@@ -77,14 +77,17 @@ impl Transport {
     /// Makes the local refs under `prefix` (`refs/swarm/<run>/`, or `refs/swarm/` for every
     /// run) what the remote has there, objects included, and returns them by name relative to
     /// `prefix`.
-    pub(crate) fn fetch(
-        &self,
-        prefix: &str,
-    ) -> Result<BTreeMap<String, CommitId>, Unreachable> {
+    pub(crate) fn fetch(&self, prefix: &str) -> Result<BTreeMap<String, CommitId>, Unreachable> {
         let spec = format!("+{prefix}*:{prefix}*");
         let out = self
             .git()
-            .args(["fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head"])
+            .args([
+                "fetch",
+                "--quiet",
+                "--prune",
+                "--no-tags",
+                "--no-write-fetch-head",
+            ])
             .arg(&self.remote)
             .arg(&spec)
             .output()
@@ -113,11 +116,43 @@ impl Transport {
     /// Pushes `updates` as one atomic push: all of them or, when any ref is not as expected,
     /// none. `Err` when the remote was not reached.
     pub(crate) fn push(&self, updates: &[Update]) -> Result<Pushed, Unreachable> {
-        if updates.is_empty() {
+        let Some(lines) = self.push_refs(updates, true)? else {
             return Ok(Pushed::Done);
+        };
+        if lines.iter().any(|(_, l)| l.starts_with("[rejected]")) {
+            let said: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+            return Ok(Pushed::Refused(said.join("; ")));
+        }
+        Err(Unreachable(
+            lines.first().map_or_else(String::new, |(_, l)| l.clone()),
+        ))
+    }
+
+    /// Pushes `updates` in one push, each ref on its own: whether each changed (in order).
+    /// `Err` when the remote was not reached at all.
+    pub(crate) fn push_each(&self, updates: &[Update]) -> Result<Vec<bool>, Unreachable> {
+        let lines = self.push_refs(updates, false)?.unwrap_or_default();
+        Ok(updates
+            .iter()
+            .map(|u| !lines.iter().any(|(name, _)| *name == u.name))
+            .collect())
+    }
+
+    /// One `git push`: `None` when every ref changed, else the refs that did not, with what
+    /// git said of each. `Err` when the remote was not reached.
+    fn push_refs(
+        &self,
+        updates: &[Update],
+        atomic: bool,
+    ) -> Result<Option<Vec<(String, String)>>, Unreachable> {
+        if updates.is_empty() {
+            return Ok(None);
         }
         let mut cmd = self.git();
-        cmd.args(["push", "--porcelain", "--atomic", "--no-verify", "--quiet"]);
+        cmd.args(["push", "--porcelain", "--no-verify", "--quiet"]);
+        if atomic {
+            cmd.arg("--atomic");
+        }
         for u in updates {
             match &u.expect {
                 Expect::Absent => {
@@ -141,26 +176,27 @@ impl Transport {
             .output()
             .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
         if out.status.success() {
-            return Ok(Pushed::Done);
+            return Ok(None);
         }
         // `--porcelain` gives one line per ref once the remote answered: `!` marks a ref not
         // changed. `[rejected]` is a ref not as expected (the compare-and-swap failed);
         // `[remote rejected]` is the remote failing to make the change (a lock another push
         // holds, a full disk), which a later try may get past.
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let lines: Vec<&str> = stdout
-            .lines()
-            .filter(|l| l.starts_with('!'))
-            .map(|l| l.rsplit('\t').next().unwrap_or(l))
-            .collect();
-        if lines.iter().any(|l| l.starts_with("[rejected]")) {
-            return Ok(Pushed::Refused(lines.join("; ")));
-        }
         let why = last_line(&out.stderr);
-        Err(Unreachable(match lines.first() {
-            Some(line) => format!("{line}: {why}"),
-            None => why,
-        }))
+        let lines: Vec<(String, String)> = stdout
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.strip_prefix('!')?.trim_start_matches('\t').split('\t');
+                let name = parts.next()?.rsplit(':').next()?.to_owned();
+                let said = parts.next().unwrap_or_default();
+                Some((name, format!("{said}: {why}")))
+            })
+            .collect();
+        if lines.is_empty() {
+            return Err(Unreachable(why));
+        }
+        Ok(Some(lines))
     }
 }
 

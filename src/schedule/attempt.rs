@@ -285,7 +285,8 @@ fn record_start(
         .attempt_started(id, a.attempt, a.transcript, a.cwd, a.session, a.continued)?;
     if let Some((start, reuse)) = writer {
         let branch = run.layout.branch(id, Checkout::Task);
-        run.record.writer_started(id, start, &branch, a.cwd, reuse)?;
+        run.record
+            .writer_started(id, start, &branch, a.cwd, reuse)?;
     }
     run.dag.on(&run.plan, Transition::Started(i));
     let slot = &mut run.slots[i];

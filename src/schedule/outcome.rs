@@ -62,7 +62,11 @@ pub(super) fn outcome(task: &str, generation: u32, worker: &str, report: &Report
 
 /// The report of task `i`'s attempt that `o` tells of, as the coordinator's pool would make it.
 pub(super) fn report(i: usize, o: &Outcome) -> Report {
-    let why = || o.why.clone().unwrap_or_else(|| "no reason given".to_owned());
+    let why = || {
+        o.why
+            .clone()
+            .unwrap_or_else(|| "no reason given".to_owned())
+    };
     let verdict = match o.status {
         Status::Succeeded => Verdict::Succeeded {
             result: o.result.clone().unwrap_or_default(),
@@ -157,7 +161,10 @@ mod tests {
         };
         assert_eq!((result.as_str(), c), ("done", Some(commit)));
 
-        let failed = report(0, &outcome("t", 1, "w1", &sample(Verdict::Failed("bad".into()))));
+        let failed = report(
+            0,
+            &outcome("t", 1, "w1", &sample(Verdict::Failed("bad".into()))),
+        );
         assert!(matches!(failed.verdict, Verdict::Failed(ref w) if w == "bad"));
         assert_eq!(failed.stderr_tail, ["boom"]);
         let fault = crate::agent::Fault {

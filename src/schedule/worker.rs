@@ -178,7 +178,7 @@ impl Worker<'_> {
             }
             let wait = next_poll.saturating_duration_since(Instant::now());
             match rx.recv_timeout(wait) {
-                Ok(Message::Done(report)) => self.finished(report, stopping)?,
+                Ok(Message::Done(report)) => self.finished(&report, stopping)?,
                 Ok(Message::Signal) if !stopping => {
                     stopping = true;
                     workers.stop_all();
@@ -201,11 +201,15 @@ impl Worker<'_> {
 
     /// Claims published attempts nobody holds, while this worker has free slots, and starts
     /// those that are still published as claimed once the claims are in.
-    fn claim(&mut self, refs: &BTreeMap<String, CommitId>, workers: &Workers) -> anyhow::Result<()> {
+    fn claim(
+        &mut self,
+        refs: &BTreeMap<String, CommitId>,
+        workers: &Workers,
+    ) -> anyhow::Result<()> {
         let run_id = self.run.layout.run.clone();
-        let mut claimed = Vec::new();
+        let mut wanted = Vec::new();
         for (name, oid) in refs {
-            if self.held.len() + claimed.len() >= self.run.settings.jobs {
+            if self.held.len() + wanted.len() >= self.run.settings.jobs {
                 break;
             }
             let Some(Kind::Ready(task)) = Kind::of(name) else {
@@ -224,16 +228,29 @@ impl Worker<'_> {
                 continue;
             }
             let lease = self.lease_commit(task, job.generation, 0, false)?;
-            let claim = [Update {
-                name: remote::task_ref(&run_id, "lease", task),
+            wanted.push((i, oid.clone(), job, lease));
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        // One push for every claim, each on its own: another worker may be first to some.
+        let claims: Vec<Update> = wanted
+            .iter()
+            .map(|(_, _, job, lease)| Update {
+                name: remote::task_ref(&run_id, "lease", &job.task),
                 to: Some(lease.clone()),
                 expect: Expect::Absent,
-            }];
-            // Another worker was first, or the remote did not answer: the next poll tells.
-            if matches!(self.setup.transport.push(&claim), Ok(Pushed::Done)) {
-                claimed.push((i, oid.clone(), job, lease));
-            }
-        }
+            })
+            .collect();
+        // The remote did not answer: the next poll tries again.
+        let Ok(taken) = self.setup.transport.push_each(&claims) else {
+            return Ok(());
+        };
+        let claimed: Vec<_> = wanted
+            .into_iter()
+            .zip(taken)
+            .filter_map(|(claim, taken)| taken.then_some(claim))
+            .collect();
         if claimed.is_empty() {
             return Ok(());
         }
@@ -370,7 +387,7 @@ impl Worker<'_> {
     /// An attempt ended: its result is pushed with the release of its lease (refused when
     /// the lease is no longer this worker's), or, when the worker is stopping, its lease is
     /// given back. Its checkout is set aside for the next writer.
-    fn finished(&mut self, report: Report, stopping: bool) -> anyhow::Result<()> {
+    fn finished(&mut self, report: &Report, stopping: bool) -> anyhow::Result<()> {
         let i = report.task;
         let id = self.run.plan.tasks[i].id.to_string();
         self.run.ports.release(i);
@@ -393,9 +410,9 @@ impl Worker<'_> {
         let Some(held) = self.held.remove(&i) else {
             return Ok(());
         };
-        let o = outcome::outcome(&id, held.generation, &self.setup.id, &report);
-        let transcript = std::fs::read(&report_transcript(&self.run, &id, report.attempt))
-            .unwrap_or_default();
+        let o = outcome::outcome(&id, held.generation, &self.setup.id, report);
+        let transcript =
+            std::fs::read(report_transcript(&self.run, &id, report.attempt)).unwrap_or_default();
         let parents: Vec<CommitId> = o.commit.iter().map(|c| CommitId::new(c)).collect();
         let result = remote::write(
             self.run.repo,
@@ -438,7 +455,9 @@ impl Worker<'_> {
                 self.run.ui.note(Verb::Finished, &line);
             }
             Pushed::Refused(why) => {
-                let line = format!("{id}: the remote refused its result ({why}): the lease was no longer this worker's");
+                let line = format!(
+                    "{id}: the remote refused its result ({why}): the lease was no longer this worker's"
+                );
                 self.run.ui.note(Verb::Stopped, &line);
             }
         }

@@ -30,7 +30,10 @@ impl Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let remote = tmp.path().join("remote.git");
         let user = TestRepo::at(&tmp.path().join("user"));
-        git(tmp.path(), &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+        git(
+            tmp.path(),
+            &["init", "-q", "--bare", "-b", "main", "remote.git"],
+        );
         user.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
         user.git(&["push", "-q", "origin", "main"]);
         std::fs::create_dir_all(tmp.path().join("shared")).unwrap();
@@ -64,10 +67,13 @@ impl Cluster {
 
     /// The refs the remote has under `refs/swarm/`.
     fn remote_refs(&self) -> Vec<String> {
-        git(&self.remote, &["for-each-ref", "--format=%(refname)", "refs/swarm/"])
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        git(
+            &self.remote,
+            &["for-each-ref", "--format=%(refname)", "refs/swarm/"],
+        )
+        .lines()
+        .map(str::to_owned)
+        .collect()
     }
 
     /// The task file `lines` beside the repositories.
@@ -232,7 +238,10 @@ fn thirty_tasks_over_three_workers_run_once_each_merge_once_and_land() {
     assert_eq!(ran(&log), expected);
     assert!(!stderr(&out).contains("result pushed"));
     // Each writer merged once, and the user's branch holds them all.
-    let merged: Vec<String> = events(&c.user, "merged").into_iter().map(|(t, _)| t).collect();
+    let merged: Vec<String> = events(&c.user, "merged")
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
     assert_eq!(merged.len(), 15, "{merged:?}");
     for i in 0..15 {
         assert_eq!(c.user.read(&format!("w{i}.txt")), format!("{i}\n"));
@@ -355,7 +364,11 @@ fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
     let lease_ref = format!("refs/swarm/{run}/lease/x");
     let lease = git(&c.remote, &["rev-parse", &lease_ref]).trim().to_owned();
     kill9(doomed.id());
-    let sleeper: u32 = std::fs::read_to_string(&pid).unwrap().trim().parse().unwrap();
+    let sleeper: u32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     kill9(sleeper);
     finish(doomed);
     let ready_ref = format!("refs/swarm/{run}/ready/x");
@@ -373,7 +386,12 @@ fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
     // The dead worker's result, pushed late as it would have pushed it: refused.
     let late = git(
         &first.root,
-        &["commit-tree", "-m", "late", "4b825dc642cb6eb9a060e54bf8d69288fbee4904"],
+        &[
+            "commit-tree",
+            "-m",
+            "late",
+            "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        ],
     );
     let late = late.trim();
     let push = Command::new("git")
@@ -394,7 +412,12 @@ fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
     let second = c.runner("second").start(&[]);
     let out = coordinator.wait().unwrap();
     let (mut err, mut second_out) = (String::new(), String::new());
-    coordinator.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    coordinator
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert_eq!(out.code(), Some(0), "{err}");
     let second = finish(second);
     assert_exit(&second, 0);
@@ -438,7 +461,10 @@ fn a_remote_away_for_a_while_loses_nothing_and_the_run_completes() {
     // is inside the remote as it goes: one there would leave its locks behind.
     let run = newest_run(&c.user).unwrap();
     for _ in 0..6000 {
-        if !c.remote_refs().contains(&format!("refs/swarm/{run}/ready/a")) {
+        if !c
+            .remote_refs()
+            .contains(&format!("refs/swarm/{run}/ready/a"))
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -453,9 +479,17 @@ fn a_remote_away_for_a_while_loses_nothing_and_the_run_completes() {
     std::fs::rename(&moved, &c.remote).unwrap();
     let out = coordinator.wait().unwrap();
     let mut err = String::new();
-    coordinator.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    coordinator
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert_eq!(out.code(), Some(0), "{err}");
-    assert!(err.contains("does not answer") && err.contains("answers again"), "{err}");
+    assert!(
+        err.contains("does not answer") && err.contains("answers again"),
+        "{err}"
+    );
     assert_exit(&finish(worker), 0);
     assert_eq!(ran(&c.shared("ran")), ["a", "b", "c"]);
     assert_eq!(events(&c.user, "merged").len(), 2);
@@ -485,7 +519,10 @@ fn a_coordinator_killed_and_resumed_takes_up_its_workers_results_once() {
     assert_exit(&resumed, 0);
     assert_exit(&finish(worker), 0);
     assert_eq!(ran(&c.shared("ran")), ["a", "b", "c"]);
-    let merged: Vec<String> = events(&c.user, "merged").into_iter().map(|(t, _)| t).collect();
+    let merged: Vec<String> = events(&c.user, "merged")
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
     assert_eq!(merged, ["a", "b"]);
     assert_eq!(events(&c.user, "published").len(), 3);
     assert_eq!(c.user.read("b.txt"), "b\n");
@@ -501,19 +538,37 @@ fn a_worker_without_a_run_or_a_remote_says_so() {
         .output()
         .unwrap();
     assert_exit(&none, 0);
-    assert!(stderr(&none).contains("no run appeared on origin"), "{}", stderr(&none));
+    assert!(
+        stderr(&none).contains("no run appeared on origin"),
+        "{}",
+        stderr(&none)
+    );
     let gone = w
-        .swarm(&["worker", "--remote", "origin", "--run", "20260101-000000-abcd"])
+        .swarm(&[
+            "worker",
+            "--remote",
+            "origin",
+            "--run",
+            "20260101-000000-abcd",
+        ])
         .output()
         .unwrap();
     assert_exit(&gone, 0);
-    assert!(stderr(&gone).contains("is not on origin"), "{}", stderr(&gone));
+    assert!(
+        stderr(&gone).contains("is not on origin"),
+        "{}",
+        stderr(&gone)
+    );
     let away = w
         .swarm(&["worker", "--remote", "/nowhere/remote.git", "--wait", "0"])
         .output()
         .unwrap();
     assert_exit(&away, 75);
-    assert!(stderr(&away).contains("did not answer"), "{}", stderr(&away));
+    assert!(
+        stderr(&away).contains("did not answer"),
+        "{}",
+        stderr(&away)
+    );
     let bad = w
         .swarm(&["worker", "--remote", "origin", "--lease", "soon"])
         .output()

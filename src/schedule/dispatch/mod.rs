@@ -306,7 +306,10 @@ impl<'a> Dispatcher<'a> {
                 && !self.merges.has_resolvers_waiting()
                 && !self.merges.gate_busy()
                 && !self.goals.as_ref().is_some_and(GoalPlanner::busy)
-                && !self.coordinator.as_ref().is_some_and(remote::Coordinator::busy);
+                && !self
+                    .coordinator
+                    .as_ref()
+                    .is_some_and(remote::Coordinator::busy);
             if self.running == 0 && self.run.hooks_running == 0 && (self.stopping || idle) {
                 let stopping = self.stopping;
                 if let Some(goals) = &mut self.goals
@@ -499,7 +502,12 @@ impl<'a> Dispatcher<'a> {
         if self.stopping {
             let mut marks = Vec::new();
             // Out with workers: their results wait on the remote for a resume.
-            for i in self.coordinator.as_mut().map(|c| c.left()).unwrap_or_default() {
+            for i in self
+                .coordinator
+                .as_mut()
+                .map(remote::Coordinator::left)
+                .unwrap_or_default()
+            {
                 run.dag.on(&run.plan, Transition::Interrupted(i));
                 marks.push(run.plan.tasks[i].id.as_str());
             }

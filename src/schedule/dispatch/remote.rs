@@ -103,9 +103,9 @@ impl Coordinator {
         }
         let index = index_of(&run.plan);
         for (name, oid) in &refs {
-            let task = match Kind::of(name) {
-                Some(Kind::Ready(t) | Kind::Lease(t) | Kind::Result(t)) => t,
-                _ => continue,
+            let Some(Kind::Ready(task) | Kind::Lease(task) | Kind::Result(task)) = Kind::of(name)
+            else {
+                continue;
             };
             let Some(&i) = index.get(task) else {
                 continue;
@@ -116,8 +116,7 @@ impl Coordinator {
                 Some(Kind::Lease(_)) => {
                     remote::read::<remote::Lease>(run.repo, oid).map(|l| (l.generation, None))
                 }
-                _ => remote::read::<remote::Outcome>(run.repo, oid)
-                    .map(|o| (o.generation, None)),
+                _ => remote::read::<remote::Outcome>(run.repo, oid).map(|o| (o.generation, None)),
             };
             let Ok((generation, attempt)) = generation else {
                 continue;
@@ -156,11 +155,11 @@ impl Coordinator {
         Ok(())
     }
 
-    /// What `op` gets from the remote, once it answers, or after `tries` tries (`None`).
+    /// What `op` gets from the remote, once it answers, or after `most` tries (`None`).
     fn reach<T>(
         &mut self,
         run: &mut Run<'_>,
-        tries: Option<u32>,
+        most: Option<u32>,
         op: impl Fn(&Transport) -> Result<T, remote::Unreachable>,
     ) -> anyhow::Result<Option<T>> {
         let mut tried = 0;
@@ -173,7 +172,7 @@ impl Coordinator {
                 Err(e) => {
                     tried += 1;
                     self.gone(run, &e.0)?;
-                    if tries.is_some_and(|t| tried >= t) {
+                    if most.is_some_and(|t| tried >= t) {
                         return Ok(None);
                     }
                     std::thread::sleep(remote::transport::retry_wait(tried));
@@ -277,8 +276,13 @@ impl Coordinator {
                 lease: None,
             },
         );
-        run.record
-            .task_event(&id, RunEvent::Published { attempt, generation })
+        run.record.task_event(
+            &id,
+            RunEvent::Published {
+                attempt,
+                generation,
+            },
+        )
     }
 
     /// Pushes `job` as task `id`'s `ready` ref, taking the lease and result there off with it
@@ -330,12 +334,11 @@ impl Coordinator {
             }
             if let Some(oid) = self.refs.get(&format!("result/{id}")).cloned() {
                 let o: remote::Outcome = remote::read(run.repo, &oid)?;
-                if o.generation != generation {
-                    stale.push(("result", id.clone(), oid));
-                } else {
+                if o.generation == generation {
                     reports.push(self.arrived(run, i, &o, &oid)?);
                     continue;
                 }
+                stale.push(("result", id.clone(), oid));
             }
             let lease_oid = self.refs.get(&format!("lease/{id}")).cloned();
             let Some(oid) = lease_oid else {
@@ -385,8 +388,8 @@ impl Coordinator {
         Ok(reports)
     }
 
-    /// A worker's result of task `i`: its transcript in place, a writer's branch set, the
-    /// task's refs but the result taken off the remote; the report to finish it with.
+    /// A worker's result of task `i`: its transcript in place, a writer's branch set, its
+    /// `ready` ref taken off the remote; the report to finish it with.
     fn arrived(
         &mut self,
         run: &mut Run<'_>,
@@ -430,18 +433,13 @@ impl Coordinator {
                 status: outcome::status_name(o.status).to_owned(),
             },
         )?;
-        let mut updates = vec![Update {
+        // Only its `ready` ref goes: the ended lease keeps anyone from claiming it again, and
+        // the lease and result go with a next attempt's publication or at the run's end.
+        let updates = vec![Update {
             name: remote::task_ref(&self.run_id, "ready", &id),
             to: None,
             expect: Expect::Any,
         }];
-        if let Some(lease) = self.refs.get(&format!("lease/{id}")) {
-            updates.push(Update {
-                name: remote::task_ref(&self.run_id, "lease", &id),
-                to: None,
-                expect: Expect::Is(lease.clone()),
-            });
-        }
         if let Some(link) = &mut self.link {
             link.push(updates);
         }
@@ -483,7 +481,10 @@ impl Coordinator {
                 &format!("{id}: the lease of worker {worker} expired; published again"),
             );
             // From the start it was given: a writer's start is its branch's base.
-            let start = run.slots[i].start_commit.clone().unwrap_or_else(|| tip.clone());
+            let start = run.slots[i]
+                .start_commit
+                .clone()
+                .unwrap_or_else(|| tip.clone());
             self.send(run, i, attempt, &start)?;
         }
         Ok(())
