@@ -11,7 +11,7 @@ pub mod fake_llm;
 mod faults;
 pub mod gate;
 mod generated;
-mod goal;
+pub mod goal;
 mod goals;
 mod landing;
 pub mod lifeline;

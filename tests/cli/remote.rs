@@ -6,7 +6,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use crate::{TestRepo, assert_exit, search_path, status_json, stderr, tasks_with_status};
+use crate::{TestRepo, assert_exit, search_path, status_json, stderr, stdout, tasks_with_status};
 
 /// How often coordinator and workers look at the remote in these tests, in seconds.
 const POLL: &str = "0.05";
@@ -575,4 +575,98 @@ fn a_worker_without_a_run_or_a_remote_says_so() {
         .unwrap();
     assert_exit(&bad, 2);
     assert!(stderr(&bad).contains("--lease"), "{}", stderr(&bad));
+}
+
+#[test]
+fn a_failed_task_keeps_its_result_on_the_remote_until_gc_removes_it() {
+    let c = Cluster::new();
+    let tasks = c.tasks(&[
+        r#"{"id":"bad","title":"fails","mode":"read","run":"echo broken >&2; exit 3"}"#.to_owned(),
+        r#"{"id":"fine","title":"works","mode":"read","run":"echo fine"}"#.to_owned(),
+    ]);
+    let worker = c.runner("w").start(&[]);
+    let out = c
+        .swarm(&[
+            "run",
+            tasks.to_str().unwrap(),
+            "--remote",
+            "origin",
+            "--retries",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("Failed bad"), "{}", stderr(&out));
+    assert_exit(&finish(worker), 0);
+    let run = newest_run(&c.user).unwrap();
+    assert_eq!(c.remote_refs(), [format!("refs/swarm/{run}/result/bad")]);
+    // The failed attempt's transcript came back with its result.
+    let shown = c.swarm(&["show", "bad"]).output().unwrap();
+    assert!(stdout(&shown).contains("broken"), "{}", stdout(&shown));
+    let dry = c
+        .swarm(&["gc", "--dry-run", "--remote", "origin"])
+        .output()
+        .unwrap();
+    assert_exit(&dry, 0);
+    assert!(
+        stdout(&dry).contains(&format!(
+            "would delete 1 ref(s) of ended run {run} on the remote"
+        )),
+        "{}",
+        stdout(&dry)
+    );
+    assert_eq!(c.remote_refs().len(), 1);
+    assert_exit(&c.swarm(&["gc", "--remote", "origin"]).output().unwrap(), 0);
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+#[test]
+fn a_goal_planned_by_the_coordinator_is_run_by_a_worker_with_the_built_in_agent() {
+    let c = Cluster::new();
+    let llm = crate::goal::good_server();
+    let runner = c.runner("w");
+    let worker = runner
+        .swarm(&["worker", "--remote", "origin", "--wait", "60s"])
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let report = c.tmp.path().join("report.md");
+    let out = c
+        .swarm(&[
+            "--goal",
+            "Survey the repository and write notes",
+            "--remote",
+            "origin",
+            "--yes",
+            "--final-out",
+            report.to_str().unwrap(),
+        ])
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let worker = finish(worker);
+    assert_exit(&worker, 0);
+    assert_eq!(
+        stderr(&worker).matches("result pushed (succeeded)").count(),
+        4
+    );
+    assert_eq!(c.user.read("NOTES.md"), "notes from the agent\n");
+    let report = std::fs::read_to_string(report).unwrap();
+    assert!(report.contains("# Final report"), "{report}");
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+    // The key went to neither the remote nor anything pushed there.
+    let objects = Command::new("git")
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .current_dir(&c.remote)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    let objects = String::from_utf8_lossy(&objects.stdout);
+    assert!(objects.contains("notes from the agent"));
+    assert!(!objects.contains("sk-canary-key"));
 }
