@@ -34,6 +34,9 @@ pub(super) fn check_before_run(
     reads: &Reads<'_>,
 ) -> anyhow::Result<()> {
     check_open_operation(repo, options)?;
+    if let Some(remote) = &options.remote {
+        check_remote(repo, remote)?;
+    }
     output::check_all(
         repo,
         &g.dir,
@@ -54,6 +57,32 @@ pub(super) fn check_before_run(
         &reads.files,
     )
 }
+
+/// Refuses a run spread over a remote git does not reach: a misspelt name, a URL that is not
+/// a repository, a login refused. Once it runs, an outage is waited out instead.
+fn check_remote(repo: &Repo, remote: &str) -> anyhow::Result<()> {
+    let transport = crate::remote::Transport::new(repo.workdir(), remote);
+    let mut tries = 0;
+    loop {
+        match transport.probe() {
+            Ok(()) => return Ok(()),
+            Err(e) if tries >= REMOTE_TRIES => {
+                bail!(
+                    Usage::new(format!("--remote {remote}: git cannot reach it: {}", e.0)).hint(
+                        "a remote's name (`git remote -v` lists them) or a URL git can fetch from"
+                    )
+                );
+            }
+            Err(_) => {
+                tries += 1;
+                std::thread::sleep(crate::remote::transport::retry_wait(tries));
+            }
+        }
+    }
+}
+
+/// Tries of the remote before a run refuses to start on it.
+const REMOTE_TRIES: u32 = 2;
 
 /// Refuses a run that would land while git has an operation open in the checkout.
 fn check_open_operation(repo: &Repo, options: &Options) -> anyhow::Result<()> {

@@ -74,6 +74,23 @@ impl Transport {
         cmd
     }
 
+    /// Whether git reaches the remote at all (it lists its refs).
+    pub(crate) fn probe(&self) -> Result<(), Unreachable> {
+        let out = self
+            .git()
+            .args(["ls-remote", "--quiet"])
+            .arg(&self.remote)
+            .arg("refs/swarm/")
+            .stdout(Stdio::null())
+            .output()
+            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(Unreachable(last_line(&out.stderr)))
+        }
+    }
+
     /// Makes the local refs under `prefix` (`refs/swarm/<run>/`, or `refs/swarm/` for every
     /// run) what the remote has there, objects included, and returns them by name relative to
     /// `prefix`.

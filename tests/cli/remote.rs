@@ -670,3 +670,20 @@ fn a_goal_planned_by_the_coordinator_is_run_by_a_worker_with_the_built_in_agent(
     assert!(objects.contains("notes from the agent"));
     assert!(!objects.contains("sk-canary-key"));
 }
+
+#[test]
+fn a_run_on_a_remote_git_cannot_reach_is_refused_before_anything_runs() {
+    let c = Cluster::new();
+    let tasks = c.tasks(&[r#"{"id":"a","title":"a","run":"true"}"#.to_owned()]);
+    let out = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "orgin"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("--remote orgin: git cannot reach it"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(newest_run(&c.user).is_none());
+}
