@@ -252,6 +252,39 @@ fn thirty_tasks_over_three_workers_run_once_each_merge_once_and_land() {
     let report = std::fs::read_to_string(report).unwrap();
     assert!(report.contains("91"), "{report}");
     assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+    // The report's table of tasks is the one the same plan run here gives, but for times.
+    let local = TestRepo::new();
+    let local_log = local.cache.parent().unwrap().join("ran");
+    let local_tasks = local.tasks(
+        &thirty_tasks(&local_log)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let local_report = local.cache.parent().unwrap().join("report.md");
+    let out = local.swarm(&[
+        "run",
+        local_tasks.to_str().unwrap(),
+        "--final-out",
+        local_report.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let local_report = std::fs::read_to_string(local_report).unwrap();
+    assert_eq!(task_table(&report), task_table(&local_report));
+    assert_eq!(task_table(&report).len(), 30);
+}
+
+/// The rows of a report's table of tasks, without their times.
+fn task_table(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let mut cells: Vec<&str> = l.split('|').collect();
+            cells.remove(6);
+            cells.join("|")
+        })
+        .collect()
 }
 
 /// Waits until the newest run's log in `repo` has an event of `kind` for `task` (about 60 s at
