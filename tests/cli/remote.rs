@@ -720,3 +720,75 @@ fn a_run_on_a_remote_git_cannot_reach_is_refused_before_anything_runs() {
     );
     assert!(newest_run(&c.user).is_none());
 }
+
+#[test]
+fn a_failed_attempt_is_published_again_and_its_retry_merged_once() {
+    let c = Cluster::new();
+    let marker = c.shared("failed-once");
+    let tasks = c.tasks(&[format!(
+        r#"{{"id":"flaky","title":"flaky","mode":"write","run":"if [ ! -e {m} ]; then touch {m}; echo first >&2; exit 1; fi; echo ok > flaky.txt"}}"#,
+        m = marker.display()
+    )]);
+    let worker = c.runner("w").start(&[]);
+    let out = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin", "--retries", "1"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_exit(&finish(worker), 0);
+    let published: Vec<serde_json::Value> = events(&c.user, "published")
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(
+        published,
+        [
+            serde_json::json!({"attempt": 1, "generation": 1}),
+            serde_json::json!({"attempt": 2, "generation": 2})
+        ]
+    );
+    assert_eq!(events(&c.user, "merged").len(), 1);
+    assert_eq!(c.user.read("flaky.txt"), "ok\n");
+    let status = status_json(&c.user);
+    assert_eq!(status["tasks"][0]["attempts"], 2);
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+#[test]
+fn a_worker_stopped_by_a_signal_gives_its_attempt_back_to_another() {
+    let c = Cluster::new();
+    let (lock, started) = (c.shared("lock"), c.shared("started"));
+    let tasks = c.tasks(&[format!(
+        r#"{{"id":"x","title":"x","mode":"write","run":"if mkdir {lock} 2>/dev/null; then touch {started}; exec sleep 600; fi; echo second > x.txt"}}"#,
+        lock = lock.display(),
+        started = started.display()
+    )]);
+    let first = c.runner("first").start(&[]);
+    let mut coordinator = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(first.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let first = finish(first);
+    assert_exit(&first, 75);
+    assert!(stderr(&first).contains("given back"), "{}", stderr(&first));
+    // Its lease is gone at once, not after its time: the next worker takes the attempt.
+    let run = newest_run(&c.user).unwrap();
+    assert!(!c.remote_refs().contains(&format!("refs/swarm/{run}/lease/x")));
+    let second = c.runner("second").start(&[]);
+    let status = coordinator.wait().unwrap();
+    let mut err = String::new();
+    coordinator.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_exit(&finish(second), 0);
+    assert!(events(&c.user, "lease_expired").is_empty());
+    assert_eq!(events(&c.user, "merged").len(), 1);
+    assert_eq!(c.user.read("x.txt"), "second\n");
+}
