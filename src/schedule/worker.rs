@@ -405,7 +405,7 @@ impl Worker<'_> {
         }
         if stopping && matches!(report.verdict, Verdict::Interrupted) {
             self.give_back(i);
-            return Ok(());
+            return self.record(report, false);
         }
         let Some(held) = self.held.remove(&i) else {
             return Ok(());
@@ -449,19 +449,48 @@ impl Worker<'_> {
                 }
             }
         };
-        match pushed {
+        let taken = match pushed {
             Pushed::Done => {
                 let line = format!("{id}: result pushed ({})", outcome::status_name(o.status));
                 self.run.ui.note(Verb::Finished, &line);
+                true
             }
             Pushed::Refused(why) => {
                 let line = format!(
                     "{id}: the remote refused its result ({why}): the lease was no longer this worker's"
                 );
                 self.run.ui.note(Verb::Stopped, &line);
+                false
             }
+        };
+        self.record(report, taken)
+    }
+
+    /// This clone's board says how the attempt ended here (the coordinator's board says what
+    /// became of it): a result the remote did not take, as cut short.
+    fn record(&mut self, report: &Report, taken: bool) -> anyhow::Result<()> {
+        let task = &self.run.plan.tasks[report.task];
+        let (id, writes) = (task.id.to_string(), task.mode == Mode::Write);
+        let totals = super::record::Totals {
+            tokens: report.tokens,
+            cost: report.cost,
+        };
+        let record = &mut self.run.record;
+        match &report.verdict {
+            Verdict::Succeeded { result, commit } if taken => {
+                record.attempt_succeeded(&id, report, totals, result, commit.as_ref(), writes)
+            }
+            Verdict::Failed(why) if taken => {
+                let failure = super::record::Failure {
+                    failures: 1,
+                    status: crate::store::TaskStatus::Failed,
+                    why,
+                    retry: false,
+                };
+                record.attempt_failed(&id, report, totals, &failure)
+            }
+            _ => record.attempt_interrupted(&id, report, totals),
         }
-        Ok(())
     }
 
     /// Gives task `i`'s attempt back: its lease is deleted, if still this worker's, for

@@ -617,7 +617,8 @@ fn a_failed_task_keeps_its_result_on_the_remote_until_gc_removes_it() {
         r#"{"id":"bad","title":"fails","mode":"read","run":"echo broken >&2; exit 3"}"#.to_owned(),
         r#"{"id":"fine","title":"works","mode":"read","run":"echo fine"}"#.to_owned(),
     ]);
-    let worker = c.runner("w").start(&[]);
+    let runner = c.runner("w");
+    let worker = runner.start(&[]);
     let out = c
         .swarm(&[
             "run",
@@ -632,6 +633,13 @@ fn a_failed_task_keeps_its_result_on_the_remote_until_gc_removes_it() {
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("Failed bad"), "{}", stderr(&out));
     assert_exit(&finish(worker), 0);
+    // The worker's own board says what its attempts did.
+    let there = runner.swarm(&["status", "--json"]).output().unwrap();
+    assert_exit(&there, 0);
+    let there: serde_json::Value = serde_json::from_slice(&there.stdout).unwrap();
+    assert_eq!(tasks_with_status(&there, "failed"), ["bad"]);
+    assert_eq!(tasks_with_status(&there, "done"), ["fine"]);
+    assert_eq!(there["run"]["status"], "finished");
     let run = newest_run(&c.user).unwrap();
     assert_eq!(c.remote_refs(), [format!("refs/swarm/{run}/result/bad")]);
     // The failed attempt's transcript came back with its result.
@@ -731,7 +739,14 @@ fn a_failed_attempt_is_published_again_and_its_retry_merged_once() {
     )]);
     let worker = c.runner("w").start(&[]);
     let out = c
-        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin", "--retries", "1"])
+        .swarm(&[
+            "run",
+            tasks.to_str().unwrap(),
+            "--remote",
+            "origin",
+            "--retries",
+            "1",
+        ])
         .output()
         .unwrap();
     assert_exit(&out, 0);
@@ -781,11 +796,19 @@ fn a_worker_stopped_by_a_signal_gives_its_attempt_back_to_another() {
     assert!(stderr(&first).contains("given back"), "{}", stderr(&first));
     // Its lease is gone at once, not after its time: the next worker takes the attempt.
     let run = newest_run(&c.user).unwrap();
-    assert!(!c.remote_refs().contains(&format!("refs/swarm/{run}/lease/x")));
+    assert!(
+        !c.remote_refs()
+            .contains(&format!("refs/swarm/{run}/lease/x"))
+    );
     let second = c.runner("second").start(&[]);
     let status = coordinator.wait().unwrap();
     let mut err = String::new();
-    coordinator.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    coordinator
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     assert_exit(&finish(second), 0);
     assert!(events(&c.user, "lease_expired").is_empty());

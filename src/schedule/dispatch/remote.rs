@@ -64,6 +64,11 @@ impl Coordinator {
         std::mem::take(&mut self.published).into_keys().collect()
     }
 
+    /// How many tasks are out with workers.
+    pub(super) fn out(&self) -> usize {
+        self.published.len()
+    }
+
     /// Whether tasks are out with workers.
     pub(super) fn busy(&self) -> bool {
         !self.published.is_empty()

@@ -14,7 +14,12 @@ impl Dispatcher<'_> {
     /// Hands the display the run as it is now.
     pub(super) fn show(&mut self) {
         let now = Instant::now();
-        let mut frame = frame(&self.run, self.running, now);
+        // Out with workers counts as running: their rows are there too.
+        let out = self
+            .coordinator
+            .as_ref()
+            .map_or(0, super::remote::Coordinator::out);
+        let mut frame = frame(&self.run, self.running + out, now);
         // The gate's run is a row of its own, with the id `gate`.
         if let Some((what, started)) = self.merges.gate_running() {
             frame.rows.push(Row {
