@@ -2,7 +2,6 @@
 //! the user's repository runs the coordinator, and each worker runs in its own clone with its
 //! own HOME, as on separate CI runners.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -63,6 +62,15 @@ impl Cluster {
         let mut cmd = self.user.swarm_cmd();
         cmd.env("SWARM_REMOTE_POLL", POLL).args(args);
         cmd
+    }
+
+    /// The coordinator `swarm` with `args`, started, its output captured.
+    fn start(&self, args: &[&str]) -> Child {
+        self.swarm(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// The refs the remote has under `refs/swarm/`.
@@ -136,17 +144,9 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Waits for a worker and returns its output.
-fn finish(mut child: Child) -> Output {
-    let status = child.wait().unwrap();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
-    Output {
-        status,
-        stdout: out,
-        stderr: err,
-    }
+/// Waits for a started swarm and returns its output.
+fn finish(child: Child) -> Output {
+    child.wait_with_output().unwrap()
 }
 
 /// The lines of a file the tasks append their ids to, sorted.
@@ -287,35 +287,37 @@ fn task_table(report: &str) -> Vec<String> {
         .collect()
 }
 
-/// Waits until the newest run's log in `repo` has an event of `kind` for `task` (about 60 s at
-/// most, then the test fails).
-fn wait_for_event(repo: &TestRepo, kind: &str, task: &str) -> serde_json::Value {
+/// Waits until `found` finds something, looking every 10 ms for about 60 s, then fails the
+/// test saying what never came.
+fn wait_until<T>(what: &str, found: impl Fn() -> Option<T>) -> T {
     for _ in 0..6000 {
-        if let Some(run) = newest_run(repo) {
-            let log = repo.swarm_dir().join("runs").join(run).join("events.jsonl");
-            let found = std::fs::read_to_string(log).unwrap_or_default();
-            if let Some(e) = found
-                .lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .find(|e| e["kind"] == kind && e["task"].as_str().unwrap_or_default() == task)
-            {
-                return e;
-            }
+        if let Some(t) = found() {
+            return t;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    panic!("no {kind} event for {task:?}");
+    panic!("{what} never came");
 }
 
-/// Waits until `path` exists (about 60 s at most).
+/// Waits until the newest run's log in `repo` has an event of `kind` for `task`.
+fn wait_for_event(repo: &TestRepo, kind: &str, task: &str) -> serde_json::Value {
+    wait_until(&format!("a {kind} event for {task:?}"), || {
+        let log = repo
+            .swarm_dir()
+            .join("runs")
+            .join(newest_run(repo)?)
+            .join("events.jsonl");
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["kind"] == kind && e["task"].as_str().unwrap_or_default() == task)
+    })
+}
+
+/// Waits until `path` exists.
 fn wait_for_file(path: &Path) {
-    for _ in 0..6000 {
-        if path.exists() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("{} never appeared", path.display());
+    wait_until(&path.display().to_string(), || path.exists().then_some(()));
 }
 
 fn newest_run(repo: &TestRepo) -> Option<String> {
@@ -385,12 +387,7 @@ fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
     let tasks = c.tasks(&[x]);
     let first = c.runner("first");
     let doomed = first.start(&["--lease", "1s"]);
-    let mut coordinator = c
-        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
     wait_for_file(&pid);
     let claimed = wait_for_event(&c.user, "claimed", "x");
     let run = newest_run(&c.user).unwrap();
@@ -409,12 +406,9 @@ fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
     let expired = wait_for_event(&c.user, "lease_expired", "x");
     assert_eq!(expired["detail"]["worker"], claimed["detail"]["worker"]);
     // Once the attempt is published anew, the dead worker's lease is gone from the remote.
-    for _ in 0..6000 {
-        if git(&c.remote, &["rev-parse", &ready_ref]).trim() != first_ready {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until("the attempt published anew", || {
+        (git(&c.remote, &["rev-parse", &ready_ref]).trim() != first_ready).then_some(())
+    });
     assert!(!c.remote_refs().contains(&lease_ref));
     // The dead worker's result, pushed late as it would have pushed it: refused.
     let late = git(
@@ -443,18 +437,10 @@ fn a_worker_killed_mid_task_loses_its_lease_and_its_late_result_is_refused() {
         .unwrap();
     assert!(!push.status.success(), "the late push was taken");
     let second = c.runner("second").start(&[]);
-    let out = coordinator.wait().unwrap();
-    let (mut err, mut second_out) = (String::new(), String::new());
-    coordinator
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(out.code(), Some(0), "{err}");
+    assert_exit(&finish(coordinator), 0);
     let second = finish(second);
     assert_exit(&second, 0);
-    second_out.push_str(&stderr(&second));
+    let second_out = stderr(&second);
     assert!(second_out.contains("x: result pushed"), "{second_out}");
     assert_eq!(events(&c.user, "merged").len(), 1);
     assert_eq!(c.user.read("x.txt"), "done\n");
@@ -482,26 +468,16 @@ fn a_remote_away_for_a_while_loses_nothing_and_the_run_completes() {
     let c = Cluster::new();
     let tasks = waiting_plan(&c);
     let worker = c.runner("w").start(&["-j", "2"]);
-    let mut coordinator = c
-        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
     wait_for_event(&c.user, "merged", "a");
     wait_for_event(&c.user, "claimed", "b");
     // Away once the coordinator's last push (taking a's refs) is in, so that no git process
     // is inside the remote as it goes: one there would leave its locks behind.
     let run = newest_run(&c.user).unwrap();
-    for _ in 0..6000 {
-        if !c
-            .remote_refs()
-            .contains(&format!("refs/swarm/{run}/ready/a"))
-        {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let ready = format!("refs/swarm/{run}/ready/a");
+    wait_until("a's refs off the remote", || {
+        (!c.remote_refs().contains(&ready)).then_some(())
+    });
     let moved = c.tmp.path().join("remote.moved");
     std::fs::rename(&c.remote, &moved).unwrap();
     // b ends while the remote is away: its result waits on the worker.
@@ -510,15 +486,9 @@ fn a_remote_away_for_a_while_loses_nothing_and_the_run_completes() {
     let away = wait_for_event(&c.user, "remote_away", "");
     assert!(away["detail"]["why"].is_string(), "{away}");
     std::fs::rename(&moved, &c.remote).unwrap();
-    let out = coordinator.wait().unwrap();
-    let mut err = String::new();
-    coordinator
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(out.code(), Some(0), "{err}");
+    let out = finish(coordinator);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
     assert!(
         err.contains("does not answer") && err.contains("answers again"),
         "{err}"
@@ -535,16 +505,11 @@ fn a_coordinator_killed_and_resumed_takes_up_its_workers_results_once() {
     let c = Cluster::new();
     let tasks = waiting_plan(&c);
     let worker = c.runner("w").start(&["-j", "2"]);
-    let mut coordinator = c
-        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
     wait_for_event(&c.user, "merged", "a");
     wait_for_event(&c.user, "claimed", "b");
     kill9(coordinator.id());
-    coordinator.wait().unwrap();
+    finish(coordinator);
     // b ends with nobody to take its result: it waits on the remote.
     std::fs::write(c.shared("go"), "").unwrap();
     wait_for_file(&c.shared("b.done"));
@@ -779,12 +744,7 @@ fn a_worker_stopped_by_a_signal_gives_its_attempt_back_to_another() {
         started = started.display()
     )]);
     let first = c.runner("first").start(&[]);
-    let mut coordinator = c
-        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
     wait_for_file(&started);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(first.id()).unwrap()),
@@ -801,15 +761,7 @@ fn a_worker_stopped_by_a_signal_gives_its_attempt_back_to_another() {
             .contains(&format!("refs/swarm/{run}/lease/x"))
     );
     let second = c.runner("second").start(&[]);
-    let status = coordinator.wait().unwrap();
-    let mut err = String::new();
-    coordinator
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
+    assert_exit(&finish(coordinator), 0);
     assert_exit(&finish(second), 0);
     assert!(events(&c.user, "lease_expired").is_empty());
     assert_eq!(events(&c.user, "merged").len(), 1);

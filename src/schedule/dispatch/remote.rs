@@ -91,19 +91,7 @@ impl Coordinator {
                 options: run.record.options()?,
                 ended: false,
             };
-            let commit = remote::write(
-                run.repo,
-                &info,
-                &[],
-                std::slice::from_ref(&run.layout.base),
-                &format!("swarm run {}", self.run_id),
-            )?;
-            let update = Update {
-                name: remote::ref_name(&self.run_id, "run"),
-                to: Some(commit),
-                expect: Expect::Any,
-            };
-            let update = [update];
+            let update = [run_update(run, &info)?];
             self.reach(run, None, |t| t.push(&update))?;
         }
         let index = index_of(&run.plan);
@@ -514,18 +502,7 @@ impl Coordinator {
         if let Some(commit) = refs.get("run") {
             let mut info: remote::RunInfo = remote::read(run.repo, commit)?;
             info.ended = true;
-            let ended = remote::write(
-                run.repo,
-                &info,
-                &[],
-                std::slice::from_ref(&run.layout.base),
-                &format!("swarm run {} ended", self.run_id),
-            )?;
-            let update = [Update {
-                name: remote::ref_name(&self.run_id, "run"),
-                to: Some(ended),
-                expect: Expect::Any,
-            }];
+            let update = [run_update(run, &info)?];
             self.reach(run, Some(CLOSING_TRIES), |t| t.push(&update))?;
         }
         let Some(refs) = self.reach(run, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
@@ -551,6 +528,23 @@ impl Coordinator {
         self.reach(run, Some(CLOSING_TRIES), |t| t.push(&updates))?;
         Ok(())
     }
+}
+
+/// The push that sets the run's `run` ref to `info` (its commit on the run's base).
+fn run_update(run: &Run<'_>, info: &remote::RunInfo) -> anyhow::Result<Update> {
+    let what = if info.ended { " ended" } else { "" };
+    let commit = remote::write(
+        run.repo,
+        info,
+        &[],
+        std::slice::from_ref(&run.layout.base),
+        &format!("swarm run {}{what}", info.run),
+    )?;
+    Ok(Update {
+        name: remote::ref_name(&info.run, "run"),
+        to: Some(commit),
+        expect: Expect::Any,
+    })
 }
 
 /// The plan's tasks by id.
