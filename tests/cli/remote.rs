@@ -531,48 +531,29 @@ fn a_coordinator_killed_and_resumed_takes_up_its_workers_results_once() {
 fn a_worker_without_a_run_or_a_remote_says_so() {
     let c = Cluster::new();
     let w = c.runner("w");
-    let none = w
-        .swarm(&["worker", "--remote", "origin", "--wait", "0"])
-        .output()
-        .unwrap();
-    assert_exit(&none, 0);
-    assert!(
-        stderr(&none).contains("no run appeared on origin"),
-        "{}",
-        stderr(&none)
-    );
-    let gone = w
-        .swarm(&[
-            "worker",
-            "--remote",
-            "origin",
-            "--run",
-            "20260101-000000-abcd",
-        ])
-        .output()
-        .unwrap();
-    assert_exit(&gone, 0);
-    assert!(
-        stderr(&gone).contains("is not on origin"),
-        "{}",
-        stderr(&gone)
-    );
-    let away = w
-        .swarm(&["worker", "--remote", "/nowhere/remote.git", "--wait", "0"])
-        .output()
-        .unwrap();
-    assert_exit(&away, 75);
-    assert!(
-        stderr(&away).contains("did not answer"),
-        "{}",
-        stderr(&away)
-    );
-    let bad = w
-        .swarm(&["worker", "--remote", "origin", "--lease", "soon"])
-        .output()
-        .unwrap();
-    assert_exit(&bad, 2);
-    assert!(stderr(&bad).contains("--lease"), "{}", stderr(&bad));
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["--remote", "origin", "--wait", "0"],
+            0,
+            "no run appeared on origin",
+        ),
+        (
+            &["--remote", "origin", "--run", "20260101-000000-abcd"],
+            0,
+            "is not on origin",
+        ),
+        (
+            &["--remote", "/nowhere/remote.git", "--wait", "0"],
+            75,
+            "did not answer",
+        ),
+        (&["--remote", "origin", "--lease", "soon"], 2, "--lease"),
+    ];
+    for (args, code, says) in cases {
+        let out = w.swarm(&[&["worker"], args].concat()).output().unwrap();
+        assert_exit(&out, code);
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
 }
 
 #[test]
