@@ -241,7 +241,8 @@ pub enum Command {
         #[arg(long)]
         path: bool,
     },
-    /// Print a run's or a task file's DAG.
+    /// Print a run's or a task file's DAG (as Mermaid, DOT, or a picture in SVG or HTML that
+    /// needs neither a browser nor Graphviz to make).
     ///
     /// With --json (instead of --format), one object: `nodes` (each with `id`, `title`, `lane`,
     /// `mode` and, for a run, `status`; null for a task file) and `edges` (each with `from`, a
@@ -524,8 +525,15 @@ pub enum ProgressHow {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GraphFormat {
+    /// A Mermaid flowchart.
     Mermaid,
+    /// Graphviz DOT.
     Dot,
+    /// A picture, drawn by swarm itself: left to right by dependency level, coloured by status
+    /// for a run, the critical path heavier.
+    Svg,
+    /// The SVG in an HTML page of its own.
+    Html,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

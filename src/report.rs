@@ -9,8 +9,11 @@ use serde_json::{Value, json};
 mod attention;
 mod escape;
 mod graph;
+mod layout;
+mod svg;
 
 pub use graph::{dot, mermaid};
+pub use svg::{html as graph_html, svg};
 
 use crate::plan::Plan;
 use crate::store::{GoalRecord, GoalStatus, RunRecord, TaskRecord, TaskStatus};

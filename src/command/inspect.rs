@@ -383,6 +383,14 @@ pub(super) fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> a
     let text = match format {
         GraphFormat::Mermaid => report::mermaid(&plan, records.as_deref()),
         GraphFormat::Dot => report::dot(&plan, records.as_deref()),
+        GraphFormat::Svg => report::svg(&plan, records.as_deref()),
+        GraphFormat::Html => {
+            let title = match source {
+                Some(s) => format!("swarm graph of {s}"),
+                None => "swarm graph".to_owned(),
+            };
+            report::graph_html(&plan, records.as_deref(), &title)
+        }
     };
     ui::out(&text)?;
     Ok(exit::OK)

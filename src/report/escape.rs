@@ -96,6 +96,25 @@ pub fn dot(text: &str) -> String {
     out
 }
 
+/// `text` for XML and HTML, in text or in a quoted attribute: `&`, `<`, `>`, `"` and `'`
+/// become entities, and characters XML 1.0 does not allow (most control characters) go.
+pub fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if u32::from(c) < 0x20 || matches!(c, '\u{FFFE}' | '\u{FFFF}') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn longest_run(text: &str, of: char) -> usize {
     let (mut longest, mut run) = (0, 0);
     for c in text.chars() {
@@ -124,6 +143,15 @@ mod tests {
             markdown("<script>alert(1)</script>"),
             "&lt;script&gt;alert(1)&lt;/script&gt;"
         );
+    }
+
+    #[test]
+    fn xml_makes_entities_of_markup_and_quotes_and_drops_control_characters() {
+        assert_eq!(
+            xml("<a href='x'>\"Tom\" & co</a>\u{1b}[31m\u{7}"),
+            "&lt;a href=&#39;x&#39;&gt;&quot;Tom&quot; &amp; co&lt;/a&gt;[31m"
+        );
+        assert_eq!(xml("two\nlines\tand é"), "two\nlines\tand é");
     }
 
     #[test]

@@ -64,7 +64,7 @@ fn graph_label(task: &crate::plan::Task) -> String {
     }
 }
 
-fn status_class(s: TaskStatus) -> &'static str {
+pub(super) fn status_class(s: TaskStatus) -> &'static str {
     match s {
         TaskStatus::Done => "done",
         TaskStatus::Failed => "failed",

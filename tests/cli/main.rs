@@ -13,6 +13,7 @@ pub mod gate;
 mod generated;
 pub mod goal;
 mod goals;
+mod graph_svg;
 mod landing;
 pub mod lifeline;
 mod merge_gate;
