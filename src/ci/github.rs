@@ -1,0 +1,150 @@
+//! The GitHub Actions workflow: started by hand (`workflow_dispatch`), a coordinator job and a
+//! matrix of worker jobs, each in a full checkout whose token can push.
+
+use std::fmt::Write as _;
+
+use super::text::{block, comment, numbers, scalar};
+use super::{GOAL_VAR, PLAN_VAR, REPORT, SECRETS, SOURCE_VAR, Template};
+
+pub(super) fn render(t: &Template) -> String {
+    let start = match &t.plan {
+        Some(_) => {
+            "Start it from the Actions tab (Run workflow); it runs the task file given there."
+        }
+        None => "Start it from the Actions tab (Run workflow), with a goal.",
+    };
+    let mut y = t.header(&[
+        t.summary(
+            "GitHub Actions runners",
+            "job",
+            "the report is the workflow run's artifact swarm-report",
+        ),
+        start.to_owned(),
+        format!(
+            "{} {}",
+            Template::secrets_sentence(
+                "the repository's secrets (Settings > Secrets and variables > Actions)"
+            ),
+            t.install_sentence("a repository secret too: it may hold a token, for a private copy"),
+        ),
+        Template::edit_sentence("runs-on, timeout-minutes (6 hours at most on GitHub's runners)"),
+    ]);
+    y.push_str("\nname: swarm\n\non:\n  workflow_dispatch:\n    inputs:\n");
+    match &t.plan {
+        Some(plan) => {
+            let _ = write!(
+                y,
+                "      plan:\n        description: The task file to run, in the repository (swarm run)\n        required: true\n        type: string\n        default: {}\n",
+                scalar(plan)
+            );
+        }
+        None => y.push_str(
+            "      goal:\n        description: What to do, in prose (swarm --goal)\n        required: true\n        type: string\n",
+        ),
+    }
+    y.push('\n');
+    y.push_str(&comment(
+        "The jobs push: the workers their results under refs/swarm/, the coordinator the run's state and its branches. The token of actions/checkout does it, with these permissions.",
+    ));
+    y.push_str("permissions:\n  contents: write\n\n");
+    y.push_str(&comment(
+        "One swarm run at a time in this repository: a worker joins the run it finds on the remote, so two runs at once would share their workers. A second start waits for the first run to end rather than cancelling it, which would leave that run half done.",
+    ));
+    y.push_str(
+        "concurrency:\n  group: swarm-${{ github.repository }}\n  cancel-in-progress: false\n\njobs:\n",
+    );
+
+    // The coordinator.
+    let input = match &t.plan {
+        Some(_) => (PLAN_VAR, "${{ inputs.plan }}"),
+        None => (GOAL_VAR, "${{ inputs.goal }}"),
+    };
+    y.push_str(
+        "  coordinator:\n    runs-on: ubuntu-latest\n    timeout-minutes: 360\n    steps:\n",
+    );
+    prepare(&mut y, t);
+    step(&mut y, "Run", &[input], &t.coordinator(), None);
+    step(
+        &mut y,
+        "Push the run's branches",
+        &[],
+        &t.push_branches(),
+        Some("always()"),
+    );
+    let _ = write!(
+        y,
+        "      - name: Keep the report\n        if: always()\n        uses: actions/upload-artifact@v4\n        with:\n          name: swarm-report\n          path: {REPORT}\n          if-no-files-found: warn\n"
+    );
+
+    // The workers.
+    let _ = write!(
+        y,
+        "\n  workers:\n    name: worker ${{{{ matrix.worker }}}}\n    runs-on: ubuntu-latest\n    timeout-minutes: 360\n    strategy:\n      fail-fast: false\n      matrix:\n        worker: {}\n    steps:\n",
+        numbers(t.workers, 16)
+    );
+    prepare(&mut y, t);
+    step(&mut y, "Work", &[], &t.worker(), None);
+    y
+}
+
+/// The steps both jobs start with: a full checkout, the identity of swarm's commits, swarm.
+fn prepare(y: &mut String, t: &Template) {
+    y.push_str("      - uses: actions/checkout@v4\n        with:\n          fetch-depth: 0\n");
+    let _ = writeln!(
+        y,
+        "      - name: Set the identity of swarm's commits\n        run:{}",
+        block(
+            "git config --global user.name \"github-actions[bot]\"\ngit config --global user.email \"41898282+github-actions[bot]@users.noreply.github.com\"",
+            8
+        )
+    );
+    let source = [(SOURCE_VAR, "${{ secrets.SWARM_CI_SOURCE }}")];
+    let env: &[(&str, &str)] = if t.needs_source() { &source } else { &[] };
+    let _ = writeln!(
+        y,
+        "      - name: Install swarm{}\n        run:{}",
+        env_block(env, false),
+        block(t.install(), 8)
+    );
+}
+
+/// A step that runs `script`, with `env` (and, for swarm's steps, the agents' secrets).
+fn step(y: &mut String, name: &str, env: &[(&str, &str)], script: &str, when: Option<&str>) {
+    let _ = write!(y, "      - name: {}", scalar(name));
+    if let Some(when) = when {
+        let _ = write!(y, "\n        if: {when}");
+    }
+    let swarm = script.starts_with("swarm ");
+    let _ = writeln!(
+        y,
+        "{}\n        run:{}",
+        env_block(env, swarm),
+        block(script, 8)
+    );
+}
+
+/// `env:` of a step: `vars`, then the agents' secrets when `secrets` is set; nothing when both
+/// are empty.
+fn env_block(vars: &[(&str, &str)], secrets: bool) -> String {
+    let secret_vars: Vec<(String, String)> = if secrets {
+        SECRETS
+            .iter()
+            .map(|name| ((*name).to_owned(), format!("${{{{ secrets.{name} }}}}")))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let all: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .chain(secret_vars)
+        .collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n        env:");
+    for (name, value) in all {
+        let _ = write!(out, "\n          {name}: {value}");
+    }
+    out
+}
