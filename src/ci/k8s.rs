@@ -127,7 +127,7 @@ fn job(
         );
     }
     if !env_lines.is_empty() {
-        let _ = write!(out, "          env:{env_lines}\n");
+        let _ = writeln!(out, "          env:{env_lines}");
     }
     let whole = format!(
         "set -eu\n{}{}\n{}\ncd repo\n{script}",
