@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::text::{block, comment, numbers, scalar};
-use super::{GOAL_VAR, PLAN_VAR, REPORT, SECRETS, SOURCE_VAR, Template};
+use super::{GOAL_VAR, PLAN_VAR, REPORT, SOURCE_VAR, Template};
 
 pub(super) fn render(t: &Template) -> String {
     let start = match &t.plan {
@@ -63,7 +63,9 @@ pub(super) fn render(t: &Template) -> String {
         "  coordinator:\n    runs-on: ubuntu-latest\n    timeout-minutes: 360\n    steps:\n",
     );
     prepare(&mut y, t);
-    step(&mut y, "Run", &[input], &t.coordinator(), None);
+    let mut env = vec![input];
+    env.extend(agents_keys());
+    step(&mut y, "Run", &env, &t.coordinator(), None);
     step(
         &mut y,
         "Push the run's branches",
@@ -83,7 +85,7 @@ pub(super) fn render(t: &Template) -> String {
         numbers(t.workers, 16)
     );
     prepare(&mut y, t);
-    step(&mut y, "Work", &[], &t.worker(), None);
+    step(&mut y, "Work", &agents_keys(), &t.worker(), None);
     y
 }
 
@@ -100,51 +102,31 @@ fn prepare(y: &mut String, t: &Template) {
     );
     let source = [(SOURCE_VAR, "${{ secrets.SWARM_CI_SOURCE }}")];
     let env: &[(&str, &str)] = if t.needs_source() { &source } else { &[] };
-    let _ = writeln!(
-        y,
-        "      - name: Install swarm{}\n        run:{}",
-        env_block(env, false),
-        block(t.install(), 8)
-    );
+    step(y, "Install swarm", env, t.install(), None);
 }
 
-/// A step that runs `script`, with `env` (and, for swarm's steps, the agents' secrets).
+/// The agents' keys (`SECRETS`), from the repository's secrets: given to swarm's own steps
+/// only, not to the actions the jobs use.
+fn agents_keys() -> Vec<(&'static str, &'static str)> {
+    const KEYS: [(&str, &str); 3] = [
+        ("ANTHROPIC_API_KEY", "${{ secrets.ANTHROPIC_API_KEY }}"),
+        ("OPENAI_API_KEY", "${{ secrets.OPENAI_API_KEY }}"),
+        ("SWARM_API_KEY", "${{ secrets.SWARM_API_KEY }}"),
+    ];
+    KEYS.to_vec()
+}
+
+/// A step that runs `script` with the variables of `env`, if `when` says so.
 fn step(y: &mut String, name: &str, env: &[(&str, &str)], script: &str, when: Option<&str>) {
     let _ = write!(y, "      - name: {}", scalar(name));
     if let Some(when) = when {
         let _ = write!(y, "\n        if: {when}");
     }
-    let swarm = script.starts_with("swarm ");
-    let _ = writeln!(
-        y,
-        "{}\n        run:{}",
-        env_block(env, swarm),
-        block(script, 8)
-    );
-}
-
-/// `env:` of a step: `vars`, then the agents' secrets when `secrets` is set; nothing when both
-/// are empty.
-fn env_block(vars: &[(&str, &str)], secrets: bool) -> String {
-    let secret_vars: Vec<(String, String)> = if secrets {
-        SECRETS
-            .iter()
-            .map(|name| ((*name).to_owned(), format!("${{{{ secrets.{name} }}}}")))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let all: Vec<(String, String)> = vars
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .chain(secret_vars)
-        .collect();
-    if all.is_empty() {
-        return String::new();
+    if !env.is_empty() {
+        y.push_str("\n        env:");
+        for (name, value) in env {
+            let _ = write!(y, "\n          {name}: {value}");
+        }
     }
-    let mut out = String::from("\n        env:");
-    for (name, value) in all {
-        let _ = write!(out, "\n          {name}: {value}");
-    }
-    out
+    let _ = writeln!(y, "\n        run:{}", block(script, 8));
 }

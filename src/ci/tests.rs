@@ -1,4 +1,4 @@
-use super::{DEFAULT_INSTALL, Target, Template};
+use super::{DEFAULT_INSTALL, SECRETS, Target, Template};
 
 fn template(target: Target) -> Template {
     Template::new(target)
@@ -115,5 +115,25 @@ fn every_file_starts_with_the_command_that_made_it() {
             "{text}"
         );
         assert!(text.contains("cargo binstall -y swarm"), "{text}");
+    }
+}
+
+#[test]
+fn every_target_hands_the_agents_every_key() {
+    for target in [Target::Github, Target::Gitlab, Target::K8s] {
+        let text = template(target).render().unwrap();
+        for key in SECRETS {
+            assert!(text.contains(key), "{}: {key}", target.name());
+        }
+    }
+    let github = template(Target::Github).render().unwrap();
+    for key in SECRETS {
+        assert_eq!(
+            github
+                .matches(&format!("{key}: ${{{{ secrets.{key} }}}}"))
+                .count(),
+            2,
+            "{key}: in the swarm steps of both jobs"
+        );
     }
 }
