@@ -4,12 +4,12 @@
 use std::fmt::Write as _;
 
 use super::text::{block, comment, numbers, scalar};
-use super::{GOAL_VAR, PLAN_VAR, REPORT, SOURCE_VAR, Template};
+use super::{GOAL_VAR, PLAN_VAR, REPORT, SECRETS, SOURCE_VAR, Template};
 
 pub(super) fn render(t: &Template) -> String {
     let start = match &t.plan {
         Some(_) => {
-            "Start it from the Actions tab (Run workflow); it runs the task file given there."
+            "Start it from the Actions tab (Run workflow); it runs the task file given there. Started otherwise (add `schedule:` under `on:` for a nightly run), it runs the one given to --plan."
         }
         None => "Start it from the Actions tab (Run workflow), with a goal.",
     };
@@ -55,9 +55,16 @@ pub(super) fn render(t: &Template) -> String {
     );
 
     // The coordinator.
+    // A run without inputs (on a schedule, say) runs the task file given to --plan.
     let input = match &t.plan {
-        Some(_) => (PLAN_VAR, "${{ inputs.plan }}"),
-        None => (GOAL_VAR, "${{ inputs.goal }}"),
+        Some(plan) => (
+            PLAN_VAR,
+            scalar(&format!(
+                "${{{{ inputs.plan || '{}' }}}}",
+                plan.replace('\'', "''")
+            )),
+        ),
+        None => (GOAL_VAR, "${{ inputs.goal }}".to_owned()),
     };
     y.push_str(
         "  coordinator:\n    runs-on: ubuntu-latest\n    timeout-minutes: 360\n    steps:\n",
@@ -100,24 +107,24 @@ fn prepare(y: &mut String, t: &Template) {
             8
         )
     );
-    let source = [(SOURCE_VAR, "${{ secrets.SWARM_CI_SOURCE }}")];
-    let env: &[(&str, &str)] = if t.needs_source() { &source } else { &[] };
-    step(y, "Install swarm", env, t.install(), None);
+    let mut env = Vec::new();
+    if t.needs_source() {
+        env.push((SOURCE_VAR, "${{ secrets.SWARM_CI_SOURCE }}".to_owned()));
+    }
+    step(y, "Install swarm", &env, t.install(), None);
 }
 
 /// The agents' keys (`SECRETS`), from the repository's secrets: given to swarm's own steps
 /// only, not to the actions the jobs use.
-fn agents_keys() -> Vec<(&'static str, &'static str)> {
-    const KEYS: [(&str, &str); 3] = [
-        ("ANTHROPIC_API_KEY", "${{ secrets.ANTHROPIC_API_KEY }}"),
-        ("OPENAI_API_KEY", "${{ secrets.OPENAI_API_KEY }}"),
-        ("SWARM_API_KEY", "${{ secrets.SWARM_API_KEY }}"),
-    ];
-    KEYS.to_vec()
+fn agents_keys() -> Vec<(&'static str, String)> {
+    SECRETS
+        .iter()
+        .map(|key| (*key, format!("${{{{ secrets.{key} }}}}")))
+        .collect()
 }
 
 /// A step that runs `script` with the variables of `env`, if `when` says so.
-fn step(y: &mut String, name: &str, env: &[(&str, &str)], script: &str, when: Option<&str>) {
+fn step(y: &mut String, name: &str, env: &[(&str, String)], script: &str, when: Option<&str>) {
     let _ = write!(y, "      - name: {}", scalar(name));
     if let Some(when) = when {
         let _ = write!(y, "\n        if: {when}");

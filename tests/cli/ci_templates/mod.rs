@@ -354,7 +354,10 @@ fn the_github_workflow_has_a_coordinator_and_a_matrix_of_workers_that_can_push()
         run["run"],
         "swarm run \"$SWARM_CI_PLAN\" --remote git@example.com:t/r.git --land branch --final-out swarm-report.md\n"
     );
-    assert_eq!(run["env"]["SWARM_CI_PLAN"], "${{ inputs.plan }}");
+    assert_eq!(
+        run["env"]["SWARM_CI_PLAN"],
+        "${{ inputs.plan || 'plans/nightly.jsonl' }}"
+    );
     step_running(
         &w["jobs"]["workers"],
         "swarm worker --remote git@example.com:t/r.git",
