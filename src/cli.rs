@@ -351,7 +351,8 @@ pub enum Command {
         #[arg(long, value_name = "CMD")]
         install: Option<String>,
         /// The git remote the run is coordinated through and its branches pushed to: a name or
-        /// a URL [default: origin].
+        /// a URL; for github and gitlab, whose checkouts have one remote, origin or a URL
+        /// [default: origin].
         #[arg(long, value_name = "NAME|URL")]
         remote: Option<String>,
     },
