@@ -57,7 +57,7 @@ pub(super) fn render(t: &Template) -> String {
     }
     y.push('\n');
     y.push_str(&comment(
-        "What both jobs share: a full clone (GIT_DEPTH 0), the identity of swarm's commits, the push token, swarm.",
+        "What both jobs share: a fresh, full clone (GIT_STRATEGY clone, so no branch of an earlier run is left to push; GIT_DEPTH 0), the identity of swarm's commits, the push token, swarm.",
     ));
     let _ = write!(
         y,

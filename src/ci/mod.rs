@@ -203,7 +203,9 @@ impl Template {
     }
 
     /// Pushes the coordinator's branches (the run's, and any parked ones) to the remote: the
-    /// result of a run on a runner that is thrown away afterwards.
+    /// result of a run on a runner that is thrown away afterwards. Every job starts from a
+    /// fresh clone (actions/checkout deletes the local branches of a reused one), so the
+    /// branches under `swarm/` are this run's.
     fn push_branches(&self) -> String {
         format!(
             "git for-each-ref --format='%(refname)' refs/heads/swarm/ | xargs -r git push {}",
