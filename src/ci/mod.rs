@@ -265,7 +265,7 @@ impl Template {
     /// The header's last paragraph: what else to edit.
     fn edit_sentence(knobs: &str) -> String {
         format!(
-            "Also worth editing: {knobs}; and --land branch, which keeps the work on its branch: with --land auto (and a push of that branch) the run lands on the branch it started from."
+            "Also worth editing: {knobs}; swarm worker -j N, the tasks a worker runs at once (default 4); and --land branch, which keeps the work on its branch: with --land auto (and a push of that branch) the run lands on the branch it started from."
         )
     }
 }
