@@ -117,6 +117,12 @@ impl Template {
                 "--remote {remote:?}: not a git remote's name or URL"
             )));
         }
+        if holds_password(remote) {
+            return Err(Usage::new(
+                "--remote: the URL holds a password, which would be written into a file that is committed",
+            )
+            .hint("give the URL without it; the jobs push with the token the file's first lines name"));
+        }
         if self.target != Target::K8s && remote != DEFAULT_REMOTE && !is_url(remote) {
             let ci = match self.target {
                 Target::Github => "a GitHub Actions checkout",
@@ -268,6 +274,17 @@ impl Template {
             "Also worth editing: {knobs}; swarm worker -j N, the tasks a worker runs at once (default 4); and --land branch, which keeps the work on its branch: with --land auto (and a push of that branch) the run lands on the branch it started from."
         )
     }
+}
+
+/// Whether a URL has a password in it: `https://user:secret@host/…`.
+fn holds_password(remote: &str) -> bool {
+    let Some((_, rest)) = remote.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or(rest);
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
 }
 
 /// Whether a `--remote` is a URL (or scp-like `host:path`) rather than a remote's name.

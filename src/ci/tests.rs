@@ -137,3 +137,25 @@ fn every_target_hands_the_agents_every_key() {
         );
     }
 }
+
+#[test]
+fn a_remote_url_with_a_password_is_refused_since_the_file_is_committed() {
+    let t = Template {
+        remote: "https://me:ghp_secret@github.com/o/r.git".into(),
+        ..template(Target::K8s)
+    };
+    let err = t.render().expect_err("a password");
+    assert!(err.message.contains("holds a password"), "{}", err.message);
+    assert!(!err.message.contains("ghp_secret"), "{}", err.message);
+    for remote in [
+        "https://me@example.com/o/r.git",
+        "git@example.com:o/r.git",
+        "ssh://git@example.com:22/o/r.git",
+    ] {
+        let t = Template {
+            remote: remote.into(),
+            ..template(Target::Github)
+        };
+        assert!(t.render().is_ok(), "{remote}");
+    }
+}

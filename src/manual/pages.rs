@@ -693,7 +693,7 @@ const CI: Sections = Sections {
         item("1", "The file could not be written."),
         item(
             "2",
-            "A bad value (**--workers** out of range, a **--remote** that is no remote, an absolute **--plan**, an empty **--install**), an unknown target, **--json**, or an **--out** that exists (without **--force**) or is a directory; nothing was written.",
+            "A bad value (**--workers** out of range, a **--remote** that is no remote or whose URL holds a password, an absolute **--plan**, an empty **--install**), an unknown target, **--json**, or an **--out** that exists (without **--force**) or is a directory; nothing was written.",
         ),
     ],
     examples: &[
