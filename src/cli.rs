@@ -324,6 +324,58 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Write the CI configuration that spreads one run over CI runners, coordinated through the
+    /// git remote: a GitHub Actions workflow, a GitLab CI file or Kubernetes Jobs.
+    ///
+    /// A coordinator job runs `swarm --goal "…" --remote NAME` (or `swarm run PLAN --remote
+    /// NAME` with --plan), merges what the workers push and pushes the run's branch
+    /// swarm/<run> with its report; N worker jobs run `swarm worker --remote NAME`. Every job
+    /// has a full clone and can push. The file starts with a comment naming the command that
+    /// made it and what to set up: the agents' secrets, the push token (GitLab, Kubernetes),
+    /// how runners get swarm.
+    ///
+    /// It has no JSON output: with --json, swarm says so and exits 2.
+    Ci {
+        /// Where the runners are: github (a workflow for .github/workflows/), gitlab (a
+        /// .gitlab-ci.yml) or k8s (a Job and an Indexed Job for `kubectl create -f`).
+        #[arg(value_enum)]
+        target: CiTarget,
+        /// How many workers run the tasks, 1 to 256 (GitLab: 200) [default: 3].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+        workers: Option<u16>,
+        /// Write the file to PATH (its directories are made) instead of printing it; an
+        /// existing file is kept unless --force.
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
+        /// Replace the file --out names.
+        #[arg(long, requires = "out")]
+        force: bool,
+        /// Run this task file (a path in the repository) instead of asking for a goal when the
+        /// run is started.
+        #[arg(long, value_name = "PATH")]
+        plan: Option<String>,
+        /// How each runner gets swarm, a shell command [default: `cargo install --locked --git
+        /// "$SWARM_CI_SOURCE" swarm`: built from swarm's source, whose git URL the CI variable
+        /// SWARM_CI_SOURCE holds].
+        #[arg(long, value_name = "CMD")]
+        install: Option<String>,
+        /// The git remote the run is coordinated through and its branches pushed to: a name or
+        /// a URL; for github and gitlab, whose checkouts have one remote, origin or a URL
+        /// [default: origin].
+        #[arg(long, value_name = "NAME|URL")]
+        remote: Option<String>,
+    },
+}
+
+/// Where `swarm ci`'s runners are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CiTarget {
+    /// GitHub Actions.
+    Github,
+    /// GitLab CI.
+    Gitlab,
+    /// Kubernetes.
+    K8s,
 }
 
 /// Options of a run. Unset options come from the run being resumed, then from the defaults.

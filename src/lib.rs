@@ -8,6 +8,7 @@
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod agent;
+pub mod ci;
 pub mod cli;
 mod command;
 pub mod complete;

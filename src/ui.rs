@@ -44,6 +44,7 @@ pub enum Verb {
     Empty,
     Done,
     Note,
+    Wrote,
 }
 
 /// How a verb is coloured: done and merged green, parked and retrying yellow, failed red.
@@ -58,9 +59,12 @@ enum Tone {
 impl Verb {
     fn tone(self) -> Tone {
         match self {
-            Self::Finished | Self::Merged | Self::Resolved | Self::Done | Self::Planned => {
-                Tone::Good
-            }
+            Self::Finished
+            | Self::Merged
+            | Self::Resolved
+            | Self::Done
+            | Self::Planned
+            | Self::Wrote => Tone::Good,
             Self::Parked
             | Self::Retrying
             | Self::Interrupted
@@ -109,6 +113,7 @@ impl Verb {
             Self::Empty => "Empty",
             Self::Done => "Done",
             Self::Note => "Note",
+            Self::Wrote => "Wrote",
         }
     }
 }

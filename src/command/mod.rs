@@ -13,6 +13,7 @@ use crate::ui;
 use crate::ui::Verb;
 use crate::{Usage, exit};
 
+mod ci;
 mod facts;
 mod gc;
 mod goal;
@@ -179,6 +180,26 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             ui::out(&String::from_utf8(crate::complete::script(shell)?)?)?;
             Ok(exit::OK)
         }
+        Command::Ci {
+            target,
+            workers,
+            out,
+            force,
+            plan,
+            install,
+            remote,
+        } => ci::ci(
+            &g,
+            ci::Asked {
+                target,
+                workers,
+                out,
+                force,
+                plan,
+                install,
+                remote,
+            },
+        ),
     }
 }
 

@@ -23,6 +23,7 @@ pub(crate) const PAGES: &[Sections] = &[
     QUEUE_RUN,
     GC,
     COMPLETIONS,
+    CI,
 ];
 
 // ---- Blocks shared by several pages ----
@@ -676,4 +677,39 @@ const COMPLETIONS: Sections = Sections {
         ),
     ],
     see_also: &[],
+};
+
+const CI: Sections = Sections {
+    page: "swarm-ci",
+    description: &[
+        "The coordinator job runs **swarm --goal** \"$SWARM_CI_GOAL\" **--remote** _NAME_ **--land branch --final-out swarm-report.md** (with **--plan**, **swarm run** \"$SWARM_CI_PLAN\" instead): it plans, publishes the run under **refs/swarm/** on the remote, merges what the workers push back, then pushes its branches (**swarm/**_run_ and any parked **swarm/**_run_**-**_task_) for review and keeps the report. Each of the **--workers** jobs runs **swarm worker --remote** _NAME_. The goal and the plan reach the shell as variables, never pasted into a script; every value is quoted for the YAML and the shell it lands in.",
+        "**github**: a workflow started by hand (**workflow_dispatch**, input **goal** or **plan**), **permissions: contents: write**, one run at a time per repository (**concurrency**, a second start waits), a **coordinator** job and a **workers** job over **strategy.matrix.worker** 1 to _N_ (**fail-fast: false**), each with **actions/checkout@v4** and **fetch-depth: 0**; the agents' keys are repository secrets given to swarm's steps only; the report is the artifact **swarm-report**.",
+        "**gitlab**: a **swarm-coordinator** job and a **swarm-workers** job with **parallel:** _N_ (at most 200) and **GIT_DEPTH** 0, run only in pipelines started by hand, the API, a trigger or a schedule with **SWARM_CI_GOAL** (or **SWARM_CI_PLAN**) set. The job token cannot push, so the jobs push with a project access token in **SWARM_CI_PUSH_TOKEN**, handed to git by a credential helper.",
+        "**k8s**: a Job **swarm-coordinator** and an Indexed Job **swarm-workers** (**completions** and **parallelism** _N_); each pod clones **SWARM_CI_REPO** and pushes with **SWARM_CI_PUSH_TOKEN**, all from the Secret **swarm**. The goal is **SWARM_CI_GOAL** in the coordinator Job.",
+        "By default each job builds swarm from its source, **cargo install --locked --git** \"$SWARM_CI_SOURCE\" **swarm**, the source's git URL in the CI variable **SWARM_CI_SOURCE**: swarm is not published on crates.io under its name, and a default must not install a stranger's crate next to a push token. **--install** replaces that command (a prebuilt binary is faster; agents' CLIs go there too).",
+    ],
+    exit_status: &[
+        item("0", "The file was printed or written."),
+        item("1", "The file could not be written."),
+        item(
+            "2",
+            "A bad value (**--workers** out of range, a **--remote** that is no remote or whose URL holds a password, an absolute **--plan**, an empty **--install**), an unknown target, **--json**, or an **--out** that exists (without **--force**) or is a directory; nothing was written.",
+        ),
+    ],
+    examples: &[
+        item(
+            "swarm ci github --out .github/workflows/swarm.yml",
+            "A workflow with 3 workers; start it from the Actions tab with a goal.",
+        ),
+        item(
+            "swarm ci gitlab --workers 8 --plan plans/nightly.jsonl",
+            "Print a GitLab CI file whose pipelines run a task file with 8 workers.",
+        ),
+        item(
+            "swarm ci k8s --install 'curl -fsSL https://example.com/swarm -o /usr/local/bin/swarm && chmod +x /usr/local/bin/swarm' > swarm.yaml",
+            "Kubernetes Jobs whose pods fetch a prebuilt swarm instead of building it.",
+        ),
+    ],
+    see_also: &["swarm-run(1)"],
+    ..Sections::NONE
 };

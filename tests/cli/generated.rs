@@ -1,7 +1,7 @@
 //! Generated files: the shell completions in `completions/` and the man pages in `man/` are
-//! produced from the clap definition (`swarm::cli::command()`). The test fails when a committed
-//! file differs from what the definition produces; with `SWARM_UPDATE_GENERATED=1` it rewrites
-//! them instead.
+//! produced from the clap definition (`swarm::cli::command()`), and the CI configurations in
+//! `examples/ci/` by `swarm ci`. The test fails when a committed file differs from what swarm
+//! produces; with `SWARM_UPDATE_GENERATED=1` it rewrites them instead.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,8 +33,20 @@ fn generate() -> BTreeMap<String, Vec<u8>> {
     for (name, page) in swarm::manual::pages(swarm::cli::command()) {
         files.insert(format!("man/{name}"), page);
     }
+    // What `swarm ci TARGET` prints (tests/cli/ci_templates checks that it does).
+    for (target, path) in CI_EXAMPLES {
+        let text = swarm::ci::Template::new(*target).render().unwrap();
+        files.insert((*path).to_owned(), text.into_bytes());
+    }
     files
 }
+
+/// The CI configurations in `examples/ci/`, beside files of its own that are not generated.
+const CI_EXAMPLES: &[(swarm::ci::Target, &str)] = &[
+    (swarm::ci::Target::Github, "examples/ci/github-workflow.yml"),
+    (swarm::ci::Target::Gitlab, "examples/ci/gitlab-ci.yml"),
+    (swarm::ci::Target::K8s, "examples/ci/k8s-job.yaml"),
+];
 
 /// What `swarm completions SHELL` prints.
 fn completion(shell: Shell) -> Vec<u8> {
@@ -83,7 +95,7 @@ fn completions_and_man_pages_match_the_clap_definition() {
         match std::fs::read(root().join(path)) {
             Ok(old) if old == *bytes => {}
             Ok(old) => drift.push(format!(
-                "{path} differs from the clap definition{}",
+                "{path} differs from what swarm generates{}",
                 first_difference(&old, bytes)
             )),
             Err(_) => drift.push(format!("{path} is missing")),
@@ -96,7 +108,7 @@ fn completions_and_man_pages_match_the_clap_definition() {
     }
     assert!(
         drift.is_empty(),
-        "generated files are out of date:\n  {}\nto fix: run `{FIX}` and commit completions/ and man/",
+        "generated files are out of date:\n  {}\nto fix: run `{FIX}` and commit completions/, man/ and examples/ci/",
         drift.join("\n  ")
     );
 }

@@ -3,6 +3,7 @@
 
 mod acp;
 mod agents;
+mod ci_templates;
 mod completions;
 mod display;
 mod engine;
