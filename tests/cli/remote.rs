@@ -748,3 +748,93 @@ fn a_worker_stopped_by_a_signal_gives_its_attempt_back_to_another() {
     assert_eq!(events(&c.user, "merged").len(), 1);
     assert_eq!(c.user.read("x.txt"), "second\n");
 }
+
+/// A commit in the bare repository `dir` holding `record.json` with `json`, on `parents`.
+fn record_commit(dir: &Path, json: &serde_json::Value, parents: &[&str]) -> String {
+    let blob_file = dir.join("record.tmp");
+    std::fs::write(&blob_file, serde_json::to_vec(json).unwrap()).unwrap();
+    let blob = git(dir, &["hash-object", "-w", blob_file.to_str().unwrap()]);
+    std::fs::remove_file(&blob_file).unwrap();
+    let tree_file = dir.join("tree.tmp");
+    std::fs::write(
+        &tree_file,
+        format!("100644 blob {}\trecord.json\n", blob.trim()),
+    )
+    .unwrap();
+    let tree = Command::new("git")
+        .args(["mktree"])
+        .current_dir(dir)
+        .stdin(std::fs::File::open(&tree_file).unwrap())
+        .output()
+        .unwrap();
+    std::fs::remove_file(&tree_file).unwrap();
+    let tree = String::from_utf8(tree.stdout).unwrap();
+    let mut args = vec!["commit-tree", tree.trim(), "-m", "record"];
+    for p in parents {
+        args.extend(["-p", p]);
+    }
+    git(dir, &args).trim().to_owned()
+}
+
+#[test]
+fn a_writers_commit_that_does_not_descend_from_its_start_is_not_merged() {
+    let c = Cluster::new();
+    let tasks =
+        c.tasks(&[r#"{"id":"w","title":"w","mode":"write","run":"echo w > w.txt"}"#.to_owned()]);
+    let coordinator = c.start(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--remote",
+        "origin",
+        "--retries",
+        "0",
+    ]);
+    // The test is the worker, a broken one: it claims w and sends a commit from nowhere.
+    let run = wait_until("a run on the remote", || newest_run(&c.user));
+    let ready = format!("refs/swarm/{run}/ready/w");
+    wait_until("w published", || {
+        c.remote_refs().contains(&ready).then_some(())
+    });
+    let job = git(
+        &c.remote,
+        &["cat-file", "-p", &format!("{ready}:record.json")],
+    );
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    let generation = job["generation"].clone();
+    let lease = serde_json::json!({"task": "w", "generation": generation, "worker": "rogue",
+        "renewal": 0, "ttl_ms": 60000, "expires_at_ms": 0});
+    let lease = record_commit(&c.remote, &lease, &[]);
+    git(
+        &c.remote,
+        &["update-ref", &format!("refs/swarm/{run}/lease/w"), &lease],
+    );
+    let empty = git(&c.remote, &["mktree"]);
+    let nowhere = git(&c.remote, &["commit-tree", empty.trim(), "-m", "unrelated"]);
+    let nowhere = nowhere.trim();
+    // First a result that holds no record at all: taken off as stale, and the run goes on.
+    let result_ref = format!("refs/swarm/{run}/result/w");
+    git(&c.remote, &["update-ref", &result_ref, nowhere]);
+    wait_until("the unreadable result taken off", || {
+        (!c.remote_refs().contains(&result_ref)).then_some(())
+    });
+    let result = serde_json::json!({"task": "w", "attempt": 1, "generation": generation,
+        "worker": "rogue", "status": "succeeded", "result": "", "commit": nowhere, "why": null,
+        "fault": null, "limit": null, "tokens": 0, "cost": null, "elapsed_ms": 1,
+        "stderr_tail": []});
+    let result = record_commit(&c.remote, &result, &[nowhere]);
+    git(
+        &c.remote,
+        &["update-ref", &format!("refs/swarm/{run}/result/w"), &result],
+    );
+    let out = finish(coordinator);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("does not descend from the commit the task started from"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(events(&c.user, "merged").is_empty());
+    assert!(!c.user.root.join("w.txt").exists());
+    let branches = c.user.git(&["branch", "--list", "swarm/*"]);
+    assert!(!branches.contains(&format!("swarm/{run}-w")), "{branches}");
+}

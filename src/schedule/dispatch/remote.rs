@@ -325,13 +325,16 @@ impl Coordinator {
                 self.push_job(&id, &job);
                 continue;
             }
+            // A record that does not read (another swarm's, a broken one) is taken off as
+            // stale: it stops nothing.
             if let Some(oid) = self.refs.get(&format!("result/{id}")).cloned() {
-                let o: remote::Outcome = remote::read(run.repo, &oid)?;
-                if o.generation == generation {
-                    reports.push(self.arrived(run, i, &o, &oid)?);
-                    continue;
+                match remote::read::<remote::Outcome>(run.repo, &oid) {
+                    Ok(o) if o.generation == generation => {
+                        reports.push(self.arrived(run, i, &o, &oid)?);
+                        continue;
+                    }
+                    _ => stale.push(("result", id.clone(), oid)),
                 }
-                stale.push(("result", id.clone(), oid));
             }
             let lease_oid = self.refs.get(&format!("lease/{id}")).cloned();
             let Some(oid) = lease_oid else {
@@ -340,11 +343,13 @@ impl Coordinator {
                 }
                 continue;
             };
-            let lease: remote::Lease = remote::read(run.repo, &oid)?;
-            if lease.generation != generation {
-                stale.push(("lease", id.clone(), oid));
-                continue;
-            }
+            let lease = match remote::read::<remote::Lease>(run.repo, &oid) {
+                Ok(lease) if lease.generation == generation => lease,
+                _ => {
+                    stale.push(("lease", id.clone(), oid));
+                    continue;
+                }
+            };
             let Some(p) = self.published.get_mut(&i) else {
                 continue;
             };
@@ -411,8 +416,10 @@ impl Coordinator {
             std::fs::write(&transcript, text)
                 .with_context(|| format!("could not write {}", transcript.display()))?;
         }
+        let foreign = foreign_commit(run, i, o);
         if let Some(commit) = &o.commit
             && run.plan.tasks[i].mode == Mode::Write
+            && foreign.is_none()
         {
             let commit = CommitId::new(commit);
             run.repo
@@ -436,7 +443,11 @@ impl Coordinator {
         if let Some(link) = &mut self.link {
             link.push(updates);
         }
-        Ok(outcome::report(i, o))
+        let mut report = outcome::report(i, o);
+        if let Some(why) = foreign {
+            report.verdict = super::super::job::Verdict::Failed(why);
+        }
+        Ok(report)
     }
 
     /// Attempts whose lease went unrenewed for its time are published again, to be claimed
@@ -527,6 +538,28 @@ impl Coordinator {
         // them all: what is left stays for `swarm gc --remote`.
         self.reach(run, Some(CLOSING_TRIES), |t| t.push(&updates))?;
         Ok(())
+    }
+}
+
+/// Why a writer's commit from a worker is not taken, if it is not: it must be there (a parent
+/// of the result) and descend from the commit the attempt started from, as a local writer's
+/// branch must.
+fn foreign_commit(run: &Run<'_>, i: usize, o: &remote::Outcome) -> Option<String> {
+    let commit = CommitId::new(o.commit.as_deref()?);
+    let start = run.slots[i].start_commit.as_ref()?;
+    match run.repo.contains(&commit, start) {
+        Ok(true) => None,
+        Ok(false) => Some(format!(
+            "worker {} sent commit {} that does not descend from the commit the task started from ({}); nothing of it is merged",
+            o.worker,
+            commit.short(),
+            start.short()
+        )),
+        Err(_) => Some(format!(
+            "worker {} sent commit {} that did not come with its result; nothing of it is merged",
+            o.worker,
+            commit.short()
+        )),
     }
 }
 
