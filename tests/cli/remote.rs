@@ -485,6 +485,15 @@ fn a_remote_away_for_a_while_loses_nothing_and_the_run_completes() {
     wait_for_file(&c.shared("b.done"));
     let away = wait_for_event(&c.user, "remote_away", "");
     assert!(away["detail"]["why"].is_string(), "{away}");
+    // Away for 20 s in all, as an outage of the network would be: both sides back off to
+    // their longest wait between tries meanwhile.
+    let gone_at =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(away["at"].as_u64().unwrap());
+    let outage = std::time::Duration::from_secs(20);
+    let elapsed = std::time::SystemTime::now()
+        .duration_since(gone_at)
+        .unwrap_or_default();
+    std::thread::sleep(outage.saturating_sub(elapsed));
     std::fs::rename(&moved, &c.remote).unwrap();
     let out = finish(coordinator);
     assert_exit(&out, 0);
