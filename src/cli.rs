@@ -478,6 +478,12 @@ pub struct RunOptions {
     #[arg(long, value_name = "CMD")]
     pub gate: Option<String>,
 
+    /// The form of the report --final-out writes: markdown, or html (one self-contained page
+    /// with the task graph drawn and a timeline of the attempts) [default: by FILE's
+    /// extension: html for .html and .htm, else markdown].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub report_format: Option<ReportFormat>,
+
     /// Spread the run over machines through the git remote NAME (or URL): the run is published
     /// under refs/swarm/<run>/ there, `swarm worker --remote` on other machines runs its tasks,
     /// and this swarm merges their results and lands as a local run does. It runs no task
@@ -589,6 +595,12 @@ pub enum GraphFormat {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Markdown,
+    Html,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Land {
     /// Fast-forward the user's branch when it is clean and still at the base; else keep the branch.
     Auto,
@@ -635,6 +647,10 @@ impl From<RunOptions> for crate::config::Options {
             setup: flags.setup,
             gate: flags.gate,
             remote: flags.remote,
+            report_format: flags.report_format.map(|f| match f {
+                ReportFormat::Markdown => crate::config::ReportFormat::Markdown,
+                ReportFormat::Html => crate::config::ReportFormat::Html,
+            }),
             // Lists of paths of the repository: `.swarm.toml` keys, not flags.
             include: Vec::new(),
             cache: Vec::new(),

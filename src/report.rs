@@ -9,10 +9,12 @@ use serde_json::{Value, json};
 mod attention;
 mod escape;
 mod graph;
+mod html;
 mod layout;
 mod svg;
 
 pub use graph::{dot, mermaid};
+pub use html::html;
 pub use svg::{html as graph_html, svg};
 
 use crate::plan::Plan;
@@ -128,6 +130,19 @@ pub struct Facts<'a> {
     pub gate_runs: &'a [GateRun],
     /// The writers the gate took out, with the tip it failed on.
     pub culprits: &'a [(String, String)],
+    /// Every attempt's span of time, for the HTML report's timeline.
+    pub spans: &'a [Span],
+}
+
+/// One attempt from its start to its end (milliseconds since the epoch) and how it ended
+/// (`succeeded`, `failed`, `interrupted`, …; `running` when the log has no end yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub task: String,
+    pub attempt: u32,
+    pub start: i64,
+    pub end: i64,
+    pub outcome: &'static str,
 }
 
 /// Counts of tasks by status.

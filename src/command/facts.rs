@@ -6,6 +6,43 @@ use crate::plan::Plan;
 use crate::report::{self, GoalFacts, Parked};
 use crate::store::{GoalRecord, Logged, RunEvent, TaskRecord, TaskStatus};
 
+/// Every attempt's span, from its `task_started` to the event that ended it (a success, a
+/// failure, an interruption, a usage limit, a fault), in the order they started; one with no
+/// end yet ends `now`.
+pub(super) fn attempt_spans(events: &[Logged], now: i64) -> Vec<report::Span> {
+    let mut spans: Vec<report::Span> = Vec::new();
+    let mut open: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for e in events {
+        let Some(task) = e.task.as_deref() else {
+            continue;
+        };
+        let outcome = match &e.event {
+            RunEvent::TaskStarted { attempt, .. } => {
+                open.insert(task, spans.len());
+                spans.push(report::Span {
+                    task: task.to_owned(),
+                    attempt: *attempt,
+                    start: e.at,
+                    end: now,
+                    outcome: "running",
+                });
+                continue;
+            }
+            RunEvent::TaskSucceeded { .. } => "succeeded",
+            RunEvent::TaskFailed { .. } => "failed",
+            RunEvent::TaskInterrupted { .. } => "interrupted",
+            RunEvent::UsageLimit { .. } => "limited",
+            RunEvent::Fault { .. } => "fault",
+            _ => continue,
+        };
+        if let Some(i) = open.remove(task) {
+            spans[i].end = e.at.max(spans[i].start);
+            spans[i].outcome = outcome;
+        }
+    }
+    spans
+}
+
 /// Parked tasks with their branches and conflicting paths, from the event log of the board.
 pub(super) fn parked_tasks(events: &[Logged], records: &[TaskRecord]) -> Vec<Parked> {
     records

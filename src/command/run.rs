@@ -453,6 +453,7 @@ pub(super) fn execute(
         goal_notes(&events)
     };
     let output_tails = output_tails(&events, &records);
+    let spans = super::facts::attempt_spans(&events, crate::store::now_ms());
     let facts = Facts {
         run: &run,
         plan,
@@ -472,6 +473,7 @@ pub(super) fn execute(
         planning_tokens: planning_tokens(&events),
         gate_runs: &gate_runs,
         culprits: &culprits,
+        spans: &spans,
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
@@ -483,7 +485,14 @@ pub(super) fn execute(
         } else {
             g.dir.join(out)
         };
-        output::write_atomic(&out, text.as_bytes())
+        let page;
+        let bytes = if as_html(options, &out) {
+            page = report::html(&facts);
+            page.as_bytes()
+        } else {
+            text.as_bytes()
+        };
+        output::write_atomic(&out, bytes)
             .with_context(|| format!("could not write the report to {}", out.display()))?;
         shown = out.display().to_string();
     }
@@ -523,6 +532,18 @@ pub(super) fn execute(
 
 /// The lines of a run's event log, as `T`; a line cut short by a kill (or of a kind this swarm
 /// does not know) is skipped, not fatal.
+/// Whether `--final-out` gets the HTML report: as `--report-format` says, else by the file's
+/// extension (`.html`, `.htm`).
+fn as_html(options: &Options, out: &Path) -> bool {
+    match options.report_format {
+        Some(crate::config::ReportFormat::Html) => true,
+        Some(crate::config::ReportFormat::Markdown) => false,
+        None => out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm")),
+    }
+}
+
 pub(super) fn read_events<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,

@@ -43,10 +43,11 @@ pub(super) enum Key {
     FinalOutDir,
     Base,
     Remote,
+    ReportFormat,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 30] = [
+    pub(super) const ALL: [Key; 31] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -77,6 +78,7 @@ impl Key {
         Key::FinalOutDir,
         Key::Base,
         Key::Remote,
+        Key::ReportFormat,
     ];
 
     /// The key in files, and the flag's long name.
@@ -112,6 +114,7 @@ impl Key {
             Key::FinalOutDir => "final-out-dir",
             Key::Base => "base",
             Key::Remote => "remote",
+            Key::ReportFormat => "report-format",
         }
     }
 
@@ -144,7 +147,9 @@ impl Key {
             Key::Gate => "SWARM_GATE",
             Key::Cache => "SWARM_CACHE",
             Key::CacheFiles => "SWARM_CACHE_KEY",
-            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote => return None,
+            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote | Key::ReportFormat => {
+                return None;
+            }
         })
     }
 
@@ -152,7 +157,7 @@ impl Key {
     pub(super) fn in_files(self) -> bool {
         !matches!(
             self,
-            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote
+            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote | Key::ReportFormat
         )
     }
 
@@ -186,6 +191,7 @@ impl Key {
             | Key::FinalOut
             | Key::FinalOutDir
             | Key::Remote
+            | Key::ReportFormat
             | Key::BudgetTokens
             | Key::StallTimeout => Value::Null,
         }
@@ -224,6 +230,7 @@ impl Key {
             Key::FinalOutDir => o.final_out_dir.is_some(),
             Key::Base => o.base.is_some(),
             Key::Remote => o.remote.is_some(),
+            Key::ReportFormat => o.report_format.is_some(),
         }
     }
 
@@ -260,6 +267,7 @@ impl Key {
             Key::FinalOutDir => to.final_out_dir.clone_from(&from.final_out_dir),
             Key::Base => to.base.clone_from(&from.base),
             Key::Remote => to.remote.clone_from(&from.remote),
+            Key::ReportFormat => to.report_format = from.report_format,
         }
     }
 
@@ -286,6 +294,13 @@ impl Key {
             Key::OnEscalate => o.on_escalate = owned(),
             Key::Base => o.base = owned(),
             Key::Remote => o.remote = owned(),
+            Key::ReportFormat => {
+                o.report_format = Some(match text.to_ascii_lowercase().as_str() {
+                    "markdown" => super::ReportFormat::Markdown,
+                    "html" => super::ReportFormat::Html,
+                    _ => return Err(format!("`{text}` is not markdown or html")),
+                });
+            }
             Key::FinalOut => o.final_out = Some(PathBuf::from(text)),
             Key::FinalOutDir => o.final_out_dir = Some(PathBuf::from(text)),
             Key::WorktreeDir => o.worktree_dir = Some(PathBuf::from(text)),

@@ -39,7 +39,7 @@ mod show;
 mod tests;
 
 use key::Key;
-pub(crate) use options::{Land, Options, overlay};
+pub(crate) use options::{Land, Options, ReportFormat, overlay};
 pub(crate) use record::{from_record, to_record};
 pub use show::{describe, to_json};
 

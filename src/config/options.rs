@@ -82,6 +82,18 @@ pub(crate) struct Options {
     /// The git remote (a name or a URL) a run spread over machines is coordinated through.
     #[serde(rename = "remote")]
     pub(crate) remote: Option<String>,
+    /// What `final_out` gets; unset: by its extension.
+    #[serde(rename = "report_format")]
+    pub(crate) report_format: Option<ReportFormat>,
+}
+
+/// The form of the report `--final-out` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum ReportFormat {
+    #[serde(rename = "markdown")]
+    Markdown,
+    #[serde(rename = "html")]
+    Html,
 }
 
 /// What to do with a run's finished integration branch. The serde names are both the values of

@@ -151,3 +151,82 @@ fn a_runs_picture_is_coloured_by_status_and_the_html_page_holds_it() {
     let svg = &page[page.find("<svg").unwrap()..page.find("</svg>").unwrap() + 6];
     assert_eq!(read_svg(svg).0.len(), 3);
 }
+
+#[test]
+fn the_html_report_of_a_run_with_a_parked_writer_holds_the_graph_and_needs_attention() {
+    let repo = TestRepo::new();
+    let merged_a = crate::after_event(&repo, "merged", "a");
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","title":"one becomes two","run":"printf 'pub fn one() -> u32 {\n    2\n}\n' > src/lib.rs"}"#,
+        &format!(
+            r#"{{"id":"b","title":"one becomes three","run":"{}; printf 'pub fn one() -> u32 {{\n    3\n}}\n' > src/lib.rs"}}"#,
+            merged_a.replace('"', "\\\"")
+        ),
+        r#"{"id":"final","title":"report","lane":"reducer","mode":"read","deps":["a"],"run":"echo '# Done'; echo '<script>alert(1)</script> <img src=x onerror=alert(2)>'"}"#,
+    ]);
+    // --report-format says the form, whatever the extension.
+    let page = repo.cache.parent().unwrap().join("report.md");
+    let out = repo.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--final-out",
+        page.to_str().unwrap(),
+        "--report-format",
+        "html",
+    ]);
+    assert_exit(&out, 3);
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    // Self-contained: nothing fetched, nothing run.
+    for tag in ["<script", "<img", "<link", "src=\"http", "href=\"http"] {
+        assert!(!page.contains(tag), "{tag} in the page:\n{page}");
+    }
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{page}"
+    );
+    assert!(page.contains("<h1>Done</h1>"), "{page}");
+    assert!(page.contains("Needs attention"), "{page}");
+    assert!(page.contains("<h3>Timeline</h3>"), "{page}");
+    let svg = &page[page.find("<svg").unwrap()..page.find("</svg>").unwrap() + 6];
+    let (nodes, edges) = read_svg(svg);
+    assert_eq!(nodes.len(), 3);
+    assert!(nodes["b"].1.contains("parked"), "{}", nodes["b"].1);
+    assert_eq!(edges, [("a".to_owned(), "final".to_owned())]);
+    // The run's own report stays Markdown.
+    let run_dir = repo.swarm_dir().join("runs").join(crate::run_id(&repo));
+    assert!(
+        std::fs::read_to_string(run_dir.join("report.md"))
+            .unwrap()
+            .contains("## Run summary")
+    );
+}
+
+#[test]
+fn a_final_out_named_html_gets_the_page_unless_the_format_says_markdown() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"t","title":"t","mode":"read","run":"echo hi"}"#]);
+    let dir = repo.cache.parent().unwrap();
+    for (name, format, html) in [
+        ("a.html", None, true),
+        ("b.HTM", None, true),
+        ("c.html", Some("markdown"), false),
+        ("d.md", None, false),
+    ] {
+        let path = dir.join(name);
+        let mut args = vec![
+            "run",
+            tasks.to_str().unwrap(),
+            "--final-out",
+            path.to_str().unwrap(),
+        ];
+        if let Some(f) = format {
+            args.extend(["--report-format", f]);
+        }
+        assert_exit(&repo.swarm(&args), 0);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.starts_with("<!DOCTYPE html>"), html, "{name}: {text}");
+    }
+    let bad = repo.swarm(&["run", tasks.to_str().unwrap(), "--report-format", "pdf"]);
+    assert_exit(&bad, 2);
+}

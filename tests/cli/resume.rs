@@ -73,6 +73,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     expected["cache"] = serde_json::json!([]);
     expected["cache_key"] = serde_json::json!([]);
     expected["remote"] = serde_json::Value::Null;
+    expected["report_format"] = serde_json::Value::Null;
     assert_eq!(now, expected);
     // `status --json` shows them so too, without the record's version.
     assert_eq!(status_json(&repo)["run"]["options"], expected);
