@@ -288,6 +288,29 @@ pub enum Command {
         #[arg(long, value_name = "NAME|URL")]
         remote: Option<String>,
     },
+    /// Serve a live page of a run (the newest by default) on this machine, for as long as swarm
+    /// web runs: the DAG coloured by status, counts and elapsed time, a timeline of the
+    /// attempts, merges and parked writers, and each task's spec, attempts, result, changed
+    /// files and transcript tail on a click.
+    ///
+    /// It prints the page's URL on stdout. The URL holds an unguessable token; a request
+    /// without it is refused (403), so other users of the machine cannot read the run. The
+    /// page is embedded in swarm and fetches nothing from elsewhere; a running run's page
+    /// follows it live (its events are streamed as server-sent events), a finished run's shows
+    /// how it ended. It has no JSON output: with --json, swarm says so and exits 2.
+    Web {
+        /// The run id.
+        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
+        run: Option<String>,
+        /// The address to listen on. Anything but 127.0.0.1 (or ::1) lets other machines reach
+        /// the page: the token is then all that keeps them out, and it goes over the network
+        /// unencrypted.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+        bind: String,
+        /// The port to listen on; 0 takes a free one.
+        #[arg(long, value_name = "PORT", default_value_t = 0)]
+        port: u16,
+    },
     /// Run the tasks of a run spread over machines (`swarm run … --remote`), on this machine:
     /// claim published attempts, run each as a local run would, push the results.
     ///

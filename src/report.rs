@@ -14,7 +14,7 @@ mod layout;
 mod svg;
 
 pub use graph::{dot, mermaid};
-pub use html::html;
+pub use html::{html, timeline};
 pub use svg::{html as graph_html, svg};
 
 use crate::plan::Plan;

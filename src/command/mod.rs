@@ -26,6 +26,7 @@ mod run;
 mod runs;
 mod settings;
 mod show;
+mod web;
 mod worker;
 
 use gc::gc;
@@ -137,6 +138,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         } => logs(&g, run.as_deref(), errors, tail, follow, path),
         Command::Graph { source, format } => graph(&g, source.as_deref(), format),
         Command::Gc { dry_run, remote } => gc(&g, dry_run, remote.as_deref()),
+        Command::Web { run, bind, port } => {
+            if g.json {
+                bail!(
+                    Usage::new("swarm web has no JSON output")
+                        .hint("the page's own /state and /task answers are JSON")
+                );
+            }
+            web::web(&g, run.as_deref(), &bind, port)
+        }
         Command::Worker {
             remote,
             run,

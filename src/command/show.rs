@@ -110,6 +110,28 @@ pub(super) fn show(g: &Globals, task: &str, run: Option<&str>) -> anyhow::Result
     Ok(exit::OK)
 }
 
+/// Task `task` of run `run` as `swarm show --json` prints it; `None` when the run has no such
+/// task.
+pub(super) fn task_json(
+    repo: &Repo,
+    board: &Board,
+    run: &str,
+    task: &str,
+) -> anyhow::Result<Option<Value>> {
+    let Some(record) = board.load_run(run)? else {
+        return Ok(None);
+    };
+    let tasks = board.load_tasks(run)?;
+    let Some(t) = tasks.iter().find(|t| t.id == task) else {
+        return Ok(None);
+    };
+    let holder = lock_holder(repo);
+    let live = RunState::of(run, record.status, holder.as_deref()) == RunState::Running;
+    Ok(Some(serde_json::to_value(gather(
+        repo, board, run, t, live,
+    )?)?))
+}
+
 /// The error for a task the run does not have, with the hint most likely to help: the run
 /// that has it, the names it is close to, or the run's tasks.
 fn unknown_task(

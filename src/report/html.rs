@@ -64,7 +64,7 @@ const WIDTH: i64 = 900;
 /// The attempts as a Gantt chart: one row per slot (an attempt takes the first row free when
 /// it starts, as a slot of the pool would), time running left to right, each bar coloured by
 /// how its attempt ended.
-fn timeline(spans: &[Span]) -> String {
+pub fn timeline(spans: &[Span]) -> String {
     let (Some(t0), Some(t1)) = (
         spans.iter().map(|s| s.start).min(),
         spans.iter().map(|s| s.end).max(),

@@ -29,6 +29,7 @@ mod resume;
 mod snapshots;
 mod terminal;
 mod untrusted;
+mod web;
 mod writers;
 
 use std::collections::BTreeMap;

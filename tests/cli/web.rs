@@ -1,0 +1,216 @@
+//! `swarm web`: the page of a run, over plain HTTP on 127.0.0.1: the token, what each address
+//! answers, and events streamed as a run goes.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+use crate::{TestRepo, assert_exit, outside};
+
+/// `swarm web` with `args`, started; its page's address (`127.0.0.1:PORT`) and token.
+struct Page {
+    child: Child,
+    addr: String,
+    token: String,
+}
+
+impl Page {
+    fn start(repo: &TestRepo, args: &[&str]) -> Self {
+        let mut child = repo
+            .swarm_cmd()
+            .arg("web")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("http://")
+            .unwrap_or_else(|| panic!("{line}"));
+        let (addr, token) = url.split_once("/?token=").unwrap();
+        Self {
+            child,
+            addr: addr.to_owned(),
+            token: token.to_owned(),
+        }
+    }
+
+    fn connect(&self, path: &str) -> TcpStream {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        )
+        .unwrap();
+        s
+    }
+
+    /// The status and the body (de-chunked) of a GET of `path`.
+    fn get(&self, path: &str) -> (u16, String) {
+        let mut raw = Vec::new();
+        self.connect(path).read_to_end(&mut raw).unwrap();
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(body)
+        } else {
+            body.to_owned()
+        };
+        (status, body)
+    }
+
+    /// `path` with the token.
+    fn with_token(&self, path: &str) -> String {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        format!("{path}{sep}token={}", self.token)
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+#[test]
+fn the_page_of_a_finished_run_answers_only_with_its_token() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[
+        r#"{"id":"ok","title":"fine","mode":"read","run":"echo fine"}"#,
+        r#"{"id":"bad","title":"breaks","mode":"read","run":"echo broken-output >&2; exit 4"}"#,
+        r#"{"id":"after","title":"never","mode":"read","deps":["bad"],"run":"true"}"#,
+    ]);
+    assert_exit(
+        &repo.swarm(&["run", tasks.to_str().unwrap(), "--retries", "0"]),
+        1,
+    );
+    let page = Page::start(&repo, &[]);
+    for path in [
+        "/",
+        "/state",
+        "/graph.svg",
+        "/?token=",
+        "/?token=0123",
+        "/state?token=x",
+    ] {
+        assert_eq!(page.get(path), (403, "forbidden\n".to_owned()), "{path}");
+    }
+    let (status, html) = page.get(&page.with_token("/"));
+    assert_eq!(status, 200);
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("EventSource"));
+    // Embedded whole: nothing is fetched from another host.
+    for outside in ["src=\"http", "href=\"http", "url(http", "import "] {
+        assert!(!html.contains(outside), "{outside}");
+    }
+    let (status, svg) = page.get(&page.with_token("/graph.svg"));
+    assert_eq!(status, 200);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let nodes: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("data-id").is_some())
+        .map(|n| {
+            (
+                n.attribute("data-id").unwrap(),
+                n.attribute("class").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(nodes.len(), 3);
+    assert!(
+        nodes
+            .iter()
+            .any(|(id, class)| *id == "bad" && class.contains("failed")),
+        "{nodes:?}"
+    );
+    let (_, state) = page.get(&page.with_token("/state"));
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(state["run"]["status"], "finished");
+    assert_eq!(state["counts"]["failed"], 1);
+    assert_eq!(state["counts"]["skipped"], 1);
+    assert!(
+        state["timeline"]
+            .as_str()
+            .unwrap()
+            .contains("data-task=\"bad\"")
+    );
+    let (_, task) = page.get(&page.with_token("/task?id=bad"));
+    let task: serde_json::Value = serde_json::from_str(&task).unwrap();
+    assert_eq!(task["status"], "failed");
+    assert!(
+        task["error"].as_str().unwrap().contains("exit code 4"),
+        "{task}"
+    );
+    let tail = task["transcript"]["tail"].to_string();
+    assert!(tail.contains("broken-output"), "{tail}");
+    assert_eq!(page.get(&page.with_token("/task?id=nope")).0, 404);
+    assert_eq!(page.get(&page.with_token("/nothing")).0, 404);
+    // A finished run's stream ends at once.
+    let (_, events) = page.get(&page.with_token("/events"));
+    assert!(events.contains("event: end"), "{events}");
+}
+
+#[test]
+fn a_running_runs_page_streams_each_change_as_it_happens() {
+    let repo = TestRepo::new();
+    let go = outside(&repo, "go");
+    let wait = |id: &str| {
+        format!(
+            r#"{{"id":"{id}","title":"{id}","mode":"read","run":"while [ ! -e {}-{id} ]; do sleep 0.01; done"}}"#,
+            go.display()
+        )
+    };
+    let tasks = repo.tasks(&[&wait("one"), &wait("two")]);
+    let mut run = repo.spawn(&["run", tasks.to_str().unwrap()]);
+    // The page of the run once it is on record.
+    let page = loop {
+        let status = repo.swarm(&["status", "--json"]);
+        if status.status.success() {
+            break Page::start(&repo, &[]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let mut stream = BufReader::new(page.connect(&page.with_token("/events")));
+    let mut read = String::new();
+    let mut until = |text: &str| loop {
+        let mut line = String::new();
+        assert!(
+            stream.read_line(&mut line).unwrap() > 0,
+            "the stream ended before {text}:\n{read}"
+        );
+        read.push_str(&line);
+        if line.contains(text) {
+            return;
+        }
+    };
+    until("text/event-stream");
+    std::fs::write(format!("{}-one", go.display()), "").unwrap();
+    until(r#""kind":"task_succeeded","status":"done","task":"one""#);
+    std::fs::write(format!("{}-two", go.display()), "").unwrap();
+    until(r#""task":"two""#);
+    until("event: end");
+    assert!(run.wait().unwrap().success());
+}
