@@ -3,6 +3,7 @@
 
 mod acp;
 mod agents;
+mod browser;
 mod ci_templates;
 mod completions;
 mod display;

@@ -1,0 +1,308 @@
+//! The live page and the HTML report in a real browser: Debian's Chromium, driven headless
+//! through the `WebDriver` protocol of `chromedriver` (plain HTTP on 127.0.0.1). Skipped, loudly, where
+//! they are not installed; with `CI` set their absence fails the test (`.ci/run` installs
+//! them).
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{TestRepo, assert_exit, outside};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// chromedriver and one headless Chromium session of it.
+struct Browser {
+    driver: Child,
+    port: u16,
+    session: String,
+    profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// `None` (after saying so) where Chromium is not installed and this is not CI.
+    fn start() -> Option<Self> {
+        if !std::path::Path::new(CHROMIUM).exists() || !std::path::Path::new(CHROMEDRIVER).exists()
+        {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{CHROMIUM} or {CHROMEDRIVER} is missing: .ci/run installs Debian's chromium and chromium-driver"
+            );
+            #[expect(clippy::print_stderr, reason = "a skipped test says so")]
+            {
+                eprintln!(
+                    "SKIPPED: Chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
+                );
+            }
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let profile = tempfile::tempdir().unwrap();
+        let mut b = Self {
+            driver,
+            port,
+            session: String::new(),
+            profile,
+        };
+        // Up once it answers its status.
+        for _ in 0..1000 {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", b.profile.path().display()),
+        ];
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
+        }}});
+        let answer = b.call("POST", "/session", &caps);
+        answer["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {answer}"))
+            .clone_into(&mut b.session);
+        Some(b)
+    }
+
+    /// One command of the `WebDriver` protocol; its JSON answer.
+    fn call(&self, method: &str, path: &str, body: &Value) -> Value {
+        let body = body.to_string();
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        // chromedriver keeps the connection open: the answer is as long as it says.
+        let mut reader = BufReader::new(s);
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)))
+    }
+
+    fn open(&self, url: &str) {
+        self.call(
+            "POST",
+            &format!("/session/{}/url", self.session),
+            &json!({"url": url}),
+        );
+    }
+
+    /// What `script` (a function body) returns in the page.
+    fn eval(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            &format!("/session/{}/execute/sync", self.session),
+            &json!({"script": script, "args": []}),
+        )["value"]
+            .clone()
+    }
+
+    /// Waits until `script` returns true in the page (about 60 s at most).
+    fn wait_for(&self, what: &str, script: &str) {
+        for _ in 0..3000 {
+            if self.eval(script) == json!(true) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "the page never showed {what}: {}",
+            self.eval("return document.body.innerText")
+        );
+    }
+
+    /// Clicks the first element `css` finds, as a user would.
+    fn click(&self, css: &str) {
+        let found = self.call(
+            "POST",
+            &format!("/session/{}/element", self.session),
+            &json!({"using": "css selector", "value": css}),
+        );
+        let element = found["value"]
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("no {css}: {found}"))
+            .to_owned();
+        self.call(
+            "POST",
+            &format!("/session/{}/element/{element}/click", self.session),
+            &json!({}),
+        );
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = std::panic::catch_unwind(|| {
+                self.call("DELETE", &format!("/session/{}", self.session), &json!({}))
+            });
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// `swarm web` started in `repo`: the process and its page's URL.
+fn serve(repo: &TestRepo) -> (Child, String) {
+    let mut child = repo
+        .swarm_cmd()
+        .arg("web")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line.trim().to_owned())
+}
+
+/// The class of task `id`'s box on the page.
+fn class_is(id: &str, class: &str) -> String {
+    format!(
+        "const r = document.querySelector('#graph rect.node[data-id=\"{id}\"]'); return !!r && r.classList.contains('{class}');"
+    )
+}
+
+#[test]
+fn the_live_page_follows_a_run_of_ten_tasks_without_a_reload() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let repo = TestRepo::new();
+    let go = outside(&repo, "go");
+    let task = |i: usize| {
+        let end = if i == 9 {
+            "echo the-failure-said-this >&2; exit 3"
+        } else {
+            "true"
+        };
+        format!(
+            r#"{{"id":"t{i}","title":"sleeper {i}","mode":"read","run":"while [ ! -e {go}-{i} ]; do sleep 0.01; done; {end}"}}"#,
+            go = go.display()
+        )
+    };
+    let lines: Vec<String> = (0..10).map(task).collect();
+    let tasks = repo.tasks(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut run = repo.spawn(&["run", tasks.to_str().unwrap(), "-j", "10", "--retries", "0"]);
+    while !repo.swarm(&["status"]).status.success() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (mut web, url) = serve(&repo);
+    // Without its token the page tells nothing.
+    browser.open(url.split('?').next().unwrap());
+    assert_eq!(
+        browser.eval("return document.body.innerText.trim()"),
+        json!("forbidden")
+    );
+    browser.open(&url);
+    browser.wait_for(
+        "10 tasks",
+        "return document.querySelectorAll('#graph rect.node').length === 10",
+    );
+    browser.wait_for("t0 running", &class_is("t0", "running"));
+    // A mark in the page: a reload would lose it.
+    browser.eval("window.swarmTestMark = 42; return true");
+    std::fs::write(format!("{}-0", go.display()), "").unwrap();
+    browser.wait_for("t0 done", &class_is("t0", "done"));
+    std::fs::write(format!("{}-9", go.display()), "").unwrap();
+    browser.wait_for("t9 failed", &class_is("t9", "failed"));
+    assert_eq!(browser.eval("return window.swarmTestMark"), json!(42));
+    browser.click("#graph rect.node[data-id=\"t9\"]");
+    browser.wait_for(
+        "t9's reason and transcript",
+        "const t = document.getElementById('task').innerText; return t.includes('exit code 3') && t.includes('the-failure-said-this');",
+    );
+    for i in 1..9 {
+        std::fs::write(format!("{}-{i}", go.display()), "").unwrap();
+    }
+    browser.wait_for(
+        "every task ended",
+        "return document.querySelectorAll('#graph rect.node.done').length === 9",
+    );
+    assert_eq!(browser.eval("return window.swarmTestMark"), json!(42));
+    assert_eq!(run.wait().unwrap().code(), Some(1));
+    let _ = web.kill();
+    let _ = web.wait();
+}
+
+#[test]
+fn the_html_report_of_a_parked_writer_opens_with_its_graph_and_needs_attention() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let repo = TestRepo::new();
+    let merged_a = crate::after_event(&repo, "merged", "a");
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","title":"one becomes two","run":"printf 'pub fn one() -> u32 {\n    2\n}\n' > src/lib.rs"}"#,
+        &format!(
+            r#"{{"id":"b","title":"one becomes three","run":"{}; printf 'pub fn one() -> u32 {{\n    3\n}}\n' > src/lib.rs"}}"#,
+            merged_a.replace('"', "\\\"")
+        ),
+    ]);
+    let page = outside(&repo, "report.html");
+    let out = repo.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--final-out",
+        page.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 3);
+    browser.open(&format!("file://{}", page.display()));
+    browser.wait_for(
+        "the graph",
+        "return document.querySelectorAll('svg rect.node').length === 2",
+    );
+    browser.wait_for("b parked", "const r = document.querySelector('rect.node[data-id=\"b\"]'); return r.classList.contains('parked');");
+    browser.wait_for(
+        "Needs attention",
+        "return [...document.querySelectorAll('h2')].some(h => h.innerText === 'Needs attention');",
+    );
+    browser.wait_for(
+        "the timeline",
+        "return document.querySelectorAll('rect.attempt').length >= 2",
+    );
+}
