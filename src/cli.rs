@@ -501,6 +501,11 @@ pub struct RunOptions {
     #[arg(long, value_name = "CMD")]
     pub gate: Option<String>,
 
+    /// Serve the run's live page while it runs, as `swarm web` does: its URL (with its token)
+    /// is printed on stderr when the run starts, and the page goes when swarm exits.
+    #[arg(long)]
+    pub web: bool,
+
     /// The form of the report --final-out writes: markdown, or html (one self-contained page
     /// with the task graph drawn and a timeline of the attempts) [default: by FILE's
     /// extension: html for .html and .htm, else markdown].
@@ -670,6 +675,7 @@ impl From<RunOptions> for crate::config::Options {
             setup: flags.setup,
             gate: flags.gate,
             remote: flags.remote,
+            web: flags.web,
             report_format: flags.report_format.map(|f| match f {
                 ReportFormat::Markdown => crate::config::ReportFormat::Markdown,
                 ReportFormat::Html => crate::config::ReportFormat::Html,

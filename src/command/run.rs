@@ -313,6 +313,11 @@ pub(super) fn execute(
     goals: Option<GoalRun>,
 ) -> anyhow::Result<u8> {
     let mut ui = Ui::new(g.quiet, g.progress);
+    if options.web {
+        // Served until swarm exits; the page reads the board and the log as `swarm web` does.
+        let url = super::web::spawn(repo, &layout.run)?;
+        ui.note(crate::ui::Verb::Started, &format!("the run's page: {url}"));
+    }
     let records = board.load_tasks(&layout.run)?;
     // Around the run loop (which handles signals itself while it runs): the run is recorded,
     // landed and reported after it, each step whole. A first signal then waits for them (the

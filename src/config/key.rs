@@ -44,10 +44,11 @@ pub(super) enum Key {
     Base,
     Remote,
     ReportFormat,
+    Web,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 31] = [
+    pub(super) const ALL: [Key; 32] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -79,6 +80,7 @@ impl Key {
         Key::Base,
         Key::Remote,
         Key::ReportFormat,
+        Key::Web,
     ];
 
     /// The key in files, and the flag's long name.
@@ -115,6 +117,7 @@ impl Key {
             Key::Base => "base",
             Key::Remote => "remote",
             Key::ReportFormat => "report-format",
+            Key::Web => "web",
         }
     }
 
@@ -147,7 +150,12 @@ impl Key {
             Key::Gate => "SWARM_GATE",
             Key::Cache => "SWARM_CACHE",
             Key::CacheFiles => "SWARM_CACHE_KEY",
-            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote | Key::ReportFormat => {
+            Key::FinalOut
+            | Key::FinalOutDir
+            | Key::Base
+            | Key::Remote
+            | Key::ReportFormat
+            | Key::Web => {
                 return None;
             }
         })
@@ -157,7 +165,12 @@ impl Key {
     pub(super) fn in_files(self) -> bool {
         !matches!(
             self,
-            Key::FinalOut | Key::FinalOutDir | Key::Base | Key::Remote | Key::ReportFormat
+            Key::FinalOut
+                | Key::FinalOutDir
+                | Key::Base
+                | Key::Remote
+                | Key::ReportFormat
+                | Key::Web
         )
     }
 
@@ -192,6 +205,7 @@ impl Key {
             | Key::FinalOutDir
             | Key::Remote
             | Key::ReportFormat
+            | Key::Web
             | Key::BudgetTokens
             | Key::StallTimeout => Value::Null,
         }
@@ -231,6 +245,7 @@ impl Key {
             Key::Base => o.base.is_some(),
             Key::Remote => o.remote.is_some(),
             Key::ReportFormat => o.report_format.is_some(),
+            Key::Web => o.web,
         }
     }
 
@@ -268,6 +283,7 @@ impl Key {
             Key::Base => to.base.clone_from(&from.base),
             Key::Remote => to.remote.clone_from(&from.remote),
             Key::ReportFormat => to.report_format = from.report_format,
+            Key::Web => to.web = from.web,
         }
     }
 
@@ -319,6 +335,7 @@ impl Key {
                 });
             }
             Key::ResolveConflicts => o.resolve_conflicts = switch(text)?,
+            Key::Web => o.web = switch(text)?,
             Key::FreshRetries => o.fresh_retries = switch(text)?,
         }
         Ok(())

@@ -85,6 +85,9 @@ pub(crate) struct Options {
     /// What `final_out` gets; unset: by its extension.
     #[serde(rename = "report_format")]
     pub(crate) report_format: Option<ReportFormat>,
+    /// Serve the run's live page (`swarm web`) while it runs.
+    #[serde(rename = "web")]
+    pub(crate) web: bool,
 }
 
 /// The form of the report `--final-out` writes.

@@ -110,7 +110,7 @@ mod tests {
             "stall_timeout": null, "kill_grace": null, "retries": null, "check": "true",
             "final_out": "/tmp/opt-report.md", "final_out_dir": null, "base": null,
             "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true, "fresh_retries": false,
-            "on_escalate": null, "include": [], "setup": null, "gate": null, "cache": [], "cache_key": [], "remote": null, "report_format": null,
+            "on_escalate": null, "include": [], "setup": null, "gate": null, "cache": [], "cache_key": [], "remote": null, "report_format": null, "web": false,
         });
         assert_eq!(record, expected);
         assert_eq!(from_record(&record).unwrap(), sample());

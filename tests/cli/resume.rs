@@ -74,6 +74,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     expected["cache_key"] = serde_json::json!([]);
     expected["remote"] = serde_json::Value::Null;
     expected["report_format"] = serde_json::Value::Null;
+    expected["web"] = false.into();
     assert_eq!(now, expected);
     // `status --json` shows them so too, without the record's version.
     assert_eq!(status_json(&repo)["run"]["options"], expected);

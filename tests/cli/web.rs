@@ -3,7 +3,7 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use crate::{TestRepo, assert_exit, outside};
 
@@ -213,4 +213,44 @@ fn a_running_runs_page_streams_each_change_as_it_happens() {
     until(r#""task":"two""#);
     until("event: end");
     assert!(run.wait().unwrap().success());
+}
+
+#[test]
+fn a_run_with_web_serves_its_own_page_while_it_runs() {
+    let repo = TestRepo::new();
+    let go = outside(&repo, "go");
+    let tasks = repo.tasks(&[&format!(
+        r#"{{"id":"wait","title":"wait","mode":"read","run":"while [ ! -e {} ]; do sleep 0.01; done"}}"#,
+        go.display()
+    )]);
+    let mut run = repo
+        .swarm_cmd()
+        .args(["run", tasks.to_str().unwrap(), "--web"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(run.stderr.take().unwrap());
+    let read = crate::read_until(&mut err, "the run's page: http://");
+    let url = read
+        .lines()
+        .find_map(|l| l.split("the run's page: http://").nth(1))
+        .unwrap()
+        .trim();
+    let (addr, token) = url.split_once("/?token=").unwrap();
+    let page = Page {
+        child: Command::new("true").spawn().unwrap(),
+        addr: addr.to_owned(),
+        token: token.to_owned(),
+    };
+    assert_eq!(page.get("/state").0, 403);
+    let (status, state) = page.get(&page.with_token("/state"));
+    assert_eq!(status, 200);
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(state["run"]["status"], "running");
+    assert_eq!(state["tasks"][0]["id"], "wait");
+    std::fs::write(&go, "").unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(run.wait().unwrap().success(), "{read}{rest}");
 }

@@ -31,6 +31,34 @@ pub(super) fn web(g: &Globals, run: Option<&str>, bind: &str, port: u16) -> anyh
     let repo = open_repo(g)?;
     let board = open_board(&repo)?;
     let record = pick_run(&board, run)?;
+    let (server, url, site) = listen(&repo, &record.id, bind, port)?;
+    ui::say(
+        g.quiet,
+        Verb::Started,
+        &format!("the page of run {} (Ctrl-C stops it)", record.id),
+    );
+    ui::out(&format!("{url}\n"))?;
+    serve(&server, &site);
+    Ok(exit::OK)
+}
+
+/// The page of run `run` served on 127.0.0.1 at a free port from a thread of its own, until
+/// swarm exits (`--web`); its URL.
+pub(super) fn spawn(repo: &crate::git::Repo, run: &str) -> anyhow::Result<String> {
+    let (server, url, site) = listen(repo, run, "127.0.0.1", 0)?;
+    std::thread::Builder::new()
+        .name("swarm-web".to_owned())
+        .spawn(move || serve(&server, &site))?;
+    Ok(url)
+}
+
+/// A server for run `run` on `bind:port`, its URL with a new token, and what it answers from.
+fn listen(
+    repo: &crate::git::Repo,
+    run: &str,
+    bind: &str,
+    port: u16,
+) -> anyhow::Result<(Server, String, Site)> {
     let token = token()?;
     let server = Server::http((bind, port)).map_err(|e| {
         anyhow::Error::new(
@@ -43,26 +71,24 @@ pub(super) fn web(g: &Globals, run: Option<&str>, bind: &str, port: u16) -> anyh
         .to_ip()
         .map_or_else(|| format!("{bind}:{port}"), |a| a.to_string());
     let url = format!("http://{addr}/?token={token}");
-    ui::say(
-        g.quiet,
-        Verb::Started,
-        &format!("the page of run {} (Ctrl-C stops it)", record.id),
-    );
-    ui::out(&format!("{url}\n"))?;
     let site = Site {
         git_dir: repo.common_dir().to_owned(),
         workdir: repo.workdir().to_owned(),
-        run: record.id,
+        run: run.to_owned(),
         token,
     };
+    Ok((server, url, site))
+}
+
+/// Answers every request, each on a thread of its own: a page's event stream holds its
+/// request for as long as it is open.
+fn serve(server: &Server, site: &Site) {
     for request in server.incoming_requests() {
         let site = site.clone();
-        // A page's event stream holds its request for as long as it is open.
         std::thread::spawn(move || {
             let _ = site.answer(request);
         });
     }
-    Ok(exit::OK)
 }
 
 /// 128 random bits, in hex.
