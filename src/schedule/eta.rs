@@ -17,6 +17,50 @@ pub(super) fn remaining(plan: &Plan, left: &[Duration], jobs: usize) -> Duration
     path.max(work)
 }
 
+/// How long the rest of a run should take, from its board (for its page): each task not
+/// ended is expected to take as long as the finished tasks of its mode took on average (or of
+/// any mode, when none of its own has finished), a running one less what it has run, over
+/// `jobs` slots. `None` until a task has finished.
+pub fn from_records(
+    plan: &Plan,
+    tasks: &[crate::store::TaskRecord],
+    jobs: usize,
+    now_ms: i64,
+) -> Option<Duration> {
+    use crate::plan::Mode;
+    use crate::store::TaskStatus;
+    let ms = |ms: i64| Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    let took = |mode: Option<Mode>| {
+        let times: Vec<Duration> = plan
+            .tasks
+            .iter()
+            .zip(tasks)
+            .filter(|(t, r)| mode.is_none_or(|m| t.mode == m) && r.status == TaskStatus::Done)
+            .map(|(_, r)| ms(r.elapsed_ms))
+            .collect();
+        let n = u32::try_from(times.len()).ok().filter(|&n| n > 0)?;
+        Some(times.iter().sum::<Duration>() / n)
+    };
+    let overall = took(None)?;
+    let by_mode = [Mode::Read, Mode::Write].map(|m| took(Some(m)).unwrap_or(overall));
+    let left: Vec<Duration> = plan
+        .tasks
+        .iter()
+        .zip(tasks)
+        .map(|(t, r)| {
+            let expected = by_mode[usize::from(t.mode == Mode::Write)];
+            match r.status {
+                TaskStatus::Pending | TaskStatus::Interrupted => expected,
+                TaskStatus::Running => {
+                    expected.saturating_sub(ms(now_ms - r.started_at.unwrap_or(now_ms)))
+                }
+                _ => Duration::ZERO,
+            }
+        })
+        .collect();
+    Some(remaining(plan, &left, jobs))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

@@ -13,7 +13,7 @@ mod attempt;
 mod checkouts;
 mod dag;
 mod dispatch;
-mod eta;
+pub(crate) mod eta;
 mod gate;
 mod goal;
 mod job;

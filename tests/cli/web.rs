@@ -149,6 +149,7 @@ fn the_page_of_a_finished_run_answers_only_with_its_token() {
     let (_, state) = page.get(&page.with_token("/state"));
     let state: serde_json::Value = serde_json::from_str(&state).unwrap();
     assert_eq!(state["run"]["status"], "finished");
+    assert!(state["eta_ms"].is_null());
     assert_eq!(state["counts"]["failed"], 1);
     assert_eq!(state["counts"]["skipped"], 1);
     assert!(
@@ -209,6 +210,10 @@ fn a_running_runs_page_streams_each_change_as_it_happens() {
     until("text/event-stream");
     std::fs::write(format!("{}-one", go.display()), "").unwrap();
     until(r#""kind":"task_succeeded","status":"done","task":"one""#);
+    // One task finished: the page can say how long the other should take.
+    let (_, state) = page.get(&page.with_token("/state"));
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert!(state["eta_ms"].is_u64(), "{state}");
     std::fs::write(format!("{}-two", go.display()), "").unwrap();
     until(r#""task":"two""#);
     until("event: end");

@@ -196,11 +196,20 @@ impl Site {
             })
             .collect();
         let end = record.finished_at.unwrap_or(now);
+        let eta = (record.status == RunStatus::Running)
+            .then(|| {
+                let plan = stored_plan(&records).ok()?;
+                let jobs = record.options["jobs"].as_u64().unwrap_or(4);
+                let jobs = usize::try_from(jobs).unwrap_or(1);
+                crate::schedule::eta::from_records(&plan, &records, jobs, now)
+            })
+            .flatten()
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         Ok(json!({
             "run": {"id": record.id, "status": record.status.as_str(), "exit_code": record.exit_code},
             "counts": counts,
             "elapsed_ms": (end - record.created_at).max(0),
-            "eta_ms": Value::Null,
+            "eta_ms": eta,
             "tasks": records.iter().map(|t| json!({
                 "id": t.id,
                 "status": t.status.as_str(),
