@@ -36,8 +36,9 @@ pub(crate) fn poll() -> std::time::Duration {
     std::env::var("SWARM_REMOTE_POLL")
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(POLL, std::time::Duration::from_secs_f64)
+        .filter(|s| *s > 0.0)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .unwrap_or(POLL)
 }
 
 /// The version of the records below; a worker refuses a run of a newer one.

@@ -184,22 +184,6 @@ impl Drop for Browser {
     }
 }
 
-/// `swarm web` started in `repo`: the process and its page's URL.
-fn serve(repo: &TestRepo) -> (Child, String) {
-    let mut child = repo
-        .swarm_cmd()
-        .arg("web")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (child, line.trim().to_owned())
-}
-
 /// The class of task `id`'s box on the page.
 fn class_is(id: &str, class: &str) -> String {
     format!(
@@ -231,7 +215,8 @@ fn the_live_page_follows_a_run_of_ten_tasks_without_a_reload() {
     while !repo.swarm(&["status"]).status.success() {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let (mut web, url) = serve(&repo);
+    let web = crate::web::Page::start(&repo, &[]);
+    let url = web.url();
     // Without its token the page tells nothing.
     browser.open(url.split('?').next().unwrap());
     assert_eq!(
@@ -265,8 +250,6 @@ fn the_live_page_follows_a_run_of_ten_tasks_without_a_reload() {
     );
     assert_eq!(browser.eval("return window.swarmTestMark"), json!(42));
     assert_eq!(run.wait().unwrap().code(), Some(1));
-    let _ = web.kill();
-    let _ = web.wait();
 }
 
 #[test]
@@ -275,14 +258,7 @@ fn the_html_report_of_a_parked_writer_opens_with_its_graph_and_needs_attention()
         return;
     };
     let repo = TestRepo::new();
-    let merged_a = crate::after_event(&repo, "merged", "a");
-    let tasks = repo.tasks(&[
-        r#"{"id":"a","title":"one becomes two","run":"printf 'pub fn one() -> u32 {\n    2\n}\n' > src/lib.rs"}"#,
-        &format!(
-            r#"{{"id":"b","title":"one becomes three","run":"{}; printf 'pub fn one() -> u32 {{\n    3\n}}\n' > src/lib.rs"}}"#,
-            merged_a.replace('"', "\\\"")
-        ),
-    ]);
+    let tasks = crate::graph_svg::parked_plan(&repo, false);
     let page = outside(&repo, "report.html");
     let out = repo.swarm(&[
         "run",

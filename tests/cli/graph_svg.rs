@@ -155,15 +155,7 @@ fn a_runs_picture_is_coloured_by_status_and_the_html_page_holds_it() {
 #[test]
 fn the_html_report_of_a_run_with_a_parked_writer_holds_the_graph_and_needs_attention() {
     let repo = TestRepo::new();
-    let merged_a = crate::after_event(&repo, "merged", "a");
-    let tasks = repo.tasks(&[
-        r#"{"id":"a","title":"one becomes two","run":"printf 'pub fn one() -> u32 {\n    2\n}\n' > src/lib.rs"}"#,
-        &format!(
-            r#"{{"id":"b","title":"one becomes three","run":"{}; printf 'pub fn one() -> u32 {{\n    3\n}}\n' > src/lib.rs"}}"#,
-            merged_a.replace('"', "\\\"")
-        ),
-        r#"{"id":"final","title":"report","lane":"reducer","mode":"read","deps":["a"],"run":"echo '# Done'; echo '<script>alert(1)</script> <img src=x onerror=alert(2)>'"}"#,
-    ]);
+    let tasks = parked_plan(&repo, true);
     // --report-format says the form, whatever the extension.
     let page = repo.cache.parent().unwrap().join("report.md");
     let out = repo.swarm(&[
@@ -229,4 +221,21 @@ fn a_final_out_named_html_gets_the_page_unless_the_format_says_markdown() {
     }
     let bad = repo.swarm(&["run", tasks.to_str().unwrap(), "--report-format", "pdf"]);
     assert_exit(&bad, 2);
+}
+
+/// Two writers of the same line, the second waiting until the first is merged, so that it
+/// conflicts and is parked; with `reducer`, a reducer after the first that prints markup.
+pub fn parked_plan(repo: &TestRepo, reducer: bool) -> std::path::PathBuf {
+    let merged_a = crate::after_event(repo, "merged", "a");
+    let mut lines = vec![
+        r#"{"id":"a","title":"one becomes two","run":"printf 'pub fn one() -> u32 {\n    2\n}\n' > src/lib.rs"}"#.to_owned(),
+        format!(
+            r#"{{"id":"b","title":"one becomes three","run":"{}; printf 'pub fn one() -> u32 {{\n    3\n}}\n' > src/lib.rs"}}"#,
+            merged_a.replace('"', "\\\"")
+        ),
+    ];
+    if reducer {
+        lines.push(r#"{"id":"final","title":"report","lane":"reducer","mode":"read","deps":["a"],"run":"echo '# Done'; echo '<script>alert(1)</script> <img src=x onerror=alert(2)>'"}"#.to_owned());
+    }
+    repo.tasks(&lines.iter().map(String::as_str).collect::<Vec<_>>())
 }

@@ -15,7 +15,7 @@ pub mod gate;
 mod generated;
 pub mod goal;
 mod goals;
-mod graph_svg;
+pub mod graph_svg;
 mod landing;
 pub mod lifeline;
 mod merge_gate;
@@ -30,7 +30,7 @@ mod resume;
 mod snapshots;
 mod terminal;
 mod untrusted;
-mod web;
+pub mod web;
 mod writers;
 
 use std::collections::BTreeMap;

@@ -8,14 +8,14 @@ use std::process::{Child, Command, Stdio};
 use crate::{TestRepo, assert_exit, outside};
 
 /// `swarm web` with `args`, started; its page's address (`127.0.0.1:PORT`) and token.
-struct Page {
+pub struct Page {
     child: Child,
     addr: String,
     token: String,
 }
 
 impl Page {
-    fn start(repo: &TestRepo, args: &[&str]) -> Self {
+    pub fn start(repo: &TestRepo, args: &[&str]) -> Self {
         let mut child = repo
             .swarm_cmd()
             .arg("web")
@@ -67,6 +67,11 @@ impl Page {
             body.to_owned()
         };
         (status, body)
+    }
+
+    /// The page's URL, with its token.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.addr, self.token)
     }
 
     /// `path` with the token.
