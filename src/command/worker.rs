@@ -180,23 +180,29 @@ fn find_run(
                     ui.note(Verb::Retrying, "the remote answers again");
                 }
                 (reached, fails) = (true, 0);
-                let newest = match run {
-                    Some(r) => refs.get("run").map(|c| (r.to_owned(), c.clone())),
+                // The run asked for, or the newest that has not ended.
+                let mut runs: Vec<(String, CommitId)> = match run {
+                    Some(r) => refs
+                        .get("run")
+                        .map(|c| (r.to_owned(), c.clone()))
+                        .into_iter()
+                        .collect(),
                     None => refs
                         .iter()
                         .filter_map(|(name, c)| {
                             Some((name.strip_suffix("/run")?.to_owned(), c.clone()))
                         })
                         .filter(|(r, _)| !r.contains('/'))
-                        .max(),
+                        .collect(),
                 };
-                if let Some((run, commit)) = newest {
+                runs.sort();
+                for (id, commit) in runs.into_iter().rev() {
                     let info: remote::RunInfo = remote::read(repo, &commit)?;
                     if !info.ended {
-                        return Ok(Some(Ok(Found { run, info })));
+                        return Ok(Some(Ok(Found { run: id, info })));
                     }
                     if asked_run.is_some() {
-                        ui.note(Verb::Skipping, &format!("run {run} ended"));
+                        ui.note(Verb::Skipping, &format!("run {id} ended"));
                         return Ok(None);
                     }
                 }
