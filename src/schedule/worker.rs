@@ -6,6 +6,8 @@
 //! waits on it anyway.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -59,6 +61,8 @@ struct Worker<'a> {
     index: std::collections::HashMap<String, usize>,
     /// The remote does not answer: why.
     away: Option<String>,
+    /// A signal came: a result the remote does not take is not waited for any longer.
+    signalled: Arc<AtomicBool>,
 }
 
 /// Works on `plan` (run `layout.run`, published on the remote) until the run has no work
@@ -110,11 +114,14 @@ pub fn work(
         held: BTreeMap::new(),
         index,
         away: None,
+        signalled: Arc::new(AtomicBool::new(false)),
     };
     let signals = {
         let (tx, killer) = (tx.clone(), watchdog.clone());
+        let signalled = Arc::clone(&w.signalled);
         crate::signal::handle(
             move || {
+                signalled.store(true, Ordering::Relaxed);
                 let _ = tx.send(Message::Signal);
             },
             move || killer.kill_all_now(),
@@ -435,27 +442,39 @@ impl Worker<'_> {
                 expect: Expect::Is(held.lease),
             },
         ];
+        // Pushed until the remote answers; once a signal came, the worker stops waiting: its
+        // lease runs out and another worker runs the attempt.
         let mut tries = 0;
         let pushed = loop {
             match self.setup.transport.push(&push) {
                 Ok(pushed) => {
                     self.back();
-                    break pushed;
+                    break Some(pushed);
                 }
                 Err(e) => {
                     tries += 1;
                     self.gone(&e.0);
+                    if self.signalled.load(Ordering::Relaxed) {
+                        break None;
+                    }
                     std::thread::sleep(remote::transport::retry_wait(tries));
                 }
             }
         };
         let taken = match pushed {
-            Pushed::Done => {
+            None => {
+                let line = format!(
+                    "{id}: the remote did not answer and swarm is stopping: its result is not pushed, and its lease runs out for another worker"
+                );
+                self.run.ui.note(Verb::Stopped, &line);
+                false
+            }
+            Some(Pushed::Done) => {
                 let line = format!("{id}: result pushed ({})", outcome::status_name(o.status));
                 self.run.ui.note(Verb::Finished, &line);
                 true
             }
-            Pushed::Refused(why) => {
+            Some(Pushed::Refused(why)) => {
                 let line = format!(
                     "{id}: the remote refused its result ({why}): the lease was no longer this worker's"
                 );

@@ -325,9 +325,9 @@ impl<'a> Dispatcher<'a> {
             if self.goals.as_ref().is_some_and(GoalPlanner::drains_queue) {
                 wait = wait.min(QUEUE_POLL);
             }
-            if self.coordinator.is_some() {
+            if let Some(c) = &self.coordinator {
                 // Leases run out by this clock.
-                wait = wait.min(crate::remote::poll());
+                wait = wait.min(c.poll);
             }
             // A timeout means a delay came due; the loop holds a sender, so the channel
             // never closes.

@@ -43,6 +43,8 @@ pub(super) struct Coordinator {
     refs: BTreeMap<String, CommitId>,
     /// The remote does not answer: why.
     away: Option<String>,
+    /// How often the remote is fetched.
+    pub(super) poll: Duration,
 }
 
 impl Coordinator {
@@ -55,6 +57,7 @@ impl Coordinator {
             generations: BTreeMap::new(),
             refs: BTreeMap::new(),
             away: None,
+            poll: poll(),
         }
     }
 
@@ -140,7 +143,7 @@ impl Coordinator {
         self.link = Some(Link::start(
             self.transport.clone(),
             prefix,
-            poll(),
+            self.poll,
             move |seen| {
                 let _ = tx.send(Message::Remote(seen));
             },
