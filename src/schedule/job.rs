@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 
 use super::Message;
+use super::ready::Preparer;
 
 use crate::agent::openai::Builtin;
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
@@ -242,7 +243,7 @@ impl Job {
                 ..
             } => {
                 // A fresh checkout per attempt, from the integration tip the task started at.
-                let earlier = self.set_earlier_aside();
+                let earlier = Preparer::of(self).set_earlier_aside();
                 let made = fresh_checkout(
                     &repo,
                     branch,
@@ -260,7 +261,7 @@ impl Job {
                 theirs,
                 ..
             } => {
-                let earlier = self.set_earlier_aside();
+                let earlier = Preparer::of(self).set_earlier_aside();
                 let made = fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None, &[])
                     .and_then(|made| {
                         git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
@@ -275,7 +276,8 @@ impl Job {
         };
         let mut inv = self.invocation.clone();
         if let Some((made, earlier)) = made {
-            let made = made.and_then(|made| self.make_ready(made, earlier.as_deref(), watchdog));
+            let made = made
+                .and_then(|made| Preparer::of(self).make_ready(made, earlier.as_deref(), watchdog));
             if let Some(earlier) = earlier {
                 let _ = git::remove_checkout(&earlier);
             }

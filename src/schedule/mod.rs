@@ -172,6 +172,56 @@ enum Checkout {
 }
 
 impl Layout {
+    /// Before the run's first attempt: stale locks on its refs go, and its directories are
+    /// made.
+    fn open(&self, repo: &crate::git::Repo, plan: &crate::plan::Plan) -> anyhow::Result<()> {
+        // This process holds the run lock and has not started anything yet, so a lock on one
+        // of the run's refs was left by a `kill -9` of an earlier process and would block it.
+        repo.clear_stale_ref_lock(&self.integration_ref)?;
+        for task in plan
+            .tasks
+            .iter()
+            .filter(|t| t.mode == crate::plan::Mode::Write)
+        {
+            for checkout in [Checkout::Task, Checkout::Resolver] {
+                let branch = self.branch(task.id.as_str(), checkout);
+                repo.clear_stale_ref_lock(&format!("refs/heads/{branch}"))?;
+            }
+        }
+        std::fs::create_dir_all(self.deps.join(attempt::NO_DEPS_DIR))?;
+        // Where this run's checkouts are, for `swarm gc`.
+        std::fs::write(
+            self.run_dir.join(CHECKOUTS_FILE),
+            self.worktrees.as_os_str().as_encoded_bytes(),
+        )?;
+        Ok(())
+    }
+
+    /// At the end of the run: its checkouts (the gate's first, if it has one, then those
+    /// `checkouts` holds; the run's directory goes with the last one), and the attempts'
+    /// temporary and dependency directories.
+    fn remove_checkouts(
+        &self,
+        gate: bool,
+        checkouts: &mut checkouts::Checkouts,
+    ) -> anyhow::Result<()> {
+        let mut cleanup = if gate {
+            crate::git::remove_checkout(&merge::gate_checkout_path(self))
+        } else {
+            Ok(())
+        };
+        cleanup = cleanup.and(checkouts.close());
+        // The attempts' temporary directories, each emptied by its last attempt.
+        for dir in [self.run_dir.join("tmp"), self.deps.clone()] {
+            if let Err(e) = std::fs::remove_dir_all(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                cleanup = cleanup.and(Err(e.into()));
+            }
+        }
+        cleanup
+    }
+
     /// A writer's branch: `swarm/<run>-<task>` (`…-resolve` for its resolver).
     fn branch(&self, task: &str, checkout: Checkout) -> String {
         match checkout {

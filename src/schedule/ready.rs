@@ -5,11 +5,28 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::Prepare;
 use super::job::{Job, Made, Verdict};
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
 use crate::git;
 
-impl Job {
+/// What making a checkout ready reads of its job: the invocation (its checkout, transcript
+/// and environment), what to prepare, and the user's checkout the included files come from.
+pub(super) struct Preparer<'a> {
+    invocation: &'a Invocation,
+    prepare: &'a Prepare,
+    user_checkout: &'a Path,
+}
+
+impl<'a> Preparer<'a> {
+    pub(super) fn of(job: &'a Job) -> Self {
+        Self {
+            invocation: &job.invocation,
+            prepare: &job.prepare,
+            user_checkout: &job.user_checkout,
+        }
+    }
+
     /// The checkout an earlier attempt of this task left at its path, moved aside so that the
     /// new one's caches can be seeded from it; none without caches, or when there is none.
     pub(super) fn set_earlier_aside(&self) -> Option<PathBuf> {
@@ -40,7 +57,7 @@ impl Job {
         let mut notes = String::new();
         let kept_out: Vec<String> = p.include.iter().chain(&p.cache).cloned().collect();
         git::exclude(cwd, &kept_out)?;
-        let missing = git::copy_included(&self.user_checkout, cwd, &p.include)?;
+        let missing = git::copy_included(self.user_checkout, cwd, &p.include)?;
         notes.push_str(&super::included_note(&p.include, &missing));
         if p.cache.is_empty() && p.setup.is_none() {
             return Ok(Ok(notes));
@@ -56,7 +73,7 @@ impl Job {
                 Made::New => {
                     let from = earlier
                         .into_iter()
-                        .chain([self.user_checkout.as_path()])
+                        .chain([self.user_checkout])
                         .find(|from| git::cache_key(from, &p.cache_key) == key);
                     match from {
                         Some(from) => {

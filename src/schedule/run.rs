@@ -4,9 +4,10 @@
 
 use crate::git::{CommitId, Repo};
 use crate::plan::Plan;
+use crate::store::{RunEvent, TaskRecord, TaskStatus};
 use crate::ui::{Ui, Verb};
 
-use super::dag::{Dag, Effect, Transition};
+use super::dag::{Dag, Effect, State, Transition};
 use super::record::{Recorder, Totals};
 use super::{Layout, Settings};
 
@@ -58,11 +59,38 @@ impl Slot {
         }
     }
 
+    /// A task as the board left it.
+    pub(super) fn recorded(r: &TaskRecord) -> Self {
+        Self {
+            attempts: r.attempts,
+            failures: r.failures,
+            result: r.result.clone(),
+            start_commit: r.start_commit.as_deref().map(CommitId::new),
+            commit: r.commit_id.as_deref().map(CommitId::new),
+            tokens: r.tokens,
+            cost: r.cost,
+            session: r.session.clone(),
+            ..Self::waiting()
+        }
+    }
+
     pub(super) fn totals(&self) -> Totals {
         Totals {
             tokens: self.tokens,
             cost: self.cost,
         }
+    }
+}
+
+/// A task's state in the dag as the board left it: what had not ended waits.
+pub(super) fn recorded_state(status: TaskStatus) -> State {
+    match status {
+        TaskStatus::Done => State::Done,
+        TaskStatus::Failed => State::Failed,
+        TaskStatus::Skipped => State::Skipped,
+        TaskStatus::Parked => State::Parked,
+        TaskStatus::Committed => State::Committed,
+        TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted => State::Waiting,
     }
 }
 
@@ -151,5 +179,51 @@ impl Run<'_> {
             return None;
         };
         crate::git::changed_paths(self.repo.common_dir(), from, to).ok()
+    }
+
+    /// The run stops short: the tasks out with workers (`out`) and those waiting that have had
+    /// an attempt are marked for a resume.
+    pub(super) fn interrupt_unfinished(&mut self, out: Vec<usize>) -> anyhow::Result<()> {
+        let mut marks = Vec::new();
+        for i in out {
+            self.dag.on(&self.plan, Transition::Interrupted(i));
+            marks.push(i);
+        }
+        for i in 0..self.slots.len() {
+            if matches!(
+                self.dag.state(i),
+                State::Waiting | State::Ready | State::Delayed(_)
+            ) && self.slots[i].attempts > 0
+            {
+                self.dag.on(&self.plan, Transition::Interrupted(i));
+                marks.push(i);
+            }
+        }
+        let ids: Vec<&str> = marks
+            .iter()
+            .map(|&i| self.plan.tasks[i].id.as_str())
+            .collect();
+        self.record.interrupted(&ids)
+    }
+
+    /// Processes still carrying the run's id when none of its attempts runs were left behind
+    /// out of reach of their process groups: they are stopped, recorded and told.
+    pub(super) fn stop_strays(&mut self) -> anyhow::Result<()> {
+        let strays = crate::agent::stray::find(&self.layout.run);
+        if strays.is_empty() {
+            return Ok(());
+        }
+        crate::agent::stray::stop(&strays, self.settings.kill_grace);
+        let processes: Vec<String> = strays
+            .iter()
+            .map(|s| format!("{} {}", s.pid, s.command))
+            .collect();
+        let line = format!(
+            "{} process(es) the run's tasks left behind: {}",
+            processes.len(),
+            processes.join("; ")
+        );
+        self.ui.note(Verb::Stopped, &line);
+        self.record.run_event(RunEvent::StraysStopped { processes })
     }
 }

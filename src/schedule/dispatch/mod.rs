@@ -5,10 +5,11 @@
 //! writes the board and `Ui` shows it. It also owns when the run stops: a signal, a spent
 //! budget, a long usage limit, a halted merge queue.
 
+mod budget;
 mod endpoint;
-mod finish;
 mod pauses;
 mod remote;
+mod retry;
 mod view;
 
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -16,21 +17,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::agent::{Fault, Watchdog};
+use crate::agent::{Fault, FaultKind, Watchdog};
 use crate::git::{CommitId, Repo};
 use crate::plan::{Mode, Plan};
-use crate::store::{Board, RunEvent, TaskRecord, TaskStatus};
+use crate::store::{Board, RunEvent, TaskRecord};
 use crate::ui::{Ui, Verb};
 
-use self::endpoint::EndpointWatch;
+use self::budget::Budget;
+use self::pauses::Pauses;
 use super::checkouts::Checkouts;
 use super::dag::{Dag, State, Transition};
 use super::goal::{GoalPlanner, GoalRun, QUEUE_POLL};
-use super::job::{Job, Workers};
-use super::merge::MergeQueue;
+use super::job::{Job, Report, Verdict, Workers};
+use super::merge::{Gate, MergeQueue};
 use super::record::Recorder;
-use super::run::{Run, Slot};
-use super::{Checkout, Ending, Layout, Message, Settings, attempt, notice_event, notice_line};
+use super::run::{Run, Slot, recorded_state};
+use super::{Ending, Layout, Message, Settings, attempt, notice_event, notice_line};
 
 /// Stops and reaps every attempt when dropped armed.
 struct Reaper<'w> {
@@ -56,22 +58,16 @@ pub struct Dispatcher<'a> {
     rx: Receiver<Message>,
     running: usize,
     writers_running: usize,
-    /// Tokens the tasks' attempts have used, this run and before a resume.
-    tokens_used: u64,
-    /// No attempt starts before this: an agent's provider said its usage limit resets then.
-    paused_until: Option<Instant>,
-    /// A usage limit resets later than `max_limit_wait`: the run stops (resumable).
-    limit_stop: Option<String>,
+    /// The tokens the tasks' attempts have used, and the run's budget of them.
+    budget: Budget,
+    /// What holds new attempts back: usage limits, the model endpoint.
+    pauses: Pauses,
     /// Nothing new starts; the loop ends once what runs has finished.
     stopping: bool,
-    /// The run is stopping because its token budget is spent.
-    over_budget: bool,
     /// A signal asked the run to stop.
     signalled: bool,
     /// A fault outside the tasks stops the run.
     fault: Option<Fault>,
-    /// The model endpoint, while it does not answer: nothing new starts.
-    endpoint: EndpointWatch,
     /// Spread over machines: the tasks out with workers.
     coordinator: Option<remote::Coordinator>,
 }
@@ -99,55 +95,10 @@ impl<'a> Dispatcher<'a> {
                 format!("the integration branch {} is gone", layout.integration_ref)
             })?,
         };
-        let states = records
-            .iter()
-            .map(|r| match r.status {
-                TaskStatus::Done => State::Done,
-                TaskStatus::Failed => State::Failed,
-                TaskStatus::Skipped => State::Skipped,
-                TaskStatus::Parked => State::Parked,
-                TaskStatus::Committed => State::Committed,
-                TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted => {
-                    State::Waiting
-                }
-            })
-            .collect();
-        let slots = records
-            .iter()
-            .map(|r| Slot {
-                attempts: r.attempts,
-                failures: r.failures,
-                result: r.result.clone(),
-                start_commit: r.start_commit.as_deref().map(CommitId::new),
-                commit: r.commit_id.as_deref().map(CommitId::new),
-                tokens: r.tokens,
-                cost: r.cost,
-                session: r.session.clone(),
-                ..Slot::waiting()
-            })
-            .collect();
-        // With a gate: the newest tip it passed on (the base, untested, until one).
+        let states = records.iter().map(|r| recorded_state(r.status)).collect();
+        let slots = records.iter().map(Slot::recorded).collect();
         let gate = match &settings.gate {
-            Some(command) => {
-                let green = record.green()?;
-                let tested = green.is_some();
-                let green = green.unwrap_or_else(|| layout.base.clone());
-                let mut gate = super::gate::GateState::new(command.clone(), green, tested);
-                // Gate runs of an earlier process keep their transcripts and numbers.
-                gate.runs = std::fs::read_dir(layout.run_dir.join("attempts"))
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .filter(|e| {
-                        let name = e.file_name();
-                        let name = name.to_string_lossy();
-                        name.starts_with("gate-") && name.ends_with(".log")
-                    })
-                    .count()
-                    .try_into()
-                    .unwrap_or(u32::MAX);
-                Some(gate)
-            }
+            Some(command) => Some(Gate::resume(command.clone(), record.green()?, layout)),
             None => None,
         };
         let (tx, rx) = mpsc::channel();
@@ -182,14 +133,14 @@ impl<'a> Dispatcher<'a> {
             rx,
             running: 0,
             writers_running: 0,
-            tokens_used: records.iter().map(|r| r.tokens).sum(),
-            paused_until: None,
-            limit_stop: None,
+            budget: Budget::new(
+                settings.budget_tokens,
+                records.iter().map(|r| r.tokens).sum(),
+            ),
+            pauses: Pauses::default(),
             stopping: false,
-            over_budget: false,
             signalled: false,
             fault: None,
-            endpoint: EndpointWatch::default(),
             coordinator: settings
                 .remote
                 .as_deref()
@@ -226,28 +177,13 @@ impl<'a> Dispatcher<'a> {
         }
         reaper.armed = outcome.is_err();
         drop(reaper);
-        let strays = self.stop_strays();
+        let strays = self.run.stop_strays();
         drop(signals);
         watchdog.shutdown();
-        // The gate's checkout first: the run's directory goes with the last one.
-        let mut cleanup = match self.run.settings.gate {
-            Some(_) => {
-                crate::git::remove_checkout(&super::merge::gate_checkout_path(self.run.layout))
-            }
-            None => Ok(()),
-        };
-        cleanup = cleanup.and(self.checkouts.close());
-        // The attempts' temporary directories, each emptied by its last attempt.
-        if let Err(e) = std::fs::remove_dir_all(self.run.layout.run_dir.join("tmp"))
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            cleanup = cleanup.and(Err(e.into()));
-        }
-        if let Err(e) = std::fs::remove_dir_all(&self.run.layout.deps)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            cleanup = cleanup.and(Err(e.into()));
-        }
+        let cleanup = self
+            .run
+            .layout
+            .remove_checkouts(self.run.settings.gate.is_some(), &mut self.checkouts);
         let ending = outcome?;
         strays?;
         cleanup?;
@@ -264,7 +200,7 @@ impl<'a> Dispatcher<'a> {
             {
                 c.expire(&mut self.run, self.merges.tip())?;
             }
-            if let Some(why) = self.limit_stop.take()
+            if let Some(why) = self.pauses.take_limit_stop()
                 && !self.stopping
             {
                 self.stop(workers, &why);
@@ -287,11 +223,15 @@ impl<'a> Dispatcher<'a> {
                 );
                 self.wind_down(&why);
             }
-            self.check_budget()?;
+            if !self.stopping
+                && let Some(why) = self.budget.check(&mut self.run, self.running)?
+            {
+                self.wind_down(&why);
+            }
             if let Some(goals) = &mut self.goals {
                 goals.advance(&mut self.run, self.stopping)?;
             }
-            let paused = self.paused_until.is_some_and(|t| t > now) || self.endpoint.is_away();
+            let paused = self.pauses.holds(now);
             // The gate asks no model: a paused run still tests what it merged.
             if !self.stopping {
                 self.start_gate(workers)?;
@@ -350,24 +290,10 @@ impl<'a> Dispatcher<'a> {
     /// Before the first attempt: stale locks go, the integration branch is settled, the dag
     /// counts what is done, and merges a crash cut short are finished.
     fn begin(&mut self) -> anyhow::Result<()> {
-        let (repo, layout) = (self.run.repo, self.run.layout);
-        // This process holds the run lock and has not started anything yet, so a lock on one
-        // of the run's refs was left by a `kill -9` of an earlier process and would block it.
-        repo.clear_stale_ref_lock(&layout.integration_ref)?;
-        for task in self.run.plan.tasks.iter().filter(|t| t.mode == Mode::Write) {
-            for checkout in [Checkout::Task, Checkout::Resolver] {
-                let branch = layout.branch(task.id.as_str(), checkout);
-                repo.clear_stale_ref_lock(&format!("refs/heads/{branch}"))?;
-            }
-        }
-        std::fs::create_dir_all(layout.deps.join(attempt::NO_DEPS_DIR))?;
-        // Where this run's checkouts are, for `swarm gc`.
-        std::fs::write(
-            layout.run_dir.join(super::CHECKOUTS_FILE),
-            layout.worktrees.as_os_str().as_encoded_bytes(),
-        )?;
+        let layout = self.run.layout;
+        layout.open(self.run.repo, &self.run.plan)?;
         // What an earlier swarm of this run left running (a kill -9 of it, a detached agent).
-        self.stop_strays()?;
+        self.run.stop_strays()?;
         self.merges.settle_integration_ref(&mut self.run)?;
         // Merged writers the gate has not passed yet are not done: before counting.
         self.merges.recover_gate(&mut self.run)?;
@@ -433,7 +359,11 @@ impl<'a> Dispatcher<'a> {
                         .note(Verb::Retrying, &format!("planning: {line}"));
                 }
             }
-            Message::Endpoint(gone) => self.endpoint_checked(gone)?,
+            Message::Endpoint(gone) => {
+                if let Some(fault) = self.pauses.endpoint_checked(&mut self.run, gone)? {
+                    self.fault.get_or_insert(fault);
+                }
+            }
             Message::Escalated { task, hook } => {
                 self.run.hooks_running -= 1;
                 let escalated = RunEvent::Escalated { hook };
@@ -457,29 +387,6 @@ impl<'a> Dispatcher<'a> {
         Ok(())
     }
 
-    /// Processes still carrying the run's id when none of its attempts runs were left behind
-    /// out of reach of their process groups: they are stopped, recorded and told.
-    fn stop_strays(&mut self) -> anyhow::Result<()> {
-        let strays = crate::agent::stray::find(&self.run.layout.run);
-        if strays.is_empty() {
-            return Ok(());
-        }
-        crate::agent::stray::stop(&strays, self.run.settings.kill_grace);
-        let processes: Vec<String> = strays
-            .iter()
-            .map(|s| format!("{} {}", s.pid, s.command))
-            .collect();
-        let line = format!(
-            "{} process(es) the run's tasks left behind: {}",
-            processes.len(),
-            processes.join("; ")
-        );
-        self.run.ui.note(Verb::Stopped, &line);
-        self.run
-            .record
-            .run_event(RunEvent::StraysStopped { processes })
-    }
-
     /// Nothing new starts; what runs finishes.
     fn wind_down(&mut self, why: &str) {
         self.stopping = true;
@@ -500,35 +407,20 @@ impl<'a> Dispatcher<'a> {
     fn end(&mut self) -> anyhow::Result<Ending> {
         let run = &mut self.run;
         if self.stopping {
-            let mut marks = Vec::new();
             // Out with workers: their results wait on the remote for a resume.
-            for i in self
+            let out = self
                 .coordinator
                 .as_mut()
                 .map(remote::Coordinator::left)
-                .unwrap_or_default()
-            {
-                run.dag.on(&run.plan, Transition::Interrupted(i));
-                marks.push(run.plan.tasks[i].id.as_str());
-            }
-            for i in 0..run.slots.len() {
-                if matches!(
-                    run.dag.state(i),
-                    State::Waiting | State::Ready | State::Delayed(_)
-                ) && run.slots[i].attempts > 0
-                {
-                    run.dag.on(&run.plan, Transition::Interrupted(i));
-                    marks.push(run.plan.tasks[i].id.as_str());
-                }
-            }
-            run.record.interrupted(&marks)?;
+                .unwrap_or_default();
+            run.interrupt_unfinished(out)?;
             return Ok(if self.signalled {
                 Ending::Interrupted
             } else if let Some(fault) = &self.fault {
                 Ending::Faulted(fault.clone())
             } else if self.merges.halted().is_some() {
                 Ending::Halted
-            } else if self.over_budget {
+            } else if self.budget.spent() {
                 Ending::OverBudget
             } else {
                 Ending::Interrupted
@@ -553,29 +445,6 @@ impl<'a> Dispatcher<'a> {
             }
         }
         Ok(Ending::Finished)
-    }
-
-    /// Past the token budget, nothing new starts: running attempts finish (and finished writers
-    /// are merged), then the loop ends, resumable.
-    fn check_budget(&mut self) -> anyhow::Result<()> {
-        let Some(budget) = self.run.settings.budget_tokens else {
-            return Ok(());
-        };
-        if self.stopping || self.tokens_used < budget {
-            return Ok(());
-        }
-        self.over_budget = true;
-        self.run.record.run_event(RunEvent::BudgetSpent {
-            budget,
-            used: self.tokens_used,
-            running: self.running,
-        })?;
-        let why = format!(
-            "the token budget is spent ({} of {budget} tokens); {} running task(s) finish, nothing new starts",
-            self.tokens_used, self.running
-        );
-        self.wind_down(&why);
-        Ok(())
     }
 
     /// The gate's next run takes a slot before any task does.
@@ -628,11 +497,146 @@ impl<'a> Dispatcher<'a> {
         Ok(())
     }
 
+    /// Hands the display the run as it is now.
+    fn show(&mut self) {
+        let out = self
+            .coordinator
+            .as_ref()
+            .map_or(0, remote::Coordinator::out);
+        view::show(
+            &mut self.run,
+            self.running + out,
+            self.merges.gate_running(),
+        );
+    }
+
     fn spawn(&mut self, workers: &Workers, job: Job, mode: Mode) {
         self.running += 1;
         if mode == Mode::Write {
             self.writers_running += 1;
         }
         workers.spawn(job);
+    }
+
+    /// The slot of task `i`'s attempt in this process's pool is free again.
+    fn release(&mut self, i: usize) {
+        self.run.ports.release(i);
+        self.run.scratch.release(i);
+        self.running -= 1;
+        if self.run.plan.tasks[i].mode == Mode::Write {
+            self.writers_running -= 1;
+        }
+    }
+
+    /// Takes an attempt's report (from this process's pool or a worker on another machine):
+    /// records it, then merges, retries, or releases dependents.
+    fn finish(&mut self, report: Report) -> anyhow::Result<()> {
+        let i = report.task;
+        let mode = self.run.plan.tasks[i].mode;
+        self.run.slots[i].started = None;
+        if self.run.dag.state(i) == State::Resolving {
+            // A fault outside the resolver stops the run as it stops any attempt's.
+            if let Verdict::Fault(fault) = &report.verdict {
+                self.fault.get_or_insert_with(|| fault.clone());
+            }
+            return self
+                .merges
+                .finish_resolver(&mut self.run, &mut self.checkouts, report);
+        }
+        if let Some(commit) = self.run.slots[i].snapshot.take() {
+            self.checkouts
+                .release_snapshot(&commit, self.merges.tip())?;
+        }
+        let slot = &mut self.run.slots[i];
+        // The session the next attempt continues, or none: the board knows the same.
+        if slot.session != report.session {
+            slot.session.clone_from(&report.session);
+            let id = self.run.plan.tasks[i].id.as_str();
+            self.run.record.session(id, report.session.as_deref())?;
+        }
+        let slot = &mut self.run.slots[i];
+        slot.tokens += report.tokens;
+        self.budget.add(report.tokens);
+        if let Some(c) = report.cost {
+            slot.cost = Some(slot.cost.unwrap_or(0.0) + c);
+        }
+        let totals = slot.totals();
+        let id = self.run.plan.tasks[i].id.to_string();
+        match report.verdict {
+            Verdict::Succeeded {
+                ref result,
+                ref commit,
+            } => {
+                let writes = mode == Mode::Write;
+                let run = &mut self.run;
+                run.record.attempt_succeeded(
+                    &id,
+                    &report,
+                    totals,
+                    result,
+                    commit.as_ref(),
+                    writes,
+                )?;
+                run.slots[i].result = Some(result.clone());
+                run.slots[i].took = Some(report.elapsed);
+                if let Some(c) = commit {
+                    run.slots[i].commit = Some(c.clone());
+                    run.dag.on(&run.plan, Transition::Committed(i));
+                    self.merges.merge(run, &mut self.checkouts, i)?;
+                } else {
+                    if writes {
+                        self.merges.clean_up(run, &mut self.checkouts, i, false)?;
+                    }
+                    let text = writes.then_some("no changes");
+                    run.ui
+                        .task_finished(&id, Verb::Finished, report.elapsed, text);
+                    run.transition(Transition::Done(i))?;
+                }
+            }
+            Verdict::Limited(ref limit) => {
+                self.pauses
+                    .limited(&mut self.run, &id, &report, limit, totals)?;
+            }
+            Verdict::Interrupted => {
+                let run = &mut self.run;
+                run.record.attempt_interrupted(&id, &report, totals)?;
+                run.dag.on(&run.plan, Transition::Interrupted(i));
+                run.ui
+                    .task_finished(&id, Verb::Interrupted, report.elapsed, None);
+            }
+            Verdict::Failed(ref why) => {
+                retry::failed(&mut self.run, self.stopping, &id, &report, why, totals)?;
+            }
+            Verdict::Fault(ref fault) if fault.kind == FaultKind::Unreachable => {
+                let faulted = self.fault.is_some();
+                let stop = self.pauses.endpoint_away(
+                    &mut self.run,
+                    &self.tx,
+                    faulted,
+                    &id,
+                    &report,
+                    fault,
+                    totals,
+                )?;
+                if let Some(stop) = stop {
+                    self.fault.get_or_insert(stop);
+                }
+            }
+            Verdict::Fault(ref fault) => {
+                let run = &mut self.run;
+                run.record.attempt_faulted(
+                    &id,
+                    &report,
+                    totals,
+                    fault.kind.as_str(),
+                    &fault.why,
+                )?;
+                run.dag.on(&run.plan, Transition::Interrupted(i));
+                run.ui
+                    .task_finished(&id, Verb::Interrupted, report.elapsed, Some(&fault.why));
+                self.fault.get_or_insert_with(|| fault.clone());
+            }
+        }
+        Ok(())
     }
 }

@@ -8,33 +8,26 @@ use crate::ui::{Frame, Row};
 
 use super::super::dag::State;
 use super::super::run::Run;
-use super::Dispatcher;
 
-impl Dispatcher<'_> {
-    /// Hands the display the run as it is now.
-    pub(super) fn show(&mut self) {
-        let now = Instant::now();
-        // Out with workers counts as running: their rows are there too.
-        let out = self
-            .coordinator
-            .as_ref()
-            .map_or(0, super::remote::Coordinator::out);
-        let mut frame = frame(&self.run, self.running + out, now);
-        // The gate's run is a row of its own, with the id `gate`.
-        if let Some((what, started)) = self.merges.gate_running() {
-            frame.rows.push(Row {
-                key: usize::MAX,
-                id: "gate".to_owned(),
-                title: Some(what),
-                lane: "gate".to_owned(),
-                attempt: 1,
-                resolving: false,
-                elapsed: now.saturating_duration_since(started),
-            });
-            frame.rows.sort_by_key(|r| std::cmp::Reverse(r.elapsed));
-        }
-        self.run.ui.show(&frame);
+/// Hands the display the run as it is now: `running` attempts (this process's and those out
+/// with workers, whose rows are there too), and the gate's run, if one goes on, as a row of its
+/// own with the id `gate`.
+pub(super) fn show(run: &mut Run<'_>, running: usize, gate: Option<(String, Instant)>) {
+    let now = Instant::now();
+    let mut frame = frame(run, running, now);
+    if let Some((what, started)) = gate {
+        frame.rows.push(Row {
+            key: usize::MAX,
+            id: "gate".to_owned(),
+            title: Some(what),
+            lane: "gate".to_owned(),
+            attempt: 1,
+            resolving: false,
+            elapsed: now.saturating_duration_since(started),
+        });
+        frame.rows.sort_by_key(|r| std::cmp::Reverse(r.elapsed));
     }
+    run.ui.show(&frame);
 }
 
 fn frame(run: &Run<'_>, running: usize, now: Instant) -> Frame {

@@ -4,33 +4,94 @@
 
 use std::time::Instant;
 
-use anyhow::Context as _;
-
-use super::super::checkouts::Checkouts;
 use super::super::dag::{State, Transition};
 use super::super::gate::{self, GateState, Next, Probe};
 use super::super::job::{Job, JobKind, Report, Verdict};
 use super::super::run::Run;
-use super::{Hold, MergeQueue, park};
-use crate::agent::Invocation;
+use crate::agent::{Fault, FaultKind, Invocation};
 use crate::git::CommitId;
 use crate::store::RunEvent;
 use crate::ui::Verb;
 
-/// The gate: runs on the integration tip after merges, bisects a red batch, takes the culprit
-/// out (see the README's "The gate").
-impl MergeQueue {
+/// The gate: runs on the integration tip after merges, bisects a red batch, finds the culprit
+/// for the merge queue to take out (see the README's "The gate").
+pub(in crate::schedule) struct Gate {
+    /// What it knows of the merges since the last green tip.
+    state: GateState,
+    /// What its run going on tests, and when it started (for the live display).
+    shown: Option<(String, Instant)>,
+}
+
+/// What a gate run's report asks of the merge queue.
+pub(super) enum Finished {
+    /// Nothing: it waits, or the merges it passed are done.
+    Nothing,
+    /// The run stops: the gate fails on the base, or something outside it cut it short.
+    Fault(Fault),
+    /// A merge fails the gate: the merge queue takes it out.
+    Culprit(TakeOut),
+}
+
+/// A merge taken out: the integration tip goes back to `back_to` (the tip before it), it is
+/// parked with the gate's last lines, and the merges after it are merged again.
+pub(super) struct TakeOut {
+    pub(super) command: String,
+    pub(super) culprit: gate::Merged,
+    pub(super) later: Vec<gate::Merged>,
+    pub(super) back_to: CommitId,
+    pub(super) tail: Vec<String>,
+}
+
+impl Gate {
+    /// The gate of a run starting or resumed: the newest tip it passed on, as the board
+    /// recorded it (the base, untested, until one); its runs of an earlier process keep their
+    /// transcripts and numbers.
+    pub(in crate::schedule) fn resume(
+        command: String,
+        green: Option<CommitId>,
+        layout: &super::super::Layout,
+    ) -> Self {
+        let tested = green.is_some();
+        let green = green.unwrap_or_else(|| layout.base.clone());
+        let mut state = GateState::new(command, green, tested);
+        state.runs = std::fs::read_dir(layout.run_dir.join("attempts"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("gate-") && name.ends_with(".log")
+            })
+            .count()
+            .try_into()
+            .unwrap_or(u32::MAX);
+        Self { state, shown: None }
+    }
+
+    /// Whether the run waits for it before it ends.
+    pub(super) fn busy(&self) -> bool {
+        self.state.busy()
+    }
+
+    /// Its run going on: what it tests and when it started.
+    pub(super) fn running(&self) -> Option<(String, Instant)> {
+        self.shown.clone()
+    }
+
+    /// The newest tip it passed on.
+    pub(super) fn green(self) -> CommitId {
+        self.state.green
+    }
+
+    /// A writer merged at `tip`: its dependents wait for the gate to pass on a tip holding it.
+    pub(super) fn merged(&mut self, task: usize, tip: CommitId) {
+        self.state.pending.push(gate::Merged { task, tip });
+    }
+
     /// The gate run to start next, recorded as started, if one is due.
-    pub(in crate::schedule) fn next_gate(
-        &mut self,
-        run: &mut Run<'_>,
-    ) -> anyhow::Result<Option<Job>> {
-        if self.halted.is_some() {
-            return Ok(None);
-        }
-        let Some(g) = &mut self.gate else {
-            return Ok(None);
-        };
+    pub(super) fn next(&mut self, run: &mut Run<'_>) -> anyhow::Result<Option<Job>> {
+        let g = &mut self.state;
         let Some((probe, tip)) = g.next_run() else {
             return Ok(None);
         };
@@ -101,26 +162,18 @@ impl MergeQueue {
             Probe::Step { .. } => format!("bisecting: {} on {}", batch.join(", "), tip.short()),
         };
         g.running = Some((probe, tip));
-        self.gate_shown = Some((shown, Instant::now()));
+        self.shown = Some((shown, Instant::now()));
         Ok(Some(job))
     }
 
     /// Takes a gate run's report: a green tip releases the writers it holds, a red one is
-    /// bisected, a culprit is taken out. A fault to stop the run with, if the gate fails on the
-    /// base (or something outside it cut it short).
-    pub(in crate::schedule) fn finish_gate(
-        &mut self,
-        run: &mut Run<'_>,
-        checkouts: &mut Checkouts,
-        report: Report,
-    ) -> anyhow::Result<Option<crate::agent::Fault>> {
-        let Some(g) = &mut self.gate else {
-            return Ok(None);
-        };
+    /// bisected, a culprit is found.
+    pub(super) fn finish(&mut self, run: &mut Run<'_>, report: Report) -> anyhow::Result<Finished> {
+        let g = &mut self.state;
         let Some((probe, tip)) = g.running.clone() else {
-            return Ok(None);
+            return Ok(Finished::Nothing);
         };
-        self.gate_shown = None;
+        self.shown = None;
         run.ports.release(GATE_KEY);
         run.scratch.release(GATE_KEY);
         let batch = batch_ids(run, g, &probe);
@@ -151,8 +204,8 @@ impl MergeQueue {
             g.running = None;
             run.record.run_event(finished)?;
             return Ok(match report.verdict {
-                Verdict::Fault(f) => Some(f),
-                _ => None,
+                Verdict::Fault(f) => Finished::Fault(f),
+                _ => Finished::Nothing,
             });
         };
         if !green {
@@ -166,18 +219,17 @@ impl MergeQueue {
             run.record.run_event(finished)?;
         }
         match next {
-            Next::Wait => Ok(None),
+            Next::Wait => Ok(Finished::Nothing),
             Next::Passed(n) => {
                 let passed = g.pass(n);
                 for m in passed {
                     run.transition(Transition::Done(m.task))?;
                 }
-                Ok(None)
+                Ok(Finished::Nothing)
             }
             Next::Culprit(at) => {
                 let tail = std::mem::take(&mut g.red_tail);
-                self.take_out(run, checkouts, at, &tail)?;
-                Ok(None)
+                self.take_out(run, at, tail).map(Finished::Culprit)
             }
             Next::BaseFails => {
                 let mut why = format!(
@@ -191,8 +243,8 @@ impl MergeQueue {
                     why.push_str("; its last lines: ");
                     why.push_str(&tail[from..].join(" | "));
                 }
-                Ok(Some(crate::agent::Fault {
-                    kind: crate::agent::FaultKind::Gate,
+                Ok(Finished::Fault(Fault {
+                    kind: FaultKind::Gate,
                     why,
                 }))
             }
@@ -200,84 +252,35 @@ impl MergeQueue {
     }
 
     /// Merge `at` (1-based) of those waiting for the gate fails it: the merges before it
-    /// passed, the integration tip goes back to the tip before it, it is parked with the
-    /// gate's last lines, and the merges after it are merged again (their own changes, from
-    /// their start commits, as any merge).
+    /// passed, and it and those after it are the merge queue's to take out.
     fn take_out(
         &mut self,
         run: &mut Run<'_>,
-        checkouts: &mut Checkouts,
         at: usize,
-        tail: &[String],
-    ) -> anyhow::Result<()> {
-        let g = self
-            .gate
-            .as_mut()
-            .context("taking out a merge without a gate")?;
-        let command = g.command.clone();
+        tail: Vec<String>,
+    ) -> anyhow::Result<TakeOut> {
+        let g = &mut self.state;
         let passed = g.pass(at - 1);
         let culprit = g.pending.remove(0);
         let later: Vec<gate::Merged> = g.pending.drain(..).collect();
-        let back_to = g.green.clone();
         for m in &passed {
             run.transition(Transition::Done(m.task))?;
         }
-        let ids: Vec<String> = later.iter().map(|m| run.id(m.task).to_owned()).collect();
-        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-        // First the board: a crash from here on finds them to merge, the culprit parked.
-        run.record.merge_again(&refs)?;
-        let why = format!(
-            "the gate fails on {}, the first tip that merges it (gate: {command})",
-            culprit.tip.short()
-        );
-        let culprit_id = run.id(culprit.task).to_owned();
-        let output = tail.to_vec();
-        park(run, culprit.task, &Hold::Gate { why, output })?;
-        let from = self.tip.clone();
-        run.repo.move_ref(
-            &run.layout.integration_ref,
-            &from,
-            &back_to,
-            "swarm: the gate took a merge out",
-        )?;
-        run.record.tip_rewound(
-            &back_to,
-            RunEvent::GateCulprit {
-                task: culprit_id.clone(),
-                tip: culprit.tip.to_string(),
-                from: from.to_string(),
-                to: back_to.to_string(),
-                remerge: ids.clone(),
-            },
-        )?;
-        self.tip = back_to;
-        let again = if ids.is_empty() {
-            String::new()
-        } else {
-            format!("; merging {} again", ids.join(", "))
-        };
-        run.ui.note(
-            Verb::Note,
-            &format!(
-                "the gate took {culprit_id} out: the integration branch is back at {}{again}",
-                self.tip.short()
-            ),
-        );
-        checkouts.drop_stale_snapshots(&self.tip)?;
-        for m in later {
-            self.merge(run, checkouts, m.task)?;
-        }
-        Ok(())
+        Ok(TakeOut {
+            command: g.command.clone(),
+            culprit,
+            later,
+            back_to: g.green.clone(),
+            tail,
+        })
     }
 
     /// On a resume: the merges since the last green tip wait for the gate again, oldest
     /// first, their writers not done (their dependents wait). Before the dag settles.
-    pub(in crate::schedule) fn recover_gate(&mut self, run: &mut Run<'_>) -> anyhow::Result<()> {
-        let Some(g) = &mut self.gate else {
-            return Ok(());
-        };
+    pub(super) fn recover(&mut self, run: &mut Run<'_>, tip: &CommitId) -> anyhow::Result<()> {
+        let g = &mut self.state;
         let mut chain = Vec::new();
-        let mut at = self.tip.clone();
+        let mut at = tip.clone();
         while at != g.green {
             let parents = run.repo.parents(&at)?;
             let Some(first) = parents.first().cloned() else {
@@ -312,35 +315,9 @@ impl MergeQueue {
         Ok(())
     }
 
-    /// Whether the integration ref at `found` is where the gate was moving it back to when
-    /// swarm was killed: an earlier tip on the recorded tip's first-parent line, every merge
-    /// after it one of a culprit (parked) or of a writer waiting to be merged again.
-    pub(super) fn rewound_to(&self, run: &Run<'_>, found: &CommitId) -> anyhow::Result<bool> {
-        let mut at = self.tip.clone();
-        for _ in 0..=run.slots.len() {
-            if at == *found {
-                return Ok(true);
-            }
-            let parents = run.repo.parents(&at)?;
-            let ours = run.slots.iter().enumerate().any(|(i, s)| {
-                matches!(run.dag.state(i), State::Parked | State::Committed)
-                    && s.commit
-                        .as_ref()
-                        .is_some_and(|c| *c == at || parents.get(1) == Some(c))
-            });
-            let Some(first) = parents.first().filter(|_| ours) else {
-                return Ok(false);
-            };
-            at = first.clone();
-        }
-        Ok(false)
-    }
-
     /// Whether this writer's merge waits for the gate.
-    pub(in crate::schedule) fn waits_for_gate(&self, i: usize) -> bool {
-        self.gate
-            .as_ref()
-            .is_some_and(|g| g.pending.iter().any(|m| m.task == i))
+    pub(super) fn waits_for(&self, i: usize) -> bool {
+        self.state.pending.iter().any(|m| m.task == i)
     }
 }
 
@@ -365,4 +342,28 @@ fn batch_ids(run: &Run<'_>, g: &GateState, probe: &Probe) -> Vec<String> {
 /// The gate's own checkout: a name no task id can take.
 pub(in crate::schedule) fn gate_checkout_path(layout: &super::super::Layout) -> std::path::PathBuf {
     layout.worktrees.join("(gate)")
+}
+
+/// Whether the integration ref at `found` is where the gate was moving it back to when
+/// swarm was killed: an earlier tip on the recorded tip's first-parent line, every merge
+/// after it one of a culprit (parked) or of a writer waiting to be merged again.
+pub(super) fn rewound_to(run: &Run<'_>, tip: &CommitId, found: &CommitId) -> anyhow::Result<bool> {
+    let mut at = tip.clone();
+    for _ in 0..=run.slots.len() {
+        if at == *found {
+            return Ok(true);
+        }
+        let parents = run.repo.parents(&at)?;
+        let ours = run.slots.iter().enumerate().any(|(i, s)| {
+            matches!(run.dag.state(i), State::Parked | State::Committed)
+                && s.commit
+                    .as_ref()
+                    .is_some_and(|c| *c == at || parents.get(1) == Some(c))
+        });
+        let Some(first) = parents.first().filter(|_| ours) else {
+            return Ok(false);
+        };
+        at = first.clone();
+    }
+    Ok(false)
 }

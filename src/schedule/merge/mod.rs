@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::checkouts::Checkouts;
 use super::dag::{State, Transition};
-use super::gate::{self, GateState};
+use super::job::{Job, Report};
 use super::run::Run;
 use super::{Checkout, Message};
 use crate::agent;
@@ -25,7 +25,7 @@ mod resolver;
 
 use resolver::resolver_agent;
 
-pub(super) use gating::gate_checkout_path;
+pub(super) use gating::{Gate, gate_checkout_path};
 
 /// Why a writer is parked.
 enum Hold {
@@ -49,30 +49,27 @@ pub(super) struct MergeQueue {
     /// Merging stopped for this reason, for a human to settle; the run winds down.
     halted: Option<String>,
     /// With a gate: what it knows of the merges since the last green tip.
-    gate: Option<GateState>,
-    /// What the gate's run going on tests, and when it started (for the live display).
-    gate_shown: Option<(String, Instant)>,
+    gate: Option<Gate>,
 }
 
 impl MergeQueue {
-    pub(super) fn new(tip: CommitId, gate: Option<GateState>) -> Self {
+    pub(super) fn new(tip: CommitId, gate: Option<Gate>) -> Self {
         Self {
             tip,
             to_resolve: Vec::new(),
             halted: None,
             gate,
-            gate_shown: None,
         }
     }
 
     /// The gate's run going on: what it tests and when it started.
     pub(super) fn gate_running(&self) -> Option<(String, Instant)> {
-        self.gate_shown.clone()
+        self.gate.as_ref().and_then(Gate::running)
     }
 
     /// Whether the run waits for the gate before it ends.
     pub(super) fn gate_busy(&self) -> bool {
-        self.halted.is_none() && self.gate.as_ref().is_some_and(GateState::busy)
+        self.halted.is_none() && self.gate.as_ref().is_some_and(Gate::busy)
     }
 
     pub(super) fn tip(&self) -> &CommitId {
@@ -81,7 +78,7 @@ impl MergeQueue {
 
     pub(super) fn into_tip(self) -> CommitId {
         match self.gate {
-            Some(g) => g.green,
+            Some(g) => g.green(),
             None => self.tip,
         }
     }
@@ -117,7 +114,7 @@ impl MergeQueue {
         if f == self.tip {
             return Ok(());
         }
-        if self.gate.is_some() && self.rewound_to(run, &f)? {
+        if self.gate.is_some() && gating::rewound_to(run, &self.tip, &f)? {
             run.record.tip_recovered(&self.tip, &f)?;
             self.tip = f;
             return Ok(());
@@ -180,6 +177,132 @@ impl MergeQueue {
 
     /// Merges a committed writer into the integration branch; parks it on a conflict, or
     /// when its change must be seen by a human first.
+    /// The gate run to start next, recorded as started, if one is due.
+    pub(super) fn next_gate(&mut self, run: &mut Run<'_>) -> anyhow::Result<Option<Job>> {
+        match &mut self.gate {
+            Some(g) if self.halted.is_none() => g.next(run),
+            _ => Ok(None),
+        }
+    }
+
+    /// Takes a gate run's report: a green tip releases the writers it holds, a red one is
+    /// bisected, a culprit is taken out. A fault to stop the run with, if the gate fails on the
+    /// base (or something outside it cut it short).
+    pub(super) fn finish_gate(
+        &mut self,
+        run: &mut Run<'_>,
+        checkouts: &mut Checkouts,
+        report: Report,
+    ) -> anyhow::Result<Option<agent::Fault>> {
+        let Some(g) = &mut self.gate else {
+            return Ok(None);
+        };
+        match g.finish(run, report)? {
+            gating::Finished::Nothing => Ok(None),
+            gating::Finished::Fault(fault) => Ok(Some(fault)),
+            gating::Finished::Culprit(out) => self.take_out(run, checkouts, out).map(|()| None),
+        }
+    }
+
+    /// A merge fails the gate: the integration tip goes back to the tip before it, it is
+    /// parked with the gate's last lines, and the merges after it are merged again (their own
+    /// changes, from their start commits, as any merge).
+    fn take_out(
+        &mut self,
+        run: &mut Run<'_>,
+        checkouts: &mut Checkouts,
+        out: gating::TakeOut,
+    ) -> anyhow::Result<()> {
+        let gating::TakeOut {
+            command,
+            culprit,
+            later,
+            back_to,
+            tail,
+        } = out;
+        let ids: Vec<String> = later.iter().map(|m| run.id(m.task).to_owned()).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        // First the board: a crash from here on finds them to merge, the culprit parked.
+        run.record.merge_again(&refs)?;
+        let why = format!(
+            "the gate fails on {}, the first tip that merges it (gate: {command})",
+            culprit.tip.short()
+        );
+        let culprit_id = run.id(culprit.task).to_owned();
+        park(run, culprit.task, &Hold::Gate { why, output: tail })?;
+        let from = self.tip.clone();
+        run.repo.move_ref(
+            &run.layout.integration_ref,
+            &from,
+            &back_to,
+            "swarm: the gate took a merge out",
+        )?;
+        run.record.tip_rewound(
+            &back_to,
+            RunEvent::GateCulprit {
+                task: culprit_id.clone(),
+                tip: culprit.tip.to_string(),
+                from: from.to_string(),
+                to: back_to.to_string(),
+                remerge: ids.clone(),
+            },
+        )?;
+        self.tip = back_to;
+        let again = if ids.is_empty() {
+            String::new()
+        } else {
+            format!("; merging {} again", ids.join(", "))
+        };
+        run.ui.note(
+            Verb::Note,
+            &format!(
+                "the gate took {culprit_id} out: the integration branch is back at {}{again}",
+                self.tip.short()
+            ),
+        );
+        checkouts.drop_stale_snapshots(&self.tip)?;
+        for m in later {
+            self.merge(run, checkouts, m.task)?;
+        }
+        Ok(())
+    }
+
+    /// On a resume: the merges since the last green tip wait for the gate again, oldest
+    /// first, their writers not done (their dependents wait). Before the dag settles.
+    pub(super) fn recover_gate(&mut self, run: &mut Run<'_>) -> anyhow::Result<()> {
+        match &mut self.gate {
+            Some(g) => g.recover(run, &self.tip),
+            None => Ok(()),
+        }
+    }
+
+    /// The next conflicting writer's one resolver attempt, recorded as started, if one waits.
+    pub(super) fn next_resolver(&mut self, run: &mut Run<'_>) -> anyhow::Result<Option<Job>> {
+        match self.to_resolve.pop() {
+            Some(i) => resolver::job(run, &self.tip, i).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Takes a resolver's report: a resolved merge goes through the merge queue once more; a
+    /// failed one parks the task.
+    pub(super) fn finish_resolver(
+        &mut self,
+        run: &mut Run<'_>,
+        checkouts: &mut Checkouts,
+        report: Report,
+    ) -> anyhow::Result<()> {
+        match resolver::finished(run, &self.tip, report)? {
+            Some(i) => self.merge(run, checkouts, i),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether this writer's merge waits for the gate.
+    pub(super) fn waits_for_gate(&self, i: usize) -> bool {
+        self.gate.as_ref().is_some_and(|g| g.waits_for(i))
+    }
+
     pub(super) fn merge(
         &mut self,
         run: &mut Run<'_>,
@@ -227,11 +350,7 @@ impl MergeQueue {
                 self.tip = after.clone();
                 self.clean_up(run, checkouts, i, true)?;
                 match &mut self.gate {
-                    // Its dependents wait for the gate to pass on a tip holding it.
-                    Some(g) => g.pending.push(gate::Merged {
-                        task: i,
-                        tip: after,
-                    }),
+                    Some(g) => g.merged(i, after),
                     None => run.transition(Transition::Done(i))?,
                 }
                 checkouts.drop_stale_snapshots(&self.tip)?;
