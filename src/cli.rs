@@ -684,6 +684,11 @@ impl From<RunOptions> for crate::config::Options {
             include: Vec::new(),
             cache: Vec::new(),
             cache_key: Vec::new(),
+            // Limits on spawning: configuration, not flags.
+            max_children: None,
+            max_depth: None,
+            max_spawned: None,
+            spawns_per_minute: None,
         }
     }
 }

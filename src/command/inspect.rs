@@ -412,6 +412,7 @@ fn graph_json(plan: &Plan, records: Option<&[TaskRecord]>) -> Value {
                 "lane": t.lane.as_str(),
                 "mode": t.mode.as_str(),
                 "status": status,
+                "parent": t.parent.as_ref().map(crate::plan::TaskId::as_str),
             })
         })
         .collect();

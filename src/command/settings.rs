@@ -280,7 +280,16 @@ pub(super) fn settings(
         .map_err(|e| Usage::new(format!("--agent: {e}")).hint(NO_MODEL_HINT))?;
     let mut problems = Vec::new();
     let mut named_agents = BTreeMap::new();
-    for t in &plan.tasks {
+    // Continuations are tasks of the plan once their task has run.
+    let mut tasks: Vec<&crate::plan::Task> = plan.tasks.iter().collect();
+    let mut k = 0;
+    while k < tasks.len() {
+        if let Some(then) = tasks[k].then.as_deref() {
+            tasks.push(then);
+        }
+        k += 1;
+    }
+    for t in tasks {
         match t.agent.as_deref().map(|a| (a, names.resolve(Some(a)))) {
             Some((_, Err(e))) => {
                 problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
@@ -341,6 +350,7 @@ pub(super) fn settings(
             cache_key: o.cache_key.clone(),
         },
         gate: o.gate.clone(),
+        spawn: spawn_limits(o),
         // Spread over machines, the run's own process runs only the tasks --jobs asks for.
         local_jobs: if o.remote.is_some() {
             o.jobs.map_or(0, |j| j as usize)
@@ -354,4 +364,15 @@ pub(super) fn settings(
             allowed_programs: o.allow_program.clone(),
         },
     })
+}
+
+/// The limits on spawning: each key's value, or its default.
+fn spawn_limits(o: &Options) -> crate::schedule::SpawnLimits {
+    let d = crate::schedule::SpawnLimits::default();
+    crate::schedule::SpawnLimits {
+        children: o.max_children.unwrap_or(d.children),
+        depth: o.max_depth.unwrap_or(d.depth),
+        tasks: o.max_spawned.unwrap_or(d.tasks),
+        per_minute: o.spawns_per_minute.unwrap_or(d.per_minute),
+    }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{Land, Options};
+use crate::schedule::SpawnLimits;
 
 /// Jobs and writers are bounded as the flags are.
 const MAX_SLOTS: u32 = 1024;
@@ -45,10 +46,14 @@ pub(super) enum Key {
     Remote,
     ReportFormat,
     Web,
+    MaxChildren,
+    MaxDepth,
+    MaxSpawned,
+    SpawnsPerMinute,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 32] = [
+    pub(super) const ALL: [Key; 36] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -81,6 +86,10 @@ impl Key {
         Key::Remote,
         Key::ReportFormat,
         Key::Web,
+        Key::MaxChildren,
+        Key::MaxDepth,
+        Key::MaxSpawned,
+        Key::SpawnsPerMinute,
     ];
 
     /// The key in files, and the flag's long name.
@@ -118,6 +127,10 @@ impl Key {
             Key::Remote => "remote",
             Key::ReportFormat => "report-format",
             Key::Web => "web",
+            Key::MaxChildren => "max-children",
+            Key::MaxDepth => "max-depth",
+            Key::MaxSpawned => "max-spawned",
+            Key::SpawnsPerMinute => "spawns-per-minute",
         }
     }
 
@@ -150,6 +163,10 @@ impl Key {
             Key::Gate => "SWARM_GATE",
             Key::Cache => "SWARM_CACHE",
             Key::CacheFiles => "SWARM_CACHE_KEY",
+            Key::MaxChildren => "SWARM_MAX_CHILDREN",
+            Key::MaxDepth => "SWARM_MAX_DEPTH",
+            Key::MaxSpawned => "SWARM_MAX_SPAWNED",
+            Key::SpawnsPerMinute => "SWARM_SPAWNS_PER_MINUTE",
             Key::FinalOut
             | Key::FinalOutDir
             | Key::Base
@@ -187,6 +204,10 @@ impl Key {
             Key::TaskTimeout => json!("30m"),
             Key::Retries => json!(1),
             Key::Base => json!("HEAD"),
+            Key::MaxChildren => json!(SpawnLimits::default().children),
+            Key::MaxDepth => json!(SpawnLimits::default().depth),
+            Key::MaxSpawned => json!(SpawnLimits::default().tasks),
+            Key::SpawnsPerMinute => json!(SpawnLimits::default().per_minute),
             Key::MaxWriters
             | Key::Model
             | Key::ApiBase
@@ -246,6 +267,10 @@ impl Key {
             Key::Remote => o.remote.is_some(),
             Key::ReportFormat => o.report_format.is_some(),
             Key::Web => o.web,
+            Key::MaxChildren => o.max_children.is_some(),
+            Key::MaxDepth => o.max_depth.is_some(),
+            Key::MaxSpawned => o.max_spawned.is_some(),
+            Key::SpawnsPerMinute => o.spawns_per_minute.is_some(),
         }
     }
 
@@ -284,6 +309,10 @@ impl Key {
             Key::Remote => to.remote.clone_from(&from.remote),
             Key::ReportFormat => to.report_format = from.report_format,
             Key::Web => to.web = from.web,
+            Key::MaxChildren => to.max_children = from.max_children,
+            Key::MaxDepth => to.max_depth = from.max_depth,
+            Key::MaxSpawned => to.max_spawned = from.max_spawned,
+            Key::SpawnsPerMinute => to.spawns_per_minute = from.spawns_per_minute,
         }
     }
 
@@ -298,6 +327,10 @@ impl Key {
             Key::MaxTaskTokens => o.max_task_tokens = Some(number(text)?),
             Key::BudgetTokens => o.budget_tokens = Some(number(text)?),
             Key::Retries => o.retries = Some(number(text)?),
+            Key::MaxChildren => o.max_children = Some(number(text)?),
+            Key::MaxDepth => o.max_depth = Some(number(text)?),
+            Key::MaxSpawned => o.max_spawned = Some(number(text)?),
+            Key::SpawnsPerMinute => o.spawns_per_minute = Some(number(text)?),
             Key::Agent => o.agent = owned(),
             Key::Model => o.model = owned(),
             Key::ApiBase => o.api_base = owned(),

@@ -88,6 +88,18 @@ pub(crate) struct Options {
     /// Serve the run's live page (`swarm web`) while it runs.
     #[serde(rename = "web")]
     pub(crate) web: bool,
+    /// The most tasks one task may spawn.
+    #[serde(rename = "max_children")]
+    pub(crate) max_children: Option<u32>,
+    /// The most levels of spawning below the plan's tasks.
+    #[serde(rename = "max_depth")]
+    pub(crate) max_depth: Option<u32>,
+    /// The most tasks spawned in one run.
+    #[serde(rename = "max_spawned")]
+    pub(crate) max_spawned: Option<u32>,
+    /// The most tasks spawned in any minute.
+    #[serde(rename = "spawns_per_minute")]
+    pub(crate) spawns_per_minute: Option<u32>,
 }
 
 /// The form of the report `--final-out` writes.

@@ -141,6 +141,11 @@ pub struct Task {
     pub timeout: Option<Duration>,
     pub check: Option<String>,
     pub files: Vec<String>,
+    /// The continuation that joins the run when this task's attempt succeeds: it depends on
+    /// the tasks the attempt spawned (and on this task) and gets their results.
+    pub then: Option<Box<Task>>,
+    /// The task whose attempt spawned this one.
+    pub parent: Option<TaskId>,
     /// 1-based line in the task file it came from.
     pub line: usize,
 }
@@ -177,6 +182,12 @@ impl Task {
                 "files".into(),
                 self.files.iter().map(|f| Value::from(f.as_str())).collect(),
             );
+        }
+        if let Some(t) = &self.then {
+            m.insert("then".into(), t.to_json());
+        }
+        if let Some(p) = &self.parent {
+            m.insert("parent".into(), p.as_str().into());
         }
         Value::Object(m)
     }
@@ -240,6 +251,29 @@ impl Plan {
 
     /// Parses JSONL text; `source` names it in problems.
     pub fn parse(text: &str, source: &str) -> Result<Self, Invalid> {
+        let (tasks, mut problems) = Self::read(text);
+        if tasks.is_empty() && problems.is_empty() {
+            problems.push(Problem {
+                line: 1,
+                task: None,
+                message: "the file has no tasks".into(),
+            });
+        }
+        let plan = Self::link(tasks, &mut problems);
+        if problems.is_empty() {
+            Ok(plan)
+        } else {
+            problems.sort_by_key(|p| p.line);
+            Err(Invalid {
+                source: source.to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// Parses JSONL text into tasks, each checked alone (not linked): the tasks read, and
+    /// every problem found.
+    pub fn read(text: &str) -> (Vec<Task>, Vec<Problem>) {
         let mut problems = Vec::new();
         let mut tasks = Vec::new();
         for (i, raw) in text.lines().enumerate() {
@@ -265,23 +299,7 @@ impl Plan {
                 }),
             }
         }
-        if tasks.is_empty() && problems.is_empty() {
-            problems.push(Problem {
-                line: 1,
-                task: None,
-                message: "the file has no tasks".into(),
-            });
-        }
-        let plan = Self::link(tasks, &mut problems);
-        if problems.is_empty() {
-            Ok(plan)
-        } else {
-            problems.sort_by_key(|p| p.line);
-            Err(Invalid {
-                source: source.to_owned(),
-                problems,
-            })
-        }
+        (tasks, problems)
     }
 
     /// Builds the plan from tasks stored by an earlier run (already validated then).
@@ -325,6 +343,17 @@ impl Plan {
                         message: format!("unknown dependency {:?}", d.as_str()),
                     }),
                 }
+            }
+        }
+        for t in &tasks {
+            if let Some(p) = &t.parent
+                && !index.contains_key(p)
+            {
+                problems.push(Problem {
+                    line: t.line,
+                    task: Some(t.id.to_string()),
+                    message: format!("unknown parent {:?}", p.as_str()),
+                });
             }
         }
         let mut graph = DiGraph::with_capacity(tasks.len(), edges.len());
@@ -393,6 +422,7 @@ impl Plan {
                 t.id
             );
             t.deps = t.deps.iter().map(rename).collect::<anyhow::Result<_>>()?;
+            t.parent = t.parent.as_ref().map(rename).transpose()?;
             out.push(t);
         }
         Ok(out)

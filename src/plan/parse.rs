@@ -10,7 +10,11 @@ use super::{Action, Lane, Mode, Problem, Task, TaskId};
 
 const FIELDS: &[&str] = &[
     "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check", "files",
+    "then", "parent",
 ];
+
+/// The id a continuation (`then`) takes when it names none.
+const THEN_ID: &str = "then";
 
 /// The most bytes a `run` or `check` command may hold: it is one argument of `sh -c`, and Linux
 /// refuses one longer than 128 KiB when the task starts.
@@ -34,6 +38,7 @@ pub(super) fn task(
 ) -> Option<Task> {
     let before = problems.len();
     let raw_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
+    let then = continuation(obj, line, problems);
     let mut problem = |message: String| {
         problems.push(Problem {
             line,
@@ -159,6 +164,20 @@ pub(super) fn task(
             None
         }
     };
+    let parent = match obj.get("parent") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match TaskId::parse(s) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                problem(format!("in \"parent\": {e}"));
+                None
+            }
+        },
+        Some(_) => {
+            problem("\"parent\" must be a task id".into());
+            None
+        }
+    };
     if problems.len() > before {
         return None;
     }
@@ -173,8 +192,47 @@ pub(super) fn task(
         timeout,
         check,
         files,
+        then: then.map(Box::new),
+        parent,
         line,
     })
+}
+
+/// A task's `then`: a task object of its own (its id `then` unless it names one), checked
+/// as any task is; its problems are the line's.
+fn continuation(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>) -> Option<Task> {
+    let raw = obj.get("then")?;
+    let task = obj.get("id").and_then(Value::as_str).map(str::to_owned);
+    let Value::Object(then) = raw else {
+        if !raw.is_null() {
+            problems.push(Problem {
+                line,
+                task,
+                message: "\"then\" must be a task object".into(),
+            });
+        }
+        return None;
+    };
+    let mut then = then.clone();
+    then.entry("id").or_insert_with(|| THEN_ID.into());
+    if then.contains_key("parent") {
+        problems.push(Problem {
+            line,
+            task,
+            message: "\"then\": a continuation's parent is the task that declares it".into(),
+        });
+        return None;
+    }
+    let mut own = Vec::new();
+    let t = self::task(&then, line, &mut own);
+    for p in own {
+        problems.push(Problem {
+            line,
+            task: task.clone(),
+            message: format!("in \"then\": {}", p.message),
+        });
+    }
+    t
 }
 
 fn string_list(

@@ -160,6 +160,10 @@ pub(crate) struct Outcome {
     pub(crate) cost: Option<f64>,
     pub(crate) elapsed_ms: u64,
     pub(crate) stderr_tail: Vec<String>,
+    /// The task-file lines a task that succeeded spawned (see `swarm::schedule::spawn`), or
+    /// why they could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) spawn: Option<Result<String, String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

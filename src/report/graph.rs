@@ -80,6 +80,24 @@ fn node(i: usize) -> String {
     format!("t{i}")
 }
 
+/// The tasks other tasks spawned, grouped under their parent (by index), parents in plan
+/// order.
+fn spawned_groups(plan: &Plan) -> Vec<(usize, Vec<usize>)> {
+    let index: std::collections::HashMap<&str, usize> = plan
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, t) in plan.tasks.iter().enumerate() {
+        if let Some(&p) = t.parent.as_ref().and_then(|p| index.get(p.as_str())) {
+            groups.entry(p).or_default().push(i);
+        }
+    }
+    groups.into_iter().collect()
+}
+
 /// The DAG as a Mermaid flowchart, coloured by status when statuses are given.
 pub fn mermaid(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
     let mut out = String::from("flowchart TD\n");
@@ -95,6 +113,15 @@ pub fn mermaid(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
         for d in plan.deps(i) {
             let _ = writeln!(out, "  {} --> {}", node(d), node(i));
         }
+    }
+    for (parent, children) in spawned_groups(plan) {
+        let label = escape::mermaid(&format!("spawned by {}", plan.tasks[parent].id));
+        let _ = writeln!(out, "  subgraph s{parent}[\"{label}\"]");
+        for c in children {
+            let _ = writeln!(out, "    {}", node(c));
+        }
+        out.push_str("  end
+");
     }
     if let Some(ts) = tasks {
         out.push_str(
@@ -145,6 +172,14 @@ pub fn dot(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
         for d in plan.deps(i) {
             let _ = writeln!(out, "  {} -> {};", node(d), node(i));
         }
+    }
+    for (parent, children) in spawned_groups(plan) {
+        let label = escape::dot(&format!("spawned by {}", plan.tasks[parent].id));
+        let _ = writeln!(out, "  subgraph cluster_{parent} {{\n    label=\"{label}\";");
+        for c in children {
+            let _ = writeln!(out, "    {};", node(c));
+        }
+        out.push_str("  }\n");
     }
     out.push_str("}\n");
     out

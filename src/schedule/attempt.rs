@@ -21,12 +21,14 @@ use crate::plan::{Action, Mode};
 /// The deps directory of `run` tasks without deps: no task id can have this name.
 pub(super) const NO_DEPS_DIR: &str = "(none)";
 
-/// Task `i`'s next attempt, recorded as started, from the integration tip `tip`.
+/// Task `i`'s next attempt, recorded as started, from the integration tip `tip`, with
+/// `running` attempts in this process's slots (this one included).
 pub(super) fn prepare(
     run: &mut Run<'_>,
     checkouts: &mut Checkouts,
     tip: &CommitId,
     i: usize,
+    running: usize,
 ) -> anyhow::Result<Job> {
     let task = &run.plan.tasks[i];
     let (settings, layout) = (run.settings, run.layout);
@@ -102,6 +104,18 @@ pub(super) fn prepare(
     ];
     let tmp = run.scratch.acquire(i);
     env.extend(super::attempt_env(&mut run.ports, i, &tmp));
+    // What the agent may spawn, and where it writes it.
+    let spawn_file = transcript.with_extension("spawn.jsonl");
+    let capacity = run
+        .spawns
+        .capacity(i, running, settings.jobs, std::time::Instant::now());
+    env.push(("SWARM_SPAWN".to_owned(), spawn_file.display().to_string()));
+    env.push((
+        "SWARM_CAPACITY".to_owned(),
+        serde_json::to_string(&capacity).unwrap_or_default(),
+    ));
+    // A file an earlier swarm's attempt of the same number left is not this attempt's.
+    let _ = std::fs::remove_file(&spawn_file);
     let deps: Vec<(String, String)> = run
         .plan
         .deps(i)
@@ -260,6 +274,7 @@ pub(super) fn prepare(
         session,
         prepare: settings.prepare.clone(),
         tmp,
+        spawn_file: Some(spawn_file),
     })
 }
 

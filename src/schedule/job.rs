@@ -56,6 +56,7 @@ impl Workers {
                     cost: None,
                     session: None,
                     stderr_tail: Vec::new(),
+                    spawn: None,
                 });
             let _ = tx.send(if gate {
                 Message::Gated(report)
@@ -87,6 +88,9 @@ pub(super) struct Report {
     /// For a failed attempt, the last lines of stderr of what failed (the agent, or the
     /// writer's check), secrets hidden.
     pub(super) stderr_tail: Vec<String>,
+    /// For an attempt that succeeded, the task-file lines it wrote to `$SWARM_SPAWN`, or why
+    /// they could not be read.
+    pub(super) spawn: Option<Result<String, String>>,
 }
 
 /// At most this many lines of a failed attempt's stderr are kept for the terminal and the
@@ -171,6 +175,9 @@ pub(super) struct Job {
     /// The attempt's own temporary directory (`TMPDIR`), made when it starts and removed
     /// when it ends.
     pub(super) tmp: PathBuf,
+    /// Where a task's agent writes the tasks it spawns (`$SWARM_SPAWN`); none for a resolver
+    /// or the gate.
+    pub(super) spawn_file: Option<PathBuf>,
 }
 
 impl Job {
@@ -211,6 +218,10 @@ impl Job {
             ),
             _ => Vec::new(),
         };
+        let spawn = match (&verdict, &self.spawn_file) {
+            (Verdict::Succeeded { .. }, Some(file)) => read_spawn(file),
+            _ => None,
+        };
         Report {
             task: self.task,
             attempt: self.attempt,
@@ -220,6 +231,7 @@ impl Job {
             cost: spent.cost,
             session: spent.session,
             stderr_tail,
+            spawn,
         }
     }
 
@@ -592,4 +604,24 @@ pub(super) fn write_deps(dir: &Path, deps: &[(String, String)]) -> anyhow::Resul
         std::fs::write(dir.join(format!("{id}.txt")), result)?;
     }
     Ok(())
+}
+
+/// What an attempt wrote to its spawn file: none when it wrote no file.
+fn read_spawn(file: &Path) -> Option<Result<String, String>> {
+    use std::io::Read as _;
+    let f = match std::fs::File::open(file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(Err(format!("its spawn file could not be read: {e}"))),
+    };
+    let mut text = String::new();
+    let max = super::spawn::MAX_SPAWN_BYTES;
+    Some(match f.take(max + 1).read_to_string(&mut text) {
+        Ok(n) if n as u64 > max => Err(format!(
+            "its spawn file is over {} KiB",
+            max / 1024
+        )),
+        Ok(_) => Ok(text),
+        Err(e) => Err(format!("its spawn file could not be read: {e}")),
+    })
 }

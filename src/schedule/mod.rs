@@ -25,9 +25,11 @@ mod ready;
 mod record;
 mod run;
 mod scratch;
+mod spawn;
 mod worker;
 
 use job::Report;
+pub use spawn::SpawnLimits;
 
 pub use dispatch::Dispatcher;
 pub use goal::GoalRun;
@@ -80,6 +82,8 @@ pub struct Settings {
     pub prepare: Prepare,
     /// Run with `sh -c` on the integration tip after merges (see the README's "The gate").
     pub gate: Option<String>,
+    /// How many tasks running tasks may add, and how fast.
+    pub spawn: SpawnLimits,
     /// The git remote the run is spread over machines through (see `remote`).
     pub remote: Option<String>,
     /// How many tasks this process runs itself: `jobs`, or with a remote only as many as

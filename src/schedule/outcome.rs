@@ -28,6 +28,7 @@ pub(super) fn outcome(task: &str, generation: u32, worker: &str, report: &Report
         cost: report.cost,
         elapsed_ms: u64::try_from(report.elapsed.as_millis()).unwrap_or(u64::MAX),
         stderr_tail: report.stderr_tail.clone(),
+        spawn: report.spawn.clone(),
     };
     match &report.verdict {
         Verdict::Succeeded { result, commit } => {
@@ -108,6 +109,7 @@ pub(super) fn report(i: usize, o: &Outcome) -> Report {
         // A session lives on the worker's machine: a later attempt starts afresh.
         session: None,
         stderr_tail: o.stderr_tail.clone(),
+        spawn: o.spawn.clone(),
     }
 }
 

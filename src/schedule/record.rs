@@ -10,6 +10,7 @@ use crate::store::{
     TaskStatus, TaskUpdate, now_ms,
 };
 
+use super::spawn::Joined;
 use super::job::Report;
 
 /// What a task has used over all its attempts so far.
@@ -134,6 +135,7 @@ impl<'a> Recorder<'a> {
         outcome: &str,
         update: &TaskUpdate<'_>,
         events: &[Event<'_>],
+        added: &[(String, serde_json::Value)],
     ) -> anyhow::Result<()> {
         self.board.finish_attempt(
             &self.run,
@@ -146,10 +148,16 @@ impl<'a> Recorder<'a> {
             },
             update,
             events,
+            added,
         )
     }
 
-    /// An attempt succeeded with `result`; a writer's `commit` waits to be merged.
+    /// An attempt succeeded with `result`; a writer's `commit` waits to be merged. The tasks
+    /// it spawned join the board with it.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one attempt's end and everything it brings, recorded at once"
+    )]
     pub(super) fn attempt_succeeded(
         &mut self,
         task: &str,
@@ -158,6 +166,7 @@ impl<'a> Recorder<'a> {
         result: &str,
         commit: Option<&CommitId>,
         writes: bool,
+        spawned: &Joined,
     ) -> anyhow::Result<()> {
         let elapsed_ms = report.elapsed.as_millis() as i64;
         let mut events = vec![Event::task(
@@ -177,6 +186,18 @@ impl<'a> Recorder<'a> {
         } else if writes {
             events.push(Event::task(task, RunEvent::NoChanges));
         }
+        if !spawned.specs.is_empty() {
+            events.push(Event::task(
+                task,
+                RunEvent::Spawned {
+                    tasks: spawned.specs.iter().map(|(id, _)| id.clone()).collect(),
+                    children: spawned.children.len(),
+                },
+            ));
+        }
+        if let Some(why) = &spawned.refused {
+            events.push(Event::task(task, RunEvent::SpawnRefused { why: why.clone() }));
+        }
         let update = TaskUpdate {
             status: Some(if commit.is_some() {
                 TaskStatus::Committed
@@ -192,7 +213,7 @@ impl<'a> Recorder<'a> {
             commit_id: commit.map(CommitId::as_str),
             ..TaskUpdate::default()
         };
-        self.finish_attempt(task, report, "succeeded", &update, &events)
+        self.finish_attempt(task, report, "succeeded", &update, &events, &spawned.specs)
     }
 
     /// An attempt failed; the task retries, waits for a resume, or has failed.
@@ -222,7 +243,7 @@ impl<'a> Recorder<'a> {
                 stderr_tail: report.stderr_tail.clone(),
             },
         );
-        self.finish_attempt(task, report, "failed", &update, &[event])
+        self.finish_attempt(task, report, "failed", &update, &[event], &[])
     }
 
     /// An attempt was stopped; a resume runs the task again.
@@ -253,7 +274,7 @@ impl<'a> Recorder<'a> {
             cost: totals.cost,
             ..TaskUpdate::default()
         };
-        self.finish_attempt(task, report, outcome, &update, &[Event::task(task, what)])
+        self.finish_attempt(task, report, outcome, &update, &[Event::task(task, what)], &[])
     }
 
     /// An attempt met its provider's usage limit: the task waits `wait_ms`, or, when that is
@@ -285,7 +306,7 @@ impl<'a> Recorder<'a> {
                 stops_run,
             },
         );
-        self.finish_attempt(task, report, "usage_limit", &update, &[event])
+        self.finish_attempt(task, report, "usage_limit", &update, &[event], &[])
     }
 
     /// An attempt cut short by a fault outside the task: a resume runs it again, no failure

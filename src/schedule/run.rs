@@ -9,6 +9,7 @@ use crate::ui::{Ui, Verb};
 
 use super::dag::{Dag, Effect, State, Transition};
 use super::record::{Recorder, Totals};
+use super::spawn::Joined;
 use super::{Layout, Settings};
 
 /// Per-task memory of the loop.
@@ -113,6 +114,8 @@ pub(super) struct Run<'a> {
     pub(super) ports: super::ports::Ports,
     /// The attempts' own temporary directories.
     pub(super) scratch: super::scratch::Scratch,
+    /// What tasks have spawned, against the limits.
+    pub(super) spawns: super::spawn::Spawns,
     pub(super) settings: &'a Settings,
     pub(super) layout: &'a Layout,
 }
@@ -225,5 +228,30 @@ impl Run<'_> {
         );
         self.ui.note(Verb::Stopped, &line);
         self.record.run_event(RunEvent::StraysStopped { processes })
+    }
+
+    /// Tasks an attempt of task `id` spawned joined the plan (the board has them): they get
+    /// slots and join the dag, the stored plan is written again, and the terminal is told.
+    pub(super) fn joined(&mut self, id: &str, spawned: &Joined) -> anyhow::Result<()> {
+        if !spawned.specs.is_empty() {
+            for _ in spawned.added.clone() {
+                self.slots.push(Slot::waiting());
+            }
+            std::fs::write(self.layout.run_dir.join("plan.jsonl"), self.plan.to_jsonl())?;
+            let more = spawned.specs.len() - spawned.children.len();
+            let then = if more > 0 { " and its continuation" } else { "" };
+            self.ui.note(
+                Verb::Planned,
+                &format!(
+                    "{id} spawned {}{then}",
+                    crate::ui::count(spawned.children.len(), "task", "tasks")
+                ),
+            );
+            self.transition(Transition::Added(spawned.added.clone()))?;
+        }
+        if let Some(why) = &spawned.refused {
+            self.ui.note(Verb::Note, &format!("{id}: spawn refused: {why}"));
+        }
+        Ok(())
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::checkouts::Checkouts;
 use super::dag::{Dag, State};
+use super::spawn::Joined;
 use super::job::{Report, Verdict, Workers};
 use super::record::Recorder;
 use super::run::{Run, Slot};
@@ -88,6 +89,7 @@ pub fn work(
         .enumerate()
         .map(|(i, t)| (t.id.to_string(), i))
         .collect();
+    let spawns = super::spawn::Spawns::new(&plan, settings.spawn);
     let mut w = Worker {
         checkouts: Checkouts::open(
             &layout.worktrees,
@@ -107,6 +109,7 @@ pub fn work(
             hooks_running: 0,
             ports: super::ports::Ports::for_run(),
             scratch: super::scratch::Scratch::new(&layout.run_dir.join("tmp")),
+            spawns,
             settings,
             layout,
         },
@@ -308,7 +311,8 @@ impl Worker<'_> {
         self.run.slots[i].attempts = job.attempt.saturating_sub(1);
         self.run.slots[i].session = None;
         let start = CommitId::new(&job.start);
-        let prepared = attempt::prepare(&mut self.run, &mut self.checkouts, &start, i)?;
+        let running = self.held.len() + 1;
+        let prepared = attempt::prepare(&mut self.run, &mut self.checkouts, &start, i, running)?;
         workers.spawn(prepared);
         Ok(())
     }
@@ -497,7 +501,7 @@ impl Worker<'_> {
         let record = &mut self.run.record;
         match &report.verdict {
             Verdict::Succeeded { result, commit } if taken => {
-                record.attempt_succeeded(&id, report, totals, result, commit.as_ref(), writes)
+                record.attempt_succeeded(&id, report, totals, result, commit.as_ref(), writes, &Joined::default())
             }
             Verdict::Failed(why) if taken => {
                 let failure = super::record::Failure {

@@ -73,6 +73,16 @@ pub enum RunEvent {
         commit: String,
     },
     NoChanges,
+    /// The attempt that succeeded added these tasks to the run: the ones it spawned
+    /// (`children`), then its continuation, if it has one.
+    Spawned {
+        tasks: Vec<String>,
+        children: usize,
+    },
+    /// What the attempt asked to spawn was refused, and why; the task succeeded all the same.
+    SpawnRefused {
+        why: String,
+    },
     TaskFailed {
         attempt: u32,
         error: String,

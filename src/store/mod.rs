@@ -25,7 +25,7 @@ pub use record::{
     QueueRemoval, RunListing, RunRecord, RunStatus, TaskRecord, TaskStatus, TaskUpdate,
 };
 use schema::migrate;
-use write::{append_event, apply_update};
+use write::{append_event, apply_update, insert_tasks};
 
 /// The board's database, in the swarm directory.
 const BOARD_FILE: &str = "board.db";
@@ -142,20 +142,7 @@ impl Board {
     /// Adds the tasks of a run whose plan came after the run was recorded (a planned goal).
     pub fn add_tasks(&mut self, run: &str, tasks: &[(String, Value)]) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
-        {
-            // After the run's tasks so far: goals planned one after another keep their order.
-            let first: i64 = tx.query_row(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM tasks WHERE run_id = ?1",
-                [run],
-                |r| r.get(0),
-            )?;
-            let mut insert = tx.prepare(
-                "INSERT INTO tasks (run_id, id, position, spec, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
-            )?;
-            for (pos, (id, spec)) in tasks.iter().enumerate() {
-                insert.execute(params![run, id, first + pos as i64, spec.to_string()])?;
-            }
-        }
+        insert_tasks(&tx, run, tasks)?;
         let line = append_event(
             &tx,
             run,
@@ -309,8 +296,11 @@ impl Board {
         end: &AttemptEnd<'_>,
         update: &TaskUpdate<'_>,
         events: &[Event<'_>],
+        added: &[(String, Value)],
     ) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
+        // The tasks the attempt spawned join with its end: both, or neither, are on record.
+        insert_tasks(&tx, run, added)?;
         tx.prepare_cached(
             "UPDATE attempts SET finished_at = ?1, outcome = ?2, tokens = ?3, cost = ?4
              WHERE run_id = ?5 AND task_id = ?6 AND number = ?7",

@@ -90,6 +90,30 @@ pub(super) fn apply_update(
     Ok(())
 }
 
+/// Adds tasks to a run, after its tasks so far (goals planned and tasks spawned one after
+/// another keep their order), each pending.
+pub(super) fn insert_tasks(
+    tx: &rusqlite::Transaction<'_>,
+    run: &str,
+    tasks: &[(String, serde_json::Value)],
+) -> anyhow::Result<()> {
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    let first: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(position) + 1, 0) FROM tasks WHERE run_id = ?1",
+        [run],
+        |r| r.get(0),
+    )?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO tasks (run_id, id, position, spec, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
+    )?;
+    for (pos, (id, spec)) in tasks.iter().enumerate() {
+        insert.execute(rusqlite::params![run, id, first + pos as i64, spec.to_string()])?;
+    }
+    Ok(())
+}
+
 /// Inserts goals after the run's existing ones and returns their `goal_added` event lines.
 pub(super) fn insert_goals(
     tx: &Transaction<'_>,

@@ -227,6 +227,8 @@ pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> anyhow::Result<(Plan,
             timeout: None,
             check: None,
             files: n.files.clone(),
+            then: None,
+            parent: None,
             line: pos + 1,
         }
     });

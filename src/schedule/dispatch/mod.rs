@@ -19,7 +19,7 @@ use anyhow::Context as _;
 
 use crate::agent::{Fault, FaultKind, Watchdog};
 use crate::git::{CommitId, Repo};
-use crate::plan::{Mode, Plan};
+use crate::plan::{Action, Mode, Plan, Task};
 use crate::store::{Board, RunEvent, TaskRecord};
 use crate::ui::{Ui, Verb};
 
@@ -96,6 +96,7 @@ impl<'a> Dispatcher<'a> {
             })?,
         };
         let states = records.iter().map(|r| recorded_state(r.status)).collect();
+        let spawns = super::spawn::Spawns::new(&plan, settings.spawn);
         let slots = records.iter().map(Slot::recorded).collect();
         let gate = match &settings.gate {
             Some(command) => Some(Gate::resume(command.clone(), record.green()?, layout)),
@@ -126,6 +127,7 @@ impl<'a> Dispatcher<'a> {
                 hooks_running: 0,
                 ports: super::ports::Ports::for_run(),
                 scratch: super::scratch::Scratch::new(&layout.run_dir.join("tmp")),
+                spawns,
                 settings,
                 layout,
             },
@@ -485,7 +487,13 @@ impl<'a> Dispatcher<'a> {
             let mode = self.run.plan.tasks[i].mode;
             if local && (mode == Mode::Read || self.writers_running < settings.max_writers) {
                 let job =
-                    attempt::prepare(&mut self.run, &mut self.checkouts, self.merges.tip(), i)?;
+                    attempt::prepare(
+                    &mut self.run,
+                    &mut self.checkouts,
+                    self.merges.tip(),
+                    i,
+                    self.running + 1,
+                )?;
                 self.spawn(workers, job, mode);
             } else if let Some(c) = &mut self.coordinator {
                 c.publish(&mut self.run, self.merges.tip(), i)?;
@@ -569,6 +577,15 @@ impl<'a> Dispatcher<'a> {
             } => {
                 let writes = mode == Mode::Write;
                 let run = &mut self.run;
+                let settings = run.settings;
+                let runnable = |t: &Task| runnable(settings, t);
+                let spawned = run.spawns.join(
+                    &mut run.plan,
+                    i,
+                    report.spawn.as_ref(),
+                    Instant::now(),
+                    &runnable,
+                );
                 run.record.attempt_succeeded(
                     &id,
                     &report,
@@ -576,7 +593,9 @@ impl<'a> Dispatcher<'a> {
                     result,
                     commit.as_ref(),
                     writes,
+                    &spawned,
                 )?;
+                run.joined(&id, &spawned)?;
                 run.slots[i].result = Some(result.clone());
                 run.slots[i].took = Some(report.elapsed);
                 if let Some(c) = commit {
@@ -639,4 +658,17 @@ impl<'a> Dispatcher<'a> {
         }
         Ok(())
     }
+}
+
+/// Why a spawned task cannot run in this run: its agent (or its continuation's) is not one
+/// the run has.
+fn runnable(settings: &Settings, t: &Task) -> Result<(), String> {
+    if matches!(t.action, Action::Prompt(_)) && settings.agent_for(t.agent.as_deref()).is_none() {
+        return Err(format!(
+            "task {:?}: the run has no agent {:?} (a spawned task takes the run's agent, its parent's, or one the plan's tasks name)",
+            t.id.as_str(),
+            t.agent.as_deref().unwrap_or("auto")
+        ));
+    }
+    t.then.as_deref().map_or(Ok(()), |then| runnable(settings, then))
 }

@@ -143,6 +143,7 @@ impl Gate {
             session: None,
             prepare: settings.prepare.clone(),
             tmp,
+            spawn_file: None,
         };
         run.record.run_event(RunEvent::GateStarted {
             run: number,

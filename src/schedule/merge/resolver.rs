@@ -135,6 +135,7 @@ pub(super) fn job(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result
         session: None,
         prepare: settings.prepare.clone(),
         tmp,
+        spawn_file: None,
     };
     let id = id.to_owned();
     run.record.task_event(

@@ -7,6 +7,7 @@ mod crashes;
 mod failures;
 mod interrupts;
 mod scheduling;
+mod spawning;
 mod task_files;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,342 @@
+//! Tasks a running task adds to the run (see the README's "Tasks that add tasks"): what an
+//! attempt that succeeded asked to spawn (the lines its agent wrote to `$SWARM_SPAWN`, or gave
+//! the built-in agent's `add_tasks` tool), checked as a task file is and against the limits,
+//! then joined to the plan with the task's continuation (`then`). Owned by the owner thread,
+//! which records what joins in the same transaction as the attempt's success, so a spawn is
+//! taken exactly once, whatever kills swarm when.
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::plan::{Plan, Task, TaskId};
+
+/// The most bytes a spawn may hold; past it the whole spawn is refused.
+pub(crate) const MAX_SPAWN_BYTES: u64 = 1024 * 1024;
+
+/// How many tasks may be spawned, and how fast; each a run option (README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpawnLimits {
+    /// Tasks one task may spawn.
+    pub children: u32,
+    /// Levels of spawning below the plan's own tasks (which are at depth 0).
+    pub depth: u32,
+    /// Tasks spawned in one run, resumes included.
+    pub tasks: u32,
+    /// Tasks spawned in the run in any 60 seconds.
+    pub per_minute: u32,
+}
+
+impl Default for SpawnLimits {
+    fn default() -> Self {
+        Self {
+            children: 50,
+            depth: 3,
+            tasks: 500,
+            per_minute: 120,
+        }
+    }
+}
+
+/// What an attempt may still spawn, as `$SWARM_CAPACITY` and the `capacity` tool give it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub(crate) struct Capacity {
+    /// Attempts running in this process, this one included.
+    pub(crate) running: usize,
+    /// Slots of `--jobs` no attempt holds.
+    pub(crate) free_slots: usize,
+    /// Tasks this task may still spawn.
+    pub(crate) children_left: u32,
+    /// Levels its spawned tasks may spawn below them (0: they may not spawn).
+    pub(crate) depth_left: u32,
+    /// Tasks the run may still have spawned.
+    pub(crate) run_left: u32,
+    /// Tasks that may be spawned in the coming minute.
+    pub(crate) minute_left: u32,
+}
+
+impl Capacity {
+    /// The most tasks a spawn of this many may hold now.
+    pub(crate) fn room(&self) -> u32 {
+        self.children_left.min(self.run_left).min(self.minute_left)
+    }
+}
+
+/// What an attempt's spawn did to the plan.
+#[derive(Debug, Default)]
+pub(super) struct Joined {
+    /// The indices the tasks that joined got (its children, then its continuation).
+    pub(super) added: Range<usize>,
+    /// Their ids and task-file lines, for the board.
+    pub(super) specs: Vec<(String, serde_json::Value)>,
+    /// The children among them.
+    pub(super) children: Vec<String>,
+    /// Why what the agent asked for was refused, if it was; the task succeeds all the same.
+    pub(super) refused: Option<String>,
+}
+
+/// Spawning's state over the run.
+pub(super) struct Spawns {
+    limits: SpawnLimits,
+    /// Each task's depth: 0 for the plan's, its parent's + 1 for a spawned one.
+    depth: Vec<u32>,
+    /// How many tasks each task has spawned (its continuation included).
+    children: Vec<u32>,
+    /// Tasks spawned in the run, before a resume too.
+    spawned: u32,
+    /// When tasks were spawned in the last minute (one entry per task), in this process.
+    recent: VecDeque<Instant>,
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+impl Spawns {
+    /// The state of a run starting or resumed: depths and counts from the tasks' parents.
+    pub(super) fn new(plan: &Plan, limits: SpawnLimits) -> Self {
+        let mut this = Self {
+            limits,
+            depth: Vec::with_capacity(plan.len()),
+            children: vec![0; plan.len()],
+            spawned: 0,
+            recent: VecDeque::new(),
+        };
+        this.count(plan, 0);
+        this
+    }
+
+    /// Counts the tasks from `from` on: their depths, and their parents' children.
+    fn count(&mut self, plan: &Plan, from: usize) {
+        let index: HashMap<&TaskId, usize> =
+            plan.tasks.iter().enumerate().map(|(i, t)| (&t.id, i)).collect();
+        self.children.resize(plan.len(), 0);
+        for t in &plan.tasks[from..] {
+            let parent = t.parent.as_ref().and_then(|p| index.get(p).copied());
+            let depth = match parent {
+                Some(p) => {
+                    self.children[p] += 1;
+                    self.spawned += 1;
+                    self.depth.get(p).map_or(1, |d| d + 1)
+                }
+                None => 0,
+            };
+            self.depth.push(depth);
+        }
+    }
+
+    /// What task `i`'s attempt may spawn, with `running` attempts (its own included) in
+    /// `jobs` slots.
+    pub(super) fn capacity(&mut self, i: usize, running: usize, jobs: usize, now: Instant) -> Capacity {
+        self.forget_before(now);
+        let l = &self.limits;
+        let depth = self.depth.get(i).copied().unwrap_or(0);
+        let may = depth < l.depth;
+        Capacity {
+            running,
+            free_slots: jobs.saturating_sub(running),
+            children_left: if may {
+                l.children.saturating_sub(self.children.get(i).copied().unwrap_or(0))
+            } else {
+                0
+            },
+            depth_left: l.depth.saturating_sub(depth + 1),
+            run_left: l.tasks.saturating_sub(self.spawned),
+            minute_left: l
+                .per_minute
+                .saturating_sub(u32::try_from(self.recent.len()).unwrap_or(u32::MAX)),
+        }
+    }
+
+    fn forget_before(&mut self, now: Instant) {
+        while self
+            .recent
+            .front()
+            .is_some_and(|&t| now.saturating_duration_since(t) >= MINUTE)
+        {
+            self.recent.pop_front();
+        }
+    }
+
+    /// Task `i`'s attempt succeeded having asked to spawn `asked` (the lines, or why they
+    /// could not be read): the tasks that may join, join the plan, then its continuation
+    /// (which is never refused: it comes from the task's own line).
+    /// `runnable` says why a task cannot run in this run (an agent it does not have).
+    pub(super) fn join(
+        &mut self,
+        plan: &mut Plan,
+        i: usize,
+        asked: Option<&Result<String, String>>,
+        now: Instant,
+        runnable: &dyn Fn(&Task) -> Result<(), String>,
+    ) -> Joined {
+        let start = plan.len();
+        let parent = plan.tasks[i].clone();
+        let mut joined = Joined {
+            added: start..start,
+            ..Joined::default()
+        };
+        let children = match asked {
+            None => Ok(Vec::new()),
+            Some(Err(why)) => Err(why.clone()),
+            Some(Ok(text)) => self.children_of(plan, i, &parent, text, now, runnable),
+        };
+        let children = match children {
+            Ok(c) => c,
+            Err(why) => {
+                joined.refused = Some(why);
+                Vec::new()
+            }
+        };
+        let mut ids: Vec<TaskId> = children.iter().map(|t| t.id.clone()).collect();
+        let mut tasks = children;
+        let mut added = continuation(&parent, &ids).and_then(|then| {
+            tasks.extend(then);
+            plan.extend(tasks.clone()).map_err(|e| format!("{e:#}"))
+        });
+        if let Err(why) = &added
+            && !ids.is_empty()
+        {
+            // What the children named does not link into the run (an unknown dep, an id
+            // taken, a cycle): they are refused, and the continuation joins alone.
+            joined.refused = Some(why.clone());
+            ids.clear();
+            tasks.clear();
+            added = continuation(&parent, &ids).and_then(|then| {
+                tasks.extend(then);
+                plan.extend(tasks.clone()).map_err(|e| format!("{e:#}"))
+            });
+        }
+        let added = match added {
+            Ok(added) => added,
+            Err(why) => {
+                let why = format!("its continuation does not join: {why}");
+                joined.refused = Some(match joined.refused.take() {
+                    Some(r) => format!("{r}; {why}"),
+                    None => why,
+                });
+                tasks.clear();
+                ids.clear();
+                start..start
+            }
+        };
+        for _ in &ids {
+            self.recent.push_back(now);
+        }
+        self.count(plan, start);
+        joined.specs = tasks
+            .iter()
+            .map(|t| (t.id.to_string(), t.to_json()))
+            .collect();
+        joined.children = ids.iter().map(ToString::to_string).collect();
+        joined.added = added;
+        joined
+    }
+
+    /// The tasks of a spawn, each checked as a task-file line, namespaced under the parent and
+    /// depending on it; or why the spawn is refused.
+    fn children_of(
+        &mut self,
+        plan: &Plan,
+        i: usize,
+        parent: &Task,
+        text: &str,
+        now: Instant,
+        runnable: &dyn Fn(&Task) -> Result<(), String>,
+    ) -> Result<Vec<Task>, String> {
+        let (tasks, problems) = Plan::read(text);
+        if let Some(p) = problems.first() {
+            let task = p.task.as_deref().map(|t| format!("task {t:?}: ")).unwrap_or_default();
+            return Err(format!(
+                "line {} of the spawn: {task}{} ({} problem(s) in all)",
+                p.line,
+                p.message,
+                problems.len()
+            ));
+        }
+        if tasks.is_empty() {
+            return Ok(tasks);
+        }
+        let n = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
+        let l = self.limits;
+        let cap = self.capacity(i, 0, 0, now);
+        let depth = self.depth.get(i).copied().unwrap_or(0);
+        if depth >= l.depth {
+            return Err(format!(
+                "{} is at depth {depth}, and max-depth is {}: its tasks may not spawn",
+                parent.id, l.depth
+            ));
+        }
+        if n > cap.children_left {
+            return Err(format!(
+                "{n} tasks, past max-children ({} a task)",
+                l.children
+            ));
+        }
+        if n > cap.run_left {
+            return Err(format!(
+                "{n} tasks, past max-spawned ({} a run, {} left)",
+                l.tasks, cap.run_left
+            ));
+        }
+        if n > cap.minute_left {
+            return Err(format!(
+                "{n} tasks, past spawns-per-minute ({} a minute, {} left now); try again later",
+                l.per_minute, cap.minute_left
+            ));
+        }
+        let local: HashMap<&TaskId, TaskId> = tasks
+            .iter()
+            .map(|t| Ok((&t.id, namespaced(&parent.id, &t.id)?)))
+            .collect::<Result<_, String>>()?;
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in &tasks {
+            if t.parent.is_some() {
+                return Err(format!(
+                    "task {:?}: \"parent\" is swarm's to set",
+                    t.id.as_str()
+                ));
+            }
+            let mut c = t.clone();
+            c.id = local[&t.id].clone();
+            let mut deps = vec![parent.id.clone()];
+            for d in &t.deps {
+                let d = local.get(d).cloned().unwrap_or_else(|| d.clone());
+                if !deps.contains(&d) {
+                    deps.push(d);
+                }
+            }
+            c.deps = deps;
+            c.parent = Some(parent.id.clone());
+            c.agent = c.agent.or_else(|| parent.agent.clone());
+            c.line = plan.len() + out.len() + 1;
+            runnable(&c)?;
+            out.push(c);
+        }
+        Ok(out)
+    }
+}
+
+/// A task's continuation as it joins, if it has one: `<parent>.<id>`, depending on the
+/// parent, what it names and every child.
+fn continuation(parent: &Task, children: &[TaskId]) -> Result<Option<Task>, String> {
+    let Some(then) = parent.then.as_deref() else {
+        return Ok(None);
+    };
+    let mut c = then.clone();
+    c.id = namespaced(&parent.id, &then.id)?;
+    let mut deps = vec![parent.id.clone()];
+    for d in then.deps.iter().chain(children) {
+        if !deps.contains(d) {
+            deps.push(d.clone());
+        }
+    }
+    c.deps = deps;
+    c.parent = Some(parent.id.clone());
+    c.agent = c.agent.or_else(|| parent.agent.clone());
+    Ok(Some(c))
+}
+
+fn namespaced(parent: &TaskId, id: &TaskId) -> Result<TaskId, String> {
+    TaskId::parse(&format!("{parent}.{id}")).map_err(|e| format!("task {:?}: {e}", id.as_str()))
+}
