@@ -150,6 +150,10 @@ struct FileOptions {
     gate: Option<String>,
     cache: Option<Vec<String>>,
     cache_key: Option<Vec<String>>,
+    max_children: Option<u32>,
+    max_depth: Option<u32>,
+    max_spawned: Option<u32>,
+    spawns_per_minute: Option<u32>,
     #[serde(default)]
     agents: BTreeMap<String, ProfileSpec>,
 }
@@ -183,6 +187,10 @@ impl FileOptions {
             gate: self.gate,
             cache: self.cache.unwrap_or_default(),
             cache_key: self.cache_key.unwrap_or_default(),
+            max_children: self.max_children,
+            max_depth: self.max_depth,
+            max_spawned: self.max_spawned,
+            spawns_per_minute: self.spawns_per_minute,
             // Per-run options (and any new ones, until they get a key) are not read from files.
             ..Options::default()
         };

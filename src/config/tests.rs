@@ -392,6 +392,10 @@ setup = "npm ci"
 gate = "make test"
 cache = ["node_modules"]
 cache-key = ["package-lock.json"]
+max-children = 10
+max-depth = 2
+max-spawned = 100
+spawns-per-minute = 30
 
 [agents.all]
 command = "a"

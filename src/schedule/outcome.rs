@@ -141,6 +141,7 @@ mod tests {
             cost: Some(0.5),
             session: Some("s".into()),
             stderr_tail: vec!["boom".into()],
+            spawn: Some(Ok("{\"id\":\"c\",\"run\":\"true\"}\n".into())),
         }
     }
 
@@ -158,6 +159,7 @@ mod tests {
         assert_eq!(back.cost, Some(0.5));
         assert_eq!(back.elapsed, Duration::from_millis(1500));
         assert!(back.session.is_none());
+        assert_eq!(back.spawn, ok.spawn);
         let Verdict::Succeeded { result, commit: c } = back.verdict else {
             panic!("not a success");
         };

@@ -6,20 +6,25 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{lines_of, path_arg, sh, task_status, task_file};
+use super::{lines_of, path_arg, sh, task_file, task_status};
+use crate::gate::Gate;
 use crate::{TestRepo, assert_exit, outside, status_json, stdout};
 
-/// An exec agent: the task `fan` spawns the lines of `$OUT/spawn.jsonl` and saves its
-/// capacity; a continuation saves its prompt; every other task records its start and end in
-/// `$OUT/log` and answers with its id.
+/// An exec agent: a task spawns the lines of `$OUT/spawn-<its id>.jsonl` if there is one and
+/// saves its capacity; a continuation saves its prompt; every other task records its start and
+/// end in `$OUT/log` and answers with its id.
 fn agent(out: &Path) -> String {
     let script = out.join("agent.sh");
     std::fs::write(
         &script,
         r#"case "$SWARM_TASK_ID" in
-  fan) cat "$OUT/spawn.jsonl" > "$SWARM_SPAWN"; printf '%s\n' "$SWARM_CAPACITY" > "$OUT/capacity.json"; echo fanned ;;
   *.then|*.sum) cat > "$OUT/prompt-$SWARM_TASK_ID.txt"; echo "summed" ;;
-  *) echo "start $SWARM_TASK_ID" >> "$OUT/log"
+  *) if [ -f "$OUT/spawn-$SWARM_TASK_ID.jsonl" ]; then
+       cat "$OUT/spawn-$SWARM_TASK_ID.jsonl" > "$SWARM_SPAWN"
+       printf '%s\n' "$SWARM_CAPACITY" > "$OUT/capacity-$SWARM_TASK_ID.json"
+       echo "spawned by $SWARM_TASK_ID"; exit 0
+     fi
+     echo "start $SWARM_TASK_ID" >> "$OUT/log"
      [ -n "$WAIT_FOR" ] && while [ ! -e "$WAIT_FOR" ]; do sleep 0.01; done
      echo "ran $SWARM_TASK_ID" >> "$OUT/ran"
      echo "end $SWARM_TASK_ID" >> "$OUT/log"
@@ -31,9 +36,9 @@ esac
     format!("exec:sh {}", sh(&script))
 }
 
-fn spawn_lines(out: &Path, lines: &[Value]) {
+fn spawn_lines(out: &Path, task: &str, lines: &[Value]) {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(out.join("spawn.jsonl"), text).unwrap();
+    std::fs::write(out.join(format!("spawn-{task}.jsonl")), text).unwrap();
 }
 
 fn children(n: usize) -> Vec<Value> {
@@ -70,7 +75,7 @@ fn a_task_spawns_twelve_children_and_its_continuation_gets_their_results() {
     let repo = TestRepo::new();
     let out = outside(&repo, "agent-out");
     std::fs::create_dir_all(&out).unwrap();
-    spawn_lines(&out, &children(12));
+    spawn_lines(&out, "fan", &children(12));
     let tasks = task_file(
         &repo,
         &[json!({
@@ -96,7 +101,7 @@ fn a_task_spawns_twelve_children_and_its_continuation_gets_their_results() {
 
     // The agent was told its capacity when it started.
     let capacity: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(out.join("capacity-fan.json")).unwrap())
             .unwrap();
     assert_eq!(capacity["running"], 1, "{capacity}");
     assert_eq!(capacity["free_slots"], 2, "{capacity}");
@@ -142,4 +147,166 @@ fn a_task_spawns_twelve_children_and_its_continuation_gets_their_results() {
     assert!(dot.contains("subgraph cluster_0 {\n    label=\"spawned by fan\";"), "{dot}");
     let report = crate::run_report(&repo);
     assert!(report.contains("spawned by fan"), "{report}");
+}
+
+#[test]
+fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_completes() {
+    // (limit set, what `fan` spawns, what its child `fan.c1` spawns, the refusal expected).
+    let cases: [(&str, &str, Vec<Value>, Vec<Value>, &str); 6] = [
+        (
+            "SWARM_MAX_CHILDREN",
+            "2",
+            children(3),
+            vec![],
+            "3 tasks, past max-children (2 a task)",
+        ),
+        (
+            "SWARM_MAX_DEPTH",
+            "1",
+            children(1),
+            children(1),
+            "fan.c1 is at depth 1, and max-depth is 1: its tasks may not spawn",
+        ),
+        (
+            "SWARM_MAX_SPAWNED",
+            "3",
+            children(2),
+            children(2),
+            "2 tasks, past max-spawned (3 a run, 1 left)",
+        ),
+        (
+            "SWARM_SPAWNS_PER_MINUTE",
+            "2",
+            children(3),
+            vec![],
+            "3 tasks, past spawns-per-minute (2 a minute, 2 left now); try again later",
+        ),
+        (
+            "SWARM_RETRIES",
+            "1",
+            vec![json!({"id": "c1", "prompt": "x", "colour": "red"})],
+            vec![],
+            "line 1 of the spawn: task \"c1\": unknown field \"colour\"",
+        ),
+        (
+            "SWARM_RETRIES",
+            "1",
+            vec![json!({"id": "c1", "prompt": "x", "deps": ["nowhere"]})],
+            vec![],
+            "task fan.c1: unknown dependency \"nowhere\"",
+        ),
+    ];
+    for (var, value, fan, child, why) in cases {
+        let repo = TestRepo::new();
+        let out = outside(&repo, "agent-out");
+        std::fs::create_dir_all(&out).unwrap();
+        spawn_lines(&out, "fan", &fan);
+        if !child.is_empty() {
+            spawn_lines(&out, "fan.c1", &child);
+        }
+        let tasks = task_file(
+            &repo,
+            &[json!({"id": "fan", "prompt": "Split the work.", "mode": "read"})],
+        );
+        let run = repo
+            .swarm_cmd()
+            .env("OUT", &out)
+            .env(var, value)
+            .args(["run", path_arg(&tasks), "--agent", &agent(&out)])
+            .output()
+            .unwrap();
+        assert_exit(&run, 0);
+        let refused = events(&repo, "spawn_refused");
+        assert_eq!(refused.len(), 1, "{var}: {refused:?}");
+        let said = refused[0]["detail"]["why"].as_str().unwrap();
+        assert!(said.starts_with(why), "{var}: {said}");
+        let parent = if child.is_empty() { "fan" } else { "fan.c1" };
+        assert_eq!(refused[0]["task"], parent, "{var}");
+        assert!(
+            crate::stderr(&run).contains(&format!("{parent}: spawn refused: {why}")),
+            "{var}: {}",
+            crate::stderr(&run)
+        );
+        // The parent completed; nothing it asked for joined.
+        let status = status_json(&repo);
+        assert_eq!(task_status(&status, parent), "done", "{var}");
+        let ids: Vec<&str> = status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        let mut want = vec!["fan".to_owned()];
+        if !child.is_empty() {
+            want.extend((1..=fan.len()).map(|k| format!("fan.c{k}")));
+        }
+        assert_eq!(ids, want, "{var}");
+    }
+}
+
+#[test]
+fn a_kill_after_the_spawn_and_a_resume_run_each_child_once() {
+    let repo = TestRepo::new();
+    let out = outside(&repo, "agent-out");
+    std::fs::create_dir_all(&out).unwrap();
+    let gates = outside(&repo, "gates");
+    // The children wait for `hold`; `witness` starts once `fan` is done, so its spawn is on
+    // record when the kill comes, and no child has started.
+    let hold = Gate::new(&gates, "hold");
+    let witness = Gate::new(&gates, "witness");
+    let mut lines = children(4);
+    for l in &mut lines {
+        l["deps"] = json!(["hold"]);
+    }
+    spawn_lines(&out, "fan", &lines);
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "hold", "run": hold.shell_once(), "mode": "read"}),
+            json!({"id": "fan", "prompt": "Split the work.", "mode": "read"}),
+            json!({"id": "witness", "run": witness.shell_once(), "deps": ["fan"], "mode": "read"}),
+        ],
+    );
+    let agent = agent(&out);
+    let mut child = repo
+        .swarm_cmd()
+        .env("OUT", &out)
+        .args(["run", path_arg(&tasks), "-j", "4", "-q", "--agent", &agent])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    hold.reached(&mut child);
+    witness.reached(&mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(lines_of(&out.join("ran")).is_empty(), "a child ran before the kill");
+
+    let resumed = repo
+        .swarm_cmd()
+        .env("OUT", &out)
+        .args(["resume", "--agent", &agent])
+        .output()
+        .unwrap();
+    assert_exit(&resumed, 0);
+    let mut ran = lines_of(&out.join("ran"));
+    ran.sort();
+    assert_eq!(ran, ["ran fan.c1", "ran fan.c2", "ran fan.c3", "ran fan.c4"]);
+    let status = status_json(&repo);
+    let ids: Vec<&str> = status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["hold", "fan", "witness", "fan.c1", "fan.c2", "fan.c3", "fan.c4"]
+    );
+    for id in ids {
+        assert_eq!(task_status(&status, id), "done", "{id}");
+    }
+    // `fan` ran once, before the kill, and spawned once.
+    assert_eq!(crate::engine::task_field(&status, "fan", "attempts"), 1);
+    assert_eq!(events(&repo, "spawned").len(), 1);
 }
