@@ -70,7 +70,7 @@ pub(crate) fn run_ids() -> Vec<CompletionCandidate> {
 
 /// For `swarm queue rm`: the goals of the queue no run has taken, each with its text.
 pub(crate) fn queued_goals() -> Vec<CompletionCandidate> {
-    let Some(items) = board().and_then(|b| b.queue_items().ok()) else {
+    let Some(items) = board().and_then(|b| b.queue().items().ok()) else {
         return Vec::new();
     };
     items

@@ -412,7 +412,7 @@ pub(super) fn run_goals(
     guard_files(&run.repo, &mut settings, configured.file.clone())?;
     let run_id = run.record.id.clone();
     if from_queue {
-        run.board.take_queue(&run_id)?;
+        run.board.queue_mut().take(&run_id)?;
     } else {
         let records: Vec<GoalRecord> = goals
             .iter()
@@ -426,9 +426,9 @@ pub(super) fn run_goals(
                 queue_id: None,
             })
             .collect();
-        run.board.add_goals(&run_id, &records)?;
+        run.board.goals_mut().add(&run_id, &records)?;
     }
-    let records = run.board.load_goals(&run_id)?;
+    let records = run.board.goals().load(&run_id)?;
     let goals = goal_run(&run.repo, &settings, records)?;
     run.launch(g, plan, &settings, options, Some(goals))
 }

@@ -139,7 +139,7 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     let board = open_board(&repo)?;
     let run = pick_run(&board, run)?;
     let tasks = board.load_tasks(&run.id)?;
-    let goals = board.load_goals(&run.id)?;
+    let goals = board.goals().load(&run.id)?;
     let holder = lock_holder(&repo);
     let state = RunState::of(&run.id, run.status, holder.as_deref());
     let alive = state == RunState::Running;
@@ -175,7 +175,7 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
         state,
         run.created_at,
         run.finished_at,
-        board.last_event_at(&run.id)?,
+        board.history().last_event_at(&run.id)?,
         now,
     );
     let mut out = format!(

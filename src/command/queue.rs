@@ -19,7 +19,7 @@ pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
     }
     let repo = open_repo(g)?;
     let mut board = open_board(&repo)?;
-    let id = board.queue_add(text)?;
+    let id = board.queue_mut().add(text)?;
     if g.json {
         ui::out(&json!({ "id": id, "text": text }).to_string())?;
     } else {
@@ -33,7 +33,7 @@ pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
 pub(super) fn list(g: &Globals) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let board = open_board(&repo)?;
-    let items = board.queue_items()?;
+    let items = board.queue().items()?;
     if g.json {
         ui::out(&serde_json::to_string_pretty(&items)?)?;
         return Ok(exit::OK);
@@ -60,7 +60,7 @@ pub(super) fn list(g: &Globals) -> anyhow::Result<u8> {
 pub(super) fn remove(g: &Globals, id: i64) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let mut board = open_board(&repo)?;
-    match board.queue_remove(id)? {
+    match board.queue_mut().remove(id)? {
         QueueRemoval::Removed => {
             if g.json {
                 ui::out(&json!({ "removed": id }).to_string())?;
@@ -86,7 +86,8 @@ pub(super) fn run(g: &Globals, configured: &Configured) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let board = open_board(&repo)?;
     let waiting = board
-        .queue_items()?
+        .queue()
+        .items()?
         .iter()
         .filter(|i| i.run_id.is_none())
         .count();

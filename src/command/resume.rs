@@ -60,7 +60,7 @@ pub(super) fn resume(
         },
     )?;
     let records = board.load_tasks(&run_id)?;
-    let goal_records = board.load_goals(&run_id)?;
+    let goal_records = board.goals().load(&run_id)?;
     let goal_file = board.run_dir(&run_id).join(super::goal::GOAL_FILE);
     if records.is_empty()
         && goal_records.is_empty()

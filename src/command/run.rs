@@ -331,7 +331,7 @@ pub(super) fn execute(
     let (ending, plan, tip) = outcome?;
     let plan = &plan;
     let records = board.load_tasks(&layout.run)?;
-    let goals = goal_facts(plan, board.load_goals(&layout.run)?);
+    let goals = goal_facts(plan, board.goals().load(&layout.run)?);
     // Read once: a long run's log holds tens of thousands of events.
     let events: Vec<Logged> = read_events(&board.events_path(&layout.run))?;
     let parked = parked_tasks(&events, &records);

@@ -23,7 +23,7 @@ struct Row<'a> {
 pub(super) fn runs(g: &Globals) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let board = open_board(&repo)?;
-    let listings = board.list_runs()?;
+    let listings = board.history().runs()?;
     let holder = lock_holder(&repo);
     let now = now_ms();
     let rows: Vec<Row<'_>> = listings

@@ -147,7 +147,7 @@ fn unknown_task(
             "{task} is a run: `swarm status {task}` shows its tasks"
         )));
     }
-    if !run_given && let Some(other) = board.runs_with_task(task)?.first() {
+    if !run_given && let Some(other) = board.history().runs_with_task(task)?.first() {
         return Ok(error.hint(format!(
             "{task} is a task of run {other}: swarm show {task} --run {other}"
         )));
@@ -210,8 +210,8 @@ fn gather(
             })
             .unwrap_or_default()
     };
-    let events = board.task_events(run, &t.id)?;
-    let records = board.attempts(run, &t.id)?;
+    let events = board.history().task_events(run, &t.id)?;
+    let records = board.history().attempts(run, &t.id)?;
     let now = now_ms();
     let newest = records.last().map(|a| a.number);
     let attempts: Vec<Attempt> = records

@@ -4,14 +4,14 @@
 //! when, is decided by the scheduler. Nothing here runs hooks (libgit2 has none) or touches the
 //! user's working tree except `land`.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
 mod checkout;
+mod files;
+mod fingerprint;
 mod land;
 mod merge;
 mod prepare;
@@ -21,6 +21,8 @@ pub use checkout::{
     remove_checkout_later, restore_snapshot, reuse_checkout, set_checkout_aside, snapshot_changes,
     take_result,
 };
+pub use files::list_files;
+pub use fingerprint::Fingerprint;
 use git2::{
     BranchType, ErrorCode, MergeOptions, Oid, Repository, RepositoryOpenFlags, Signature, Status,
     StatusOptions, build::CheckoutBuilder,
@@ -451,41 +453,10 @@ impl Repo {
     /// The state of the user's checkout: HEAD, and every path that is not clean with its
     /// status, size and modification time. Two equal fingerprints mean nobody touched it.
     pub fn fingerprint(&self) -> anyhow::Result<Fingerprint> {
-        // A read that fails (too few file descriptors, say) is an error, never a change.
-        let head = match self.repo.head() {
-            Ok(h) => h.target().map(CommitId::from),
-            Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => None,
-            Err(e) => return Err(e.into()),
-        };
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .exclude_submodules(true);
-        let mut paths = BTreeMap::new();
-        for s in self.repo.statuses(Some(&mut opts))?.iter() {
-            let path = String::from_utf8_lossy(s.path_bytes()).into_owned();
-            let meta = std::fs::symlink_metadata(self.workdir.join(&path)).ok();
-            let stamp = meta.map(|m| (m.len(), m.mtime(), m.mtime_nsec()));
-            paths.insert(path, (s.status().bits(), stamp));
-        }
-        let mut git = BTreeMap::new();
-        let common = &self.common_dir;
-        for file in [
-            common.join("config"),
-            common.join("packed-refs"),
-            self.repo.path().join("HEAD"),
-        ] {
-            stamp_files(common, &file, &mut git)?;
-        }
-        for dir in ["refs", "hooks", "logs/refs/stash"] {
-            stamp_files(common, &common.join(dir), &mut git)?;
-        }
-        Ok(Fingerprint { head, paths, git })
+        Fingerprint::of(self)
     }
 }
 
-/// Whether any directory of `tree` holds a `.gitattributes` file.
 /// A new, empty repository at `dir`, for tests of other modules that need one.
 #[cfg(test)]
 pub fn init(dir: &Path) -> anyhow::Result<()> {
@@ -493,6 +464,7 @@ pub fn init(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether any directory of `tree` holds a `.gitattributes` file.
 fn has_attributes(tree: &git2::Tree<'_>) -> anyhow::Result<bool> {
     let mut found = false;
     tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
@@ -525,91 +497,6 @@ fn converts_line_endings(repo: &Repository) -> bool {
     !matches!(autocrlf.as_str(), "" | "false")
         || !matches!(eol.as_str(), "" | "native" | "lf")
         || global_attributes
-}
-
-/// See `Repo::fingerprint`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fingerprint {
-    head: Option<CommitId>,
-    paths: BTreeMap<String, (u32, Option<Stamp>)>,
-    /// The files of the git directory no task may change, by path in it: refs outside
-    /// swarm's own `refs/heads/swarm/` and `refs/swarm/`, the config, the hooks, HEAD and the stash's log.
-    git: BTreeMap<String, Stamp>,
-}
-
-/// Stamps `path` (a file, or every file under a directory) into `out`, by its path relative to
-/// `common`; swarm's own branches are left out.
-fn stamp_files(
-    common: &Path,
-    path: &Path,
-    out: &mut BTreeMap<String, Stamp>,
-) -> std::io::Result<()> {
-    // Gone between listing and reading is no error: it is not there.
-    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if gone(&e) => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    let rel = path.strip_prefix(common).unwrap_or(path);
-    // swarm's own: its branches, and the refs of runs spread over machines (`remote`).
-    if rel == Path::new("refs/heads/swarm") || rel == Path::new("refs/swarm") {
-        return Ok(());
-    }
-    if meta.is_dir() {
-        let entries = match std::fs::read_dir(path) {
-            Ok(entries) => entries,
-            Err(e) if gone(&e) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for entry in entries {
-            stamp_files(common, &entry?.path(), out)?;
-        }
-    } else {
-        let name = format!(".git/{}", rel.display());
-        out.insert(name, (meta.len(), meta.mtime(), meta.mtime_nsec()));
-    }
-    Ok(())
-}
-
-/// Size, modification seconds and nanoseconds of a file.
-type Stamp = (u64, i64, i64);
-
-impl Fingerprint {
-    /// Paths whose state differs between two fingerprints.
-    pub fn changed_paths(&self, later: &Self) -> Vec<String> {
-        let mut out: Vec<String> = later
-            .paths
-            .iter()
-            .filter(|(p, v)| self.paths.get(*p) != Some(v))
-            .map(|(p, _)| p.clone())
-            .collect();
-        out.extend(
-            self.paths
-                .keys()
-                .filter(|p| !later.paths.contains_key(*p))
-                .cloned(),
-        );
-        if self.head != later.head {
-            out.push("HEAD".into());
-        }
-        out.extend(
-            later
-                .git
-                .iter()
-                .filter(|(p, v)| self.git.get(*p) != Some(v))
-                .map(|(p, _)| p.clone()),
-        );
-        out.extend(
-            self.git
-                .keys()
-                .filter(|p| !later.git.contains_key(*p))
-                .cloned(),
-        );
-        out.sort();
-        out.dedup();
-        out
-    }
 }
 
 fn changes_in(repo: &Repository) -> anyhow::Result<Vec<String>> {
@@ -672,67 +559,6 @@ pub fn changed_paths(
         .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
         .map(|p| p.to_string_lossy().into_owned())
         .collect())
-}
-
-/// The files an agent may see in `dir`: tracked files (from the index, minus deleted ones and
-/// submodules) plus untracked files that are not ignored, sorted, relative to `dir` with `/`
-/// separators. When `dir` is not the top of a git working tree, a plain recursive walk that
-/// leaves out `.git` and does not follow symbolic links.
-pub fn list_files(dir: &Path) -> anyhow::Result<Vec<String>> {
-    // A gitlink (submodule) is a directory, not a file an agent can read.
-    const GITLINK: u32 = 0o160_000;
-    let repo = match Repository::open(dir) {
-        Ok(repo)
-            if repo.workdir().and_then(|w| w.canonicalize().ok()) == dir.canonicalize().ok() =>
-        {
-            repo
-        }
-        _ => {
-            let mut files = Vec::new();
-            walk_files(dir, "", &mut files)?;
-            files.sort();
-            return Ok(files);
-        }
-    };
-    let mut files: std::collections::BTreeSet<String> = repo
-        .index()?
-        .iter()
-        .filter(|e| e.mode != GITLINK)
-        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-        .collect();
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    for entry in repo.statuses(Some(&mut opts))?.iter() {
-        let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
-        let status = entry.status();
-        if status.intersects(Status::WT_DELETED | Status::INDEX_DELETED) {
-            files.remove(&path);
-        } else if status.contains(Status::WT_NEW) && !path.ends_with('/') {
-            // A trailing '/' marks a nested repository, which is not ours to show.
-            files.insert(path);
-        }
-    }
-    Ok(files.into_iter().collect())
-}
-
-fn walk_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name == ".git" {
-            continue;
-        }
-        let rel = format!("{prefix}{name}");
-        if entry.file_type()?.is_dir() {
-            walk_files(&entry.path(), &format!("{rel}/"), out)?;
-        } else {
-            out.push(rel);
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

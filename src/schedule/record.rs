@@ -485,7 +485,7 @@ impl<'a> Recorder<'a> {
 
     /// Goals added to the queue since the run started, now the run's.
     pub(super) fn take_queue(&mut self) -> anyhow::Result<Vec<GoalRecord>> {
-        self.board.take_queue(&self.run)
+        self.board.queue_mut().take(&self.run)
     }
 
     pub(super) fn goal_status(
@@ -496,7 +496,8 @@ impl<'a> Recorder<'a> {
         what: RunEvent,
     ) -> anyhow::Result<()> {
         self.board
-            .set_goal_status(&self.run, goal, status, reason, &Event::run(what))
+            .goals_mut()
+            .set_status(&self.run, goal, status, reason, &Event::run(what))
     }
 
     /// The dependency pass decided these goals' needs.
@@ -506,7 +507,7 @@ impl<'a> Recorder<'a> {
         events: Vec<RunEvent>,
     ) -> anyhow::Result<()> {
         let events: Vec<Event<'_>> = events.into_iter().map(Event::run).collect();
-        self.board.set_goal_needs(&self.run, rows, &events)
+        self.board.goals_mut().set_needs(&self.run, rows, &events)
     }
 
     /// A planned goal's tasks join the run.

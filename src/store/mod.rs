@@ -12,14 +12,18 @@ use serde_json::Value;
 
 mod event;
 mod goals;
+mod history;
 mod open;
-mod query;
+mod queue;
 mod record;
 mod schema;
 mod write;
 
 pub use event::{Logged, Moved, Parking, RunEvent};
+pub use goals::Goals;
+pub use history::History;
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
+pub use queue::Queue;
 pub use record::{
     AttemptEnd, AttemptRecord, AttemptStart, Event, GoalRecord, GoalStatus, Need, QueueItem,
     QueueRemoval, RunListing, RunRecord, RunStatus, TaskRecord, TaskStatus, TaskUpdate,
@@ -100,6 +104,31 @@ impl Board {
 
     pub fn events_path(&self, run: &str) -> PathBuf {
         self.run_dir(run).join("events.jsonl")
+    }
+
+    /// The goals of its runs, to read.
+    pub fn goals(&self) -> Goals<&Self> {
+        Goals { board: self }
+    }
+
+    /// The goals of its runs, to change.
+    pub fn goals_mut(&mut self) -> Goals<&mut Self> {
+        Goals { board: self }
+    }
+
+    /// The repository's queue of goals, to read.
+    pub fn queue(&self) -> Queue<&Self> {
+        Queue { board: self }
+    }
+
+    /// The repository's queue of goals, to change.
+    pub fn queue_mut(&mut self) -> Queue<&mut Self> {
+        Queue { board: self }
+    }
+
+    /// Reads for looking back at runs.
+    pub fn history(&self) -> History<'_> {
+        History { board: self }
     }
 
     /// Records a new run and its tasks.

@@ -91,8 +91,8 @@ fn a_board_at_version_2_migrates_and_keeps_its_runs() {
     );
     // A run recorded before swarm kept the integration tip has none.
     assert_eq!(board.tip("r1").unwrap(), None);
-    board.add_goals("r1", &[goal("g1", None)]).unwrap();
-    assert_eq!(ids(&board.load_goals("r1").unwrap()), ["g1"]);
+    board.goals_mut().add("r1", &[goal("g1", None)]).unwrap();
+    assert_eq!(ids(&board.goals().load("r1").unwrap()), ["g1"]);
 }
 
 #[test]
@@ -108,13 +108,14 @@ fn goals_round_trip_with_and_without_needs() {
     done.reason = Some("landed".to_owned());
     done.queue_id = Some(7);
     board
-        .add_goals(
+        .goals_mut()
+        .add(
             "r1",
             &[goal("g1", None), goal("g2", Some(needs.clone())), done],
         )
         .unwrap();
 
-    let goals = board.load_goals("r1").unwrap();
+    let goals = board.goals().load("r1").unwrap();
     assert_eq!(ids(&goals), ["g1", "g2", "g3"]);
     assert_eq!(goals[0].needs, None);
     assert_eq!(goals[0].text, "do g1");
@@ -135,12 +136,17 @@ fn goal_positions_continue_across_two_additions() {
     let mut board = board_with_run(dir.path(), "r1");
     // Ids sort the other way round, so only the positions give this order.
     board
-        .add_goals("r1", &[goal("z", None), goal("y", None)])
+        .goals_mut()
+        .add("r1", &[goal("z", None), goal("y", None)])
         .unwrap();
     board
-        .add_goals("r1", &[goal("b", None), goal("a", None)])
+        .goals_mut()
+        .add("r1", &[goal("b", None), goal("a", None)])
         .unwrap();
-    assert_eq!(ids(&board.load_goals("r1").unwrap()), ["z", "y", "b", "a"]);
+    assert_eq!(
+        ids(&board.goals().load("r1").unwrap()),
+        ["z", "y", "b", "a"]
+    );
 }
 
 #[test]
@@ -148,17 +154,20 @@ fn goal_needs_are_replaced_and_their_events_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let mut board = board_with_run(dir.path(), "r1");
     board
-        .add_goals("r1", &[goal("g1", None), goal("g2", None)])
+        .goals_mut()
+        .add("r1", &[goal("g1", None), goal("g2", None)])
         .unwrap();
     let need = |goal: &str| Need {
         goal: goal.to_owned(),
         reason: "because".to_owned(),
     };
     board
-        .set_goal_needs("r1", &[("g2".to_owned(), vec![need("g1")])], &[])
+        .goals_mut()
+        .set_needs("r1", &[("g2".to_owned(), vec![need("g1")])], &[])
         .unwrap();
     board
-        .set_goal_needs(
+        .goals_mut()
+        .set_needs(
             "r1",
             &[
                 ("g1".to_owned(), Vec::new()),
@@ -174,13 +183,14 @@ fn goal_needs_are_replaced_and_their_events_recorded() {
         )
         .unwrap();
 
-    let goals = board.load_goals("r1").unwrap();
+    let goals = board.goals().load("r1").unwrap();
     assert_eq!(goals[0].needs, Some(Vec::new()));
     assert_eq!(goals[1].needs, Some(vec![need("g3")]));
     assert_eq!(event_kinds(&board, "r1").last().unwrap(), "goals_inferred");
     assert!(
         board
-            .set_goal_needs("r1", &[("g9".to_owned(), Vec::new())], &[])
+            .goals_mut()
+            .set_needs("r1", &[("g9".to_owned(), Vec::new())], &[])
             .is_err()
     );
 }
@@ -189,15 +199,16 @@ fn goal_needs_are_replaced_and_their_events_recorded() {
 fn goal_status_and_reason_are_set_with_their_event() {
     let dir = tempfile::tempdir().unwrap();
     let mut board = board_with_run(dir.path(), "r1");
-    board.add_goals("r1", &[goal("g1", None)]).unwrap();
+    board.goals_mut().add("r1", &[goal("g1", None)]).unwrap();
     let parked = Event::run(RunEvent::GoalEnded {
         goal: "g1".into(),
         status: "parked".into(),
     });
     board
-        .set_goal_status("r1", "g1", GoalStatus::Parked, Some("conflict"), &parked)
+        .goals_mut()
+        .set_status("r1", "g1", GoalStatus::Parked, Some("conflict"), &parked)
         .unwrap();
-    let g = &board.load_goals("r1").unwrap()[0];
+    let g = &board.goals().load("r1").unwrap()[0];
     assert_eq!(
         (g.status, g.reason.as_deref()),
         (GoalStatus::Parked, Some("conflict"))
@@ -205,12 +216,14 @@ fn goal_status_and_reason_are_set_with_their_event() {
     assert_eq!(event_kinds(&board, "r1").last().unwrap(), "goal_ended");
 
     board
-        .set_goal_status("r1", "g1", GoalStatus::Planned, None, &parked)
+        .goals_mut()
+        .set_status("r1", "g1", GoalStatus::Planned, None, &parked)
         .unwrap();
-    assert_eq!(board.load_goals("r1").unwrap()[0].reason, None);
+    assert_eq!(board.goals().load("r1").unwrap()[0].reason, None);
     assert!(
         board
-            .set_goal_status("r1", "g9", GoalStatus::Done, None, &parked)
+            .goals_mut()
+            .set_status("r1", "g9", GoalStatus::Done, None, &parked)
             .is_err()
     );
 }
@@ -219,13 +232,13 @@ fn goal_status_and_reason_are_set_with_their_event() {
 fn take_queue_takes_only_untaken_items_and_numbers_goals_on() {
     let dir = tempfile::tempdir().unwrap();
     let mut board = board_with_run(dir.path(), "r1");
-    assert!(board.take_queue("r1").unwrap().is_empty());
+    assert!(board.queue_mut().take("r1").unwrap().is_empty());
     let first: Vec<i64> = ["one", "two", "three"]
         .iter()
-        .map(|t| board.queue_add(t).unwrap())
+        .map(|t| board.queue_mut().add(t).unwrap())
         .collect();
 
-    let taken = board.take_queue("r1").unwrap();
+    let taken = board.queue_mut().take("r1").unwrap();
     assert_eq!(ids(&taken), ["g1", "g2", "g3"]);
     assert_eq!(taken[1].text, "two");
     assert_eq!(taken[1].queue_id, Some(first[1]));
@@ -234,17 +247,17 @@ fn take_queue_takes_only_untaken_items_and_numbers_goals_on() {
             .iter()
             .all(|g| g.status == GoalStatus::Pending && g.needs.is_none())
     );
-    assert!(board.take_queue("r1").unwrap().is_empty());
+    assert!(board.queue_mut().take("r1").unwrap().is_empty());
 
-    let four = board.queue_add("four").unwrap();
-    let taken = board.take_queue("r1").unwrap();
+    let four = board.queue_mut().add("four").unwrap();
+    let taken = board.queue_mut().take("r1").unwrap();
     assert_eq!(ids(&taken), ["g4"]);
     assert_eq!(taken[0].queue_id, Some(four));
 
-    let stored = board.load_goals("r1").unwrap();
+    let stored = board.goals().load("r1").unwrap();
     assert_eq!(ids(&stored), ["g1", "g2", "g3", "g4"]);
     assert_eq!(stored[3].text, "four");
-    let items = board.queue_items().unwrap();
+    let items = board.queue().items().unwrap();
     assert!(items.iter().all(|i| i.run_id.as_deref() == Some("r1")));
     assert_eq!(items[3].goal_id.as_deref(), Some("g4"));
     assert_eq!(
@@ -260,8 +273,8 @@ fn take_queue_takes_only_untaken_items_and_numbers_goals_on() {
 fn queue_items_hide_finished_runs_and_show_running_ones_with_goal_status() {
     let dir = tempfile::tempdir().unwrap();
     let mut board = board_with_run(dir.path(), "old");
-    board.queue_add("finished work").unwrap();
-    board.take_queue("old").unwrap();
+    board.queue_mut().add("finished work").unwrap();
+    board.queue_mut().take("old").unwrap();
     let end = Event::run(RunEvent::RunEnded {
         status: "finished".into(),
         exit_code: 0,
@@ -272,8 +285,8 @@ fn queue_items_hide_finished_runs_and_show_running_ones_with_goal_status() {
         .unwrap();
 
     create_run(&mut board, "new");
-    let running = board.queue_add("running work").unwrap();
-    board.take_queue("new").unwrap();
+    let running = board.queue_mut().add("running work").unwrap();
+    board.queue_mut().take("new").unwrap();
     let planned = Event::run(RunEvent::GoalPlanned {
         goal: "g1".into(),
         tasks: 1,
@@ -282,11 +295,12 @@ fn queue_items_hide_finished_runs_and_show_running_ones_with_goal_status() {
         repairs: 0,
     });
     board
-        .set_goal_status("new", "g1", GoalStatus::Planned, None, &planned)
+        .goals_mut()
+        .set_status("new", "g1", GoalStatus::Planned, None, &planned)
         .unwrap();
-    let waiting = board.queue_add("waiting work").unwrap();
+    let waiting = board.queue_mut().add("waiting work").unwrap();
 
-    let items = board.queue_items().unwrap();
+    let items = board.queue().items().unwrap();
     assert_eq!(
         items.iter().map(|i| i.id).collect::<Vec<_>>(),
         [running, waiting]
@@ -305,20 +319,26 @@ fn queue_items_hide_finished_runs_and_show_running_ones_with_goal_status() {
 fn queue_remove_deletes_untaken_items_and_keeps_taken_ones() {
     let dir = tempfile::tempdir().unwrap();
     let mut board = board_with_run(dir.path(), "r1");
-    let taken = board.queue_add("taken").unwrap();
-    board.take_queue("r1").unwrap();
-    let free = board.queue_add("free").unwrap();
+    let taken = board.queue_mut().add("taken").unwrap();
+    board.queue_mut().take("r1").unwrap();
+    let free = board.queue_mut().add("free").unwrap();
 
     assert_eq!(
-        board.queue_remove(taken).unwrap(),
+        board.queue_mut().remove(taken).unwrap(),
         QueueRemoval::Taken {
             run: "r1".to_owned(),
             goal: "g1".to_owned()
         }
     );
-    assert_eq!(board.queue_remove(free).unwrap(), QueueRemoval::Removed);
-    assert_eq!(board.queue_remove(free).unwrap(), QueueRemoval::NotFound);
-    let items = board.queue_items().unwrap();
+    assert_eq!(
+        board.queue_mut().remove(free).unwrap(),
+        QueueRemoval::Removed
+    );
+    assert_eq!(
+        board.queue_mut().remove(free).unwrap(),
+        QueueRemoval::NotFound
+    );
+    let items = board.queue().items().unwrap();
     assert_eq!(items.iter().map(|i| i.id).collect::<Vec<_>>(), [taken]);
 }
 
@@ -327,14 +347,18 @@ fn two_boards_on_one_file_both_queue() {
     let dir = tempfile::tempdir().unwrap();
     let mut running = board_with_run(dir.path(), "r1");
     let mut other = Board::open(dir.path()).unwrap();
-    let a = other.queue_add("from the other process").unwrap();
-    let b = running.queue_add("from the running process").unwrap();
-    let c = other.queue_add("again from the other").unwrap();
+    let a = other.queue_mut().add("from the other process").unwrap();
+    let b = running.queue_mut().add("from the running process").unwrap();
+    let c = other.queue_mut().add("again from the other").unwrap();
     assert!(a < b && b < c);
-    assert_eq!(ids(&running.take_queue("r1").unwrap()), ["g1", "g2", "g3"]);
+    assert_eq!(
+        ids(&running.queue_mut().take("r1").unwrap()),
+        ["g1", "g2", "g3"]
+    );
     assert!(
         other
-            .queue_items()
+            .queue()
+            .items()
             .unwrap()
             .iter()
             .all(|i| i.goal_id.is_some())
@@ -345,7 +369,7 @@ fn two_boards_on_one_file_both_queue() {
 fn take_queue_waits_for_another_writer_and_sees_its_items() {
     let dir = tempfile::tempdir().unwrap();
     let mut board = board_with_run(dir.path(), "r1");
-    board.queue_add("before").unwrap();
+    board.queue_mut().add("before").unwrap();
     // Another process is in the middle of a write. A deferred transaction would read the
     // old snapshot, then fail to upgrade to a writer once that write commits (SQLITE_BUSY).
     let writer = Connection::open(dir.path().join("board.db")).unwrap();
@@ -360,7 +384,7 @@ fn take_queue_waits_for_another_writer_and_sees_its_items() {
         std::thread::sleep(std::time::Duration::from_millis(300));
         writer.execute_batch("COMMIT").unwrap();
     });
-    let taken = board.take_queue("r1").unwrap();
+    let taken = board.queue_mut().take("r1").unwrap();
     commit.join().unwrap();
     assert_eq!(
         taken.iter().map(|g| g.text.as_str()).collect::<Vec<_>>(),

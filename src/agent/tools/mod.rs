@@ -6,18 +6,20 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
-use std::io::{self, Read};
-use std::os::unix::process::CommandExt as _;
+use std::fs;
+use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-use std::{fs, thread};
+use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+mod problem;
+mod program;
+
+use problem::{Problem, failed, io_failed, not_found, refused};
+use program::Programs;
+pub use program::Ran;
 
 /// Results longer than this are cut.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -42,8 +44,7 @@ pub struct Tools {
     /// Canonical, so that canonical targets can be compared with it.
     root: PathBuf,
     access: Access,
-    allowed_programs: Vec<String>,
-    command_timeout: Duration,
+    programs: Programs,
     stop: Stop,
 }
 
@@ -56,31 +57,6 @@ pub struct ToolResult {
     /// True when the call was refused by confinement: a path out of bounds, a write by a reader
     /// or a program the user did not allow (for logs).
     pub refused: bool,
-}
-
-/// Why a call did not do what was asked; the text follows `error: `.
-enum Problem {
-    Refused(String),
-    Failed(String),
-}
-
-fn failed(text: impl Into<String>) -> Problem {
-    Problem::Failed(text.into())
-}
-
-fn refused(raw: &str, why: &str) -> Problem {
-    Problem::Refused(format!("refused: {raw} {why}"))
-}
-
-fn not_found(raw: &str) -> Problem {
-    failed(format!("no such file or directory: {raw}"))
-}
-
-fn io_failed(raw: &str, e: &io::Error) -> Problem {
-    match e.kind() {
-        io::ErrorKind::NotFound => not_found(raw),
-        _ => failed(format!("{raw}: {e}")),
-    }
 }
 
 /// The arguments of any tool; each tool checks for the ones it needs.
@@ -115,8 +91,10 @@ impl Tools {
         Ok(Self {
             root,
             access,
-            allowed_programs,
-            command_timeout,
+            programs: Programs {
+                allowed: allowed_programs,
+                timeout: command_timeout,
+            },
             stop: Box::new(|| false),
         })
     }
@@ -188,12 +166,12 @@ impl Tools {
                 ],
             ));
         }
-        if !self.allowed_programs.is_empty() {
+        if !self.programs.allowed.is_empty() {
             let description = format!(
                 "Run a program in the task's directory (no shell, empty stdin); answers its exit \
                  status, stdout and stderr. Allowed programs: {}. Killed after {} s.",
-                self.allowed_programs.join(", "),
-                self.command_timeout.as_secs()
+                self.programs.allowed.join(", "),
+                self.programs.timeout.as_secs()
             );
             let params = [
                 ("program", "string", "an allowed program's name", true),
@@ -207,7 +185,7 @@ impl Tools {
     /// Executes one tool call, `name` with its JSON `arguments` as the model sent them.
     pub fn call(&self, name: &str, arguments: &str) -> ToolResult {
         let writes = matches!(name, "write_file" | "edit_file");
-        let runs = name == "run_command" && !self.allowed_programs.is_empty();
+        let runs = name == "run_command" && !self.programs.allowed.is_empty();
         let answer = match name {
             _ if writes && self.access == Access::Read => {
                 Err(Problem::Refused("this task is read-only".into()))
@@ -463,7 +441,9 @@ impl Tools {
     }
 
     fn run(&self, program: &str, args: &[String]) -> Result<String, Problem> {
-        let ran = self.execute(program, args)?;
+        let ran = self
+            .programs
+            .execute(&self.root, &self.stop, program, args)?;
         let mut text = match ran.status {
             Ok(status) => format!("{status}\n"),
             Err(why) => format!("error: {why}\n"),
@@ -475,78 +455,6 @@ impl Tools {
         );
         Ok(text)
     }
-
-    /// Runs an allowed program in the root, in a process group of its own that is killed when
-    /// it ends, times out or the attempt stops.
-    fn execute(&self, program: &str, args: &[String]) -> Result<Ran, Problem> {
-        if program.contains('/') || !self.allowed_programs.iter().any(|p| p == program) {
-            return Err(Problem::Refused(format!(
-                "refused: {program:?} is not an allowed program (allowed: {})",
-                self.allowed_programs.join(", ")
-            )));
-        }
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .current_dir(&self.root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        for (name, _) in std::env::vars_os() {
-            if is_withheld(&name) {
-                cmd.env_remove(name);
-            }
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| failed(format!("could not start {program}: {e}")))?;
-        let group = Pid::from_raw(child.id() as i32);
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            let _ = killpg(group, Signal::SIGKILL);
-            let _ = child.wait();
-            return Err(failed(format!("could not read the output of {program}")));
-        };
-        let pipes: [Box<dyn Read + Send>; 2] = [Box::new(stdout), Box::new(stderr)];
-        let outputs = pipes.map(|pipe| {
-            let (tx, rx) = mpsc::channel();
-            thread::spawn(move || tx.send(drain(pipe)));
-            rx
-        });
-        let deadline = crate::time::deadline(Instant::now(), self.command_timeout);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Ok(status),
-                _ if (self.stop)() => {
-                    break Err(format!("{program} was stopped with the attempt"));
-                }
-                _ if Instant::now() >= deadline => {
-                    break Err(format!(
-                        "{program} timed out after {} s and was killed",
-                        self.command_timeout.as_secs_f32()
-                    ));
-                }
-                _ => thread::sleep(Duration::from_millis(10)),
-            }
-        };
-        // The whole group, even after a normal exit: a background child left running could
-        // change files later and would keep the pipes open.
-        let _ = killpg(group, Signal::SIGKILL);
-        let _ = child.wait();
-        let wait = Duration::from_secs(1);
-        let [stdout, stderr] = outputs.map(|rx| rx.recv_timeout(wait).unwrap_or_default());
-        Ok(Ran {
-            status,
-            stdout,
-            stderr,
-        })
-    }
-}
-
-/// What an allowed program did: its exit status (or why it was stopped) and its output.
-pub struct Ran {
-    pub status: Result<std::process::ExitStatus, String>,
-    pub stdout: String,
-    pub stderr: String,
 }
 
 /// The same confinement, for a client of the Agent Client Protocol: the agent names absolute
@@ -605,15 +513,9 @@ impl Tools {
 
     /// Runs `program` if the user allowed it (`terminal/create`).
     pub fn run_allowed(&self, program: &str, args: &[String]) -> Result<Ran, String> {
-        self.execute(program, args).map_err(Problem::text)
-    }
-}
-
-impl Problem {
-    fn text(self) -> String {
-        match self {
-            Self::Refused(why) | Self::Failed(why) => why,
-        }
+        self.programs
+            .execute(&self.root, &self.stop, program, args)
+            .map_err(Problem::text)
     }
 }
 
@@ -672,25 +574,6 @@ fn lexical(raw: &str) -> Result<PathBuf, Problem> {
         }
     }
     Ok(out)
-}
-
-/// Git's repository overrides and anything that looks like a credential.
-fn is_withheld(name: &OsStr) -> bool {
-    let name = name.to_string_lossy();
-    name.starts_with("GIT_") || crate::secret::is_secret_name(&name)
-}
-
-/// Reads a pipe to its end, keeping the first `OUTPUT_CAP` bytes.
-fn drain(pipe: impl Read) -> String {
-    let mut kept = Vec::new();
-    let mut pipe = pipe;
-    let _ = (&mut pipe).take(OUTPUT_CAP as u64).read_to_end(&mut kept);
-    let more = io::copy(&mut pipe, &mut io::sink()).unwrap_or(0);
-    let mut text = String::from_utf8_lossy(&kept).into_owned();
-    if more > 0 {
-        let _ = write!(text, "\n[{more} more bytes not shown]");
-    }
-    text
 }
 
 /// Cuts `text` to `OUTPUT_CAP` bytes, saying so.

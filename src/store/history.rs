@@ -5,11 +5,16 @@ use rusqlite::OptionalExtension as _;
 
 use super::{AttemptRecord, Board, RunEvent, RunListing, RunStatus};
 
-impl Board {
+/// The board read for looking back at runs, borrowed from it (`board.history()`).
+pub struct History<'b> {
+    pub(super) board: &'b Board,
+}
+
+impl History<'_> {
     /// Every run of the repository, newest first, with its task count and the time of its
     /// last event.
-    pub fn list_runs(&self) -> anyhow::Result<Vec<RunListing>> {
-        let mut stmt = self.conn.prepare(
+    pub fn runs(&self) -> anyhow::Result<Vec<RunListing>> {
+        let mut stmt = self.board.conn.prepare(
             "SELECT r.id, r.created_at, r.finished_at, r.status, r.exit_code, r.source,
                     (SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id),
                     (SELECT e.at FROM events e WHERE e.run_id = r.id ORDER BY e.seq DESC LIMIT 1)
@@ -42,6 +47,7 @@ impl Board {
     /// The time of a run's last event, if it has one.
     pub fn last_event_at(&self, run: &str) -> anyhow::Result<Option<i64>> {
         Ok(self
+            .board
             .conn
             .query_row(
                 "SELECT at FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1",
@@ -53,7 +59,7 @@ impl Board {
 
     /// The runs that have a task `task`, newest first.
     pub fn runs_with_task(&self, task: &str) -> anyhow::Result<Vec<String>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.board.conn.prepare(
             "SELECT r.id FROM runs r JOIN tasks t ON t.run_id = r.id AND t.id = ?1
              ORDER BY r.created_at DESC, r.id DESC",
         )?;
@@ -63,7 +69,7 @@ impl Board {
 
     /// A task's attempts, first first.
     pub fn attempts(&self, run: &str, task: &str) -> anyhow::Result<Vec<AttemptRecord>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.board.conn.prepare(
             "SELECT number, started_at, finished_at, outcome, transcript, session, continued,
                     tokens, cost
              FROM attempts WHERE run_id = ?1 AND task_id = ?2 ORDER BY number",
@@ -87,7 +93,7 @@ impl Board {
     /// What happened to one task, in order: (time, event). An event this swarm does not know
     /// (a newer swarm's) is left out.
     pub fn task_events(&self, run: &str, task: &str) -> anyhow::Result<Vec<(i64, RunEvent)>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.board.conn.prepare(
             "SELECT at, kind, detail FROM events WHERE run_id = ?1 AND task_id = ?2 ORDER BY seq",
         )?;
         let rows = stmt.query_map([run, task], |r| {
