@@ -103,7 +103,8 @@ fn turns(
         COMMAND_TIMEOUT,
     )
     .map_err(|e| Outcome::Failed(format!("could not open the task's directory: {e}")))?
-    .stopped_by(move || stopping.is_stopping() || Instant::now() >= deadline);
+    .stopped_by(move || stopping.is_stopping() || Instant::now() >= deadline)
+    .spawning(&inv.env);
     let definitions = tools.definitions();
     let mut messages = vec![
         json!({ "role": "system", "content": system_prompt(b) }),

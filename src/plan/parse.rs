@@ -200,7 +200,11 @@ pub(super) fn task(
 
 /// A task's `then`: a task object of its own (its id `then` unless it names one), checked
 /// as any task is; its problems are the line's.
-fn continuation(obj: &Map<String, Value>, line: usize, problems: &mut Vec<Problem>) -> Option<Task> {
+fn continuation(
+    obj: &Map<String, Value>,
+    line: usize,
+    problems: &mut Vec<Problem>,
+) -> Option<Task> {
     let raw = obj.get("then")?;
     let task = obj.get("id").and_then(Value::as_str).map(str::to_owned);
     let Value::Object(then) = raw else {

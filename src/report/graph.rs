@@ -89,7 +89,8 @@ fn spawned_groups(plan: &Plan) -> Vec<(usize, Vec<usize>)> {
         .enumerate()
         .map(|(i, t)| (t.id.as_str(), i))
         .collect();
-    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> =
+        std::collections::BTreeMap::new();
     for (i, t) in plan.tasks.iter().enumerate() {
         if let Some(&p) = t.parent.as_ref().and_then(|p| index.get(p.as_str())) {
             groups.entry(p).or_default().push(i);
@@ -120,8 +121,10 @@ pub fn mermaid(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
         for c in children {
             let _ = writeln!(out, "    {}", node(c));
         }
-        out.push_str("  end
-");
+        out.push_str(
+            "  end
+",
+        );
     }
     if let Some(ts) = tasks {
         out.push_str(
@@ -175,7 +178,10 @@ pub fn dot(plan: &Plan, tasks: Option<&[TaskRecord]>) -> String {
     }
     for (parent, children) in spawned_groups(plan) {
         let label = escape::dot(&format!("spawned by {}", plan.tasks[parent].id));
-        let _ = writeln!(out, "  subgraph cluster_{parent} {{\n    label=\"{label}\";");
+        let _ = writeln!(
+            out,
+            "  subgraph cluster_{parent} {{\n    label=\"{label}\";"
+        );
         for c in children {
             let _ = writeln!(out, "    {};", node(c));
         }

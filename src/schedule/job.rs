@@ -617,10 +617,7 @@ fn read_spawn(file: &Path) -> Option<Result<String, String>> {
     let mut text = String::new();
     let max = super::spawn::MAX_SPAWN_BYTES;
     Some(match f.take(max + 1).read_to_string(&mut text) {
-        Ok(n) if n as u64 > max => Err(format!(
-            "its spawn file is over {} KiB",
-            max / 1024
-        )),
+        Ok(n) if n as u64 > max => Err(format!("its spawn file is over {} KiB", max / 1024)),
         Ok(_) => Ok(text),
         Err(e) => Err(format!("its spawn file could not be read: {e}")),
     })

@@ -10,8 +10,8 @@ use crate::store::{
     TaskStatus, TaskUpdate, now_ms,
 };
 
-use super::spawn::Joined;
 use super::job::Report;
+use super::spawn::Joined;
 
 /// What a task has used over all its attempts so far.
 #[derive(Debug, Clone, Copy)]
@@ -145,10 +145,10 @@ impl<'a> Recorder<'a> {
                 outcome,
                 tokens: report.tokens,
                 cost: report.cost,
+                spawned: added,
             },
             update,
             events,
-            added,
         )
     }
 
@@ -196,7 +196,10 @@ impl<'a> Recorder<'a> {
             ));
         }
         if let Some(why) = &spawned.refused {
-            events.push(Event::task(task, RunEvent::SpawnRefused { why: why.clone() }));
+            events.push(Event::task(
+                task,
+                RunEvent::SpawnRefused { why: why.clone() },
+            ));
         }
         let update = TaskUpdate {
             status: Some(if commit.is_some() {
@@ -274,7 +277,14 @@ impl<'a> Recorder<'a> {
             cost: totals.cost,
             ..TaskUpdate::default()
         };
-        self.finish_attempt(task, report, outcome, &update, &[Event::task(task, what)], &[])
+        self.finish_attempt(
+            task,
+            report,
+            outcome,
+            &update,
+            &[Event::task(task, what)],
+            &[],
+        )
     }
 
     /// An attempt met its provider's usage limit: the task waits `wait_ms`, or, when that is

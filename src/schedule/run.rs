@@ -239,7 +239,11 @@ impl Run<'_> {
             }
             std::fs::write(self.layout.run_dir.join("plan.jsonl"), self.plan.to_jsonl())?;
             let more = spawned.specs.len() - spawned.children.len();
-            let then = if more > 0 { " and its continuation" } else { "" };
+            let then = if more > 0 {
+                " and its continuation"
+            } else {
+                ""
+            };
             self.ui.note(
                 Verb::Planned,
                 &format!(
@@ -250,7 +254,8 @@ impl Run<'_> {
             self.transition(Transition::Added(spawned.added.clone()))?;
         }
         if let Some(why) = &spawned.refused {
-            self.ui.note(Verb::Note, &format!("{id}: spawn refused: {why}"));
+            self.ui
+                .note(Verb::Note, &format!("{id}: spawn refused: {why}"));
         }
         Ok(())
     }

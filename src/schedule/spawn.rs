@@ -57,13 +57,6 @@ pub(crate) struct Capacity {
     pub(crate) minute_left: u32,
 }
 
-impl Capacity {
-    /// The most tasks a spawn of this many may hold now.
-    pub(crate) fn room(&self) -> u32 {
-        self.children_left.min(self.run_left).min(self.minute_left)
-    }
-}
-
 /// What an attempt's spawn did to the plan.
 #[derive(Debug, Default)]
 pub(super) struct Joined {
@@ -108,8 +101,12 @@ impl Spawns {
 
     /// Counts the tasks from `from` on: their depths, and their parents' children.
     fn count(&mut self, plan: &Plan, from: usize) {
-        let index: HashMap<&TaskId, usize> =
-            plan.tasks.iter().enumerate().map(|(i, t)| (&t.id, i)).collect();
+        let index: HashMap<&TaskId, usize> = plan
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (&t.id, i))
+            .collect();
         self.children.resize(plan.len(), 0);
         for t in &plan.tasks[from..] {
             let parent = t.parent.as_ref().and_then(|p| index.get(p).copied());
@@ -127,7 +124,13 @@ impl Spawns {
 
     /// What task `i`'s attempt may spawn, with `running` attempts (its own included) in
     /// `jobs` slots.
-    pub(super) fn capacity(&mut self, i: usize, running: usize, jobs: usize, now: Instant) -> Capacity {
+    pub(super) fn capacity(
+        &mut self,
+        i: usize,
+        running: usize,
+        jobs: usize,
+        now: Instant,
+    ) -> Capacity {
         self.forget_before(now);
         let l = &self.limits;
         let depth = self.depth.get(i).copied().unwrap_or(0);
@@ -136,7 +139,8 @@ impl Spawns {
             running,
             free_slots: jobs.saturating_sub(running),
             children_left: if may {
-                l.children.saturating_sub(self.children.get(i).copied().unwrap_or(0))
+                l.children
+                    .saturating_sub(self.children.get(i).copied().unwrap_or(0))
             } else {
                 0
             },
@@ -246,7 +250,11 @@ impl Spawns {
     ) -> Result<Vec<Task>, String> {
         let (tasks, problems) = Plan::read(text);
         if let Some(p) = problems.first() {
-            let task = p.task.as_deref().map(|t| format!("task {t:?}: ")).unwrap_or_default();
+            let task = p
+                .task
+                .as_deref()
+                .map(|t| format!("task {t:?}: "))
+                .unwrap_or_default();
             return Err(format!(
                 "line {} of the spawn: {task}{} ({} problem(s) in all)",
                 p.line,
@@ -257,32 +265,32 @@ impl Spawns {
         if tasks.is_empty() {
             return Ok(tasks);
         }
-        let n = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
-        let l = self.limits;
+        let asked = u32::try_from(tasks.len()).unwrap_or(u32::MAX);
+        let limits = self.limits;
         let cap = self.capacity(i, 0, 0, now);
         let depth = self.depth.get(i).copied().unwrap_or(0);
-        if depth >= l.depth {
+        if depth >= limits.depth {
             return Err(format!(
                 "{} is at depth {depth}, and max-depth is {}: its tasks may not spawn",
-                parent.id, l.depth
+                parent.id, limits.depth
             ));
         }
-        if n > cap.children_left {
+        if asked > cap.children_left {
             return Err(format!(
-                "{n} tasks, past max-children ({} a task)",
-                l.children
+                "{asked} tasks, past max-children ({} a task)",
+                limits.children
             ));
         }
-        if n > cap.run_left {
+        if asked > cap.run_left {
             return Err(format!(
-                "{n} tasks, past max-spawned ({} a run, {} left)",
-                l.tasks, cap.run_left
+                "{asked} tasks, past max-spawned ({} a run, {} left)",
+                limits.tasks, cap.run_left
             ));
         }
-        if n > cap.minute_left {
+        if asked > cap.minute_left {
             return Err(format!(
-                "{n} tasks, past spawns-per-minute ({} a minute, {} left now); try again later",
-                l.per_minute, cap.minute_left
+                "{asked} tasks, past spawns-per-minute ({} a minute, {} left now); try again later",
+                limits.per_minute, cap.minute_left
             ));
         }
         let local: HashMap<&TaskId, TaskId> = tasks

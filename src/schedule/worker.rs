@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use super::checkouts::Checkouts;
 use super::dag::{Dag, State};
-use super::spawn::Joined;
 use super::job::{Report, Verdict, Workers};
 use super::record::Recorder;
 use super::run::{Run, Slot};
+use super::spawn::Joined;
 use super::{Checkout, Layout, Message, Settings, attempt, outcome};
 use crate::agent::Watchdog;
 use crate::git::{CommitId, Repo};
@@ -500,9 +500,15 @@ impl Worker<'_> {
         };
         let record = &mut self.run.record;
         match &report.verdict {
-            Verdict::Succeeded { result, commit } if taken => {
-                record.attempt_succeeded(&id, report, totals, result, commit.as_ref(), writes, &Joined::default())
-            }
+            Verdict::Succeeded { result, commit } if taken => record.attempt_succeeded(
+                &id,
+                report,
+                totals,
+                result,
+                commit.as_ref(),
+                writes,
+                &Joined::default(),
+            ),
             Verdict::Failed(why) if taken => {
                 let failure = super::record::Failure {
                     failures: 1,

@@ -325,11 +325,10 @@ impl Board {
         end: &AttemptEnd<'_>,
         update: &TaskUpdate<'_>,
         events: &[Event<'_>],
-        added: &[(String, Value)],
     ) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         // The tasks the attempt spawned join with its end: both, or neither, are on record.
-        insert_tasks(&tx, run, added)?;
+        insert_tasks(&tx, run, end.spawned)?;
         tx.prepare_cached(
             "UPDATE attempts SET finished_at = ?1, outcome = ?2, tokens = ?3, cost = ?4
              WHERE run_id = ?5 AND task_id = ?6 AND number = ?7",

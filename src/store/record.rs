@@ -303,4 +303,6 @@ pub struct AttemptEnd<'a> {
     pub outcome: &'a str,
     pub tokens: u64,
     pub cost: Option<f64>,
+    /// The tasks it spawned, each with its task-file line: they join the board with its end.
+    pub spawned: &'a [(String, serde_json::Value)],
 }

@@ -109,7 +109,12 @@ pub(super) fn insert_tasks(
         "INSERT INTO tasks (run_id, id, position, spec, status) VALUES (?1, ?2, ?3, ?4, 'pending')",
     )?;
     for (pos, (id, spec)) in tasks.iter().enumerate() {
-        insert.execute(rusqlite::params![run, id, first + pos as i64, spec.to_string()])?;
+        insert.execute(rusqlite::params![
+            run,
+            id,
+            first + pos as i64,
+            spec.to_string()
+        ])?;
     }
     Ok(())
 }

@@ -75,7 +75,12 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     expected["remote"] = serde_json::Value::Null;
     expected["report_format"] = serde_json::Value::Null;
     expected["web"] = false.into();
-    for key in ["max_children", "max_depth", "max_spawned", "spawns_per_minute"] {
+    for key in [
+        "max_children",
+        "max_depth",
+        "max_spawned",
+        "spawns_per_minute",
+    ] {
         expected[key] = serde_json::Value::Null;
     }
     assert_eq!(now, expected);

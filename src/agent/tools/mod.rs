@@ -16,10 +16,12 @@ use serde_json::{Value, json};
 
 mod problem;
 mod program;
+mod spawn;
 
 use problem::{Problem, failed, io_failed, not_found, refused};
 use program::Programs;
 pub use program::Ran;
+use spawn::Spawner;
 
 /// Results longer than this are cut.
 const OUTPUT_CAP: usize = 64 * 1024;
@@ -46,6 +48,8 @@ pub struct Tools {
     access: Access,
     programs: Programs,
     stop: Stop,
+    /// Where the tasks it adds go, when its attempt may spawn.
+    spawner: Option<Spawner>,
 }
 
 /// The outcome of one tool call, as text for the model.
@@ -96,7 +100,18 @@ impl Tools {
                 timeout: command_timeout,
             },
             stop: Box::new(|| false),
+            spawner: None,
         })
+    }
+
+    /// The tools `add_tasks` and `capacity`, when the attempt's environment names its spawn
+    /// file and capacity (`SWARM_SPAWN`, `SWARM_CAPACITY`).
+    #[must_use]
+    pub fn spawning(self, env: &[(String, String)]) -> Self {
+        Self {
+            spawner: Spawner::from_env(env),
+            ..self
+        }
     }
 
     /// Commands the tools run are killed once `stop` says so.
@@ -179,6 +194,9 @@ impl Tools {
             ];
             tools.push(function("run_command", &description, &params));
         }
+        if self.spawner.is_some() {
+            tools.extend(Spawner::definitions());
+        }
         Value::Array(tools)
     }
 
@@ -193,6 +211,10 @@ impl Tools {
             "list_files" | "read_file" | "search" | "write_file" | "edit_file" => {
                 self.dispatch(name, arguments)
             }
+            "add_tasks" | "capacity" if let Some(s) = &self.spawner => match name {
+                "capacity" => Ok(s.capacity()),
+                _ => s.add(arguments),
+            },
             _ if runs => parse(arguments).and_then(|a| {
                 let program = needed(a.program.as_ref(), "program")?;
                 self.run(program, &a.argv)

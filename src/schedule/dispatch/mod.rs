@@ -486,8 +486,7 @@ impl<'a> Dispatcher<'a> {
             };
             let mode = self.run.plan.tasks[i].mode;
             if local && (mode == Mode::Read || self.writers_running < settings.max_writers) {
-                let job =
-                    attempt::prepare(
+                let job = attempt::prepare(
                     &mut self.run,
                     &mut self.checkouts,
                     self.merges.tip(),
@@ -670,5 +669,7 @@ fn runnable(settings: &Settings, t: &Task) -> Result<(), String> {
             t.agent.as_deref().unwrap_or("auto")
         ));
     }
-    t.then.as_deref().map_or(Ok(()), |then| runnable(settings, then))
+    t.then
+        .as_deref()
+        .map_or(Ok(()), |then| runnable(settings, then))
 }

@@ -37,7 +37,7 @@ esac
 }
 
 fn spawn_lines(out: &Path, task: &str, lines: &[Value]) {
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
     std::fs::write(out.join(format!("spawn-{task}.jsonl")), text).unwrap();
 }
 
@@ -140,11 +140,22 @@ fn a_task_spawns_twelve_children_and_its_continuation_gets_their_results() {
     let edges = graph["edges"].as_array().unwrap();
     for k in 1..=12 {
         let child = format!("fan.c{k}");
-        assert!(edges.iter().any(|e| e["from"] == "fan" && e["to"] == child.as_str()));
-        assert!(edges.iter().any(|e| e["from"] == child.as_str() && e["to"] == "fan.sum"));
+        assert!(
+            edges
+                .iter()
+                .any(|e| e["from"] == "fan" && e["to"] == child.as_str())
+        );
+        assert!(
+            edges
+                .iter()
+                .any(|e| e["from"] == child.as_str() && e["to"] == "fan.sum")
+        );
     }
     let dot = stdout(&repo.swarm(&["graph", "--format", "dot"]));
-    assert!(dot.contains("subgraph cluster_0 {\n    label=\"spawned by fan\";"), "{dot}");
+    assert!(
+        dot.contains("subgraph cluster_0 {\n    label=\"spawned by fan\";"),
+        "{dot}"
+    );
     let report = crate::run_report(&repo);
     assert!(report.contains("spawned by fan"), "{report}");
 }
@@ -152,7 +163,14 @@ fn a_task_spawns_twelve_children_and_its_continuation_gets_their_results() {
 #[test]
 fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_completes() {
     // (limit set, what `fan` spawns, what its child `fan.c1` spawns, the refusal expected).
-    let cases: [(&str, &str, Vec<Value>, Vec<Value>, &str); 6] = [
+    type Case = (
+        &'static str,
+        &'static str,
+        Vec<Value>,
+        Vec<Value>,
+        &'static str,
+    );
+    let cases: [Case; 6] = [
         (
             "SWARM_MAX_CHILDREN",
             "2",
@@ -280,7 +298,10 @@ fn a_kill_after_the_spawn_and_a_resume_run_each_child_once() {
     witness.reached(&mut child);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(lines_of(&out.join("ran")).is_empty(), "a child ran before the kill");
+    assert!(
+        lines_of(&out.join("ran")).is_empty(),
+        "a child ran before the kill"
+    );
 
     let resumed = repo
         .swarm_cmd()
@@ -291,7 +312,10 @@ fn a_kill_after_the_spawn_and_a_resume_run_each_child_once() {
     assert_exit(&resumed, 0);
     let mut ran = lines_of(&out.join("ran"));
     ran.sort();
-    assert_eq!(ran, ["ran fan.c1", "ran fan.c2", "ran fan.c3", "ran fan.c4"]);
+    assert_eq!(
+        ran,
+        ["ran fan.c1", "ran fan.c2", "ran fan.c3", "ran fan.c4"]
+    );
     let status = status_json(&repo);
     let ids: Vec<&str> = status["tasks"]
         .as_array()
@@ -301,7 +325,9 @@ fn a_kill_after_the_spawn_and_a_resume_run_each_child_once() {
         .collect();
     assert_eq!(
         ids,
-        ["hold", "fan", "witness", "fan.c1", "fan.c2", "fan.c3", "fan.c4"]
+        [
+            "hold", "fan", "witness", "fan.c1", "fan.c2", "fan.c3", "fan.c4"
+        ]
     );
     for id in ids {
         assert_eq!(task_status(&status, id), "done", "{id}");
@@ -309,4 +335,60 @@ fn a_kill_after_the_spawn_and_a_resume_run_each_child_once() {
     // `fan` ran once, before the kill, and spawned once.
     assert_eq!(crate::engine::task_field(&status, "fan", "attempts"), 1);
     assert_eq!(events(&repo, "spawned").len(), 1);
+}
+
+#[test]
+fn the_built_in_agent_adds_tasks_with_its_tool_within_its_capacity() {
+    use crate::fake_llm::{FakeLlm, Reply, tool_results};
+    let repo = TestRepo::new();
+    let out = outside(&repo, "agent-out");
+    std::fs::create_dir_all(&out).unwrap();
+    let ran = sh(&out.join("ran"));
+    let task = |id: &str| json!({"id": id, "run": format!("echo $SWARM_TASK_ID >> {ran}"), "mode": "read"});
+    let (three, four) = (
+        vec![task("a"), task("b"), task("c")],
+        vec![task("a"), task("b"), task("c"), task("d")],
+    );
+    // The lead asks its capacity, tries to add four tasks, adds three, and finishes.
+    let llm = FakeLlm::start(move |req, _| match tool_results(req).len() {
+        0 => Reply::tool_call("call-1", "capacity", json!({})),
+        1 => Reply::tool_call("call-2", "add_tasks", json!({"tasks": four})),
+        2 => Reply::tool_call("call-3", "add_tasks", json!({"tasks": three})),
+        _ => Reply::text("split in three"),
+    });
+    let tasks = task_file(
+        &repo,
+        &[json!({"id": "lead", "prompt": "Split the work.", "mode": "read"})],
+    );
+    let run = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
+        .env("SWARM_MAX_CHILDREN", "3")
+        .args(["run", path_arg(&tasks), "--agent", "openai"])
+        .output()
+        .unwrap();
+    assert_exit(&run, 0);
+
+    let last = llm.requests().pop().unwrap();
+    let answers: Vec<String> = tool_results(&last).into_iter().map(|(_, t)| t).collect();
+    let capacity: Value = serde_json::from_str(&answers[0]).unwrap();
+    assert_eq!(capacity["children_left"], 3, "{capacity}");
+    assert_eq!(capacity["may_add_now"], 3, "{capacity}");
+    assert_eq!(
+        answers[1],
+        "error: 4 tasks is more than the 3 you may add now; nothing was added, do the work yourself"
+    );
+    assert!(
+        answers[2].starts_with("added 3 task(s): a, b, c."),
+        "{}",
+        answers[2]
+    );
+    let mut ran = lines_of(&out.join("ran"));
+    ran.sort();
+    assert_eq!(ran, ["lead.a", "lead.b", "lead.c"]);
+    let status = status_json(&repo);
+    for id in ["lead", "lead.a", "lead.b", "lead.c"] {
+        assert_eq!(task_status(&status, id), "done", "{id}");
+    }
 }
