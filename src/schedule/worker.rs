@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::checkouts::Checkouts;
-use super::dag::{Dag, State};
+use super::dag::{Dag, State, Transition};
 use super::job::{Report, Verdict, Workers};
 use super::record::Recorder;
 use super::run::{Run, Slot};
@@ -218,6 +218,7 @@ impl Worker<'_> {
     ) -> anyhow::Result<()> {
         let run_id = self.run.layout.run.clone();
         let mut wanted = Vec::new();
+        let mut learnt = false;
         for (name, oid) in refs {
             if self.held.len() + wanted.len() >= self.run.settings.jobs {
                 break;
@@ -225,6 +226,11 @@ impl Worker<'_> {
             let Some(Kind::Ready(task)) = Kind::of(name) else {
                 continue;
             };
+            if !learnt && !self.index.contains_key(task) {
+                // Spawned (or planned) on the coordinator since this worker read the plan.
+                learnt = true;
+                self.learn_tasks(refs)?;
+            }
             let Some(&i) = self.index.get(task) else {
                 continue;
             };
@@ -293,6 +299,36 @@ impl Worker<'_> {
                 self.give_back(i);
             }
         }
+        Ok(())
+    }
+
+    /// The tasks the run's record on the remote holds beyond this worker's plan join it (the
+    /// record's plan begins with this one's: tasks are only ever added at its end).
+    fn learn_tasks(&mut self, refs: &BTreeMap<String, CommitId>) -> anyhow::Result<()> {
+        let Some(info) = refs
+            .get("run")
+            .and_then(|c| remote::read::<remote::RunInfo>(self.run.repo, c).ok())
+        else {
+            return Ok(());
+        };
+        let (tasks, problems) = Plan::read(&info.tasks);
+        let known = self.run.plan.len();
+        if !problems.is_empty() || tasks.len() <= known {
+            return Ok(());
+        }
+        let new = tasks[known..].to_vec();
+        let specs: Vec<(String, serde_json::Value)> = new
+            .iter()
+            .map(|t| (t.id.to_string(), t.to_json()))
+            .collect();
+        let added = self.run.plan.extend(new)?;
+        self.run.record.tasks_added(&specs)?;
+        for i in added.clone() {
+            self.run.slots.push(Slot::waiting());
+            self.index.insert(self.run.plan.tasks[i].id.to_string(), i);
+        }
+        self.run.dag.on(&self.run.plan, Transition::Added(added));
+        self.run.spawns = super::spawn::Spawns::new(&self.run.plan, self.run.settings.spawn);
         Ok(())
     }
 

@@ -847,3 +847,45 @@ fn a_writers_commit_that_does_not_descend_from_its_start_is_not_merged() {
     let branches = c.user.git(&["branch", "--list", "swarm/*"]);
     assert!(!branches.contains(&format!("swarm/{run}-w")), "{branches}");
 }
+
+#[test]
+fn tasks_spawned_on_a_worker_are_published_and_run_by_the_workers() {
+    let c = Cluster::new();
+    let log = c.shared("ran");
+    let spawn = c.shared("spawn.jsonl");
+    let child = |id: &str| serde_json::json!({"id": id, "run": format!("echo $SWARM_TASK_ID >> {}; echo result of $SWARM_TASK_ID", log.display()), "mode": "read"});
+    std::fs::write(
+        &spawn,
+        [child("c1"), child("c2"), child("c3")]
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let sum = c.shared("sum");
+    let fan = serde_json::json!({
+        "id": "fan", "mode": "read",
+        "run": format!("cp {} \"$SWARM_SPAWN\"", spawn.display()),
+        "then": {"id": "sum", "mode": "read", "run": format!("cat \"$SWARM_DEPS_DIR\"/* > {}", sum.display())},
+    });
+    let tasks = c.tasks(&[fan.to_string()]);
+    let worker = c.runner("w").start(&[]);
+    let out = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_exit(&finish(worker), 0);
+    assert_eq!(ran(&log), ["fan.c1", "fan.c2", "fan.c3"]);
+    let summed = std::fs::read_to_string(&sum).unwrap();
+    for k in 1..=3 {
+        assert!(summed.contains(&format!("result of fan.c{k}")), "{summed}");
+    }
+    let status = status_json(&c.user);
+    assert_eq!(
+        tasks_with_status(&status, "done"),
+        ["fan", "fan.c1", "fan.c2", "fan.c3", "fan.sum"]
+    );
+    assert_eq!(events(&c.user, "spawned").len(), 1);
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}

@@ -45,6 +45,9 @@ pub(super) struct Coordinator {
     away: Option<String>,
     /// How often the remote is fetched.
     pub(super) poll: Duration,
+    /// How many of the plan's tasks the remote's `run` record holds: tasks spawned (or
+    /// planned) after it was written are published there before their first attempt.
+    plan_published: usize,
 }
 
 impl Coordinator {
@@ -58,6 +61,7 @@ impl Coordinator {
             refs: BTreeMap::new(),
             away: None,
             poll: poll(),
+            plan_published: 0,
         }
     }
 
@@ -85,17 +89,16 @@ impl Coordinator {
         let refs = self
             .reach(run, None, |t| t.fetch(&prefix))?
             .unwrap_or_default();
-        if !refs.contains_key("run") {
-            let info = remote::RunInfo {
-                version: remote::VERSION,
-                run: self.run_id.clone(),
-                base: run.layout.base.to_string(),
-                tasks: run.plan.to_jsonl(),
-                options: run.record.options()?,
-                ended: false,
-            };
-            let update = [run_update(run, &info)?];
-            self.reach(run, None, |t| t.push(&update))?;
+        let known = refs
+            .get("run")
+            .and_then(|c| remote::read::<remote::RunInfo>(run.repo, c).ok());
+        match known {
+            Some(info) => self.plan_published = crate::plan::Plan::read(&info.tasks).0.len(),
+            None => {
+                let update = [run_update(run, &self.info(run)?)?];
+                self.reach(run, None, |t| t.push(&update))?;
+                self.plan_published = run.plan.len();
+            }
         }
         let index = index_of(&run.plan);
         for (name, oid) in &refs {
@@ -216,6 +219,18 @@ impl Coordinator {
         self.send(run, i, attempt, tip)
     }
 
+    /// The run's record as the remote is to hold it now.
+    fn info(&self, run: &Run<'_>) -> anyhow::Result<remote::RunInfo> {
+        Ok(remote::RunInfo {
+            version: remote::VERSION,
+            run: self.run_id.clone(),
+            base: run.layout.base.to_string(),
+            tasks: run.plan.to_jsonl(),
+            options: run.record.options()?,
+            ended: false,
+        })
+    }
+
     /// Pushes task `i`'s attempt as its next generation, taking away the lease and result
     /// of the one before.
     fn send(
@@ -225,6 +240,15 @@ impl Coordinator {
         attempt: u32,
         tip: &CommitId,
     ) -> anyhow::Result<()> {
+        // A task the workers' plan does not have yet (a spawned one): the run's record with
+        // it goes first; a worker that sees the attempt before the record waits for it.
+        if run.plan.len() > self.plan_published {
+            let update = run_update(run, &self.info(run)?)?;
+            if let Some(link) = &mut self.link {
+                link.push(vec![update]);
+            }
+            self.plan_published = run.plan.len();
+        }
         let id = run.plan.tasks[i].id.to_string();
         let generation = self.generations.get(&i).copied().unwrap_or(0) + 1;
         self.generations.insert(i, generation);
