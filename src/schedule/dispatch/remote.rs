@@ -92,13 +92,13 @@ impl Coordinator {
         let known = refs
             .get("run")
             .and_then(|c| remote::read::<remote::RunInfo>(run.repo, c).ok());
-        match known {
-            Some(info) => self.plan_published = crate::plan::Plan::read(&info.tasks).0.len(),
-            None => {
-                let update = [run_update(run, &self.info(run)?)?];
-                self.reach(run, None, |t| t.push(&update))?;
-                self.plan_published = run.plan.len();
-            }
+        if let Some(info) = known {
+            self.plan_published = crate::plan::Plan::read(&info.tasks).0.len();
+        } else {
+            let update = [run_update(run, &self.info(run)?)?];
+            self.reach(run, None, |t| t.push(&update))?;
+            self.plan_published = run.plan.len();
+        }
         }
         let index = index_of(&run.plan);
         for (name, oid) in &refs {
