@@ -99,7 +99,6 @@ impl Coordinator {
             self.reach(run, None, |t| t.push(&update))?;
             self.plan_published = run.plan.len();
         }
-        }
         let index = index_of(&run.plan);
         for (name, oid) in &refs {
             let Some(Kind::Ready(task) | Kind::Lease(task) | Kind::Result(task)) = Kind::of(name)
