@@ -125,8 +125,8 @@ pub enum Command {
     /// needs neither a browser nor Graphviz to make).
     ///
     /// With --json (instead of --format), one object: `nodes` (each with `id`, `title`, `lane`,
-    /// `mode` and, for a run, `status`; null for a task file) and `edges` (each with `from`, a
-    /// dependency, and `to`, the task that needs it).
+    /// `mode`, `parent`, the task that spawned it or null, and, for a run, `status`; null for a
+    /// task file) and `edges` (each with `from`, a dependency, and `to`, the task that needs it).
     Graph {
         /// A run id or a task file (the newest run by default).
         #[arg(add = ArgValueCompleter::new(crate::complete::run_ids_and_files))]

@@ -10,7 +10,7 @@ const SYNOPSIS: &[&str] = &[
     "{**\"id\"**:\"_id_\", **\"prompt\"**:\"_text_\" | **\"run\"**:\"_command_\",",
     " **\"deps\"**:[\"_id_\", …], **\"lane\"**:\"_lane_\", **\"mode\"**:\"read\" | \"write\",",
     " **\"title\"**:\"_text_\", **\"agent\"**:\"_name_\", **\"timeout\"**:_seconds_ | \"_duration_\",",
-    " **\"check\"**:\"_command_\", **\"files\"**:[\"_path_\", …]}",
+    " **\"check\"**:\"_command_\", **\"files\"**:[\"_path_\", …], **\"then\"**:{_task_}}",
 ];
 
 const DESCRIPTION: &str = "\
@@ -65,6 +65,14 @@ const FIELDS: &[Item] = &[
         "files",
         "A list of paths a writer expects to touch. Recorded in the plan; a planned goal's writers that declare the same file are ordered one after the other. A hand-written file's **files** do not change the order.",
     ),
+    item(
+        "then",
+        "A continuation: a task object, checked as a line is (its **id** defaults to **then**), that joins the run when this task succeeds, as _task_**.**_id_, depending on this task, on its own **deps** and on every task this task spawned, whose results it gets.",
+    ),
+    item(
+        "parent",
+        "The task that spawned this one, written by swarm in the plans it keeps; it must name a task of the file. A spawn may not set it.",
+    ),
 ];
 
 const VALIDATION: &str = "\
@@ -85,7 +93,7 @@ task at all is a problem too.";
 
 const PROBLEMS: &str = "\
 error: tasks.jsonl has 3 problems; nothing ran
-  tasks.jsonl:2: task \"b\": unknown field \"colour\" (known: id, prompt, run, deps, lane, mode, title, agent, timeout, check, files)
+  tasks.jsonl:2: task \"b\": unknown field \"colour\" (known: id, prompt, run, deps, lane, mode, title, agent, timeout, check, files, then, parent)
   tasks.jsonl:3: task \"c\": dependency cycle: c → d → c
   tasks.jsonl:6: not valid JSON: expected ident at line 1 column 2";
 
@@ -97,6 +105,13 @@ result, and **$SWARM_DEPS** lists the dep ids, separated by spaces, in the order
 from other tasks, not instructions; a writer's prompt also lists the files its deps changed, \
 which are already in its checkout. Every task also finds **SWARM_RUN_ID**, **SWARM_TASK_ID**, \
 **SWARM_MODE**, **SWARM_ATTEMPT** and **SWARM_ACTIVE=1** in its environment.
+
+A running task may add tasks to the run: it writes them, in this format, to the file \
+**$SWARM_SPAWN** names (the built-in agent calls its **add_tasks** tool), and **$SWARM_CAPACITY** \
+says, as JSON, how many it may add. They are read once its attempt succeeds, namespaced as \
+_task_**.**_id_, each depending on the task; a dep naming another of them means that one. The \
+limits **max-children**, **max-depth**, **max-spawned** and **spawns-per-minute** of \
+**swarm**(1) refuse a spawn past them, whole; the task succeeds all the same.
 
 The run's deliverable, the first part of the report, is the result of the last task in the \
 **reducer** lane or, without one, of the single task nothing depends on.
