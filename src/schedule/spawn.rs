@@ -348,3 +348,100 @@ fn continuation(parent: &Task, children: &[TaskId]) -> Result<Option<Task>, Stri
 fn namespaced(parent: &TaskId, id: &TaskId) -> Result<TaskId, String> {
     TaskId::parse(&format!("{parent}.{id}")).map_err(|e| format!("task {:?}: {e}", id.as_str()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{SpawnLimits, Spawns};
+    use crate::plan::{Plan, Task};
+
+    fn plan(lines: &[&str]) -> Plan {
+        Plan::parse(&lines.join("\n"), "test").unwrap()
+    }
+
+    fn ok(_: &Task) -> Result<(), String> {
+        Ok(())
+    }
+
+    const LIMITS: SpawnLimits = SpawnLimits {
+        children: 3,
+        depth: 2,
+        tasks: 4,
+        per_minute: 10,
+    };
+
+    #[test]
+    fn depths_and_counts_are_read_back_from_the_parents_on_resume() {
+        let p = plan(&[
+            r#"{"id":"a","run":"x"}"#,
+            r#"{"id":"a.b","run":"x","deps":["a"],"parent":"a"}"#,
+            r#"{"id":"a.b.c","run":"x","deps":["a.b"],"parent":"a.b"}"#,
+        ]);
+        let mut s = Spawns::new(&p, LIMITS);
+        let now = Instant::now();
+        let a = s.capacity(0, 1, 4, now);
+        assert_eq!((a.children_left, a.depth_left, a.run_left), (2, 1, 2));
+        let b = s.capacity(1, 1, 4, now);
+        assert_eq!((b.children_left, b.depth_left), (2, 0));
+        // At the deepest level nothing may be spawned.
+        assert_eq!(s.capacity(2, 1, 4, now).children_left, 0);
+    }
+
+    #[test]
+    fn a_refused_spawn_still_brings_the_continuation_and_adds_nothing_else() {
+        let mut p = plan(&[r#"{"id":"a","run":"x","then":{"run":"y"}}"#]);
+        let mut s = Spawns::new(&p, LIMITS);
+        let lines = (1..=4)
+            .map(|k| format!("{{\"id\":\"c{k}\",\"run\":\"x\"}}\n"))
+            .collect::<String>();
+        let j = s.join(&mut p, 0, Some(&Ok(lines)), Instant::now(), &ok);
+        assert_eq!(
+            j.refused.as_deref(),
+            Some("4 tasks, past max-children (3 a task)")
+        );
+        assert!(j.children.is_empty());
+        let ids: Vec<&str> = p.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["a", "a.then"]);
+        assert_eq!(p.tasks[1].deps.len(), 1);
+    }
+
+    #[test]
+    fn spawned_tasks_depend_on_their_parent_and_on_each_other_by_local_id() {
+        let mut p = plan(&[
+            r#"{"id":"base","run":"x"}"#,
+            r#"{"id":"a","run":"x","then":{"id":"sum","run":"y"}}"#,
+        ]);
+        let mut s = Spawns::new(&p, LIMITS);
+        let lines = "{\"id\":\"one\",\"run\":\"x\"}\n{\"id\":\"two\",\"run\":\"x\",\"deps\":[\"one\",\"base\"]}\n";
+        let j = s.join(&mut p, 1, Some(&Ok(lines.into())), Instant::now(), &ok);
+        assert_eq!(j.refused, None);
+        assert_eq!(j.children, ["a.one", "a.two"]);
+        assert_eq!(j.added, 2..5);
+        let deps = |i: usize| -> Vec<&str> { p.tasks[i].deps.iter().map(|d| d.as_str()).collect() };
+        assert_eq!(deps(2), ["a"]);
+        assert_eq!(deps(3), ["a", "a.one", "base"]);
+        assert_eq!(deps(4), ["a", "a.one", "a.two"]);
+        assert_eq!(p.tasks[4].id.as_str(), "a.sum");
+    }
+
+    #[test]
+    fn the_rate_counts_the_last_minute_only() {
+        let mut p = plan(&[r#"{"id":"a","run":"x"}"#, r#"{"id":"b","run":"x"}"#]);
+        let limits = SpawnLimits {
+            per_minute: 2,
+            ..SpawnLimits::default()
+        };
+        let mut s = Spawns::new(&p, limits);
+        let t0 = Instant::now();
+        let two = "{\"id\":\"c1\",\"run\":\"x\"}\n{\"id\":\"c2\",\"run\":\"x\"}\n".to_owned();
+        assert_eq!(
+            s.join(&mut p, 0, Some(&Ok(two.clone())), t0, &ok).refused,
+            None
+        );
+        let refused = s.join(&mut p, 1, Some(&Ok(two.clone())), t0, &ok).refused;
+        assert!(refused.is_some_and(|r| r.contains("spawns-per-minute")));
+        let later = t0 + Duration::from_secs(61);
+        assert_eq!(s.join(&mut p, 1, Some(&Ok(two)), later, &ok).refused, None);
+    }
+}
