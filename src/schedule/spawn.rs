@@ -360,9 +360,8 @@ mod tests {
         Plan::parse(&lines.join("\n"), "test").unwrap()
     }
 
-    fn ok(_: &Task) -> Result<(), String> {
-        Ok(())
-    }
+    /// Every task can run.
+    const OK: &dyn Fn(&Task) -> Result<(), String> = &|_| Ok(());
 
     const LIMITS: SpawnLimits = SpawnLimits {
         children: 3,
@@ -392,10 +391,9 @@ mod tests {
     fn a_refused_spawn_still_brings_the_continuation_and_adds_nothing_else() {
         let mut p = plan(&[r#"{"id":"a","run":"x","then":{"run":"y"}}"#]);
         let mut s = Spawns::new(&p, LIMITS);
-        let lines = (1..=4)
-            .map(|k| format!("{{\"id\":\"c{k}\",\"run\":\"x\"}}\n"))
-            .collect::<String>();
-        let j = s.join(&mut p, 0, Some(&Ok(lines)), Instant::now(), &ok);
+        let lines = "{\"id\":\"c1\",\"run\":\"x\"}\n".to_owned()
+            + "{\"id\":\"c2\",\"run\":\"x\"}\n{\"id\":\"c3\",\"run\":\"x\"}\n{\"id\":\"c4\",\"run\":\"x\"}\n";
+        let j = s.join(&mut p, 0, Some(&Ok(lines)), Instant::now(), OK);
         assert_eq!(
             j.refused.as_deref(),
             Some("4 tasks, past max-children (3 a task)")
@@ -414,11 +412,17 @@ mod tests {
         ]);
         let mut s = Spawns::new(&p, LIMITS);
         let lines = "{\"id\":\"one\",\"run\":\"x\"}\n{\"id\":\"two\",\"run\":\"x\",\"deps\":[\"one\",\"base\"]}\n";
-        let j = s.join(&mut p, 1, Some(&Ok(lines.into())), Instant::now(), &ok);
+        let j = s.join(&mut p, 1, Some(&Ok(lines.into())), Instant::now(), OK);
         assert_eq!(j.refused, None);
         assert_eq!(j.children, ["a.one", "a.two"]);
         assert_eq!(j.added, 2..5);
-        let deps = |i: usize| -> Vec<&str> { p.tasks[i].deps.iter().map(|d| d.as_str()).collect() };
+        let deps = |i: usize| -> Vec<&str> {
+            p.tasks[i]
+                .deps
+                .iter()
+                .map(crate::plan::TaskId::as_str)
+                .collect()
+        };
         assert_eq!(deps(2), ["a"]);
         assert_eq!(deps(3), ["a", "a.one", "base"]);
         assert_eq!(deps(4), ["a", "a.one", "a.two"]);
@@ -436,12 +440,12 @@ mod tests {
         let t0 = Instant::now();
         let two = "{\"id\":\"c1\",\"run\":\"x\"}\n{\"id\":\"c2\",\"run\":\"x\"}\n".to_owned();
         assert_eq!(
-            s.join(&mut p, 0, Some(&Ok(two.clone())), t0, &ok).refused,
+            s.join(&mut p, 0, Some(&Ok(two.clone())), t0, OK).refused,
             None
         );
-        let refused = s.join(&mut p, 1, Some(&Ok(two.clone())), t0, &ok).refused;
+        let refused = s.join(&mut p, 1, Some(&Ok(two.clone())), t0, OK).refused;
         assert!(refused.is_some_and(|r| r.contains("spawns-per-minute")));
         let later = t0 + Duration::from_secs(61);
-        assert_eq!(s.join(&mut p, 1, Some(&Ok(two)), later, &ok).refused, None);
+        assert_eq!(s.join(&mut p, 1, Some(&Ok(two)), later, OK).refused, None);
     }
 }
