@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::plan::{Plan, Task, TaskId};
+use crate::plan::{Action, Plan, Task, TaskId};
 
 /// The most bytes a spawn may hold; past it the whole spawn is refused.
 pub(crate) const MAX_SPAWN_BYTES: u64 = 1024 * 1024;
@@ -305,6 +305,9 @@ impl Spawns {
                     t.id.as_str()
                 ));
             }
+            if matches!(parent.action, Action::Prompt(_)) {
+                commands_refused(t)?;
+            }
             let mut c = t.clone();
             c.id = local[&t.id].clone();
             let mut deps = vec![parent.id.clone()];
@@ -323,6 +326,18 @@ impl Spawns {
         }
         Ok(out)
     }
+}
+
+/// What an agent spawns runs through an agent: a command of its own (`run`, `check`, in a
+/// continuation too) would run outside whatever confines the agent.
+fn commands_refused(t: &Task) -> Result<(), String> {
+    if matches!(t.action, Action::Run(_)) || t.check.is_some() {
+        return Err(format!(
+            "task {:?}: a task an agent spawns has a prompt and no check (only a run task may spawn commands)",
+            t.id.as_str()
+        ));
+    }
+    t.then.as_deref().map_or(Ok(()), commands_refused)
 }
 
 /// A task's continuation as it joins, if it has one: `<parent>.<id>`, depending on the

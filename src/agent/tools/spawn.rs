@@ -51,14 +51,13 @@ impl Spawner {
         let task = json!({
             "type": "object",
             "description": "one task, as a line of a swarm task file: \"id\" (unique among \
-                those you add; it becomes <this task>.<id>), \"prompt\" (for an agent) or \
-                \"run\" (a shell command), and optionally \"deps\" (ids of tasks you add or of \
-                the run's tasks), \"mode\" (\"read\" or \"write\"), \"title\", \"agent\", \
-                \"lane\", \"timeout\", \"check\", \"then\"",
+                those you add; it becomes <this task>.<id>), \"prompt\" (what an agent is to \
+                do; a task you add runs no command of its own, so no \"run\" or \"check\"), \
+                and optionally \"deps\" (ids of tasks you add or of the run's tasks), \"mode\" \
+                (\"read\" or \"write\"), \"title\", \"agent\", \"lane\", \"timeout\", \"then\"",
             "properties": {
                 "id": {"type": "string"},
                 "prompt": {"type": "string"},
-                "run": {"type": "string"},
                 "deps": {"type": "array", "items": {"type": "string"}},
                 "mode": {"type": "string", "enum": ["read", "write"]},
                 "title": {"type": "string"},
@@ -124,6 +123,12 @@ impl Spawner {
                 "{why}; nothing was added, do the work yourself"
             )));
         }
+        if let Some(t) = tasks.iter().find(|t| commands_in(t)) {
+            return Err(failed(format!(
+                "task {}: the tasks you add have a prompt and no check or run; nothing was added",
+                t["id"]
+            )));
+        }
         let text = tasks.iter().fold(String::new(), |mut text, t| {
             let _ = writeln!(text, "{t}");
             text
@@ -155,4 +160,9 @@ impl Spawner {
             self.room()
         ))
     }
+}
+
+/// Whether a task object (or its continuation) names a command.
+fn commands_in(t: &Value) -> bool {
+    t.get("run").is_some() || t.get("check").is_some() || t.get("then").is_some_and(commands_in)
 }

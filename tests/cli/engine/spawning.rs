@@ -170,7 +170,7 @@ fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_compl
         Vec<Value>,
         &'static str,
     );
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
         (
             "SWARM_MAX_CHILDREN",
             "2",
@@ -212,6 +212,13 @@ fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_compl
             vec![json!({"id": "c1", "prompt": "x", "deps": ["nowhere"]})],
             vec![],
             "task fan.c1: unknown dependency \"nowhere\"",
+        ),
+        (
+            "SWARM_RETRIES",
+            "1",
+            vec![json!({"id": "c1", "run": "echo escaped"})],
+            vec![],
+            "task \"c1\": a task an agent spawns has a prompt and no check (only a run task may spawn commands)",
         ),
     ];
     for (var, value, fan, child, why) in cases {
@@ -343,18 +350,26 @@ fn the_built_in_agent_adds_tasks_with_its_tool_within_its_capacity() {
     let repo = TestRepo::new();
     let out = outside(&repo, "agent-out");
     std::fs::create_dir_all(&out).unwrap();
-    let ran = sh(&out.join("ran"));
-    let task = |id: &str| json!({"id": id, "run": format!("echo $SWARM_TASK_ID >> {ran}"), "mode": "read"});
+    let task = |id: &str| json!({"id": id, "prompt": format!("PART {id}"), "mode": "read"});
     let (three, four) = (
         vec![task("a"), task("b"), task("c")],
         vec![task("a"), task("b"), task("c"), task("d")],
     );
-    // The lead asks its capacity, tries to add four tasks, adds three, and finishes.
-    let llm = FakeLlm::start(move |req, _| match tool_results(req).len() {
-        0 => Reply::tool_call("call-1", "capacity", json!({})),
-        1 => Reply::tool_call("call-2", "add_tasks", json!({"tasks": four})),
-        2 => Reply::tool_call("call-3", "add_tasks", json!({"tasks": three})),
-        _ => Reply::text("split in three"),
+    let with_command = vec![json!({"id": "x", "run": "echo escaped", "mode": "read"})];
+    // The lead asks its capacity, tries to add a command and then four tasks, adds three, and
+    // finishes; each of the three answers at once.
+    let llm = FakeLlm::start(move |req, _| {
+        let text = crate::fake_llm::last_user_text(req);
+        if let Some(part) = text.strip_prefix("PART ") {
+            return Reply::text(format!("did {}", part.lines().next().unwrap_or_default()));
+        }
+        match tool_results(req).len() {
+            0 => Reply::tool_call("call-1", "capacity", json!({})),
+            1 => Reply::tool_call("call-2", "add_tasks", json!({"tasks": with_command})),
+            2 => Reply::tool_call("call-3", "add_tasks", json!({"tasks": four})),
+            3 => Reply::tool_call("call-4", "add_tasks", json!({"tasks": three})),
+            _ => Reply::text("split in three"),
+        }
     });
     let tasks = task_file(
         &repo,
@@ -370,25 +385,36 @@ fn the_built_in_agent_adds_tasks_with_its_tool_within_its_capacity() {
         .unwrap();
     assert_exit(&run, 0);
 
-    let last = llm.requests().pop().unwrap();
-    let answers: Vec<String> = tool_results(&last).into_iter().map(|(_, t)| t).collect();
+    let lead = llm
+        .requests()
+        .into_iter()
+        .filter(|r| !crate::fake_llm::last_user_text(r).starts_with("PART "))
+        .last()
+        .unwrap();
+    let answers: Vec<String> = tool_results(&lead).into_iter().map(|(_, t)| t).collect();
     let capacity: Value = serde_json::from_str(&answers[0]).unwrap();
     assert_eq!(capacity["children_left"], 3, "{capacity}");
     assert_eq!(capacity["may_add_now"], 3, "{capacity}");
     assert_eq!(
         answers[1],
+        "error: task \"x\": the tasks you add have a prompt and no check or run; nothing was added"
+    );
+    assert_eq!(
+        answers[2],
         "error: 4 tasks is more than the 3 you may add now; nothing was added, do the work yourself"
     );
     assert!(
-        answers[2].starts_with("added 3 task(s): a, b, c."),
+        answers[3].starts_with("added 3 task(s): a, b, c."),
         "{}",
-        answers[2]
+        answers[3]
     );
-    let mut ran = lines_of(&out.join("ran"));
-    ran.sort();
-    assert_eq!(ran, ["lead.a", "lead.b", "lead.c"]);
     let status = status_json(&repo);
     for id in ["lead", "lead.a", "lead.b", "lead.c"] {
         assert_eq!(task_status(&status, id), "done", "{id}");
     }
+    assert_eq!(
+        crate::engine::task_field(&status, "lead.b", "result"),
+        "did b"
+    );
+    assert_eq!(status["tasks"].as_array().unwrap().len(), 4);
 }
