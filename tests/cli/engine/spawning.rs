@@ -388,8 +388,8 @@ fn the_built_in_agent_adds_tasks_with_its_tool_within_its_capacity() {
     let lead = llm
         .requests()
         .into_iter()
-        .filter(|r| !crate::fake_llm::last_user_text(r).starts_with("PART "))
-        .last()
+        .rev()
+        .find(|r| !crate::fake_llm::last_user_text(r).starts_with("PART "))
         .unwrap();
     let answers: Vec<String> = tool_results(&lead).into_iter().map(|(_, t)| t).collect();
     let capacity: Value = serde_json::from_str(&answers[0]).unwrap();
