@@ -114,8 +114,8 @@ pub(super) fn prepare(
         "SWARM_CAPACITY".to_owned(),
         serde_json::to_string(&capacity).unwrap_or_default(),
     ));
-    // A file an earlier swarm's attempt of the same number left is not this attempt's.
-    let _ = std::fs::remove_file(&spawn_file);
+    // No earlier attempt had this number (each is recorded before it starts), so no file an
+    // earlier one wrote is taken for this one's.
     let deps: Vec<(String, String)> = run
         .plan
         .deps(i)
