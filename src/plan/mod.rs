@@ -201,6 +201,16 @@ pub struct Problem {
     pub message: String,
 }
 
+impl Problem {
+    /// The problem without its line: `task "x": message`, or the message alone.
+    pub fn what(&self) -> String {
+        match &self.task {
+            Some(t) => format!("task {t:?}: {}", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
 /// A task file that cannot run: every problem found, in line order.
 #[derive(Debug)]
 pub struct Invalid {
@@ -218,11 +228,7 @@ impl fmt::Display for Invalid {
             if n == 1 { "" } else { "s" }
         )?;
         for p in &self.problems {
-            write!(f, "\n  {}:{}: ", self.source, p.line)?;
-            if let Some(t) = &p.task {
-                write!(f, "task {t:?}: ")?;
-            }
-            f.write_str(&p.message)?;
+            write!(f, "\n  {}:{}: {}", self.source, p.line, p.what())?;
         }
         Ok(())
     }

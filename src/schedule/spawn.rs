@@ -250,15 +250,10 @@ impl Spawns {
     ) -> Result<Vec<Task>, String> {
         let (tasks, problems) = Plan::read(text);
         if let Some(p) = problems.first() {
-            let task = p
-                .task
-                .as_deref()
-                .map(|t| format!("task {t:?}: "))
-                .unwrap_or_default();
             return Err(format!(
-                "line {} of the spawn: {task}{} ({} problem(s) in all)",
+                "line {} of the spawn: {} ({} problem(s) in all)",
                 p.line,
-                p.message,
+                p.what(),
                 problems.len()
             ));
         }

@@ -135,14 +135,10 @@ impl Spawner {
         });
         let (_, problems) = crate::plan::Plan::read(&text);
         if let Some(p) = problems.first() {
-            let task = p
-                .task
-                .as_deref()
-                .map(|t| format!("task {t:?}: "))
-                .unwrap_or_default();
             return Err(failed(format!(
-                "task {} of the list: {task}{}; nothing was added",
-                p.line, p.message
+                "task {} of the list: {}; nothing was added",
+                p.line,
+                p.what()
             )));
         }
         std::fs::OpenOptions::new()
