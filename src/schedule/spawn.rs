@@ -175,11 +175,15 @@ impl Spawns {
         runnable: &dyn Fn(&Task) -> Result<(), String>,
     ) -> Joined {
         let start = plan.len();
-        let parent = plan.tasks[i].clone();
         let mut joined = Joined {
             added: start..start,
             ..Joined::default()
         };
+        // Most attempts spawn nothing: the plan is not linked again for them.
+        if asked.is_none() && plan.tasks[i].then.is_none() {
+            return joined;
+        }
+        let parent = plan.tasks[i].clone();
         let children = match asked {
             None => Ok(Vec::new()),
             Some(Err(why)) => Err(why.clone()),
@@ -196,6 +200,9 @@ impl Spawns {
         let mut tasks = children;
         let mut added = continuation(&parent, &ids).and_then(|then| {
             tasks.extend(then);
+            if tasks.is_empty() {
+                return Ok(start..start);
+            }
             plan.extend(tasks.clone()).map_err(|e| format!("{e:#}"))
         });
         if let Err(why) = &added
@@ -227,7 +234,9 @@ impl Spawns {
         for _ in &ids {
             self.recent.push_back(now);
         }
-        self.count(plan, start);
+        if !tasks.is_empty() {
+            self.count(plan, start);
+        }
         joined.specs = tasks
             .iter()
             .map(|t| (t.id.to_string(), t.to_json()))
