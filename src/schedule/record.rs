@@ -69,26 +69,24 @@ impl<'a> Recorder<'a> {
     pub(super) fn attempt_started(
         &mut self,
         task: &str,
-        attempt: u32,
-        transcript: &Path,
-        cwd: &Path,
-        session: Option<&str>,
-        continued: bool,
+        a: &super::attempt::Started<'_>,
+        agent: Option<&str>,
     ) -> anyhow::Result<()> {
         self.board.start_attempt(
             &self.run,
             task,
             &AttemptStart {
-                number: attempt,
-                transcript: &transcript.display().to_string(),
-                session,
-                continued,
+                number: a.attempt,
+                transcript: &a.transcript.display().to_string(),
+                session: a.session,
+                continued: a.continued,
             },
             &Event::task(
                 task,
                 RunEvent::TaskStarted {
-                    attempt,
-                    cwd: cwd.display().to_string(),
+                    attempt: a.attempt,
+                    cwd: a.cwd.display().to_string(),
+                    agent: agent.map(str::to_owned),
                 },
             ),
         )

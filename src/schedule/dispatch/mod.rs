@@ -7,6 +7,7 @@
 
 mod budget;
 mod endpoint;
+mod members;
 mod pauses;
 mod remote;
 mod retry;
@@ -24,6 +25,7 @@ use crate::store::{Board, RunEvent, TaskRecord};
 use crate::ui::{Ui, Verb};
 
 use self::budget::Budget;
+use self::members::Members;
 use self::pauses::Pauses;
 use super::checkouts::Checkouts;
 use super::dag::{Dag, State, Transition};
@@ -62,6 +64,8 @@ pub struct Dispatcher<'a> {
     budget: Budget,
     /// What holds new attempts back: usage limits, the model endpoint.
     pauses: Pauses,
+    /// Which agent each attempt goes to: pools' members, profiles' `max-concurrent`.
+    members: Members,
     /// Nothing new starts; the loop ends once what runs has finished.
     stopping: bool,
     /// A signal asked the run to stop.
@@ -138,6 +142,7 @@ impl<'a> Dispatcher<'a> {
                 records.iter().map(|r| r.tokens).sum(),
             ),
             pauses: Pauses::default(),
+            members: Members::default(),
             stopping: false,
             signalled: false,
             fault: None,
@@ -200,7 +205,8 @@ impl<'a> Dispatcher<'a> {
             {
                 c.expire(&mut self.run, self.merges.tip())?;
             }
-            if let Some(why) = self.pauses.take_limit_stop()
+            if let Some(why) =
+                (self.pauses.take_limit_stop()).or_else(|| self.members.take_limit_stop())
                 && !self.stopping
             {
                 self.stop(workers, &why);
@@ -268,6 +274,9 @@ impl<'a> Dispatcher<'a> {
             if let Some(c) = &self.coordinator {
                 // Leases run out by this clock.
                 wait = wait.min(c.poll);
+            }
+            if let Some(reset) = self.members.next_reset() {
+                wait = wait.min(reset.saturating_duration_since(Instant::now()));
             }
             // A timeout means a delay came due; the loop holds a sender, so the channel
             // never closes.
@@ -484,6 +493,10 @@ impl<'a> Dispatcher<'a> {
             };
             let mode = self.run.plan.tasks[i].mode;
             if local && (mode == Mode::Read || self.writers_running < settings.max_writers) {
+                if !self.members.admit(&mut self.run, i, Instant::now())? {
+                    held.push(i);
+                    continue;
+                }
                 let job =
                     attempt::prepare(&mut self.run, &mut self.checkouts, self.merges.tip(), i)?;
                 self.spawn(workers, job, mode);
@@ -522,6 +535,7 @@ impl<'a> Dispatcher<'a> {
     fn release(&mut self, i: usize) {
         self.run.ports.release(i);
         self.run.scratch.release(i);
+        self.members.release(i);
         self.running -= 1;
         if self.run.plan.tasks[i].mode == Mode::Write {
             self.writers_running -= 1;
@@ -594,8 +608,10 @@ impl<'a> Dispatcher<'a> {
                 }
             }
             Verdict::Limited(ref limit) => {
-                self.pauses
-                    .limited(&mut self.run, &id, &report, limit, totals)?;
+                if !(self.members).limited(&mut self.run, &id, &report, limit, totals)? {
+                    self.pauses
+                        .limited(&mut self.run, &id, &report, limit, totals)?;
+                }
             }
             Verdict::Interrupted => {
                 let run = &mut self.run;
@@ -605,6 +621,7 @@ impl<'a> Dispatcher<'a> {
                     .task_finished(&id, Verb::Interrupted, report.elapsed, None);
             }
             Verdict::Failed(ref why) => {
+                self.members.failed(&self.run, i, Instant::now());
                 retry::failed(&mut self.run, self.stopping, &id, &report, why, totals)?;
             }
             Verdict::Fault(ref fault) if fault.kind == FaultKind::Unreachable => {
