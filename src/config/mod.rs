@@ -14,7 +14,8 @@
 //! is taken from the file's directory), `resolve-conflicts`, `on-escalate`, and the checkout
 //! preparation `include`, `setup`, `cache` and `cache-key` (paths in the repository). `[agents.NAME]`
 //! tables define agent profiles ([`ProfileSpec`]); a repository profile replaces a user profile
-//! of the same name. There is no `api-key`: keys come from `SWARM_API_KEY` only, so they stay out
+//! of the same name. `[pools.NAME]` tables (`members = [...]`, see `pool`) define pools, which
+//! `pool:NAME` names wherever an agent is named. There is no `api-key`: keys come from `SWARM_API_KEY` only, so they stay out
 //! of repositories. `final-out` and `base` belong to one run and are flags only.
 //!
 //! Environment variables, one per option: `SWARM_JOBS`, `SWARM_MAX_WRITERS`, `SWARM_AGENT`,

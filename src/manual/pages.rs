@@ -52,7 +52,7 @@ const RUN_EXIT: &[Item] = &[
     ),
     item(
         "75",
-        "Stopped early, resumable: **swarm resume** continues where it stopped, running no finished task again and repeating no merge. Causes: the first Ctrl-C or SIGTERM (a second one kills the running attempts at once, and also exits 75); the token budget (**--budget-tokens**) spent; an agent's usage limit that resets more than an hour away, or never by itself; a fault of the machine (a full disk, too few file descriptors); a model endpoint that stopped answering for longer than **--endpoint-wait**; your checkout changing while a task ran. A goal stopped while it was planned is planned again by the resume.",
+        "Stopped early, resumable: **swarm resume** continues where it stopped, running no finished task again and repeating no merge. Causes: the first Ctrl-C or SIGTERM (a second one kills the running attempts at once, and also exits 75); the token budget (**--budget-tokens**) spent; an agent's usage limit that resets more than an hour away, or never by itself (for a pool, once every member's does); a fault of the machine (a full disk, too few file descriptors); a model endpoint that stopped answering for longer than **--endpoint-wait**; your checkout changing while a task ran. A goal stopped while it was planned is planned again by the resume.",
     ),
     item(
         "130, 143",
@@ -214,7 +214,7 @@ const RUN_FILES: &[Item] = &[
 const CONFIG_FILES: &[Item] = &[
     item(
         ".swarm.toml",
-        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**). It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
+        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_). It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
     ),
     item(
         "~/.config/swarm/config.toml",
@@ -647,7 +647,7 @@ const GC: Sections = Sections {
 const COMPLETIONS: Sections = Sections {
     page: "swarm-completions",
     description: &[
-        "The script asks swarm itself on each TAB (it runs **COMPLETE=**_shell_ **swarm --** _words_), so completions know what only the repository knows: **resume**, **status**, **logs** and **graph** offer the ids of the runs of the repository in the current directory (or the one **-C** names), newest first, and **--agent** offers **auto**, **openai**, **claude**, **codex**, the profiles of **.swarm.toml** and the user's config file, and **exec:** and **acp:**; **queue rm** offers the goals no run has taken. The script calls the **swarm** found on **PATH**; re-source it after upgrading swarm. The same scripts are in swarm's repository under **completions/**.",
+        "The script asks swarm itself on each TAB (it runs **COMPLETE=**_shell_ **swarm --** _words_), so completions know what only the repository knows: **resume**, **status**, **logs** and **graph** offer the ids of the runs of the repository in the current directory (or the one **-C** names), newest first, and **--agent** offers **auto**, **openai**, **claude**, **codex**, the profiles and pools (**pool:**_name_) of **.swarm.toml** and the user's config file, and **exec:** and **acp:**; **queue rm** offers the goals no run has taken. The script calls the **swarm** found on **PATH**; re-source it after upgrading swarm. The same scripts are in swarm's repository under **completions/**.",
     ],
     more: &[],
     exit_status: &[

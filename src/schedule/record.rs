@@ -92,6 +92,19 @@ impl<'a> Recorder<'a> {
         )
     }
 
+    /// The member of its pool task `task`'s last attempt went to, as its start recorded it.
+    pub(super) fn last_member(&self, task: &str) -> anyhow::Result<Option<String>> {
+        let events = self.board.task_events(&self.run, task)?;
+        Ok(events
+            .into_iter()
+            .rev()
+            .find_map(|(_, e)| match e {
+                RunEvent::TaskStarted { agent, .. } => Some(agent),
+                _ => None,
+            })
+            .flatten())
+    }
+
     /// The agent's session task `task`'s next attempt continues, or none.
     pub(super) fn session(&mut self, task: &str, session: Option<&str>) -> anyhow::Result<()> {
         self.board.set_session(&self.run, task, session)

@@ -81,18 +81,16 @@ impl Members {
             return Ok(true);
         };
         let previous = run.slots[i].member.clone();
-        let again = previous
-            .clone()
-            .filter(|m| members.contains(m) && self.has_room(run, m, now));
-        let chosen = again.or_else(|| {
-            members
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| self.has_room(run, m, now))
-                .min_by_key(|&(n, m)| (self.recent_failures(m, now), self.running_of(m), n))
-                .map(|(_, m)| m.clone())
-        });
-        let Some(member) = chosen else {
+        let rooms: Vec<Room> = members
+            .iter()
+            .map(|m| Room {
+                free: self.has_room(run, m, now),
+                failures: self.recent_failures(m, now),
+                running: self.running_of(m),
+                previous: previous.as_ref() == Some(m),
+            })
+            .collect();
+        let Some(member) = choose(&rooms).map(|n| members[n].clone()) else {
             self.note_held(run, &pool, members, now)?;
             return Ok(false);
         };
@@ -106,6 +104,22 @@ impl Members {
         run.slots[i].member = Some(member.clone());
         self.take(i, &member);
         Ok(true)
+    }
+
+    /// On resume: each pool task's member is the one its last attempt went to, so a session
+    /// it left goes on with that member.
+    pub(super) fn recall(run: &mut Run<'_>) -> anyhow::Result<()> {
+        for i in 0..run.plan.tasks.len() {
+            let task = &run.plan.tasks[i];
+            if run.slots[i].session.is_none()
+                || run.settings.pool_for(task.agent.as_deref()).is_none()
+            {
+                continue;
+            }
+            let member = run.record.last_member(task.id.as_str())?;
+            run.slots[i].member = member;
+        }
+        Ok(())
     }
 
     /// Task `i`'s attempt ended: its agent has room again.
@@ -128,9 +142,14 @@ impl Members {
         s.failures.push(now);
     }
 
-    /// When a paused member's limit resets next: the loop wakes then.
-    pub(super) fn next_reset(&self) -> Option<Instant> {
-        self.standing.values().filter_map(|s| s.until).min()
+    /// When a paused member's limit resets next, after `now`: the loop wakes then (one past
+    /// is woken by the next attempt that looks for a member).
+    pub(super) fn next_reset(&self, now: Instant) -> Option<Instant> {
+        self.standing
+            .values()
+            .filter_map(|s| s.until)
+            .filter(|&u| u > now)
+            .min()
     }
 
     /// Why the run stops for its pools' usage limits, once.
@@ -308,5 +327,66 @@ impl Members {
             ),
         );
         Ok(())
+    }
+}
+
+/// A member as the choice sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Room {
+    /// Under its cap, not paused, not out.
+    free: bool,
+    /// Its failed attempts in the last ten minutes.
+    failures: usize,
+    running: usize,
+    /// The task's last attempt went to it (its session is this member's).
+    previous: bool,
+}
+
+/// The member (by position in the pool) an attempt goes to: the one the task's session
+/// belongs to when it is free, else the free one with the fewest recent failures, then the
+/// fewest running, then the first in the pool's order; none when no member is free.
+fn choose(rooms: &[Room]) -> Option<usize> {
+    if let Some(n) = rooms.iter().position(|r| r.previous && r.free) {
+        return Some(n);
+    }
+    rooms
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.free)
+        .min_by_key(|&(n, r)| (r.failures, r.running, n))
+        .map(|(n, _)| n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Room, choose};
+
+    fn room(free: bool, failures: usize, running: usize) -> Room {
+        Room {
+            free,
+            failures,
+            running,
+            previous: false,
+        }
+    }
+
+    #[test]
+    fn the_free_member_with_fewest_recent_failures_then_fewest_running_then_first_is_chosen() {
+        assert_eq!(choose(&[room(true, 0, 0), room(true, 0, 0)]), Some(0));
+        assert_eq!(choose(&[room(true, 0, 2), room(true, 0, 1)]), Some(1));
+        assert_eq!(choose(&[room(true, 1, 0), room(true, 0, 3)]), Some(1));
+        assert_eq!(choose(&[room(false, 0, 0), room(true, 4, 4)]), Some(1));
+        assert_eq!(choose(&[room(false, 0, 0), room(false, 0, 0)]), None);
+        assert_eq!(choose(&[]), None);
+    }
+
+    #[test]
+    fn a_task_goes_back_to_its_sessions_member_only_while_that_one_is_free() {
+        let previous = |free| Room {
+            previous: true,
+            ..room(free, 3, 1)
+        };
+        assert_eq!(choose(&[room(true, 0, 0), previous(true)]), Some(1));
+        assert_eq!(choose(&[room(true, 0, 0), previous(false)]), Some(0));
     }
 }

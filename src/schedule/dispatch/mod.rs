@@ -275,8 +275,9 @@ impl<'a> Dispatcher<'a> {
                 // Leases run out by this clock.
                 wait = wait.min(c.poll);
             }
-            if let Some(reset) = self.members.next_reset() {
-                wait = wait.min(reset.saturating_duration_since(Instant::now()));
+            let now = Instant::now();
+            if let Some(reset) = self.members.next_reset(now) {
+                wait = wait.min(reset.saturating_duration_since(now));
             }
             // A timeout means a delay came due; the loop holds a sender, so the channel
             // never closes.
@@ -303,6 +304,7 @@ impl<'a> Dispatcher<'a> {
         layout.open(self.run.repo, &self.run.plan)?;
         // What an earlier swarm of this run left running (a kill -9 of it, a detached agent).
         self.run.stop_strays()?;
+        Members::recall(&mut self.run)?;
         self.merges.settle_integration_ref(&mut self.run)?;
         // Merged writers the gate has not passed yet are not done: before counting.
         self.merges.recover_gate(&mut self.run)?;
