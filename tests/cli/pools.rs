@@ -216,3 +216,35 @@ fn max_concurrent_keeps_each_member_to_one_attempt_at_a_time() {
     }
     assert_eq!(started, 4);
 }
+
+#[test]
+fn an_attempt_cut_short_goes_back_to_its_member_and_continues_its_session() {
+    let repo = TestRepo::new();
+    let fakes = fakes(&repo);
+    repo.write(
+        ".swarm.toml",
+        "[pools.both]\nmembers = [\"claude\", \"codex\"]\n",
+    );
+    repo.commit_all("pool");
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","prompt":"FAKE_MODE: hang-after-edit-once\nRESULT: a","lane":"reducer","timeout":"2s"}"#,
+    ]);
+
+    let out = run(
+        &repo,
+        &fakes,
+        &["run", tasks.to_str().unwrap(), "--agent", "pool:both"],
+    );
+
+    assert_exit(&out, 0);
+    let story = story(&events(&repo));
+    assert_eq!(
+        story,
+        ["started 1 on claude", "started 2 on claude", "succeeded 2"]
+    );
+    let calls = fakes.invocations("claude");
+    assert_eq!(calls.len(), 2);
+    let args = calls[1]["args"].as_array().unwrap();
+    assert!(args.iter().any(|a| a == "--resume"), "{args:?}");
+    assert!(fakes.invocations("codex").is_empty());
+}
