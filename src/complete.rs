@@ -134,6 +134,13 @@ pub(crate) fn agents() -> Vec<CompletionCandidate> {
                     .help(Some(format!("a profile from {from}").into())),
             );
         }
+        for (name, pool) in &config.pools {
+            out.push(
+                CompletionCandidate::new(format!("{}{name}", crate::config::POOL_PREFIX)).help(
+                    Some(format!("a pool of {}", pool.members.join(", ")).into()),
+                ),
+            );
+        }
     }
     out.push(CompletionCandidate::new("exec:").help(Some(
         "exec:CMD, any program: prompt on stdin, result on stdout".into(),

@@ -12,10 +12,12 @@ mod graph;
 mod html;
 mod layout;
 mod svg;
+mod usage;
 
 pub use graph::{dot, mermaid};
 pub use html::{html, timeline};
 pub use svg::{html as graph_html, svg};
+pub use usage::AgentUsage;
 
 use crate::plan::Plan;
 use crate::store::{GoalRecord, GoalStatus, RunRecord, TaskRecord, TaskStatus};
@@ -132,6 +134,9 @@ pub struct Facts<'a> {
     pub culprits: &'a [(String, String)],
     /// Every attempt's span of time, for the HTML report's timeline.
     pub spans: &'a [Span],
+    /// What each member of the run's pools did, in the order of their names (none when no
+    /// attempt went through a pool).
+    pub agents: &'a [AgentUsage],
 }
 
 /// One attempt from its start to its end (milliseconds since the epoch) and how it ended
@@ -358,6 +363,8 @@ fn run_summary(f: &Facts<'_>) -> String {
             },
         );
     }
+
+    out.push_str(&usage::section(f));
 
     let skipped: Vec<&TaskRecord> = f
         .tasks

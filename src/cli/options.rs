@@ -22,7 +22,8 @@ pub struct RunOptions {
 
     /// The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the
     /// configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or
-    /// acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol) [default: auto].
+    /// acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol), or pool:NAME
+    /// (each attempt to the member of `[pools.NAME]` with room) [default: auto].
     #[arg(long, value_name = "NAME", add = ArgValueCandidates::new(crate::complete::agents))]
     pub agent: Option<String>,
 

@@ -243,6 +243,54 @@ pub(super) fn repairs(events: &[Logged]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// What each pool member did in the run: the attempts its `task_started` events name, with
+/// their tokens, cost and usage limits from the board; by member name.
+pub(super) fn agent_usage(
+    board: &crate::store::Board,
+    run: &str,
+    events: &[Logged],
+) -> anyhow::Result<Vec<report::AgentUsage>> {
+    use std::collections::BTreeMap;
+    let mut by_task: BTreeMap<&str, BTreeMap<u32, &str>> = BTreeMap::new();
+    for e in events {
+        if let (
+            Some(task),
+            RunEvent::TaskStarted {
+                attempt,
+                agent: Some(agent),
+                ..
+            },
+        ) = (e.task.as_deref(), &e.event)
+        {
+            by_task.entry(task).or_default().insert(*attempt, agent);
+        }
+    }
+    let mut usage: BTreeMap<&str, report::AgentUsage> = BTreeMap::new();
+    for (task, members) in by_task {
+        for a in board.history().attempts(run, task)? {
+            let Some(&agent) = members.get(&a.number) else {
+                continue;
+            };
+            let u = usage.entry(agent).or_insert_with(|| report::AgentUsage {
+                agent: agent.to_owned(),
+                attempts: 0,
+                limited: 0,
+                tokens: 0,
+                cost: None,
+            });
+            u.attempts += 1;
+            if a.outcome.as_deref() == Some("usage_limit") {
+                u.limited += 1;
+            }
+            u.tokens += a.tokens;
+            if let Some(c) = a.cost {
+                u.cost = Some(u.cost.unwrap_or(0.0) + c);
+            }
+        }
+    }
+    Ok(usage.into_values().collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Logged, RunEvent, planning_tokens, wall_time};

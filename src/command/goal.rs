@@ -116,7 +116,7 @@ pub(super) fn plan_and_launch(
     mut run: NewRun,
     goal: &Goal<'_>,
     options: &crate::config::Options,
-    profiles: &BTreeMap<String, crate::agent::cli::Profile>,
+    profiles: &super::pools::Agents,
     config_file: Option<std::path::PathBuf>,
 ) -> anyhow::Result<u8> {
     let Goal {

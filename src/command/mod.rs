@@ -20,6 +20,7 @@ mod goal;
 mod inspect;
 mod layout;
 mod output;
+mod pools;
 mod queue;
 mod resume;
 mod run;

@@ -2,11 +2,8 @@
 //! machine) goes on from its board, with the options it was started with and any given now; a
 //! single goal stopped while it was planned is planned again.
 
-use std::collections::BTreeMap;
-
 use anyhow::{Context as _, bail};
 
-use crate::agent::cli::Profile;
 use crate::config::{Options, from_record, overlay, to_record};
 use crate::git::CommitId;
 use crate::schedule::Layout;
@@ -22,7 +19,7 @@ pub(super) fn resume(
     g: &Globals,
     run: Option<&str>,
     newer: &Options,
-    profiles: &BTreeMap<String, Profile>,
+    profiles: &super::pools::Agents,
     asked: goal::Question,
 ) -> anyhow::Result<u8> {
     if let Some(code) = refuse_when_nested(g) {

@@ -459,6 +459,7 @@ pub(super) fn execute(
     };
     let output_tails = output_tails(&events, &records);
     let spans = super::facts::attempt_spans(&events, crate::store::now_ms());
+    let agents = super::facts::agent_usage(board, &layout.run, &events)?;
     let facts = Facts {
         run: &run,
         plan,
@@ -479,6 +480,7 @@ pub(super) fn execute(
         gate_runs: &gate_runs,
         culprits: &culprits,
         spans: &spans,
+        agents: &agents,
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");

@@ -17,6 +17,7 @@ use crate::plan::{Action, Plan};
 use crate::schedule::{BuiltinLimits, Prepare, Settings};
 
 use super::Globals;
+use super::pools::{Agents, pool_name};
 
 /// Defaults of run options, as `--help` states them.
 pub(super) const DEFAULT_JOBS: u32 = 4;
@@ -57,7 +58,7 @@ pub(super) fn in_hook(from_hook: bool) -> bool {
 /// Run options after the configuration layers, and the agent profiles.
 pub(super) struct Configured {
     pub(super) options: Options,
-    pub(super) profiles: BTreeMap<String, Profile>,
+    pub(super) profiles: Agents,
     /// The config file given with `--config`, which names commands too.
     pub(super) file: Option<std::path::PathBuf>,
 }
@@ -91,7 +92,10 @@ pub(super) fn configure(
     explicit: Option<&Path>,
 ) -> anyhow::Result<Configured> {
     let config = load_config(g, flags, explicit)?;
-    let mut profiles = BTreeMap::new();
+    let mut profiles = Agents {
+        pools: config.pools.clone(),
+        ..Agents::default()
+    };
     for (name, (spec, file)) in &config.profiles {
         let profile = profile_from(name, spec).map_err(|e| {
             anyhow::Error::new(Usage::new(format!(
@@ -99,7 +103,10 @@ pub(super) fn configure(
                 file.display()
             )))
         })?;
-        profiles.insert(name.clone(), profile);
+        profiles.profiles.insert(name.clone(), profile);
+        if let Some(cap) = spec.max_concurrent {
+            profiles.caps.insert(name.clone(), cap as usize);
+        }
     }
     Ok(Configured {
         options: config.options,
@@ -263,21 +270,26 @@ pub(super) fn profiles(configured: &BTreeMap<String, Profile>) -> BTreeMap<Strin
     all
 }
 
-pub(super) fn settings(
-    o: &Options,
-    plan: &Plan,
-    configured: &BTreeMap<String, Profile>,
-) -> anyhow::Result<Settings> {
+pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow::Result<Settings> {
     let jobs = o.jobs.unwrap_or(DEFAULT_JOBS) as usize;
     let llm = model_client(o, jobs)?;
-    let all = profiles(configured);
+    let all = profiles(&configured.profiles);
     let names = AgentNames {
         llm: llm.is_some(),
         profiles: &all,
     };
-    let agent = names
-        .resolve(o.agent.as_deref())
-        .map_err(|e| Usage::new(format!("--agent: {e}")).hint(NO_MODEL_HINT))?;
+    let pool = o.agent.as_deref().and_then(pool_name);
+    if let Some(p) = pool {
+        configured
+            .known_pool(p)
+            .map_err(|e| Usage::new(format!("--agent: {e}")))?;
+    }
+    let agent = match pool {
+        Some(_) => None,
+        None => names
+            .resolve(o.agent.as_deref())
+            .map_err(|e| Usage::new(format!("--agent: {e}")).hint(NO_MODEL_HINT))?,
+    };
     let mut problems = Vec::new();
     let mut named_agents = BTreeMap::new();
     // Continuations are tasks of the plan once their task has run.
@@ -290,6 +302,13 @@ pub(super) fn settings(
         k += 1;
     }
     for t in tasks {
+        let task_pool = t.agent.as_deref().and_then(pool_name);
+        if let Some(p) = task_pool {
+            if let Err(e) = configured.known_pool(p) {
+                problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
+            }
+            continue;
+        }
         match t.agent.as_deref().map(|a| (a, names.resolve(Some(a)))) {
             Some((_, Err(e))) => {
                 problems.push(format!("line {}: task {:?}: {e}", t.line, t.id.as_str()));
@@ -298,7 +317,7 @@ pub(super) fn settings(
                 named_agents.insert(a.to_owned(), resolved);
             }
             Some((_, Ok(None))) | None
-                if agent.is_none() && matches!(t.action, Action::Prompt(_)) =>
+                if agent.is_none() && pool.is_none() && matches!(t.action, Action::Prompt(_)) =>
             {
                 problems.push(format!(
                     "line {}: task {:?} has a prompt but no agent is configured",
@@ -311,6 +330,22 @@ pub(super) fn settings(
     }
     if !problems.is_empty() {
         bail!(Usage::new(format!("nothing ran:\n  {}", problems.join("\n  "))).hint(NO_MODEL_HINT));
+    }
+    let used = pool.into_iter().chain(
+        plan.tasks
+            .iter()
+            .filter_map(|t| t.agent.as_deref().and_then(pool_name)),
+    );
+    let routed = configured
+        .route(used, |member| names.resolve(Some(member)))
+        .map_err(Usage::new)?;
+    if o.remote.is_some() && !routed.pools.is_empty() {
+        bail!(Usage::new(
+            "--remote: a pool (`pool:NAME`) routes attempts among the agents of this machine; a run spread over machines cannot use one"
+        ));
+    }
+    for (member, agent) in routed.members {
+        named_agents.entry(member).or_insert(agent);
     }
     let timeout = crate::plan::parse_duration(o.task_timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT))
         .map_err(|e| Usage::new(format!("--task-timeout: {e}")))?;
@@ -341,6 +376,9 @@ pub(super) fn settings(
         fresh_retries: o.fresh_retries,
         llm,
         named_agents,
+        pool: pool.map(str::to_owned),
+        pools: routed.pools,
+        max_concurrent: configured.caps.clone(),
         max_limit_wait: MAX_LIMIT_WAIT,
         budget_tokens: o.budget_tokens,
         prepare: Prepare {

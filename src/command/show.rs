@@ -62,6 +62,9 @@ struct Attempt {
     outcome: Option<String>,
     reason: Option<String>,
     continued: bool,
+    /// The member of its pool it went to, for a task whose agent is a pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
     tokens: u64,
     cost: Option<f64>,
     transcript: String,
@@ -286,9 +289,15 @@ fn attempt(a: &AttemptRecord, events: &[(i64, RunEvent)], now: Option<i64>) -> A
     // The events of this attempt: from its start to the next attempt's.
     let mut current = None;
     let mut reason = None;
+    let mut member = None;
     for (_, event) in events {
         match event {
-            RunEvent::TaskStarted { attempt, .. } => current = Some(*attempt),
+            RunEvent::TaskStarted { attempt, agent, .. } => {
+                current = Some(*attempt);
+                if *attempt == a.number {
+                    member.clone_from(agent);
+                }
+            }
             RunEvent::TaskFailed { attempt, error, .. } if *attempt == a.number => {
                 reason = Some(error.clone());
             }
@@ -313,6 +322,7 @@ fn attempt(a: &AttemptRecord, events: &[(i64, RunEvent)], now: Option<i64>) -> A
         outcome: a.outcome.clone(),
         reason: reason.map(|r| crate::secret::redact(&r).into_owned()),
         continued: a.continued,
+        agent: member,
         tokens: a.tokens,
         cost: a.cost,
         transcript: a.transcript.clone(),
@@ -482,6 +492,9 @@ fn text(s: &Shown) -> String {
         });
         if let Some(r) = &a.reason {
             let _ = write!(how, ": {}", ui::one_line(r, 200));
+        }
+        if let Some(member) = &a.agent {
+            let _ = write!(how, " (on {member})");
         }
         if a.continued {
             how.push_str(" (continued the session of the attempt before)");

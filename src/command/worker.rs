@@ -1,12 +1,10 @@
 //! `swarm worker`: finds the run on the remote, makes it known to this clone's board with the
 //! plan and options the coordinator published, and works on its tasks (`schedule::work`).
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::agent::cli::Profile;
 use crate::config::from_record;
 use crate::git::CommitId;
 use crate::plan::Plan;
@@ -32,7 +30,7 @@ pub(super) struct Asked<'a> {
 pub(super) fn worker(
     g: &Globals,
     asked: &Asked<'_>,
-    profiles: &BTreeMap<String, Profile>,
+    profiles: &super::pools::Agents,
 ) -> anyhow::Result<u8> {
     if let Some(code) = refuse_when_nested(g) {
         return Ok(code);

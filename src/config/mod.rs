@@ -14,7 +14,8 @@
 //! is taken from the file's directory), `resolve-conflicts`, `on-escalate`, and the checkout
 //! preparation `include`, `setup`, `cache` and `cache-key` (paths in the repository). `[agents.NAME]`
 //! tables define agent profiles ([`ProfileSpec`]); a repository profile replaces a user profile
-//! of the same name. There is no `api-key`: keys come from `SWARM_API_KEY` only, so they stay out
+//! of the same name. `[pools.NAME]` tables (`members = [...]`, see `pool`) define pools, which
+//! `pool:NAME` names wherever an agent is named. There is no `api-key`: keys come from `SWARM_API_KEY` only, so they stay out
 //! of repositories. `final-out` and `base` belong to one run and are flags only.
 //!
 //! Environment variables, one per option: `SWARM_JOBS`, `SWARM_MAX_WRITERS`, `SWARM_AGENT`,
@@ -33,6 +34,7 @@ use toml::de::{DeTable, DeValue};
 
 mod key;
 mod options;
+mod pool;
 mod record;
 mod show;
 #[cfg(test)]
@@ -40,6 +42,8 @@ mod tests;
 
 use key::Key;
 pub(crate) use options::{Land, Options, ReportFormat, overlay};
+use pool::PoolSpec;
+pub use pool::{POOL_PREFIX, PoolDef};
 pub(crate) use record::{from_record, to_record};
 pub use show::{describe, to_json};
 
@@ -72,6 +76,8 @@ pub struct ProfileSpec {
     pub drop_env: Option<Vec<String>>,
     /// Variables set for the agent (`set-env = { NAME = "value" }`).
     pub set_env: Option<BTreeMap<String, String>>,
+    /// Attempts of this profile that may run at once in a run; no cap when unset.
+    pub max_concurrent: Option<u32>,
 }
 
 /// The effective configuration.
@@ -82,6 +88,8 @@ pub struct Config {
     pub sources: BTreeMap<&'static str, Source>,
     /// Profiles by name; a repository profile replaces a user profile of the same name.
     pub profiles: BTreeMap<String, (ProfileSpec, PathBuf)>,
+    /// Pools by name (`[pools.NAME]`); a repository pool replaces a user pool of the same name.
+    pub pools: BTreeMap<String, PoolDef>,
 }
 
 /// An error in a config file (or, with no line, in the environment variable named by `file`).
@@ -108,7 +116,7 @@ const KINDS: [&str; 2] = ["cli", "acp"];
 /// The parsers an agent profile may name.
 const PARSERS: [&str; 3] = ["text", "claude-json", "codex-jsonl"];
 /// The keys of an `[agents.NAME]` table.
-const PROFILE_KEYS: [&str; 9] = [
+const PROFILE_KEYS: [&str; 10] = [
     "command",
     "args",
     "reader-args",
@@ -118,6 +126,7 @@ const PROFILE_KEYS: [&str; 9] = [
     "drop-env",
     "set-env",
     "kind",
+    "max-concurrent",
 ];
 pub(crate) const REPO_FILE: &str = ".swarm.toml";
 /// The run options and profiles of one config file, with the keys it sets.
@@ -156,10 +165,18 @@ struct FileOptions {
     spawns_per_minute: Option<u32>,
     #[serde(default)]
     agents: BTreeMap<String, ProfileSpec>,
+    #[serde(default)]
+    pools: BTreeMap<String, PoolSpec>,
 }
 
 impl FileOptions {
-    fn into_options(self) -> (Options, BTreeMap<String, ProfileSpec>) {
+    fn into_options(
+        self,
+    ) -> (
+        Options,
+        BTreeMap<String, ProfileSpec>,
+        BTreeMap<String, PoolSpec>,
+    ) {
         let options = Options {
             jobs: self.jobs,
             max_writers: self.max_writers,
@@ -194,7 +211,7 @@ impl FileOptions {
             // Per-run options (and any new ones, until they get a key) are not read from files.
             ..Options::default()
         };
-        (options, self.agents)
+        (options, self.agents, self.pools)
     }
 }
 
@@ -203,6 +220,7 @@ struct FileLayer {
     path: PathBuf,
     layer: Layer,
     profiles: BTreeMap<String, ProfileSpec>,
+    pools: BTreeMap<String, PoolDef>,
 }
 
 /// One layer of settings: the options it sets and where each came from.
@@ -256,11 +274,13 @@ pub fn load(
             .collect(),
     };
     let mut profiles = BTreeMap::new();
+    let mut pools = BTreeMap::new();
     // User first, so a repository profile replaces a user profile of the same name.
     for file in [&user, &repo].into_iter().flatten() {
         for (name, spec) in &file.profiles {
             profiles.insert(name.clone(), (spec.clone(), file.path.clone()));
         }
+        pools.extend(file.pools.iter().map(|(n, p)| (n.clone(), p.clone())));
     }
     // Highest precedence first.
     let mut layers = vec![flags, env_layer(env)?];
@@ -284,6 +304,7 @@ pub fn load(
         options,
         sources,
         profiles,
+        pools,
     })
 }
 
@@ -345,7 +366,7 @@ fn parse_file(path: &Path, text: &str, home: Option<&Path>) -> Result<FileLayer,
     let table = table.get_ref();
     check_keys(table).map_err(|(span, message)| at(Some(span), message))?;
     let parsed: FileOptions = toml::from_str(text).map_err(toml_error)?;
-    let (mut options, profiles) = parsed.into_options();
+    let (mut options, profiles, pools) = parsed.into_options();
     let mut set = Vec::new();
     for key in Key::ALL.into_iter().filter(|k| k.in_files()) {
         let Some(span) = value_span(table, &[key.name()]) else {
@@ -365,6 +386,12 @@ fn parse_file(path: &Path, text: &str, home: Option<&Path>) -> Result<FileLayer,
                 ),
             ));
         }
+        if spec.max_concurrent == Some(0) {
+            return Err(at(
+                value_span(table, &["agents", name, "max-concurrent"]),
+                format!("agent `{name}`: `max-concurrent` must be at least 1"),
+            ));
+        }
         if let Some(parser) = spec.parser.as_deref().filter(|p| !PARSERS.contains(p)) {
             return Err(at(
                 value_span(table, &["agents", name, "parser"]),
@@ -378,10 +405,19 @@ fn parse_file(path: &Path, text: &str, home: Option<&Path>) -> Result<FileLayer,
     if let Some(dir) = options.worktree_dir.take() {
         options.worktree_dir = Some(resolve_path(&dir, path, home));
     }
+    let pools = pool::check(pools, path, |keys| {
+        value_span(table, keys).map(|s| line_of(text, s.start))
+    })
+    .map_err(|(line, message)| ConfigError {
+        file: path.to_owned(),
+        line,
+        message,
+    })?;
     Ok(FileLayer {
         path: path.to_owned(),
         layer: Layer { options, set },
         profiles,
+        pools,
     })
 }
 
@@ -401,12 +437,16 @@ fn check_keys(table: &DeTable<'_>) -> Result<(), (Range<usize>, String)> {
         .into_iter()
         .filter(|k| k.in_files())
         .map(Key::name)
-        .chain(["agents"])
+        .chain(["agents", "pools"])
         .collect();
     for (key, value) in table {
         let name = key.get_ref().as_ref();
         if name == "agents" {
             check_profiles(value.get_ref())?;
+            continue;
+        }
+        if name == "pools" {
+            pool::check_keys(value.get_ref(), unknown)?;
             continue;
         }
         if top.contains(&name) {

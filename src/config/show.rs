@@ -47,6 +47,11 @@ pub fn describe(config: &Config) -> String {
             lines.push(format!("{key} = {value}"));
         }
     }
+    for (name, pool) in &config.pools {
+        lines.push(String::new());
+        lines.push(format!("[pools.{name}]    # from {}", pool.file.display()));
+        lines.push(format!("members = {}", json!(pool.members)));
+    }
     lines.push(String::new());
     lines.push("# environment variables (above files, below flags):".to_owned());
     for key in Key::ALL {
@@ -72,6 +77,7 @@ fn profile_fields(spec: &ProfileSpec) -> Vec<(&'static str, Value)> {
         ("pass-env", list(&spec.pass_env)),
         ("drop-env", list(&spec.drop_env)),
         ("set-env", spec.set_env.as_ref().map(|v| json!(v))),
+        ("max-concurrent", spec.max_concurrent.map(|v| json!(v))),
     ]
     .into_iter()
     .filter_map(|(k, v)| Some((k, v?)))
@@ -115,5 +121,15 @@ pub fn to_json(config: &Config) -> Value {
         .into_iter()
         .filter_map(|key| Some((key.var()?.to_owned(), json!(key.name()))))
         .collect();
-    json!({ "options": options, "profiles": profiles, "environment": environment })
+    let pools: serde_json::Map<String, Value> = config
+        .pools
+        .iter()
+        .map(|(name, p)| {
+            (
+                name.clone(),
+                json!({ "members": p.members, "file": p.file }),
+            )
+        })
+        .collect();
+    json!({ "options": options, "profiles": profiles, "pools": pools, "environment": environment })
 }

@@ -180,6 +180,43 @@ fn profiles_are_read_with_their_file_and_the_repo_wins() {
 }
 
 #[test]
+fn pools_are_read_with_their_file_and_line_and_the_repo_wins() {
+    let fx = Fixture::new();
+    fx.write_user("[pools.subs]\nmembers = [\"a\"]\n\n[pools.mine]\nmembers = [\"b\", \"c\"]\n");
+    let repo = fx.write_repo("jobs = 2\n\n[pools.subs]\nmembers = [\"x\", \"y\"]\n");
+    let config = fx.load().unwrap();
+    let subs = &config.pools["subs"];
+    assert_eq!(subs.members, ["x", "y"]);
+    assert_eq!((&subs.file, subs.line), (&repo, Some(4)));
+    assert_eq!(config.pools["mine"].members, ["b", "c"]);
+}
+
+#[test]
+fn a_pool_without_members_or_within_a_pool_is_refused_with_its_line() {
+    for (text, line, says) in [
+        ("[pools.p]\nmembers = []\n", 2, "has no members"),
+        ("[pools.p]\n", 1, "has no members"),
+        (
+            "\n[pools.p]\nmembers = [\"a\", \"pool:q\"]\n",
+            3,
+            "is a pool",
+        ),
+        ("[pools.p]\nmembers = [\"a\", \"a\"]\n", 2, "named twice"),
+        (
+            "[agents.a]\ncommand = \"x\"\nmax-concurrent = 0\n",
+            3,
+            "at least 1",
+        ),
+    ] {
+        let fx = Fixture::new();
+        fx.write_repo(text);
+        let err = fx.load().unwrap_err();
+        assert_eq!(err.line, Some(line), "{text}: {err}");
+        assert!(err.message.contains(says), "{text}: {err}");
+    }
+}
+
+#[test]
 fn unknown_top_level_key_is_refused_with_its_line() {
     let fx = Fixture::new();
     let repo = fx.write_repo("# settings\njobs = 2\n\njbos = 4\n");

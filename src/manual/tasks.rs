@@ -51,7 +51,7 @@ const FIELDS: &[Item] = &[
     item("title", "A short name; a writer's commit message uses it."),
     item(
         "agent",
-        "The agent of this prompt task: **openai**, **claude**, **codex**, a profile's name, **exec:**_command_ or **acp:**_command_ (default: **--agent**).",
+        "The agent of this prompt task: **openai**, **claude**, **codex**, a profile's name, **exec:**_command_, **acp:**_command_ or **pool:**_name_ (default: **--agent**).",
     ),
     item(
         "timeout",

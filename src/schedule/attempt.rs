@@ -152,7 +152,7 @@ pub(super) fn prepare(
         }
         Action::Prompt(prompt) => {
             let agent = settings
-                .agent_for(task.agent.as_deref())
+                .attempt_agent(task.agent.as_deref(), run.slots[i].member.as_deref())
                 .with_context(|| format!("task {id} has a prompt but no agent is configured"))?;
             // Paths changed by the writers among its deps.
             let changes: Vec<(String, Vec<String>)> = run
@@ -279,12 +279,12 @@ pub(super) fn prepare(
 }
 
 /// An attempt as its start is recorded.
-struct Started<'p> {
-    attempt: u32,
-    transcript: &'p std::path::Path,
-    cwd: &'p std::path::Path,
-    session: Option<&'p str>,
-    continued: bool,
+pub(super) struct Started<'p> {
+    pub(super) attempt: u32,
+    pub(super) transcript: &'p std::path::Path,
+    pub(super) cwd: &'p std::path::Path,
+    pub(super) session: Option<&'p str>,
+    pub(super) continued: bool,
 }
 
 /// Records task `i`'s attempt as started (a writer's with its start commit and the checkout it
@@ -296,8 +296,8 @@ fn record_start(
     writer: Option<(&CommitId, Option<&std::path::Path>)>,
 ) -> anyhow::Result<()> {
     let id = run.plan.tasks[i].id.as_str();
-    run.record
-        .attempt_started(id, a.attempt, a.transcript, a.cwd, a.session, a.continued)?;
+    let member = run.slots[i].member.as_deref();
+    run.record.attempt_started(id, a, member)?;
     if let Some((start, reuse)) = writer {
         let branch = run.layout.branch(id, Checkout::Task);
         run.record
@@ -353,7 +353,10 @@ fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
     if run.settings.fresh_retries || !matches!(task.action, Action::Prompt(_)) {
         return None;
     }
-    let Some(Agent::Cli(profile)) = run.settings.agent_for(task.agent.as_deref()) else {
+    let Some(Agent::Cli(profile)) = run
+        .settings
+        .attempt_agent(task.agent.as_deref(), slot.member.as_deref())
+    else {
         return None;
     };
     // A Codex attempt a killed swarm never saw end left its stdout, and its thread in it.

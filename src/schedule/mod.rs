@@ -68,8 +68,15 @@ pub struct Settings {
     /// The model client of the built-in agent, when it is configured.
     pub llm: Option<crate::llm::Client>,
     pub builtin: BuiltinLimits,
-    /// Agents named by tasks (`"agent": "claude"`), resolved.
+    /// Agents named by tasks (`"agent": "claude"`) and the members of the pools the run
+    /// uses, resolved.
     pub named_agents: std::collections::BTreeMap<String, Agent>,
+    /// The pool the run's agent is (`--agent pool:NAME`), by name.
+    pub pool: Option<String>,
+    /// The pools the run uses, by name: their members' agent names in order of preference.
+    pub pools: std::collections::BTreeMap<String, Vec<String>>,
+    /// How many attempts of a profile (by name) may run at once; no cap for one not named.
+    pub max_concurrent: std::collections::BTreeMap<String, usize>,
     /// The longest a provider's usage limit may pause the run; a later reset stops the run
     /// (resumable) instead.
     pub max_limit_wait: Duration,
@@ -114,6 +121,23 @@ impl Settings {
         match name {
             None | Some("auto") => self.agent.clone(),
             Some(n) => self.named_agents.get(n).cloned(),
+        }
+    }
+
+    /// The pool a task's attempts go to, by name: the one its `agent` names (`pool:NAME`), or
+    /// the run's for a task without its own agent.
+    pub fn pool_for<'s>(&'s self, name: Option<&'s str>) -> Option<&'s str> {
+        match name {
+            None | Some("auto") => self.pool.as_deref(),
+            Some(n) => n.strip_prefix(crate::config::POOL_PREFIX),
+        }
+    }
+
+    /// The agent an attempt runs: the pool's member chosen for it, else as `agent_for`.
+    pub fn attempt_agent(&self, name: Option<&str>, member: Option<&str>) -> Option<Agent> {
+        match member {
+            Some(m) => self.named_agents.get(m).cloned(),
+            None => self.agent_for(name),
         }
     }
 }

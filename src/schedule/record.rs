@@ -70,29 +70,40 @@ impl<'a> Recorder<'a> {
     pub(super) fn attempt_started(
         &mut self,
         task: &str,
-        attempt: u32,
-        transcript: &Path,
-        cwd: &Path,
-        session: Option<&str>,
-        continued: bool,
+        a: &super::attempt::Started<'_>,
+        agent: Option<&str>,
     ) -> anyhow::Result<()> {
         self.board.start_attempt(
             &self.run,
             task,
             &AttemptStart {
-                number: attempt,
-                transcript: &transcript.display().to_string(),
-                session,
-                continued,
+                number: a.attempt,
+                transcript: &a.transcript.display().to_string(),
+                session: a.session,
+                continued: a.continued,
             },
             &Event::task(
                 task,
                 RunEvent::TaskStarted {
-                    attempt,
-                    cwd: cwd.display().to_string(),
+                    attempt: a.attempt,
+                    cwd: a.cwd.display().to_string(),
+                    agent: agent.map(str::to_owned),
                 },
             ),
         )
+    }
+
+    /// The member of its pool task `task`'s last attempt went to, as its start recorded it.
+    pub(super) fn last_member(&self, task: &str) -> anyhow::Result<Option<String>> {
+        let events = self.board.history().task_events(&self.run, task)?;
+        Ok(events
+            .into_iter()
+            .rev()
+            .find_map(|(_, e)| match e {
+                RunEvent::TaskStarted { agent, .. } => Some(agent),
+                _ => None,
+            })
+            .flatten())
     }
 
     /// The agent's session task `task`'s next attempt continues, or none.

@@ -32,6 +32,9 @@ pub(super) struct Slot {
     pub(super) resolving_from: Option<CommitId>,
     /// The agent's session the next attempt continues, if it is to.
     pub(super) session: Option<String>,
+    /// The member of its pool its last attempt went to (the one its session belongs to), for
+    /// a task whose agent is a pool.
+    pub(super) member: Option<String>,
     /// When its attempt (or resolver attempt) now running started.
     pub(super) started: Option<std::time::Instant>,
     /// How long its attempt that succeeded took, in this process: what the display's ETA
@@ -54,6 +57,7 @@ impl Slot {
             conflict: Vec::new(),
             resolver_tried: false,
             resolving_from: None,
+            member: None,
             session: None,
             started: None,
             took: None,

@@ -368,6 +368,21 @@ fn namespaced(parent: &TaskId, id: &TaskId) -> Result<TaskId, String> {
     TaskId::parse(&format!("{parent}.{id}")).map_err(|e| format!("task {:?}: {e}", id.as_str()))
 }
 
+/// Why a spawned task cannot run in this run: its agent (or its continuation's) is not one
+/// the run has.
+pub(super) fn runnable(settings: &super::Settings, t: &Task) -> Result<(), String> {
+    if matches!(t.action, Action::Prompt(_)) && settings.agent_for(t.agent.as_deref()).is_none() {
+        return Err(format!(
+            "task {:?}: the run has no agent {:?} (a spawned task takes the run's agent, its parent's, or one the plan's tasks name)",
+            t.id.as_str(),
+            t.agent.as_deref().unwrap_or("auto")
+        ));
+    }
+    t.then
+        .as_deref()
+        .map_or(Ok(()), |then| runnable(settings, then))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

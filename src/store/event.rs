@@ -58,6 +58,9 @@ pub enum RunEvent {
     TaskStarted {
         attempt: u32,
         cwd: String,
+        /// The member of its pool the attempt went to (none for an agent that is no pool).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
     },
     /// A writer's checkout.
     Worktree {
@@ -104,6 +107,25 @@ pub enum RunEvent {
         message: String,
         wait_ms: u64,
         stops_run: bool,
+    },
+    /// A member of a pool met its provider's usage limit: it takes no attempt for
+    /// `resets_in_ms`, or (`out`) for the rest of the run; the pool's other members go on.
+    MemberLimited {
+        pool: String,
+        member: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resets_in_ms: Option<u64>,
+        out: bool,
+    },
+    /// A pool's member whose usage limit has reset takes attempts again.
+    MemberBack {
+        member: String,
+    },
+    /// Every member of a pool still in the run is at its usage limit: none of the pool's tasks
+    /// starts for `resumes_in_ms`, until the first member's reset.
+    PoolPaused {
+        pool: String,
+        resumes_in_ms: u64,
     },
     /// Something outside the task cut its attempt short (`kind`: `credentials`,
     /// `environment` or `unreachable`); the run stops (or, for an endpoint that does not

@@ -21,6 +21,7 @@ pub mod lifeline;
 mod merge_gate;
 pub mod model_server;
 mod outputs;
+mod pools;
 mod prepare;
 pub mod pty;
 mod real_agents;

@@ -7,6 +7,7 @@
 
 mod budget;
 mod endpoint;
+mod members;
 mod pauses;
 mod remote;
 mod retry;
@@ -19,11 +20,12 @@ use anyhow::Context as _;
 
 use crate::agent::{Fault, FaultKind, Watchdog};
 use crate::git::{CommitId, Repo};
-use crate::plan::{Action, Mode, Plan, Task};
+use crate::plan::{Mode, Plan, Task};
 use crate::store::{Board, RunEvent, TaskRecord};
 use crate::ui::{Ui, Verb};
 
 use self::budget::Budget;
+use self::members::Members;
 use self::pauses::Pauses;
 use super::checkouts::Checkouts;
 use super::dag::{Dag, State, Transition};
@@ -62,6 +64,8 @@ pub struct Dispatcher<'a> {
     budget: Budget,
     /// What holds new attempts back: usage limits, the model endpoint.
     pauses: Pauses,
+    /// Which agent each attempt goes to: pools' members, profiles' `max-concurrent`.
+    members: Members,
     /// Nothing new starts; the loop ends once what runs has finished.
     stopping: bool,
     /// A signal asked the run to stop.
@@ -140,6 +144,7 @@ impl<'a> Dispatcher<'a> {
                 records.iter().map(|r| r.tokens).sum(),
             ),
             pauses: Pauses::default(),
+            members: Members::default(),
             stopping: false,
             signalled: false,
             fault: None,
@@ -202,7 +207,8 @@ impl<'a> Dispatcher<'a> {
             {
                 c.expire(&mut self.run, self.merges.tip())?;
             }
-            if let Some(why) = self.pauses.take_limit_stop()
+            if let Some(why) =
+                (self.pauses.take_limit_stop()).or_else(|| self.members.take_limit_stop())
                 && !self.stopping
             {
                 self.stop(workers, &why);
@@ -271,6 +277,10 @@ impl<'a> Dispatcher<'a> {
                 // Leases run out by this clock.
                 wait = wait.min(c.poll);
             }
+            let now = Instant::now();
+            if let Some(reset) = self.members.next_reset(now) {
+                wait = wait.min(reset.saturating_duration_since(now));
+            }
             // A timeout means a delay came due; the loop holds a sender, so the channel
             // never closes.
             if self.run.ui.shows_frames() {
@@ -296,6 +306,7 @@ impl<'a> Dispatcher<'a> {
         layout.open(self.run.repo, &self.run.plan)?;
         // What an earlier swarm of this run left running (a kill -9 of it, a detached agent).
         self.run.stop_strays()?;
+        Members::recall(&mut self.run)?;
         self.merges.settle_integration_ref(&mut self.run)?;
         // Merged writers the gate has not passed yet are not done: before counting.
         self.merges.recover_gate(&mut self.run)?;
@@ -486,6 +497,10 @@ impl<'a> Dispatcher<'a> {
             };
             let mode = self.run.plan.tasks[i].mode;
             if local && (mode == Mode::Read || self.writers_running < settings.max_writers) {
+                if !self.members.admit(&mut self.run, i, Instant::now())? {
+                    held.push(i);
+                    continue;
+                }
                 let job = attempt::prepare(
                     &mut self.run,
                     &mut self.checkouts,
@@ -529,6 +544,7 @@ impl<'a> Dispatcher<'a> {
     fn release(&mut self, i: usize) {
         self.run.ports.release(i);
         self.run.scratch.release(i);
+        self.members.release(i);
         self.running -= 1;
         if self.run.plan.tasks[i].mode == Mode::Write {
             self.writers_running -= 1;
@@ -577,7 +593,7 @@ impl<'a> Dispatcher<'a> {
                 let writes = mode == Mode::Write;
                 let run = &mut self.run;
                 let settings = run.settings;
-                let runnable = |t: &Task| runnable(settings, t);
+                let runnable = |t: &Task| super::spawn::runnable(settings, t);
                 let spawned = run.spawns.join(
                     &mut run.plan,
                     i,
@@ -612,8 +628,10 @@ impl<'a> Dispatcher<'a> {
                 }
             }
             Verdict::Limited(ref limit) => {
-                self.pauses
-                    .limited(&mut self.run, &id, &report, limit, totals)?;
+                if !(self.members).limited(&mut self.run, &id, &report, limit, totals)? {
+                    self.pauses
+                        .limited(&mut self.run, &id, &report, limit, totals)?;
+                }
             }
             Verdict::Interrupted => {
                 let run = &mut self.run;
@@ -623,6 +641,7 @@ impl<'a> Dispatcher<'a> {
                     .task_finished(&id, Verb::Interrupted, report.elapsed, None);
             }
             Verdict::Failed(ref why) => {
+                self.members.failed(&self.run, i, Instant::now());
                 retry::failed(&mut self.run, self.stopping, &id, &report, why, totals)?;
             }
             Verdict::Fault(ref fault) if fault.kind == FaultKind::Unreachable => {
@@ -657,19 +676,4 @@ impl<'a> Dispatcher<'a> {
         }
         Ok(())
     }
-}
-
-/// Why a spawned task cannot run in this run: its agent (or its continuation's) is not one
-/// the run has.
-fn runnable(settings: &Settings, t: &Task) -> Result<(), String> {
-    if matches!(t.action, Action::Prompt(_)) && settings.agent_for(t.agent.as_deref()).is_none() {
-        return Err(format!(
-            "task {:?}: the run has no agent {:?} (a spawned task takes the run's agent, its parent's, or one the plan's tasks name)",
-            t.id.as_str(),
-            t.agent.as_deref().unwrap_or("auto")
-        ));
-    }
-    t.then
-        .as_deref()
-        .map_or(Ok(()), |then| runnable(settings, then))
 }

@@ -18,7 +18,7 @@ use crate::store::RunEvent;
 use crate::ui::Verb;
 
 /// How long the run pauses for a usage limit whose reset the agent did not say.
-const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
+pub(super) const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
 
 /// What holds new attempts back, and what stops the run for a pause too long.
 #[derive(Default)]

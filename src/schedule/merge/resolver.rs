@@ -211,9 +211,16 @@ pub(super) fn finished(
     }
 }
 
-/// The agent that may resolve a task's conflict: the task's agent or the run's, if usable.
+/// The agent that may resolve a task's conflict: the task's agent or the run's, if usable;
+/// for a pool's task, the member that wrote it (outside the pool's caps and pauses: one
+/// bounded attempt).
 pub(super) fn resolver_agent(run: &Run<'_>, i: usize) -> Option<Agent> {
+    let name = run.plan.tasks[i].agent.as_deref();
+    let member = run.slots[i].member.as_deref().or_else(|| {
+        let pool = run.settings.pool_for(name)?;
+        run.settings.pools.get(pool)?.first().map(String::as_str)
+    });
     run.settings
-        .agent_for(run.plan.tasks[i].agent.as_deref())
+        .attempt_agent(name, member)
         .filter(|a| *a != Agent::OpenAi || run.settings.llm.is_some())
 }

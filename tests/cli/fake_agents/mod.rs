@@ -30,13 +30,15 @@
 //!   usage-limit message: `codex-rs/core/src/error.rs` and openai/codex#3124, #3899.
 //!
 //! Behaviour per call, chosen by (first match wins) a `FAKE_MODE: <mode>` line in the prompt,
-//! then the file `<state>/<agent>.mode` (`FakeAgents::set_mode`), then `ok`:
+//! then the variable `FAKE_AGENT_MODE` (a profile's `set-env`), then the file
+//! `<state>/<agent>.mode` (`FakeAgents::set_mode`), then `ok`:
 //! - `ok`: a normal run (writers edit); `wait-stdin` is the same, named for tests that prove
 //!   swarm closes stdin;
 //! - `error-exit-0`: an error reported in the output with exit status 0 (claude: `is_error`
 //!   result; codex: `error` then `turn.failed`);
 //! - `usage-limit`: claude: `Claude AI usage limit reached|<now+3>` with `is_error`, exit 0
-//!   (a `RESET_IN: <seconds>` line in the prompt moves the reset);
+//!   (a `RESET_IN: <seconds>` line in the prompt, else the variable `FAKE_RESET_IN`, moves
+//!   the reset);
 //!   codex: `error` and `turn.failed` saying `You've hit your usage limit. Try again in 3
 //!   seconds.`, exit 1 (real codex prints minutes or a clock time; seconds keep tests fast);
 //! - `denied`: claude: a writer whose `Write` of the file was refused: it writes nothing and
@@ -49,7 +51,8 @@
 //!   `<state>/<agent>.outlived` when it wakes (`FakeAgents::outlived`);
 //! - `exit-1`: a crash: a line on stderr, nothing on stdout, exit status 1;
 //! - `<mode>-once`: `<mode>` on the first call per task (`SWARM_TASK_ID`, or any task when
-//!   unset) since the mode was set, `ok` afterwards.
+//!   unset) since the mode was set, `ok` afterwards; with `FAKE_TAG` set, per tag and task
+//!   (two profiles of one fake keep their own).
 //!
 //! Sessions: claude's `--session-id ID`, and each new codex thread (`fake-thread-<n>`, printed
 //! in `thread.started`), keep the call's prompt as the session's; a call with `--resume ID`
@@ -59,7 +62,8 @@
 //! With `FAKE_LIFELINE` set to a lifeline's shell words (`crate::lifeline`), a call and every
 //! process it starts hold that lifeline.
 //!
-//! Every call appends one JSON line to `<state>/<agent>.log` (see `FakeAgents::invocations`)
+//! Every call appends one JSON line to `<state>/<agent>.log` (see `FakeAgents::invocations`;
+//! its `tag` is `FAKE_TAG`, which tells two profiles of one fake apart)
 //! and keeps its prompt in `<state>/<agent>.<n>.prompt`.
 
 use std::path::{Path, PathBuf};
@@ -272,11 +276,12 @@ fi
 line_of() { sed -n "s/^$1: *//p" "$PROMPT_FILE" "$TASK_FILE" | head -n 1; }
 
 MODE=$(line_of FAKE_MODE)
+[ -n "$MODE" ] || MODE=${FAKE_AGENT_MODE:-}
 [ -n "$MODE" ] || MODE=$(head -n 1 "$STATE/$AGENT.mode" 2>/dev/null)
 [ -n "$MODE" ] || MODE=ok
 case "$MODE" in
     *-once)
-        if mkdir "$STATE/$AGENT.once.${SWARM_TASK_ID:-any}" 2>/dev/null; then
+        if mkdir "$STATE/$AGENT.once.${FAKE_TAG:+$FAKE_TAG.}${SWARM_TASK_ID:-any}" 2>/dev/null; then
             MODE=${MODE%-once}
         else
             MODE=ok
@@ -313,8 +318,8 @@ for v in @WATCHED_ENV@; do
     ENVS="$ENVS${ENVS:+,}\"$v\":$present"
 done
 lock
-printf '{"agent":"%s","n":%s,"mode":"%s","writer":%s,"args":[%s],"cwd":"%s","env":{%s},"task_id":"%s","swarm_mode":"%s","max_retries":"%s","stdin_bytes":%s,"prompt_file":"%s","grandchild_pid":%s}\n' \
-    "$AGENT" "$N" "$(json_str "$MODE")" "$WRITER" "$ARGS" "$(json_str "$(pwd)")" "$ENVS" \
+printf '{"agent":"%s","tag":"%s","n":%s,"mode":"%s","writer":%s,"args":[%s],"cwd":"%s","env":{%s},"task_id":"%s","swarm_mode":"%s","max_retries":"%s","stdin_bytes":%s,"prompt_file":"%s","grandchild_pid":%s}\n' \
+    "$AGENT" "$(json_str "${FAKE_TAG:-}")" "$N" "$(json_str "$MODE")" "$WRITER" "$ARGS" "$(json_str "$(pwd)")" "$ENVS" \
     "$(json_str "${SWARM_TASK_ID:-}")" "$(json_str "${SWARM_MODE:-}")" \
     "$(json_str "${CLAUDE_CODE_MAX_RETRIES:-}")" "$STDIN_BYTES" \
     "$(json_str "$PROMPT_FILE")" "$GRANDCHILD" >> "$STATE/$AGENT.log"
@@ -337,7 +342,7 @@ edit() {
 R=$(json_str "$RESULT")
 F=$(json_str "$FILE")
 RESET_IN=$(line_of RESET_IN)
-[ -n "$RESET_IN" ] || RESET_IN=3
+[ -n "$RESET_IN" ] || RESET_IN=${FAKE_RESET_IN:-3}
 RESET=$(( $(date +%s) + RESET_IN ))
 
 DENIALS='[]'

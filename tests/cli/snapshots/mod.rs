@@ -10,6 +10,7 @@ mod help;
 mod inputs;
 mod inspect;
 mod plans;
+mod pools;
 mod runs;
 
 use std::fmt;

@@ -1,0 +1,392 @@
+//! Which agent an attempt goes to when its agent is a pool (`pool:NAME`), and how many
+//! attempts of each profile run at once (`max-concurrent`). A pool's attempt goes to the
+//! member with the most room: under its cap and not paused, then the fewest failed attempts in
+//! the last ten minutes, then the fewest running, then the pool's order; a task whose last
+//! attempt was cut short goes back to the member its session belongs to when that one has
+//! room. A member at its usage limit pauses alone until its reset; the pool's tasks wait only
+//! while every member is paused, and the run stops (resumable) only once every member is out
+//! for the rest of the run (a limit that lasts, or resets past `max-limit-wait`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use super::pauses::DEFAULT_LIMIT_WAIT;
+use crate::agent::Agent;
+use crate::agent::cli::UsageLimit;
+use crate::plan::Action;
+use crate::schedule::dag::Transition;
+use crate::schedule::job::Report;
+use crate::schedule::record::Totals;
+use crate::schedule::run::Run;
+use crate::store::RunEvent;
+use crate::ui::Verb;
+
+/// Failed attempts this recent count against a member when choosing.
+const RECENT: Duration = Duration::from_secs(600);
+
+/// The agents attempts go to, as the run stands now.
+#[derive(Default)]
+pub(super) struct Members {
+    /// By agent (profile or member) name.
+    standing: BTreeMap<String, Standing>,
+    /// The agent each running attempt counts against, by task.
+    running: BTreeMap<usize, String>,
+    /// Pools every member of which is paused, once noted.
+    held: BTreeSet<String>,
+    /// Every member of a pool is out for the run: the run stops (resumable).
+    limit_stop: Option<String>,
+}
+
+/// One agent's standing.
+#[derive(Default)]
+struct Standing {
+    running: usize,
+    /// It takes no attempt before this: its usage limit resets then.
+    until: Option<Instant>,
+    /// Out for the rest of the run.
+    out: bool,
+    /// When its recent attempts failed.
+    failures: Vec<Instant>,
+}
+
+impl Members {
+    /// Whether task `i`'s next attempt may start now; for a pool's task, the member it goes
+    /// to is set in its slot. A task held back waits in the ready queue.
+    pub(super) fn admit(
+        &mut self,
+        run: &mut Run<'_>,
+        i: usize,
+        now: Instant,
+    ) -> anyhow::Result<bool> {
+        let settings = run.settings;
+        let task = &run.plan.tasks[i];
+        if !matches!(task.action, Action::Prompt(_)) {
+            return Ok(true);
+        }
+        self.wake(run, now)?;
+        let task = &run.plan.tasks[i];
+        let Some(pool) = settings.pool_for(task.agent.as_deref()) else {
+            // A profile used directly: its cap only.
+            let Some(Agent::Cli(profile)) = settings.agent_for(task.agent.as_deref()) else {
+                return Ok(true);
+            };
+            if !self.has_room(run, &profile.name, now) {
+                return Ok(false);
+            }
+            self.take(i, &profile.name);
+            return Ok(true);
+        };
+        let pool = pool.to_owned();
+        let Some(members) = settings.pools.get(&pool) else {
+            return Ok(true);
+        };
+        let previous = run.slots[i].member.clone();
+        let rooms: Vec<Room> = members
+            .iter()
+            .map(|m| Room {
+                free: self.has_room(run, m, now),
+                failures: self.recent_failures(m, now),
+                running: self.running_of(m),
+                previous: previous.as_ref() == Some(m),
+            })
+            .collect();
+        let Some(member) = choose(&rooms).map(|n| members[n].clone()) else {
+            self.note_held(run, &pool, members, now)?;
+            return Ok(false);
+        };
+        self.held.remove(&pool);
+        if previous.as_ref().is_some_and(|p| *p != member) && run.slots[i].session.is_some() {
+            // The session belongs to the member that ran it: another starts one of its own.
+            run.slots[i].session = None;
+            let id = run.plan.tasks[i].id.as_str();
+            run.record.session(id, None)?;
+        }
+        run.slots[i].member = Some(member.clone());
+        self.take(i, &member);
+        Ok(true)
+    }
+
+    /// On resume: each pool task's member is the one its last attempt went to, so a session
+    /// it left goes on with that member.
+    pub(super) fn recall(run: &mut Run<'_>) -> anyhow::Result<()> {
+        for i in 0..run.plan.tasks.len() {
+            let task = &run.plan.tasks[i];
+            if run.slots[i].session.is_none()
+                || run.settings.pool_for(task.agent.as_deref()).is_none()
+            {
+                continue;
+            }
+            let member = run.record.last_member(task.id.as_str())?;
+            run.slots[i].member = member;
+        }
+        Ok(())
+    }
+
+    /// Task `i`'s attempt ended: its agent has room again.
+    pub(super) fn release(&mut self, i: usize) {
+        if let Some(name) = self.running.remove(&i)
+            && let Some(s) = self.standing.get_mut(&name)
+        {
+            s.running = s.running.saturating_sub(1);
+        }
+    }
+
+    /// Task `i`'s attempt failed: it counts against the member that ran it for a while.
+    pub(super) fn failed(&mut self, run: &Run<'_>, i: usize, now: Instant) {
+        let Some(member) = &run.slots[i].member else {
+            return;
+        };
+        let s = self.standing.entry(member.clone()).or_default();
+        s.failures
+            .retain(|&at| now.saturating_duration_since(at) < RECENT);
+        s.failures.push(now);
+    }
+
+    /// When a paused member's limit resets next, after `now`: the loop wakes then (one past
+    /// is woken by the next attempt that looks for a member).
+    pub(super) fn next_reset(&self, now: Instant) -> Option<Instant> {
+        self.standing
+            .values()
+            .filter_map(|s| s.until)
+            .filter(|&u| u > now)
+            .min()
+    }
+
+    /// Why the run stops for its pools' usage limits, once.
+    pub(super) fn take_limit_stop(&mut self) -> Option<String> {
+        self.limit_stop.take()
+    }
+
+    /// A pool's member met its usage limit: it alone is paused until its reset (or out for the
+    /// run), and the task goes back to the ready queue for another member, no failure counted.
+    /// `false` when the attempt was not a pool's: the run's pause takes it then.
+    pub(super) fn limited(
+        &mut self,
+        run: &mut Run<'_>,
+        id: &str,
+        report: &Report,
+        limit: &UsageLimit,
+        totals: Totals,
+    ) -> anyhow::Result<bool> {
+        let i = report.task;
+        let settings = run.settings;
+        let (Some(member), Some(pool)) = (
+            run.slots[i].member.clone(),
+            settings.pool_for(run.plan.tasks[i].agent.as_deref()),
+        ) else {
+            return Ok(false);
+        };
+        let members = settings
+            .pools
+            .get(pool)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let now = Instant::now();
+        let wait = limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
+            t.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        });
+        let out = limit.lasting || wait > settings.max_limit_wait;
+        let s = self.standing.entry(member.clone()).or_default();
+        if out {
+            s.out = true;
+            s.until = None;
+        } else {
+            let until = crate::time::deadline(now, wait);
+            s.until = Some(s.until.map_or(until, |u| u.max(until)));
+        }
+        let all_out = members
+            .iter()
+            .all(|m| self.standing.get(m).is_some_and(|s| s.out));
+        run.record.task_event(
+            id,
+            RunEvent::MemberLimited {
+                pool: pool.to_owned(),
+                member: member.clone(),
+                resets_in_ms: (!limit.lasting).then_some(wait.as_millis() as u64),
+                out,
+            },
+        )?;
+        run.record.attempt_limited(
+            id,
+            report,
+            totals,
+            &limit.message,
+            wait.as_millis() as u64,
+            all_out,
+        )?;
+        let what = if limit.lasting {
+            format!(
+                "{member}: usage limit ({}); it lasts, so {member} takes no more of this run",
+                limit.message
+            )
+        } else if out {
+            format!(
+                "{member}: usage limit ({}); it resets in {}, past the {} this run waits, so {member} takes no more of this run",
+                limit.message,
+                crate::ui::duration(wait),
+                crate::ui::duration(settings.max_limit_wait)
+            )
+        } else {
+            format!(
+                "{member}: usage limit ({}); {member} takes no attempt for {}",
+                limit.message,
+                crate::ui::duration(wait)
+            )
+        };
+        run.ui
+            .task_finished(id, Verb::Limited, report.elapsed, Some(&what));
+        if all_out {
+            run.dag.on(&run.plan, Transition::Interrupted(i));
+            self.limit_stop = Some(format!(
+                "every member of pool:{pool} is at a usage limit this run does not wait for; `swarm resume` continues the run later"
+            ));
+        } else {
+            // Ready again at once: another member takes it, or it waits for the first reset.
+            run.dag.on(&run.plan, Transition::Delayed(i, now));
+        }
+        Ok(true)
+    }
+
+    /// Whether agent `name` may take an attempt now.
+    fn has_room(&self, run: &Run<'_>, name: &str, now: Instant) -> bool {
+        let cap = run.settings.max_concurrent.get(name).copied();
+        let Some(s) = self.standing.get(name) else {
+            return cap != Some(0);
+        };
+        !s.out && s.until.is_none_or(|u| u <= now) && cap.is_none_or(|c| s.running < c)
+    }
+
+    fn recent_failures(&self, name: &str, now: Instant) -> usize {
+        self.standing.get(name).map_or(0, |s| {
+            s.failures
+                .iter()
+                .filter(|&&at| now.saturating_duration_since(at) < RECENT)
+                .count()
+        })
+    }
+
+    fn running_of(&self, name: &str) -> usize {
+        self.standing.get(name).map_or(0, |s| s.running)
+    }
+
+    fn take(&mut self, i: usize, name: &str) {
+        self.standing.entry(name.to_owned()).or_default().running += 1;
+        self.running.insert(i, name.to_owned());
+    }
+
+    /// Members whose limit has reset take attempts again.
+    fn wake(&mut self, run: &mut Run<'_>, now: Instant) -> anyhow::Result<()> {
+        for (name, s) in &mut self.standing {
+            if s.until.is_some_and(|u| u <= now) {
+                s.until = None;
+                run.record.run_event(RunEvent::MemberBack {
+                    member: name.clone(),
+                })?;
+                run.ui
+                    .note(Verb::Note, &format!("{name}: its usage limit has reset"));
+            }
+        }
+        Ok(())
+    }
+
+    /// No member of `pool` has room: when every one still in the run is paused, the pool's
+    /// tasks wait for the first reset, as noted once.
+    fn note_held(
+        &mut self,
+        run: &mut Run<'_>,
+        pool: &str,
+        members: &[String],
+        now: Instant,
+    ) -> anyhow::Result<()> {
+        let standing: Vec<Option<&Standing>> =
+            members.iter().map(|m| self.standing.get(m)).collect();
+        let paused = standing
+            .iter()
+            .all(|s| s.is_some_and(|s| s.out || s.until.is_some()));
+        let first = standing
+            .iter()
+            .filter_map(|s| s.and_then(|s| s.until))
+            .min();
+        let Some(first) = first.filter(|_| paused) else {
+            return Ok(());
+        };
+        if !self.held.insert(pool.to_owned()) {
+            return Ok(());
+        }
+        let wait = first.saturating_duration_since(now);
+        run.record.run_event(RunEvent::PoolPaused {
+            pool: pool.to_owned(),
+            resumes_in_ms: wait.as_millis() as u64,
+        })?;
+        run.ui.note(
+            Verb::Paused,
+            &format!(
+                "pool:{pool}: every member is at its usage limit; its tasks wait {} for the first reset",
+                crate::ui::duration(wait)
+            ),
+        );
+        Ok(())
+    }
+}
+
+/// A member as the choice sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Room {
+    /// Under its cap, not paused, not out.
+    free: bool,
+    /// Its failed attempts in the last ten minutes.
+    failures: usize,
+    running: usize,
+    /// The task's last attempt went to it (its session is this member's).
+    previous: bool,
+}
+
+/// The member (by position in the pool) an attempt goes to: the one the task's session
+/// belongs to when it is free, else the free one with the fewest recent failures, then the
+/// fewest running, then the first in the pool's order; none when no member is free.
+fn choose(rooms: &[Room]) -> Option<usize> {
+    if let Some(n) = rooms.iter().position(|r| r.previous && r.free) {
+        return Some(n);
+    }
+    rooms
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.free)
+        .min_by_key(|&(n, r)| (r.failures, r.running, n))
+        .map(|(n, _)| n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Room, choose};
+
+    fn room(free: bool, failures: usize, running: usize) -> Room {
+        Room {
+            free,
+            failures,
+            running,
+            previous: false,
+        }
+    }
+
+    #[test]
+    fn the_free_member_with_fewest_recent_failures_then_fewest_running_then_first_is_chosen() {
+        assert_eq!(choose(&[room(true, 0, 0), room(true, 0, 0)]), Some(0));
+        assert_eq!(choose(&[room(true, 0, 2), room(true, 0, 1)]), Some(1));
+        assert_eq!(choose(&[room(true, 1, 0), room(true, 0, 3)]), Some(1));
+        assert_eq!(choose(&[room(false, 0, 0), room(true, 4, 4)]), Some(1));
+        assert_eq!(choose(&[room(false, 0, 0), room(false, 0, 0)]), None);
+        assert_eq!(choose(&[]), None);
+    }
+
+    #[test]
+    fn a_task_goes_back_to_its_sessions_member_only_while_that_one_is_free() {
+        let previous = |free| Room {
+            previous: true,
+            ..room(free, 3, 1)
+        };
+        assert_eq!(choose(&[room(true, 0, 0), previous(true)]), Some(1));
+        assert_eq!(choose(&[room(true, 0, 0), previous(false)]), Some(0));
+    }
+}
