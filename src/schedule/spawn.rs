@@ -371,7 +371,11 @@ fn namespaced(parent: &TaskId, id: &TaskId) -> Result<TaskId, String> {
 /// Why a spawned task cannot run in this run: its agent (or its continuation's) is not one
 /// the run has.
 pub(super) fn runnable(settings: &super::Settings, t: &Task) -> Result<(), String> {
-    if matches!(t.action, Action::Prompt(_)) && settings.agent_for(t.agent.as_deref()).is_none() {
+    let name = t.agent.as_deref();
+    let pooled = settings
+        .pool_for(name)
+        .is_some_and(|p| settings.pools.contains_key(p));
+    if matches!(t.action, Action::Prompt(_)) && !pooled && settings.agent_for(name).is_none() {
         return Err(format!(
             "task {:?}: the run has no agent {:?} (a spawned task takes the run's agent, its parent's, or one the plan's tasks name)",
             t.id.as_str(),

@@ -418,3 +418,38 @@ fn the_built_in_agent_adds_tasks_with_its_tool_within_its_capacity() {
     );
     assert_eq!(status["tasks"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn tasks_spawned_in_a_pool_run_go_to_the_pools_members() {
+    let repo = TestRepo::new();
+    let out = outside(&repo, "agent-out");
+    std::fs::create_dir_all(&out).unwrap();
+    spawn_lines(&out, "fan", &children(3));
+    let agent = agent(&out);
+    repo.write(
+        ".swarm.toml",
+        &format!("[pools.p]\nmembers = [\"{agent} one\", \"{agent} two\"]\n"),
+    );
+    repo.commit_all("pool");
+    let tasks = task_file(
+        &repo,
+        &[json!({"id": "fan", "prompt": "Split the work.", "mode": "read"})],
+    );
+    let run = repo
+        .swarm_cmd()
+        .env("OUT", &out)
+        .args(["run", path_arg(&tasks), "--agent", "pool:p"])
+        .output()
+        .unwrap();
+    assert_exit(&run, 0);
+    let mut ran = lines_of(&out.join("ran"));
+    ran.sort();
+    assert_eq!(ran, ["ran fan.c1", "ran fan.c2", "ran fan.c3"]);
+    assert!(events(&repo, "spawn_refused").is_empty());
+    let started: Vec<Value> = events(&repo, "task_started");
+    assert_eq!(started.len(), 4);
+    assert!(
+        started.iter().all(|e| e["detail"]["agent"].is_string()),
+        "{started:?}"
+    );
+}
