@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::pauses::DEFAULT_LIMIT_WAIT;
+use super::pauses::limit_wait;
 use crate::agent::Agent;
 use crate::agent::cli::UsageLimit;
 use crate::plan::Action;
@@ -66,7 +66,10 @@ impl Members {
         self.wake(run, now)?;
         let task = &run.plan.tasks[i];
         let Some(pool) = settings.pool_for(task.agent.as_deref()) else {
-            // A profile used directly: its cap only.
+            // A profile used directly: its cap only, when profiles have caps.
+            if settings.max_concurrent.is_empty() {
+                return Ok(true);
+            }
             let Some(Agent::Cli(profile)) = settings.agent_for(task.agent.as_deref()) else {
                 return Ok(true);
             };
@@ -182,10 +185,7 @@ impl Members {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let now = Instant::now();
-        let wait = limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
-            t.duration_since(std::time::SystemTime::now())
-                .unwrap_or_default()
-        });
+        let wait = limit_wait(limit);
         let out = limit.lasting || wait > settings.max_limit_wait;
         let s = self.standing.entry(member.clone()).or_default();
         if out {

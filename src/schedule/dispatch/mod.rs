@@ -628,7 +628,10 @@ impl<'a> Dispatcher<'a> {
                 }
             }
             Verdict::Limited(ref limit) => {
-                if !(self.members).limited(&mut self.run, &id, &report, limit, totals)? {
+                if !self
+                    .members
+                    .limited(&mut self.run, &id, &report, limit, totals)?
+                {
                     self.pauses
                         .limited(&mut self.run, &id, &report, limit, totals)?;
                 }

@@ -18,7 +18,15 @@ use crate::store::RunEvent;
 use crate::ui::Verb;
 
 /// How long the run pauses for a usage limit whose reset the agent did not say.
-pub(super) const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
+const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
+
+/// How long until a usage limit resets: the time the agent gave, or `DEFAULT_LIMIT_WAIT`.
+pub(super) fn limit_wait(limit: &UsageLimit) -> Duration {
+    limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
+        t.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default()
+    })
+}
 
 /// What holds new attempts back, and what stops the run for a pause too long.
 #[derive(Default)]
@@ -144,10 +152,7 @@ impl Pauses {
         totals: Totals,
     ) -> anyhow::Result<()> {
         let i = report.task;
-        let wait = limit.resets_at.map_or(DEFAULT_LIMIT_WAIT, |t| {
-            t.duration_since(std::time::SystemTime::now())
-                .unwrap_or_default()
-        });
+        let wait = limit_wait(limit);
         let too_long = limit.lasting || wait > run.settings.max_limit_wait;
         let wait_ms = wait.as_millis() as u64;
         run.record
