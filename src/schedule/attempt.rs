@@ -104,7 +104,8 @@ pub(super) fn prepare(
     ];
     let tmp = run.scratch.acquire(i);
     env.extend(super::attempt_env(&mut run.ports, i, &tmp));
-    // What the agent may spawn, and where it writes it.
+    // What the agent may spawn, and where it writes it. No earlier attempt had this number
+    // (each is recorded before it starts), so no file an earlier one wrote is taken for it.
     let spawn_file = transcript.with_extension("spawn.jsonl");
     let capacity = run
         .spawns
@@ -114,8 +115,6 @@ pub(super) fn prepare(
         "SWARM_CAPACITY".to_owned(),
         serde_json::to_string(&capacity).unwrap_or_default(),
     ));
-    // No earlier attempt had this number (each is recorded before it starts), so no file an
-    // earlier one wrote is taken for this one's.
     let deps: Vec<(String, String)> = run
         .plan
         .deps(i)
