@@ -198,13 +198,7 @@ impl Spawns {
         };
         let mut ids: Vec<TaskId> = children.iter().map(|t| t.id.clone()).collect();
         let mut tasks = children;
-        let mut added = continuation(&parent, &ids).and_then(|then| {
-            tasks.extend(then);
-            if tasks.is_empty() {
-                return Ok(start..start);
-            }
-            plan.extend(tasks.clone()).map_err(|e| format!("{e:#}"))
-        });
+        let mut added = link(plan, &parent, &mut tasks, &ids);
         if let Err(why) = &added
             && !ids.is_empty()
         {
@@ -213,10 +207,7 @@ impl Spawns {
             joined.refused = Some(why.clone());
             ids.clear();
             tasks.clear();
-            added = continuation(&parent, &ids).and_then(|then| {
-                tasks.extend(then);
-                plan.extend(tasks.clone()).map_err(|e| format!("{e:#}"))
-            });
+            added = link(plan, &parent, &mut tasks, &ids);
         }
         let added = match added {
             Ok(added) => added,
@@ -330,6 +321,21 @@ impl Spawns {
         }
         Ok(out)
     }
+}
+
+/// `tasks` and the parent's continuation (depending on `children`) joined to the plan: the
+/// indices they got. The plan is left as it was when they do not link into it.
+fn link(
+    plan: &mut Plan,
+    parent: &Task,
+    tasks: &mut Vec<Task>,
+    children: &[TaskId],
+) -> Result<Range<usize>, String> {
+    tasks.extend(continuation(parent, children)?);
+    if tasks.is_empty() {
+        return Ok(plan.len()..plan.len());
+    }
+    plan.extend(tasks.clone()).map_err(|e| format!("{e:#}"))
 }
 
 /// What an agent spawns runs through an agent: a command of its own (`run`, `check`, in a
