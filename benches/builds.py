@@ -12,7 +12,11 @@ landing to a branch. Total wall time of `swarm run`, in three configurations:
       ones keep theirs;
   (c) the floor: one warm incremental `cargo test --offline -q` after such an edit in one
       checkout (the median of the eight edits made one after another), times 8 writers / 4
-      slots.
+      slots;
+  (d) the floor as this machine runs it: 4 warm checkouts, each built at its own path first,
+      the eight edits shared out among them and checked 4 at a time, as 4 slots would if each
+      had a warm checkout of its own for good. It costs what (c) leaves out: 4 builds at once
+      sharing the machine's CPUs.
 
 Each checkout has its own `target/` (no `CARGO_TARGET_DIR`), `CARGO_HOME` is shared (the
 registry), `CARGO_INCREMENTAL` is cargo's default. A fresh repository per run. The crate is
@@ -192,6 +196,34 @@ def floor_steps(repo: Path, files: list[str]) -> tuple[list[float], float]:
     return steps, cpu_seconds() - cpu
 
 
+def parallel_floor(repo: Path, files: list[str], jobs: int) -> float:
+    """(d): the writers' edits shared out among `jobs` warm checkouts of `repo` (copied with
+    their times, then built once at their own paths, untimed), each checkout making its edits
+    one after another while the others make theirs; the wall time of all of them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    copies = []
+    for k in range(jobs):
+        copy = repo.parent / f"warm{k}"
+        shutil.copytree(repo, copy, symlinks=True)
+        timed(["sh", "-c", CHECK], copy)
+        copies.append(copy)
+
+    def steps(k: int) -> None:
+        for i in range(k, len(files), jobs):
+            with (copies[k] / files[i]).open("a") as f:
+                f.write(edit(i, files[i]))
+            timed(["sh", "-c", CHECK], copies[k])
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(steps, range(jobs)))
+    wall = time.perf_counter() - t
+    for copy in copies:
+        shutil.rmtree(copy)
+    return wall
+
+
 def du_mib(path: Path) -> float:
     total = 0
     for dirpath, _, names in os.walk(path):
@@ -231,6 +263,7 @@ def run_part(swarm: str, quick: bool) -> list[dict]:
         log(f"part 6: fetching {CRATE} {VERSION} and its dev-dependencies")
         crate = fetch_crate(work)
         cold, plain, cached, steps, step_cpu, target_mib = [], [], [], [], [], 0.0
+        shared = []
         for rep in range(reps):
             log(f"part 6: run {rep + 1} of {reps}: (a) no preparation")
             at = work / f"a{rep}"
@@ -245,6 +278,8 @@ def run_part(swarm: str, quick: bool) -> list[dict]:
             cold.append(timed(["sh", "-c", CHECK], repo))
             target_mib = du_mib(repo / "target")
             cached.append(swarm_run(swarm, repo, at, files, jobs))
+            log(f"part 6: run {rep + 1} of {reps}: (d) the floor in {jobs} warm checkouts at once")
+            shared.append(parallel_floor(repo, files, jobs))
             log(f"part 6: run {rep + 1} of {reps}: (c) the floor, in the user's warm checkout")
             wall, cpu = floor_steps(repo, files)
             steps += wall
@@ -258,6 +293,7 @@ def run_part(swarm: str, quick: bool) -> list[dict]:
     step = m(steps)
     floor = step * writers / jobs
     a, b = m(r["wall"] for r in plain), m(r["wall"] for r in cached)
+    d = m(shared)
     # What 2 CPUs can do at best: the CPU time of the steps spread over the slots that have
     # a CPU each.
     cores = min(jobs, os.cpu_count() or 1)
@@ -289,6 +325,12 @@ def run_part(swarm: str, quick: bool) -> list[dict]:
             f"floor = {step:.2f} x {writers} / {jobs} = {floor:.2f} s; (a)/(c) {a / floor:.1f}, "
             f"(b)/(c) {b / floor:.2f}; the {writers} steps took {m(step_cpu):.1f} s of CPU, "
             f"{cpu_floor:.2f} s on {cores} CPU(s) at best ((b) / that {b / cpu_floor:.2f})"),
+        row(f"(b) against (d), the floor on this machine: wall s ({size})", round(b, 2),
+            f"(d): the {writers} edits in {jobs} warm checkouts, {jobs} at a time", round(d, 2),
+            "for information", None,
+            f"(d) {runs} (min {min(shared):.2f}, max {max(shared):.2f}); (d)/(c) {d / floor:.2f}: "
+            f"what {jobs} builds at once on {os.cpu_count()} CPU(s) cost over the floor's "
+            f"{writers} / {jobs}; (a)/(d) {a / d:.1f}"),
     ]
 
 

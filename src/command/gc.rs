@@ -107,6 +107,10 @@ pub(super) fn gc(g: &Globals, dry_run: bool, remote: Option<&str>) -> anyhow::Re
             if dir.is_dir() {
                 for entry in std::fs::read_dir(&dir)? {
                     let path = entry?.path();
+                    // The writers' files, each of which goes with its task's name.
+                    if path.file_name() == Some(std::ffi::OsStr::new(crate::git::PLACES)) {
+                        continue;
+                    }
                     if !dry_run {
                         crate::git::remove_checkout(&path)?;
                     }

@@ -65,32 +65,64 @@ pub fn create_checkout(repo: &Repo, path: &Path, head: &Head<'_>) -> anyhow::Res
     write_head(path, head)
 }
 
-/// Takes over the checkout set aside at `old` (see `set_checkout_aside`) as a new one at
-/// `path` with `head` checked out: only the files that differ from the commit it was at are
-/// written, and files the new commit does not have (untracked or ignored ones included)
-/// are removed, so it ends as a fresh checkout would, for a fraction of the file creations;
-/// but the directories `keep` (a build's caches) stay as they are. Its git directory is made
-/// anew but for the index (the baseline of that update) and the record of its setup, so
-/// nothing an earlier agent configured, committed or stashed there reaches the next one.
+/// The directory beside a writer's checkout name where its files are (see
+/// `create_placed_checkout`): a name no task id can take.
+pub const PLACES: &str = "(checkouts)";
+
+/// Creates a writer's checkout, reached at `path` (a link) and kept in a directory of its own
+/// under `(checkouts)` beside it, which stays its path when it is set aside and reused by the
+/// next writer: what a build cached under the checkout's path stays valid (rustc's incremental
+/// cache, say, holds its sources' paths and is thrown away when they move).
+pub fn create_placed_checkout(repo: &Repo, path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        anyhow::bail!("{} exists already", path.display());
+    }
+    let place = new_place(path)?;
+    create_checkout(repo, &place, head)?;
+    if link_place(path, &place).is_err() {
+        // A file system without links: the checkout is at its name, and moves when reused.
+        std::fs::rename(&place, path)
+            .with_context(|| format!("could not move {} to {}", place.display(), path.display()))?;
+    }
+    Ok(())
+}
+
+/// Takes over the checkout set aside at `place` (see `set_checkout_aside`) as a new one at
+/// `path` (a link to it) with `head` checked out; see `update_checkout`.
 pub fn reuse_checkout(
     repo: &Repo,
-    old: &Path,
+    place: &Path,
     path: &Path,
     head: &Head<'_>,
     keep: &[String],
 ) -> anyhow::Result<()> {
-    if path.exists() {
+    if std::fs::symlink_metadata(path).is_ok() {
         anyhow::bail!("{} exists already", path.display());
     }
-    let at = std::fs::read_to_string(old.join(".git").join("HEAD"))
+    if !place.join(".git").is_dir() {
+        anyhow::bail!("{} was not set aside by swarm", place.display());
+    }
+    link_place(path, place)?;
+    update_checkout(repo, path, head, keep)
+}
+
+/// Brings the checkout at `path` to `head`, where it stays: only the files that differ from
+/// the commit its HEAD names are written, and files the new commit does not have (untracked
+/// or ignored ones included) are removed, so it ends as a fresh checkout would, for a
+/// fraction of the file creations; but the directories `keep` (a build's caches) stay as
+/// they are. Its git directory is made anew but for the index (the baseline of that update)
+/// and the record of its setup, so nothing an earlier agent configured, committed or stashed
+/// there reaches the next one.
+pub fn update_checkout(
+    repo: &Repo,
+    path: &Path,
+    head: &Head<'_>,
+    keep: &[String],
+) -> anyhow::Result<()> {
+    let at = std::fs::read_to_string(path.join(".git").join("HEAD"))
         .ok()
         .and_then(|h| Oid::from_str(h.trim()).ok())
-        .with_context(|| format!("{} was not set aside by swarm", old.display()))?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::rename(old, path)
-        .with_context(|| format!("could not move {} to {}", old.display(), path.display()))?;
+        .with_context(|| format!("{} was not set aside by swarm", path.display()))?;
     let git = path.join(".git");
     for entry in std::fs::read_dir(&git)? {
         let entry = entry?;
@@ -109,6 +141,64 @@ pub fn reuse_checkout(
     check_out(path, head.commit(), true)?;
     super::prepare::restore_kept(path, &kept)?;
     write_head(path, head)
+}
+
+/// A directory no checkout has yet under the places beside `path`, named after it.
+fn new_place(path: &Path) -> anyhow::Result<PathBuf> {
+    let places = path.parent().unwrap_or(Path::new(".")).join(PLACES);
+    std::fs::create_dir_all(&places)
+        .with_context(|| format!("could not create {}", places.display()))?;
+    let name = path.file_name().unwrap_or_default();
+    let mut place = places.join(name);
+    let mut n = 1;
+    while std::fs::symlink_metadata(&place).is_ok() {
+        n += 1;
+        let mut numbered = name.to_owned();
+        numbered.push(format!("~{n}"));
+        place = places.join(numbered);
+    }
+    Ok(place)
+}
+
+/// Links `path` to the checkout at `place` (by a relative link, so the run's checkouts can
+/// be looked at wherever they are mounted).
+fn link_place(path: &Path, place: &Path) -> anyhow::Result<()> {
+    let name = place.file_name().unwrap_or_default();
+    std::os::unix::fs::symlink(Path::new(PLACES).join(name), path)
+        .with_context(|| format!("could not link {} to {}", path.display(), place.display()))
+}
+
+/// The directory `path` links to, when it is a link swarm made to a place beside it: one
+/// name under `(checkouts)`. A link anyone else made is not followed.
+fn placed_at(path: &Path) -> Option<PathBuf> {
+    let target = std::fs::read_link(path).ok()?;
+    let mut parts = target.components();
+    let (Some(std::path::Component::Normal(places)), Some(std::path::Component::Normal(_)), None) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    (places == PLACES).then(|| path.parent().unwrap_or(Path::new(".")).join(target))
+}
+
+/// The places under the run's checkout directory `root` that no checkout name links to (set
+/// aside, or left half-made, by a run that was killed): removed.
+pub fn remove_unplaced(root: &Path) -> anyhow::Result<()> {
+    let places = root.join(PLACES);
+    let Ok(entries) = std::fs::read_dir(&places) else {
+        return Ok(());
+    };
+    let linked: std::collections::HashSet<PathBuf> = std::fs::read_dir(root)?
+        .flatten()
+        .filter_map(|e| placed_at(&e.path()))
+        .collect();
+    for entry in entries {
+        let place = entry?.path();
+        if !linked.contains(&place) {
+            remove_checkout(&place)?;
+        }
+    }
+    Ok(())
 }
 
 /// The `.git` directory of a checkout: its own refs, config and HEAD, the user's objects.
@@ -558,19 +648,37 @@ pub fn restore_snapshot(path: &Path, commit: &CommitId) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sets a merged writer's checkout aside for reuse: it moves to `to`, its HEAD detached at `at`,
-/// the commit its files hold.
-pub fn set_checkout_aside(path: &Path, at: &CommitId, to: &Path) -> anyhow::Result<()> {
+/// Sets a merged writer's checkout at `path` aside for reuse, its HEAD detached at `at`, the
+/// commit its files hold: its name goes and its files stay where they are, at the path this
+/// returns. A checkout that is no link to a place moves to a new one.
+pub fn set_checkout_aside(path: &Path, at: &CommitId) -> anyhow::Result<PathBuf> {
     std::fs::write(path.join(".git").join("HEAD"), format!("{at}\n"))?;
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent)?;
+    if let Some(place) = placed_at(path) {
+        std::fs::remove_file(path)
+            .with_context(|| format!("could not remove {}", path.display()))?;
+        return Ok(place);
     }
-    std::fs::rename(path, to)
-        .with_context(|| format!("could not move {} to {}", path.display(), to.display()))
+    let place = new_place(path)?;
+    std::fs::rename(path, &place)
+        .with_context(|| format!("could not move {} to {}", path.display(), place.display()))?;
+    Ok(place)
 }
 
-/// Removes a checkout.
+/// Removes a checkout: the files of a writer's and its name.
 pub fn remove_checkout(path: &Path) -> anyhow::Result<()> {
+    if let Some(place) = placed_at(path) {
+        remove_dir(&place)?;
+        return std::fs::remove_file(path)
+            .with_context(|| format!("could not remove {}", path.display()));
+    }
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        return std::fs::remove_file(path)
+            .with_context(|| format!("could not remove {}", path.display()));
+    }
+    remove_dir(path)
+}
+
+fn remove_dir(path: &Path) -> anyhow::Result<()> {
     match std::fs::remove_dir_all(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(e).with_context(|| format!("could not remove {}", path.display()))
@@ -583,16 +691,22 @@ pub fn remove_checkout(path: &Path) -> anyhow::Result<()> {
 /// aside at once (a rename), then deleted. The merge queue calls this, so deleting thousands
 /// of files does not hold up the next merge.
 pub fn remove_checkout_later(path: &Path) -> anyhow::Result<Option<std::thread::JoinHandle<()>>> {
-    if !path.exists() {
+    let files = placed_at(path).unwrap_or_else(|| path.to_owned());
+    if !files.exists() {
+        remove_checkout(path)?;
         return Ok(None);
     }
-    let mut aside = path.as_os_str().to_owned();
+    let mut aside = files.as_os_str().to_owned();
     // A space: no task id, so no other checkout, can have this name.
     aside.push(" (removing)");
     let aside = PathBuf::from(aside);
-    if std::fs::rename(path, &aside).is_err() {
+    if std::fs::rename(&files, &aside).is_err() {
         remove_checkout(path)?;
         return Ok(None);
+    }
+    if files != path {
+        std::fs::remove_file(path)
+            .with_context(|| format!("could not remove {}", path.display()))?;
     }
     Ok(Some(std::thread::spawn(move || {
         let _ = std::fs::remove_dir_all(&aside);

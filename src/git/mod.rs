@@ -17,9 +17,9 @@ mod merge;
 mod prepare;
 
 pub use checkout::{
-    Commit, Left, create_checkout, files_with_conflict_markers, remove_checkout,
-    remove_checkout_later, restore_snapshot, reuse_checkout, set_checkout_aside, snapshot_changes,
-    take_result,
+    Commit, Left, PLACES, create_checkout, create_placed_checkout, files_with_conflict_markers,
+    remove_checkout, remove_checkout_later, remove_unplaced, restore_snapshot, reuse_checkout,
+    set_checkout_aside, snapshot_changes, take_result, update_checkout,
 };
 pub use files::list_files;
 pub use fingerprint::Fingerprint;

@@ -159,3 +159,95 @@ fn a_branch_another_process_holds_is_not_landed_and_nothing_is_touched() {
         base.oid().unwrap()
     );
 }
+
+#[test]
+fn a_placed_checkout_keeps_its_files_where_they_are_from_one_name_to_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, c) = repo_with_commit(&dir.path().join("repo"));
+    let root = dir.path().join("run");
+    let (a, b) = (root.join("a"), root.join("b"));
+    create_placed_checkout(&repo, &a, &Head::NewBranch("swarm/r-a", &c)).unwrap();
+    let place = root.join(PLACES).join("a");
+    assert_eq!(
+        std::fs::canonicalize(&a).unwrap(),
+        std::fs::canonicalize(&place).unwrap()
+    );
+    std::fs::create_dir_all(a.join("target")).unwrap();
+    std::fs::write(a.join("target/built"), "cached\n").unwrap();
+
+    let aside = set_checkout_aside(&a, &c).unwrap();
+    assert_eq!(aside, place);
+    assert!(std::fs::symlink_metadata(&a).is_err(), "the name stayed");
+    reuse_checkout(
+        &repo,
+        &aside,
+        &b,
+        &Head::NewBranch("swarm/r-b", &c),
+        &["target".to_owned()],
+    )
+    .unwrap();
+
+    assert_eq!(
+        std::fs::canonicalize(&b).unwrap(),
+        std::fs::canonicalize(&place).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.join("target/built")).unwrap(),
+        "cached\n"
+    );
+    // A second checkout named `a` gets a place of its own beside the first.
+    create_placed_checkout(&repo, &a, &Head::Detached(&c)).unwrap();
+    assert_eq!(
+        std::fs::read_link(&a).unwrap(),
+        Path::new(PLACES).join("a~2")
+    );
+    remove_checkout(&b).unwrap();
+    assert!(!place.exists() && std::fs::symlink_metadata(&b).is_err());
+    assert!(a.join(".git").is_dir());
+}
+
+#[test]
+fn a_link_swarm_did_not_make_is_removed_and_what_it_points_at_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let yours = dir.path().join("yours");
+    std::fs::create_dir_all(&yours).unwrap();
+    std::fs::write(yours.join("keep"), "mine\n").unwrap();
+    let root = dir.path().join("run");
+    std::fs::create_dir_all(root.join(PLACES)).unwrap();
+    for (name, target) in [
+        ("abs", yours.clone()),
+        ("up", Path::new("..").join("yours")),
+    ] {
+        let link = root.join(name);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        remove_checkout(&link).unwrap();
+        assert!(std::fs::symlink_metadata(&link).is_err());
+    }
+    assert_eq!(
+        std::fs::read_to_string(yours.join("keep")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn places_no_name_links_to_are_removed_and_the_others_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, c) = repo_with_commit(&dir.path().join("repo"));
+    let root = dir.path().join("run");
+    for name in ["kept", "aside"] {
+        create_placed_checkout(&repo, &root.join(name), &Head::Detached(&c)).unwrap();
+    }
+    set_checkout_aside(&root.join("aside"), &c).unwrap();
+    // Half-made by a process that was killed before it linked it.
+    std::fs::create_dir_all(root.join(PLACES).join("half")).unwrap();
+
+    remove_unplaced(&root).unwrap();
+
+    let mut left: Vec<String> = std::fs::read_dir(root.join(PLACES))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["kept"]);
+    assert!(root.join("kept").join(".git").is_dir());
+}

@@ -25,8 +25,6 @@ pub(super) struct Checkouts {
     /// Checkouts of merged writers, set aside for the next writers: updating one costs the
     /// files that differ, a new checkout costs every file.
     set_aside: Vec<PathBuf>,
-    /// Checkouts set aside so far, to name the next one.
-    set_aside_count: usize,
     /// At most this many are set aside (one per writer that can run at once).
     keep: usize,
     /// Removed checkouts still being deleted in the background; joined by `close`.
@@ -49,19 +47,15 @@ impl Checkouts {
             root: root.to_owned(),
             snapshots: HashMap::new(),
             set_aside: Vec::new(),
-            set_aside_count: 0,
             keep,
             deleting: Vec::new(),
             user: user.to_owned(),
             include: include.to_vec(),
         };
-        git::remove_checkout(&this.set_aside_dir())?;
+        // Where an earlier swarm set checkouts aside.
+        git::remove_checkout(&root.join("(set aside)"))?;
+        git::remove_unplaced(root)?;
         Ok(this)
-    }
-
-    /// Where merged writers' checkouts wait to be reused (a name no task id can take).
-    fn set_aside_dir(&self) -> PathBuf {
-        self.root.join("(set aside)")
     }
 
     /// The snapshot of `tip` for one more reader, made when it is the first; with the
@@ -140,13 +134,10 @@ impl Checkouts {
         if let Some(at) = at
             && self.set_aside.len() < self.keep
             && path.exists()
+            && let Ok(place) = git::set_checkout_aside(path, at)
         {
-            let to = self.set_aside_dir().join(self.set_aside_count.to_string());
-            self.set_aside_count += 1;
-            if git::set_checkout_aside(path, at, &to).is_ok() {
-                self.set_aside.push(to);
-                return Ok(());
-            }
+            self.set_aside.push(place);
+            return Ok(());
         }
         self.remove_later(path)
     }
@@ -173,7 +164,8 @@ impl Checkouts {
         for deleting in self.deleting.drain(..) {
             let _ = deleting.join();
         }
-        let _ = std::fs::remove_dir(self.set_aside_dir());
+        let _ = git::remove_unplaced(&self.root);
+        let _ = std::fs::remove_dir(self.root.join(git::PLACES));
         let _ = std::fs::remove_dir(&self.root);
         result
     }

@@ -551,7 +551,8 @@ pub(super) fn fresh_checkout(
         git::remove_checkout(old)?;
         git::remove_checkout(path)?;
     }
-    git::create_checkout(repo, path, &head).context("could not create the writer's checkout")?;
+    git::create_placed_checkout(repo, path, &head)
+        .context("could not create the writer's checkout")?;
     Ok(Made::New)
 }
 
@@ -564,17 +565,9 @@ fn gate_checkout(
     keep: &[String],
 ) -> anyhow::Result<Made> {
     let head = Head::Detached(tip);
-    if path.join(".git").is_dir() {
-        let mut aside = path.as_os_str().to_owned();
-        aside.push(" (earlier)");
-        let aside = PathBuf::from(aside);
-        git::remove_checkout(&aside)?;
-        if std::fs::rename(path, &aside).is_ok() {
-            if git::reuse_checkout(repo, &aside, path, &head, keep).is_ok() {
-                return Ok(Made::Reused);
-            }
-            git::remove_checkout(&aside)?;
-        }
+    // It stays at its path, so what a build cached there holds.
+    if path.join(".git").is_dir() && git::update_checkout(repo, path, &head, keep).is_ok() {
+        return Ok(Made::Reused);
     }
     git::remove_checkout(path)?;
     git::create_checkout(repo, path, &head).context("could not create the gate's checkout")?;

@@ -228,7 +228,21 @@ pub fn extra_worktrees(repo: &TestRepo) -> Vec<String> {
     };
     for per_repo in children(&repo.cache.join("swarm/worktrees")) {
         for run in children(&per_repo) {
-            out.extend(children(&run).iter().map(|p| p.display().to_string()));
+            // A writer's checkout: its task's name, a link into `(checkouts)/`; what is there
+            // without a name is listed too.
+            let names = children(&run);
+            let linked: Vec<PathBuf> = names
+                .iter()
+                .filter_map(|p| std::fs::read_link(p).ok().map(|t| run.join(t)))
+                .collect();
+            let places = run.join("(checkouts)");
+            out.extend(
+                names
+                    .iter()
+                    .filter(|p| **p != places)
+                    .chain(children(&places).iter().filter(|p| !linked.contains(p)))
+                    .map(|p| p.display().to_string()),
+            );
         }
     }
     out.sort();

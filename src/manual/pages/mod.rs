@@ -218,7 +218,7 @@ const RUN_FILES: &[Item] = &[
     ),
     item(
         "~/.cache/swarm/worktrees/REPO-HASH/RUN/",
-        "Task checkouts and read-only snapshots, outside your working tree (see **XDG_CACHE_HOME**, **--worktree-dir**); merged writers' checkouts set aside for the next writers are under **(set aside)/**. A failed writer's checkout stays until **swarm gc**.",
+        "Task checkouts and read-only snapshots, outside your working tree (see **XDG_CACHE_HOME**, **--worktree-dir**); a writer's checkout is in **(checkouts)/**, linked from its task's name, and stays there when it is set aside for the next writer. A failed writer's checkout stays until **swarm gc**.",
     ),
 ];
 

@@ -65,14 +65,22 @@ fn a_merged_writers_worktree_is_reused_and_the_next_writer_sees_a_clean_checkout
     repo.write(".gitignore", "build/\n*.tmp\n");
     repo.write("old.txt", "old\n");
     repo.commit_all("ignore build output");
-    let tasks = repo.tasks(&[
+    let seen = outside(&repo, "seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let s = path_str(&seen);
+    let a = format!(
         // Leaves ignored output behind, deletes a file and adds one; its check (run after the
         // commit) dirties a tracked file.
-        r#"{"id":"a","run":"echo A > a.txt && rm old.txt && mkdir -p build && echo junk > build/out && echo scratch > notes.tmp","check":"echo dirty >> src/lib.rs"}"#,
-        // Fails unless it sees exactly the integration tip: a's change, none of a's leftovers.
-        r#"{"id":"b","run":"test -f a.txt && test ! -e old.txt && test ! -e build && test ! -e notes.tmp && test \"$(git status --porcelain)\" = '' && echo B > b.txt","deps":["a"]}"#,
-        r#"{"id":"c","run":"test -f b.txt && test -f a.txt && echo C > c.txt","deps":["b"]}"#,
-    ]);
+        r#"{{"id":"a","run":"pwd -P > {s}/a && echo A > a.txt && rm old.txt && mkdir -p build && echo junk > build/out && echo scratch > notes.tmp","check":"echo dirty >> src/lib.rs"}}"#
+    );
+    // Fails unless it sees exactly the integration tip: a's change, none of a's leftovers.
+    let b = format!(
+        r#"{{"id":"b","run":"pwd -P > {s}/b && test -f a.txt && test ! -e old.txt && test ! -e build && test ! -e notes.tmp && test \"$(git status --porcelain)\" = '' && echo B > b.txt","deps":["a"]}}"#
+    );
+    let c = format!(
+        r#"{{"id":"c","run":"pwd -P > {s}/c && test -f b.txt && test -f a.txt && echo C > c.txt","deps":["b"]}}"#
+    );
+    let tasks = repo.tasks(&[&a, &b, &c]);
     let out = repo.swarm(&["run", path_str(&tasks), "-j", "1"]);
     assert_exit(&out, 0);
     for (file, text) in [("a.txt", "A\n"), ("b.txt", "B\n"), ("c.txt", "C\n")] {
@@ -96,6 +104,12 @@ fn a_merged_writers_worktree_is_reused_and_the_next_writer_sees_a_clean_checkout
                 .ends_with(e["task"].as_str().unwrap())
         );
     }
+    // The checkout stayed where a's was made: what a build cached under its path holds.
+    let read = |name: &str| std::fs::read_to_string(seen.join(name)).unwrap();
+    let at = read("a");
+    assert!(at.trim_end().ends_with("(checkouts)/a"), "{at}");
+    assert_eq!(read("b"), at);
+    assert_eq!(read("c"), at);
     // b's commit holds b's change only.
     let b_commit = repo.git(&[
         "log",
