@@ -652,8 +652,14 @@ pub fn restore_snapshot(path: &Path, commit: &CommitId) -> anyhow::Result<()> {
 /// commit its files hold: its name goes and its files stay where they are, at the path this
 /// returns. A checkout that is no link to a place moves to a new one.
 pub fn set_checkout_aside(path: &Path, at: &CommitId) -> anyhow::Result<PathBuf> {
+    let place = placed_at(path);
+    // A link swarm did not make may point anywhere (the user's own checkout): nothing of
+    // what it reaches is written.
+    if place.is_none() && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
+        anyhow::bail!("{} is a link swarm did not make", path.display());
+    }
     std::fs::write(path.join(".git").join("HEAD"), format!("{at}\n"))?;
-    if let Some(place) = placed_at(path) {
+    if let Some(place) = place {
         std::fs::remove_file(path)
             .with_context(|| format!("could not remove {}", path.display()))?;
         return Ok(place);

@@ -207,10 +207,11 @@ fn a_placed_checkout_keeps_its_files_where_they_are_from_one_name_to_the_next() 
 }
 
 #[test]
-fn a_link_swarm_did_not_make_is_removed_and_what_it_points_at_is_not() {
+fn a_link_swarm_did_not_make_is_removed_and_nothing_it_points_at_is_written_or_removed() {
     let dir = tempfile::tempdir().unwrap();
     let yours = dir.path().join("yours");
-    std::fs::create_dir_all(&yours).unwrap();
+    std::fs::create_dir_all(yours.join(".git")).unwrap();
+    std::fs::write(yours.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::write(yours.join("keep"), "mine\n").unwrap();
     let root = dir.path().join("run");
     std::fs::create_dir_all(root.join(PLACES)).unwrap();
@@ -220,6 +221,7 @@ fn a_link_swarm_did_not_make_is_removed_and_what_it_points_at_is_not() {
     ] {
         let link = root.join(name);
         std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(set_checkout_aside(&link, &CommitId::from(git2::Oid::zero())).is_err());
         remove_checkout(&link).unwrap();
         assert!(std::fs::symlink_metadata(&link).is_err());
     }
