@@ -119,6 +119,11 @@ pub fn update_checkout(
     head: &Head<'_>,
     keep: &[String],
 ) -> anyhow::Result<()> {
+    // What an agent's process left behind may have made `.git` a link to another repository
+    // (the user's) since swarm last looked: nothing is removed or written through it.
+    if !own_git_dir(path) {
+        anyhow::bail!("{}'s .git is not a directory of its own", path.display());
+    }
     let at = std::fs::read_to_string(path.join(".git").join("HEAD"))
         .ok()
         .and_then(|h| Oid::from_str(h.trim()).ok())
@@ -126,15 +131,21 @@ pub fn update_checkout(
     let git = path.join(".git");
     for entry in std::fs::read_dir(&git)? {
         let entry = entry?;
-        if entry.file_name() == "index" || super::prepare::kept_in_git_dir(&entry.file_name()) {
+        let kind = entry.file_type()?;
+        let name = entry.file_name();
+        // The index and the setup's record are kept only as files of the checkout's own.
+        if kind.is_file() && (name == "index" || super::prepare::kept_in_git_dir(&name)) {
             continue;
         }
         let p = entry.path();
-        if entry.file_type()?.is_dir() {
+        if kind.is_dir() {
             std::fs::remove_dir_all(&p)?;
         } else {
             std::fs::remove_file(&p)?;
         }
+    }
+    if !git.join("index").is_file() {
+        anyhow::bail!("{} has no index of its own to update from", path.display());
     }
     write_git_dir(repo, path, &Head::Detached(&CommitId::from(at)))?;
     let kept = super::prepare::set_kept_aside(path, keep)?;
@@ -658,7 +669,13 @@ pub fn set_checkout_aside(path: &Path, at: &CommitId) -> anyhow::Result<PathBuf>
     if place.is_none() && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) {
         anyhow::bail!("{} is a link swarm did not make", path.display());
     }
-    std::fs::write(path.join(".git").join("HEAD"), format!("{at}\n"))?;
+    if !own_git_dir(path) {
+        anyhow::bail!("{}'s .git is not a directory of its own", path.display());
+    }
+    // A new file, not whatever a link at HEAD points to.
+    let head = path.join(".git").join("HEAD");
+    let _ = std::fs::remove_file(&head);
+    std::fs::write(&head, format!("{at}\n"))?;
     if let Some(place) = place {
         std::fs::remove_file(path)
             .with_context(|| format!("could not remove {}", path.display()))?;

@@ -253,3 +253,46 @@ fn places_no_name_links_to_are_removed_and_the_others_stay() {
     assert_eq!(left, ["kept"]);
     assert!(root.join("kept").join(".git").is_dir());
 }
+
+#[test]
+fn a_checkout_whose_git_files_became_links_is_neither_set_aside_nor_updated_through_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, c) = repo_with_commit(&dir.path().join("repo"));
+    let user_git = dir.path().join("repo/.git");
+    let user_head = std::fs::read_to_string(user_git.join("HEAD")).unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::write(&outside, "yours\n").unwrap();
+    let root = dir.path().join("run");
+
+    // `.git` itself a link to the user's git directory.
+    let a = root.join("a");
+    create_placed_checkout(&repo, &a, &Head::NewBranch("swarm/r-a", &c)).unwrap();
+    let a_git = root.join(PLACES).join("a/.git");
+    std::fs::remove_dir_all(&a_git).unwrap();
+    std::os::unix::fs::symlink(&user_git, &a_git).unwrap();
+    assert!(set_checkout_aside(&a, &c).is_err());
+    assert!(update_checkout(&repo, &a, &Head::Detached(&c), &[]).is_err());
+    assert_eq!(
+        std::fs::read_to_string(user_git.join("HEAD")).unwrap(),
+        user_head
+    );
+    assert!(user_git.join("objects").is_dir() && user_git.join("refs").is_dir());
+
+    // Its HEAD, index and setup record links to a file of the user's.
+    let b = root.join("b");
+    create_placed_checkout(&repo, &b, &Head::NewBranch("swarm/r-b", &c)).unwrap();
+    for name in ["HEAD", "swarm-setup"] {
+        let file = b.join(".git").join(name);
+        let _ = std::fs::remove_file(&file);
+        std::os::unix::fs::symlink(&outside, &file).unwrap();
+    }
+    let aside = set_checkout_aside(&b, &c).unwrap();
+    let index = aside.join(".git/index");
+    std::fs::remove_file(&index).unwrap();
+    std::os::unix::fs::symlink(&outside, &index).unwrap();
+    let c2 = root.join("c");
+    // No index of its own to update from: not reused (a new checkout replaces it).
+    assert!(reuse_checkout(&repo, &aside, &c2, &Head::Detached(&c), &[]).is_err());
+    crate::git::prepare::record_setup(&aside, "key").unwrap();
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "yours\n");
+}

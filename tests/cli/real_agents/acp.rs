@@ -122,7 +122,9 @@ fn codex_acp_on_a_hung_model_is_cancelled_then_killed_with_its_group() {
     let out = run_acp_with(
         &rig,
         &json!({"id": "stuck", "prompt": "Think hard. (task: stuck)", "lane": "analyst"}),
-        "5s",
+        // Long enough for the npm wrapper and codex-acp to start on a loaded machine and reach
+        // the model (a timeout before that would cut it short at its start instead).
+        "20s",
     );
     assert_exit(&out, 1);
     arrival.try_recv().expect("codex-acp sent its request");
@@ -132,7 +134,7 @@ fn codex_acp_on_a_hung_model_is_cancelled_then_killed_with_its_group() {
     let status = status_json(&rig.repo);
     let task = task_status(&status, "stuck");
     let error = task["error"].as_str().unwrap_or_default();
-    assert!(error.contains("timed out after 5"), "{task}");
+    assert!(error.contains("timed out after 20"), "{task}");
     let transcript = std::fs::read_to_string(task["transcript"].as_str().unwrap()).unwrap();
     assert!(
         transcript.contains(r#"> {"jsonrpc":"2.0","method":"session/cancel""#),
