@@ -40,6 +40,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # Where the repositories go, and what file system that is: as part 3 has them.
@@ -200,8 +201,6 @@ def parallel_floor(repo: Path, files: list[str], jobs: int) -> float:
     """(d): the writers' edits shared out among `jobs` warm checkouts of `repo` (copied with
     their times, then built once at their own paths, untimed), each checkout making its edits
     one after another while the others make theirs; the wall time of all of them."""
-    from concurrent.futures import ThreadPoolExecutor
-
     copies = []
     for k in range(jobs):
         copy = repo.parent / f"warm{k}"

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
-use crate::config::{POOL_PREFIX, PoolDef};
+use crate::config::PoolDef;
 
 /// The configuration's agent profiles with their caps, and its pools.
 #[derive(Debug, Clone, Default)]
@@ -24,11 +24,6 @@ pub(super) struct Agents {
 pub(super) struct Routed {
     pub(super) pools: BTreeMap<String, Vec<String>>,
     pub(super) members: BTreeMap<String, Agent>,
-}
-
-/// The pool an agent name routes to, when it is `pool:NAME`.
-pub(super) fn pool_name(agent: &str) -> Option<&str> {
-    agent.strip_prefix(POOL_PREFIX)
 }
 
 impl Agents {

@@ -10,14 +10,14 @@ use anyhow::bail;
 use crate::Usage;
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
-use crate::config::{Land, Options};
+use crate::config::{Land, Options, pool_name};
 use crate::git::Repo;
 use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
 use crate::schedule::{BuiltinLimits, Prepare, Settings};
 
 use super::Globals;
-use super::pools::{Agents, pool_name};
+use super::pools::Agents;
 
 /// Defaults of run options, as `--help` states them.
 pub(super) const DEFAULT_JOBS: u32 = 4;

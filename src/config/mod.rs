@@ -43,7 +43,7 @@ mod tests;
 use key::Key;
 pub(crate) use options::{Land, Options, ReportFormat, overlay};
 use pool::PoolSpec;
-pub use pool::{POOL_PREFIX, PoolDef};
+pub use pool::{POOL_PREFIX, PoolDef, pool_name};
 pub(crate) use record::{from_record, to_record};
 pub use show::{describe, to_json};
 
@@ -442,11 +442,11 @@ fn check_keys(table: &DeTable<'_>) -> Result<(), (Range<usize>, String)> {
     for (key, value) in table {
         let name = key.get_ref().as_ref();
         if name == "agents" {
-            check_profiles(value.get_ref())?;
+            check_named_tables(value.get_ref(), "agent", &PROFILE_KEYS)?;
             continue;
         }
         if name == "pools" {
-            pool::check_keys(value.get_ref(), unknown)?;
+            check_named_tables(value.get_ref(), "pool", &pool::POOL_KEYS)?;
             continue;
         }
         if top.contains(&name) {
@@ -466,23 +466,25 @@ fn check_keys(table: &DeTable<'_>) -> Result<(), (Range<usize>, String)> {
     Ok(())
 }
 
-fn check_profiles(agents: &DeValue<'_>) -> Result<(), (Range<usize>, String)> {
+/// Refuses unknown keys in the tables under `[agents]` or `[pools]` (`what` names one of them
+/// in the message: "agent `claude`: unknown key …"), with the key's span.
+fn check_named_tables(
+    tables: &DeValue<'_>,
+    what: &str,
+    keys: &[&str],
+) -> Result<(), (Range<usize>, String)> {
     // Shapes that are not tables are left to serde, which names the expected type.
-    let DeValue::Table(agents) = agents else {
+    let DeValue::Table(tables) = tables else {
         return Ok(());
     };
-    for (name, profile) in agents {
-        let DeValue::Table(profile) = profile.get_ref() else {
+    for (name, table) in tables {
+        let DeValue::Table(table) = table.get_ref() else {
             continue;
         };
-        for (key, _) in profile {
+        for (key, _) in table {
             let key_name = key.get_ref().as_ref();
-            if !PROFILE_KEYS.contains(&key_name) {
-                let message = format!(
-                    "agent `{}`: {}",
-                    name.get_ref(),
-                    unknown(key_name, &PROFILE_KEYS)
-                );
+            if !keys.contains(&key_name) {
+                let message = format!("{what} `{}`: {}", name.get_ref(), unknown(key_name, keys));
                 return Err((key.span(), message));
             }
         }

@@ -3,16 +3,18 @@
 //! named twice); whether each member names an agent is known only once every file is read.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
-
-use toml::de::DeValue;
 
 /// How a pool is named wherever an agent is: `pool:NAME`.
 pub const POOL_PREFIX: &str = "pool:";
 
+/// The pool an agent name routes to, when it is `pool:NAME`.
+pub fn pool_name(agent: &str) -> Option<&str> {
+    agent.strip_prefix(POOL_PREFIX)
+}
+
 /// The keys of a `[pools.NAME]` table.
-const POOL_KEYS: [&str; 1] = ["members"];
+pub(super) const POOL_KEYS: [&str; 1] = ["members"];
 
 /// A pool as written: `[pools.NAME] members = [...]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
@@ -74,32 +76,4 @@ pub(super) fn check(
         );
     }
     Ok(out)
-}
-
-/// Refuses unknown keys in `[pools.NAME]` tables, with the key's span.
-pub(super) fn check_keys(
-    pools: &DeValue<'_>,
-    unknown: fn(&str, &[&str]) -> String,
-) -> Result<(), (Range<usize>, String)> {
-    // Shapes that are not tables are left to serde, which names the expected type.
-    let DeValue::Table(pools) = pools else {
-        return Ok(());
-    };
-    for (name, pool) in pools {
-        let DeValue::Table(pool) = pool.get_ref() else {
-            continue;
-        };
-        for (key, _) in pool {
-            let key_name = key.get_ref().as_ref();
-            if !POOL_KEYS.contains(&key_name) {
-                let message = format!(
-                    "pool `{}`: {}",
-                    name.get_ref(),
-                    unknown(key_name, &POOL_KEYS)
-                );
-                return Err((key.span(), message));
-            }
-        }
-    }
-    Ok(())
 }

@@ -88,7 +88,8 @@ pub fn create_placed_checkout(repo: &Repo, path: &Path, head: &Head<'_>) -> anyh
 }
 
 /// Takes over the checkout set aside at `place` (see `set_checkout_aside`) as a new one at
-/// `path` (a link to it) with `head` checked out; see `update_checkout`.
+/// `path` (a link to it) with `head` checked out; see `update_checkout`. On an error, the
+/// caller removes both.
 pub fn reuse_checkout(
     repo: &Repo,
     place: &Path,
@@ -98,9 +99,6 @@ pub fn reuse_checkout(
 ) -> anyhow::Result<()> {
     if std::fs::symlink_metadata(path).is_ok() {
         anyhow::bail!("{} exists already", path.display());
-    }
-    if !place.join(".git").is_dir() {
-        anyhow::bail!("{} was not set aside by swarm", place.display());
     }
     link_place(path, place)?;
     update_checkout(repo, path, head, keep)

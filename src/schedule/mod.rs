@@ -129,7 +129,7 @@ impl Settings {
     pub fn pool_for<'s>(&'s self, name: Option<&'s str>) -> Option<&'s str> {
         match name {
             None | Some("auto") => self.pool.as_deref(),
-            Some(n) => n.strip_prefix(crate::config::POOL_PREFIX),
+            Some(n) => crate::config::pool_name(n),
         }
     }
 

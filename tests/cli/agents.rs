@@ -9,18 +9,6 @@ use crate::fake_agents::FakeAgents;
 use crate::lifeline::Lifeline;
 use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
 
-fn agents(repo: &TestRepo) -> FakeAgents {
-    FakeAgents::install(&repo.cache.parent().unwrap().join("fakes"))
-}
-
-fn run_with(repo: &TestRepo, fakes: &FakeAgents, args: &[&str]) -> Output {
-    repo.swarm_cmd()
-        .env("PATH", fakes.path_env())
-        .args(args)
-        .output()
-        .expect("running swarm")
-}
-
 /// `swarm run TASKS --agent claude EXTRA…` with the fakes.
 fn run_claude(
     repo: &TestRepo,
@@ -33,7 +21,7 @@ fn run_claude(
         .into_iter()
         .chain(extra.iter().copied())
         .collect();
-    run_with(repo, fakes, &args)
+    fakes.swarm(repo, &args)
 }
 
 /// Two readers, two writers on different files, and a reducer, all prompt tasks.
@@ -50,12 +38,11 @@ fn mixed_tasks(repo: &TestRepo) -> PathBuf {
 /// Runs the mixed plan with `agent`: both writers' edits are merged and the reducer's answer
 /// leads the report, which is returned.
 fn run_mixed(repo: &TestRepo, agent: &str) -> (FakeAgents, String) {
-    let fakes = agents(repo);
+    let fakes = FakeAgents::beside(repo);
     let tasks = mixed_tasks(repo);
     let report = outside(repo, "report.md");
-    let out = run_with(
+    let out = fakes.swarm(
         repo,
-        &fakes,
         &[
             "run",
             tasks.to_str().unwrap(),
@@ -104,16 +91,12 @@ fn fake_codex_runs_the_same_plan_with_unknown_cost() {
 fn an_error_reported_with_exit_0_is_a_failed_attempt_and_retried() {
     for agent in ["claude", "codex"] {
         let repo = TestRepo::new();
-        let fakes = agents(&repo);
+        let fakes = FakeAgents::beside(&repo);
         fakes.set_mode(agent, "error-exit-0-once");
         let tasks =
             repo.tasks(&[r#"{"id":"w","prompt":"FILE: w.txt\nEDIT: done","lane":"coder"}"#]);
 
-        let out = run_with(
-            &repo,
-            &fakes,
-            &["run", tasks.to_str().unwrap(), "--agent", agent],
-        );
+        let out = fakes.swarm(&repo, &["run", tasks.to_str().unwrap(), "--agent", agent]);
 
         assert_exit(&out, 0);
         let s = status_json(&repo);
@@ -138,7 +121,7 @@ fn alive(pid: u64) -> bool {
 #[test]
 fn stdin_waiters_hangers_and_grandchildren_never_hang_the_run() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     let tasks = repo.tasks(&[
         r#"{"id":"waits","prompt":"FAKE_MODE: wait-stdin\nRESULT: read it all","lane":"analyst"}"#,
         r#"{"id":"hangs","prompt":"FAKE_MODE: hang-after-result\nRESULT: answered then hung","lane":"analyst"}"#,
@@ -188,7 +171,7 @@ fn stdin_waiters_hangers_and_grandchildren_never_hang_the_run() {
 #[test]
 fn a_usage_limit_pauses_new_attempts_until_it_resets() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     fakes.set_mode("claude", "usage-limit-once");
     let tasks = repo.tasks(&[
         r#"{"id":"a","prompt":"RESULT: a","lane":"analyst"}"#,
@@ -287,7 +270,7 @@ fn the_config_command_says_where_each_value_came_from() {
 #[test]
 fn a_cli_agent_never_sees_swarms_api_key() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     let tasks = repo.tasks(&[r#"{"id":"t","prompt":"RESULT: ok","lane":"reducer"}"#]);
     let out = repo
         .swarm_cmd()
@@ -308,16 +291,15 @@ fn a_cli_agent_never_sees_swarms_api_key() {
 #[test]
 fn a_usage_limit_resetting_beyond_an_hour_stops_the_run_resumably() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     let tasks = repo.tasks(&[
         r#"{"id":"a","prompt":"FAKE_MODE: usage-limit\nRESET_IN: 7200\nRESULT: a","lane":"analyst"}"#,
         r#"{"id":"b","prompt":"RESULT: b","deps":["a"],"lane":"reducer"}"#,
     ]);
 
     // Swarm ending at all (rather than waiting two hours) is the point.
-    let out = run_with(
+    let out = fakes.swarm(
         &repo,
-        &fakes,
         &["run", tasks.to_str().unwrap(), "--agent", "claude"],
     );
 
@@ -332,7 +314,7 @@ fn a_usage_limit_resetting_beyond_an_hour_stops_the_run_resumably() {
 #[test]
 fn a_writer_whose_cli_refused_its_edit_fails_with_the_tool_and_path_named() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     fakes.set_mode("claude", "denied");
     let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a note"}"#]);
 
@@ -360,10 +342,10 @@ fn a_writer_whose_cli_refused_its_edit_fails_with_the_tool_and_path_named() {
 #[test]
 fn claude_retries_once_on_its_own_unless_a_profile_says_otherwise() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     let tasks = repo.tasks(&[r#"{"id":"r","prompt":"RESULT: read","mode":"read"}"#]);
     let args = ["run", tasks.to_str().unwrap(), "--agent", "claude"];
-    assert_exit(&run_with(&repo, &fakes, &args), 0);
+    assert_exit(&fakes.swarm(&repo, &args), 0);
     assert_eq!(fakes.invocations("claude")[0]["max_retries"], "1");
 
     repo.write(
@@ -371,7 +353,7 @@ fn claude_retries_once_on_its_own_unless_a_profile_says_otherwise() {
         "[agents.claude]\nset-env = { CLAUDE_CODE_MAX_RETRIES = \"4\" }\n",
     );
     repo.commit_all("more retries");
-    assert_exit(&run_with(&repo, &fakes, &args), 0);
+    assert_exit(&fakes.swarm(&repo, &args), 0);
     assert_eq!(fakes.invocations("claude")[1]["max_retries"], "4");
 }
 
@@ -391,7 +373,7 @@ fn one_timed_out_writer(repo: &TestRepo, fakes: &FakeAgents) -> PathBuf {
 #[test]
 fn a_retry_after_a_timeout_continues_the_claude_session_in_the_same_checkout() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     let tasks = one_timed_out_writer(&repo, &fakes);
 
     let out = run_claude(&repo, &fakes, &tasks, &[]);
@@ -421,7 +403,7 @@ fn a_retry_after_a_timeout_continues_the_claude_session_in_the_same_checkout() {
 #[test]
 fn with_fresh_retries_a_retry_after_a_timeout_starts_a_new_session_in_a_new_checkout() {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     let tasks = one_timed_out_writer(&repo, &fakes);
 
     let out = run_claude(&repo, &fakes, &tasks, &["--fresh-retries"]);
@@ -441,7 +423,7 @@ fn with_fresh_retries_a_retry_after_a_timeout_starts_a_new_session_in_a_new_chec
 /// `swarm resume`, which must land the file. The repository and the calls the agent got.
 fn writer_killed_with_swarm_then_resumed(agent: &str) -> (TestRepo, Vec<serde_json::Value>) {
     let repo = TestRepo::new();
-    let fakes = agents(&repo);
+    let fakes = FakeAgents::beside(&repo);
     fakes.set_mode(agent, "hang-after-edit-once");
     let tasks = repo.tasks(&[r#"{"id":"w","prompt":"FILE: notes.txt\nEDIT: a line"}"#]);
     let mut swarm = repo
@@ -473,7 +455,7 @@ fn writer_killed_with_swarm_then_resumed(agent: &str) -> (TestRepo, Vec<serde_js
     swarm.kill().unwrap();
     swarm.wait().unwrap();
 
-    let out = run_with(&repo, &fakes, &["resume"]);
+    let out = fakes.swarm(&repo, &["resume"]);
 
     assert_exit(&out, 0);
     // The continued attempt found the first one's edit and added its own.

@@ -3,30 +3,16 @@
 //! attempts at once. The members are profiles of the fake `claude` (`fake_agents`), told apart
 //! by `FAKE_TAG` and limited by `FAKE_AGENT_MODE`.
 
-use std::process::Output;
-
 use serde_json::Value;
 
 use crate::fake_agents::FakeAgents;
 use crate::{TestRepo, assert_exit, outside, status_json, stdout};
-
-fn fakes(repo: &TestRepo) -> FakeAgents {
-    FakeAgents::install(&repo.cache.parent().unwrap().join("fakes"))
-}
 
 /// A profile of the fake claude named `name`, its calls tagged `name`, with `env` set too.
 fn member(name: &str, env: &str) -> String {
     format!(
         "[agents.{name}]\ncommand = \"claude\"\nargs = [\"-p\", \"--output-format\", \"json\"]\nparser = \"claude-json\"\nset-env = {{ FAKE_TAG = \"{name}\"{env} }}\n\n"
     )
-}
-
-fn run(repo: &TestRepo, fakes: &FakeAgents, args: &[&str]) -> Output {
-    repo.swarm_cmd()
-        .env("PATH", fakes.path_env())
-        .args(args)
-        .output()
-        .expect("running swarm")
 }
 
 /// The run's events, oldest first, from `swarm logs --json`.
@@ -61,7 +47,7 @@ fn story(events: &[Value]) -> Vec<String> {
 #[test]
 fn a_limited_member_hands_the_attempt_to_another_without_a_failure_or_a_pause() {
     let repo = TestRepo::new();
-    let fakes = fakes(&repo);
+    let fakes = FakeAgents::beside(&repo);
     repo.write(
         ".swarm.toml",
         &format!(
@@ -79,9 +65,8 @@ fn a_limited_member_hands_the_attempt_to_another_without_a_failure_or_a_pause() 
         r#"{"id":"b","prompt":"RESULT: b","deps":["a"],"lane":"reducer"}"#,
     ]);
 
-    let out = run(
+    let out = fakes.swarm(
         &repo,
-        &fakes,
         &[
             "run",
             tasks.to_str().unwrap(),
@@ -115,7 +100,7 @@ fn a_limited_member_hands_the_attempt_to_another_without_a_failure_or_a_pause() 
 #[test]
 fn with_every_member_limited_the_pool_waits_for_the_first_reset_only() {
     let repo = TestRepo::new();
-    let fakes = fakes(&repo);
+    let fakes = FakeAgents::beside(&repo);
     repo.write(
         ".swarm.toml",
         &format!(
@@ -133,9 +118,8 @@ fn with_every_member_limited_the_pool_waits_for_the_first_reset_only() {
     repo.commit_all("pool");
     let tasks = repo.tasks(&[r#"{"id":"a","prompt":"RESULT: a","lane":"reducer"}"#]);
 
-    let out = run(
+    let out = fakes.swarm(
         &repo,
-        &fakes,
         &["run", tasks.to_str().unwrap(), "--agent", "pool:subs"],
     );
 
@@ -220,7 +204,7 @@ fn max_concurrent_keeps_each_member_to_one_attempt_at_a_time() {
 #[test]
 fn an_attempt_cut_short_goes_back_to_its_member_and_continues_its_session() {
     let repo = TestRepo::new();
-    let fakes = fakes(&repo);
+    let fakes = FakeAgents::beside(&repo);
     repo.write(
         ".swarm.toml",
         "[pools.both]\nmembers = [\"claude\", \"codex\"]\n",
@@ -230,9 +214,8 @@ fn an_attempt_cut_short_goes_back_to_its_member_and_continues_its_session() {
         r#"{"id":"a","prompt":"FAKE_MODE: hang-after-edit-once\nRESULT: a","lane":"reducer","timeout":"2s"}"#,
     ]);
 
-    let out = run(
+    let out = fakes.swarm(
         &repo,
-        &fakes,
         &["run", tasks.to_str().unwrap(), "--agent", "pool:both"],
     );
 

@@ -111,6 +111,20 @@ impl FakeAgents {
         Self { bin, state }
     }
 
+    /// The fakes of `repo`'s test, beside the repository (not in it).
+    pub fn beside(repo: &crate::TestRepo) -> Self {
+        Self::install(&crate::outside(repo, "fakes"))
+    }
+
+    /// `swarm ARGS` in `repo`, with the fakes first on `PATH`.
+    pub fn swarm(&self, repo: &crate::TestRepo, args: &[&str]) -> std::process::Output {
+        repo.swarm_cmd()
+            .env("PATH", self.path_env())
+            .args(args)
+            .output()
+            .expect("running swarm")
+    }
+
     /// `PATH` with the fakes first.
     pub fn path_env(&self) -> String {
         let rest = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned());

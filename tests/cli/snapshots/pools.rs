@@ -86,7 +86,7 @@ fn a_task_naming_an_unknown_pool_is_refused_with_its_line() {
 #[test]
 fn the_report_lists_each_members_attempts_tokens_and_cost() {
     let repo = TestRepo::new();
-    let fakes = crate::fake_agents::FakeAgents::install(&outside(&repo, "fakes"));
+    let fakes = crate::fake_agents::FakeAgents::beside(&repo);
     let profile = |name: &str, env: &str| {
         format!(
             "[agents.{name}]\ncommand = \"claude\"\nargs = [\"-p\", \"--output-format\", \"json\"]\nparser = \"claude-json\"\nset-env = {{ FAKE_TAG = \"{name}\"{env} }}\n\n"
