@@ -28,6 +28,11 @@ pub struct Builtin {
 /// How long one allowed command may run.
 pub(super) const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// A tool that answers the same error this many times in one attempt ends it: the model is
+/// repeating what cannot work (a refused call, an edit whose text is not there, a read of a
+/// missing file) and would go on to the turn cap.
+pub(super) const REPEATS: u32 = 3;
+
 fn system_prompt(b: &Builtin) -> String {
     let can = match b.access {
         Access::Read => {
@@ -113,6 +118,7 @@ fn turns(
     log.line(&format!("--- prompt ---\n{}", b.prompt));
     // The final answer, when the model gives it in parts (each cut at its output limit).
     let mut answer = String::new();
+    let mut errors = Repeats::default();
     let stop = || watchdog.is_stopping() || Instant::now() >= deadline;
     for turn in 1..=b.max_turns {
         let body = json!({
@@ -160,8 +166,22 @@ fn turns(
             let id = call["id"].as_str().unwrap_or_default();
             let name = call["function"]["name"].as_str().unwrap_or_default();
             let args = call["function"]["arguments"].as_str().unwrap_or("{}");
-            let result = tools.call(name, args);
+            let mut result = tools.call(name, args);
+            let seen = errors.seen(name, &result.text);
+            if seen == REPEATS - 1 {
+                result.text.push_str(
+                    " (the same call failed this way before: one more such call ends the task)",
+                );
+            }
             log.line(&format!("tool {name}({args}) ->\n{}", result.text));
+            if seen >= REPEATS {
+                let why = format!(
+                    "the model called {name} {seen} times and was answered the same error each time ({}): it was stopped",
+                    crate::ui::one_line(&result.text, 200)
+                );
+                log.line(&format!("swarm: {why}"));
+                return Err(Outcome::Failed(why));
+            }
             messages.push(json!({ "role": "tool", "tool_call_id": id, "content": result.text }));
         }
         if *tokens > b.max_tokens {
@@ -175,6 +195,26 @@ fn turns(
         "stopped at the turn cap ({})",
         b.max_turns
     )))
+}
+
+/// How many times each tool has answered each error in an attempt.
+#[derive(Default)]
+struct Repeats(std::collections::HashMap<(String, String), u32>);
+
+impl Repeats {
+    /// Counts one call's answer: how many times that tool has now answered that error (0 for
+    /// an answer that is no error).
+    fn seen(&mut self, tool: &str, answer: &str) -> u32 {
+        if !answer.starts_with("error: ") {
+            return 0;
+        }
+        let n = self
+            .0
+            .entry((tool.to_owned(), answer.to_owned()))
+            .or_insert(0);
+        *n += 1;
+        *n
+    }
 }
 
 /// What the model is told when its answer was cut at the output limit.

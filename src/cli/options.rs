@@ -165,6 +165,22 @@ pub struct RunOptions {
     /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
     #[arg(long, value_name = "CMD")]
     pub on_escalate: Option<String>,
+
+    /// Which tasks may add tasks while they run: those whose `spawn` allows it, up to what
+    /// it allows (plan), none (off), or every task within the run's limits (all)
+    /// [default: plan].
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub spawning: Option<Spawning>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Spawning {
+    /// No task adds tasks, whatever the plan says.
+    Off,
+    /// The tasks whose `spawn` allows it, up to what it allows.
+    Plan,
+    /// Every task, within max-children, max-depth, max-spawned and spawns-per-minute.
+    All,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -234,6 +250,11 @@ impl From<RunOptions> for crate::config::Options {
             max_depth: None,
             max_spawned: None,
             spawns_per_minute: None,
+            spawning: flags.spawning.map(|s| match s {
+                Spawning::Off => crate::config::Spawning::Off,
+                Spawning::Plan => crate::config::Spawning::Plan,
+                Spawning::All => crate::config::Spawning::All,
+            }),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::run::{NewRun, Reads, guard_files};
 use super::settings::{
-    Configured, DEFAULT_JOBS, MAX_FAN_IN, PLANNING_HINT, model_client, settings,
+    Configured, DEFAULT_JOBS, MAX_FAN_IN, PLANNING_HINT, model_client, settings, spawn_limits,
 };
 use super::{Globals, refuse_when_nested};
 use crate::git::Repo;
@@ -226,23 +226,37 @@ pub(super) fn plan_and_launch(
             g.dir.join(out)
         }
     });
+    let limits = spawn_limits(options);
+    let more = crate::schedule::Ceiling::of(&planned.plan, &limits)
+        .describe()
+        .map(|m| format!("; {m}"))
+        .unwrap_or_default();
     ui::say(
         g.quiet,
         Verb::Planned,
         &format!(
-            "{} ({}, {} tokens)",
+            "{} ({}, {} tokens){more}",
             ui::count(planned.plan.len(), "task", "tasks"),
             ui::count(planned.repairs.len(), "repair", "repairs"),
             planned.usage.total_tokens
         ),
     );
     if output.only {
-        return plan_only(g, board, &run_id, &planned.plan, plan_out.as_deref());
+        let ceiling = crate::schedule::Ceiling::of(&planned.plan, &limits);
+        return plan_only(
+            g,
+            board,
+            &run_id,
+            &planned.plan,
+            &ceiling,
+            plan_out.as_deref(),
+        );
     }
     // Checked before the question, so that a yes is not answered with an error.
     let mut run_settings = settings(options, &planned.plan, profiles)?;
     let plan = if asked == Question::Ask && crate::preview::interactive() {
-        match crate::preview::consent(&planned.plan, &mut crate::preview::Tty::new())? {
+        let tty = &mut crate::preview::Tty::new();
+        match crate::preview::consent(&planned.plan, &limits, tty)? {
             Consent::Run => planned.plan,
             Consent::RunEdited(edited) => {
                 board.event(
@@ -283,6 +297,7 @@ fn plan_only(
     board: &mut crate::store::Board,
     run_id: &str,
     plan: &crate::plan::Plan,
+    ceiling: &crate::schedule::Ceiling,
     plan_out: Option<&Path>,
 ) -> anyhow::Result<u8> {
     let text = plan.to_jsonl();
@@ -302,8 +317,8 @@ fn plan_only(
     } else {
         ui::out(&format!(
             "{}{}\n\nTo run it: swarm run {}",
-            crate::preview::tree(plan, crate::preview::stdout_width()),
-            crate::preview::counts(plan),
+            crate::preview::tree(plan, crate::preview::stdout_width(), ceiling),
+            crate::preview::counts(plan, ceiling),
             shell_word(plan_out.unwrap_or(&run_copy))
         ))?;
     }

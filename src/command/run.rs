@@ -130,6 +130,14 @@ pub(super) fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> an
     )?;
     let named = std::iter::once(path).chain(configured.file.clone());
     guard_files(&run.repo, &mut settings, named)?;
+    // Nobody is asked about a task file: what its tasks may add is said as it starts.
+    if let Some(more) = crate::schedule::Ceiling::of(&plan, &settings.spawn).describe() {
+        ui::say(
+            g.quiet,
+            ui::Verb::Note,
+            &format!("{more} tasks while they run"),
+        );
+    }
     run.launch(g, plan, &settings, options, None)
 }
 

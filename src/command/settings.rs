@@ -405,12 +405,13 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
 }
 
 /// The limits on spawning: each key's value, or its default.
-fn spawn_limits(o: &Options) -> crate::schedule::SpawnLimits {
+pub(super) fn spawn_limits(o: &Options) -> crate::schedule::SpawnLimits {
     let d = crate::schedule::SpawnLimits::default();
     crate::schedule::SpawnLimits {
         children: o.max_children.unwrap_or(d.children),
         depth: o.max_depth.unwrap_or(d.depth),
         tasks: o.max_spawned.unwrap_or(d.tasks),
         per_minute: o.spawns_per_minute.unwrap_or(d.per_minute),
+        which: o.spawning.unwrap_or(d.which),
     }
 }

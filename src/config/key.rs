@@ -50,10 +50,11 @@ pub(super) enum Key {
     MaxDepth,
     MaxSpawned,
     SpawnsPerMinute,
+    Spawning,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 36] = [
+    pub(super) const ALL: [Key; 37] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -90,6 +91,7 @@ impl Key {
         Key::MaxDepth,
         Key::MaxSpawned,
         Key::SpawnsPerMinute,
+        Key::Spawning,
     ];
 
     /// The key in files, and the flag's long name.
@@ -131,6 +133,7 @@ impl Key {
             Key::MaxDepth => "max-depth",
             Key::MaxSpawned => "max-spawned",
             Key::SpawnsPerMinute => "spawns-per-minute",
+            Key::Spawning => "spawning",
         }
     }
 
@@ -167,6 +170,7 @@ impl Key {
             Key::MaxDepth => "SWARM_MAX_DEPTH",
             Key::MaxSpawned => "SWARM_MAX_SPAWNED",
             Key::SpawnsPerMinute => "SWARM_SPAWNS_PER_MINUTE",
+            Key::Spawning => "SWARM_SPAWNING",
             Key::FinalOut
             | Key::FinalOutDir
             | Key::Base
@@ -208,6 +212,7 @@ impl Key {
             Key::MaxDepth => json!(SpawnLimits::default().depth),
             Key::MaxSpawned => json!(SpawnLimits::default().tasks),
             Key::SpawnsPerMinute => json!(SpawnLimits::default().per_minute),
+            Key::Spawning => json!(super::Spawning::default().as_str()),
             Key::MaxWriters
             | Key::Model
             | Key::ApiBase
@@ -271,6 +276,7 @@ impl Key {
             Key::MaxDepth => o.max_depth.is_some(),
             Key::MaxSpawned => o.max_spawned.is_some(),
             Key::SpawnsPerMinute => o.spawns_per_minute.is_some(),
+            Key::Spawning => o.spawning.is_some(),
         }
     }
 
@@ -313,6 +319,7 @@ impl Key {
             Key::MaxDepth => to.max_depth = from.max_depth,
             Key::MaxSpawned => to.max_spawned = from.max_spawned,
             Key::SpawnsPerMinute => to.spawns_per_minute = from.spawns_per_minute,
+            Key::Spawning => to.spawning = from.spawning,
         }
     }
 
@@ -370,6 +377,14 @@ impl Key {
             Key::ResolveConflicts => o.resolve_conflicts = switch(text)?,
             Key::Web => o.web = switch(text)?,
             Key::FreshRetries => o.fresh_retries = switch(text)?,
+            Key::Spawning => {
+                o.spawning = Some(match text.to_ascii_lowercase().as_str() {
+                    "off" => super::Spawning::Off,
+                    "plan" => super::Spawning::Plan,
+                    "all" => super::Spawning::All,
+                    _ => return Err(format!("`{text}` is not off, plan or all")),
+                });
+            }
         }
         Ok(())
     }

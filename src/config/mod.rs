@@ -41,6 +41,7 @@ mod show;
 mod tests;
 
 use key::Key;
+pub use options::Spawning;
 pub(crate) use options::{Land, Options, ReportFormat, overlay};
 use pool::PoolSpec;
 pub use pool::{POOL_PREFIX, PoolDef, pool_name};
@@ -163,6 +164,7 @@ struct FileOptions {
     max_depth: Option<u32>,
     max_spawned: Option<u32>,
     spawns_per_minute: Option<u32>,
+    spawning: Option<Spawning>,
     #[serde(default)]
     agents: BTreeMap<String, ProfileSpec>,
     #[serde(default)]
@@ -208,6 +210,7 @@ impl FileOptions {
             max_depth: self.max_depth,
             max_spawned: self.max_spawned,
             spawns_per_minute: self.spawns_per_minute,
+            spawning: self.spawning,
             // Per-run options (and any new ones, until they get a key) are not read from files.
             ..Options::default()
         };

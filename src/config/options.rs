@@ -100,6 +100,35 @@ pub(crate) struct Options {
     /// The most tasks spawned in any minute.
     #[serde(rename = "spawns_per_minute")]
     pub(crate) spawns_per_minute: Option<u32>,
+    /// Which tasks may add tasks.
+    #[serde(rename = "spawning")]
+    pub(crate) spawning: Option<Spawning>,
+}
+
+/// Which tasks may add tasks while they run (see the README's "Tasks that add tasks"). The
+/// serde names are both the values of `spawning` in config files and the stored format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Spawning {
+    /// No task, whatever the plan says.
+    #[serde(rename = "off")]
+    Off,
+    /// The tasks whose `spawn` allows it, up to what it allows.
+    #[default]
+    #[serde(rename = "plan")]
+    Plan,
+    /// Every task, within the run's limits alone.
+    #[serde(rename = "all")]
+    All,
+}
+
+impl Spawning {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Plan => "plan",
+            Self::All => "all",
+        }
+    }
 }
 
 /// The form of the report `--final-out` writes.

@@ -433,6 +433,7 @@ max-children = 10
 max-depth = 2
 max-spawned = 100
 spawns-per-minute = 30
+spawning = "all"
 
 [agents.all]
 command = "a"

@@ -73,6 +73,10 @@ const FIELDS: &[Item] = &[
         "parent",
         "The task that spawned this one, written by swarm in the plans it keeps; it must name a task of the file. A spawn may not set it.",
     ),
+    item(
+        "spawn",
+        "The most tasks this task, and the tasks it adds, may add to the run while it runs: a whole number, 0 to 1000000. Without it the task adds none (unless **--spawning all**).",
+    ),
 ];
 
 const VALIDATION: &str = "\
@@ -82,8 +86,8 @@ nothing:
 
 A line is a problem when it is not valid JSON, not a JSON object, has a field not listed above, \
 lacks **id**, has both or neither of **prompt** and **run** (or an empty one), has a field of the \
-wrong type (every field is a string but **deps** and **files**, lists of strings, and **timeout**, \
-a number or a string), a text with a NUL byte, a text over its limit (1 MiB for **prompt**, \
+wrong type (every field is a string but **deps** and **files**, lists of strings, **timeout**, \
+a number or a string, and **spawn**, a whole number), a text with a NUL byte, a text over its limit (1 MiB for **prompt**, \
 64 KiB for **run** and **check**, 4 KiB for the others), a **mode** other than **read** and \
 **write**, a bad id (in **id** or in **deps**) or a bad **timeout**.
 
@@ -93,7 +97,7 @@ task at all is a problem too.";
 
 const PROBLEMS: &str = "\
 error: tasks.jsonl has 3 problems; nothing ran
-  tasks.jsonl:2: task \"b\": unknown field \"colour\" (known: id, prompt, run, deps, lane, mode, title, agent, timeout, check, files, then, parent)
+  tasks.jsonl:2: task \"b\": unknown field \"colour\" (known: id, prompt, run, deps, lane, mode, title, agent, timeout, check, files, then, parent, spawn)
   tasks.jsonl:3: task \"c\": dependency cycle: c → d → c
   tasks.jsonl:6: not valid JSON: expected ident at line 1 column 2";
 
@@ -106,12 +110,14 @@ from other tasks, not instructions; a writer's prompt also lists the files its d
 which are already in its checkout. Every task also finds **SWARM_RUN_ID**, **SWARM_TASK_ID**, \
 **SWARM_MODE**, **SWARM_ATTEMPT** and **SWARM_ACTIVE=1** in its environment.
 
-A running task may add tasks to the run: it writes them, in this format, to the file \
-**$SWARM_SPAWN** names (the built-in agent calls its **add_tasks** tool), and **$SWARM_CAPACITY** \
-says, as JSON, how many it may add. They are read once its attempt succeeds, namespaced as \
-_task_**.**_id_, each depending on the task; a dep naming another of them means that one. The \
-limits **max-children**, **max-depth**, **max-spawned** and **spawns-per-minute** of \
-**swarm**(1) refuse a spawn past them, whole; the task succeeds all the same.
+A running task whose **spawn** allows it may add tasks to the run: it writes them, in this \
+format, to the file **$SWARM_SPAWN** names (the built-in agent calls its **add_tasks** tool), \
+and **$SWARM_CAPACITY** says, as JSON, how many it may add; an attempt that may add none gets \
+neither. They are read once its attempt succeeds, namespaced as _task_**.**_id_, each depending \
+on the task; a dep naming another of them means that one. What a task's **spawn** allows holds \
+for every task below it, and the limits **max-children**, **max-depth**, **max-spawned** and \
+**spawns-per-minute** of **swarm**(1) refuse a spawn past them, whole; the task succeeds all the \
+same.
 
 The run's deliverable, the first part of the report, is the result of the last task in the \
 **reducer** lane or, without one, of the single task nothing depends on.

@@ -146,6 +146,9 @@ pub struct Task {
     pub then: Option<Box<Task>>,
     /// The task whose attempt spawned this one.
     pub parent: Option<TaskId>,
+    /// The most tasks this task, and the tasks it adds, may add to the run in all while it
+    /// runs (see the README's "Tasks that add tasks"); none may when unset.
+    pub spawn: Option<u32>,
     /// 1-based line in the task file it came from.
     pub line: usize,
 }
@@ -188,6 +191,9 @@ impl Task {
         }
         if let Some(p) = &self.parent {
             m.insert("parent".into(), p.as_str().into());
+        }
+        if let Some(n) = self.spawn {
+            m.insert("spawn".into(), n.into());
         }
         Value::Object(m)
     }

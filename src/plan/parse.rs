@@ -10,8 +10,11 @@ use super::{Action, Lane, Mode, Problem, Task, TaskId};
 
 const FIELDS: &[&str] = &[
     "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check", "files",
-    "then", "parent",
+    "then", "parent", "spawn",
 ];
+
+/// The most a task's `spawn` may say: far past any run's `max-spawned`, and a typo beyond.
+pub const MAX_SPAWN: u32 = 1_000_000;
 
 /// The id a continuation (`then`) takes when it names none.
 const THEN_ID: &str = "then";
@@ -178,6 +181,24 @@ pub(super) fn task(
             None
         }
     };
+    let spawn = match obj.get("spawn") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(n) if n <= u64::from(MAX_SPAWN) => Some(n as u32),
+            _ => {
+                problem(format!(
+                    "\"spawn\" must be a whole number of tasks, 0 to {MAX_SPAWN}"
+                ));
+                None
+            }
+        },
+        Some(_) => {
+            problem(format!(
+                "\"spawn\" must be a whole number of tasks, 0 to {MAX_SPAWN}"
+            ));
+            None
+        }
+    };
     if problems.len() > before {
         return None;
     }
@@ -194,6 +215,7 @@ pub(super) fn task(
         files,
         then: then.map(Box::new),
         parent,
+        spawn,
         line,
     })
 }

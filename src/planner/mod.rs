@@ -44,7 +44,11 @@ writers must touch the same file, make one depend on the other.
 4. Every prompt is self-contained: the agent running it sees only its prompt, the repository \
 and the results of the tasks it depends on. Say exactly what to do, where, and what to report.
 5. Read-only tasks (mode read) must not change files.
-6. Ids: short, lowercase, letters, digits and dashes.";
+6. Ids: short, lowercase, letters, digits and dashes.
+7. Tasks cannot add tasks unless you say so. Only a task whose work is to find many similar \
+pieces of work that cannot be listed now (one change in each of the files a search finds, say) \
+and hand them out may add tasks while it runs: give it `spawn`, the most tasks it may add (as \
+few as will do, say 20). Every other task has no `spawn`; most plans need none.";
 
 fn system_prompt() -> String {
     format!(
@@ -76,7 +80,8 @@ pub fn plan_schema() -> Value {
                         "deps": { "type": "array", "items": { "type": "string" }, "description": "ids of tasks whose results this task needs" },
                         "lane": { "type": "string", "enum": ["researcher", "analyst", "reviewer", "writer", "coder", "worker", "reducer"] },
                         "mode": { "type": "string", "enum": ["read", "write"] },
-                        "files": { "type": "array", "items": { "type": "string" }, "description": "paths a writer expects to change" }
+                        "files": { "type": "array", "items": { "type": "string" }, "description": "paths a writer expects to change" },
+                        "spawn": { "type": "integer", "minimum": 1, "description": "only for a task that hands out work it finds: the most tasks it may add while it runs; leave out for every other task" }
                     },
                     "required": ["id", "prompt", "deps", "lane"]
                 }

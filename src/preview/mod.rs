@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender};
 
 use crate::plan::Plan;
+use crate::schedule::{Ceiling, SpawnLimits};
 
 mod tree;
 
@@ -58,11 +59,20 @@ pub trait Terminal {
 /// or Ctrl-C) runs nothing, `e` opens it in the editor as a task file and runs the edit once it
 /// is valid (a plan with problems is shown with them, to edit again or abort). Any other
 /// answer asks again.
-pub fn consent(plan: &Plan, terminal: &mut impl Terminal) -> anyhow::Result<Consent> {
+pub fn consent(
+    plan: &Plan,
+    limits: &SpawnLimits,
+    terminal: &mut impl Terminal,
+) -> anyhow::Result<Consent> {
+    let ceiling = &Ceiling::of(plan, limits);
     let width = terminal.width();
-    terminal.show(&format!("\n{}{}\n\n", tree(plan, width), counts(plan)))?;
+    terminal.show(&format!(
+        "\n{}{}\n\n",
+        tree(plan, width, ceiling),
+        counts(plan, ceiling)
+    ))?;
     loop {
-        terminal.show(&question(plan))?;
+        terminal.show(&question(plan, ceiling))?;
         let answer = terminal.answer();
         if !matches!(answer, Answer::Line(_)) {
             // Whatever was on the line stays there: end it before what comes next.
@@ -78,7 +88,7 @@ pub fn consent(plan: &Plan, terminal: &mut impl Terminal) -> anyhow::Result<Cons
                     });
                 }
                 "e" | "edit" => {
-                    if let Some(consent) = edit(plan, terminal)? {
+                    if let Some(consent) = edit(plan, limits, terminal)? {
                         return Ok(consent);
                     }
                 }
@@ -104,7 +114,11 @@ pub fn consent(plan: &Plan, terminal: &mut impl Terminal) -> anyhow::Result<Cons
 
 /// The plan in a temporary task file, edited until it is valid or the user gives up. `None`:
 /// the editor failed, and the question is asked again about the plan as it was.
-fn edit(plan: &Plan, terminal: &mut impl Terminal) -> anyhow::Result<Option<Consent>> {
+fn edit(
+    plan: &Plan,
+    limits: &SpawnLimits,
+    terminal: &mut impl Terminal,
+) -> anyhow::Result<Option<Consent>> {
     let mut file = tempfile::Builder::new()
         .prefix("swarm-plan-")
         .suffix(".jsonl")
@@ -124,7 +138,11 @@ fn edit(plan: &Plan, terminal: &mut impl Terminal) -> anyhow::Result<Option<Cons
         let text = std::fs::read_to_string(&path)?;
         let problems = match Plan::parse(&text, "the edited plan") {
             Ok(edited) => {
-                terminal.show(&format!("Running the edited plan ({})\n", counts(&edited)))?;
+                let ceiling = Ceiling::of(&edited, limits);
+                terminal.show(&format!(
+                    "Running the edited plan ({})\n",
+                    counts(&edited, &ceiling)
+                ))?;
                 return Ok(Some(Consent::RunEdited(edited)));
             }
             Err(invalid) => invalid,

@@ -3,6 +3,14 @@ use std::path::Path;
 
 use super::{Answer, Consent, Terminal, consent, counts, question, tree};
 use crate::plan::Plan;
+use crate::schedule::{Ceiling, SpawnLimits};
+
+/// No task may add tasks.
+const NONE: Ceiling = Ceiling {
+    tasks: Vec::new(),
+    total: 0,
+    every: false,
+};
 
 fn plan(lines: &[&str]) -> Plan {
     Plan::parse(&(lines.join("\n") + "\n"), "test").unwrap()
@@ -21,7 +29,7 @@ fn fan_in() -> Plan {
 #[test]
 fn a_fan_in_hangs_under_its_last_dep_and_names_the_others() {
     assert_eq!(
-        tree(&fan_in(), None),
+        tree(&fan_in(), None, &NONE),
         "\
 survey — List the files         researcher  reader
 readme — Summarise the README   analyst     reader
@@ -29,8 +37,67 @@ notes — Write NOTES.md          coder       WRITER  files: NOTES.md
 └─ final — Combine the results  reducer     reader  also after survey, readme
 "
     );
-    assert_eq!(counts(&fan_in()), "4 tasks: 3 readers, 1 writer");
-    assert_eq!(question(&fan_in()), "Run 4 tasks (1 writer)? [Y/n/e] ");
+    assert_eq!(counts(&fan_in(), &NONE), "4 tasks: 3 readers, 1 writer");
+    assert_eq!(
+        question(&fan_in(), &NONE),
+        "Run 4 tasks (1 writer)? [Y/n/e] "
+    );
+}
+
+#[test]
+fn a_task_that_may_add_tasks_says_how_many_and_the_question_asks_for_them_too() {
+    let fan_out = plan(&[
+        r#"{"id":"scan","title":"Find the handlers","prompt":"p","lane":"researcher","spawn":20}"#,
+        r#"{"id":"docs","title":"Write the docs","prompt":"p","lane":"coder","spawn":5}"#,
+        r#"{"id":"final","title":"Combine","prompt":"p","lane":"reducer","deps":["scan","docs"]}"#,
+    ]);
+    let ceiling = Ceiling::of(&fan_out, &SpawnLimits::default());
+    assert_eq!(
+        tree(&fan_out, None, &ceiling),
+        "\
+scan — Find the handlers  researcher  reader  may add up to 20
+docs — Write the docs     coder       WRITER  may add up to 5
+└─ final — Combine        reducer     reader  also after scan
+"
+    );
+    assert_eq!(
+        counts(&fan_out, &ceiling),
+        "3 tasks: 2 readers, 1 writer; scan and docs may add up to 25 more"
+    );
+    assert_eq!(
+        question(&fan_out, &ceiling),
+        "Run 3 tasks (1 writer), and up to 25 more they may add? [Y/n/e] "
+    );
+    // The run's limits bound what a task's `spawn` asks for; off, nothing is asked for.
+    let tight = SpawnLimits {
+        tasks: 12,
+        ..SpawnLimits::default()
+    };
+    let ceiling = Ceiling::of(&fan_out, &tight);
+    assert_eq!(
+        ceiling.tasks,
+        [("scan".to_owned(), 12), ("docs".to_owned(), 5)]
+    );
+    assert_eq!(ceiling.total, 12);
+    let off = SpawnLimits {
+        which: crate::config::Spawning::Off,
+        ..SpawnLimits::default()
+    };
+    let ceiling = Ceiling::of(&fan_out, &off);
+    assert_eq!(ceiling, NONE);
+    assert_eq!(
+        question(&fan_out, &ceiling),
+        "Run 3 tasks (1 writer)? [Y/n/e] "
+    );
+    // Every task may add tasks: the run's limits alone bound them.
+    let all = SpawnLimits {
+        which: crate::config::Spawning::All,
+        ..SpawnLimits::default()
+    };
+    assert_eq!(
+        Ceiling::of(&fan_out, &all).describe().as_deref(),
+        Some("every task may add tasks, up to 500 more")
+    );
 }
 
 #[test]
@@ -43,7 +110,7 @@ fn a_diamond_draws_each_task_once_after_all_it_needs() {
         r#"{"id":"e","title":"aside","run":"true","mode":"read","deps":["a"]}"#,
     ]);
     assert_eq!(
-        tree(&diamond, None),
+        tree(&diamond, None, &NONE),
         "\
 a — start       worker  reader
 ├─ b — left     worker  WRITER
@@ -52,7 +119,10 @@ a — start       worker  reader
 └─ e — aside    worker  reader
 "
     );
-    assert_eq!(question(&diamond), "Run 5 tasks (1 writer)? [Y/n/e] ");
+    assert_eq!(
+        question(&diamond, &NONE),
+        "Run 5 tasks (1 writer)? [Y/n/e] "
+    );
 }
 
 #[test]
@@ -64,7 +134,7 @@ fn a_deep_chain_keeps_the_branches_of_the_levels_above() {
         r#"{"id":"x","run":"true","deps":["a"],"mode":"read"}"#,
     ]);
     assert_eq!(
-        tree(&chain, None),
+        tree(&chain, None, &NONE),
         "\
 a — $ true        worker  reader
 ├─ b — $ true     worker  reader
@@ -72,7 +142,10 @@ a — $ true        worker  reader
 └─ x — $ true     worker  reader
 "
     );
-    assert_eq!(question(&chain), "Run 4 tasks (no writers)? [Y/n/e] ");
+    assert_eq!(
+        question(&chain, &NONE),
+        "Run 4 tasks (no writers)? [Y/n/e] "
+    );
 }
 
 #[test]
@@ -81,7 +154,7 @@ fn long_titles_are_cut_to_the_width_and_untitled_tasks_show_their_prompt() {
         r#"{"id":"scan","prompt":"Read every file under src and list each public function with a one-line summary of what it does","lane":"researcher"}"#,
         r#"{"id":"fix","title":"Fix it","prompt":"p","lane":"coder","deps":["scan"],"files":["src/a.rs","src/b.rs","src/c.rs","src/d.rs"]}"#,
     ]);
-    let wide = tree(&long, None);
+    let wide = tree(&long, None, &NONE);
     // Without a width, a prompt is cut at 72 characters all the same.
     assert!(
         wide.starts_with(
@@ -89,7 +162,7 @@ fn long_titles_are_cut_to_the_width_and_untitled_tasks_show_their_prompt() {
         ),
         "{wide}"
     );
-    let narrow = tree(&long, Some(60));
+    let narrow = tree(&long, Some(60), &NONE);
     assert_eq!(
         narrow,
         "\
@@ -101,7 +174,7 @@ scan — Read every f…  researcher  reader
         assert!(line.chars().count() <= 60, "{line:?}");
     }
     // However narrow the terminal, the id and the start of the title stay.
-    let tiny = tree(&long, Some(20));
+    let tiny = tree(&long, Some(20), &NONE);
     assert_eq!(tiny, "scan — Read eve…  r…\n└─ fix — Fix it   c…\n");
 }
 
@@ -161,7 +234,7 @@ impl Terminal for Script {
 
 fn ask(answers: &[&str], edits: Vec<Option<String>>) -> (Consent, String) {
     let mut script = Script::new(answers, edits);
-    let consent = consent(&fan_in(), &mut script).unwrap();
+    let consent = consent(&fan_in(), &SpawnLimits::default(), &mut script).unwrap();
     assert!(
         script.answers.is_empty(),
         "answers left: {:?}",
@@ -233,7 +306,7 @@ fn an_edit_with_problems_is_shown_and_edited_again_or_aborted() {
     let fixed = "{\"id\":\"a\",\"run\":\"true\"}\n".to_owned();
     // Edited again (Enter), then valid: the edit runs.
     let mut script = Script::new(&["e", ""], vec![Some(broken.clone()), Some(fixed)]);
-    let consent = consent(&fan_in(), &mut script).unwrap();
+    let consent = consent(&fan_in(), &SpawnLimits::default(), &mut script).unwrap();
     assert_eq!(ran(&consent), Some((1, true)));
     assert!(
         script.shown.contains(

@@ -7,6 +7,7 @@
 //! A task is drawn once, so the tree has as many lines as the plan has tasks.
 
 use crate::plan::{Action, Mode, Plan, Task};
+use crate::schedule::Ceiling;
 use crate::ui::{count, cut, one_line};
 
 /// The longest title drawn, in characters, whatever the width: a title taken from a prompt can
@@ -20,8 +21,9 @@ const NOTES_ROOM: usize = 20;
 const READER: &str = "reader";
 const WRITER: &str = "WRITER";
 
-/// The plan as a tree, each line cut to `width` characters when given (a terminal's width).
-pub fn tree(plan: &Plan, width: Option<usize>) -> String {
+/// The plan as a tree, each line cut to `width` characters when given (a terminal's width);
+/// a task that may add tasks says how many at most (`ceiling`).
+pub fn tree(plan: &Plan, width: Option<usize>, ceiling: &Ceiling) -> String {
     let rows = rows(plan);
     let lefts: Vec<String> = rows
         .iter()
@@ -36,7 +38,7 @@ pub fn tree(plan: &Plan, width: Option<usize>) -> String {
         .map(|t| t.lane.as_str().chars().count())
         .max()
         .unwrap_or(0);
-    let notes: Vec<String> = rows.iter().map(|r| notes(plan, r)).collect();
+    let notes: Vec<String> = rows.iter().map(|r| notes(plan, r, ceiling)).collect();
     let widest = lefts.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let widest_notes = notes.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let fixed = 2 + lane_width + 2 + WRITER.len();
@@ -71,10 +73,15 @@ pub fn tree(plan: &Plan, width: Option<usize>) -> String {
     out
 }
 
-/// What a row says after the mode: the task's other deps and its files, each after two spaces.
-fn notes(plan: &Plan, row: &Row) -> String {
+/// What a row says after the mode: how many tasks it may add, its other deps and its files,
+/// each after two spaces.
+fn notes(plan: &Plan, row: &Row, ceiling: &Ceiling) -> String {
     let task = &plan.tasks[row.task];
     let mut notes = String::new();
+    if let Some(n) = ceiling.of_task(task.id.as_str()).filter(|_| !ceiling.every) {
+        notes.push_str("  may add up to ");
+        notes.push_str(&n.to_string());
+    }
     if !row.also_after.is_empty() {
         let names: Vec<&str> = row
             .also_after
@@ -91,25 +98,37 @@ fn notes(plan: &Plan, row: &Row) -> String {
     notes
 }
 
-/// `4 tasks: 3 readers, 1 writer`.
-pub fn counts(plan: &Plan) -> String {
+/// `4 tasks: 3 readers, 1 writer`, and what the tasks may add while they run (`; t3 may add
+/// up to 50 more`).
+pub fn counts(plan: &Plan, ceiling: &Ceiling) -> String {
     let writers = writers(plan);
-    format!(
+    let mut line = format!(
         "{}: {}, {}",
         count(plan.len(), "task", "tasks"),
         count(plan.len() - writers, "reader", "readers"),
         count(writers, "writer", "writers")
-    )
+    );
+    if let Some(more) = ceiling.describe() {
+        line.push_str("; ");
+        line.push_str(&more);
+    }
+    line
 }
 
-/// `Run 4 tasks (1 writer)? [Y/n/e] `.
-pub fn question(plan: &Plan) -> String {
+/// `Run 4 tasks (1 writer)? [Y/n/e] `, or with tasks that may add tasks, `Run 4 tasks (1
+/// writer), and up to 50 more they may add? [Y/n/e] `: a yes agrees to the most the run may
+/// grow to.
+pub fn question(plan: &Plan, ceiling: &Ceiling) -> String {
     let writers = match writers(plan) {
         0 => "no writers".to_owned(),
         n => count(n, "writer", "writers"),
     };
+    let more = match ceiling.total {
+        0 => String::new(),
+        n => format!(", and up to {n} more they may add"),
+    };
     format!(
-        "Run {} ({writers})? [Y/n/e] ",
+        "Run {} ({writers}){more}? [Y/n/e] ",
         count(plan.len(), "task", "tasks")
     )
 }

@@ -104,17 +104,27 @@ pub(super) fn prepare(
     ];
     let tmp = run.scratch.acquire(i);
     env.extend(super::attempt_env(&mut run.ports, i, &tmp));
-    // What the agent may spawn, and where it writes it. No earlier attempt had this number
-    // (each is recorded before it starts), so no file an earlier one wrote is taken for it.
-    let spawn_file = transcript.with_extension("spawn.jsonl");
-    let capacity = run
-        .spawns
-        .capacity(i, running, settings.jobs, std::time::Instant::now());
-    env.push(("SWARM_SPAWN".to_owned(), spawn_file.display().to_string()));
-    env.push((
-        "SWARM_CAPACITY".to_owned(),
-        serde_json::to_string(&capacity).unwrap_or_default(),
-    ));
+    // What the agent may spawn, and where it writes it, when it may spawn at all: else it
+    // is told of no spawn file, and the built-in agent gets no tool to add tasks. No earlier
+    // attempt had this number (each is recorded before it starts), so no file an earlier one
+    // wrote is taken for it.
+    let capacity = run.spawns.capacity(
+        &run.plan.tasks[i].id,
+        running,
+        settings.jobs,
+        std::time::Instant::now(),
+    );
+    let spawn_file = capacity
+        .may_spawn(&settings.spawn)
+        .then(|| transcript.with_extension("spawn.jsonl"));
+    if let Some(file) = &spawn_file {
+        env.push(("SWARM_SPAWN".to_owned(), file.display().to_string()));
+        env.push((
+            "SWARM_CAPACITY".to_owned(),
+            serde_json::to_string(&capacity).unwrap_or_default(),
+        ));
+    }
+    let task = &run.plan.tasks[i];
     let deps: Vec<(String, String)> = run
         .plan
         .deps(i)
@@ -273,7 +283,7 @@ pub(super) fn prepare(
         session,
         prepare: settings.prepare.clone(),
         tmp,
-        spawn_file: Some(spawn_file),
+        spawn_file,
     })
 }
 

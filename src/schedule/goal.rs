@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use std::sync::mpsc::Sender;
 
 use super::Message;
-use super::dag::{State, Transition};
-use super::run::{Run, Slot};
+use super::dag::State;
+use super::run::Run;
 use crate::agent::Fault;
 use crate::planner::needs::{self, Edge, GoalText, Inferred};
 use crate::planner::{self, Planned};
@@ -605,19 +605,22 @@ impl GoalPlanner {
         std::fs::write(run.layout.run_dir.join("plan.jsonl"), run.plan.to_jsonl())?;
         self.list[gi].status = GoalStatus::Planned;
         self.list[gi].tasks = added.clone().collect();
-        for _ in added.clone() {
-            run.slots.push(Slot::waiting());
-        }
+        // No one is asked about a goal planned inside the run: what its tasks may add is said.
+        let ceiling = super::Ceiling::of_tasks(&run.plan.tasks[added.clone()], &run.settings.spawn);
+        let more = ceiling
+            .describe()
+            .map(|m| format!("; {m}"))
+            .unwrap_or_default();
         run.ui.note(
             Verb::Planned,
             &format!(
-                "goal {id}: {} ({}, {} tokens)",
+                "goal {id}: {} ({}, {} tokens){more}",
                 crate::ui::count(added.len(), "task", "tasks"),
                 crate::ui::count(p.repairs.len(), "repair", "repairs"),
                 p.usage.total_tokens
             ),
         );
-        run.transition(Transition::Added(added))?;
+        run.grow(added)?;
         Ok(None)
     }
 

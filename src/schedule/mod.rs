@@ -29,7 +29,7 @@ mod spawn;
 mod worker;
 
 use job::Report;
-pub use spawn::SpawnLimits;
+pub use spawn::{Ceiling, SpawnLimits};
 
 pub use dispatch::Dispatcher;
 pub use goal::GoalRun;

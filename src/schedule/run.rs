@@ -234,13 +234,21 @@ impl Run<'_> {
         self.record.run_event(RunEvent::StraysStopped { processes })
     }
 
+    /// Tasks joined the plan at `added` (a goal planned, a spawn, tasks learnt from the
+    /// remote): each gets its slot, its place in the limits on spawning and in the dag. Every
+    /// way tasks join a running plan goes through here.
+    pub(super) fn grow(&mut self, added: std::ops::Range<usize>) -> anyhow::Result<()> {
+        for _ in added.clone() {
+            self.slots.push(Slot::waiting());
+        }
+        self.spawns.learn(&self.plan, added.clone());
+        self.transition(Transition::Added(added))
+    }
+
     /// Tasks an attempt of task `id` spawned joined the plan (the board has them): they get
     /// slots and join the dag, the stored plan is written again, and the terminal is told.
     pub(super) fn joined(&mut self, id: &str, spawned: &Joined) -> anyhow::Result<()> {
         if !spawned.specs.is_empty() {
-            for _ in spawned.added.clone() {
-                self.slots.push(Slot::waiting());
-            }
             std::fs::write(self.layout.run_dir.join("plan.jsonl"), self.plan.to_jsonl())?;
             let more = spawned.specs.len() - spawned.children.len();
             let then = if more > 0 {
@@ -255,7 +263,7 @@ impl Run<'_> {
                     crate::ui::count(spawned.children.len(), "task", "tasks")
                 ),
             );
-            self.transition(Transition::Added(spawned.added.clone()))?;
+            self.grow(spawned.added.clone())?;
         }
         if let Some(why) = &spawned.refused {
             self.ui

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::checkouts::Checkouts;
-use super::dag::{Dag, State, Transition};
+use super::dag::{Dag, State};
 use super::job::{Report, Verdict, Workers};
 use super::record::Recorder;
 use super::run::{Run, Slot};
@@ -324,12 +324,9 @@ impl Worker<'_> {
         let added = self.run.plan.extend(new)?;
         self.run.record.tasks_added(&specs)?;
         for i in added.clone() {
-            self.run.slots.push(Slot::waiting());
             self.index.insert(self.run.plan.tasks[i].id.to_string(), i);
         }
-        self.run.dag.on(&self.run.plan, Transition::Added(added));
-        self.run.spawns = super::spawn::Spawns::new(&self.run.plan, self.run.settings.spawn);
-        Ok(())
+        self.run.grow(added)
     }
 
     /// Starts the claimed attempt `job` of task `i` in this worker's pool, from the

@@ -688,3 +688,84 @@ fn ctrl_c_while_planning_stops_resumably_and_resume_plans_the_goal_again() {
         .count();
     assert_eq!(done, 4, "{status:#}");
 }
+
+#[test]
+fn a_model_repeating_a_call_that_fails_the_same_way_is_stopped_with_that_reason() {
+    // (the task's mode, the call the model makes at every turn, the error it gets back).
+    let cases = [
+        (
+            "read",
+            "add_tasks",
+            json!({"tasks": [{"id": "x", "prompt": "more"}]}),
+            "error: unknown tool \"add_tasks\"",
+        ),
+        (
+            "write",
+            "edit_file",
+            json!({"path": "README.md", "old": "not in the file", "new": "y"}),
+            "error: `old` was not found in README.md; read the file and copy the text exactly",
+        ),
+        (
+            "read",
+            "read_file",
+            json!({"path": "missing.txt"}),
+            "error: no such file or directory: missing.txt",
+        ),
+        (
+            "read",
+            "read_file",
+            json!({"path": "../outside.txt"}),
+            "error: refused: ../outside.txt",
+        ),
+    ];
+    for (mode, tool, args, error) in cases {
+        let repo = TestRepo::new();
+        let call = Reply::tool_call("same", tool, args.clone());
+        let llm = FakeLlm::start(move |_, _| call.clone());
+        let tasks =
+            repo.tasks(&[&json!({"id": "t", "prompt": "Do it.", "mode": mode}).to_string()]);
+        let out = goal_cmd(
+            &repo,
+            &llm,
+            &[
+                "run",
+                tasks.to_str().unwrap(),
+                "--agent",
+                "openai",
+                "--retries",
+                "0",
+            ],
+        );
+        assert_exit(&out, 1);
+        // Three calls, each answered the same error: three requests, not the 40 of the cap.
+        let requests = llm.requests();
+        assert_eq!(requests.len(), 3, "{tool}");
+        assert!(!has_tool(&requests[0], "add_tasks"), "{tool}");
+        let answers: Vec<String> = tool_results(&requests[2])
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
+        assert!(answers[0].starts_with(error), "{tool}: {answers:?}");
+        assert!(
+            answers[1].ends_with(
+                "(the same call failed this way before: one more such call ends the task)"
+            ),
+            "{tool}: {answers:?}"
+        );
+        let status = status_json(&repo);
+        let why = status["tasks"][0]["error"].as_str().unwrap();
+        assert!(
+            why.starts_with(&format!(
+                "the model called {tool} 3 times and was answered the same error each time ({error}"
+            )),
+            "{tool}: {why}"
+        );
+        assert_eq!(status["tasks"][0]["status"], "failed", "{tool}");
+        // The transcript says it too (`show` has its last lines).
+        let shown = stdout(&repo.swarm(&["show", "t"]));
+        assert!(
+            shown.contains(&format!("swarm: the model called {tool} 3 times")),
+            "{shown}"
+        );
+    }
+}

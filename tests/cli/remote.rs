@@ -849,22 +849,29 @@ fn a_writers_commit_that_does_not_descend_from_its_start_is_not_merged() {
 }
 
 #[test]
-fn tasks_spawned_on_a_worker_are_published_and_run_by_the_workers() {
+fn tasks_spawned_on_a_worker_are_published_and_run_by_the_workers_within_the_limits() {
     let c = Cluster::new();
     let log = c.shared("ran");
     let spawn = c.shared("spawn.jsonl");
-    let child = |id: &str| serde_json::json!({"id": id, "run": format!("echo $SWARM_TASK_ID >> {}; echo result of $SWARM_TASK_ID", log.display()), "mode": "read"});
-    std::fs::write(
-        &spawn,
-        [child("c1"), child("c2"), child("c3")]
-            .iter()
-            .map(|l| l.to_string() + "\n")
-            .collect::<String>(),
-    )
-    .unwrap();
+    let deeper = c.shared("deeper.jsonl");
+    let unoffered = c.shared("unoffered");
+    // Each child spawns `deeper` when it is given a spawn file; at max-depth 1 none is.
+    let child = |id: &str| {
+        serde_json::json!({
+            "id": id, "mode": "read", "spawn": 5,
+            "run": format!(
+                "echo $SWARM_TASK_ID >> {log}; if [ -n \"${{SWARM_SPAWN:-}}\" ]; then cp {deeper} \"$SWARM_SPAWN\"; else echo $SWARM_TASK_ID >> {unoffered}; fi; echo result of $SWARM_TASK_ID",
+                log = log.display(), deeper = deeper.display(), unoffered = unoffered.display()
+            ),
+        })
+    };
+    let lines =
+        |ls: &[serde_json::Value]| ls.iter().map(|l| l.to_string() + "\n").collect::<String>();
+    std::fs::write(&spawn, lines(&[child("c1"), child("c2"), child("c3")])).unwrap();
+    std::fs::write(&deeper, lines(&[child("d1")])).unwrap();
     let sum = c.shared("sum");
     let fan = serde_json::json!({
-        "id": "fan", "mode": "read",
+        "id": "fan", "mode": "read", "spawn": 10,
         "run": format!("cp {} \"$SWARM_SPAWN\"", spawn.display()),
         "then": {"id": "sum", "mode": "read", "run": format!("cat \"$SWARM_DEPS_DIR\"/* > {}", sum.display())},
     });
@@ -872,11 +879,14 @@ fn tasks_spawned_on_a_worker_are_published_and_run_by_the_workers() {
     let worker = c.runner("w").start(&[]);
     let out = c
         .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .env("SWARM_MAX_DEPTH", "1")
         .output()
         .unwrap();
     assert_exit(&out, 0);
     assert_exit(&finish(worker), 0);
     assert_eq!(ran(&log), ["fan.c1", "fan.c2", "fan.c3"]);
+    // The worker ran the children under the coordinator's limits: none was given a spawn file.
+    assert_eq!(ran(&unoffered), ["fan.c1", "fan.c2", "fan.c3"]);
     let summed = std::fs::read_to_string(&sum).unwrap();
     for k in 1..=3 {
         assert!(summed.contains(&format!("result of fan.c{k}")), "{summed}");

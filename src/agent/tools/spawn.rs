@@ -54,13 +54,15 @@ impl Spawner {
                 those you add; it becomes <this task>.<id>), \"prompt\" (what an agent is to \
                 do; a task you add runs no command of its own, so no \"run\" or \"check\"), \
                 and optionally \"deps\" (ids of tasks you add or of the run's tasks), \"mode\" \
-                (\"read\" or \"write\"), \"title\", \"agent\", \"lane\", \"timeout\", \"then\"",
+                (\"read\" or \"write\"), \"title\", \"agent\", \"lane\", \"timeout\", \"then\", \
+                \"spawn\" (the most tasks it may add in turn; leave it out and it adds none)",
             "properties": {
                 "id": {"type": "string"},
                 "prompt": {"type": "string"},
                 "deps": {"type": "array", "items": {"type": "string"}},
                 "mode": {"type": "string", "enum": ["read", "write"]},
                 "title": {"type": "string"},
+                "spawn": {"type": "integer", "minimum": 1},
             },
             "required": ["id"],
         });

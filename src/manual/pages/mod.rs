@@ -226,7 +226,7 @@ const RUN_FILES: &[Item] = &[
 const CONFIG_FILES: &[Item] = &[
     item(
         ".swarm.toml",
-        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the README). It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
+        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**spawning**, **max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the README). It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
     ),
     item(
         "~/.config/swarm/config.toml",

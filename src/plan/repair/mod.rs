@@ -43,6 +43,8 @@ pub struct DraftTask {
     pub lane: Option<String>,
     pub mode: Option<String>,
     pub files: Vec<String>,
+    /// The most tasks it may add while it runs (see `Task::spawn`).
+    pub spawn: Option<u32>,
 }
 
 /// A draft task while it is repaired: deps are indices into the working list.
@@ -55,6 +57,7 @@ struct Node {
     wanted_mode: Option<String>,
     mode: Mode,
     files: Vec<String>,
+    spawn: Option<u32>,
 }
 
 impl Node {
@@ -71,6 +74,7 @@ impl Node {
             wanted_mode: None,
             mode: Mode::Read,
             files,
+            spawn: None,
         }
     }
 }
@@ -114,6 +118,7 @@ pub fn parse_draft(value: &Value) -> Result<(Vec<DraftTask>, Vec<Repair>), Strin
             lane: field("lane"),
             mode: field("mode"),
             files: strings(obj.get("files")),
+            spawn: spawn_of(obj.get("spawn")),
             id,
         };
         if fill_prompt(&mut task, i, &mut repairs) {
@@ -121,6 +126,18 @@ pub fn parse_draft(value: &Value) -> Result<(Vec<DraftTask>, Vec<Repair>), Strin
         }
     }
     Ok((draft, repairs))
+}
+
+/// A draft's `spawn`, leniently: a number (or a number in a string) of tasks, at most
+/// `MAX_SPAWN`; anything else, or 0, is none.
+fn spawn_of(value: Option<&Value>) -> Option<u32> {
+    let n = match value? {
+        Value::Number(n) => n.as_u64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    let n = u32::try_from(n.min(u64::from(super::parse::MAX_SPAWN))).ok()?;
+    (n > 0).then_some(n)
 }
 
 fn task_list(value: &Value) -> Option<&Vec<Value>> {
@@ -229,6 +246,7 @@ pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> anyhow::Result<(Plan,
             files: n.files.clone(),
             then: None,
             parent: None,
+            spawn: n.spawn,
             line: pos + 1,
         }
     });
@@ -271,7 +289,7 @@ fn prepare(draft: Vec<DraftTask>, repairs: &mut Vec<Repair>) -> Vec<Node> {
         used.insert(id.clone());
         raw_deps.push(t.deps);
         let lane = lane_of(t.lane.as_deref());
-        let (title, wanted_mode, files) = (t.title, t.mode, t.files);
+        let (title, wanted_mode, files, spawn) = (t.title, t.mode, t.files, t.spawn);
         nodes.push(Node {
             id,
             title,
@@ -281,6 +299,7 @@ fn prepare(draft: Vec<DraftTask>, repairs: &mut Vec<Repair>) -> Vec<Node> {
             wanted_mode,
             mode: Mode::Write,
             files,
+            spawn,
         });
     }
     for (k, raw) in raw_deps.iter().enumerate() {

@@ -1,6 +1,7 @@
 //! Tasks that add tasks: an agent writes task-file lines to `$SWARM_SPAWN`, they join the
 //! running DAG under their parent, the parent's continuation (`then`) gets their results, the
-//! limits refuse what is past them, and a kill -9 after the spawn loses and doubles nothing.
+//! limits refuse what is past them, a task the plan does not let spawn is given no spawn file
+//! at all, and a kill -9 after the spawn loses and doubles nothing.
 
 use std::path::Path;
 
@@ -11,8 +12,9 @@ use crate::gate::Gate;
 use crate::{TestRepo, assert_exit, outside, status_json, stdout};
 
 /// An exec agent: a task spawns the lines of `$OUT/spawn-<its id>.jsonl` if there is one and
-/// saves its capacity; a continuation saves its prompt; every other task records its start and
-/// end in `$OUT/log` and answers with its id.
+/// saves its capacity (or, given no spawn file, notes that in `$OUT/unoffered`); a continuation
+/// saves its prompt; every other task records its start and end in `$OUT/log` and answers with
+/// its id.
 fn agent(out: &Path) -> String {
     let script = out.join("agent.sh");
     std::fs::write(
@@ -20,6 +22,9 @@ fn agent(out: &Path) -> String {
         r#"case "$SWARM_TASK_ID" in
   *.then|*.sum) cat > "$OUT/prompt-$SWARM_TASK_ID.txt"; echo "summed" ;;
   *) if [ -f "$OUT/spawn-$SWARM_TASK_ID.jsonl" ]; then
+       if [ -z "${SWARM_SPAWN+set}" ] && [ -z "${SWARM_CAPACITY+set}" ]; then
+         echo "$SWARM_TASK_ID" >> "$OUT/unoffered"; echo "not offered"; exit 0
+       fi
        cat "$OUT/spawn-$SWARM_TASK_ID.jsonl" > "$SWARM_SPAWN"
        printf '%s\n' "$SWARM_CAPACITY" > "$OUT/capacity-$SWARM_TASK_ID.json"
        echo "spawned by $SWARM_TASK_ID"; exit 0
@@ -45,6 +50,15 @@ fn children(n: usize) -> Vec<Value> {
     (1..=n)
         .map(|k| json!({"id": format!("c{k}"), "prompt": format!("part {k}"), "mode": "read"}))
         .collect()
+}
+
+/// As `children`, each allowed to add `spawn` tasks in turn.
+fn spawning_children(n: usize, spawn: u32) -> Vec<Value> {
+    let mut lines = children(n);
+    for l in &mut lines {
+        l["spawn"] = json!(spawn);
+    }
+    lines
 }
 
 /// The most tasks the log shows running at once.
@@ -79,7 +93,7 @@ fn a_task_spawns_twelve_children_and_its_continuation_gets_their_results() {
     let tasks = task_file(
         &repo,
         &[json!({
-            "id": "fan", "prompt": "Split the work.", "mode": "read",
+            "id": "fan", "prompt": "Split the work.", "mode": "read", "spawn": 50,
             "then": {"id": "sum", "prompt": "Sum the parts up.", "mode": "read"}
         })],
     );
@@ -170,7 +184,7 @@ fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_compl
         Vec<Value>,
         &'static str,
     );
-    let cases: [Case; 7] = [
+    let cases: [Case; 8] = [
         (
             "SWARM_MAX_CHILDREN",
             "2",
@@ -179,18 +193,25 @@ fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_compl
             "3 tasks, past max-children (2 a task)",
         ),
         (
-            "SWARM_MAX_DEPTH",
-            "1",
-            children(1),
-            children(1),
-            "fan.c1 is at depth 1, and max-depth is 1: its tasks may not spawn",
-        ),
-        (
             "SWARM_MAX_SPAWNED",
             "3",
-            children(2),
+            spawning_children(2, 5),
             children(2),
             "2 tasks, past max-spawned (3 a run, 1 left)",
+        ),
+        (
+            "SWARM_RETRIES",
+            "1",
+            spawning_children(1, 3),
+            children(4),
+            "4 tasks, past what fan.c1's \"spawn\" allows (3 in all below it, 3 left)",
+        ),
+        (
+            "SWARM_RETRIES",
+            "1",
+            spawning_children(1, 20),
+            children(20),
+            "20 tasks, past what fan's \"spawn\" allows (10 in all below it, 9 left)",
         ),
         (
             "SWARM_SPAWNS_PER_MINUTE",
@@ -231,7 +252,7 @@ fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_compl
         }
         let tasks = task_file(
             &repo,
-            &[json!({"id": "fan", "prompt": "Split the work.", "mode": "read"})],
+            &[json!({"id": "fan", "prompt": "Split the work.", "mode": "read", "spawn": 10})],
         );
         let run = repo
             .swarm_cmd()
@@ -270,6 +291,82 @@ fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_compl
 }
 
 #[test]
+fn a_task_the_plan_or_the_limits_do_not_let_spawn_gets_no_spawn_file_and_adds_nothing() {
+    // (the plan's line, the variables set, whose spawn is not offered, the tasks in the end).
+    type Case = (
+        Value,
+        Vec<(&'static str, &'static str)>,
+        &'static str,
+        Vec<&'static str>,
+    );
+    let fan = |spawn: Option<u32>| {
+        let mut line = json!({"id": "fan", "prompt": "Split the work.", "mode": "read"});
+        if let Some(n) = spawn {
+            line["spawn"] = json!(n);
+        }
+        line
+    };
+    let cases: [Case; 4] = [
+        // The plan gives `fan` no `spawn`.
+        (fan(None), vec![], "fan", vec!["fan"]),
+        // The run turns spawning off, whatever the plan says.
+        (
+            fan(Some(10)),
+            vec![("SWARM_SPAWNING", "off")],
+            "fan",
+            vec!["fan"],
+        ),
+        // `fan.c1` is at the deepest level.
+        (
+            fan(Some(10)),
+            vec![("SWARM_MAX_DEPTH", "1")],
+            "fan.c1",
+            vec!["fan", "fan.c1"],
+        ),
+        // `fan.c1`'s own line gives it no `spawn`.
+        (fan(Some(10)), vec![], "fan.c1", vec!["fan", "fan.c1"]),
+    ];
+    for (line, vars, unoffered, want) in cases {
+        let repo = TestRepo::new();
+        let out = outside(&repo, "agent-out");
+        std::fs::create_dir_all(&out).unwrap();
+        let depth_case = vars.iter().any(|(v, _)| *v == "SWARM_MAX_DEPTH");
+        let first = if depth_case {
+            spawning_children(1, 5)
+        } else {
+            children(1)
+        };
+        spawn_lines(&out, "fan", &first);
+        spawn_lines(&out, "fan.c1", &children(1));
+        let tasks = task_file(&repo, std::slice::from_ref(&line));
+        let mut cmd = repo.swarm_cmd();
+        cmd.env("OUT", &out);
+        for (var, value) in &vars {
+            cmd.env(var, value);
+        }
+        let run = cmd
+            .args(["run", path_arg(&tasks), "--agent", &agent(&out)])
+            .output()
+            .unwrap();
+        assert_exit(&run, 0);
+        assert_eq!(
+            lines_of(&out.join("unoffered")),
+            [unoffered],
+            "{line} {vars:?}"
+        );
+        assert!(events(&repo, "spawn_refused").is_empty(), "{line} {vars:?}");
+        let status = status_json(&repo);
+        let ids: Vec<&str> = status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, want, "{line} {vars:?}");
+    }
+}
+
+#[test]
 fn a_kill_after_the_spawn_and_a_resume_run_each_child_once() {
     let repo = TestRepo::new();
     let out = outside(&repo, "agent-out");
@@ -288,7 +385,7 @@ fn a_kill_after_the_spawn_and_a_resume_run_each_child_once() {
         &repo,
         &[
             json!({"id": "hold", "run": hold.shell_once(), "mode": "read"}),
-            json!({"id": "fan", "prompt": "Split the work.", "mode": "read"}),
+            json!({"id": "fan", "prompt": "Split the work.", "mode": "read", "spawn": 4}),
             json!({"id": "witness", "run": witness.shell_once(), "deps": ["fan"], "mode": "read"}),
         ],
     );
@@ -373,7 +470,7 @@ fn the_built_in_agent_adds_tasks_with_its_tool_within_its_capacity() {
     });
     let tasks = task_file(
         &repo,
-        &[json!({"id": "lead", "prompt": "Split the work.", "mode": "read"})],
+        &[json!({"id": "lead", "prompt": "Split the work.", "mode": "read", "spawn": 10})],
     );
     let run = repo
         .swarm_cmd()
@@ -433,7 +530,7 @@ fn tasks_spawned_in_a_pool_run_go_to_the_pools_members() {
     repo.commit_all("pool");
     let tasks = task_file(
         &repo,
-        &[json!({"id": "fan", "prompt": "Split the work.", "mode": "read"})],
+        &[json!({"id": "fan", "prompt": "Split the work.", "mode": "read", "spawn": 3})],
     );
     let run = repo
         .swarm_cmd()

@@ -6,6 +6,7 @@
 mod dependencies;
 mod input;
 mod queue;
+mod spawning;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
