@@ -251,3 +251,45 @@ fn a_goal_planned_again_by_resume_is_asked_about_too() {
     assert_eq!(code, 2, "{printed}");
     assert!(printed.contains("no unfinished run"), "{printed}");
 }
+
+#[test]
+fn at_a_terminal_the_question_says_which_tasks_may_add_tasks_and_how_many_in_all() {
+    use crate::fake_llm::has_tool;
+    use crate::goal::{agent_reply, good_plan, plan_call};
+    let repo = TestRepo::new();
+    // The planner lets `survey` add up to 30 tasks; the run lets 20 be added in all.
+    let llm = FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            let mut plan = good_plan();
+            plan[0]["spawn"] = 30.into();
+            return plan_call(&plan);
+        }
+        agent_reply(req)
+    });
+    let mut swarm = goal_on_terminal(&repo, &llm, &[("SWARM_MAX_SPAWNED", "20")], &[]);
+    let question = "Run 4 tasks (1 writer), and up to 20 more they may add? [Y/n/e] ";
+    let shown = swarm.read_until(question);
+    let tree = "
+survey — TASK survey: list the files and report them        researcher  reader  may add up to 20
+readme — TASK readme: read README.md and summarise it       analyst     reader
+notes — TASK notes: write NOTES.md with a line of notes     coder       WRITER  files: NOTES.md
+└─ final — TASK final: combine the results into the report  reducer     reader  also after survey, readme
+4 tasks: 3 readers, 1 writer; survey may add up to 20 more
+
+";
+    assert!(
+        shown.ends_with(&format!("{tree}{question}")),
+        "not the tree and question:\n{shown}"
+    );
+    swarm.type_line("y");
+    let screen = swarm.finish();
+    assert_eq!(screen.code(), 0, "{}", screen.printed);
+    // What the user agreed to is what ran: `survey` was offered the tools to add tasks, and
+    // no other task was.
+    for r in llm.requests() {
+        let survey = crate::fake_llm::last_user_text(&r).starts_with("TASK survey");
+        if !has_tool(&r, "submit_plan") {
+            assert_eq!(has_tool(&r, "add_tasks"), survey, "{:?}", r.body);
+        }
+    }
+}

@@ -10,13 +10,20 @@ use crate::{TestRepo, outside};
 /// A planner that plans a diamond (a scan, two writers after it, a reducer after both) and a
 /// reader beside it.
 fn planner() -> FakeLlm {
-    let tasks = json!([
+    planner_of(diamond())
+}
+
+fn diamond() -> serde_json::Value {
+    json!([
         {"id": "scan", "title": "Find every HTTP handler", "prompt": "List the handlers.", "lane": "researcher"},
         {"id": "trace", "title": "Add tracing to the handlers", "prompt": "Add tracing.", "deps": ["scan"], "lane": "coder", "files": ["src/handlers.rs"]},
         {"id": "docs", "title": "Document the tracing", "prompt": "Document it.", "deps": ["scan"], "lane": "coder", "files": ["README.md"]},
         {"id": "tests", "title": "Check that the test suite covers every handler, and list the gaps it leaves", "prompt": "Review the tests.", "lane": "reviewer"},
         {"id": "report", "title": "Summarise the changes", "prompt": "Summarise.", "deps": ["trace", "docs", "tests"], "lane": "reducer"}
-    ]);
+    ])
+}
+
+fn planner_of(tasks: serde_json::Value) -> FakeLlm {
     FakeLlm::start(move |req, _| {
         assert!(has_tool(req, "submit_plan"), "only the planner is asked");
         Reply::ToolCalls(vec![(
@@ -101,4 +108,25 @@ fn plan_only_with_plan_out_prints_the_tree_and_writes_jsonl() {
             .contains(&format!("To run it: swarm run {plan}"))
     );
     assert_eq!(std::fs::read_to_string(plan).unwrap(), json.stdout());
+}
+
+#[test]
+fn plan_only_says_which_tasks_may_add_tasks_and_the_most_they_may_add() {
+    let repo = TestRepo::new();
+    // `scan` may add 30 and `tests` 4; the run lets 25 be added in all.
+    let mut tasks = diamond();
+    tasks[0]["spawn"] = 30.into();
+    tasks[3]["spawn"] = 4.into();
+    let llm = planner_of(tasks);
+    let config = config(&repo, &llm);
+    std::fs::write(
+        &config,
+        std::fs::read_to_string(&config).unwrap() + "max-spawned = 25\n",
+    )
+    .unwrap();
+
+    let out = swarm(&repo, &["--config", &config, "--goal", GOAL, "--plan-only"]);
+
+    assert_eq!(out.code(), Some(0), "{out}");
+    assert_output!("plan_only_spawn", out);
 }
