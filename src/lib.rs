@@ -16,6 +16,7 @@ pub(crate) mod config;
 pub(crate) mod git;
 pub(crate) mod llm;
 pub mod manual;
+pub(crate) mod near;
 pub(crate) mod panic;
 pub(crate) mod plan;
 pub(crate) mod planner;

@@ -34,7 +34,7 @@ use gc::gc;
 use inspect::{graph, logs, status};
 use resume::resume;
 use run::run_file;
-use settings::{configure, in_hook, land_from_hook, load_config};
+use settings::{CONFIG_SHOW_HINT, configure, in_hook, land_from_hook, load_config};
 
 /// Global flags every subcommand sees.
 struct Globals {
@@ -117,7 +117,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             )
         }
         Command::Config { options } => {
-            let config = load_config(&g, &options.into(), explicit)?;
+            let config = load_config(&g, &options.into(), explicit, CONFIG_SHOW_HINT)?;
             if g.json {
                 ui::out(&serde_json::to_string_pretty(&crate::config::to_json(
                     &config,

@@ -63,10 +63,18 @@ pub(super) struct Configured {
     pub(super) file: Option<std::path::PathBuf>,
 }
 
+/// The hint under configuration problems, for every command but `swarm config`.
+const CONFIG_HINT: &str = "fix each problem where it says (a file's line or a variable); then `swarm config` shows every setting and where it comes from";
+/// The hint under configuration problems for `swarm config`, which shows nothing until then.
+pub(super) const CONFIG_SHOW_HINT: &str = "fix each problem where it says (a file's line or a variable): the settings are shown only when every file and variable reads";
+
+/// The configuration, or every problem of it with `hint` ([`CONFIG_HINT`] unless the command
+/// is `swarm config`).
 pub(super) fn load_config(
     g: &Globals,
     flags: &Options,
     explicit: Option<&Path>,
+    hint: &str,
 ) -> anyhow::Result<crate::config::Config> {
     let root = Repo::discover(&g.dir).ok().map(|r| r.workdir().to_owned());
     let env = |name: &str| std::env::var(name).ok();
@@ -77,12 +85,8 @@ pub(super) fn load_config(
             g.dir.join(p)
         }
     });
-    crate::config::load(root.as_deref(), flags, &env, explicit.as_deref()).map_err(|e| {
-        anyhow::Error::new(
-            Usage::new(e.to_string())
-                .hint("`swarm config` shows the settings and where they come from"),
-        )
-    })
+    crate::config::load(root.as_deref(), flags, &env, explicit.as_deref())
+        .map_err(|e| anyhow::Error::new(Usage::new(e.to_string()).hint(hint)))
 }
 
 /// Flags over `SWARM_*` variables over `.swarm.toml` over the user's config over defaults.
@@ -91,7 +95,7 @@ pub(super) fn configure(
     flags: &Options,
     explicit: Option<&Path>,
 ) -> anyhow::Result<Configured> {
-    let config = load_config(g, flags, explicit)?;
+    let config = load_config(g, flags, explicit, CONFIG_HINT)?;
     let mut profiles = Agents {
         pools: config.pools.clone(),
         ..Agents::default()

@@ -14,8 +14,7 @@ use super::inspect::{RunState, lock_holder, pick_run};
 use super::{Globals, open_board, open_repo};
 use crate::git::{CommitId, Repo};
 use crate::store::{AttemptRecord, Board, RunEvent, TaskRecord, TaskStatus, now_ms};
-use crate::ui;
-use crate::{Usage, exit};
+use crate::{Usage, exit, near, ui};
 
 /// How many of the transcript's last lines are shown.
 const TAIL_LINES: usize = 20;
@@ -159,39 +158,19 @@ fn unknown_task(
     if ids.is_empty() {
         return Ok(error.hint("the run has no tasks yet"));
     }
-    let mut near: Vec<(usize, &str)> = ids
+    let mut close: Vec<(usize, &str)> = ids
         .iter()
-        .map(|id| (distance(task, id), *id))
-        .filter(|(d, id)| *d <= (id.chars().count() / 3).max(2))
+        .filter(|id| near::is_near(task, id))
+        .map(|id| (near::distance(task, id), *id))
         .collect();
-    near.sort_unstable();
-    if near.is_empty() {
+    close.sort_unstable();
+    if close.is_empty() {
         let shown: Vec<&str> = ids.iter().take(12).copied().collect();
         let more = if ids.len() > shown.len() { ", …" } else { "" };
         return Ok(error.hint(format!("its tasks: {}{more}", shown.join(", "))));
     }
-    let near: Vec<&str> = near.iter().take(5).map(|(_, id)| *id).collect();
-    Ok(error.hint(format!("did you mean {}?", near.join(", "))))
-}
-
-/// The edit distance between two names (insertions, deletions, substitutions).
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                diagonal
-            } else {
-                1 + diagonal.min(above).min(row[j])
-            };
-            diagonal = above;
-        }
-    }
-    row[b.len()]
+    let close: Vec<&str> = close.iter().take(5).map(|(_, id)| *id).collect();
+    Ok(error.hint(format!("did you mean {}?", close.join(", "))))
 }
 
 fn gather(
@@ -551,19 +530,4 @@ fn text(s: &Shown) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::distance;
-
-    #[test]
-    fn near_names_are_few_edits_away() {
-        assert_eq!(distance("t4", "t4"), 0);
-        assert_eq!(distance("t4", "t5"), 1);
-        assert_eq!(distance("review", "reveiw"), 2);
-        assert_eq!(distance("", "abc"), 3);
-        assert_eq!(distance("scan", "report"), 6);
-        assert_eq!(distance("kitten", "sitting"), 3);
-    }
 }

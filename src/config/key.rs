@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use super::check::Shape;
 use super::{Land, Options};
 use crate::schedule::SpawnLimits;
 
@@ -193,6 +194,41 @@ impl Key {
                 | Key::ReportFormat
                 | Key::Web
         )
+    }
+
+    /// What the option's value must be in a file.
+    pub(super) fn shape(self) -> Shape {
+        match self {
+            Key::Jobs
+            | Key::MaxWriters
+            | Key::MaxTurns
+            | Key::Retries
+            | Key::MaxChildren
+            | Key::MaxDepth
+            | Key::MaxSpawned
+            | Key::SpawnsPerMinute => Shape::Count,
+            Key::MaxTaskTokens | Key::BudgetTokens => Shape::Tokens,
+            Key::Agent
+            | Key::Model
+            | Key::ApiBase
+            | Key::Check
+            | Key::OnEscalate
+            | Key::Setup
+            | Key::Gate
+            | Key::Base
+            | Key::Remote => Shape::Text,
+            Key::RequestTimeout
+            | Key::EndpointWait
+            | Key::TaskTimeout
+            | Key::StallTimeout
+            | Key::KillGrace => Shape::Duration,
+            Key::WorktreeDir | Key::FinalOut | Key::FinalOutDir => Shape::Path,
+            Key::AllowProgram | Key::Include | Key::Cache | Key::CacheFiles => Shape::Strings,
+            Key::ResolveConflicts | Key::FreshRetries | Key::Web => Shape::Switch,
+            Key::Land => Shape::OneOf(&["auto", "branch", "none"]),
+            Key::ReportFormat => Shape::OneOf(&["markdown", "html"]),
+            Key::Spawning => Shape::OneOf(&["off", "plan", "all"]),
+        }
     }
 
     /// What applies when nothing sets the option; null when it stays unset, and for
@@ -487,5 +523,5 @@ fn switch(text: &str) -> Result<bool, String> {
 
 fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
     text.parse()
-        .map_err(|_| format!("`{text}` is not a whole number"))
+        .map_err(|_| format!("`{text}` is not {}", Shape::Count.words()))
 }

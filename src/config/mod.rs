@@ -24,14 +24,20 @@
 //! `SWARM_RETRIES`, `SWARM_CHECK`, `SWARM_LAND`, `SWARM_WORKTREE_DIR`, `SWARM_RESOLVE_CONFLICTS`
 //! (1/true/yes or 0/false/no), `SWARM_ON_ESCALATE`, `SWARM_INCLUDE`, `SWARM_SETUP`, `SWARM_GATE`,
 //! `SWARM_CACHE` and `SWARM_CACHE_KEY` (comma-separated). An empty variable counts as unset.
+//!
+//! A problem does not stop the reading: every file and variable is read and checked, and all
+//! their problems are returned together ([`ConfigError`]), each with its file and line or its
+//! variable; unknown keys with the known key nearest them, types in plain words (`check`).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize as _;
 use toml::de::{DeTable, DeValue};
 
+mod check;
 mod key;
 mod options;
 mod pool;
@@ -40,6 +46,7 @@ mod show;
 #[cfg(test)]
 mod tests;
 
+use check::Shape;
 use key::Key;
 pub use options::Spawning;
 pub(crate) use options::{Land, Options, ReportFormat, overlay};
@@ -93,20 +100,64 @@ pub struct Config {
     pub pools: BTreeMap<String, PoolDef>,
 }
 
-/// An error in a config file (or, with no line, in the environment variable named by `file`).
-#[derive(Debug)]
-pub struct ConfigError {
-    pub file: PathBuf,
+/// Where a problem of the configuration is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    File(PathBuf),
+    /// An environment variable, by name.
+    Var(&'static str),
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::File(path) => write!(f, "{}", path.display()),
+            Place::Var(var) => f.write_str(var),
+        }
+    }
+}
+
+/// One problem of the configuration: a file's line (none when the whole file is at fault), or
+/// an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub place: Place,
     pub line: Option<usize>,
     pub message: String,
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.line {
-            Some(line) => write!(f, "{}:{line}: {}", self.file.display(), self.message),
-            None => write!(f, "{}: {}", self.file.display(), self.message),
+            Some(line) => write!(f, "{}:{line}: {}", self.place, self.message),
+            None => write!(f, "{}: {}", self.place, self.message),
         }
+    }
+}
+
+/// A configuration swarm cannot use: every problem of every file and variable it read, in the
+/// order it read them (the user's file or `--config FILE`, `.swarm.toml`, the environment), a
+/// file's by line. Shown as task-file problems are: the place, how many, then one line each.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        let place = match self.problems.split_first() {
+            Some((first, rest)) if rest.iter().all(|p| p.place == first.place) => {
+                first.place.to_string()
+            }
+            _ => "the configuration".to_owned(),
+        };
+        let s = if n == 1 { "" } else { "s" };
+        write!(f, "{place} has {n} problem{s}; nothing ran")?;
+        for p in &self.problems {
+            write!(f, "\n  {p}")?;
+        }
+        Ok(())
     }
 }
 
@@ -116,19 +167,22 @@ impl std::error::Error for ConfigError {}
 const KINDS: [&str; 2] = ["cli", "acp"];
 /// The parsers an agent profile may name.
 const PARSERS: [&str; 3] = ["text", "claude-json", "codex-jsonl"];
-/// The keys of an `[agents.NAME]` table.
-const PROFILE_KEYS: [&str; 10] = [
-    "command",
-    "args",
-    "reader-args",
-    "writer-args",
-    "parser",
-    "pass-env",
-    "drop-env",
-    "set-env",
-    "kind",
-    "max-concurrent",
+/// The keys of an `[agents.NAME]` table, with what each must be.
+const PROFILE_KEYS: [(&str, Shape); 10] = [
+    ("command", Shape::Text),
+    ("args", Shape::Strings),
+    ("reader-args", Shape::Strings),
+    ("writer-args", Shape::Strings),
+    ("parser", Shape::OneOf(&PARSERS)),
+    ("pass-env", Shape::Strings),
+    ("drop-env", Shape::Strings),
+    ("set-env", Shape::Variables),
+    ("kind", Shape::OneOf(&KINDS)),
+    ("max-concurrent", Shape::Count),
 ];
+/// The profiles swarm has built in: a table of one of their names changes it, so it needs no
+/// `command`.
+const BUILT_IN_PROFILES: [&str; 2] = ["claude", "codex"];
 pub(crate) const REPO_FILE: &str = ".swarm.toml";
 /// The run options and profiles of one config file, with the keys it sets.
 #[derive(Debug, serde::Deserialize)]
@@ -241,7 +295,8 @@ impl Layer {
 
 /// `repo_root`: the checkout's top directory, if any. `flags`: the options given on the command
 /// line. `env`: variable lookup (injectable for tests). `explicit`: `--config FILE`, read instead
-/// of the user config; unlike the default files, it must exist.
+/// of the user config; unlike the default files, it must exist. Every file and variable is read
+/// and checked before any problem is returned, so all of them are reported at once.
 pub fn load(
     repo_root: Option<&Path>,
     flags: &Options,
@@ -249,25 +304,26 @@ pub fn load(
     explicit: Option<&Path>,
 ) -> Result<Config, ConfigError> {
     let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let mut problems = Vec::new();
     let user = match explicit {
         Some(path) => {
             let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-            let file = read_file(&path, home.as_deref())?;
-            Some(file.ok_or_else(|| ConfigError {
-                file: path,
-                line: None,
-                message: "no such file (named by --config)".to_owned(),
-            })?)
+            read_file(
+                &path,
+                home.as_deref(),
+                Some("named by --config"),
+                &mut problems,
+            )
         }
-        None => match user_config_path(env, home.as_deref()) {
-            Some(path) => read_file(&path, home.as_deref())?,
-            None => None,
-        },
+        None => user_config_path(env, home.as_deref())
+            .and_then(|path| read_file(&path, home.as_deref(), None, &mut problems)),
     };
-    let repo = match repo_root {
-        Some(root) => read_file(&root.join(REPO_FILE), home.as_deref())?,
-        None => None,
-    };
+    let repo = repo_root
+        .and_then(|root| read_file(&root.join(REPO_FILE), home.as_deref(), None, &mut problems));
+    let env = env_layer(env, &mut problems);
+    if !problems.is_empty() {
+        return Err(ConfigError { problems });
+    }
     let flags = Layer {
         options: flags.clone(),
         set: Key::ALL
@@ -286,7 +342,7 @@ pub fn load(
         pools.extend(file.pools.iter().map(|(n, p)| (n.clone(), p.clone())));
     }
     // Highest precedence first.
-    let mut layers = vec![flags, env_layer(env)?];
+    let mut layers = vec![flags, env];
     layers.extend([repo, user].into_iter().flatten().map(|f| f.layer));
     let mut options = Options::default();
     let mut sources = BTreeMap::new();
@@ -321,101 +377,145 @@ fn user_config_path(env: &dyn Fn(&str) -> Option<String>, home: Option<&Path>) -
     Some(base.join("swarm").join("config.toml"))
 }
 
-fn env_layer(env: &dyn Fn(&str) -> Option<String>) -> Result<Layer, ConfigError> {
+/// The options the `SWARM_*` variables set; each variable that does not parse is a problem.
+fn env_layer(env: &dyn Fn(&str) -> Option<String>, problems: &mut Vec<Problem>) -> Layer {
     let mut layer = Layer::default();
     for key in Key::ALL {
         let Some(var) = key.var() else { continue };
         let Some(text) = env(var).filter(|t| !t.trim().is_empty()) else {
             continue;
         };
-        key.parse_into(&text, &mut layer.options)
+        match key
+            .parse_into(&text, &mut layer.options)
             .and_then(|()| key.check(&layer.options))
-            .map_err(|e| ConfigError {
-                file: PathBuf::from(var),
+        {
+            Ok(()) => layer.set.push((key, Source::Env(var.to_owned()))),
+            Err(e) => problems.push(Problem {
+                place: Place::Var(var),
                 line: None,
-                message: format!("invalid environment variable (for `{}`): {e}", key.name()),
-            })?;
-        layer.set.push((key, Source::Env(var.to_owned())));
-    }
-    Ok(layer)
-}
-
-/// Reads one config file; a missing file is `None`.
-fn read_file(path: &Path, home: Option<&Path>) -> Result<Option<FileLayer>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(ConfigError {
-                file: path.to_owned(),
-                line: None,
-                message: format!("could not read the config file: {e}"),
-            });
+                message: format!("invalid value for `{}`: {e}", key.name()),
+            }),
         }
-    };
-    parse_file(path, &text, home).map(Some)
+    }
+    layer
 }
 
-/// Parses a config file's text: syntax, then keys, then types, then values, each error with the
-/// line it is on.
-fn parse_file(path: &Path, text: &str, home: Option<&Path>) -> Result<FileLayer, ConfigError> {
-    let at = |span: Option<Range<usize>>, message: String| ConfigError {
-        file: path.to_owned(),
-        line: span.map(|s| line_of(text, s.start)),
+/// Reads one config file, adding its problems to `problems`; `None` when there is no file or
+/// it has problems. A missing file is a problem only when `named` says why it must exist.
+fn read_file(
+    path: &Path,
+    home: Option<&Path>,
+    named: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> Option<FileLayer> {
+    let problem = |message: String| Problem {
+        place: Place::File(path.to_owned()),
+        line: None,
         message,
     };
-    let toml_error = |e: toml::de::Error| at(e.span(), e.message().to_owned());
-    let table = DeTable::parse(text).map_err(toml_error)?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(named) = named {
+                problems.push(problem(format!("no such file ({named})")));
+            }
+            return None;
+        }
+        Err(e) => {
+            problems.push(problem(format!("could not read the config file: {e}")));
+            return None;
+        }
+    };
+    let mut found = match parse_file(path, &text, home) {
+        Ok(file) => return Some(file),
+        Err(found) => found,
+    };
+    // A file's problems by line; those of the whole file first.
+    found.sort_by_key(|(line, _)| *line);
+    problems.extend(found.into_iter().map(|(line, message)| Problem {
+        place: Place::File(path.to_owned()),
+        line,
+        message,
+    }));
+    None
+}
+
+/// Parses a config file's text, or finds every problem of it, each with its line: the syntax
+/// (nothing more is checked when it is wrong), then every key and the type of every value,
+/// then the values of what is left.
+fn parse_file(
+    path: &Path,
+    text: &str,
+    home: Option<&Path>,
+) -> Result<FileLayer, Vec<(Option<usize>, String)>> {
+    let line = |span: Option<Range<usize>>| span.map(|s| line_of(text, s.start));
+    let (mut table, syntax) = DeTable::parse_recoverable(text);
+    if !syntax.is_empty() {
+        return Err(syntax
+            .into_iter()
+            .map(|e| (line(e.span()), e.message().to_owned()))
+            .collect());
+    }
+    // As written, for what the checks take out.
+    let written = table.get_ref().clone();
+    let mut found = Vec::new();
+    check::check(table.get_mut(), &PROFILE_KEYS, &pool::POOL_KEYS, &mut found);
+    let mut problems: Vec<(Option<usize>, String)> = found
+        .into_iter()
+        .map(|(span, why)| (line(Some(span)), why))
+        .collect();
+    // What is left has the types the fields take, so this fails only on a bug in the checks.
+    let parsed = match FileOptions::deserialize(toml::de::Deserializer::from(table.clone())) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            problems.push((line(e.span()), e.message().to_owned()));
+            return Err(problems);
+        }
+    };
     let table = table.get_ref();
-    check_keys(table).map_err(|(span, message)| at(Some(span), message))?;
-    let parsed: FileOptions = toml::from_str(text).map_err(toml_error)?;
-    let (mut options, profiles, pools) = parsed.into_options();
+    let line_at = |keys: &[&str]| line(value_span(table, keys));
+    let mut at = |keys: &[&str], message: String| problems.push((line_at(keys), message));
+    let (mut options, profiles, mut pools) = parsed.into_options();
     let mut set = Vec::new();
     for key in Key::ALL.into_iter().filter(|k| k.in_files()) {
-        let Some(span) = value_span(table, &[key.name()]) else {
+        if value_span(table, &[key.name()]).is_none() {
             continue;
-        };
-        key.check(&options)
-            .map_err(|e| at(Some(span), format!("`{}`: {e}", key.name())))?;
-        set.push((key, Source::File(path.to_owned())));
+        }
+        match key.check(&options) {
+            Ok(()) => set.push((key, Source::File(path.to_owned()))),
+            Err(e) => at(&[key.name()], format!("`{}`: {e}", key.name())),
+        }
     }
     for (name, spec) in &profiles {
-        if let Some(kind) = spec.kind.as_deref().filter(|k| !KINDS.contains(k)) {
-            return Err(at(
-                value_span(table, &["agents", name, "kind"]),
-                format!(
-                    "agent `{name}`: unknown kind `{kind}` (known: {})",
-                    KINDS.join(", ")
-                ),
-            ));
-        }
         if spec.max_concurrent == Some(0) {
-            return Err(at(
-                value_span(table, &["agents", name, "max-concurrent"]),
+            at(
+                &["agents", name, "max-concurrent"],
                 format!("agent `{name}`: `max-concurrent` must be at least 1"),
-            ));
+            );
         }
-        if let Some(parser) = spec.parser.as_deref().filter(|p| !PARSERS.contains(p)) {
-            return Err(at(
-                value_span(table, &["agents", name, "parser"]),
+        if !meant(&written, &["agents", name], "command")
+            && !BUILT_IN_PROFILES.contains(&name.as_str())
+        {
+            at(
+                &["agents", name],
                 format!(
-                    "agent `{name}`: unknown parser `{parser}` (known: {})",
-                    PARSERS.join(", ")
+                    "agent `{name}` has no `command`: name the program to run (only the built-in {} need none)",
+                    BUILT_IN_PROFILES.join(" and ")
                 ),
-            ));
+            );
         }
     }
     if let Some(dir) = options.worktree_dir.take() {
         options.worktree_dir = Some(resolve_path(&dir, path, home));
     }
-    let pools = pool::check(pools, path, |keys| {
-        value_span(table, keys).map(|s| line_of(text, s.start))
-    })
-    .map_err(|(line, message)| ConfigError {
-        file: path.to_owned(),
-        line,
-        message,
-    })?;
+    pools.retain(|name, _| {
+        value_span(table, &["pools", name, "members"]).is_some()
+            || !meant(&written, &["pools", name], "members")
+    });
+    let pools = pool::check(pools, path, line_at, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
     Ok(FileLayer {
         path: path.to_owned(),
         layer: Layer { options, set },
@@ -433,82 +533,26 @@ fn resolve_path(dir: &Path, file: &Path, home: Option<&Path>) -> PathBuf {
     file.parent().unwrap_or(Path::new("")).join(dir)
 }
 
-/// Refuses unknown keys, with the key's span; serde would say "unknown field" and list keys that
-/// are refused for other reasons.
-fn check_keys(table: &DeTable<'_>) -> Result<(), (Range<usize>, String)> {
-    let top: Vec<&str> = Key::ALL
-        .into_iter()
-        .filter(|k| k.in_files())
-        .map(Key::name)
-        .chain(["agents", "pools"])
-        .collect();
-    for (key, value) in table {
-        let name = key.get_ref().as_ref();
-        if name == "agents" {
-            check_named_tables(value.get_ref(), "agent", &PROFILE_KEYS)?;
-            continue;
-        }
-        if name == "pools" {
-            check_named_tables(value.get_ref(), "pool", &pool::POOL_KEYS)?;
-            continue;
-        }
-        if top.contains(&name) {
-            continue;
-        }
-        let message = match name {
-            "api-key" | "api_key" => "`api-key` is not read from config files, so keys stay out \
-                of repositories; set SWARM_API_KEY in the environment instead"
-                .to_owned(),
-            "final-out" | "base" => format!(
-                "unknown key `{name}`: it belongs to one run, so pass --{name} on the command line"
-            ),
-            _ => unknown(name, &top),
-        };
-        return Err((key.span(), message));
-    }
-    Ok(())
+/// Whether the table at `path` was written with `key` or with a key near it: when the checks
+/// took that out (a value of the wrong type, a misspelt key), what they reported says why it is
+/// missing, and its absence is not reported too.
+fn meant(written: &DeTable<'_>, path: &[&str], key: &str) -> bool {
+    table_at(written, path).is_some_and(|table| {
+        table
+            .iter()
+            .any(|(k, _)| check::nearest(k.get_ref(), &[key]).is_some())
+    })
 }
 
-/// Refuses unknown keys in the tables under `[agents]` or `[pools]` (`what` names one of them
-/// in the message: "agent `claude`: unknown key …"), with the key's span.
-fn check_named_tables(
-    tables: &DeValue<'_>,
-    what: &str,
-    keys: &[&str],
-) -> Result<(), (Range<usize>, String)> {
-    // Shapes that are not tables are left to serde, which names the expected type.
-    let DeValue::Table(tables) = tables else {
-        return Ok(());
+/// The table at `path` (table keys from the top), if there is one.
+fn table_at<'t, 'i>(table: &'t DeTable<'i>, path: &[&str]) -> Option<&'t DeTable<'i>> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(table);
     };
-    for (name, table) in tables {
-        let DeValue::Table(table) = table.get_ref() else {
-            continue;
-        };
-        for (key, _) in table {
-            let key_name = key.get_ref().as_ref();
-            if !keys.contains(&key_name) {
-                let message = format!("{what} `{}`: {}", name.get_ref(), unknown(key_name, keys));
-                return Err((key.span(), message));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// "unknown key `jbos` (known: …)", with a suggestion for a near miss.
-fn unknown(name: &str, known: &[&str]) -> String {
-    let kebab = name.replace('_', "-");
-    let near = [
-        kebab.clone(),
-        format!("{kebab}s"),
-        kebab.trim_end_matches('s').to_owned(),
-    ]
-    .into_iter()
-    .find(|c| c != name && known.contains(&c.as_str()));
-    let known = known.join(", ");
-    match near {
-        Some(near) => format!("unknown key `{name}` (known: {known}); did you mean `{near}`?"),
-        None => format!("unknown key `{name}` (known: {known})"),
+    let (_, value) = table.iter().find(|(k, _)| k.get_ref().as_ref() == *first)?;
+    match value.get_ref() {
+        DeValue::Table(inner) => table_at(inner, rest),
+        _ => None,
     }
 }
 

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::check::Shape;
+
 /// How a pool is named wherever an agent is: `pool:NAME`.
 pub const POOL_PREFIX: &str = "pool:";
 
@@ -13,8 +15,8 @@ pub fn pool_name(agent: &str) -> Option<&str> {
     agent.strip_prefix(POOL_PREFIX)
 }
 
-/// The keys of a `[pools.NAME]` table.
-pub(super) const POOL_KEYS: [&str; 1] = ["members"];
+/// The keys of a `[pools.NAME]` table, with what each must be.
+pub(super) const POOL_KEYS: [(&str, Shape); 1] = [("members", Shape::Strings)];
 
 /// A pool as written: `[pools.NAME] members = [...]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
@@ -34,46 +36,49 @@ pub struct PoolDef {
     pub line: Option<usize>,
 }
 
-/// The file's pools, each checked; an error is `(line, message)`. `line_of` gives the line of
-/// the value at a path of keys.
+/// The file's pools that hold, each checked; a problem is `(line, message)`, each added to
+/// `problems`. `line_of` gives the line of the value at a path of keys.
 pub(super) fn check(
     pools: BTreeMap<String, PoolSpec>,
     file: &Path,
     line_of: impl Fn(&[&str]) -> Option<usize>,
-) -> Result<BTreeMap<String, PoolDef>, (Option<usize>, String)> {
+    problems: &mut Vec<(Option<usize>, String)>,
+) -> BTreeMap<String, PoolDef> {
     let mut out = BTreeMap::new();
     for (name, spec) in pools {
         let line = line_of(&["pools", &name, "members"]).or_else(|| line_of(&["pools", &name]));
+        let before = problems.len();
         if spec.members.is_empty() {
-            return Err((
+            problems.push((
                 line,
                 format!("pool `{name}` has no members: list agent profiles in `members`"),
             ));
         }
         for (n, member) in spec.members.iter().enumerate() {
             if member.starts_with(POOL_PREFIX) {
-                return Err((
+                problems.push((
                     line,
                     format!(
                         "pool `{name}`: member `{member}` is a pool; a pool's members are agents"
                     ),
                 ));
-            }
-            if spec.members[..n].contains(member) {
-                return Err((
+            } else if spec.members[..n].contains(member) {
+                problems.push((
                     line,
                     format!("pool `{name}`: member `{member}` is named twice"),
                 ));
             }
         }
-        out.insert(
-            name,
-            PoolDef {
-                members: spec.members,
-                file: file.to_owned(),
-                line,
-            },
-        );
+        if problems.len() == before {
+            out.insert(
+                name,
+                PoolDef {
+                    members: spec.members,
+                    file: file.to_owned(),
+                    line,
+                },
+            );
+        }
     }
-    Ok(out)
+    out
 }

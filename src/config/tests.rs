@@ -1,8 +1,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::check::Shape;
 use super::{
-    Config, ConfigError, Key, Land, Options, ProfileSpec, Source, describe, load, overlay, to_json,
+    Config, ConfigError, Key, Land, Options, Place, Problem, ProfileSpec, Source, describe, load,
+    overlay, to_json,
 };
 
 /// A repository checkout and a config home, both empty until a test writes into them.
@@ -61,6 +63,28 @@ impl Fixture {
     fn load(&self) -> Result<Config, ConfigError> {
         self.load_with(&Options::default())
     }
+
+    /// The one problem loading finds.
+    fn problem(&self) -> Problem {
+        only(self.load())
+    }
+
+    /// Every problem loading finds, as `file:line: message` lines.
+    fn problems(&self) -> Vec<String> {
+        let err = self.load().unwrap_err();
+        err.problems.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// The one problem of a configuration that does not load.
+fn only(result: Result<Config, ConfigError>) -> Problem {
+    let err = result.unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    err.problems.into_iter().next().unwrap()
+}
+
+fn file(path: &Path) -> Place {
+    Place::File(path.to_owned())
 }
 
 fn source(config: &Config, key: &str) -> Source {
@@ -149,8 +173,9 @@ fn explicit_config_is_read_instead_of_the_user_config() {
     assert_eq!(source(&config, "jobs"), Source::File(explicit));
     assert_eq!(config.options.check, None);
     let missing = fx.repo.join("missing.toml");
-    let err = load(None, &Options::default(), &env, Some(&missing)).unwrap_err();
-    assert_eq!(err.file, missing);
+    let err = only(load(None, &Options::default(), &env, Some(&missing)));
+    assert_eq!((err.place, err.line), (file(&missing), None));
+    assert_eq!(err.message, "no such file (named by --config)");
 }
 
 #[test]
@@ -210,7 +235,7 @@ fn a_pool_without_members_or_within_a_pool_is_refused_with_its_line() {
     ] {
         let fx = Fixture::new();
         fx.write_repo(text);
-        let err = fx.load().unwrap_err();
+        let err = fx.problem();
         assert_eq!(err.line, Some(line), "{text}: {err}");
         assert!(err.message.contains(says), "{text}: {err}");
     }
@@ -220,15 +245,19 @@ fn a_pool_without_members_or_within_a_pool_is_refused_with_its_line() {
 fn unknown_top_level_key_is_refused_with_its_line() {
     let fx = Fixture::new();
     let repo = fx.write_repo("# settings\njobs = 2\n\njbos = 4\n");
-    let err = fx.load().unwrap_err();
-    assert_eq!((err.file.clone(), err.line), (repo.clone(), Some(4)));
+    let err = fx.problem();
+    assert_eq!((&err.place, err.line), (&file(&repo), Some(4)));
+    assert_eq!(err.message, "unknown key `jbos`; did you mean `jobs`?");
+    assert_eq!(
+        err.to_string(),
+        format!("{}:4: {}", repo.display(), err.message)
+    );
+    // With no key near, the known keys are listed.
+    fx.write_repo("colour = \"red\"\n");
+    let err = fx.problem();
     assert!(
         err.message
-            .contains("unknown key `jbos` (known: jobs, max-writers")
-    );
-    assert!(
-        err.to_string()
-            .starts_with(&format!("{}:4: unknown key", repo.display())),
+            .starts_with("unknown key `colour` (known: jobs, max-writers, agent,"),
         "{err}"
     );
 }
@@ -237,7 +266,7 @@ fn unknown_top_level_key_is_refused_with_its_line() {
 fn snake_case_key_gets_a_suggestion() {
     let fx = Fixture::new();
     fx.write_repo("max_writers = 2\n");
-    let err = fx.load().unwrap_err();
+    let err = fx.problem();
     assert!(err.message.contains("did you mean `max-writers`?"), "{err}");
 }
 
@@ -248,12 +277,11 @@ fn profile_kind_is_cli_or_acp() {
     let config = fx.load().unwrap();
     assert_eq!(config.profiles["a"].0.kind.as_deref(), Some("acp"));
     let user = fx.write_user("[agents.a]\ncommand = \"x\"\nkind = \"rpc\"\n");
-    let err = fx.load().unwrap_err();
-    assert_eq!((err.file.clone(), err.line), (user, Some(3)));
-    assert!(
-        err.message
-            .starts_with("agent `a`: unknown kind `rpc` (known: cli, acp)"),
-        "{err}"
+    let err = fx.problem();
+    assert_eq!((err.place, err.line), (file(&user), Some(3)));
+    assert_eq!(
+        err.message,
+        "agent `a`: `kind` must be \"cli\" or \"acp\", not \"rpc\""
     );
 }
 
@@ -261,12 +289,17 @@ fn profile_kind_is_cli_or_acp() {
 fn unknown_profile_key_is_refused_with_its_line() {
     let fx = Fixture::new();
     let user = fx.write_user("[agents.mine]\ncommand = \"x\"\ncomand = \"y\"\n");
-    let err = fx.load().unwrap_err();
-    assert_eq!((err.file.clone(), err.line), (user, Some(3)));
+    let err = fx.problem();
+    assert_eq!((err.place, err.line), (file(&user), Some(3)));
+    assert_eq!(
+        err.message,
+        "agent `mine`: unknown key `comand`; did you mean `command`?"
+    );
+    fx.write_user("[agents.mine]\ncommand = \"x\"\nflavour = \"mild\"\n");
     assert!(
-        err.message
-            .starts_with("agent `mine`: unknown key `comand` (known: command, args"),
-        "{err}"
+        fx.problem()
+            .message
+            .starts_with("agent `mine`: unknown key `flavour` (known: command, args,"),
     );
 }
 
@@ -274,33 +307,39 @@ fn unknown_profile_key_is_refused_with_its_line() {
 fn unknown_parser_is_refused_with_its_line() {
     let fx = Fixture::new();
     fx.write_repo("[agents.mine]\ncommand = \"x\"\nparser = \"xml\"\n");
-    let err = fx.load().unwrap_err();
+    let err = fx.problem();
     assert_eq!(err.line, Some(3));
-    assert!(err.message.contains("unknown parser `xml`"), "{err}");
+    assert_eq!(
+        err.message,
+        "agent `mine`: `parser` must be \"text\", \"claude-json\" or \"codex-jsonl\", not \"xml\""
+    );
 }
 
 #[test]
 fn wrong_type_is_refused_with_its_line() {
     let fx = Fixture::new();
     let repo = fx.write_repo("agent = \"claude\"\njobs = \"four\"\n");
-    let err = fx.load().unwrap_err();
-    assert_eq!((err.file.clone(), err.line), (repo, Some(2)));
-    assert!(err.message.contains("invalid type"), "{err}");
+    let err = fx.problem();
+    assert_eq!((err.place, err.line), (file(&repo), Some(2)));
+    assert_eq!(
+        err.message,
+        "`jobs` must be a whole number (0 or more), not \"four\""
+    );
 }
 
 #[test]
 fn out_of_range_and_bad_durations_are_refused_with_their_lines() {
     let fx = Fixture::new();
     fx.write_repo("jobs = 0\n");
-    let err = fx.load().unwrap_err();
+    let err = fx.problem();
     assert_eq!(err.line, Some(1));
     assert!(err.message.contains("`jobs`: 0 is out of range"), "{err}");
     fx.write_repo("jobs = 2\n\ntask-timeout = \"soon\"\n");
-    let err = fx.load().unwrap_err();
+    let err = fx.problem();
     assert_eq!(err.line, Some(3));
     assert!(err.message.contains("bad duration"), "{err}");
     fx.write_repo("land = \"sometimes\"\n");
-    assert_eq!(fx.load().unwrap_err().line, Some(1));
+    assert_eq!(fx.problem().line, Some(1));
 }
 
 #[test]
@@ -322,7 +361,7 @@ fn included_and_cached_paths_must_stay_inside_the_repository() {
         ("cache-key = [\"\"]\n", "`cache-key`: an empty path"),
     ] {
         fx.write_repo(&format!("jobs = 2\n{text}"));
-        let err = fx.load().unwrap_err();
+        let err = fx.problem();
         assert_eq!(err.line, Some(2), "{text}");
         assert!(err.message.contains(words), "{text}: {err}");
     }
@@ -336,15 +375,15 @@ fn included_and_cached_paths_must_stay_inside_the_repository() {
 fn syntax_error_has_its_line() {
     let fx = Fixture::new();
     fx.write_user("jobs = 2\nagent = \n");
-    let err = fx.load().unwrap_err();
-    assert_eq!((err.file.clone(), err.line), (fx.user_file(), Some(2)));
+    let err = fx.problem();
+    assert_eq!((err.place, err.line), (file(&fx.user_file()), Some(2)));
 }
 
 #[test]
 fn api_key_in_a_file_is_refused_with_a_hint() {
     let fx = Fixture::new();
     fx.write_repo("model = \"m\"\napi-key = \"sk-secret\"\n");
-    let err = fx.load().unwrap_err();
+    let err = fx.problem();
     assert_eq!(err.line, Some(2));
     assert!(err.message.contains("SWARM_API_KEY"), "{err}");
     assert!(!err.to_string().contains("sk-secret"), "{err}");
@@ -354,34 +393,29 @@ fn api_key_in_a_file_is_refused_with_a_hint() {
 fn per_run_keys_are_refused_in_files() {
     let fx = Fixture::new();
     fx.write_user("final-out = \"out.md\"\n");
-    let err = fx.load().unwrap_err();
+    let err = fx.problem();
     assert_eq!(err.line, Some(1));
     assert!(err.message.contains("unknown key `final-out`"), "{err}");
     assert!(err.message.contains("--final-out"), "{err}");
     fx.write_user("base = \"main\"\n");
-    assert!(fx.load().unwrap_err().message.contains("--base"));
+    assert!(fx.problem().message.contains("--base"));
+    fx.write_user("final_out_dir = \"out\"\n");
+    assert!(fx.problem().message.contains("--final-out-dir"));
 }
 
 #[test]
 fn bad_env_value_names_the_variable() {
     let mut fx = Fixture::new();
     fx.set("SWARM_JOBS", "lots");
-    let err = fx.load().unwrap_err();
+    let err = fx.problem();
+    assert_eq!((&err.place, err.line), (&Place::Var("SWARM_JOBS"), None));
     assert_eq!(
-        (err.file.clone(), err.line),
-        (PathBuf::from("SWARM_JOBS"), None)
-    );
-    assert!(err.to_string().starts_with("SWARM_JOBS: "), "{err}");
-    assert!(
-        err.message.contains("`lots` is not a whole number"),
-        "{err}"
+        err.to_string(),
+        "SWARM_JOBS: invalid value for `jobs`: `lots` is not a whole number (0 or more)"
     );
     let mut fx = Fixture::new();
     fx.set("SWARM_RESOLVE_CONFLICTS", "maybe");
-    assert_eq!(
-        fx.load().unwrap_err().file,
-        Path::new("SWARM_RESOLVE_CONFLICTS")
-    );
+    assert_eq!(fx.problem().place, Place::Var("SWARM_RESOLVE_CONFLICTS"));
 }
 
 #[test]
@@ -536,4 +570,396 @@ fn a_resumes_options_replace_only_those_it_sets() {
         ..Options::default()
     };
     assert_eq!(overlay(stored, &newer).allow_program, ["cargo"]);
+}
+
+#[test]
+fn every_problem_of_a_file_is_reported_at_once_with_its_line() {
+    let fx = Fixture::new();
+    let repo = fx.write_repo(
+        "incldue = [\".env\"]\njobs = \"four\"\nagent = \"claude\"\ntask-timeout = \"soon\"\n",
+    );
+    let err = fx.load().unwrap_err();
+    let at = |line: usize, message: &str| Problem {
+        place: file(&repo),
+        line: Some(line),
+        message: message.to_owned(),
+    };
+    assert_eq!(
+        err.problems,
+        [
+            at(1, "unknown key `incldue`; did you mean `include`?"),
+            at(2, "`jobs` must be a whole number (0 or more), not \"four\""),
+            at(
+                4,
+                "`task-timeout`: bad duration \"soon\": use a positive number of seconds or of \
+                 ms, s, m, h or d (as in 90s, 1h30m), at most 365d"
+            ),
+        ]
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "{} has 3 problems; nothing ran\n  {}:1: unknown key",
+            repo.display(),
+            repo.display()
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn problems_of_the_user_file_the_repository_file_and_the_environment_are_reported_together() {
+    let mut fx = Fixture::new();
+    let user = fx.write_user("jobs = 2\nmax-writer = 1\n");
+    let repo = fx.write_repo("land = \"maybe\"\n");
+    fx.set("SWARM_RETRIES", "twice");
+    let err = fx.load().unwrap_err();
+    let places: Vec<(&Place, Option<usize>)> =
+        err.problems.iter().map(|p| (&p.place, p.line)).collect();
+    assert_eq!(
+        places,
+        [
+            (&file(&user), Some(2)),
+            (&file(&repo), Some(1)),
+            (&Place::Var("SWARM_RETRIES"), None)
+        ]
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("the configuration has 3 problems; nothing ran\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "\n  {}:2: unknown key `max-writer`; did you mean `max-writers`?\n",
+            user.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\n  SWARM_RETRIES: invalid value for `retries`: `twice` is not a whole number (0 or more)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn one_problem_is_counted_as_one() {
+    let fx = Fixture::new();
+    let repo = fx.write_repo("jobs = true\n");
+    assert_eq!(
+        fx.load().unwrap_err().to_string(),
+        format!(
+            "{0} has 1 problem; nothing ran\n  {0}:1: `jobs` must be a whole number (0 or more), not true",
+            repo.display()
+        )
+    );
+}
+
+#[test]
+fn a_value_of_the_wrong_type_is_said_in_plain_words_for_every_key() {
+    // No key takes a date, so each is refused with the words of its own type.
+    let fx = Fixture::new();
+    let keys: Vec<Key> = Key::ALL.into_iter().filter(|k| k.in_files()).collect();
+    let lines: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{} = 1979-05-27\n", k.name()))
+        .collect();
+    let text = lines.concat();
+    fx.write_repo(&text);
+    let err = fx.load().unwrap_err();
+    assert_eq!(err.problems.len(), keys.len(), "{err}");
+    for (n, (key, problem)) in keys.iter().zip(&err.problems).enumerate() {
+        assert_eq!(problem.line, Some(n + 1));
+        assert_eq!(
+            problem.message,
+            format!(
+                "`{}` must be {}, not the date 1979-05-27",
+                key.name(),
+                key.shape().words()
+            )
+        );
+    }
+    for (key, shape) in super::PROFILE_KEYS {
+        let command = if key == "command" {
+            ""
+        } else {
+            "command = \"x\"\n"
+        };
+        fx.write_repo(&format!("[agents.a]\n{command}{key} = 1979-05-27\n"));
+        assert_eq!(
+            fx.problem().message,
+            format!(
+                "agent `a`: `{key}` must be {}, not the date 1979-05-27",
+                shape.words()
+            )
+        );
+    }
+    fx.write_repo("[pools.p]\nmembers = 1979-05-27\n");
+    assert_eq!(
+        fx.problem().message,
+        "pool `p`: `members` must be a list of strings, not the date 1979-05-27"
+    );
+}
+
+#[test]
+fn types_are_said_in_plain_words() {
+    let fx = Fixture::new();
+    for (text, says) in [
+        (
+            "resolve-conflicts = \"yes\"",
+            "`resolve-conflicts` must be true or false, not \"yes\"",
+        ),
+        (
+            "include = \".env\"",
+            "`include` must be a list of strings, not \".env\" (write [\".env\"])",
+        ),
+        (
+            "cache = [\"target\", 3]",
+            "`cache` must be a list of strings, not a list holding 3",
+        ),
+        (
+            "task-timeout = 90",
+            "`task-timeout` must be a duration like \"90s\", not 90",
+        ),
+        (
+            "worktree-dir = false",
+            "`worktree-dir` must be a path (a string), not false",
+        ),
+        ("model = 4.5", "`model` must be a string, not 4.5"),
+        (
+            "retries = -1",
+            "`retries` must be a whole number (0 or more), not -1",
+        ),
+        (
+            "jobs = 5000000000",
+            "`jobs` must be a whole number (0 or more) up to 4294967295, not 5000000000",
+        ),
+        (
+            "land = \"maybe\"",
+            "`land` must be \"auto\", \"branch\" or \"none\", not \"maybe\"",
+        ),
+        (
+            "land = \"brnach\"",
+            "`land` must be \"auto\", \"branch\" or \"none\", not \"brnach\"; did you mean \"branch\"?",
+        ),
+        (
+            "agents = 3",
+            "`agents` must be a table of agents ([agents.NAME]), not 3",
+        ),
+        (
+            "pools = [\"a\"]",
+            "`pools` must be a table of pools ([pools.NAME]), not a list",
+        ),
+        (
+            "agents.mine = \"my-agent\"",
+            "agent `mine` must be a table ([agents.mine]), not \"my-agent\"",
+        ),
+        (
+            "[agents.mine]\ncommand = \"x\"\nset-env = { A = \"1\", B = 2 }",
+            "agent `mine`: `set-env` must be a table of strings (NAME = \"value\"); `B` is 2",
+        ),
+        (
+            "[agent.mine]\ncommand = \"x\"",
+            "`agent` must be a string, not a table; agent profiles are [agents.NAME] tables",
+        ),
+        (
+            "setup = \"a very long command that goes on and on and on and on\"\ngate = 1",
+            "`gate` must be a string, not 1",
+        ),
+        (
+            "check = [\"a very long command that goes on and on and on and on\"]",
+            "`check` must be a string, not a list",
+        ),
+        (
+            "on-escalate = { a = 1 }",
+            "`on-escalate` must be a string, not a table",
+        ),
+    ] {
+        fx.write_repo(&format!("{text}\n"));
+        let err = fx.problem();
+        assert_eq!(err.message, says, "{text}");
+        for word in ["u32", "u64", "invalid type", "sequence", "map", "variant"] {
+            assert!(!err.message.contains(word), "{text}: {err}");
+        }
+    }
+    // A long value is shown cut short.
+    fx.write_repo("jobs = \"a value far longer than anyone would read back in full\"\n");
+    assert_eq!(
+        fx.problem().message,
+        "`jobs` must be a whole number (0 or more), not \"a value far longer than anyone would rea…\""
+    );
+}
+
+#[test]
+fn unknown_keys_get_the_nearest_known_key() {
+    let fx = Fixture::new();
+    for (text, says) in [
+        (
+            "incldue = []",
+            "unknown key `incldue`; did you mean `include`?",
+        ),
+        ("Jobs = 2", "unknown key `Jobs`; did you mean `jobs`?"),
+        (
+            "spawns_per_minite = 2",
+            "unknown key `spawns_per_minite`; did you mean `spawns-per-minute`?",
+        ),
+        (
+            "alow-programs = []",
+            "unknown key `alow-programs`; did you mean `allow-program`?",
+        ),
+        (
+            "cache-keys = []",
+            "unknown key `cache-keys`; did you mean `cache-key`?",
+        ),
+        (
+            "[pool.p]\nmembers = [\"a\"]",
+            "unknown key `pool`; did you mean `pools`?",
+        ),
+        (
+            "[agents.a]\ncommand = \"x\"\nwriter_args = []",
+            "agent `a`: unknown key `writer_args`; did you mean `writer-args`?",
+        ),
+        (
+            "[agents.a]\ncommand = \"x\"\nmax-concurent = 2",
+            "agent `a`: unknown key `max-concurent`; did you mean `max-concurrent`?",
+        ),
+        (
+            "[pools.p]\nmembers = [\"a\"]\nmember = [\"b\"]",
+            "pool `p`: unknown key `member`; did you mean `members`?",
+        ),
+    ] {
+        fx.write_repo(&format!("{text}\n"));
+        assert_eq!(fx.problem().message, says, "{text}");
+    }
+    fx.write_repo("[pools.p]\nmembers = [\"a\"]\nweight = 2\n");
+    assert_eq!(
+        fx.problem().message,
+        "pool `p`: unknown key `weight` (known: members)"
+    );
+}
+
+#[test]
+fn a_profile_without_a_command_or_a_pool_without_members_is_refused_once() {
+    let fx = Fixture::new();
+    fx.write_repo(
+        "jobs = 2\n\n[agents.mine]\nargs = [\"-v\"]\n\n[agents.claude]\nargs = [\"-p\"]\n",
+    );
+    let err = fx.problem();
+    assert_eq!(err.line, Some(3));
+    assert_eq!(
+        err.message,
+        "agent `mine` has no `command`: name the program to run (only the built-in claude and codex need none)"
+    );
+    // A command of the wrong type is reported as that alone.
+    fx.write_repo("[agents.mine]\ncommand = [\"my-agent\"]\n");
+    assert_eq!(
+        fx.problem().message,
+        "agent `mine`: `command` must be a string, not a list"
+    );
+    // So is a misspelt one.
+    fx.write_repo("[agents.mine]\ncomand = \"my-agent\"\n");
+    assert_eq!(
+        fx.problem().message,
+        "agent `mine`: unknown key `comand`; did you mean `command`?"
+    );
+    fx.write_repo("[pools.p]\nmembrs = [\"a\"]\n");
+    assert_eq!(
+        fx.problem().message,
+        "pool `p`: unknown key `membrs`; did you mean `members`?"
+    );
+    fx.write_repo("[agents.codex]\nmax-concurrent = 1\n");
+    assert!(fx.load().is_ok());
+}
+
+#[test]
+fn a_problem_does_not_hide_the_others_of_its_profile_or_pool() {
+    let fx = Fixture::new();
+    fx.write_repo(
+        "[agents.a]\ncommand = \"x\"\nkind = \"rpc\"\nmax-concurrent = 0\nflavour = 1\n\n\
+         [pools.p]\nmembers = [\"a\", \"pool:q\", \"a\"]\n",
+    );
+    let lines: Vec<String> = fx
+        .problems()
+        .iter()
+        .map(|p| p.rsplit(".swarm.toml:").next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "3: agent `a`: `kind` must be \"cli\" or \"acp\", not \"rpc\"",
+            "4: agent `a`: `max-concurrent` must be at least 1",
+            "5: agent `a`: unknown key `flavour` (known: command, args, reader-args, writer-args, parser, pass-env, drop-env, set-env, kind, max-concurrent)",
+            "8: pool `p`: member `pool:q` is a pool; a pool's members are agents",
+            "8: pool `p`: member `a` is named twice",
+        ]
+    );
+}
+
+#[test]
+fn every_syntax_error_of_a_file_is_reported() {
+    let fx = Fixture::new();
+    fx.write_repo("jobs = 2\nagent = \nmodel = \"m\ncheck = 3 4\n");
+    let lines: Vec<Option<usize>> = fx
+        .load()
+        .unwrap_err()
+        .problems
+        .iter()
+        .map(|p| p.line)
+        .collect();
+    assert_eq!(lines, [Some(2), Some(3), Some(4)]);
+}
+
+#[test]
+fn every_bad_variable_is_reported() {
+    let mut fx = Fixture::new();
+    fx.set("SWARM_JOBS", "0");
+    fx.set("SWARM_LAND", "sometimes");
+    fx.set("SWARM_TASK_TIMEOUT", "soon");
+    fx.set("SWARM_INCLUDE", "/etc/passwd");
+    let places: Vec<Place> = fx
+        .load()
+        .unwrap_err()
+        .problems
+        .into_iter()
+        .map(|p| p.place)
+        .collect();
+    assert_eq!(
+        places,
+        [
+            Place::Var("SWARM_JOBS"),
+            Place::Var("SWARM_TASK_TIMEOUT"),
+            Place::Var("SWARM_LAND"),
+            Place::Var("SWARM_INCLUDE"),
+        ]
+    );
+}
+
+#[test]
+fn a_file_that_cannot_be_read_is_a_problem_of_its_own() {
+    let fx = Fixture::new();
+    std::fs::create_dir(fx.repo_file()).unwrap();
+    fx.write_user("jobs = \"two\"\n");
+    let err = fx.load().unwrap_err();
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert_eq!(err.problems[1].place, file(&fx.repo_file()));
+    assert_eq!(err.problems[1].line, None);
+    assert!(
+        err.problems[1]
+            .message
+            .starts_with("could not read the config file: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn type_words_name_what_a_user_writes() {
+    assert_eq!(Shape::Count.words(), "a whole number (0 or more)");
+    assert_eq!(Shape::Strings.words(), "a list of strings");
+    assert_eq!(Shape::Switch.words(), "true or false");
+    assert_eq!(Shape::Duration.words(), "a duration like \"90s\"");
+    assert_eq!(Shape::OneOf(&["cli"]).words(), "\"cli\"");
+    assert_eq!(
+        Shape::OneOf(&["a", "b", "c"]).words(),
+        "\"a\", \"b\" or \"c\""
+    );
 }

@@ -14,7 +14,7 @@ pub(super) const CONFIG: Sections = Sections {
         item("0", "The settings were printed."),
         item(
             "2",
-            "A config file or **SWARM_*** variable does not parse (an unknown key, a value of the wrong type): the message names the file and line, or the variable.",
+            "A config file or **SWARM_*** variable does not parse (an unknown key, a value of the wrong type): every problem of every file and variable is listed at once, each with its file and line or its variable, and no settings are printed.",
         ),
     ],
     environment: &[SETTINGS_ENV, MODEL_ENV],

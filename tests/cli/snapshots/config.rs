@@ -1,6 +1,6 @@
 //! Configuration as users see it: `swarm config`, and a bad `.swarm.toml`, user config file,
-//! `--config` file or `SWARM_*` variable, each refused with where it is wrong before anything
-//! runs.
+//! `--config` file or `SWARM_*` variable, refused with every problem and where it is before
+//! anything runs.
 
 use super::{CommandOutput, assert_output, swarm, swarm_with};
 use crate::{TestRepo, outside};
@@ -70,6 +70,58 @@ fn a_bad_repository_config_file_is_refused_with_its_line() {
         "toml_bad_for_swarm_config",
         with_file(".swarm.toml", text, &out)
     );
+    assert!(
+        !repo.swarm_dir().join("runs").exists(),
+        "a run was recorded"
+    );
+}
+
+#[test]
+fn every_mistake_of_a_repository_config_file_is_reported_at_once_and_nothing_runs() {
+    let repo = TestRepo::new();
+    let t = good_tasks(&repo);
+    let text =
+        "incldue = [\".env\"]\njobs = \"four\"\ncheck = \"cargo test\"\ntask-timeout = \"soon\"\n";
+    repo.write(".swarm.toml", text);
+    let out = swarm(&repo, &["run", &t]);
+    assert_eq!(out.code(), Some(2), "{out}");
+    assert_output!("toml_three_mistakes", with_file(".swarm.toml", text, &out));
+    let runs = swarm(&repo, &["runs", "--json"]);
+    assert_eq!(runs.code(), Some(0), "{runs}");
+    assert_eq!(runs.stdout().trim(), "[]", "{runs}");
+    // `swarm config` reports the same problems, and its hint does not send the user back to it.
+    let out = swarm(&repo, &["config"]);
+    assert_eq!(out.code(), Some(2), "{out}");
+    let shown = out.to_string();
+    let hint = shown.lines().find(|l| l.starts_with("hint: ")).unwrap();
+    assert!(!hint.contains("swarm config"), "{out}");
+    assert_output!(
+        "toml_three_mistakes_for_swarm_config",
+        with_file(".swarm.toml", text, &out)
+    );
+}
+
+#[test]
+fn problems_of_the_user_config_file_and_the_repository_file_are_reported_together() {
+    let repo = TestRepo::new();
+    let t = good_tasks(&repo);
+    let user = repo
+        .cache
+        .parent()
+        .unwrap()
+        .join(".config/swarm/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    let user_text = "jobs = 2\nmax-writer = 1\nresolve-conflicts = \"yes\"\n";
+    std::fs::write(&user, user_text).unwrap();
+    let repo_text = "land = \"maybe\"\n\n[agents.mine]\ncomand = \"my-agent\"\n";
+    repo.write(".swarm.toml", repo_text);
+    let out = swarm_with(&repo, &[("SWARM_RETRIES", "twice")], &["run", &t]);
+    assert_eq!(out.code(), Some(2), "{out}");
+    let files = format!(
+        "--- ~/.config/swarm/config.toml\n{user_text}{}",
+        with_file(".swarm.toml", repo_text, &out)
+    );
+    assert_output!("user_and_repository_files_with_problems", files);
     assert!(
         !repo.swarm_dir().join("runs").exists(),
         "a run was recorded"
