@@ -315,7 +315,9 @@ fn check_out(path: &Path, commit: &CommitId, clean: bool) -> anyhow::Result<()> 
 /// its HEAD must still name `branch` and `branch` must still descend from `start`. Then
 /// whatever is uncommitted is committed on top (see `Commit`), the commits are copied into
 /// the user's repository and `branch` is set there. A refused result is kept on `keep_as`.
-/// Files under `never` (the included ones) are never part of what swarm commits.
+/// Files under `never` (the included ones), and what the checkout's setup made or changed and
+/// the agent left as the setup left it, are never part of the result: they stay as `start`
+/// has them, even where the agent committed them itself.
 pub fn take_result(
     repo: &Repo,
     path: &Path,
@@ -355,16 +357,29 @@ pub fn take_result(
             "its checkout's HEAD was detached from its branch {branch}; nothing of it is merged"
         )),
     };
+    let left_out = LeftOut {
+        start: wt.find_commit(start_oid)?.tree()?,
+        include: never,
+        setup: super::prepare::setup_paths(path),
+        checkout: path,
+    };
     if let Some(why) = refusal {
-        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as, never)?;
+        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as, &left_out)?;
         return Ok(Left::Refused { why, kept });
     }
     let parent = wt.head()?.peel_to_commit()?;
     let made = match commit {
-        Commit::Plain(message) => commit_all(&wt, &parent, None, Some("HEAD"), message, never)?,
+        Commit::Plain(message) => commit_all(&wt, &parent, None, Some("HEAD"), message, &left_out)?,
         Commit::MergeOf(theirs, message) => {
             let theirs = wt.find_commit(theirs.oid()?)?;
-            commit_all(&wt, &parent, Some(&theirs), Some("HEAD"), message, never)?
+            commit_all(
+                &wt,
+                &parent,
+                Some(&theirs),
+                Some("HEAD"),
+                message,
+                &left_out,
+            )?
         }
     };
     let tip = match made {
@@ -382,7 +397,7 @@ pub fn take_result(
     // Checked again in the user's repository, which has no grafts or shallow boundaries
     // of the agent's making to fake a descent.
     if !repo.repo.graph_descendant_of(tip, start_oid)? {
-        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as, never)?;
+        let kept = keep_what_is_left(repo, &wt, branch, start_oid, keep_as, &left_out)?;
         return Ok(Left::Refused {
             why: format!(
                 "its branch {branch} does not descend from its start commit {} in your repository; nothing of it is merged",
@@ -406,7 +421,7 @@ fn keep_what_is_left(
     branch: &str,
     start: Oid,
     keep_as: &str,
-    never: &[String],
+    left_out: &LeftOut<'_>,
 ) -> anyhow::Result<Option<String>> {
     let base = wt
         .head()
@@ -427,7 +442,7 @@ fn keep_what_is_left(
         None,
         None,
         "What a swarm task left uncommitted",
-        never,
+        left_out,
     )?
     .unwrap_or_else(|| base.id());
     if left == start || wt.graph_descendant_of(start, left)? {
@@ -499,20 +514,58 @@ fn write_head(path: &Path, head: &Head<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a writer's result leaves out, whatever its checkout holds or its agent committed: it
+/// keeps the version its start has (or stays out).
+struct LeftOut<'a> {
+    /// The tree of the commit the writer started from.
+    start: git2::Tree<'a>,
+    /// The included files (whole paths and what is under them).
+    include: &'a [String],
+    /// What the checkout's setup made, changed or removed: each left out while it is as the
+    /// setup left it.
+    setup: Vec<super::prepare::SetupPath>,
+    checkout: &'a Path,
+}
+
+impl LeftOut<'_> {
+    /// Puts what is left out back in `index` as the start has it.
+    fn apply(&self, index: &mut git2::Index) -> anyhow::Result<()> {
+        if !self.include.is_empty() {
+            keep_starts_version(index, &self.start, |path| {
+                super::prepare::is_under(path, self.include)
+            })?;
+        }
+        let untouched: Vec<&[u8]> = self
+            .setup
+            .iter()
+            .filter(|p| {
+                let now = super::prepare::disk_blob(self.checkout, &p.path);
+                now.map(|oid| oid.to_string()) == p.blob
+            })
+            .map(|p| p.path.as_slice())
+            .collect();
+        if !untouched.is_empty() {
+            keep_starts_version(index, &self.start, |path| untouched.contains(&path))?;
+        }
+        Ok(())
+    }
+}
+
 /// Commits everything changed in a checkout (new, modified and deleted files; `.gitignore`
 /// honoured) on top of `parent`, with `theirs` as a second parent when given, moving
 /// `update` (`HEAD`) when given. `None` when nothing changed (and there is no second parent).
-/// Paths under `never` keep the parent's version (or stay out), whatever is in the checkout
-/// or staged there.
+/// What `left_out` names keeps the start's version (or stays out), whatever is in the
+/// checkout, staged there or committed by the agent.
 fn commit_all(
     repo: &Repository,
     parent: &git2::Commit<'_>,
     theirs: Option<&git2::Commit<'_>>,
     update: Option<&str>,
     message: &str,
-    never: &[String],
+    left_out: &LeftOut<'_>,
 ) -> anyhow::Result<Option<Oid>> {
     let mut index = repo.index()?;
+    let never = left_out.include;
     let mut skip = |path: &Path, _: &[u8]| -> i32 {
         i32::from(super::prepare::is_under(
             path.as_os_str().as_encoded_bytes(),
@@ -521,9 +574,7 @@ fn commit_all(
     };
     index.add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut skip))?;
     index.update_all(["*"], Some(&mut skip))?;
-    if !never.is_empty() {
-        keep_parents_version(&mut index, &parent.tree()?, never)?;
-    }
+    left_out.apply(&mut index)?;
     let tree_id = index.write_tree()?;
     if tree_id == parent.tree_id() && theirs.is_none() {
         return Ok(None);
@@ -542,17 +593,14 @@ fn commit_all(
     ))
 }
 
-/// Puts the entries under `never` in `index` back to what `tree` has (none, when it has none).
-fn keep_parents_version(
+/// Puts the entries whose paths `left` picks in `index` back to what `tree` has (none, when
+/// it has none).
+fn keep_starts_version(
     index: &mut git2::Index,
     tree: &git2::Tree<'_>,
-    never: &[String],
+    left: impl Fn(&[u8]) -> bool,
 ) -> anyhow::Result<()> {
-    let staged: Vec<Vec<u8>> = index
-        .iter()
-        .map(|e| e.path)
-        .filter(|p| super::prepare::is_under(p, never))
-        .collect();
+    let staged: Vec<Vec<u8>> = index.iter().map(|e| e.path).filter(|p| left(p)).collect();
     for path in staged {
         index.remove_path(Path::new(std::ffi::OsStr::from_bytes(&path)))?;
     }
@@ -560,7 +608,7 @@ fn keep_parents_version(
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
         let mut path = dir.as_bytes().to_vec();
         path.extend_from_slice(entry.name_bytes());
-        if entry.kind() == Some(git2::ObjectType::Blob) && super::prepare::is_under(&path, never) {
+        if entry.kind() == Some(git2::ObjectType::Blob) && left(&path) {
             restore.push((path, entry.id(), entry.filemode()));
         }
         git2::TreeWalkResult::Ok
@@ -586,7 +634,7 @@ fn keep_parents_version(
 
 /// Opens a checkout's repository with its working tree where swarm put it, whatever its config
 /// says (an agent's `core.worktree` could point swarm's commits and checkouts at the user's).
-fn open_checkout(path: &Path) -> anyhow::Result<Repository> {
+pub(super) fn open_checkout(path: &Path) -> anyhow::Result<Repository> {
     let repo = Repository::open_ext(
         path,
         git2::RepositoryOpenFlags::NO_SEARCH,

@@ -60,22 +60,92 @@ pub fn cache_key(dir: &Path, files: &[String]) -> String {
         .map_or_else(|_| String::new(), |oid| oid.to_string())
 }
 
+/// In a checkout's git directory: the paths its setup created, changed or removed outside the
+/// ignored ones, each with what it held once the setup ended (kept across reuse).
+const SETUP_PATHS_FILE: &str = "swarm-setup-paths";
+
+/// What a checkout's setup left at one path: the blob the file held once the setup ended
+/// (hashed as it is on disk, a link as its target), or none when the setup removed it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct SetupPath {
+    pub(super) path: Vec<u8>,
+    pub(super) blob: Option<String>,
+}
+
 /// The cache key the checkout's setup last ran with, if it ran there.
-pub fn setup_key(checkout: &Path) -> Option<String> {
+fn setup_key(checkout: &Path) -> Option<String> {
     std::fs::read_to_string(checkout.join(".git").join(SETUP_FILE))
         .ok()
         .map(|k| k.trim().to_owned())
 }
 
-/// Records that the checkout's setup ran with `key`.
+/// Whether a reused checkout's setup still holds: it ran with `key` (its lockfiles are as they
+/// were then) and changed nothing that the reuse took away (every file it made or changed
+/// outside the ignored ones is gone with the update to the new start, so it runs again).
+pub fn setup_holds(checkout: &Path, key: &str) -> bool {
+    setup_key(checkout).as_deref() == Some(key) && setup_paths(checkout).is_empty()
+}
+
+/// Records that the checkout's setup ran with `key`, and what it changed outside the ignored
+/// paths (new, changed and removed files), which a writer's result leaves out.
 pub fn record_setup(checkout: &Path, key: &str) -> anyhow::Result<()> {
-    std::fs::write(checkout.join(".git").join(SETUP_FILE), format!("{key}\n"))
+    let repo = super::checkout::open_checkout(checkout)?;
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let mut paths = Vec::new();
+    for s in repo.statuses(Some(&mut opts))?.iter() {
+        if s.status() == git2::Status::CURRENT {
+            continue;
+        }
+        let path = s.path_bytes().to_vec();
+        let blob = disk_blob(checkout, &path).map(|oid| oid.to_string());
+        paths.push(SetupPath { path, blob });
+    }
+    let git = checkout.join(".git");
+    // Written anew, never through a link the setup may have left in their place.
+    let write = |name: &str, bytes: &[u8]| {
+        let file = git.join(name);
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        std::fs::write(file, bytes)
+    };
+    write(SETUP_PATHS_FILE, &serde_json::to_vec(&paths)?)
+        .and_then(|()| write(SETUP_FILE, format!("{key}\n").as_bytes()))
         .context("could not record the checkout's setup")
+}
+
+/// What the checkout's setup changed, as `record_setup` found it; none when it recorded
+/// nothing (or the record does not read: it lives where the agent can write).
+pub(super) fn setup_paths(checkout: &Path) -> Vec<SetupPath> {
+    std::fs::read(checkout.join(".git").join(SETUP_PATHS_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// The blob of the file at `path` (relative to the checkout's top) as it is on disk, a link
+/// as its target; none when there is no file there.
+pub(super) fn disk_blob(checkout: &Path, path: &[u8]) -> Option<Oid> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let full = checkout.join(std::ffi::OsStr::from_bytes(path));
+    let meta = std::fs::symlink_metadata(&full).ok()?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(&full).ok()?;
+        return Oid::hash_object(ObjectType::Blob, target.as_os_str().as_bytes()).ok();
+    }
+    meta.is_file()
+        .then(|| Oid::hash_file(ObjectType::Blob, &full).ok())
+        .flatten()
 }
 
 /// Whether `name` is kept when a set-aside checkout's git directory is made anew.
 pub(super) fn kept_in_git_dir(name: &std::ffi::OsStr) -> bool {
-    name == SETUP_FILE
+    name == SETUP_FILE || name == SETUP_PATHS_FILE
 }
 
 /// Adds `paths` (relative to the top) to the checkout's own ignore rules (`.git/info/exclude`,

@@ -104,7 +104,7 @@ impl<'a> Preparer<'a> {
         let Some(setup) = &p.setup else {
             return Ok(Ok(notes));
         };
-        if made == Made::Reused && git::setup_key(cwd).as_deref() == Some(key.as_str()) {
+        if made == Made::Reused && git::setup_holds(cwd, &key) {
             let _ = writeln!(
                 notes,
                 "setup: not run: the reused checkout's lockfiles are as they were at its setup"

@@ -421,3 +421,66 @@ fn a_restored_snapshot_gets_the_included_files_again() {
     assert_exit(&out, 0);
     assert_eq!(read(&seen), "mine\n");
 }
+
+#[test]
+fn what_setup_makes_or_changes_is_never_a_writers_result_nor_lands() {
+    let repo = TestRepo::new();
+    // Each checkout's setup writes a file of its own content and changes a tracked one: two
+    // writers taking them would conflict on files no task touched.
+    repo.write(
+        ".swarm.toml",
+        "setup = \"echo $SWARM_TASK_ID > setup-ran.txt && echo built >> README.md\"\n",
+    );
+    repo.commit_all("setup");
+    let tasks = repo.tasks(&[
+        r#"{"id":"w1","run":"echo one > one.txt"}"#,
+        // Its own commit takes everything, setup's files with it.
+        r#"{"id":"w2","run":"echo two > two.txt && git add -A && git -c user.name=A -c user.email=a@example.com commit -qm 'all of it'"}"#,
+        // It changes setup's file after the setup: that change is its work.
+        r#"{"id":"w3","run":"echo three > three.txt && echo mine > setup-ran.txt"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "3"]);
+
+    assert_exit(&out, 0);
+    for (task, own) in [("w1", "one.txt"), ("w2", "two.txt")] {
+        let shown: serde_json::Value =
+            serde_json::from_str(&crate::stdout(&repo.swarm(&["show", task, "--json"]))).unwrap();
+        let commit = shown["commit"].as_str().unwrap();
+        let paths = tree_paths(&repo, commit);
+        assert!(paths.contains(&own.to_owned()), "{task}: {paths:?}");
+        assert!(
+            !paths.contains(&"setup-ran.txt".to_owned()),
+            "{task}: {paths:?}"
+        );
+        let readme = repo.git(&["show", &format!("{commit}:README.md")]);
+        assert_eq!(readme, "# demo\n", "{task}");
+    }
+    // Nothing of the setup landed; w3's own change to its file did.
+    assert_eq!(repo.read("README.md"), "# demo\n");
+    assert_eq!(repo.read("setup-ran.txt"), "mine\n");
+    for own in ["one.txt", "two.txt", "three.txt"] {
+        assert!(tree_paths(&repo, "main").contains(&own.to_owned()), "{own}");
+    }
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn an_included_file_an_agent_commits_itself_is_left_out_of_its_result() {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "keyfile\n");
+    repo.write(".swarm.toml", "include = [\"keyfile\"]\n");
+    repo.commit_all("config");
+    repo.write("keyfile", "private\n");
+    let tasks = repo.tasks(&[
+        r#"{"id":"w","run":"echo w > w.txt && git add -f keyfile w.txt && git -c user.name=A -c user.email=a@example.com commit -qm 'took the key'"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", path_str(&tasks)]);
+
+    assert_exit(&out, 0);
+    let merged = tree_paths(&repo, "main");
+    assert!(merged.contains(&"w.txt".to_owned()), "{merged:?}");
+    assert!(!merged.contains(&"keyfile".to_owned()), "{merged:?}");
+    assert_eq!(repo.read("keyfile"), "private\n");
+}
