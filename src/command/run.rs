@@ -434,7 +434,16 @@ pub(super) fn execute(
                 }),
             )?;
         }
-        land(repo, layout, &tip, how, parked.is_empty())?
+        let mut landing = land(repo, layout, &tip, how, parked.is_empty())?;
+        // What lands is what was merged: a run with writers parked or failed says which are
+        // not in it, in the same line.
+        if let (Some(message), Some(left)) = (&mut landing.message, left_out_writers(&records))
+            && landing.commit.is_some()
+        {
+            message.push(' ');
+            message.push_str(&left);
+        }
+        landing
     };
     let status = match ending {
         Ending::Interrupted | Ending::OverBudget | Ending::Halted | Ending::Faulted(_) => {
@@ -569,6 +578,38 @@ pub(super) fn read_events<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect())
+}
+
+/// The writers whose work is not in what the run merged (`It holds the work of 9 of 10
+/// writers; not in it: w7 (parked), w9 (failed).`), when there are any.
+fn left_out_writers(records: &[TaskRecord]) -> Option<String> {
+    const NAMED: usize = 5;
+    let writers: Vec<&TaskRecord> = records
+        .iter()
+        .filter(|t| t.spec["mode"] == "write")
+        .collect();
+    let out: Vec<String> = writers
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.status,
+                TaskStatus::Failed | TaskStatus::Parked | TaskStatus::Skipped
+            )
+        })
+        .map(|t| format!("{} ({})", t.id, t.status.as_str()))
+        .collect();
+    if out.is_empty() {
+        return None;
+    }
+    let mut named = out[..out.len().min(NAMED)].join(", ");
+    if out.len() > NAMED {
+        named = format!("{named} and {} more", out.len() - NAMED);
+    }
+    Some(format!(
+        "It holds the work of {} of {} writers; not in it: {named}.",
+        writers.len() - out.len(),
+        writers.len()
+    ))
 }
 
 /// Takes the integration branch to the user per `--land`; returns what became of it. The

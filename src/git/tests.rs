@@ -293,6 +293,7 @@ fn a_checkout_whose_git_files_became_links_is_neither_set_aside_nor_updated_thro
     let c2 = root.join("c");
     // No index of its own to update from: not reused (a new checkout replaces it).
     assert!(reuse_checkout(&repo, &aside, &c2, &Head::Detached(&c), &[]).is_err());
-    crate::git::prepare::record_setup(&aside, "key").unwrap();
+    // Recording a setup there writes nothing through them (it may fail: its HEAD is gone).
+    let _ = crate::git::prepare::record_setup(&aside, "key");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "yours\n");
 }

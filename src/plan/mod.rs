@@ -111,6 +111,13 @@ impl Lane {
         }
     }
 
+    /// Whether a task of this lane runs once its deps have ended, whatever their outcome, on
+    /// what finished: a reducer delivers what it can, told what is missing, rather than being
+    /// skipped with the run's deliverable.
+    pub fn runs_on_what_finished(&self) -> bool {
+        *self == Self::Reducer
+    }
+
     fn default_mode(&self) -> Mode {
         match self {
             Self::Researcher | Self::Analyst | Self::Reviewer | Self::Writer | Self::Reducer => {

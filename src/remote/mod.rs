@@ -119,6 +119,9 @@ pub(crate) struct Dep {
     /// A writer's start and commit, for the paths it changed.
     pub(crate) start: Option<String>,
     pub(crate) commit: Option<String>,
+    /// For a task that runs on what finished (a reducer): why this dep has no result for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) missing: Option<String>,
 }
 
 /// `refs/swarm/<run>/lease/<task>`: a worker holds the task's attempt.

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use super::Checkout;
 use super::checkouts::Checkouts;
 use super::dag::Transition;
-use super::job::{Job, JobKind};
+use super::job::{DepsDir, Job, JobKind};
 use super::prompt::compose_prompt;
 use super::run::Run;
 use crate::agent::acp::{Acp, Resume};
@@ -125,9 +125,17 @@ pub(super) fn prepare(
         ));
     }
     let task = &run.plan.tasks[i];
+    // A task that runs on what finished (a reducer) is told which of its deps have no result
+    // for it, and why; the others' results it gets as any task does.
+    let missing = if task.lane.runs_on_what_finished() {
+        run.missing_deps(i)?
+    } else {
+        Vec::new()
+    };
     let deps: Vec<(String, String)> = run
         .plan
         .deps(i)
+        .filter(|&d| !missing.iter().any(|(id, _)| id == run.id(d)))
         .map(|d| {
             (
                 run.plan.tasks[d].id.to_string(),
@@ -144,19 +152,22 @@ pub(super) fn prepare(
         Action::Run(cmd) => {
             // A task without deps shares one empty directory: a directory per task
             // costs more than a trivial task itself on some file systems.
-            let dir = if deps.is_empty() {
+            let dir = if deps.is_empty() && missing.is_empty() {
                 layout.deps.join(NO_DEPS_DIR)
             } else {
                 layout.deps.join(id)
             };
             env.push(("SWARM_DEPS_DIR".to_owned(), dir.display().to_string()));
-            env.push((
-                "SWARM_DEPS".to_owned(),
-                deps.iter()
+            let ids = |list: &[(String, String)]| {
+                list.iter()
                     .map(|(d, _)| d.as_str())
                     .collect::<Vec<_>>()
-                    .join(" "),
-            ));
+                    .join(" ")
+            };
+            env.push(("SWARM_DEPS".to_owned(), ids(&deps)));
+            if !missing.is_empty() {
+                env.push(("SWARM_DEPS_MISSING".to_owned(), ids(&missing)));
+            }
             (cmd.clone(), None, Some(dir))
         }
         Action::Prompt(prompt) => {
@@ -169,7 +180,7 @@ pub(super) fn prepare(
                 .deps(i)
                 .filter_map(|d| Some((run.plan.tasks[d].id.to_string(), run.changed_paths(d)?)))
                 .collect();
-            let prompt = compose_prompt(prompt, &deps, &changes);
+            let prompt = compose_prompt(prompt, &deps, &missing, &changes);
             match agent {
                 Agent::Exec(cmd) => (cmd, Some(prompt), None),
                 Agent::Cli(profile) => {
@@ -278,7 +289,13 @@ pub(super) fn prepare(
         builtin,
         parser: cli.filter(|p| p.kind == Kind::Cli).map(|p| p.parser),
         acp,
-        deps_dir: deps_dir.filter(|_| !deps.is_empty()).map(|d| (d, deps)),
+        deps_dir: deps_dir
+            .filter(|_| !deps.is_empty() || !missing.is_empty())
+            .map(|dir| DepsDir {
+                dir,
+                results: deps,
+                missing,
+            }),
         user_checkout: run.repo.workdir().to_owned(),
         session,
         prepare: settings.prepare.clone(),

@@ -40,6 +40,11 @@ impl State {
     fn is_pending(self) -> bool {
         matches!(self, Self::Waiting | Self::Ready | Self::Delayed(_))
     }
+
+    /// Whether it ended without a result for its dependents: failed, skipped or parked.
+    pub(super) fn ended_badly(self) -> bool {
+        matches!(self, Self::Failed | Self::Skipped | Self::Parked)
+    }
 }
 
 /// Something that happened to a task, or to the run.
@@ -220,24 +225,23 @@ impl Dag {
     }
 
     /// Counts the unfinished deps of the waiting tasks among `tasks`, skips those below a dep
-    /// that failed, was skipped or parked, and queues those with none.
+    /// that failed, was skipped or parked (but a reducer, which waits only for its deps to
+    /// end), and queues those with none.
     fn settle(&mut self, plan: &Plan, tasks: Range<usize>, effects: &mut Vec<Effect>) {
         for i in plan.topological_order() {
             if !tasks.contains(&i) || self.states[i] != State::Waiting {
                 continue;
             }
-            if let Some(bad) = plan.deps(i).find(|&d| {
-                matches!(
-                    self.states[d],
-                    State::Failed | State::Skipped | State::Parked
-                )
-            }) {
+            let on_what_finished = plan.tasks[i].lane.runs_on_what_finished();
+            if !on_what_finished
+                && let Some(bad) = plan.deps(i).find(|&d| self.states[d].ended_badly())
+            {
                 self.skip_below(plan, bad, effects);
                 continue;
             }
             self.waiting_on[i] = plan
                 .deps(i)
-                .filter(|&d| self.states[d] != State::Done)
+                .filter(|&d| self.states[d] != State::Done && !self.states[d].ended_badly())
                 .count();
             if self.waiting_on[i] == 0 {
                 self.make_ready(i);
@@ -250,7 +254,8 @@ impl Dag {
         self.ready.push((self.priority[i], Reverse(i)));
     }
 
-    /// Skips every task below `i` that has not started, saying why.
+    /// Skips every task below `i` that has not started, saying why; a reducer among them is
+    /// not skipped but no longer waits for the task above it that ended so.
     fn skip_below(&mut self, plan: &Plan, i: usize, effects: &mut Vec<Effect>) {
         let cause = &plan.tasks[i].id;
         let why = match self.states[i] {
@@ -261,7 +266,16 @@ impl Dag {
         let mut stack: Vec<usize> = plan.dependents(i).collect();
         let mut skipped = false;
         while let Some(d) = stack.pop() {
-            if self.states[d].is_pending() {
+            if plan.tasks[d].lane.runs_on_what_finished() {
+                // A waiting task with nothing left to wait for is one `settle` has not
+                // counted yet: it counts what ended when it gets there.
+                if self.states[d] == State::Waiting && self.waiting_on[d] > 0 {
+                    self.waiting_on[d] -= 1;
+                    if self.waiting_on[d] == 0 {
+                        self.make_ready(d);
+                    }
+                }
+            } else if self.states[d].is_pending() {
                 self.set(d, State::Skipped);
                 skipped = true;
                 effects.push(Effect::Skipped {
@@ -363,6 +377,59 @@ mod tests {
         tasks.sort_unstable();
         assert_eq!(tasks, [1, 2, 3]);
         assert_eq!(dag.state(4), State::Ready);
+    }
+
+    /// As `plan`, with the last task a reducer.
+    fn with_reducer(tasks: &[(&str, &[&str])]) -> Plan {
+        let n = tasks.len();
+        let lines: Vec<String> = tasks
+            .iter()
+            .enumerate()
+            .map(|(k, (id, deps))| {
+                let lane = if k + 1 == n { "reducer" } else { "worker" };
+                serde_json::json!({ "id": id, "run": "true", "deps": deps, "lane": lane })
+                    .to_string()
+            })
+            .collect();
+        Plan::parse(&lines.join("\n"), "test").unwrap()
+    }
+
+    #[test]
+    fn a_reducer_runs_once_its_deps_have_ended_whatever_became_of_them() {
+        // w1 is parked, w2 fails, x (after w2) is skipped, w3 is done: the reducer runs once
+        // the last of them has ended, and is never skipped.
+        let p = with_reducer(&[
+            ("w1", &[]),
+            ("w2", &[]),
+            ("x", &["w2"]),
+            ("w3", &[]),
+            ("report", &["w1", "x", "w3"]),
+        ]);
+        let mut dag = dag(&p);
+        assert_eq!(drain(&mut dag), [1, 0, 3]);
+        for i in [0, 1, 3] {
+            dag.on(&p, Transition::Started(i));
+        }
+        dag.on(&p, Transition::Committed(0));
+        assert_eq!(dag.on(&p, Transition::Parked(0)), []);
+        assert_eq!(
+            dag.on(&p, Transition::Failed(1)),
+            [skipped(2, "dependency w2 failed")]
+        );
+        assert_eq!(dag.state(4), State::Waiting);
+        assert_eq!(dag.on(&p, Transition::Done(3)), []);
+        assert_eq!(drain(&mut dag), [4]);
+    }
+
+    #[test]
+    fn a_reducer_below_what_ended_badly_before_a_resume_is_ready_at_once() {
+        let p = with_reducer(&[("w", &[]), ("x", &["w"]), ("report", &["w", "x"])]);
+        let mut dag = Dag::new(&p, vec![State::Failed, State::Waiting, State::Waiting]);
+        assert_eq!(
+            dag.on(&p, Transition::Settle),
+            [skipped(1, "dependency w failed")]
+        );
+        assert_eq!(drain(&mut dag), [2]);
     }
 
     #[test]

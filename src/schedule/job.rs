@@ -165,7 +165,7 @@ pub(super) struct Job {
     pub(super) parser: Option<crate::agent::cli::Parser>,
     /// Set for an agent of the Agent Client Protocol (the invocation gives its command).
     pub(super) acp: Option<crate::agent::acp::Acp>,
-    pub(super) deps_dir: Option<(PathBuf, Vec<(String, String)>)>,
+    pub(super) deps_dir: Option<DepsDir>,
     pub(super) user_checkout: PathBuf,
     /// The agent's session the attempt runs in, when swarm named it (a new Claude session) or
     /// continues it.
@@ -241,8 +241,8 @@ impl Job {
         tx: &Sender<Message>,
         spent: &mut Spent,
     ) -> anyhow::Result<Verdict> {
-        if let Some((dir, deps)) = &self.deps_dir {
-            write_deps(dir, deps)?;
+        if let Some(deps) = &self.deps_dir {
+            deps.write()?;
         }
         let repo = user_repo(&self.user_checkout)?;
         let made = match &self.kind {
@@ -587,16 +587,33 @@ fn taken(left: Left) -> Result<Option<CommitId>, Verdict> {
     }
 }
 
-/// One file per dep, `<dep id>.txt`, holding its whole result.
-pub(super) fn write_deps(dir: &Path, deps: &[(String, String)]) -> anyhow::Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)?;
+/// What a `run` task finds of its deps in `$SWARM_DEPS_DIR`.
+pub(super) struct DepsDir {
+    pub(super) dir: PathBuf,
+    /// Each dep's id and result: `<id>.txt`.
+    pub(super) results: Vec<(String, String)>,
+    /// For a task that runs on what finished, each dep that has no result for it and why:
+    /// `<id>.missing`.
+    pub(super) missing: Vec<(String, String)>,
+}
+
+impl DepsDir {
+    /// One file per dep, `<dep id>.txt`, holding its whole result, and `<dep id>.missing` for
+    /// one that has none, saying why.
+    fn write(&self) -> anyhow::Result<()> {
+        let dir = &self.dir;
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        for (id, result) in &self.results {
+            std::fs::write(dir.join(format!("{id}.txt")), result)?;
+        }
+        for (id, why) in &self.missing {
+            std::fs::write(dir.join(format!("{id}.missing")), format!("{why}\n"))?;
+        }
+        Ok(())
     }
-    std::fs::create_dir_all(dir)?;
-    for (id, result) in deps {
-        std::fs::write(dir.join(format!("{id}.txt")), result)?;
-    }
-    Ok(())
 }
 
 /// What an attempt wrote to its spawn file: none when it wrote no file.

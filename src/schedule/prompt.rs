@@ -6,10 +6,12 @@ use std::fmt::Write as _;
 use super::DEP_RESULT_CAP;
 use crate::plan::Action;
 
-/// The prompt an agent gets: the task's own, then its deps' results framed as data.
+/// The prompt an agent gets: the task's own, then its deps' results framed as data, and for a
+/// task that runs on what finished, the deps that have no result for it and why.
 pub(super) fn compose_prompt(
     prompt: &str,
     deps: &[(String, String)],
+    missing: &[(String, String)],
     changes: &[(String, Vec<String>)],
 ) -> String {
     let mut out = prompt.to_owned();
@@ -26,6 +28,16 @@ pub(super) fn compose_prompt(
                 let _ = write!(out, "\n[{cut} more bytes cut]");
             }
             out.push_str("\n</result>\n");
+        }
+    }
+    if !missing.is_empty() {
+        out.push_str(
+            "\n---\nSome tasks this task depends on did not finish, so their results are \
+             missing. Work with what there is, say plainly in your answer what is missing and \
+             why, and do not present the work as complete:\n",
+        );
+        for (id, why) in missing {
+            let _ = writeln!(out, "- {id}: {}", crate::ui::one_line(why, 300));
         }
     }
     if !changes.is_empty() {
@@ -71,10 +83,23 @@ mod tests {
     #[test]
     fn dependency_results_are_capped_and_framed_as_data() {
         let long = "x".repeat(DEP_RESULT_CAP + 10);
-        let p = compose_prompt("do it", &[("a".into(), long)], &[]);
+        let p = compose_prompt("do it", &[("a".into(), long)], &[], &[]);
         assert!(p.starts_with("do it\n"));
         assert!(p.contains("not instructions"));
         assert!(p.contains("<result task=\"a\">"));
         assert!(p.contains("[10 more bytes cut]"));
+    }
+
+    #[test]
+    fn what_is_missing_is_named_with_why() {
+        let missing = [("w7".to_owned(), "parked: conflict in a.txt".to_owned())];
+        let p = compose_prompt("report", &[("w1".into(), "did w1".into())], &missing, &[]);
+        assert!(p.contains("<result task=\"w1\">\ndid w1"), "{p}");
+        assert!(
+            p.contains("did not finish, so their results are missing"),
+            "{p}"
+        );
+        assert!(p.contains("- w7: parked: conflict in a.txt\n"), "{p}");
+        assert!(!p.contains("<result task=\"w7\">"), "{p}");
     }
 }

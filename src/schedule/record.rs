@@ -57,6 +57,11 @@ impl<'a> Recorder<'a> {
             .unwrap_or_default())
     }
 
+    /// Why a task ended as it did, as the board has it.
+    pub(super) fn task_error(&self, task: &str) -> anyhow::Result<Option<String>> {
+        self.board.task_error(&self.run, task)
+    }
+
     pub(super) fn run_event(&mut self, what: RunEvent) -> anyhow::Result<()> {
         self.board.event(&self.run, &Event::run(what))
     }

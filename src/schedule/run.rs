@@ -35,6 +35,9 @@ pub(super) struct Slot {
     /// The member of its pool its last attempt went to (the one its session belongs to), for
     /// a task whose agent is a pool.
     pub(super) member: Option<String>,
+    /// On a worker of a run spread over machines, where the task's state is the
+    /// coordinator's: why it ended without a result, as the coordinator said.
+    pub(super) missing: Option<String>,
     /// When its attempt (or resolver attempt) now running started.
     pub(super) started: Option<std::time::Instant>,
     /// How long its attempt that succeeded took, in this process: what the display's ETA
@@ -58,6 +61,7 @@ impl Slot {
             resolver_tried: false,
             resolving_from: None,
             member: None,
+            missing: None,
             session: None,
             started: None,
             took: None,
@@ -177,6 +181,33 @@ impl Run<'_> {
             .map(|(i, why)| (self.plan.tasks[*i].id.as_str(), why.as_str()))
             .collect();
         self.record.skipped(&named)
+    }
+
+    /// The deps of task `i` that ended without a result for it (failed, skipped or parked),
+    /// each with why, as a task that runs on what finished (a reducer) is told of them.
+    pub(super) fn missing_deps(&self, i: usize) -> anyhow::Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for d in self.plan.deps(i) {
+            let id = self.id(d);
+            let state = self.dag.state(d);
+            let why = match &self.slots[d].missing {
+                Some(why) => why.clone(),
+                None if state.ended_badly() => {
+                    let what = match state {
+                        State::Failed => "failed",
+                        State::Parked => "parked",
+                        _ => "skipped",
+                    };
+                    match self.record.task_error(id)? {
+                        Some(e) => format!("{what}: {e}"),
+                        None => what.to_owned(),
+                    }
+                }
+                None => continue,
+            };
+            out.push((id.to_owned(), why));
+        }
+        Ok(out)
     }
 
     /// The paths a writer's commit changed, once it has one.

@@ -338,6 +338,7 @@ impl Worker<'_> {
             };
             let slot = &mut self.run.slots[d];
             slot.result.clone_from(&dep.result);
+            slot.missing.clone_from(&dep.missing);
             slot.start_commit = dep.start.as_deref().map(CommitId::new);
             slot.commit = dep.commit.as_deref().map(CommitId::new);
         }

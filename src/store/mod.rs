@@ -519,6 +519,16 @@ impl Board {
         Ok(out)
     }
 
+    /// Why task `task` of run `run` ended as it did, as the board says (`error`), if it says.
+    pub fn task_error(&self, run: &str, task: &str) -> anyhow::Result<Option<String>> {
+        let error = self
+            .conn
+            .prepare_cached("SELECT error FROM tasks WHERE run_id = ?1 AND id = ?2")?
+            .query_row([run, task], |r| r.get::<_, Option<String>>(0))
+            .optional()?;
+        Ok(error.flatten())
+    }
+
     /// The attempts of a run that continued an earlier attempt's session: (task, number).
     pub fn continued_attempts(&self, run: &str) -> anyhow::Result<Vec<(String, u32)>> {
         let mut stmt = self.conn.prepare(

@@ -899,3 +899,42 @@ fn tasks_spawned_on_a_worker_are_published_and_run_by_the_workers_within_the_lim
     assert_eq!(events(&c.user, "spawned").len(), 1);
     assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
 }
+
+#[test]
+fn a_reducer_run_by_a_worker_is_told_which_deps_failed_and_why() {
+    let c = Cluster::new();
+    let report = c.shared("report");
+    let tasks = c.tasks(&[
+        serde_json::json!({"id": "ok", "mode": "read", "run": "echo fine"}).to_string(),
+        serde_json::json!({"id": "bad", "mode": "read", "run": "echo broken >&2; exit 4"}).to_string(),
+        serde_json::json!({
+            "id": "sum", "mode": "read", "lane": "reducer", "deps": ["ok", "bad"],
+            "run": format!(
+                "{{ echo \"have: $SWARM_DEPS\"; echo \"missing: $SWARM_DEPS_MISSING\"; cat \"$SWARM_DEPS_DIR\"/bad.missing; }} > {}",
+                report.display()
+            ),
+        })
+        .to_string(),
+    ]);
+    let worker = c.runner("w").start(&[]);
+    let out = c
+        .swarm(&[
+            "run",
+            tasks.to_str().unwrap(),
+            "--remote",
+            "origin",
+            "--retries",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 1);
+    assert_exit(&finish(worker), 0);
+    let said = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        said.starts_with("have: ok\nmissing: bad\nfailed: exit code 4"),
+        "{said}"
+    );
+    let status = status_json(&c.user);
+    assert_eq!(tasks_with_status(&status, "done"), ["ok", "sum"]);
+}

@@ -252,6 +252,11 @@ impl Coordinator {
         let generation = self.generations.get(&i).copied().unwrap_or(0) + 1;
         self.generations.insert(i, generation);
         let mut parents = vec![tip.clone()];
+        let missing = if run.plan.tasks[i].lane.runs_on_what_finished() {
+            run.missing_deps(i)?
+        } else {
+            Vec::new()
+        };
         let deps: Vec<remote::Dep> = run
             .plan
             .deps(i)
@@ -262,8 +267,13 @@ impl Coordinator {
                 {
                     parents.push(c.clone());
                 }
+                let id = run.plan.tasks[d].id.to_string();
                 remote::Dep {
-                    id: run.plan.tasks[d].id.to_string(),
+                    missing: missing
+                        .iter()
+                        .find(|(m, _)| *m == id)
+                        .map(|(_, why)| why.clone()),
+                    id,
                     result: slot.result.clone(),
                     start: slot.start_commit.as_ref().map(ToString::to_string),
                     commit: slot.commit.as_ref().map(ToString::to_string),

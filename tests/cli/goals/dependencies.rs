@@ -334,3 +334,56 @@ fn a_goal_whose_planning_fails_fails_alone_and_its_dependents_are_skipped() {
         [("g1", "failed"), ("g2", "skipped"), ("g3", "done")]
     );
 }
+
+#[test]
+fn a_goal_whose_writer_failed_still_gets_its_reducer_told_what_is_missing() {
+    let s = setup();
+    let (llm, _) = server(
+        || needs_call(&json!([])),
+        |goal| match goal {
+            'A' => Reply::ToolCalls(vec![(
+                "plan-A".into(),
+                "submit_plan".into(),
+                json!({"tasks": [
+                    {"id": "aw0", "prompt": "WRITE alpha.txt", "deps": [], "lane": "coder"},
+                    {"id": "bad", "prompt": "FAIL now", "deps": [], "lane": "coder"},
+                    {"id": "ar", "prompt": "REDUCE A", "deps": ["aw0", "bad"], "lane": "reducer"},
+                ]}),
+            )]),
+            _ => plan_for('C', &["gamma.txt"]),
+        },
+    );
+    let report = outside(&s.repo, "report.md");
+    let out = s
+        .cmd(&llm)
+        .args(goals_args(&[GOAL_A, GOAL_C], &report, &["--retries", "0"]))
+        .output()
+        .unwrap();
+    assert_exit(&out, 1);
+    let status = status_json(&s.repo);
+    let task = |id: &str| {
+        status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(task("g1.bad")["status"], "failed");
+    // A's reducer ran on what finished, told that g1.bad failed and why.
+    assert_eq!(task("g1.ar")["status"], "done");
+    let result = task("g1.ar")["result"].as_str().unwrap().to_owned();
+    assert!(result.starts_with("RESULT-A"), "{result}");
+    assert!(
+        result.contains("missing g1.bad: failed: exit code 3"),
+        "{result}"
+    );
+    // The goal failed; its merged work and C's landed; the report has A's deliverable.
+    assert_eq!(s.repo.read("alpha.txt"), "written by g1.aw0\n");
+    assert_eq!(s.repo.read("gamma.txt"), "written by g2.cw0\n");
+    let text = std::fs::read_to_string(&report).unwrap();
+    let a = &text[text.find("## Goal g1").unwrap()..text.find("## Goal g2").unwrap()];
+    assert!(a.contains("Status: **failed**"), "{text}");
+    assert!(a.contains("RESULT-A: goal A is finished"), "{text}");
+}

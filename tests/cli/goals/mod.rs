@@ -23,8 +23,9 @@ const GOAL_B: &str = "GOAL-B: describe alpha.txt in beta.txt";
 const GOAL_C: &str = "GOAL-C: add gamma.txt";
 
 /// The agent: `WRITE <file>` writes the file (after a pause, with the task's id in it) and
-/// reports it; `REDUCE <X>` answers with goal X's result. Each start is logged. The writer of
-/// the task `AGENT_GATE_TASK` first runs the shell words `AGENT_GATE` (a gate's).
+/// reports it; `REDUCE <X>` answers with goal X's result and what its prompt says is missing;
+/// `FAIL` fails. Each start is logged. The writer of the task `AGENT_GATE_TASK` first runs the
+/// shell words `AGENT_GATE` (a gate's).
 const AGENT: &str = r#"prompt=$(cat)
 echo "start $SWARM_TASK_ID $SWARM_ATTEMPT" >> "$AGENT_LOG"
 case "$prompt" in
@@ -36,7 +37,9 @@ case "$prompt" in
     echo "wrote $f" ;;
   *"REDUCE "*)
     g=$(printf '%s\n' "$prompt" | sed -n 's/.*REDUCE \([A-Z]\).*/\1/p' | head -n 1)
-    echo "RESULT-$g: goal $g is finished" ;;
+    echo "RESULT-$g: goal $g is finished"
+    printf '%s\n' "$prompt" | sed -n 's/^- \(.*\)$/missing \1/p' ;;
+  *"FAIL"*) echo "failing on purpose" >&2; exit 3 ;;
   *) echo "nothing to do" ;;
 esac
 echo "end $SWARM_TASK_ID" >> "$AGENT_LOG"

@@ -159,3 +159,81 @@ fn a_resolver_that_leaves_markers_parks_the_writer_with_the_reason() {
     );
     assert_eq!(repo.read("shared.txt"), "top\nfrom first\nbottom\n");
 }
+
+#[test]
+fn a_parked_writer_among_ten_still_gets_the_reducer_which_names_it_and_the_run_says_what_landed() {
+    let repo = TestRepo::new();
+    let report = outside(&repo, "report.md");
+    // w0…w8 each write a file of their own and w8 also README.md, which w9 changes too: w9
+    // starts first, from the same tip, and changes it once w8 is merged, so it is parked.
+    let mut lines = vec![
+        serde_json::json!({
+            "id": "w9",
+            "run": format!("{}; echo nine > README.md", crate::after_event(&repo, "merged", "w8")),
+        })
+        .to_string(),
+    ];
+    lines.extend((0..9).map(|k| {
+        let extra = if k == 8 {
+            " && echo eight > README.md"
+        } else {
+            ""
+        };
+        format!(r#"{{"id":"w{k}","run":"echo {k} > f{k}.txt{extra}"}}"#)
+    }));
+    let deps: Vec<String> = (0..10).map(|k| format!("w{k}")).collect();
+    let reducer = concat!(
+        "echo '# What was done'; echo \"finished: $SWARM_DEPS\"; ",
+        "echo \"missing: $SWARM_DEPS_MISSING\"; ",
+        "for f in \"$SWARM_DEPS_DIR\"/*.missing; do ",
+        "echo \"- $(basename \"$f\" .missing): $(cat \"$f\")\"; done"
+    );
+    lines.push(
+        serde_json::json!({"id": "report", "lane": "reducer", "mode": "read", "deps": deps, "run": reducer})
+            .to_string(),
+    );
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let tasks = repo.tasks(&refs);
+
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "-j",
+        "2",
+        "--final-out",
+        path_str(&report),
+    ]);
+
+    assert_exit(&out, 3);
+    let run = run_id(&repo);
+    let tasks = tasks_of(&repo);
+    assert_eq!(tasks["w9"]["status"], "parked");
+    assert_eq!(tasks["report"]["status"], "done");
+    // The reducer ran on what finished and was told what is missing and why.
+    let result = tasks["report"]["result"].as_str().unwrap();
+    assert!(
+        result.contains("finished: w0 w1 w2 w3 w4 w5 w6 w7 w8\n"),
+        "{result}"
+    );
+    assert!(result.contains("missing: w9\n"), "{result}");
+    assert!(result.contains("- w9: parked: "), "{result}");
+    // The report opens with that deliverable, and "Needs attention" names the same task.
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.starts_with("# What was done\n"), "{text}");
+    let attention = text.split("## Needs attention").nth(1).unwrap_or_default();
+    assert!(attention.contains("`w9` is parked"), "{text}");
+    // What was merged landed, and the run's last line says which writers are not in it.
+    for k in 0..9 {
+        assert!(
+            tree_paths(&repo, "main").contains(&format!("f{k}.txt")),
+            "f{k}.txt"
+        );
+    }
+    assert_eq!(repo.read("README.md"), "eight\n");
+    let said = crate::stdout(&out);
+    assert!(
+        said.contains("It holds the work of 9 of 10 writers; not in it: w9 (parked)."),
+        "{said}"
+    );
+    assert!(swarm_branches(&repo).contains(&format!("swarm/{run}-w9")));
+}
