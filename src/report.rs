@@ -137,6 +137,8 @@ pub struct Facts<'a> {
     /// What each member of the run's pools did, in the order of their names (none when no
     /// attempt went through a pool).
     pub agents: &'a [AgentUsage],
+    /// Branches keeping what refused attempts of unfinished tasks left: (task, branch).
+    pub kept: &'a [(String, String)],
 }
 
 /// One attempt from its start to its end (milliseconds since the epoch) and how it ended
@@ -490,6 +492,12 @@ pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
             t.error.as_deref().unwrap_or("unknown error")
         );
     }
+    for (task, branch) in f.kept {
+        let _ = writeln!(
+            out,
+            "kept: what an attempt of {task} left is on branch {branch}"
+        );
+    }
     if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}");
     }
@@ -518,6 +526,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "continued": continued_of(f, &t.id),
             "elapsed_ms": t.elapsed_ms,
             "error": t.error,
+            "kept_branches": f.kept.iter().filter(|(k, _)| *k == t.id).map(|(_, b)| b).collect::<Vec<_>>(),
             "transcript": t.transcript,
             "stderr_tail": f.output_tails.iter().find(|(task, ..)| task == &t.id).map_or(&[][..], |(.., l)| l.as_slice()),
         })).collect::<Vec<_>>(),

@@ -172,16 +172,50 @@ pub(super) fn goal_notes(events: &[Logged]) -> Vec<String> {
 }
 
 /// The merges in order: (task, merge commit).
-pub(super) fn merges(events: &[Logged]) -> Vec<(String, String)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            RunEvent::Merged { after, .. } => {
-                Some((e.task.clone().unwrap_or_default(), after.clone()))
-            }
-            _ => None,
-        })
-        .collect()
+/// The merges that stand, in the order they were last made: a writer merged again (after
+/// the gate took a culprit out) is listed once, at its last merge, and one parked since (the
+/// culprit the gate took out) not at all.
+pub(super) fn merges(events: &[Logged], records: &[TaskRecord]) -> Vec<(String, String)> {
+    let stands = |task: &str| {
+        !records
+            .iter()
+            .any(|t| t.id == task && t.status == TaskStatus::Parked)
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for e in events {
+        if let RunEvent::Merged { after, .. } = &e.event {
+            let task = e.task.clone().unwrap_or_default();
+            out.retain(|(t, _)| *t != task);
+            out.push((task, after.clone()));
+        }
+    }
+    out.retain(|(task, _)| stands(task));
+    out
+}
+
+/// What the refused attempts of tasks that did not end done left, kept on branches of their
+/// own (`swarm/<run>-<task>@<attempt>`) that are still there: (task, branch).
+pub(super) fn kept_branches(
+    repo: &crate::git::Repo,
+    run: &str,
+    records: &[TaskRecord],
+) -> anyhow::Result<Vec<(String, String)>> {
+    let prefix = format!("swarm/{run}-");
+    let mut out = Vec::new();
+    for (name, _) in repo.branches_with_prefix(&prefix)? {
+        let Some((task, attempt)) = name[prefix.len()..].rsplit_once('@') else {
+            continue;
+        };
+        let task = task.strip_suffix("-resolve").unwrap_or(task);
+        let ended_badly = records
+            .iter()
+            .any(|t| t.id == task && t.status != TaskStatus::Done);
+        if ended_badly && attempt.bytes().all(|b| b.is_ascii_digit()) {
+            out.push((task.to_owned(), name));
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// The gate's runs in order (a run the log shows started but not finished is `running`), and

@@ -466,7 +466,8 @@ pub(super) fn execute(
         .context("the run vanished from the board")?;
     let failed_attempts = board.failed_attempts(&layout.run)?;
     let continued = board.continued_attempts(&layout.run)?;
-    let merges = merges(&events);
+    let merges = merges(&events, &records);
+    let kept = super::facts::kept_branches(repo, &layout.run, &records)?;
     let (gate_runs, culprits) = gate_runs(&events);
     let repairs = repairs(&events);
     let goal_notes = if goals.is_empty() {
@@ -498,6 +499,7 @@ pub(super) fn execute(
         culprits: &culprits,
         spans: &spans,
         agents: &agents,
+        kept: &kept,
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");

@@ -87,6 +87,14 @@ pub(super) fn needs_attention(f: &Facts<'_>) -> String {
                 );
             }
         }
+        for (_, branch) in f.kept.iter().filter(|(task, _)| *task == t.id) {
+            let _ = writeln!(
+                out,
+                "  - what an attempt left is kept on branch {}: `git log --oneline {}`",
+                escape::code(branch),
+                branch
+            );
+        }
         if let Some((_, attempt, lines)) = f.output_tails.iter().find(|(task, ..)| task == &t.id)
             && !lines.is_empty()
         {

@@ -376,4 +376,13 @@ fn merges_after_the_culprit_are_merged_again_without_it() {
     assert!(files.contains("y.txt"), "{files}");
     assert!(!files.contains("uses/x.sh"), "{files}");
     assert_eq!(crate::rev(&repo, "main"), crate::rev(&repo, &integration));
+    // The report's merges are those that stand: y once, at its merge again, and not x.
+    let report = run_report(&repo);
+    let merges = report
+        .split("### Merges\n\n")
+        .nth(1)
+        .and_then(|m| m.split("\n\n").next())
+        .expect(&report);
+    assert_eq!(merges.lines().count(), 1, "{merges}");
+    assert!(merges.starts_with("- `y` merged as "), "{merges}");
 }

@@ -180,7 +180,7 @@ impl Site {
             .into_iter()
             .map(|(s, n)| (s.as_str().to_owned(), json!(n)))
             .collect();
-        let merges: Vec<Value> = merges(&events)
+        let merges: Vec<Value> = merges(&events, &records)
             .into_iter()
             .map(|(task, commit)| json!({"task": task, "commit": commit}))
             .collect();

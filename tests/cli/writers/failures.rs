@@ -89,3 +89,49 @@ fn a_writer_that_writes_into_the_users_checkout_stops_the_run_and_is_not_merged(
     // swarm never deletes anything in the user's checkout, not even what a stray agent wrote.
     assert_eq!(std::fs::read_to_string(&stolen).unwrap(), "x\n");
 }
+
+#[test]
+fn what_a_refused_attempt_left_is_named_by_the_run_and_the_report_even_after_a_retry() {
+    let repo = TestRepo::new();
+    let report = crate::outside(&repo, "report.md");
+    // Attempt 1 moves its HEAD off its branch with a commit: refused, kept on `…@1`; attempt
+    // 2 fails on its own.
+    let tasks = repo.tasks(&[&serde_json::json!({
+        "id": "w",
+        "run": "if [ \"$SWARM_ATTEMPT\" = 1 ]; then git checkout -q -b other && echo x > x.txt && git add x.txt && git -c user.name=A -c user.email=a@example.com commit -qm x; else exit 3; fi",
+    })
+    .to_string()]);
+
+    let out = repo.swarm(&[
+        "--json",
+        "run",
+        tasks.to_str().unwrap(),
+        "--final-out",
+        report.to_str().unwrap(),
+    ]);
+
+    assert_exit(&out, 1);
+    let run = crate::run_id(&repo);
+    let kept = format!("swarm/{run}-w@1");
+    assert_eq!(repo.git(&["show", &format!("{kept}:x.txt")]), "x\n");
+    let summary: serde_json::Value = serde_json::from_str(&crate::stdout(&out)).unwrap();
+    assert_eq!(
+        summary["tasks"][0]["kept_branches"],
+        serde_json::json!([kept])
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    let attention = text.split("## Needs attention").nth(1).unwrap();
+    assert!(
+        attention.contains(&format!("what an attempt left is kept on branch `{kept}`")),
+        "{text}"
+    );
+    let plain = repo.swarm(&["run", tasks.to_str().unwrap()]);
+    let run = crate::run_id(&repo);
+    assert!(
+        crate::stdout(&plain).contains(&format!(
+            "kept: what an attempt of w left is on branch swarm/{run}-w@1"
+        )),
+        "{}",
+        crate::stdout(&plain)
+    );
+}
