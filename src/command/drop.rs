@@ -159,13 +159,11 @@ pub(super) fn drop_run(g: &Globals, run: Option<&str>, yes: bool) -> anyhow::Res
             _ => None,
         })
         .collect();
-    if !kept.is_empty() {
+    if let [first, ..] = kept.as_slice() {
         let _ = writeln!(
             out,
-            "kept {} with work no other branch has: `git log {}` shows it, `git branch -D {}` deletes it once it is no longer wanted",
+            "kept {} with work no other branch has, listed above: `git log {first}` shows what one holds, `git branch -D {first}` deletes it once it is no longer wanted",
             ui::count(kept.len(), "branch", "branches"),
-            kept[0],
-            kept[0]
         );
     }
     ui::out(&out)?;
