@@ -141,7 +141,8 @@ impl Wanted<'_> {
 
 /// Puts task `id` of the unfinished run back to pending: its branch moved aside to
 /// `swarm/<run>-<task>@<n>` (n: the number of the attempt that made it, or the first free one
-/// after), its dependents skipped because of it pending too, and the goals it reopens.
+/// after; its resolver's branch likewise), its dependents skipped because of it pending too,
+/// and the goals it reopens.
 /// Returns the branch the earlier work is kept on, if there was any.
 fn reopen(
     held: &mut Held,
@@ -165,6 +166,11 @@ fn reopen(
         }
         None => None,
     };
+    // What its conflict resolver made, if it tried: a new resolver would write over it.
+    let resolver = format!("{branch}-resolve");
+    if let Some(tip) = held.repo.ref_target(&format!("refs/heads/{resolver}"))? {
+        set_aside(&held.repo, &resolver, &tip, attempts.max(1))?;
+    }
     let plan = stored_plan(tasks)?;
     let dependents = skipped_below(&plan, tasks, i);
     let goals = reopened_goals(&held.board.goals().load(run)?, id);
