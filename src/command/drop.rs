@@ -52,36 +52,15 @@ pub(super) fn drop_run(g: &Globals, run: Option<&str>, yes: bool) -> anyhow::Res
             .hint(format!("swarm drop {run_id} --yes"))
         );
     }
-    let tasks = board.load_tasks(&run_id)?;
-    let task_ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-    let branches = judge_branches(&repo, &run_id, &task_ids)?;
-    let strays = crate::agent::stray::find(&run_id);
-    let requeued: Vec<i64> = board
-        .queue()
-        .items()?
-        .into_iter()
-        .filter(|item| item.run_id.as_deref() == Some(run_id.as_str()))
-        .map(|item| item.id)
-        .collect();
-    let mut planned: Vec<Cleaning> = strays
-        .iter()
-        .map(|s| Cleaning::StopProcess(format!("{} {}", s.pid, s.command)))
-        .collect();
-    run_leftovers(&board, &run_id, true, &mut planned)?;
-    planned.extend(branches.iter().map(Branch::cleaning));
-    planned.push(Cleaning::Remove(board.run_dir(&run_id)));
-    planned.push(Cleaning::ForgetRun {
-        run: run_id.clone(),
-        tasks: tasks.len(),
-    });
-    planned.extend(requeued.iter().map(|&goal| Cleaning::Requeue { goal }));
+    let dropping = Dropping::gather(&repo, &board, &run_id)?;
+    let planned = dropping.planned(&board)?;
     if asking {
         // This swarm holds the lock now: a run on record as running is one whose process went.
         let state = super::inspect::RunState::of(&run_id, record.status, None);
         let question = format!(
             "Drop run {run_id} ({}, {})? [y/N] ",
             state.as_str(),
-            ui::count(tasks.len(), "task", "tasks")
+            ui::count(dropping.tasks, "task", "tasks")
         );
         let answer = ask(&planned, &question)?;
         if answer != Confirmed::Yes {
@@ -103,54 +82,121 @@ pub(super) fn drop_run(g: &Globals, run: Option<&str>, yes: bool) -> anyhow::Res
             });
         }
     }
-    // In the order that leaves a run a second `swarm drop` can finish, whatever stops this one.
-    if !strays.is_empty() {
-        crate::agent::stray::stop(&strays, KILL_GRACE);
-    }
-    let mut done: Vec<Cleaning> = planned
-        .iter()
-        .filter(|a| matches!(a, Cleaning::StopProcess(_)))
-        .cloned()
-        .collect();
-    run_leftovers(&board, &run_id, false, &mut done)?;
-    for b in &branches {
-        done.push(b.carry_out(&repo)?);
-    }
-    let dir = board.run_dir(&run_id);
-    match std::fs::remove_dir_all(&dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(
-                anyhow::Error::new(e).context(format!("could not remove {}", dir.display()))
-            );
-        }
-        _ => done.push(Cleaning::Remove(dir)),
-    }
-    let dropped = board.drop_run(&run_id)?;
-    done.push(Cleaning::ForgetRun {
-        run: run_id.clone(),
-        tasks: dropped.tasks,
-    });
-    done.extend(
-        dropped
-            .requeued
-            .iter()
-            .map(|&goal| Cleaning::Requeue { goal }),
-    );
+    let done = dropping.carry_out(&repo, &mut board)?;
     if g.json {
         let actions: Vec<_> = done.iter().map(|a| a.to_json(false)).collect();
         ui::out(&serde_json::to_string_pretty(
             &json!({ "run": run_id, "dropped": true, "actions": actions }),
         )?)?;
-        return Ok(exit::OK);
+    } else {
+        ui::out(&said(&run_id, &done))?;
     }
+    Ok(exit::OK)
+}
+
+/// A run about to be dropped, and what goes with it.
+struct Dropping {
+    run: String,
+    /// How many tasks it has.
+    tasks: usize,
+    /// Processes its tasks left running.
+    strays: Vec<crate::agent::stray::Stray>,
+    branches: Vec<Branch>,
+    /// The queue's goals it took.
+    requeued: Vec<i64>,
+}
+
+impl Dropping {
+    fn gather(repo: &Repo, board: &Board, run: &str) -> anyhow::Result<Self> {
+        let tasks = board.load_tasks(run)?;
+        let task_ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        let requeued = board
+            .queue()
+            .items()?
+            .into_iter()
+            .filter(|item| item.run_id.as_deref() == Some(run))
+            .map(|item| item.id)
+            .collect();
+        Ok(Self {
+            run: run.to_owned(),
+            tasks: tasks.len(),
+            strays: crate::agent::stray::find(run),
+            branches: judge_branches(repo, run, &task_ids)?,
+            requeued,
+        })
+    }
+
+    /// What dropping does, in order, before anything is done.
+    fn planned(&self, board: &Board) -> anyhow::Result<Vec<Cleaning>> {
+        let mut planned: Vec<Cleaning> = self.stopped();
+        run_leftovers(board, &self.run, true, &mut planned)?;
+        planned.extend(self.branches.iter().map(Branch::cleaning));
+        planned.push(Cleaning::Remove(board.run_dir(&self.run)));
+        planned.push(Cleaning::ForgetRun {
+            run: self.run.clone(),
+            tasks: self.tasks,
+        });
+        planned.extend(self.requeued.iter().map(|&goal| Cleaning::Requeue { goal }));
+        Ok(planned)
+    }
+
+    fn stopped(&self) -> Vec<Cleaning> {
+        self.strays
+            .iter()
+            .map(|s| Cleaning::StopProcess(format!("{} {}", s.pid, s.command)))
+            .collect()
+    }
+
+    /// Drops the run, in the order that leaves one a second `swarm drop` can finish whatever
+    /// stops this one: its processes, its checkouts, its branches, its directory, and last
+    /// its record. Returns what was done.
+    fn carry_out(self, repo: &Repo, board: &mut Board) -> anyhow::Result<Vec<Cleaning>> {
+        if !self.strays.is_empty() {
+            crate::agent::stray::stop(&self.strays, KILL_GRACE);
+        }
+        let mut done = self.stopped();
+        run_leftovers(board, &self.run, false, &mut done)?;
+        for b in &self.branches {
+            done.push(b.carry_out(repo)?);
+        }
+        let dir = board.run_dir(&self.run);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("could not remove {}", dir.display()))
+                );
+            }
+            _ => done.push(Cleaning::Remove(dir)),
+        }
+        let dropped = board.drop_run(&self.run)?;
+        done.push(Cleaning::ForgetRun {
+            run: self.run.clone(),
+            tasks: dropped.tasks,
+        });
+        done.extend(
+            dropped
+                .requeued
+                .iter()
+                .map(|&goal| Cleaning::Requeue { goal }),
+        );
+        Ok(done)
+    }
+}
+
+/// What was done, as text: a line each, the run dropped, and what to do with the branches kept.
+fn said(run: &str, done: &[Cleaning]) -> String {
     let mut out = String::new();
-    for a in &done {
+    for a in done {
         let _ = writeln!(out, "{}", a.line());
     }
+    let tasks = done.iter().find_map(|a| match a {
+        Cleaning::ForgetRun { tasks, .. } => Some(*tasks),
+        _ => None,
+    });
     let _ = writeln!(
         out,
-        "dropped run {run_id} ({})",
-        ui::count(dropped.tasks, "task", "tasks")
+        "dropped run {run} ({})",
+        ui::count(tasks.unwrap_or_default(), "task", "tasks")
     );
     let kept: Vec<&str> = done
         .iter()
@@ -166,8 +212,7 @@ pub(super) fn drop_run(g: &Globals, run: Option<&str>, yes: bool) -> anyhow::Res
             ui::count(kept.len(), "branch", "branches"),
         );
     }
-    ui::out(&out)?;
-    Ok(exit::OK)
+    out
 }
 
 /// Refuses what is not for `drop`: a finished run (nothing to drop), and one whose landing on
