@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use clap_complete::engine::{CompletionCandidate, PathCompleter, ValueCompleter as _};
 
 use crate::git::Repo;
-use crate::store::Board;
+use crate::store::{Board, RunStatus, TaskStatus};
 
 /// The variable that asks swarm for completions, as `clap_complete` names it.
 const VAR: &str = "COMPLETE";
@@ -46,25 +46,60 @@ pub fn script(shell: clap_complete::Shell) -> anyhow::Result<Vec<u8>> {
 /// The ids of the runs of the repository the command line is about, newest first, each with
 /// its status and what it ran.
 pub(crate) fn run_ids() -> Vec<CompletionCandidate> {
+    runs(|_| true)
+}
+
+/// For `swarm resume` and `swarm drop`: the runs that have not finished, newest first.
+pub(crate) fn unfinished_run_ids() -> Vec<CompletionCandidate> {
+    runs(|status| status != RunStatus::Finished)
+}
+
+/// The runs whose status `keep` takes, newest first, each with its status and what it ran.
+fn runs(keep: impl Fn(RunStatus) -> bool) -> Vec<CompletionCandidate> {
     let Some(board) = board() else {
         return Vec::new();
     };
-    let Ok(ids) = board.run_ids() else {
+    let Ok(runs) = board.history().runs() else {
         return Vec::new();
     };
-    ids.into_iter()
-        .rev()
-        .map(|id| {
-            let help = board.load_run(&id).ok().flatten().map(|run| {
-                format!(
-                    "{} · {}",
-                    run.status.as_str(),
-                    crate::ui::one_line(&run.source, 60)
-                )
-                .into()
-            });
-            CompletionCandidate::new(id).help(help)
+    runs.into_iter()
+        .filter(|run| keep(run.status))
+        .map(|run| {
+            let help = format!(
+                "{} · {}",
+                run.status.as_str(),
+                crate::ui::one_line(&run.source, 60)
+            );
+            CompletionCandidate::new(run.id).help(Some(help.into()))
         })
+        .collect()
+}
+
+/// For `swarm retry`: the writers of the run `--run` names (else the newest run) that were
+/// parked or failed, each with its status.
+pub(crate) fn retryable_tasks() -> Vec<CompletionCandidate> {
+    let Some(board) = board() else {
+        return Vec::new();
+    };
+    let run = match flag_value(&words(), None, "--run") {
+        Some(run) => run.to_string_lossy().into_owned(),
+        None => match board.latest_run(false) {
+            Ok(Some(run)) => run,
+            _ => return Vec::new(),
+        },
+    };
+    let Ok(tasks) = board.load_tasks(&run) else {
+        return Vec::new();
+    };
+    let writer = |spec: &serde_json::Value| {
+        let (tasks, _) = crate::plan::Plan::read(&spec.to_string());
+        tasks.iter().any(|t| t.mode == crate::plan::Mode::Write)
+    };
+    tasks
+        .into_iter()
+        .filter(|t| matches!(t.status, TaskStatus::Parked | TaskStatus::Failed))
+        .filter(|t| writer(&t.spec))
+        .map(|t| CompletionCandidate::new(t.id).help(Some(t.status.as_str().into())))
         .collect()
 }
 

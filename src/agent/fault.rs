@@ -38,6 +38,18 @@ impl FaultKind {
         }
     }
 
+    /// The kind the event log names `name`, read back.
+    pub(crate) fn named(name: &str) -> Option<Self> {
+        [
+            FaultKind::Credentials,
+            FaultKind::Environment,
+            FaultKind::Unreachable,
+            FaultKind::Gate,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+    }
+
     /// The exit code of a run it stops: a key to fix is a usage error, else resumable.
     pub(crate) fn exit_code(self) -> u8 {
         match self {

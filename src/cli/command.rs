@@ -32,7 +32,7 @@ pub enum Command {
     ))]
     Resume {
         /// The run id.
-        #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
+        #[arg(add = ArgValueCandidates::new(crate::complete::unfinished_run_ids))]
         run: Option<String>,
         /// A goal stopped while it was planned is planned again, and on a terminal its plan
         /// shown and asked about as for `swarm --goal`: run it without asking.
@@ -41,17 +41,72 @@ pub enum Command {
         #[command(flatten)]
         options: RunOptions,
     },
+    /// Run a parked or failed writer again, on the current tip.
+    #[command(long_about = concat!(
+        "Run a parked or failed writer again, on the current tip.\n\n",
+        "In a run that has not finished (interrupted, stopped): the task goes back to pending, \
+its earlier branch swarm/<run>-<task> is kept as swarm/<run>-<task>@<n> (n: the number of the \
+attempt that made it), the tasks skipped because of it wait again, and the run is resumed (as \
+`swarm resume`): the task starts afresh on the run's integration tip. In a run that ended: a new \
+run of that one task (its spec as the run stored it, without its dependencies) starts from your \
+HEAD, which holds what the old run landed, with the old run's options (not its --base, report \
+files or remote) and those given here, and merges and lands as any run; its old branch stays as \
+it is, and its dependents are not run again. A reader, a task that is done, skipped or has not \
+ended, or an unknown task is refused (exit 2).\n\n",
+        summary_json!()
+    ))]
+    Retry {
+        /// The task id: a writer of the run that was parked or failed.
+        #[arg(add = ArgValueCandidates::new(crate::complete::retryable_tasks))]
+        task: String,
+        /// The run the task belongs to [default: the newest run].
+        #[arg(long, value_name = "RUN", add = ArgValueCandidates::new(crate::complete::run_ids))]
+        run: Option<String>,
+        #[command(flatten)]
+        options: RunOptions,
+    },
+    /// Drop an unfinished run (the newest by default), keeping the work no other branch has.
+    ///
+    /// For a start that failed (a refused key, a model endpoint that did not answer, Ctrl-C
+    /// while planning) or a run given up on, so that `swarm resume` no longer picks it. It stops
+    /// the processes the run's tasks left, removes the run's checkouts and its deps' files, deletes
+    /// each of its branches (swarm/<run>, swarm/<run>-<task>, …) whose commits another branch,
+    /// your HEAD or the run's kept integration branch holds, and keeps (and names) a branch with
+    /// work nowhere else: dropping never loses a commit. Then it removes .git/swarm/runs/<run>/
+    /// and the run's record (tasks, attempts, merges, events, goals) from the board; the goals it
+    /// took from the queue go back to the queue. A finished run is refused (`swarm gc` tidies
+    /// those), as is one that stopped while landing on your branch (`swarm resume` finishes the
+    /// landing); a run another swarm holds exits 4.
+    ///
+    /// At a terminal (stdin and stderr) it lists what it will do and asks `Drop run R (…)?
+    /// [y/N]`; y drops, anything else keeps the run (Ctrl-C exits 130). Off a terminal it needs
+    /// --yes.
+    ///
+    /// With --json, one object: `run`, `dropped` (false when the question was answered no) and
+    /// `actions`, each with `action` (stop-process, remove-worktree, remove, delete-branch,
+    /// keep-branch, forget-run or requeue), `process`, `path`, `branch`, `run` (with `tasks`) or
+    /// `goal` (the queue's number), `reason` for a branch, and `done`.
+    Drop {
+        /// The run id [default: the newest unfinished run].
+        #[arg(add = ArgValueCandidates::new(crate::complete::unfinished_run_ids))]
+        run: Option<String>,
+        /// Drop it without asking (needed off a terminal).
+        #[arg(short, long)]
+        yes: bool,
+    },
     /// List the runs of this repository, newest first.
     ///
     /// One line per run: its id, when it started (local time), its status (running; stopped,
     /// when its process is gone and `swarm resume` continues it; interrupted; finished), its
-    /// exit code, how long it took (so far, for a running one), its number of tasks and what it
-    /// ran (a task file, a goal's text, several goals, the queue).
+    /// exit code, how long it took (so far, for a running one), its number of tasks, why it
+    /// stands where it stands (interrupted, the model endpoint refused the key, the model
+    /// endpoint did not answer, planned only, plan declined, done, …) and what it ran (a task
+    /// file, a goal's text, several goals, the queue).
     ///
     /// With --json, an array of objects, newest first, each with `id`, `started_at` and
     /// `finished_at` (milliseconds since the Unix epoch; `finished_at` is null until the run
-    /// finishes), `status`, `exit_code` (null while it runs), `duration_ms`, `tasks` and
-    /// `source`. No runs: an empty array.
+    /// finishes), `status`, `reason` (null while it runs), `exit_code` (null while it runs),
+    /// `duration_ms`, `tasks` and `source`. No runs: an empty array.
     Runs,
     /// Show one task of a run: its spec, status, attempts, result, changed files and transcript.
     ///

@@ -347,6 +347,7 @@ mod tests {
             status: "interrupted".into(),
             exit_code: 75,
             landing: None,
+            reason: None,
         };
         let events = [
             at(1_000, started),

@@ -8,15 +8,17 @@ use serde_json::{Value, json};
 
 use super::layout::{Lock, deps_root};
 use super::{Globals, open_board, open_repo};
+use crate::store::Board;
 use crate::{exit, ui};
 
-/// One thing `gc` does, or would do with `--dry-run`.
+/// One thing `gc` (or `drop`) does, or would do with `--dry-run` (or before the question).
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Cleaning {
+pub(super) enum Cleaning {
     RemoveWorktree(std::path::PathBuf),
     Remove(std::path::PathBuf),
     DeleteBranch {
         branch: String,
+        why: String,
     },
     KeepBranch {
         branch: String,
@@ -30,14 +32,25 @@ enum Cleaning {
     KeepRemoteRun {
         run: String,
     },
+    /// A process a killed run's tasks left running (`pid command`), stopped.
+    StopProcess(String),
+    /// A run taken out of the board: its record, tasks, attempts, merges, events and goals.
+    ForgetRun {
+        run: String,
+        tasks: usize,
+    },
+    /// A goal of the queue a dropped run had taken, waiting in the queue again.
+    Requeue {
+        goal: i64,
+    },
 }
 
 impl Cleaning {
-    fn line(&self) -> String {
+    pub(super) fn line(&self) -> String {
         match self {
             Self::RemoveWorktree(path) => format!("remove worktree {}", path.display()),
             Self::Remove(path) => format!("remove {}", path.display()),
-            Self::DeleteBranch { branch } => format!("delete branch {branch} (merged)"),
+            Self::DeleteBranch { branch, why } => format!("delete branch {branch} ({why})"),
             Self::KeepBranch { branch, why } => format!("keep branch {branch} ({why})"),
             Self::DeleteRemoteRefs { run, refs } => {
                 format!("delete {refs} ref(s) of ended run {run} on the remote")
@@ -45,19 +58,25 @@ impl Cleaning {
             Self::KeepRemoteRun { run } => {
                 format!("keep the refs of run {run} on the remote (it has not ended)")
             }
+            Self::StopProcess(process) => format!("stop process {process}"),
+            Self::ForgetRun { run, tasks } => format!(
+                "forget run {run} in the board ({}, their attempts and events)",
+                ui::count(*tasks, "task", "tasks")
+            ),
+            Self::Requeue { goal } => format!("put goal {goal} back in the queue"),
         }
     }
 
-    fn to_json(&self, dry_run: bool) -> Value {
+    pub(super) fn to_json(&self, dry_run: bool) -> Value {
         match self {
             Self::RemoveWorktree(path) => {
                 json!({ "action": "remove-worktree", "path": path, "done": !dry_run })
             }
             Self::Remove(path) => json!({ "action": "remove", "path": path, "done": !dry_run }),
-            Self::DeleteBranch { branch } => json!({
+            Self::DeleteBranch { branch, why } => json!({
                 "action": "delete-branch",
                 "branch": branch,
-                "reason": "merged",
+                "reason": why,
                 "done": !dry_run,
             }),
             Self::KeepBranch { branch, why } => json!({
@@ -79,9 +98,28 @@ impl Cleaning {
                 "reason": "not ended",
                 "done": false,
             }),
+            Self::StopProcess(process) => json!({
+                "action": "stop-process",
+                "process": process,
+                "done": !dry_run,
+            }),
+            Self::ForgetRun { run, tasks } => json!({
+                "action": "forget-run",
+                "run": run,
+                "tasks": tasks,
+                "done": !dry_run,
+            }),
+            Self::Requeue { goal } => json!({
+                "action": "requeue",
+                "goal": goal,
+                "done": !dry_run,
+            }),
         }
     }
 }
+
+/// Why a branch with commits no other branch has is kept.
+pub(super) const UNMERGED: &str = "has commits no other branch has";
 
 pub(super) fn gc(g: &Globals, dry_run: bool, remote: Option<&str>) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
@@ -99,37 +137,7 @@ pub(super) fn gc(g: &Globals, dry_run: bool, remote: Option<&str>) -> anyhow::Re
     }
     let board = open_board(&repo)?;
     for run in board.run_ids()? {
-        // The checkouts of the run's tasks, named in its directory.
-        let named = board.run_dir(&run).join(crate::schedule::CHECKOUTS_FILE);
-        if let Ok(bytes) = std::fs::read(&named) {
-            use std::os::unix::ffi::OsStringExt as _;
-            let dir = std::path::PathBuf::from(std::ffi::OsString::from_vec(bytes));
-            if dir.is_dir() {
-                for entry in std::fs::read_dir(&dir)? {
-                    let path = entry?.path();
-                    // The writers' files, each of which goes with its task's name.
-                    if path.file_name() == Some(std::ffi::OsStr::new(crate::git::PLACES)) {
-                        continue;
-                    }
-                    if !dry_run {
-                        crate::git::remove_checkout(&path)?;
-                    }
-                    actions.push(Cleaning::RemoveWorktree(path));
-                }
-                if !dry_run {
-                    crate::git::remove_checkout(&dir)?;
-                }
-            }
-        }
-        // Deps' files left by runs that were killed and never resumed (a run removes its own).
-        let deps = deps_root(&board.run_dir(&run), &run);
-        if deps.exists() {
-            if !dry_run {
-                std::fs::remove_dir_all(&deps)
-                    .with_context(|| format!("could not remove {}", deps.display()))?;
-            }
-            actions.push(Cleaning::Remove(deps));
-        }
+        run_leftovers(&board, &run, dry_run, &mut actions)?;
     }
     // A branch swarm made goes only when another branch holds every commit of it; one swarm
     // did not make (a name of the user's under `swarm/`) is never touched.
@@ -161,11 +169,14 @@ pub(super) fn gc(g: &Globals, dry_run: bool, remote: Option<&str>) -> anyhow::Re
             if !dry_run {
                 repo.delete_branch_at(&name, &tip)?;
             }
-            actions.push(Cleaning::DeleteBranch { branch: name });
+            actions.push(Cleaning::DeleteBranch {
+                branch: name,
+                why: "merged".to_owned(),
+            });
         } else {
             actions.push(Cleaning::KeepBranch {
                 branch: name,
-                why: "has commits no other branch has",
+                why: UNMERGED,
             });
         }
     }
@@ -186,6 +197,47 @@ pub(super) fn gc(g: &Globals, dry_run: bool, remote: Option<&str>) -> anyhow::Re
     }
     ui::out(&out)?;
     Ok(exit::OK)
+}
+
+/// What run `run` left on the machine: its task checkouts (the directory its run directory
+/// names) and the deps' files of a run that was killed and never resumed (a run removes its
+/// own). Each is removed, unless `dry_run`, and listed in `actions`.
+pub(super) fn run_leftovers(
+    board: &Board,
+    run: &str,
+    dry_run: bool,
+    actions: &mut Vec<Cleaning>,
+) -> anyhow::Result<()> {
+    let named = board.run_dir(run).join(crate::schedule::CHECKOUTS_FILE);
+    if let Ok(bytes) = std::fs::read(&named) {
+        use std::os::unix::ffi::OsStringExt as _;
+        let dir = std::path::PathBuf::from(std::ffi::OsString::from_vec(bytes));
+        if dir.is_dir() {
+            for entry in std::fs::read_dir(&dir)? {
+                let path = entry?.path();
+                // The writers' files, each of which goes with its task's name.
+                if path.file_name() == Some(std::ffi::OsStr::new(crate::git::PLACES)) {
+                    continue;
+                }
+                if !dry_run {
+                    crate::git::remove_checkout(&path)?;
+                }
+                actions.push(Cleaning::RemoveWorktree(path));
+            }
+            if !dry_run {
+                crate::git::remove_checkout(&dir)?;
+            }
+        }
+    }
+    let deps = deps_root(&board.run_dir(run), run);
+    if deps.exists() {
+        if !dry_run {
+            std::fs::remove_dir_all(&deps)
+                .with_context(|| format!("could not remove {}", deps.display()))?;
+        }
+        actions.push(Cleaning::Remove(deps));
+    }
+    Ok(())
 }
 
 /// The refs of runs spread over machines that ended (or whose record is gone) go from the

@@ -52,8 +52,18 @@ pub(super) fn run_goal(
             files: Vec::new(),
         },
     )?;
-    // The goal whole, for a resume of a run stopped while it was planned.
-    std::fs::write(run.board.run_dir(&run.record.id).join(GOAL_FILE), goal)?;
+    // The goal whole, for a resume of a run stopped while it was planned; and for
+    // `--plan-only`, that it is planned only (and where the plan goes), so that such a resume
+    // runs nothing either.
+    let run_dir = run.board.run_dir(&run.record.id);
+    std::fs::write(run_dir.join(GOAL_FILE), goal)?;
+    if output.only {
+        let out = output.file.map(|f| g.dir.join(f)).unwrap_or_default();
+        std::fs::write(
+            run_dir.join(PLAN_ONLY_FILE),
+            out.as_os_str().as_encoded_bytes(),
+        )?;
+    }
     let goal = Goal {
         text: goal,
         output,
@@ -72,6 +82,25 @@ pub(super) fn run_goal(
 
 /// The file in a run's directory that holds a single-goal run's goal.
 pub(super) const GOAL_FILE: &str = "goal.md";
+
+/// The file in a run's directory that marks a `--plan-only` run, holding the `--plan-out` path
+/// (empty without one).
+const PLAN_ONLY_FILE: &str = "plan-only";
+
+/// A run started with `--plan-only`.
+pub(super) struct PlanOnly {
+    /// Its `--plan-out`, if it had one.
+    pub(super) plan_out: Option<std::path::PathBuf>,
+}
+
+/// Whether the run whose directory is `run_dir` was started with `--plan-only`.
+pub(super) fn plan_only_of(run_dir: &Path) -> Option<PlanOnly> {
+    use std::os::unix::ffi::OsStringExt as _;
+    let bytes = std::fs::read(run_dir.join(PLAN_ONLY_FILE)).ok()?;
+    Some(PlanOnly {
+        plan_out: (!bytes.is_empty()).then(|| std::ffi::OsString::from_vec(bytes).into()),
+    })
+}
 
 /// A single goal to plan, and what to do with the plan.
 pub(super) struct Goal<'a> {

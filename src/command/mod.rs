@@ -14,6 +14,7 @@ use crate::ui::Verb;
 use crate::{Usage, exit};
 
 mod ci;
+mod drop;
 mod facts;
 mod gc;
 mod goal;
@@ -22,7 +23,9 @@ mod layout;
 mod output;
 mod pools;
 mod queue;
+mod reason;
 mod resume;
+mod retry;
 mod run;
 mod runs;
 mod settings;
@@ -116,6 +119,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                 asked,
             )
         }
+        Command::Retry { task, run, options } => {
+            // A run keeps the options it started with; only the profiles are read anew.
+            let configured = configure(&g, &Options::default(), explicit)?;
+            retry::retry(&g, &task, run.as_deref(), &options.into(), &configured)
+        }
+        Command::Drop { run, yes } => drop::drop_run(&g, run.as_deref(), yes),
         Command::Config { options } => {
             let config = load_config(&g, &options.into(), explicit, CONFIG_SHOW_HINT)?;
             if g.json {

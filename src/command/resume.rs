@@ -26,7 +26,7 @@ pub(super) fn resume(
         return Ok(code);
     }
     let repo = open_repo(g)?;
-    let mut board = open_run_board(g, &repo)?;
+    let board = open_run_board(g, &repo)?;
     let run_id = match run {
         Some(r) => r.to_owned(),
         None => board
@@ -34,6 +34,33 @@ pub(super) fn resume(
             .ok_or_else(|| Usage::new("there is no unfinished run to resume"))?,
     };
     let lock = Lock::acquire(&repo, &run_id)?;
+    let held = Held { repo, board, lock };
+    resume_held(g, held, &run_id, newer, profiles, asked)
+}
+
+/// The repository, its board and its lock, taken for a run.
+pub(super) struct Held {
+    pub(super) repo: crate::git::Repo,
+    pub(super) board: Board,
+    pub(super) lock: Lock,
+}
+
+/// `resume` of `run_id` once its caller holds the repository (`swarm retry` does, having
+/// put a task back first).
+pub(super) fn resume_held(
+    g: &Globals,
+    held: Held,
+    run_id: &str,
+    newer: &Options,
+    profiles: &super::pools::Agents,
+    asked: goal::Question,
+) -> anyhow::Result<u8> {
+    let Held {
+        repo,
+        mut board,
+        lock,
+    } = held;
+    let run_id = run_id.to_owned();
     let record = board.load_run(&run_id)?.ok_or_else(|| {
         Usage::new(format!("no run {run_id:?} in this repository"))
             .hint("`swarm status` shows the newest run")
@@ -47,12 +74,14 @@ pub(super) fn resume(
     let stored = from_record(&record.options)
         .with_context(|| format!("run {run_id} in the board {}", board.path().display()))?;
     let options = overlay(stored, newer);
+    let plan_only = goal::plan_only_of(&board.run_dir(&run_id));
+    let plan_out = plan_only.as_ref().and_then(|p| p.plan_out.as_deref());
     check_before_run(
         g,
         &repo,
         &options,
         &Reads {
-            plan_out: None,
+            plan_out,
             files: Vec::new(),
         },
     )?;
@@ -78,9 +107,13 @@ pub(super) fn resume(
             record,
             tasks_stored: false,
         };
+        // A `--plan-only` run is planned only, again.
         let goal = super::goal::Goal {
             text: &goal,
-            output: goal::PlanOutput::default(),
+            output: goal::PlanOutput {
+                file: plan_out,
+                only: plan_only.is_some(),
+            },
             asked,
             client: &client,
         };

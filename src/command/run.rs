@@ -459,6 +459,7 @@ pub(super) fn execute(
             status: status.as_str().to_owned(),
             exit_code: code,
             landing: landing.message.clone(),
+            reason: super::reason::of_ending(&ending, halted, &events),
         }),
     )?;
     let run = board

@@ -99,7 +99,7 @@ pub(super) fn show(g: &Globals, task: &str, run: Option<&str>) -> anyhow::Result
     let record = pick_run(&board, run)?;
     let tasks = board.load_tasks(&record.id)?;
     let Some(t) = tasks.iter().find(|t| t.id == task) else {
-        return Err(unknown_task(&board, task, &record.id, &tasks, run.is_some())?.into());
+        return Err(unknown_task(&board, task, &record.id, &tasks, run.is_some(), "show")?.into());
     };
     let holder = lock_holder(&repo);
     let live = RunState::of(&record.id, record.status, holder.as_deref()) == RunState::Running;
@@ -135,13 +135,15 @@ pub(super) fn task_json(
 }
 
 /// The error for a task the run does not have, with the hint most likely to help: the run
-/// that has it, the names it is close to, or the run's tasks.
-fn unknown_task(
+/// that has it (for `swarm <command> TASK --run RUN`), the names it is close to, or the run's
+/// tasks.
+pub(super) fn unknown_task(
     board: &Board,
     task: &str,
     run: &str,
     tasks: &[TaskRecord],
     run_given: bool,
+    command: &str,
 ) -> anyhow::Result<Usage> {
     let error = Usage::new(format!("no task {task:?} in run {run}"));
     if board.load_run(task)?.is_some() {
@@ -151,7 +153,7 @@ fn unknown_task(
     }
     if !run_given && let Some(other) = board.history().runs_with_task(task)?.first() {
         return Ok(error.hint(format!(
-            "{task} is a task of run {other}: swarm show {task} --run {other}"
+            "{task} is a task of run {other}: swarm {command} {task} --run {other}"
         )));
     }
     let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();

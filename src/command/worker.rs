@@ -135,6 +135,7 @@ pub(super) fn worker(
             status: status.as_str().to_owned(),
             exit_code: code,
             landing: None,
+            reason: (code != exit::OK).then(|| super::reason::WORKER_STOPPED.to_owned()),
         }),
     )?;
     crate::ui::say(

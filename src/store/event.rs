@@ -27,6 +27,10 @@ pub enum RunEvent {
         status: String,
         exit_code: u8,
         landing: Option<String>,
+        /// Why a run that did not finish stopped, in words (`swarm runs` shows it); none for
+        /// a run that finished, or one recorded before swarm kept it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A goal was planned (a single-goal run).
     Planned {
@@ -102,6 +106,15 @@ pub enum RunEvent {
     TaskSkipped {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// `swarm retry` put the task back to run again on the integration tip: its earlier
+    /// branch is kept as `kept` (none when it had none); a dependent skipped because of it
+    /// waits again, `after` naming the task retried.
+    TaskRetried {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
     },
     UsageLimit {
         message: String,
@@ -253,6 +266,13 @@ pub enum RunEvent {
     GoalEnded {
         goal: String,
         status: String,
+    },
+    /// `swarm retry` of its task `after` opened the goal again: planned (its tasks run
+    /// again) or pending (it waited on that goal).
+    GoalReopened {
+        goal: String,
+        status: String,
+        after: String,
     },
     /// A gate run started on `tip`, testing the merges of `batch` (task ids, oldest first);
     /// `probe` is `batch` (every merge since the last green tip), `bisect` (a step of a red

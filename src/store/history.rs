@@ -11,14 +11,17 @@ pub struct History<'b> {
 }
 
 impl History<'_> {
-    /// Every run of the repository, newest first, with its task count and the time of its
-    /// last event.
+    /// Every run of the repository, newest first, with its task count and its last event
+    /// (when it was, and what: for a run that ended, the one that ended it).
     pub fn runs(&self) -> anyhow::Result<Vec<RunListing>> {
         let mut stmt = self.board.conn.prepare(
             "SELECT r.id, r.created_at, r.finished_at, r.status, r.exit_code, r.source,
                     (SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id),
-                    (SELECT e.at FROM events e WHERE e.run_id = r.id ORDER BY e.seq DESC LIMIT 1)
-             FROM runs r ORDER BY r.created_at DESC, r.id DESC",
+                    e.at, e.kind, e.detail
+             FROM runs r
+             LEFT JOIN events e ON e.run_id = r.id
+                 AND e.seq = (SELECT MAX(seq) FROM events WHERE run_id = r.id)
+             ORDER BY r.created_at DESC, r.id DESC",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -31,14 +34,18 @@ impl History<'_> {
                     source: r.get(5)?,
                     tasks: r.get::<_, i64>(6)?.max(0) as usize,
                     last_event_at: r.get(7)?,
+                    last_event: None,
                 },
                 r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(8)?,
+                r.get::<_, Option<String>>(9)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (mut listing, status) = row?;
+            let (mut listing, status, kind, detail) = row?;
             listing.status = RunStatus::parse(&status)?;
+            listing.last_event = kind.and_then(|k| typed(&k, detail.as_deref().unwrap_or("null")));
             out.push(listing);
         }
         Ok(out)
@@ -106,15 +113,21 @@ impl History<'_> {
         let mut out = Vec::new();
         for row in rows {
             let (at, kind, detail) = row?;
-            let mut line = serde_json::json!({ "kind": kind });
-            let detail: serde_json::Value = serde_json::from_str(&detail).unwrap_or_default();
-            if !detail.is_null() {
-                line["detail"] = detail;
-            }
-            if let Ok(event) = serde_json::from_value(line) {
+            if let Some(event) = typed(&kind, &detail) {
                 out.push((at, event));
             }
         }
         Ok(out)
     }
+}
+
+/// An event as the board stores it (`kind`, and `detail` as JSON text), read back; `None` for
+/// one this swarm does not know (a newer swarm's).
+fn typed(kind: &str, detail: &str) -> Option<RunEvent> {
+    let mut line = serde_json::json!({ "kind": kind });
+    let detail: serde_json::Value = serde_json::from_str(detail).unwrap_or_default();
+    if !detail.is_null() {
+        line["detail"] = detail;
+    }
+    serde_json::from_value(line).ok()
 }

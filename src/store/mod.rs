@@ -17,6 +17,7 @@ mod open;
 mod queue;
 mod record;
 mod schema;
+mod tidy;
 mod write;
 
 pub use event::{Logged, Moved, Parking, RunEvent};
@@ -29,6 +30,7 @@ pub use record::{
     QueueRemoval, RunListing, RunRecord, RunStatus, TaskRecord, TaskStatus, TaskUpdate,
 };
 use schema::migrate;
+pub use tidy::Reopening;
 use write::{append_event, apply_update, insert_tasks};
 
 /// The board's database, in the swarm directory.

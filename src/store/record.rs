@@ -123,7 +123,7 @@ pub struct TaskRecord {
 }
 
 /// A run as `swarm runs` lists it: its record's fields but the options, how many tasks it
-/// has and when its last event was.
+/// has, and its last event and when it was.
 #[derive(Debug, Clone)]
 pub struct RunListing {
     pub id: String,
@@ -134,6 +134,9 @@ pub struct RunListing {
     pub source: String,
     pub tasks: usize,
     pub last_event_at: Option<i64>,
+    /// Its last event: for a run that ended, the one that ended it (`None` when this swarm
+    /// does not know its kind).
+    pub last_event: Option<RunEvent>,
 }
 
 /// An attempt as stored.

@@ -279,6 +279,7 @@ fn queue_items_hide_finished_runs_and_show_running_ones_with_goal_status() {
         status: "finished".into(),
         exit_code: 0,
         landing: None,
+        reason: None,
     });
     board
         .set_run_status("old", RunStatus::Finished, Some(0), &end)

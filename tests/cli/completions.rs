@@ -40,11 +40,33 @@ fn complete_in(repo: &TestRepo, dir: &Path, words: &[&str]) -> Vec<String> {
 fn run_ids_are_offered_newest_first_where_a_run_is_named() {
     let repo = TestRepo::new();
     let [older, newer] = two_runs(&repo);
-    for command in ["resume", "status", "logs", "graph"] {
+    for command in ["status", "logs", "graph"] {
         let offered = complete_in(&repo, &repo.root, &["swarm", command, ""]);
         let ids: Vec<&String> = offered.iter().filter(|w| w.starts_with("20")).collect();
         assert_eq!(ids, [&newer, &older], "swarm {command} <TAB>: {offered:?}");
     }
+    // `resume` and `drop` are offered only the runs that have not finished.
+    for command in ["resume", "drop"] {
+        let offered = complete_in(&repo, &repo.root, &["swarm", command, ""]);
+        assert!(
+            !offered.iter().any(|w| w.starts_with("20")),
+            "swarm {command} <TAB>: {offered:?}"
+        );
+    }
+    let db = rusqlite::Connection::open(repo.swarm_dir().join("board.db")).unwrap();
+    db.execute(
+        "UPDATE runs SET status = 'interrupted', finished_at = NULL WHERE id = ?1",
+        [&older],
+    )
+    .unwrap();
+    for command in ["resume", "drop"] {
+        let offered = complete_in(&repo, &repo.root, &["swarm", command, ""]);
+        let ids: Vec<&String> = offered.iter().filter(|w| w.starts_with("20")).collect();
+        assert_eq!(ids, [&older], "swarm {command} <TAB>: {offered:?}");
+    }
+    let offered = complete_in(&repo, &repo.root, &["swarm", "status", ""]);
+    let ids: Vec<&String> = offered.iter().filter(|w| w.starts_with("20")).collect();
+    assert_eq!(ids, [&newer, &older], "swarm status <TAB>: {offered:?}");
     // The run ids of the repository `-C` names, from anywhere.
     let elsewhere = tempfile::tempdir().unwrap();
     let root = repo.root.to_str().unwrap();
@@ -114,8 +136,8 @@ fn the_bash_script_completes_run_ids() {
         .arg("-c")
         .arg(
             r#"source "$1"
-COMP_WORDS=(swarm resume "") COMP_CWORD=2
-_clap_complete_swarm swarm "" resume
+COMP_WORDS=(swarm status "") COMP_CWORD=2
+_clap_complete_swarm swarm "" status
 printf '%s\n' "${COMPREPLY[@]}""#,
         )
         .arg("bash")
@@ -135,4 +157,28 @@ fn queue_rm_offers_the_goals_no_run_has_taken() {
     }
     let offered = complete_in(&repo, &repo.root, &["swarm", "queue", "rm", ""]);
     assert_eq!(offered[..2], ["1", "2"], "{offered:?}");
+}
+
+#[test]
+fn retry_offers_the_writers_that_were_parked_or_failed() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[
+        r#"{"id":"broken","run":"false"}"#,
+        r#"{"id":"fine","run":"echo fine > fine.txt"}"#,
+        r#"{"id":"peek","run":"false","mode":"read"}"#,
+    ]);
+    let out = repo.swarm(&["run", tasks.to_str().unwrap(), "--retries", "0", "-q"]);
+    assert_exit(&out, 1);
+    let tasks_offered = |words: &[&str]| -> Vec<String> {
+        complete_in(&repo, &repo.root, words)
+            .into_iter()
+            .filter(|w| !w.starts_with('-'))
+            .collect()
+    };
+    assert_eq!(tasks_offered(&["swarm", "retry", ""]), ["broken"]);
+    let run = run_id(&repo);
+    assert_eq!(
+        tasks_offered(&["swarm", "retry", "--run", &run, ""]),
+        ["broken"]
+    );
 }

@@ -16,6 +16,20 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Why `swarm runs` says the newest run stands where it stands, in its JSON and its text.
+fn newest_reason(repo: &TestRepo) -> String {
+    let out = repo.swarm(&["runs", "--json"]);
+    assert_exit(&out, 0);
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reason = runs[0]["reason"].as_str().unwrap_or_default().to_owned();
+    // The table cuts a long one short.
+    let text = repo.swarm(&["runs"]);
+    let newest = stdout(&text).lines().nth(1).unwrap_or_default().to_owned();
+    let shown: String = reason.chars().take(30).collect();
+    assert!(newest.contains(&shown), "{newest}");
+    reason
+}
+
 /// A task file of `n` prompt readers `t0…`.
 fn prompt_readers(repo: &TestRepo, n: usize) -> std::path::PathBuf {
     let lines: Vec<String> = (0..n)
@@ -170,6 +184,7 @@ fn a_refused_key_stops_the_run_at_once_with_exit_2_and_resume_finishes_it() {
     assert_eq!(llm.requests().len(), 1);
     let status = status_json(&repo);
     assert_eq!(status["run"]["status"], "interrupted");
+    assert_eq!(newest_reason(&repo), "the model endpoint refused the key");
 
     let resumed = swarm("sk-right", &["resume"]);
     assert_exit(&resumed, 0);
@@ -236,6 +251,11 @@ fn an_endpoint_that_never_answers_stops_the_run_resumably_instead_of_failing_eve
         assert_eq!(t["failures"], 0, "{t:#}");
         assert_ne!(t["status"], "failed", "{t:#}");
     }
+    let reason = newest_reason(&repo);
+    assert!(
+        reason.starts_with("the model endpoint has not answered for "),
+        "{reason}"
+    );
 
     // Told not to wait, the run stops at the first attempt that meets it.
     let impatient = TestRepo::new();
@@ -258,6 +278,10 @@ fn an_endpoint_that_never_answers_stops_the_run_resumably_instead_of_failing_eve
         !stderr(&out).contains("checks the model endpoint"),
         "{}",
         stderr(&out)
+    );
+    assert_eq!(
+        newest_reason(&impatient),
+        "the model endpoint did not answer"
     );
 }
 
@@ -506,6 +530,7 @@ fn a_refused_key_while_planning_a_goal_exits_2_and_resume_plans_it_once_the_key_
     assert!(said.contains("check SWARM_API_KEY"), "{said}");
     assert!(said.contains("plans the goal again"), "{said}");
     assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
+    assert_eq!(newest_reason(&repo), "the model endpoint refused the key");
     let out = with_key("sk-right").arg("resume").output().unwrap();
     assert_exit(&out, 0);
     let status = status_json(&repo);
@@ -513,6 +538,55 @@ fn a_refused_key_while_planning_a_goal_exits_2_and_resume_plans_it_once_the_key_
         tasks_with_status(&status, "done"),
         ["a", "reduce"],
         "{status:#}"
+    );
+}
+
+#[test]
+fn a_plan_only_start_a_refused_key_stopped_is_resumed_to_plan_only() {
+    let repo = TestRepo::new();
+    let llm = planning_server(0, "sk-right");
+    let plan = crate::outside(&repo, "plan.jsonl");
+    let swarm = |key: &str, args: &[&str]| {
+        repo.swarm_cmd()
+            .env("SWARM_API_BASE", llm.base_url())
+            .env("SWARM_API_KEY", key)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let plan_out = plan.to_str().unwrap();
+    let out = swarm(
+        "sk-wrong",
+        &["--goal", "Say hi", "--plan-only", "--plan-out", plan_out],
+    );
+    assert_exit(&out, 2);
+    assert_eq!(newest_reason(&repo), "the model endpoint refused the key");
+    let before = repo.state();
+
+    let out = swarm("sk-right", &["resume"]);
+
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("To run it: swarm run"),
+        "{}",
+        stdout(&out)
+    );
+    // Planned, and nothing run: no task, no branch, the checkout as it was.
+    assert!(
+        std::fs::read_to_string(&plan)
+            .unwrap()
+            .contains("\"id\":\"a\"")
+    );
+    assert_eq!(status_json(&repo)["tasks"], serde_json::json!([]));
+    assert_eq!(repo.git(&["branch", "--list", "swarm/*"]), "");
+    assert_eq!(repo.state(), before);
+    assert_eq!(newest_reason(&repo), "planned only");
+    let again = swarm("sk-right", &["resume"]);
+    assert_exit(&again, 2);
+    assert!(
+        stderr(&again).contains("there is no unfinished run to resume"),
+        "{}",
+        stderr(&again)
     );
 }
 
@@ -543,6 +617,7 @@ fn goals_a_dead_endpoint_keeps_from_being_planned_stay_pending_and_resume_plans_
     for goal in status["goals"].as_array().unwrap() {
         assert_eq!(goal["status"], "pending", "{status:#}");
     }
+    assert_eq!(newest_reason(&repo), "the model endpoint did not answer");
     let _llm = planning_server(port, "sk-right");
     let out = swarm(&["resume"]);
     assert_exit(&out, 0);

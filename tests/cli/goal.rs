@@ -676,6 +676,9 @@ fn ctrl_c_while_planning_stops_resumably_and_resume_plans_the_goal_again() {
         stderr(&out)
     );
     assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
+    let runs = repo.swarm(&["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["reason"], "interrupted while planning", "{runs:#}");
 
     let resumed = goal_cmd(&repo, &llm, &["resume"]);
     assert_exit(&resumed, 0);

@@ -30,6 +30,7 @@ mod report;
 mod resume;
 mod snapshots;
 mod terminal;
+mod tidy;
 mod untrusted;
 pub mod web;
 mod writers;

@@ -113,3 +113,30 @@ fn a_run_whose_options_a_newer_swarm_stored_is_refused_and_left_as_it_was() {
     assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
     assert_eq!(status_json(&repo)["run"]["options"]["version"], 99);
 }
+
+#[test]
+fn after_plan_only_there_is_nothing_to_resume() {
+    let repo = TestRepo::new();
+    let llm = crate::goal::good_server();
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_API_BASE", llm.base_url())
+        .args(["--goal", "Survey the repository", "--plan-only"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let before = repo.state();
+
+    let out = repo.swarm(&["resume"]);
+
+    assert_exit(&out, 2);
+    assert_eq!(
+        stderr(&out),
+        "error: there is no unfinished run to resume\n"
+    );
+    assert_eq!(repo.state(), before);
+    let runs = repo.swarm(&["runs", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "finished", "{runs:#}");
+    assert_eq!(runs[0]["reason"], "planned only", "{runs:#}");
+}

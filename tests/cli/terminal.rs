@@ -76,6 +76,7 @@ Run 4 tasks (1 writer)? [Y/n/e] ";
     let status = status_json(&repo);
     assert_eq!(status["tasks"], Value::Array(vec![]), "{status}");
     assert_eq!(status["run"]["status"], "finished", "{status}");
+    assert_nothing_to_resume(&repo, "plan declined");
     // The plan is kept, and the command printed runs it.
     let kept = printed
         .lines()
@@ -205,6 +206,21 @@ fn ctrl_c_at_the_question_runs_nothing_and_exits_130() {
     let status = status_json(&repo);
     assert_eq!(status["run"]["status"], "finished", "{status}");
     assert_eq!(status["run"]["exit_code"], 130, "{status}");
+    assert_nothing_to_resume(&repo, "plan declined with Ctrl-C");
+}
+
+/// `swarm resume` finds nothing to resume, and `swarm runs` says the newest run ended so.
+fn assert_nothing_to_resume(repo: &TestRepo, reason: &str) {
+    let out = repo.swarm(&["resume"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("there is no unfinished run to resume"),
+        "{}",
+        stderr(&out)
+    );
+    let runs = repo.swarm(&["runs", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["reason"], reason, "{runs:#}");
 }
 
 #[test]

@@ -14,11 +14,16 @@ pub(super) const RUNS: Sections = Sections {
     examples: &[
         item("swarm runs", "Every run of this repository, newest first."),
         item(
-            "swarm runs --json | jq -r '.[] | select(.status == \"interrupted\") | .id'",
-            "The runs a **swarm resume** would go on with.",
+            "swarm runs --json | jq -r '.[] | select(.status != \"finished\") | \"\\(.id) \\(.reason)\"'",
+            "The runs a **swarm resume** (or **swarm drop**) would take, and why each stopped.",
         ),
     ],
-    see_also: &["swarm-status(1)", "swarm-show(1)", "swarm-resume(1)"],
+    see_also: &[
+        "swarm-status(1)",
+        "swarm-show(1)",
+        "swarm-resume(1)",
+        "swarm-drop(1)",
+    ],
 };
 
 pub(super) const SHOW: Sections = Sections {

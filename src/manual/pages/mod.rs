@@ -13,8 +13,8 @@ mod run;
 mod setup;
 
 use inspect::{GRAPH, LOGS, RUNS, SHOW, STATUS};
-use run::{QUEUE, QUEUE_ADD, QUEUE_LIST, QUEUE_RM, QUEUE_RUN, RESUME, RUN, SWARM};
-use setup::{CI, COMPLETIONS, CONFIG, GC};
+use run::{QUEUE, QUEUE_ADD, QUEUE_LIST, QUEUE_RM, QUEUE_RUN, RESUME, RETRY, RUN, SWARM};
+use setup::{CI, COMPLETIONS, CONFIG, DROP, GC};
 
 /// Every page with sections of its own. A command missing here gets the generated sections and
 /// the common exit codes.
@@ -22,6 +22,8 @@ pub(crate) const PAGES: &[Sections] = &[
     SWARM,
     RUN,
     RESUME,
+    RETRY,
+    DROP,
     RUNS,
     SHOW,
     STATUS,
@@ -213,8 +215,8 @@ const RUN_FILES: &[Item] = &[
         "The report: the deliverable, then the run summary (also written to **--final-out**).",
     ),
     item(
-        ".git/swarm/runs/RUN/goal.md, guarded, checkouts, landing/, deps/",
-        "A single goal's text (for a resume of a run stopped while planning); the files whose changes are parked for review; the directory of the run's checkouts (for **swarm gc**); the landed files while a landing is under way; the dependencies' results of **run** tasks where the system has no **/dev/shm** (else **/dev/shm/swarm-**_uid_**/**_run_**/**_task_).",
+        ".git/swarm/runs/RUN/goal.md, plan-only, guarded, checkouts, landing/, deps/",
+        "A single goal's text (for a resume of a run stopped while planning), and that it was started with **--plan-only** (so that resume plans it only); the files whose changes are parked for review; the directory of the run's checkouts (for **swarm gc**); the landed files while a landing is under way; the dependencies' results of **run** tasks where the system has no **/dev/shm** (else **/dev/shm/swarm-**_uid_**/**_run_**/**_task_).",
     ),
     item(
         "~/.cache/swarm/worktrees/REPO-HASH/RUN/",

@@ -1,4 +1,5 @@
-//! The pages of the commands that run work: `swarm --goal`, `run`, `resume`, and the queue's.
+//! The pages of the commands that run work: `swarm --goal`, `run`, `resume`, `retry`, and the
+//! queue's.
 
 use super::{
     BOARD_FILES, CONFIG_FILES, MODEL_ENV, PROCESS_ENV, RUN_EXIT, RUN_FILES, SETTINGS_ENV, TASK_ENV,
@@ -53,6 +54,8 @@ pub(super) const SWARM: Sections = Sections {
     see_also: &[
         "swarm-run(1)",
         "swarm-resume(1)",
+        "swarm-retry(1)",
+        "swarm-drop(1)",
         "swarm-status(1)",
         "swarm-logs(1)",
         "swarm-graph(1)",
@@ -107,6 +110,7 @@ pub(super) const RESUME: Sections = Sections {
     page: "swarm-resume",
     description: &[
         "A run keeps the settings it started with; options given to **resume** replace them. Tasks that finished are not run again and merges already recorded are not repeated; attempts cut short are run again (a Claude or Codex attempt continues its session unless **--fresh-retries**); a landing cut short is finished.",
+        "Without a run id it takes the newest run that has not finished (**swarm runs** says why each stopped). A **--plan-only** run and a plan declined at the terminal are finished, so resume never takes them; a **--plan-only** run stopped while it was planned is planned again, and only planned. A run not worth going on with is dropped with **swarm drop**; a parked or failed writer runs again with **swarm retry**.",
     ],
     more: &[],
     exit_status: &[
@@ -132,7 +136,44 @@ pub(super) const RESUME: Sections = Sections {
             "Continue a run that stopped at its token budget, with a larger one.",
         ),
     ],
-    see_also: &["swarm-status(1)", "swarm-logs(1)"],
+    see_also: &[
+        "swarm-status(1)",
+        "swarm-logs(1)",
+        "swarm-retry(1)",
+        "swarm-drop(1)",
+    ],
+};
+
+pub(super) const RETRY: Sections = Sections {
+    page: "swarm-retry",
+    description: &[
+        "The task must be a writer whose run parked it (its merge conflicted, or it was held for review) or failed it. In a run that has not finished, its branch **swarm/**_run_**-**_task_ is moved aside to **swarm/**_run_**-**_task_**@**_n_ (_n_ the number of its last attempt, or the first free number after it; its conflict resolver's branch likewise), the task goes back to pending afresh (no failure counted, no agent session continued), the tasks skipped because of it (and the goals skipped for want of its goal) wait again, and the run goes on as with **swarm resume**: the task starts on the run's integration tip and is merged into it.",
+        "In a run that ended, a new run of that one task starts from your HEAD (which holds what the old run landed): its spec as the old run stored it, without its dependencies (their results are not given to it again), with the old run's options but its **--base**, **--final-out**, **--final-out-dir** and **--remote**, under the options given here. It merges and lands as any run (**--land**). The old run and its branch stay as they were; the tasks that were skipped because of it are not run.",
+    ],
+    more: &[],
+    exit_status: &[
+        item(
+            "0, 1, 3, 4, 75",
+            "As for the run itself: see **swarm**(1). A run another swarm holds exits 4 with nothing changed.",
+        ),
+        item(
+            "2",
+            "Usage error, nothing changed: no such task (the hint names the run that has it, or the names close to it), a reader, a task that is done, was skipped or has not ended, or bad options.",
+        ),
+    ],
+    environment: &[SETTINGS_ENV, MODEL_ENV, PROCESS_ENV, TASK_ENV],
+    files: &[BOARD_FILES, RUN_FILES],
+    examples: &[
+        item(
+            "swarm retry t4",
+            "Run the parked or failed writer t4 of the newest run again, on the current tip (TAB completes the tasks that can be retried).",
+        ),
+        item(
+            "swarm retry t4 --run 20261129-071300-ab12 --agent claude",
+            "The same for a task of an older run, with another agent.",
+        ),
+    ],
+    see_also: &["swarm-resume(1)", "swarm-show(1)", "swarm-drop(1)"],
 };
 
 pub(super) const QUEUE: Sections = Sections {

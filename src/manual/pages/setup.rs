@@ -1,4 +1,4 @@
-//! The pages of the commands that set swarm up or clean up after it: `config`, `gc`,
+//! The pages of the commands that set swarm up or clean up after it: `config`, `gc`, `drop`,
 //! `completions`, `ci`.
 
 use super::{BOARD_FILES, CONFIG_FILES, MODEL_ENV, RUN_FILES, SETTINGS_ENV};
@@ -62,10 +62,50 @@ pub(super) const GC: Sections = Sections {
     ..Sections::NONE
 };
 
+pub(super) const DROP: Sections = Sections {
+    page: "swarm-drop",
+    description: &[
+        "A branch of the run goes only when its commits are all held elsewhere: by a branch that is not the run's, by your HEAD, or by the run's integration branch **swarm/**_run_ when that one is kept; the run's other branches never vouch for each other. A branch with work nowhere else is kept and named (after the drop no run in the board names it, so **swarm gc** leaves it alone too; delete it with **git branch -D** once it is no longer wanted). What a run's tasks left running is stopped first, then the checkouts go, then the branches, the run's directory and last its record, so a drop cut short is finished by the next one.",
+        "The goals the run took from the queue go back to the queue with their numbers, for the next **swarm queue run**.",
+    ],
+    exit_status: &[
+        item(
+            "0",
+            "The run was dropped; or, at the terminal, the question was answered no and nothing was dropped.",
+        ),
+        item(
+            "1",
+            "Something could not be removed; the message says what. What was removed is listed; **swarm drop** again finishes it.",
+        ),
+        item(
+            "2",
+            "Usage error, nothing dropped: no unfinished run (or no run of that id), a finished run (**swarm gc** tidies those), a run that stopped while landing on your branch (**swarm resume** finishes the landing), or off a terminal without **--yes**.",
+        ),
+        item(
+            "4",
+            "Another swarm holds the repository; nothing was dropped.",
+        ),
+        item("130", "Ctrl-C at the question; nothing was dropped."),
+    ],
+    files: &[BOARD_FILES, RUN_FILES],
+    examples: &[
+        item(
+            "swarm drop",
+            "At a terminal: show what dropping the newest unfinished run removes and keeps, and ask.",
+        ),
+        item(
+            "swarm drop 20261129-071300-ab12 --yes --json",
+            "Drop a given run without asking, and say what was done as JSON.",
+        ),
+    ],
+    see_also: &["swarm-runs(1)", "swarm-resume(1)", "swarm-gc(1)"],
+    ..Sections::NONE
+};
+
 pub(super) const COMPLETIONS: Sections = Sections {
     page: "swarm-completions",
     description: &[
-        "The script asks swarm itself on each TAB (it runs **COMPLETE=**_shell_ **swarm --** _words_), so completions know what only the repository knows: **resume**, **status**, **logs** and **graph** offer the ids of the runs of the repository in the current directory (or the one **-C** names), newest first, and **--agent** offers **auto**, **openai**, **claude**, **codex**, the profiles and pools (**pool:**_name_) of **.swarm.toml** and the user's config file, and **exec:** and **acp:**; **queue rm** offers the goals no run has taken. The script calls the **swarm** found on **PATH**; re-source it after upgrading swarm. The same scripts are in swarm's repository under **completions/**.",
+        "The script asks swarm itself on each TAB (it runs **COMPLETE=**_shell_ **swarm --** _words_), so completions know what only the repository knows: **status**, **logs** and **graph** offer the ids of the runs of the repository in the current directory (or the one **-C** names), newest first, **resume** and **drop** those of its runs that have not finished, **retry** the parked and failed writers of the newest run (or of **--run**), and **--agent** offers **auto**, **openai**, **claude**, **codex**, the profiles and pools (**pool:**_name_) of **.swarm.toml** and the user's config file, and **exec:** and **acp:**; **queue rm** offers the goals no run has taken. The script calls the **swarm** found on **PATH**; re-source it after upgrading swarm. The same scripts are in swarm's repository under **completions/**.",
     ],
     more: &[],
     exit_status: &[

@@ -12,6 +12,7 @@ mod inspect;
 mod plans;
 mod pools;
 mod runs;
+mod tidy;
 
 use std::fmt;
 use std::process::Output;
