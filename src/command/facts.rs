@@ -4,7 +4,7 @@
 
 use crate::plan::Plan;
 use crate::report::{self, GoalFacts, Parked};
-use crate::store::{GoalRecord, Logged, RunEvent, TaskRecord, TaskStatus};
+use crate::store::{GoalRecord, Logged, RunEvent, TaskRecord, TaskStatus, TimeMark};
 
 /// Every attempt's span, from its `task_started` to the event that ended it (a success, a
 /// failure, an interruption, a usage limit, a fault), in the order they started; one with no
@@ -88,32 +88,54 @@ pub(super) fn output_tails(
         .collect()
 }
 
-/// How long the run ran: from each start or resume to the end that followed it (for a swarm
-/// killed without one, its last event), the last to `now`; the time between a stop and a
-/// resume is not counted.
-pub(super) fn wall_time(events: &[Logged], now: i64) -> std::time::Duration {
-    let (mut total, mut open, mut last) = (0i64, None::<i64>, 0i64);
+/// How long swarm has run a run: from its creation (planning included) to where the first
+/// swarm stopped, then each resume to where its swarm stopped, not the time between; a span
+/// still open (a live run) runs to `now`, one whose swarm was killed to the run's last event.
+/// `swarm runs`, `status`, the live page and the report all say this.
+pub(super) fn run_time(
+    created_at: i64,
+    marks: &[(i64, TimeMark)],
+    last_event_at: Option<i64>,
+    now: Option<i64>,
+) -> std::time::Duration {
+    let (mut total, mut open) = (0i64, Some(created_at));
+    for &(at, mark) in marks {
+        match mark {
+            TimeMark::Ended => {
+                if let Some(start) = open.take() {
+                    total += at - start;
+                }
+            }
+            TimeMark::Resumed { before } => {
+                if let Some(start) = open.take() {
+                    total += before.unwrap_or(start).max(start) - start;
+                }
+                open = Some(at);
+            }
+        }
+    }
+    if let Some(start) = open {
+        let end = now.or(last_event_at).unwrap_or(start);
+        total += end.max(start) - start;
+    }
+    std::time::Duration::from_millis(u64::try_from(total).unwrap_or(0))
+}
+
+/// The marks of `run_time` in a run's log as read back whole (the report's).
+pub(super) fn time_marks(events: &[Logged]) -> Vec<(i64, TimeMark)> {
+    let mut marks = Vec::new();
+    let mut before = None;
     for e in events {
         match e.event {
-            RunEvent::RunStarted { .. } | RunEvent::RunResumed { .. } => {
-                if let Some(start) = open {
-                    total += last - start;
-                }
-                open = Some(e.at);
-            }
+            RunEvent::RunResumed { .. } => marks.push((e.at, TimeMark::Resumed { before })),
             RunEvent::RunEnded { .. } | RunEvent::RunAbandoned { .. } => {
-                if let Some(start) = open.take() {
-                    total += e.at - start;
-                }
+                marks.push((e.at, TimeMark::Ended));
             }
             _ => {}
         }
-        last = e.at;
+        before = Some(e.at);
     }
-    if let Some(start) = open {
-        total += now - start;
-    }
-    std::time::Duration::from_millis(total.max(0) as u64)
+    marks
 }
 
 /// Tokens the planner's model calls used: plans and dependency passes. `None` when the run
@@ -327,7 +349,7 @@ pub(super) fn agent_usage(
 
 #[cfg(test)]
 mod tests {
-    use super::{Logged, RunEvent, planning_tokens, wall_time};
+    use super::{Logged, RunEvent, TimeMark, planning_tokens, run_time, time_marks};
 
     fn at(ms: i64, event: RunEvent) -> Logged {
         Logged {
@@ -338,7 +360,7 @@ mod tests {
     }
 
     #[test]
-    fn wall_time_counts_each_swarm_that_ran_the_run_not_the_time_between() {
+    fn run_time_counts_each_swarm_that_ran_the_run_from_its_creation_not_the_time_between() {
         let started = RunEvent::RunStarted {
             tasks: 1,
             base: "b".into(),
@@ -349,6 +371,7 @@ mod tests {
             landing: None,
             reason: None,
         };
+        // Created at 500, planned, started at 1,000.
         let events = [
             at(1_000, started),
             at(3_000, ended),
@@ -358,11 +381,31 @@ mod tests {
             // Resumed again, and still running.
             at(7_200_000, RunEvent::RunResumed { pid: 2 }),
         ];
+        let marks = time_marks(&events);
         assert_eq!(
-            wall_time(&events, 7_200_500).as_millis(),
-            2_000 + 1_000 + 500
+            marks,
+            [
+                (3_000, TimeMark::Ended),
+                (
+                    3_603_000,
+                    TimeMark::Resumed {
+                        before: Some(3_000)
+                    }
+                ),
+                (
+                    7_200_000,
+                    TimeMark::Resumed {
+                        before: Some(3_604_000)
+                    }
+                ),
+            ]
         );
-        assert_eq!(wall_time(&[], 5).as_millis(), 0);
+        let live = run_time(500, &marks, Some(7_200_000), Some(7_200_500));
+        assert_eq!(live.as_millis(), 2_500 + 1_000 + 500);
+        // Killed since: the last span ends at its last event.
+        let gone = run_time(500, &marks, Some(7_200_100), None);
+        assert_eq!(gone.as_millis(), 2_500 + 1_000 + 100);
+        assert_eq!(run_time(5, &[], None, None).as_millis(), 0);
     }
 
     #[test]

@@ -65,20 +65,21 @@ fn holds(holder: &str, run: &str) -> bool {
     holder.rsplit_once("run ").is_some_and(|(_, r)| r == run)
 }
 
-/// How long a run has taken: until now while it runs, else until it finished or, for one
-/// that stopped, its last event.
+/// How long a run has taken (see `facts::run_time`): its swarms' spans, the last one to now
+/// while it runs.
 pub(super) fn run_duration(
+    board: &Board,
+    run: &str,
     state: RunState,
-    created_at: i64,
-    finished_at: Option<i64>,
-    last_event_at: Option<i64>,
+    (created_at, last_event_at): (i64, Option<i64>),
     now: i64,
-) -> Duration {
-    let end = match state {
-        RunState::Running => now,
-        _ => finished_at.or(last_event_at).unwrap_or(created_at),
-    };
-    Duration::from_millis((end - created_at).max(0) as u64)
+) -> anyhow::Result<Duration> {
+    Ok(super::facts::run_time(
+        created_at,
+        &board.history().time_marks(run)?,
+        last_event_at,
+        (state == RunState::Running).then_some(now),
+    ))
 }
 
 /// How long a task has taken: for a running task of a live run, since its attempt started.
@@ -171,13 +172,8 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
         }
         s => s.as_str().to_owned(),
     };
-    let took = run_duration(
-        state,
-        run.created_at,
-        run.finished_at,
-        board.history().last_event_at(&run.id)?,
-        now,
-    );
+    let last = board.history().last_event_at(&run.id)?;
+    let took = run_duration(&board, &run.id, state, (run.created_at, last), now)?;
     let mut out = format!(
         "run {}  {}{}  {}  base {}  from {}\n",
         run.id,

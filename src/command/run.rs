@@ -18,7 +18,7 @@ use crate::{Usage, exit};
 
 use super::facts::{
     gate_runs, goal_facts, goal_notes, merges, output_tails, parked_tasks, planning_tokens,
-    repairs, wall_time,
+    repairs, run_time, time_marks,
 };
 use super::layout::{Lock, deps_root, new_run_id, worktree_root};
 use super::output;
@@ -494,7 +494,12 @@ pub(super) fn execute(
         goals: &goals,
         goal_notes: &goal_notes,
         output_tails: &output_tails,
-        wall: wall_time(&events, crate::store::now_ms()),
+        wall: run_time(
+            run.created_at,
+            &time_marks(&events),
+            events.last().map(|e| e.at),
+            None,
+        ),
         planning_tokens: planning_tokens(&events),
         gate_runs: &gate_runs,
         culprits: &culprits,

@@ -35,14 +35,9 @@ pub(super) fn runs(g: &Globals) -> anyhow::Result<u8> {
         .iter()
         .map(|run| {
             let state = RunState::of(&run.id, run.status, holder.as_deref());
-            let took = run_duration(
-                state,
-                run.created_at,
-                run.finished_at,
-                run.last_event_at,
-                now,
-            );
-            Row {
+            let times = (run.created_at, run.last_event_at);
+            let took = run_duration(&board, &run.id, state, times, now)?;
+            Ok(Row {
                 run,
                 state,
                 duration_ms: took.as_millis() as u64,
@@ -52,9 +47,9 @@ pub(super) fn runs(g: &Globals) -> anyhow::Result<u8> {
                     run.exit_code,
                     run.last_event.as_ref(),
                 ),
-            }
+            })
         })
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     if g.json {
         let items: Vec<serde_json::Value> = rows
             .iter()

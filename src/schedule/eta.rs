@@ -17,6 +17,14 @@ pub(super) fn remaining(plan: &Plan, left: &[Duration], jobs: usize) -> Duration
     path.max(work)
 }
 
+/// What a running task that is expected to take `expected` and has run `ran` still needs: the
+/// rest of what it is expected to take, but once past two thirds of that, half as long again
+/// as it has run. A task past its expected time is running longer than the others did, not
+/// about to end: an estimate of zero would show "ETA 0s" for as long as it runs on.
+pub(crate) fn left_of_running(expected: Duration, ran: Duration) -> Duration {
+    expected.saturating_sub(ran).max(ran / 2)
+}
+
 /// How long the rest of a run should take, from its board (for its page): each task not
 /// ended is expected to take as long as the finished tasks of its mode took on average (or of
 /// any mode, when none of its own has finished), a running one less what it has run, over
@@ -52,7 +60,7 @@ pub fn from_records(
             match r.status {
                 TaskStatus::Pending | TaskStatus::Interrupted => expected,
                 TaskStatus::Running => {
-                    expected.saturating_sub(ms(now_ms - r.started_at.unwrap_or(now_ms)))
+                    left_of_running(expected, ms(now_ms - r.started_at.unwrap_or(now_ms)))
                 }
                 _ => Duration::ZERO,
             }
@@ -108,6 +116,19 @@ mod tests {
         assert_eq!(
             super::remaining(&fan, &secs(&[0, 0, 0, 0]), 2),
             Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn a_running_task_past_its_expected_time_still_needs_time() {
+        let s = Duration::from_secs;
+        assert_eq!(super::left_of_running(s(30), s(6)), s(24));
+        assert_eq!(super::left_of_running(s(30), s(20)), s(10));
+        // Past its expected 30 s: never zero, and more the longer it runs.
+        assert_eq!(super::left_of_running(s(30), s(30)), s(15));
+        assert_eq!(
+            super::left_of_running(s(30), s(45)),
+            Duration::from_millis(22_500)
         );
     }
 

@@ -5,6 +5,15 @@ use rusqlite::OptionalExtension as _;
 
 use super::{AttemptRecord, Board, RunEvent, RunListing, RunStatus};
 
+/// Where a swarm running a run stopped or a new one took it up (see `History::time_marks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeMark {
+    /// A swarm took the run up again; `before` is when the run's log last heard of it.
+    Resumed { before: Option<i64> },
+    /// The swarm running it ended it (finished, stopped, or gave it up while planning).
+    Ended,
+}
+
 /// The board read for looking back at runs, borrowed from it (`board.history()`).
 pub struct History<'b> {
     pub(super) board: &'b Board,
@@ -62,6 +71,33 @@ impl History<'_> {
                 |r| r.get(0),
             )
             .optional()?)
+    }
+
+    /// When each swarm that ran a run stopped and the next took it up, from its log, in order:
+    /// each end (`run_ended`, `run_abandoned`) and each resume, with the time of the event
+    /// before it (where the swarm before it stopped when it was killed and said nothing).
+    pub fn time_marks(&self, run: &str) -> anyhow::Result<Vec<(i64, TimeMark)>> {
+        let mut stmt = self.board.conn.prepare_cached(
+            "SELECT e.at, e.kind,
+                    (SELECT p.at FROM events p WHERE p.run_id = e.run_id AND p.seq = e.seq - 1)
+             FROM events e
+             WHERE e.run_id = ?1 AND e.kind IN ('run_resumed', 'run_ended', 'run_abandoned')
+             ORDER BY e.seq",
+        )?;
+        let rows = stmt.query_map([run], |r| {
+            let at: i64 = r.get(0)?;
+            let kind: String = r.get(1)?;
+            let before: Option<i64> = r.get(2)?;
+            Ok((
+                at,
+                if kind == "run_resumed" {
+                    TimeMark::Resumed { before }
+                } else {
+                    TimeMark::Ended
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The runs that have a task `task`, newest first.

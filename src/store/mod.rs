@@ -22,7 +22,7 @@ mod write;
 
 pub use event::{Logged, Moved, Parking, RunEvent};
 pub use goals::Goals;
-pub use history::History;
+pub use history::{History, TimeMark};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use queue::Queue;
 pub use record::{

@@ -195,7 +195,12 @@ impl Site {
                 })
             })
             .collect();
-        let end = record.finished_at.unwrap_or(now);
+        let elapsed = super::facts::run_time(
+            record.created_at,
+            &super::facts::time_marks(&events),
+            events.last().map(|e| e.at),
+            (record.status == RunStatus::Running).then_some(now),
+        );
         let eta = (record.status == RunStatus::Running)
             .then(|| {
                 let plan = stored_plan(&records).ok()?;
@@ -208,7 +213,7 @@ impl Site {
         Ok(json!({
             "run": {"id": record.id, "status": record.status.as_str(), "exit_code": record.exit_code},
             "counts": counts,
-            "elapsed_ms": (end - record.created_at).max(0),
+            "elapsed_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             "eta_ms": eta,
             "tasks": records.iter().map(|t| json!({
                 "id": t.id,

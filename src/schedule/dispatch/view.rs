@@ -93,9 +93,10 @@ fn eta(run: &Run<'_>, now: Instant) -> Option<Duration> {
                 s if s.is_final() => Duration::ZERO,
                 State::Committed => Duration::ZERO,
                 _ => match slot.started {
-                    Some(started) => {
-                        expected.saturating_sub(now.saturating_duration_since(started))
-                    }
+                    Some(started) => super::super::eta::left_of_running(
+                        expected,
+                        now.saturating_duration_since(started),
+                    ),
                     None => expected,
                 },
             }
