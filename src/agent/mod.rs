@@ -9,6 +9,7 @@ mod limits;
 pub(crate) use fault::{Fault, FaultKind};
 pub(crate) mod acp;
 pub(crate) mod openai;
+mod reap;
 pub(crate) mod stray;
 pub(crate) mod tools;
 mod watchdog;
@@ -23,7 +24,7 @@ use std::process::{Command, Stdio};
 
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 /// Results larger than this are cut (the transcript keeps all of it).
@@ -148,7 +149,7 @@ fn is_api_key(name: &str) -> bool {
 /// Runs one attempt to the end. Never returns early: when it returns, no process of the attempt
 /// is left.
 pub(crate) fn run(inv: &Invocation, watchdog: &Watchdog) -> Finished {
-    match spawn_and_wait(inv, watchdog) {
+    match spawn_and_wait(inv, watchdog, reap::Wait::NATIVE) {
         Ok(done) => done,
         Err(e) => could_not_run(inv, &e),
     }
@@ -181,7 +182,11 @@ fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     f.write_all(text.as_bytes())
 }
 
-fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finished> {
+fn spawn_and_wait(
+    inv: &Invocation,
+    watchdog: &Watchdog,
+    way: reap::Wait,
+) -> anyhow::Result<Finished> {
     let started = Instant::now();
     let mut transcript = File::create(&inv.transcript)?;
     transcript.write_all(inv.header.as_bytes())?;
@@ -225,11 +230,8 @@ fn spawn_and_wait(inv: &Invocation, watchdog: &Watchdog) -> anyhow::Result<Finis
         _ => None,
     };
 
-    wait_for_exit(pid);
-    // The agent has exited but is not reaped yet, so its pid (the group id) cannot be reused:
-    // killing the group now removes every process it left behind.
-    let _ = killpg(pid, Signal::SIGKILL);
-    let status = child.wait()?;
+    // Once the agent has exited, nothing it left behind in its group outlives it.
+    let status = reap::wait_and_clear(&mut child, way)?;
     let reason = watchdog.unregister(ticket);
     if let Some(w) = writer {
         let _ = w.join();
@@ -315,23 +317,6 @@ fn describe(status: std::process::ExitStatus) -> String {
         (None, None) => "ended abnormally".to_owned(),
     }
 }
-
-/// Blocks until the child has exited, leaving it unreaped.
-#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-fn wait_for_exit(pid: Pid) {
-    use nix::sys::wait::{Id, WaitPidFlag, waitid};
-    loop {
-        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
-            Err(nix::errno::Errno::EINTR) => {}
-            _ => return,
-        }
-    }
-}
-
-/// Without `waitid`, the group is killed after reaping instead; the pid cannot be reused while
-/// any process of the group is left, so the kill still reaches only the attempt's processes.
-#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-fn wait_for_exit(_pid: Pid) {}
 
 /// An unnamed file for the attempt's stdout: in memory where the system has `memfd_create`
 /// (creating and deleting a file per attempt costs more than the attempt on some file

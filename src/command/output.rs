@@ -3,7 +3,9 @@
 //! whole (a temporary file beside the target, then a rename), so a crash never leaves half of
 //! one.
 
+use std::fs::Permissions;
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -91,17 +93,39 @@ pub(super) fn check(
 }
 
 /// Writes `bytes` to `path` whole: into a temporary file in the same directory, then renamed
-/// over it, so a reader (or a crash) sees the old file or the new one.
+/// over it, so a reader (or a crash) sees the old file or the new one. A file it replaces keeps
+/// its mode; a new one gets the mode the umask gives, as any file a program creates does (a
+/// temporary file's own 0600 would leave a report a web server or a CI step cannot read).
 pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let write = || -> std::io::Result<()> {
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        let kept = kept_mode(path);
+        // The mode goes to `open`, where the kernel applies the umask (or a default ACL):
+        // meanwhile the temporary file is never more open than the file it becomes.
+        let mut file = tempfile::Builder::new()
+            .permissions(Permissions::from_mode(kept.unwrap_or(0o666)))
+            .tempfile_in(dir)?;
+        if let Some(mode) = kept {
+            // Through the open file, not its path: nothing else's mode can change.
+            file.as_file()
+                .set_permissions(Permissions::from_mode(mode))?;
+        }
         file.write_all(bytes)?;
         file.as_file().sync_all()?;
         file.persist(path).map_err(|e| e.error)?;
         Ok(())
     };
     write().with_context(|| format!("could not write {}", path.display()))
+}
+
+/// The permission bits of the regular file at `path`, which a replacement keeps. A symbolic
+/// link is not followed (the rename replaces the link, not the file it names), and the
+/// set-id and sticky bits are not carried over to a file swarm wrote.
+fn kept_mode(path: &Path) -> Option<u32> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.permissions().mode() & 0o777)
 }
 
 /// Checks every output of a run before it starts (see `check`); says so for a tracked file

@@ -166,8 +166,10 @@ pub(super) fn append_event(
     let seq: i64 = tx
         .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1")?
         .query_row([run], |r| r.get(0))?;
-    let (kind, value) = e.what.kind_and_detail();
-    let detail = crate::secret::redact(&value.to_string()).into_owned();
+    let (kind, mut value) = e.what.kind_and_detail();
+    // Hidden in the value, not its text: the text of a secret holding `"` or `\` is escaped.
+    crate::secret::redact_json(&mut value);
+    let detail = value.to_string();
     tx.prepare_cached(
         "INSERT INTO events (run_id, seq, at, kind, task_id, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
@@ -177,7 +179,7 @@ pub(super) fn append_event(
         line["task"] = t.into();
     }
     if !value.is_null() {
-        line["detail"] = serde_json::from_str(&detail).unwrap_or(value);
+        line["detail"] = value;
     }
     Ok(line.to_string())
 }

@@ -1,9 +1,12 @@
 //! The files a run writes for the user: every output path is checked before anything runs
 //! (exit 2, nothing done), and a good one is written whole.
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
+use std::process::Output;
 
-use crate::{TestRepo, assert_exit, rev, stderr};
+use crate::fake_llm::{FakeLlm, Reply};
+use crate::{TestRepo, assert_exit, outside, rev, stderr};
 
 #[test]
 fn a_bad_final_out_is_refused_before_any_task_runs_and_nothing_is_written() {
@@ -80,6 +83,179 @@ fn a_tracked_clean_final_out_is_replaced_whole_and_said_so() {
         .filter(|n| n.starts_with(".tmp"))
         .collect();
     assert!(stray.is_empty(), "{stray:?}");
+}
+
+/// swarm with `args`, started by a shell whose umask is `umask`.
+fn swarm_with_umask(repo: &TestRepo, umask: &str, args: &[&str]) -> Output {
+    repo.command("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_swarm"))
+        .args(args)
+        .output()
+        .expect("running swarm")
+}
+
+/// The permission bits of the file at `path`, in octal.
+fn mode(path: &Path) -> String {
+    format!(
+        "{:o}",
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    )
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Runs `write` (swarm writing the file at `path`, under the umask it is given) for a new file
+/// and over an existing one, and checks the modes: a new file gets what the umask gives, a
+/// replaced one keeps its own.
+fn check_modes(path: &Path, write: &dyn Fn(&str) -> Output) {
+    for (umask, expected) in [("022", "644"), ("077", "600"), ("002", "664")] {
+        let _ = std::fs::remove_file(path);
+        let out = write(umask);
+        assert_exit(&out, 0);
+        assert_eq!(
+            mode(path),
+            expected,
+            "{} new under umask {umask}",
+            path.display()
+        );
+    }
+    for (kept, umask) in [(0o644, "077"), (0o640, "077"), (0o600, "022")] {
+        std::fs::write(path, "old\n").unwrap();
+        set_mode(path, kept);
+        let out = write(umask);
+        assert_exit(&out, 0);
+        assert_ne!(std::fs::read_to_string(path).unwrap(), "old\n");
+        assert_eq!(
+            mode(path),
+            format!("{kept:o}"),
+            "{} replaced under umask {umask}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_final_out_gets_the_mode_of_the_umask_and_a_replaced_one_keeps_its_mode() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"r","run":"echo the findings","mode":"read"}"#]);
+    let tasks = tasks.to_str().unwrap();
+    for name in ["report.md", "report.html"] {
+        let report = outside(&repo, name);
+        check_modes(&report, &|umask| {
+            swarm_with_umask(
+                &repo,
+                umask,
+                &["run", tasks, "--final-out", report.to_str().unwrap()],
+            )
+        });
+    }
+}
+
+#[test]
+fn a_final_out_dirs_files_get_the_mode_of_the_umask() {
+    let repo = TestRepo::new();
+    let dir = outside(&repo, "reports");
+    std::fs::create_dir_all(&dir).unwrap();
+    let llm = FakeLlm::start(|_, _| {
+        Reply::tool_call(
+            "plan-1",
+            "submit_plan",
+            serde_json::json!({"tasks": [
+                {"id": "r", "run": "echo the findings", "mode": "read", "lane": "reducer"}
+            ]}),
+        )
+    });
+    let config = outside(&repo, "swarm.toml");
+    std::fs::write(&config, format!("api-base = \"{}\"\n", llm.base_url())).unwrap();
+    for (umask, expected) in [("022", "644"), ("077", "600")] {
+        for old in std::fs::read_dir(&dir).unwrap() {
+            std::fs::remove_file(old.unwrap().path()).unwrap();
+        }
+        let out = swarm_with_umask(
+            &repo,
+            umask,
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--goal",
+                "Summarise the findings",
+                "--goal",
+                "Summarise them again",
+                "--final-out-dir",
+                dir.to_str().unwrap(),
+            ],
+        );
+        assert_exit(&out, 0);
+        let files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(!files.is_empty(), "{}", stderr(&out));
+        for file in files {
+            assert_eq!(
+                mode(&file),
+                expected,
+                "{} under umask {umask}",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_plan_out_gets_the_mode_of_the_umask_and_a_replaced_one_keeps_its_mode() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|_, _| {
+        Reply::tool_call(
+            "plan-1",
+            "submit_plan",
+            serde_json::json!({"tasks": [
+                {"id": "scan", "prompt": "List the handlers.", "lane": "researcher"},
+                {"id": "report", "prompt": "Summarise.", "deps": ["scan"], "lane": "reducer"}
+            ]}),
+        )
+    });
+    let config = outside(&repo, "swarm.toml");
+    std::fs::write(&config, format!("api-base = \"{}\"\n", llm.base_url())).unwrap();
+    let plan = outside(&repo, "plan.jsonl");
+    check_modes(&plan, &|umask| {
+        swarm_with_umask(
+            &repo,
+            umask,
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--goal",
+                "Find the handlers",
+                "--plan-only",
+                "--plan-out",
+                plan.to_str().unwrap(),
+            ],
+        )
+    });
+}
+
+#[test]
+fn a_ci_out_gets_the_mode_of_the_umask_and_a_replaced_one_keeps_its_mode() {
+    let repo = TestRepo::new();
+    let workflow = repo.root.join("swarm.yml");
+    check_modes(&workflow, &|umask| {
+        swarm_with_umask(
+            &repo,
+            umask,
+            &[
+                "ci",
+                "github",
+                "--out",
+                workflow.to_str().unwrap(),
+                "--force",
+            ],
+        )
+    });
 }
 
 /// Runs git in the repository with extra environment; panics on failure, else returns what it

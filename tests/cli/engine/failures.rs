@@ -198,3 +198,50 @@ fn status_and_logs_show_a_failed_task() {
     let events = std::fs::read_to_string(&first).unwrap_or_else(|e| panic!("{first}: {e}"));
     assert!(events.contains("task_failed"), "{events}");
 }
+
+#[test]
+fn a_secret_holding_quotes_and_backslashes_is_in_no_event_and_every_line_parses() {
+    let repo = TestRepo::new();
+    let secret = r#"ab"cd\ef-123456"#;
+    // The secret in a task's command: a shell word in single quotes, which it has none of.
+    let printed = format!("printf '%s\\n' '{secret}' >&2");
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "leaky", "run": format!("{printed}; exit 3"), "mode": "read"}),
+            json!({"id": "checked", "run": "echo w > w.txt", "check": format!("{printed}; exit 1")}),
+        ],
+    );
+
+    let out = repo
+        .swarm_cmd()
+        .env("MY_TOKEN", secret)
+        .args(["run", path_arg(&tasks), "--retries", "0"])
+        .args(["--progress", "json"])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 1);
+    let logs = repo.swarm(&["logs", "--json"]);
+    assert_exit(&logs, 0);
+    let events = std::fs::read_to_string(run_dirs(&repo)[0].join("events.jsonl")).unwrap();
+    for (name, text) in [
+        ("events.jsonl", &events),
+        ("--progress json", &crate::stderr(&out)),
+        ("logs --json", &stdout(&logs)),
+    ] {
+        for shown in [secret, r#"ab\"cd\\ef-123456"#, r"cd\ef", "ef-123456"] {
+            assert!(!text.contains(shown), "{name} holds {shown}:\n{text}");
+        }
+        for line in text.lines() {
+            let event: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
+            assert!(event["kind"].is_string(), "{name}: {line}");
+        }
+    }
+    // The check's command is in its failure, the secret hidden.
+    assert!(
+        events.contains(r"check `printf '%s\\n' '[redacted]' >&2; exit 1` failed"),
+        "{events}"
+    );
+}
