@@ -26,8 +26,10 @@ const COPIED_CONFIG: &[&str] = &[
 ];
 
 /// Files of the user's git directory a checkout copies: ignore rules and attributes that live
-/// outside the tree.
-const COPIED_FILES: &[&str] = &["info/exclude", "info/attributes"];
+/// outside the tree, and a shallow clone's boundary (CI checks out one commit): the checkout
+/// borrows objects that stop there, and without it libgit2 walks past it into parents nobody
+/// has.
+const COPIED_FILES: &[&str] = &["info/exclude", "info/attributes", "shallow"];
 
 /// What a writer (or a resolver) left in its checkout, judged.
 #[derive(Debug, Clone, PartialEq, Eq)]

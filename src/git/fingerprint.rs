@@ -38,7 +38,19 @@ impl Fingerprint {
             .include_ignored(false)
             .exclude_submodules(true);
         let mut paths = BTreeMap::new();
+        // Read only when a tracked file is missing: the index says whether a sparse checkout
+        // left it out on purpose.
+        let mut index = None;
         for s in repo.repo.statuses(Some(&mut opts))?.iter() {
+            if s.status() == git2::Status::WT_DELETED {
+                let index = match &mut index {
+                    Some(index) => index,
+                    None => index.insert(repo.repo.index()?),
+                };
+                if super::skips_worktree(index, s.path_bytes()) {
+                    continue;
+                }
+            }
             let path = String::from_utf8_lossy(s.path_bytes()).into_owned();
             let meta = std::fs::symlink_metadata(repo.workdir.join(&path)).ok();
             let stamp = meta.map(|m| (m.len(), m.mtime(), m.mtime_nsec()));

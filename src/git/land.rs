@@ -30,6 +30,9 @@ struct Change {
     path: Vec<u8>,
     old: Option<(Oid, FileMode)>,
     new: Option<(Oid, FileMode)>,
+    /// A sparse checkout leaves the path out of the working tree (its index entry is
+    /// skip-worktree): landing changes its index entry only, as git's checkout does.
+    sparse: bool,
 }
 
 impl Change {
@@ -119,6 +122,7 @@ pub fn land(
                 path: c.path,
                 old: c.new,
                 new: c.old,
+                sparse: c.sparse,
             })
             .collect();
         stage(repo, &from, &back, staging)?;
@@ -186,6 +190,7 @@ fn remove_lock(lock: &Path) -> anyhow::Result<()> {
 /// Every path whose entry differs between two trees.
 fn changes(repo: &Repo, from: &Tree<'_>, to: &Tree<'_>) -> anyhow::Result<Vec<Change>> {
     let diff = repo.repo.diff_tree_to_tree(Some(from), Some(to), None)?;
+    let index = repo.repo.index()?;
     let mut by_path: BTreeMap<Vec<u8>, Change> = BTreeMap::new();
     for d in diff.deltas() {
         let entry = |f: git2::DiffFile<'_>| {
@@ -198,10 +203,12 @@ fn changes(repo: &Repo, from: &Tree<'_>, to: &Tree<'_>) -> anyhow::Result<Vec<Ch
             .context("a change without a path")?
             .to_vec();
         // A type change comes as a deletion and an addition of one path.
+        let sparse = super::skips_worktree(&index, &path);
         let c = by_path.entry(path.clone()).or_insert(Change {
             path,
             old: None,
             new: None,
+            sparse,
         });
         c.old = c.old.or(entry(d.old_file()));
         c.new = c.new.or(entry(d.new_file()));
@@ -254,7 +261,7 @@ fn blocked(repo: &Repo, changes: &[Change]) -> anyhow::Result<Option<String>> {
     };
     for c in changes
         .iter()
-        .filter(|c| c.new.is_some() && !c.is_submodule())
+        .filter(|c| c.new.is_some() && !c.is_submodule() && !c.sparse)
     {
         let at = repo.workdir.join(OsStr::from_bytes(&c.path));
         let in_the_way = match std::fs::symlink_metadata(&at) {
@@ -320,7 +327,7 @@ fn stage(repo: &Repo, to: &Tree<'_>, changes: &[Change], staging: &Path) -> anyh
     std::fs::create_dir_all(&files)?;
     let written: Vec<&Change> = changes
         .iter()
-        .filter(|c| c.new.is_some() && !c.is_submodule())
+        .filter(|c| c.new.is_some() && !c.is_submodule() && !c.sparse)
         .collect();
     let filtered = super::has_attributes(to)? || super::converts_line_endings(&repo.repo);
     if filtered && !written.is_empty() {
@@ -381,7 +388,7 @@ fn apply(repo: &Repo, changes: &[Change], staging: &Path) -> anyhow::Result<()> 
     let files = staging.join("files");
     for c in changes
         .iter()
-        .filter(|c| c.old.is_some() && !c.was_submodule())
+        .filter(|c| c.old.is_some() && !c.was_submodule() && !c.sparse)
     {
         let at = repo.workdir.join(OsStr::from_bytes(&c.path));
         let is_dir = std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir());
@@ -390,7 +397,7 @@ fn apply(repo: &Repo, changes: &[Change], staging: &Path) -> anyhow::Result<()> 
             prune_empty_parents(repo, &at);
         }
     }
-    for c in changes.iter().filter(|c| c.new.is_some()) {
+    for c in changes.iter().filter(|c| c.new.is_some() && !c.sparse) {
         let at = repo.workdir.join(OsStr::from_bytes(&c.path));
         if c.is_submodule() {
             // As git leaves a submodule it has not checked out: an empty directory.
@@ -415,6 +422,7 @@ fn apply(repo: &Repo, changes: &[Change], staging: &Path) -> anyhow::Result<()> 
         let rel = Path::new(OsStr::from_bytes(&c.path));
         match c.new {
             Some((id, FileMode::Commit)) => index.add(&submodule_entry(&c.path, id))?,
+            Some((id, mode)) if c.sparse => index.add(&sparse_entry(&c.path, id, mode))?,
             Some(_) => index.add_path(rel)?,
             None => {
                 let _ = index.remove_path(rel);
@@ -434,6 +442,16 @@ fn prune_empty_parents(repo: &Repo, path: &Path) {
         }
         dir = d.parent();
     }
+}
+
+/// The index entry of a file a sparse checkout leaves out: `id` as `mode`, still
+/// skip-worktree.
+fn sparse_entry(path: &[u8], id: Oid, mode: FileMode) -> git2::IndexEntry {
+    let mut entry = submodule_entry(path, id);
+    entry.mode = u32::try_from(i32::from(mode)).unwrap_or(0o100_644);
+    entry.flags |= git2::IndexEntryFlag::EXTENDED.bits();
+    entry.flags_extended |= git2::IndexEntryExtendedFlag::SKIP_WORKTREE.bits();
+    entry
 }
 
 /// The index entry of a submodule at `path` whose commit is `id`.

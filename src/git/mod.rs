@@ -513,6 +513,18 @@ fn changes_in(repo: &Repository) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// Whether `index` marks the file at `path` skip-worktree: a sparse checkout leaves it out
+/// of the working tree on purpose, so its absence there is no change.
+pub(super) fn skips_worktree(index: &git2::Index, path: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    index
+        .get_path(Path::new(std::ffi::OsStr::from_bytes(path)), 0)
+        .is_some_and(|e| {
+            git2::IndexEntryExtendedFlag::from_bits_truncate(e.flags_extended)
+                .contains(git2::IndexEntryExtendedFlag::SKIP_WORKTREE)
+        })
+}
+
 /// Writes the merge of `theirs` (started from `base`) into a worktree at its HEAD, conflicts
 /// and all: conflicted files get the usual `<<<<<<<`/`=======`/`>>>>>>>` markers.
 pub fn write_conflicted_merge(

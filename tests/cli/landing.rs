@@ -310,3 +310,88 @@ fn a_submodule_moved_by_a_writer_lands_in_the_index_and_its_checkout_is_left_alo
         "the user's work in the submodule\n"
     );
 }
+
+/// A clone of `source` made the way CI checks a repository out: one commit deep
+/// (`git clone --depth 1`), with the test identity.
+fn shallow_clone(source: &TestRepo) -> TestRepo {
+    let clone = TestRepo::new();
+    std::fs::remove_dir_all(&clone.root).unwrap();
+    let url = format!("file://{}", source.root.display());
+    source.git(&[
+        "clone",
+        "-q",
+        "--depth",
+        "1",
+        &url,
+        clone.root.to_str().unwrap(),
+    ]);
+    clone
+}
+
+#[test]
+fn in_a_shallow_clone_four_writers_merge_and_land() {
+    let source = TestRepo::new();
+    for k in 0..3 {
+        source.write("history.txt", &format!("{k}\n"));
+        source.commit_all(&format!("commit {k}"));
+    }
+    let repo = shallow_clone(&source);
+    assert_eq!(
+        repo.git(&["rev-parse", "--is-shallow-repository"]),
+        "true\n"
+    );
+    let tasks = repo.tasks(&[
+        r#"{"id":"w1","run":"echo 1 > one.txt"}"#,
+        r#"{"id":"w2","run":"echo 2 > two.txt"}"#,
+        r#"{"id":"w3","run":"echo 3 > three.txt && git add three.txt && git -c user.name=A -c user.email=a@example.com commit -qm three"}"#,
+        r#"{"id":"w4","run":"echo 4 >> history.txt"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap(), "-j", "4"]);
+
+    assert_exit(&out, 0);
+    for (file, text) in [
+        ("one.txt", "1\n"),
+        ("two.txt", "2\n"),
+        ("three.txt", "3\n"),
+        ("history.txt", "2\n4\n"),
+    ] {
+        assert_eq!(repo.read(file), text, "{file}");
+    }
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // Still shallow, and every commit the run made reachable from main.
+    assert_eq!(
+        repo.git(&["rev-parse", "--is-shallow-repository"]),
+        "true\n"
+    );
+    repo.git(&["fsck", "--connectivity-only", "--no-dangling"]);
+}
+
+#[test]
+fn in_a_sparse_checkout_the_left_out_files_are_no_change_and_a_landed_one_stays_out() {
+    let repo = TestRepo::new();
+    repo.write("in/a.txt", "a\n");
+    repo.write("out/b.txt", "b\n");
+    repo.commit_all("two directories");
+    repo.git(&["sparse-checkout", "set", "in"]);
+    assert!(!repo.root.join("out").exists());
+    let tasks = repo.tasks(&[
+        r#"{"id":"inside","run":"echo new > in/new.txt"}"#,
+        r#"{"id":"outside","run":"echo changed > out/b.txt"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap(), "-j", "2"]);
+
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("Landed: `main` fast-forwarded"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(repo.read("in/new.txt"), "new\n");
+    // The file the sparse checkout leaves out changed in the index, and stays out.
+    assert!(!repo.root.join("out").exists());
+    assert_eq!(repo.git(&["show", "main:out/b.txt"]), "changed\n");
+    assert!(repo.git(&["ls-files", "-v", "out/b.txt"]).starts_with("S "));
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
