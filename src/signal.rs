@@ -1,5 +1,6 @@
-//! The one signal path of the process, installed when swarm starts. SIGINT and SIGTERM are
-//! counted where they arrive, on a thread of their own, so the second works whatever the rest
+//! The one signal path of the process, installed when swarm starts. SIGINT, SIGTERM and SIGHUP
+//! (the terminal closed, the ssh session lost: the agents, in process groups of their own, would
+//! not hear of it and run on) are counted where they arrive, on a thread of their own, so the second works whatever the rest
 //! of swarm is doing. A phase that can stop resumably (planning, the run loop) says how while it
 //! runs (`handle`): the first signal asks it to stop, the second kills what it started and ends
 //! swarm at once with exit 75. With no such phase, the first signal ends swarm with 128 plus the
@@ -28,10 +29,10 @@ struct Handler {
 /// loop within a run's life) handles signals while it runs, and the outer one again after.
 static HANDLERS: Mutex<Vec<Handler>> = Mutex::new(Vec::new());
 
-/// Starts counting SIGINT and SIGTERM.
+/// Starts counting SIGINT, SIGTERM and SIGHUP.
 pub fn install() -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
         .name("swarm-signals".into())
         .spawn(move || {

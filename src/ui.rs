@@ -508,7 +508,11 @@ fn print_line(text: &str) {
         Some(multi) => {
             let _ = multi.println(text);
         }
-        None => eprintln!("{text}"),
+        None => {
+            // A terminal that went away (SIGHUP) fails the write: nothing is left to tell.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{text}");
+        }
     }
 }
 

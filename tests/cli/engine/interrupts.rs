@@ -201,3 +201,46 @@ fn escalation_hooks_run_while_the_run_goes_on() {
         assert!(e.contains("succeeded"), "{e}");
     }
 }
+
+/// Whether process `pid` still runs (a zombie nobody reaped has ended).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+}
+
+#[test]
+fn sighup_stops_the_run_resumably_and_leaves_no_process_of_its_tasks() {
+    let repo = TestRepo::new();
+    let pids = outside(&repo, "pids");
+    let gate = Gate::new(&outside(&repo, "gates"), "running");
+    // The first attempt starts a child of its own, then waits; the resumed one ends at once.
+    let first = outside(&repo, "first-ran");
+    let run = format!(
+        "[ -e {first} ] && exit 0; touch {first}; sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; {}; sleep 300",
+        gate.shell(),
+        first = sh(&first),
+        pids = sh(&pids),
+    );
+    let tasks = task_file(&repo, &[json!({"id": "t", "run": run, "mode": "read"})]);
+    let mut child = repo.spawn(&["run", path_arg(&tasks)]);
+    gate.reached(&mut child);
+    let started: Vec<i32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(started.len(), 2);
+    assert!(started.iter().all(|&p| alive(p)));
+
+    // The terminal closes.
+    signal(&child, Signal::SIGHUP);
+    let out = child.wait_with_output().unwrap();
+
+    assert_exit(&out, 75);
+    for pid in started {
+        assert!(!alive(pid), "process {pid} of the task outlived swarm");
+    }
+    assert_eq!(status_json(&repo)["run"]["status"], "interrupted");
+    assert_exit(&repo.swarm(&["resume"]), 0);
+    assert_eq!(task_status(&status_json(&repo), "t"), "done");
+}
