@@ -1,7 +1,7 @@
 //! What people see: progress on stderr (a live display on a terminal, plain lines otherwise, the
 //! run's events as JSON lines when asked, nothing with `-q`), the summary or JSON on stdout, and
-//! errors. Decides nothing.
-#![expect(clippy::print_stderr, reason = "the one module that prints")]
+//! errors. Decides nothing. It writes to stderr itself rather than with `eprintln!`, which
+//! panics when a terminal that went away (SIGHUP) fails the write.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
@@ -503,16 +503,13 @@ pub fn event_line(line: &str) {
 
 /// One line on stderr, above the bars when they are on screen.
 fn print_line(text: &str) {
+    use std::io::Write as _;
     let screen = SCREEN.lock().unwrap_or_else(PoisonError::into_inner);
-    match screen.as_ref() {
-        Some(multi) => {
-            let _ = multi.println(text);
-        }
-        None => {
-            // A terminal that went away (SIGHUP) fails the write: nothing is left to tell.
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "{text}");
-        }
+    if let Some(multi) = screen.as_ref() {
+        let _ = multi.println(text);
+    } else {
+        // A terminal that went away fails the write: nothing is left to tell.
+        let _ = writeln!(std::io::stderr(), "{text}");
     }
 }
 

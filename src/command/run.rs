@@ -34,6 +34,10 @@ pub(super) fn check_before_run(
     reads: &Reads<'_>,
 ) -> anyhow::Result<()> {
     check_open_operation(repo, options)?;
+    crate::git::check_included(repo.workdir(), &options.include).map_err(|why| {
+        Usage::new(format!("`include`: {why}"))
+            .hint("name the files and directories of the repository to copy into each checkout")
+    })?;
     if let Some(remote) = &options.remote {
         check_remote(repo, remote)?;
     }

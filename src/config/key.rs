@@ -495,6 +495,14 @@ fn repo_paths(paths: &[String]) -> Result<(), String> {
                 "`{p}` is absolute: name it relative to the repository's top"
             ));
         }
+        if !path
+            .components()
+            .any(|c| matches!(c, Component::Normal(_) | Component::ParentDir))
+        {
+            return Err(format!(
+                "`{p}` is the whole repository: name files or directories in it"
+            ));
+        }
         for c in path.components() {
             match c {
                 Component::ParentDir => {

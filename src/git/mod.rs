@@ -29,7 +29,10 @@ use git2::{
 };
 pub use land::land;
 pub use merge::{merge, scan_change};
-pub use prepare::{cache_key, copy_included, exclude, record_setup, seed, setup_holds};
+pub use prepare::{
+    cache_key, check_included, copy_included, exclude, record_setup, remove_links_out, seed,
+    setup_holds,
+};
 
 /// A commit, as full hex.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

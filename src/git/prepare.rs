@@ -177,17 +177,143 @@ pub fn exclude(checkout: &Path, paths: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why `include` may not copy `paths` from the checkout at `top`, if it may not: a path that is
+/// the repository's top, or a link on the way to one of them or inside one that leads out of
+/// the repository (or to its top). Links copied as links must not lead a task out of its
+/// checkout, and a link to `~/.ssh` must not bring your keys into every checkout.
+pub fn check_included(top: &Path, paths: &[String]) -> Result<(), String> {
+    let Ok(root) = top.canonicalize() else {
+        return Ok(());
+    };
+    for p in paths {
+        let parts: Vec<&std::ffi::OsStr> = Path::new(p)
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        if parts.is_empty() {
+            return Err(format!(
+                "`{p}` is the whole repository: name the files or directories to copy"
+            ));
+        }
+        let mut at = top.to_path_buf();
+        for part in &parts {
+            at.push(part);
+            if let Some(why) = link_out(&root, &at) {
+                return Err(format!("`{p}`: {why}"));
+            }
+        }
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+            let mut found = None;
+            walk_links(&at, &mut |link| {
+                found = found.take().or_else(|| link_out(&root, link));
+            });
+            if let Some(why) = found {
+                return Err(format!("`{p}`: {why}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why the link at `link` leads out of `root` (or to it), if it is such a link.
+fn link_out(root: &Path, link: &Path) -> Option<String> {
+    let target = std::fs::read_link(link).ok()?;
+    let leads_to = link
+        .canonicalize()
+        .unwrap_or_else(|_| lexical(&link.parent().unwrap_or(root).join(&target)));
+    let inside = leads_to.starts_with(root) && leads_to != root;
+    let shown = link.strip_prefix(root).unwrap_or(link);
+    (!inside).then(|| {
+        format!(
+            "{} is a link to {}, which is {} the repository: swarm copies links as links and never follows one out of your checkout",
+            shown.display(),
+            target.display(),
+            if leads_to == root { "the top of" } else { "outside" }
+        )
+    })
+}
+
+/// `path` with `.` and `..` taken out by their names alone.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Calls `found` with every symbolic link under the directory `dir` (never following one).
+fn walk_links(dir: &Path, found: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            found(&entry.path());
+        } else if kind.is_dir() {
+            walk_links(&entry.path(), found);
+        }
+    }
+}
+
+/// Removes every link under the directories `dirs` of the checkout `checkout` that leads out
+/// of it (a cache an agent planted a link in, which the next task's build would write
+/// through); returns the links removed, relative to the checkout.
+pub fn remove_links_out(checkout: &Path, dirs: &[String]) -> anyhow::Result<Vec<String>> {
+    let root = checkout.canonicalize()?;
+    let mut out = Vec::new();
+    for d in dirs {
+        let dir = checkout.join(d);
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let mut links = Vec::new();
+        walk_links(&dir, &mut |link| {
+            if link_out(
+                &root,
+                &root.join(link.strip_prefix(checkout).unwrap_or(link)),
+            )
+            .is_some()
+            {
+                links.push(link.to_owned());
+            }
+        });
+        for link in links {
+            std::fs::remove_file(&link)
+                .with_context(|| format!("could not remove the link {}", link.display()))?;
+            out.push(
+                link.strip_prefix(checkout)
+                    .unwrap_or(&link)
+                    .display()
+                    .to_string(),
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// Copies `paths` from the user's checkout `from` into the checkout `to`, replacing what is
-/// there (a link in `from` as what it points at). Returns the paths `from` does not have,
-/// which are skipped.
+/// there. Returns the paths `from` does not have, which are skipped.
 pub fn copy_included(from: &Path, to: &Path, paths: &[String]) -> anyhow::Result<Vec<String>> {
     let mut missing = Vec::new();
     for p in paths {
         let source = from.join(p);
-        // What a link in your checkout points at is copied, not the link: a relative one
-        // would point elsewhere from the checkout, an absolute one would let a task write
-        // through it into your file.
-        let Ok(meta) = std::fs::metadata(&source) else {
+        // A link is copied as a link (`check_included` made sure none leads out of the
+        // repository), one by an absolute path to a file of yours made relative, so that it
+        // leads to the checkout's own copy and a task never writes through it into yours.
+        let Ok(meta) = std::fs::symlink_metadata(&source) else {
             missing.push(p.clone());
             continue;
         };
@@ -202,7 +328,7 @@ pub fn copy_included(from: &Path, to: &Path, paths: &[String]) -> anyhow::Result
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        copy_entry(&source, &target, &meta)
+        copy_entry(&source, &target, &meta, Some(from))
             .with_context(|| format!("could not copy {} into the checkout", source.display()))?;
     }
     Ok(missing)
@@ -224,27 +350,44 @@ pub fn seed(from: &Path, to: &Path, dirs: &[String]) -> anyhow::Result<Vec<Strin
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        copy_entry(&source, &target, &meta)
+        copy_entry(&source, &target, &meta, None)
             .with_context(|| format!("could not copy {} into the checkout", source.display()))?;
         seeded.push(d.clone());
     }
     Ok(seeded)
 }
 
-/// Copies a file, link or directory tree: links as links, files with their permissions
-/// through `std::fs::copy` (which on Linux uses `copy_file_range`, so a file system with
-/// reflinks, btrfs or XFS, shares the blocks instead of writing them), directories with their
-/// permissions once their contents are in; files and directories keep their times.
-fn copy_entry(from: &Path, to: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
+/// Copies a file, link or directory tree: links as links (one by an absolute path into
+/// `rebase`, the tree it is copied from, made relative so it leads to its copy), files with
+/// their permissions through `std::fs::copy` (which on Linux uses `copy_file_range`, so a file
+/// system with reflinks, btrfs or XFS, shares the blocks instead of writing them), directories
+/// with their permissions once their contents are in; files and directories keep their times.
+fn copy_entry(
+    from: &Path,
+    to: &Path,
+    meta: &std::fs::Metadata,
+    rebase: Option<&Path>,
+) -> std::io::Result<()> {
     let kind = meta.file_type();
     if kind.is_symlink() {
-        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+        let mut target = std::fs::read_link(from)?;
+        if let Some(root) = rebase
+            && let Ok(inside) = target.strip_prefix(root)
+        {
+            let depth = from
+                .strip_prefix(root)
+                .map_or(0, |p| p.components().count().saturating_sub(1));
+            let mut relative: PathBuf = std::iter::repeat_n("..", depth).collect();
+            relative.push(inside);
+            target = relative;
+        }
+        std::os::unix::fs::symlink(target, to)
     } else if kind.is_dir() {
         std::fs::create_dir(to)?;
         for entry in std::fs::read_dir(from)? {
             let entry = entry?;
             let meta = std::fs::symlink_metadata(entry.path())?;
-            copy_entry(&entry.path(), &to.join(entry.file_name()), &meta)?;
+            copy_entry(&entry.path(), &to.join(entry.file_name()), &meta, rebase)?;
         }
         std::fs::set_permissions(to, meta.permissions())?;
         keep_times(to, meta)

@@ -101,6 +101,16 @@ impl<'a> Preparer<'a> {
                 }
             }
         }
+        // An agent's link in a cache (kept from an earlier writer, or seeded from your
+        // checkout) would have this task's build write through it, out of its checkout.
+        let removed = git::remove_links_out(cwd, &p.cache)?;
+        if !removed.is_empty() {
+            let _ = writeln!(
+                notes,
+                "cache: removed links that lead out of the checkout: {}",
+                removed.join(", ")
+            );
+        }
         let Some(setup) = &p.setup else {
             return Ok(Ok(notes));
         };

@@ -484,3 +484,112 @@ fn an_included_file_an_agent_commits_itself_is_left_out_of_its_result() {
     assert!(!merged.contains(&"keyfile".to_owned()), "{merged:?}");
     assert_eq!(repo.read("keyfile"), "private\n");
 }
+
+#[test]
+fn an_included_link_out_of_the_repository_or_the_whole_repository_is_refused_before_anything_runs()
+{
+    let repo = TestRepo::new();
+    let secrets = outside(&repo, "ssh");
+    std::fs::create_dir_all(&secrets).unwrap();
+    std::fs::write(secrets.join("id_ed25519"), "PRIVATE KEY\n").unwrap();
+    std::os::unix::fs::symlink(&secrets, repo.root.join("secrets")).unwrap();
+    std::os::unix::fs::symlink(secrets.join("id_ed25519"), repo.root.join("keyfile")).unwrap();
+    std::fs::create_dir_all(repo.root.join("conf")).unwrap();
+    std::os::unix::fs::symlink("../../ssh/id_ed25519", repo.root.join("conf/key")).unwrap();
+    repo.write(".gitignore", "secrets\nkeyfile\nconf/\n");
+    repo.commit_all("ignore them");
+    let tasks = repo.tasks(&[r#"{"id":"w","run":"echo w > w.txt"}"#]);
+    for (include, named) in [
+        ("secrets", "`secrets`: secrets is a link to "),
+        ("keyfile", "`keyfile`: keyfile is a link to "),
+        (
+            "conf",
+            "`conf`: conf/key is a link to ../../ssh/id_ed25519, which is outside",
+        ),
+    ] {
+        let out = repo
+            .swarm_cmd()
+            .env("SWARM_INCLUDE", include)
+            .args(["run", path_str(&tasks)])
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert!(stderr(&out).contains(named), "{include}: {}", stderr(&out));
+        assert!(crate::stdout(&repo.swarm(&["runs", "--json"])).trim() == "[]");
+    }
+    repo.write(".swarm.toml", "include = [\".\"]\n");
+    repo.commit_all("the whole repository");
+    let out = repo.swarm(&["run", path_str(&tasks)]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains(".swarm.toml:1"), "{err}");
+    assert!(err.contains("`.` is the whole repository"), "{err}");
+}
+
+#[test]
+fn included_links_inside_the_repository_are_copied_as_links_to_the_checkouts_own_files() {
+    let repo = TestRepo::new();
+    repo.write(".gitignore", "local/\n");
+    repo.write(".swarm.toml", "include = [\"local\"]\n");
+    repo.commit_all("config");
+    repo.write("local/real.env", "A=1\n");
+    std::os::unix::fs::symlink("real.env", repo.root.join("local/rel.env")).unwrap();
+    std::os::unix::fs::symlink(
+        repo.root.join("local/real.env"),
+        repo.root.join("local/abs.env"),
+    )
+    .unwrap();
+    let seen = outside(&repo, "seen");
+    std::fs::create_dir_all(&seen).unwrap();
+    let s = path_str(&seen);
+    let writer = format!(
+        r#"{{"id":"w","run":"readlink local/rel.env > {s}/rel && readlink local/abs.env > {s}/abs && cat local/abs.env > {s}/content && echo B=2 > local/abs.env && echo w > w.txt"}}"#
+    );
+    let tasks = repo.tasks(&[&writer]);
+
+    let out = repo.swarm(&["run", path_str(&tasks)]);
+
+    assert_exit(&out, 0);
+    assert_eq!(read(&seen.join("rel")), "real.env\n");
+    // The absolute link leads to the checkout's own copy, not to your file.
+    assert_eq!(read(&seen.join("abs")), "../local/real.env\n");
+    assert_eq!(read(&seen.join("content")), "A=1\n");
+    assert_eq!(repo.read("local/real.env"), "A=1\n");
+    assert!(
+        !tree_paths(&repo, "main")
+            .iter()
+            .any(|p| p.starts_with("local/"))
+    );
+}
+
+#[test]
+fn a_link_an_agent_plants_in_a_cache_is_removed_before_the_next_task_builds() {
+    let repo = TestRepo::new();
+    let elsewhere = outside(&repo, "elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    repo.write(".gitignore", "target/\n");
+    repo.write(".swarm.toml", "cache = [\"target\"]\n");
+    repo.commit_all("cache");
+    let e = path_str(&elsewhere);
+    let tasks = repo.tasks(&[
+        &format!(r#"{{"id":"a","run":"mkdir -p target && ln -s {e} target/outlink && echo a > a.txt"}}"#),
+        // Reuse a's checkout, its cache kept: a build writing into target/outlink would
+        // write outside.
+        r#"{"id":"b","run":"mkdir -p target/outlink && echo built > target/outlink/x && echo b > b.txt","deps":["a"]}"#,
+        r#"{"id":"c","run":"mkdir -p target/outlink && echo built > target/outlink/y && echo c > c.txt","deps":["b"]}"#,
+    ]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "1", "--max-writers", "1"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "written through the link"
+    );
+    let b = transcript(&repo, "b", 1);
+    assert!(
+        b.contains("cache: removed links that lead out of the checkout: target/outlink"),
+        "{b}"
+    );
+}
