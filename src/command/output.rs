@@ -76,8 +76,24 @@ pub(super) fn check(
     } else {
         &parent
     };
-    if nix::unistd::access(writable_dir, nix::unistd::AccessFlags::W_OK).is_err() {
-        return Err(bad(format!("{} is not writable", writable_dir.display())));
+    // A file made there and removed, as the write will make one: permission bits alone do
+    // not tell (root passes them, and /proc or a read-only mount refuse all the same).
+    let probe = writable_dir.join(format!(".swarm-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(bad(format!(
+                "no file can be written in {} ({e})",
+                writable_dir.display()
+            )));
+        }
     }
     let tracked = match kind {
         Kind::File => repo.tracked_state(&target)?,

@@ -25,6 +25,8 @@ fn a_bad_final_out_is_refused_before_any_task_runs_and_nothing_is_written() {
         (plan.as_str(), "the run reads that file"),
         ("adir", "is a directory"),
         ("/nonexistent/x", "does not exist"),
+        // Writable by its permission bits for root, and still no file can be made there.
+        ("/proc/report.md", "no file can be written in /proc"),
     ];
     for (out, why) in cases {
         let run = repo.swarm(&["run", &plan, "--final-out", out]);
