@@ -80,6 +80,21 @@ pub(super) fn run_goal(
     )
 }
 
+/// A goal as swarm keeps it: a secret's value typed into it (the value of a variable swarm
+/// hides, such as a token) is hidden before it is shown, stored, planned or sent to a model,
+/// and swarm says so.
+pub(super) fn without_secrets(g: &Globals, text: &str) -> String {
+    let hidden = crate::secret::redact(text);
+    if hidden != text {
+        ui::say(
+            g.quiet,
+            Verb::Note,
+            "the goal holds a secret's value (of a variable swarm hides); it is kept, shown and planned as [redacted]",
+        );
+    }
+    hidden.into_owned()
+}
+
 /// The file in a run's directory that holds a single-goal run's goal.
 pub(super) const GOAL_FILE: &str = "goal.md";
 

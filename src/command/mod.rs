@@ -82,6 +82,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         if let Some(file) = &cli.goals_file {
             goals.extend(goal::read_goals_file(&g.dir.join(file))?);
         }
+        let goals: Vec<String> = goals
+            .iter()
+            .map(|text| goal::without_secrets(&g, text))
+            .collect();
         let mut configured = configure(&g, &flags, explicit)?;
         land_from_hook(&mut configured.options, cli.from_hook);
         if let [one] = goals.as_slice()

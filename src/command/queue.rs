@@ -13,7 +13,8 @@ use crate::ui::Verb;
 use crate::{Usage, exit, ui};
 
 pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
-    let text = text.trim();
+    let text = goal::without_secrets(g, text.trim());
+    let text = text.as_str();
     if text.is_empty() {
         anyhow::bail!(Usage::new("the goal is empty"));
     }

@@ -435,6 +435,52 @@ fn canary_secrets_appear_nowhere() {
     assert!(stderr(&out).is_empty() || !stderr(&out).contains(token));
 }
 
+#[test]
+fn a_secret_typed_into_a_goal_is_hidden_everywhere_the_goal_goes() {
+    let token = "tok-typed-5551234567";
+    let goal = format!("Survey the repository; the deploy token is {token}");
+    // A single goal, several goals, and the queue.
+    for args in [
+        vec!["--goal", goal.as_str()],
+        vec!["--goal", goal.as_str(), "--goal", "Leave notes"],
+    ] {
+        let repo = TestRepo::new();
+        let llm = good_server();
+        let out = repo
+            .swarm_cmd()
+            .env("SWARM_API_BASE", llm.base_url())
+            .env("DEPLOY_TOKEN", token)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let queued = repo
+            .swarm_cmd()
+            .env("DEPLOY_TOKEN", token)
+            .args(["queue", "add", goal.as_str()])
+            .output()
+            .unwrap();
+        assert_exit(&queued, 0);
+        assert!(stderr(&out).contains("it is kept, shown and planned as [redacted]"));
+        let mut haystacks = vec![
+            ("stdout".to_owned(), out.stdout.clone()),
+            ("stderr".to_owned(), out.stderr.clone()),
+            ("queue stdout".to_owned(), queued.stdout.clone()),
+            ("queue stderr".to_owned(), queued.stderr.clone()),
+        ];
+        collect(&repo.swarm_dir(), &mut haystacks);
+        for r in llm.requests() {
+            haystacks.push(("a model request".to_owned(), r.body.to_string().into_bytes()));
+        }
+        for (name, bytes) in &haystacks {
+            assert!(
+                !String::from_utf8_lossy(bytes).contains(token),
+                "{args:?}: {name} holds the token"
+            );
+        }
+    }
+}
+
 fn collect(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
