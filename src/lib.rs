@@ -162,6 +162,9 @@ fn classify(err: &anyhow::Error) -> (u8, Option<String>) {
             );
         }
     }
+    if let Some(hint) = store::damage_hint(err) {
+        return (exit::FAILED, Some(hint));
+    }
     if agent::Fault::of_error(err).is_some() {
         return (
             exit::RESUMABLE,

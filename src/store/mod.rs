@@ -23,6 +23,7 @@ mod write;
 pub use event::{Logged, Moved, Parking, RunEvent};
 pub use goals::Goals;
 pub use history::{History, TimeMark};
+pub use open::damage_hint;
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use queue::Queue;
 pub use record::{
@@ -86,6 +87,7 @@ impl Board {
                 Err(e) => return Err(damaged(&path, e)),
             }
         }
+        open::opened(&path);
         Ok(Self {
             conn,
             dir: swarm_dir.to_owned(),

@@ -35,6 +35,32 @@ pub(super) fn damaged(path: &Path, e: anyhow::Error) -> anyhow::Error {
     ))
 }
 
+/// The board this process opened last, for the advice on a damage found only as it is read.
+static OPENED: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+pub(super) fn opened(path: &Path) {
+    *OPENED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path.to_owned());
+}
+
+/// What to do about `e` when it is a damage of the board that showed only as the board was read
+/// (a page in the middle of it): opening it found nothing wrong.
+pub fn damage_hint(e: &anyhow::Error) -> Option<String> {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    if !sqlite_said(e, &[NotADatabase, DatabaseCorrupt]) {
+        return None;
+    }
+    let path = OPENED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()?;
+    Some(format!(
+        "the board {0} is damaged; swarm leaves it as it is. Keep it for a look and start a fresh one with `mv {0} {0}.damaged` (its runs are then no longer known to swarm; what they merged stays on their branches)",
+        path.display()
+    ))
+}
+
 /// A board emptied to 0 bytes while runs are on record lost them; `SQLite` would take it for a new
 /// board and forget them silently.
 pub(super) fn refuse_emptied(swarm_dir: &Path, path: &Path) -> anyhow::Result<()> {

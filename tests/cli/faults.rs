@@ -130,6 +130,46 @@ fn a_damaged_board_is_refused_with_its_path_and_left_as_it_is() {
 }
 
 #[test]
+fn a_board_damaged_in_its_middle_is_named_with_its_path_and_advice_when_it_is_read() {
+    let repo = TestRepo::new();
+    // Enough runs that the tasks' table spans pages past the schema's.
+    let lines: Vec<String> = (0..200)
+        .map(|k| format!(r#"{{"id":"t{k}","run":"echo {k}","mode":"read"}}"#))
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let tasks = repo.tasks(&refs);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap(), "-q"]), 0);
+    let board = repo.swarm_dir().join("board.db");
+    // Folded back into the board, then every page but the first (the header and schema)
+    // overwritten.
+    let vacuum = repo.swarm(&["status", "--json"]);
+    assert_exit(&vacuum, 0);
+    for side in ["board.db-wal", "board.db-shm"] {
+        let _ = std::fs::remove_file(repo.swarm_dir().join(side));
+    }
+    let mut bytes = std::fs::read(&board).unwrap();
+    let page = usize::from(u16::from_be_bytes([bytes[16], bytes[17]]));
+    assert!(bytes.len() > 4 * page, "{} bytes", bytes.len());
+    for b in &mut bytes[2 * page..] {
+        *b = 0x5a;
+    }
+    std::fs::write(&board, &bytes).unwrap();
+    let out = repo.swarm(&["status"]);
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("malformed") || err.contains("is damaged"),
+        "{err}"
+    );
+    assert!(err.contains(&board.display().to_string()), "{err}");
+    assert!(
+        err.contains(&format!("mv {0} {0}.damaged", board.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&board).unwrap(), bytes);
+}
+
+#[test]
 fn an_emptied_board_with_runs_on_record_is_refused_not_recreated() {
     let repo = repo_with_a_run();
     let board = repo.swarm_dir().join("board.db");

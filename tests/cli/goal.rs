@@ -470,7 +470,10 @@ fn a_secret_typed_into_a_goal_is_hidden_everywhere_the_goal_goes() {
         ];
         collect(&repo.swarm_dir(), &mut haystacks);
         for r in llm.requests() {
-            haystacks.push(("a model request".to_owned(), r.body.to_string().into_bytes()));
+            haystacks.push((
+                "a model request".to_owned(),
+                r.body.to_string().into_bytes(),
+            ));
         }
         for (name, bytes) in &haystacks {
             assert!(
