@@ -232,7 +232,9 @@ ended, or an unknown task is refused (exit 2).\n\n",
     /// without it is refused (403), so other users of the machine cannot read the run. The
     /// page is embedded in swarm and fetches nothing from elsewhere; a running run's page
     /// follows it live (its events are streamed as server-sent events), a finished run's shows
-    /// how it ended. It has no JSON output: with --json, swarm says so and exits 2.
+    /// how it ended. At most an eighth of the file descriptor limit of pages (128 at most)
+    /// follow a run at once; one more is refused (503) and asks again a few seconds later. It
+    /// has no JSON output: with --json, swarm says so and exits 2.
     Web {
         /// The run id.
         #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]

@@ -16,10 +16,23 @@ pub struct Page {
 
 impl Page {
     pub fn start(repo: &TestRepo, args: &[&str]) -> Self {
-        let mut child = repo
-            .swarm_cmd()
-            .arg("web")
-            .args(args)
+        let mut cmd = repo.swarm_cmd();
+        cmd.arg("web").args(args);
+        Self::started(cmd)
+    }
+
+    /// `swarm web` with `args`, allowed `limit` open file descriptors at most (`ulimit -n`).
+    pub fn start_with_descriptors(repo: &TestRepo, limit: u32, args: &[&str]) -> Self {
+        let mut cmd = repo.command("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {limit} && exec \"$0\" web \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_swarm"))
+            .args(args);
+        Self::started(cmd)
+    }
+
+    fn started(mut cmd: Command) -> Self {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -49,6 +62,18 @@ impl Page {
         )
         .unwrap();
         s
+    }
+
+    /// A connection to the event stream and its answer's head: the stream goes on after it.
+    pub fn stream(&self) -> (TcpStream, String) {
+        let mut s = self.connect(&self.with_token("/events"));
+        let mut head = Vec::new();
+        let mut byte = [0];
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(s.read(&mut byte).unwrap(), 1, "{head:?}");
+            head.push(byte[0]);
+        }
+        (s, String::from_utf8(head).unwrap())
     }
 
     /// The status and the body (de-chunked) of a GET of `path`.
@@ -263,4 +288,69 @@ fn a_run_with_web_serves_its_own_page_while_it_runs() {
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     assert!(run.wait().unwrap().success(), "{read}{rest}");
+}
+
+/// A run whose one task waits until the file `go` names is there.
+pub fn waiting_run(repo: &TestRepo) -> (Child, std::path::PathBuf) {
+    let go = outside(repo, "go");
+    let tasks = repo.tasks(&[&format!(
+        r#"{{"id":"wait","title":"wait","mode":"read","run":"while [ ! -e {} ]; do sleep 0.01; done"}}"#,
+        go.display()
+    )]);
+    let run = repo.spawn(&["run", tasks.to_str().unwrap()]);
+    while !repo.swarm(&["status"]).status.success() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    (run, go)
+}
+
+#[test]
+fn the_page_still_answers_after_two_thousand_streams_came_and_went_under_256_descriptors() {
+    let repo = TestRepo::new();
+    let (mut run, go) = waiting_run(&repo);
+    // With 256 descriptors, at most 256 / 8 = 32 streams are open at once.
+    let page = Page::start_with_descriptors(&repo, 256, &[]);
+    let bound = 32;
+    // Pages that read a little of their stream and go, fewer at a time than the bound, so
+    // each is let in.
+    for _ in 0..100 {
+        let batch: Vec<_> = (0..20).map(|_| page.stream()).collect();
+        for (_, head) in &batch {
+            assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+            assert!(head.contains("text/event-stream"), "{head}");
+        }
+    }
+    for path in ["/", "/state", "/graph.svg"] {
+        assert_eq!(page.get(&page.with_token(path)).0, 200, "{path}");
+    }
+    // The bound full: the next pages are told to come back later, and the page still
+    // answers everything else.
+    let open: Vec<_> = (0..bound).map(|_| page.stream()).collect();
+    for (_, head) in &open {
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    }
+    for _ in 0..3 {
+        let (mut refused, head) = page.stream();
+        assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
+        assert!(head.contains("\r\nRetry-After: 5\r\n"), "{head}");
+        let mut body = String::new();
+        refused.read_to_string(&mut body).unwrap();
+        assert_eq!(body, "too many event streams; try again later\n");
+    }
+    for path in ["/", "/state", "/task?id=wait"] {
+        assert_eq!(page.get(&page.with_token(path)).0, 200, "{path}");
+    }
+    // Once they leave, new streams are let in again, as many as the bound, and they follow
+    // the run to its end.
+    drop(open);
+    let mut open: Vec<_> = (0..bound).map(|_| page.stream()).collect();
+    for (_, head) in &open {
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    }
+    std::fs::write(&go, "").unwrap();
+    let mut rest = String::new();
+    open[0].0.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains(r#""task":"wait""#), "{rest}");
+    assert!(rest.ends_with("event: end\ndata: {}\n\n"), "{rest}");
+    assert!(run.wait().unwrap().success());
 }
