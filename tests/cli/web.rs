@@ -53,12 +53,20 @@ impl Page {
         }
     }
 
+    fn port(&self) -> &str {
+        self.addr.rsplit_once(':').unwrap().1
+    }
+
     fn connect(&self, path: &str) -> TcpStream {
+        self.connect_as(path, &self.addr)
+    }
+
+    /// A connection that asked for `path` with `host` as its `Host`.
+    fn connect_as(&self, path: &str, host: &str) -> TcpStream {
         let mut s = TcpStream::connect(&self.addr).unwrap();
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.addr
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         s
@@ -74,6 +82,15 @@ impl Page {
             head.push(byte[0]);
         }
         (s, String::from_utf8(head).unwrap())
+    }
+
+    /// The status of a GET of `path` with `host` as its `Host`.
+    fn status_as(&self, path: &str, host: &str) -> u16 {
+        let mut head = String::new();
+        BufReader::new(self.connect_as(path, host))
+            .read_line(&mut head)
+            .unwrap();
+        head.split(' ').nth(1).unwrap().parse().unwrap()
     }
 
     /// The status and the body (de-chunked) of a GET of `path`.
@@ -353,4 +370,67 @@ fn the_page_still_answers_after_two_thousand_streams_came_and_went_under_256_des
     assert!(rest.contains(r#""task":"wait""#), "{rest}");
     assert!(rest.ends_with("event: end\ndata: {}\n\n"), "{rest}");
     assert!(run.wait().unwrap().success());
+}
+
+#[test]
+fn requests_for_another_host_are_refused_at_every_address() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"ok","mode":"read","run":"echo fine"}"#]);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    let page = Page::start(&repo, &[]);
+    let port = page.port();
+    for path in [
+        "/",
+        "/graph.svg",
+        "/state",
+        "/task?id=ok",
+        "/events",
+        "/nothing",
+    ] {
+        let path = page.with_token(path);
+        // A page of another site whose name was made to point at 127.0.0.1 (DNS rebinding).
+        for host in [
+            format!("evil.example:{port}"),
+            "evil.example".to_owned(),
+            format!("127.0.0.1.evil.example:{port}"),
+            format!("localhost:{}", port.parse::<u16>().unwrap() + 1),
+        ] {
+            assert_eq!(page.status_as(&path, &host), 421, "{path} {host}");
+        }
+        let expected = if path.starts_with("/nothing") {
+            404
+        } else {
+            200
+        };
+        for host in [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("LOCALHOST:{port}"),
+            format!("[::1]:{port}"),
+        ] {
+            assert_eq!(page.status_as(&path, &host), expected, "{path} {host}");
+        }
+    }
+    // Refused before the token is looked at; without a Host, nothing is answered either.
+    assert_eq!(page.status_as("/", &format!("evil.example:{port}")), 421);
+    let mut s = TcpStream::connect(&page.addr).unwrap();
+    write!(s, "GET {} HTTP/1.1\r\n\r\n", page.with_token("/")).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 421 "), "{answer}");
+}
+
+#[test]
+fn a_page_bound_to_another_address_answers_to_that_address() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"ok","mode":"read","run":"echo fine"}"#]);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    let page = Page::start(&repo, &["--bind", "127.0.0.2"]);
+    assert!(page.addr.starts_with("127.0.0.2:"), "{}", page.addr);
+    let port = page.port();
+    let path = page.with_token("/state");
+    assert_eq!(page.status_as(&path, &format!("127.0.0.2:{port}")), 200);
+    assert_eq!(page.status_as(&path, &format!("localhost:{port}")), 200);
+    assert_eq!(page.status_as(&path, &format!("127.0.0.3:{port}")), 421);
+    assert_eq!(page.status_as(&path, &format!("evil.example:{port}")), 421);
 }

@@ -1,7 +1,8 @@
 //! The page's HTTP, on std's TCP: a few workers that each take a connection, read one `GET`,
 //! answer it and close (an event stream is handed to the streams instead), and the checks a
-//! request passes before the site sees it: a head of bounded size read within a bounded time.
-//! It knows nothing of runs: what a path answers is the site's.
+//! request passes before the site sees it: a head of bounded size read within a bounded time,
+//! and a `Host` the page answers to. It knows nothing of runs: what a path answers is the
+//! site's.
 //!
 //! Nothing a client sends or fails to send ends a worker, and the number of connections it
 //! holds is the number of workers: those waiting beyond it wait in the kernel's queue, which
@@ -9,7 +10,7 @@
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,10 +32,16 @@ const PAUSE_MIN: Duration = Duration::from_millis(5);
 const PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// Serves `site` on `listener` from threads of their own, until swarm exits.
-pub(super) fn serve(listener: TcpListener, site: Site, streams: Streams) -> std::io::Result<()> {
+pub(super) fn serve(
+    listener: TcpListener,
+    site: Site,
+    hosts: Hosts,
+    streams: Streams,
+) -> std::io::Result<()> {
     let shared = Arc::new(Worker {
         listener,
         site,
+        hosts,
         streams,
     });
     for _ in 0..WORKERS {
@@ -50,6 +57,7 @@ pub(super) fn serve(listener: TcpListener, site: Site, streams: Streams) -> std:
 struct Worker {
     listener: TcpListener,
     site: Site,
+    hosts: Hosts,
     streams: Streams,
 }
 
@@ -79,6 +87,10 @@ impl Worker {
         let request = parse(&head);
         let reply = match request {
             Err(refusal) => refusal,
+            Ok(request) if !self.hosts.allow(request.host) => Reply::text(
+                421,
+                "this page answers only at its own address (127.0.0.1, localhost or the address it was bound to)\n",
+            ),
             Ok(request) => match self.site.answer(request.path, request.query) {
                 Answer::Reply(reply) => reply,
                 Answer::Stream => {
@@ -166,6 +178,7 @@ fn head_end(bytes: &[u8]) -> Option<usize> {
 struct Request<'a> {
     path: &'a str,
     query: &'a str,
+    host: Option<&'a str>,
 }
 
 /// The request in `head`, or the answer to a request swarm does not serve.
@@ -188,11 +201,73 @@ fn parse(head: &[u8]) -> Result<Request<'_>, Reply> {
                 .with_header("Allow", "GET"),
         );
     }
+    let mut host = None;
     for line in lines.take_while(|l| !l.is_empty()) {
-        line.split_once(':').ok_or_else(bad)?;
+        let (name, value) = line.split_once(':').ok_or_else(bad)?;
+        if name.eq_ignore_ascii_case("host") {
+            // Two Host headers could each name another server: neither is believed.
+            if host.is_some() {
+                return Err(bad());
+            }
+            host = Some(value.trim());
+        }
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    Ok(Request { path, query })
+    Ok(Request { path, query, host })
+}
+
+/// The `Host` values the page answers to: `127.0.0.1`, `localhost`, `[::1]` and the address
+/// it was bound to, each with its port (without one only on port 80, as browsers send it).
+/// Any other name may be a page elsewhere that has its own name resolve to this machine
+/// (DNS rebinding) to read this one: it is refused. Bound to every address (`0.0.0.0`,
+/// `::`), any IP address is taken too: a page can rebind a name, never an address.
+#[derive(Clone, Debug)]
+pub(super) struct Hosts {
+    names: Vec<String>,
+    port: u16,
+    any_address: bool,
+}
+
+impl Hosts {
+    /// Those of a page bound to `bind` (as given) and listening at `addr`.
+    pub(super) fn new(bind: &str, addr: SocketAddr) -> Self {
+        let mut names: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
+            .map(str::to_owned)
+            .into();
+        let bind = bind.trim_start_matches('[').trim_end_matches(']');
+        names.push(match bind.parse::<IpAddr>() {
+            Ok(IpAddr::V6(ip)) => format!("[{ip}]"),
+            Ok(IpAddr::V4(ip)) => ip.to_string(),
+            Err(_) => bind.to_ascii_lowercase(),
+        });
+        Self {
+            names,
+            port: addr.port(),
+            any_address: addr.ip().is_unspecified(),
+        }
+    }
+
+    /// Whether a request with `host` as its `Host` header is answered.
+    fn allow(&self, host: Option<&str>) -> bool {
+        let Some(host) = host else {
+            return false;
+        };
+        let host = host.to_ascii_lowercase();
+        // An IPv6 address is bracketed; its colons are not the port's.
+        let (name, port) = match host.rfind(':') {
+            Some(i) if !host[i..].contains(']') => (&host[..i], Some(&host[i + 1..])),
+            _ => (host.as_str(), None),
+        };
+        let port_matches = match port {
+            Some(p) => p.parse::<u16>().ok() == Some(self.port),
+            None => self.port == 80,
+        };
+        let address = || match name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+            Some(v6) => v6.parse::<Ipv6Addr>().is_ok(),
+            None => name.parse::<Ipv4Addr>().is_ok(),
+        };
+        port_matches && (self.names.iter().any(|n| *n == name) || (self.any_address && address()))
+    }
 }
 
 /// Writes `reply` whole, as an HTTP/1.1 response that closes its connection.
@@ -231,9 +306,69 @@ pub(super) fn reason(status: u16) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use std::net::SocketAddr;
     use std::time::Duration;
 
-    use super::{Request, accept, head_end, parse};
+    use super::{Hosts, Request, accept, head_end, parse};
+
+    fn hosts(bind: &str, addr: &str) -> Hosts {
+        Hosts::new(bind, addr.parse::<SocketAddr>().unwrap())
+    }
+
+    #[test]
+    fn only_the_pages_own_hosts_are_answered() {
+        let h = hosts("127.0.0.1", "127.0.0.1:4000");
+        for ok in [
+            "127.0.0.1:4000",
+            "localhost:4000",
+            "LocalHost:4000",
+            "[::1]:4000",
+        ] {
+            assert!(h.allow(Some(ok)), "{ok}");
+        }
+        for refused in [
+            "evil.example:4000",
+            "127.0.0.1:4001",
+            "127.0.0.1",
+            "localhost",
+            "localhost.:4000",
+            "127.0.0.2:4000",
+            "[::2]:4000",
+            "::1:4000",
+            "127.0.0.1:4000:4000",
+            "",
+        ] {
+            assert!(!h.allow(Some(refused)), "{refused}");
+        }
+        assert!(!h.allow(None));
+    }
+
+    #[test]
+    fn the_bind_address_is_answered_and_port_80_may_go_unsaid() {
+        let h = hosts("127.0.0.2", "127.0.0.2:80");
+        assert!(h.allow(Some("127.0.0.2:80")));
+        assert!(h.allow(Some("127.0.0.2")));
+        assert!(h.allow(Some("localhost")));
+        assert!(!h.allow(Some("127.0.0.3")));
+        let h = hosts("::1", "[::1]:4000");
+        assert!(h.allow(Some("[::1]:4000")));
+        let h = hosts("My-Host", "10.1.2.3:4000");
+        assert!(h.allow(Some("my-host:4000")));
+        assert!(!h.allow(Some("10.1.2.3:4000")));
+    }
+
+    #[test]
+    fn bound_to_every_address_any_address_is_answered_but_no_other_name() {
+        let h = hosts("0.0.0.0", "0.0.0.0:4000");
+        assert!(h.allow(Some("192.168.1.7:4000")));
+        assert!(h.allow(Some("[fe80::1]:4000")));
+        assert!(h.allow(Some("0.0.0.0:4000")));
+        assert!(!h.allow(Some("evil.example:4000")));
+        assert!(!h.allow(Some("192.168.1.7:4001")));
+        assert!(!h.allow(Some("[evil]:4000")));
+        assert!(!h.allow(Some("::1:4000")));
+        assert!(!h.allow(Some("[127.0.0.1]:4000")));
+    }
 
     #[test]
     fn a_failing_accept_pauses_longer_each_time_and_never_ends() {
@@ -264,12 +399,16 @@ mod tests {
     #[test]
     fn requests_are_parsed_or_refused_without_a_panic() {
         let ok = b"GET /state?token=t HTTP/1.1\r\nhOsT:  localhost:1 \r\nX: y\r\n\r\n";
-        let Ok(Request { path, query }) = parse(ok) else {
+        let Ok(Request { path, query, host }) = parse(ok) else {
             panic!()
         };
-        assert_eq!((path, query), ("/state", "token=t"));
+        assert_eq!(
+            (path, query, host),
+            ("/state", "token=t", Some("localhost:1"))
+        );
         for (head, status) in [
             (&b"POST / HTTP/1.1\r\n\r\n"[..], 405),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
             (b"GET http://a/ HTTP/1.1\r\n\r\n", 400),
             (b"GET / SPDY\r\n\r\n", 400),
             (b"GET /\r\n\r\n", 400),

@@ -2,9 +2,9 @@
 //! watches. The page and its script are in the binary (`page.html`); what it shows comes from
 //! the board and the event log: the DAG as SVG, the state as JSON, each task as `swarm show
 //! --json` gives it, and new events as server-sent events (the log tailed, never the whole
-//! state polled). Every request must carry the run's token, unguessable, printed with the URL.
-//! The HTTP is `http`'s, the event streams `stream`'s; this module says what each address
-//! answers.
+//! state polled). Every request must carry the run's token, unguessable, printed with the URL,
+//! and name the page's own address as its `Host`. The HTTP is `http`'s, the event streams
+//! `stream`'s; this module says what each address answers.
 
 mod http;
 mod stream;
@@ -71,7 +71,7 @@ fn serve(repo: &crate::git::Repo, run: &str, bind: &str, port: u16) -> anyhow::R
         run: run.to_owned(),
         token,
     };
-    http::serve(listener, site, streams)?;
+    http::serve(listener, site, http::Hosts::new(bind, addr), streams)?;
     Ok(url)
 }
 
