@@ -258,7 +258,7 @@ fn a_page_refused_its_event_stream_asks_again_and_follows_the_run() {
         return;
     };
     let repo = TestRepo::new();
-    let (mut run, go) = crate::web::waiting_run(&repo);
+    let run = crate::web::WaitingRun::start(&repo);
     // With 128 descriptors, 16 streams at most: these take them all.
     let web = crate::web::Page::start_with_descriptors(&repo, 128, &[]);
     let taken: Vec<_> = (0..16).map(|_| web.stream()).collect();
@@ -271,8 +271,7 @@ fn a_page_refused_its_event_stream_asks_again_and_follows_the_run() {
     );
     // Room again, then the run ends: the page sees it only through a stream it opens anew.
     drop(taken);
-    std::fs::write(&go, "").unwrap();
-    assert!(run.wait().unwrap().success());
+    run.finish();
     browser.wait_for("the task done", &class_is("wait", "done"));
     assert_eq!(
         browser.eval("return document.getElementById('live').innerText"),

@@ -307,24 +307,39 @@ fn a_run_with_web_serves_its_own_page_while_it_runs() {
     assert!(run.wait().unwrap().success(), "{read}{rest}");
 }
 
-/// A run whose one task waits until the file `go` names is there.
-pub fn waiting_run(repo: &TestRepo) -> (Child, std::path::PathBuf) {
-    let go = outside(repo, "go");
-    let tasks = repo.tasks(&[&format!(
-        r#"{{"id":"wait","title":"wait","mode":"read","run":"while [ ! -e {} ]; do sleep 0.01; done"}}"#,
-        go.display()
-    )]);
-    let run = repo.spawn(&["run", tasks.to_str().unwrap()]);
-    while !repo.swarm(&["status"]).status.success() {
-        std::thread::sleep(std::time::Duration::from_millis(10));
+/// A run whose one task waits for a word to go on, started and running.
+pub struct WaitingRun {
+    child: Child,
+    go: std::path::PathBuf,
+    stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl WaitingRun {
+    pub fn start(repo: &TestRepo) -> Self {
+        let go = outside(repo, "go");
+        let tasks = repo.tasks(&[&format!(
+            r#"{{"id":"wait","title":"wait","mode":"read","run":"while [ ! -e {} ]; do sleep 0.01; done"}}"#,
+            go.display()
+        )]);
+        let mut child = repo.spawn(&["run", tasks.to_str().unwrap()]);
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        crate::read_until(&mut stderr, "Started wait");
+        Self { child, go, stderr }
     }
-    (run, go)
+
+    /// Lets the task end, and the run with it.
+    pub fn finish(mut self) {
+        std::fs::write(&self.go, "").unwrap();
+        let mut rest = String::new();
+        self.stderr.read_to_string(&mut rest).unwrap();
+        assert!(self.child.wait().unwrap().success(), "{rest}");
+    }
 }
 
 #[test]
 fn the_page_still_answers_after_two_thousand_streams_came_and_went_under_256_descriptors() {
     let repo = TestRepo::new();
-    let (mut run, go) = waiting_run(&repo);
+    let run = WaitingRun::start(&repo);
     // With 256 descriptors, at most 256 / 8 = 32 streams are open at once.
     let page = Page::start_with_descriptors(&repo, 256, &[]);
     let bound = 32;
@@ -364,12 +379,11 @@ fn the_page_still_answers_after_two_thousand_streams_came_and_went_under_256_des
     for (_, head) in &open {
         assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
     }
-    std::fs::write(&go, "").unwrap();
+    run.finish();
     let mut rest = String::new();
     open[0].0.read_to_string(&mut rest).unwrap();
     assert!(rest.contains(r#""task":"wait""#), "{rest}");
     assert!(rest.ends_with("event: end\ndata: {}\n\n"), "{rest}");
-    assert!(run.wait().unwrap().success());
 }
 
 #[test]
