@@ -229,17 +229,24 @@ ended, or an unknown task is refused (exit 2).\n\n",
     /// files and transcript tail on a click.
     ///
     /// It prints the page's URL on stdout. The URL holds an unguessable token; a request
-    /// without it is refused (403), so other users of the machine cannot read the run. The
-    /// page is embedded in swarm and fetches nothing from elsewhere; a running run's page
-    /// follows it live (its events are streamed as server-sent events), a finished run's shows
-    /// how it ended. It has no JSON output: with --json, swarm says so and exits 2.
+    /// without it is refused (403), so other users of the machine cannot read the run. A
+    /// request whose Host header is not the page's own address (127.0.0.1, localhost, [::1] or
+    /// the --bind address, with the port) is refused (421), so a page of another site that
+    /// makes its name point at this machine (DNS rebinding) reads nothing. The page is embedded
+    /// in swarm and fetches nothing from elsewhere; a running run's page follows it live (its
+    /// events are streamed as server-sent events), a finished run's shows how it ended. At
+    /// most an eighth of the file descriptor limit of pages (128 at most) follow a run at once;
+    /// one more is refused (503) and asks again a few seconds later. It has no JSON output:
+    /// with --json, swarm says so and exits 2.
     Web {
         /// The run id.
         #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
         /// The address to listen on. Anything but 127.0.0.1 (or ::1) lets other machines reach
         /// the page: the token is then all that keeps them out, and it goes over the network
-        /// unencrypted.
+        /// unencrypted. The page answers requests for this address as given (a name or an IP
+        /// address; any IP address when it is 0.0.0.0 or ::), besides 127.0.0.1, localhost and
+        /// [::1].
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
         bind: String,
         /// The port to listen on; 0 takes a free one.

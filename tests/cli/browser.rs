@@ -253,6 +253,33 @@ fn the_live_page_follows_a_run_of_ten_tasks_without_a_reload() {
 }
 
 #[test]
+fn a_page_refused_its_event_stream_asks_again_and_follows_the_run() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let repo = TestRepo::new();
+    let run = crate::web::WaitingRun::start(&repo);
+    // With 128 descriptors, 16 streams at most: these take them all.
+    let web = crate::web::Page::start_with_descriptors(&repo, 128, &[]);
+    let taken: Vec<_> = (0..16).map(|_| web.stream()).collect();
+    assert!(web.stream().1.starts_with("HTTP/1.1 503 "));
+    browser.open(&web.url());
+    browser.wait_for("the task running", &class_is("wait", "running"));
+    browser.wait_for(
+        "that it does not follow the run",
+        "return document.getElementById('live').innerText.includes('too many pages')",
+    );
+    // Room again, then the run ends: the page sees it only through a stream it opens anew.
+    drop(taken);
+    run.finish();
+    browser.wait_for("the task done", &class_is("wait", "done"));
+    assert_eq!(
+        browser.eval("return document.getElementById('live').innerText"),
+        json!("")
+    );
+}
+
+#[test]
 fn the_html_report_of_a_parked_writer_opens_with_its_graph_and_needs_attention() {
     let Some(browser) = Browser::start() else {
         return;

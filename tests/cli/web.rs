@@ -16,10 +16,23 @@ pub struct Page {
 
 impl Page {
     pub fn start(repo: &TestRepo, args: &[&str]) -> Self {
-        let mut child = repo
-            .swarm_cmd()
-            .arg("web")
-            .args(args)
+        let mut cmd = repo.swarm_cmd();
+        cmd.arg("web").args(args);
+        Self::started(cmd)
+    }
+
+    /// `swarm web` with `args`, allowed `limit` open file descriptors at most (`ulimit -n`).
+    pub fn start_with_descriptors(repo: &TestRepo, limit: u32, args: &[&str]) -> Self {
+        let mut cmd = repo.command("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {limit} && exec \"$0\" web \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_swarm"))
+            .args(args);
+        Self::started(cmd)
+    }
+
+    fn started(mut cmd: Command) -> Self {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -40,15 +53,44 @@ impl Page {
         }
     }
 
+    fn port(&self) -> &str {
+        self.addr.rsplit_once(':').unwrap().1
+    }
+
     fn connect(&self, path: &str) -> TcpStream {
+        self.connect_as(path, &self.addr)
+    }
+
+    /// A connection that asked for `path` with `host` as its `Host`.
+    fn connect_as(&self, path: &str, host: &str) -> TcpStream {
         let mut s = TcpStream::connect(&self.addr).unwrap();
         write!(
             s,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.addr
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
         )
         .unwrap();
         s
+    }
+
+    /// A connection to the event stream and its answer's head: the stream goes on after it.
+    pub fn stream(&self) -> (TcpStream, String) {
+        let mut s = self.connect(&self.with_token("/events"));
+        let mut head = Vec::new();
+        let mut byte = [0];
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(s.read(&mut byte).unwrap(), 1, "{head:?}");
+            head.push(byte[0]);
+        }
+        (s, String::from_utf8(head).unwrap())
+    }
+
+    /// The status of a GET of `path` with `host` as its `Host`.
+    fn status_as(&self, path: &str, host: &str) -> u16 {
+        let mut head = String::new();
+        BufReader::new(self.connect_as(path, host))
+            .read_line(&mut head)
+            .unwrap();
+        head.split(' ').nth(1).unwrap().parse().unwrap()
     }
 
     /// The status and the body (de-chunked) of a GET of `path`.
@@ -263,4 +305,146 @@ fn a_run_with_web_serves_its_own_page_while_it_runs() {
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
     assert!(run.wait().unwrap().success(), "{read}{rest}");
+}
+
+/// A run whose one task waits for a word to go on, started and running.
+pub struct WaitingRun {
+    child: Child,
+    go: std::path::PathBuf,
+    stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl WaitingRun {
+    pub fn start(repo: &TestRepo) -> Self {
+        let go = outside(repo, "go");
+        let tasks = repo.tasks(&[&format!(
+            r#"{{"id":"wait","title":"wait","mode":"read","run":"while [ ! -e {} ]; do sleep 0.01; done"}}"#,
+            go.display()
+        )]);
+        let mut child = repo.spawn(&["run", tasks.to_str().unwrap()]);
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        crate::read_until(&mut stderr, "Started wait");
+        Self { child, go, stderr }
+    }
+
+    /// Lets the task end, and the run with it.
+    pub fn finish(mut self) {
+        std::fs::write(&self.go, "").unwrap();
+        let mut rest = String::new();
+        self.stderr.read_to_string(&mut rest).unwrap();
+        assert!(self.child.wait().unwrap().success(), "{rest}");
+    }
+}
+
+#[test]
+fn the_page_still_answers_after_two_thousand_streams_came_and_went_under_256_descriptors() {
+    let repo = TestRepo::new();
+    let run = WaitingRun::start(&repo);
+    // With 256 descriptors, at most 256 / 8 = 32 streams are open at once.
+    let page = Page::start_with_descriptors(&repo, 256, &[]);
+    let bound = 32;
+    // Pages that read a little of their stream and go, fewer at a time than the bound, so
+    // each is let in.
+    for _ in 0..100 {
+        let batch: Vec<_> = (0..20).map(|_| page.stream()).collect();
+        for (_, head) in &batch {
+            assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+            assert!(head.contains("text/event-stream"), "{head}");
+        }
+    }
+    for path in ["/", "/state", "/graph.svg"] {
+        assert_eq!(page.get(&page.with_token(path)).0, 200, "{path}");
+    }
+    // The bound full: the next pages are told to come back later, and the page still
+    // answers everything else.
+    let open: Vec<_> = (0..bound).map(|_| page.stream()).collect();
+    for (_, head) in &open {
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    }
+    for _ in 0..3 {
+        let (mut refused, head) = page.stream();
+        assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
+        assert!(head.contains("\r\nRetry-After: 5\r\n"), "{head}");
+        let mut body = String::new();
+        refused.read_to_string(&mut body).unwrap();
+        assert_eq!(body, "too many event streams; try again later\n");
+    }
+    for path in ["/", "/state", "/task?id=wait"] {
+        assert_eq!(page.get(&page.with_token(path)).0, 200, "{path}");
+    }
+    // Once they leave, new streams are let in again, as many as the bound, and they follow
+    // the run to its end.
+    drop(open);
+    let mut open: Vec<_> = (0..bound).map(|_| page.stream()).collect();
+    for (_, head) in &open {
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    }
+    run.finish();
+    let mut rest = String::new();
+    open[0].0.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains(r#""task":"wait""#), "{rest}");
+    assert!(rest.ends_with("event: end\ndata: {}\n\n"), "{rest}");
+}
+
+#[test]
+fn requests_for_another_host_are_refused_at_every_address() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"ok","mode":"read","run":"echo fine"}"#]);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    let page = Page::start(&repo, &[]);
+    let port = page.port();
+    for path in [
+        "/",
+        "/graph.svg",
+        "/state",
+        "/task?id=ok",
+        "/events",
+        "/nothing",
+    ] {
+        let path = page.with_token(path);
+        // A page of another site whose name was made to point at 127.0.0.1 (DNS rebinding).
+        for host in [
+            format!("evil.example:{port}"),
+            "evil.example".to_owned(),
+            format!("127.0.0.1.evil.example:{port}"),
+            format!("localhost:{}", port.parse::<u16>().unwrap() + 1),
+        ] {
+            assert_eq!(page.status_as(&path, &host), 421, "{path} {host}");
+        }
+        let expected = if path.starts_with("/nothing") {
+            404
+        } else {
+            200
+        };
+        for host in [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("LOCALHOST:{port}"),
+            format!("[::1]:{port}"),
+        ] {
+            assert_eq!(page.status_as(&path, &host), expected, "{path} {host}");
+        }
+    }
+    // Refused before the token is looked at; without a Host, nothing is answered either.
+    assert_eq!(page.status_as("/", &format!("evil.example:{port}")), 421);
+    let mut s = TcpStream::connect(&page.addr).unwrap();
+    write!(s, "GET {} HTTP/1.1\r\n\r\n", page.with_token("/")).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 421 "), "{answer}");
+}
+
+#[test]
+fn a_page_bound_to_another_address_answers_to_that_address() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"ok","mode":"read","run":"echo fine"}"#]);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    let page = Page::start(&repo, &["--bind", "127.0.0.2"]);
+    assert!(page.addr.starts_with("127.0.0.2:"), "{}", page.addr);
+    let port = page.port();
+    let path = page.with_token("/state");
+    assert_eq!(page.status_as(&path, &format!("127.0.0.2:{port}")), 200);
+    assert_eq!(page.status_as(&path, &format!("localhost:{port}")), 200);
+    assert_eq!(page.status_as(&path, &format!("127.0.0.3:{port}")), 421);
+    assert_eq!(page.status_as(&path, &format!("evil.example:{port}")), 421);
 }

@@ -2,14 +2,18 @@
 //! watches. The page and its script are in the binary (`page.html`); what it shows comes from
 //! the board and the event log: the DAG as SVG, the state as JSON, each task as `swarm show
 //! --json` gives it, and new events as server-sent events (the log tailed, never the whole
-//! state polled). Every request must carry the run's token, unguessable, printed with the URL.
+//! state polled). Every request must carry the run's token, unguessable, printed with the URL,
+//! and name the page's own address as its `Host`. The HTTP is `http`'s, the event streams
+//! `stream`'s; this module says what each address answers.
 
-use std::io::{Read, Seek as _, SeekFrom, Write as _};
+mod http;
+mod stream;
+
+use std::io::Read as _;
+use std::net::TcpListener;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tiny_http::{Header, Request, Response, Server, StatusCode};
 
 use super::facts::{attempt_spans, merges, parked_tasks};
 use super::inspect::pick_run;
@@ -17,78 +21,58 @@ use super::run::{read_events, stored_plan};
 use super::{Globals, open_board, open_repo};
 use crate::store::{Board, Logged, RunStatus};
 use crate::ui::Verb;
-use crate::{Usage, exit, report, ui};
+use crate::{Usage, report, ui};
 
 /// The page, as embedded.
 pub(crate) const PAGE: &str = include_str!("page.html");
-
-/// How often the event log is looked at for new lines while a page listens.
-const TAIL: Duration = Duration::from_millis(200);
-/// A comment line this often keeps a quiet stream open through proxies.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub(super) fn web(g: &Globals, run: Option<&str>, bind: &str, port: u16) -> anyhow::Result<u8> {
     let repo = open_repo(g)?;
     let board = open_board(&repo)?;
     let record = pick_run(&board, run)?;
-    let (server, url, site) = listen(&repo, &record.id, bind, port)?;
+    drop(board);
+    let url = serve(&repo, &record.id, bind, port)?;
     ui::say(
         g.quiet,
         Verb::Started,
         &format!("the page of run {} (Ctrl-C stops it)", record.id),
     );
     ui::out(&format!("{url}\n"))?;
-    serve(&server, &site);
-    Ok(exit::OK)
+    // The page is served from threads of its own until Ctrl-C ends swarm.
+    loop {
+        std::thread::park();
+    }
 }
 
-/// The page of run `run` served on 127.0.0.1 at a free port from a thread of its own, until
+/// The page of run `run` served on 127.0.0.1 at a free port from threads of their own, until
 /// swarm exits (`--web`); its URL.
 pub(super) fn spawn(repo: &crate::git::Repo, run: &str) -> anyhow::Result<String> {
-    let (server, url, site) = listen(repo, run, "127.0.0.1", 0)?;
-    std::thread::Builder::new()
-        .name("swarm-web".to_owned())
-        .spawn(move || serve(&server, &site))?;
-    Ok(url)
+    serve(repo, run, "127.0.0.1", 0)
 }
 
-/// A server for run `run` on `bind:port`, its URL with a new token, and what it answers from.
-fn listen(
-    repo: &crate::git::Repo,
-    run: &str,
-    bind: &str,
-    port: u16,
-) -> anyhow::Result<(Server, String, Site)> {
+/// Serves the page of run `run` on `bind:port` from threads of their own; its URL, with a new
+/// token.
+fn serve(repo: &crate::git::Repo, run: &str, bind: &str, port: u16) -> anyhow::Result<String> {
     let token = token()?;
-    let server = Server::http((bind, port)).map_err(|e| {
+    let listener = TcpListener::bind((bind, port)).map_err(|e| {
         anyhow::Error::new(
             Usage::new(format!("could not listen on {bind}:{port}: {e}"))
                 .hint("another --port, or 0 for a free one"),
         )
     })?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| format!("{bind}:{port}"), |a| a.to_string());
+    let addr = listener.local_addr()?;
     let url = format!("http://{addr}/?token={token}");
+    let git_dir = repo.common_dir().to_owned();
+    let log = Board::open(&git_dir.join("swarm"))?.events_path(run);
+    let streams = stream::Streams::start(git_dir.clone(), run.to_owned(), log, stream::bound())?;
     let site = Site {
-        git_dir: repo.common_dir().to_owned(),
+        git_dir,
         workdir: repo.workdir().to_owned(),
         run: run.to_owned(),
         token,
     };
-    Ok((server, url, site))
-}
-
-/// Answers every request, each on a thread of its own: a page's event stream holds its
-/// request for as long as it is open.
-fn serve(server: &Server, site: &Site) {
-    for request in server.incoming_requests() {
-        let site = site.clone();
-        std::thread::spawn(move || {
-            let _ = site.answer(request);
-        });
-    }
+    http::serve(listener, site, http::Hosts::new(bind, addr), streams)?;
+    Ok(url)
 }
 
 /// 128 random bits, in hex.
@@ -111,9 +95,53 @@ struct Site {
     token: String,
 }
 
+/// What a request is answered with.
+enum Answer {
+    Reply(Reply),
+    /// The run's events, as they come (`/events`).
+    Stream,
+}
+
+/// A whole answer: its status, its type and its body.
+#[derive(Clone, Debug)]
+struct Reply {
+    status: u16,
+    content_type: &'static str,
+    body: Vec<u8>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Reply {
+    fn new(content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status: 200,
+            content_type,
+            body: body.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    fn json(value: &Value) -> Self {
+        Self::new("application/json", value.to_string())
+    }
+
+    /// A status other than 200, said in plain text.
+    fn text(status: u16, text: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status,
+            ..Self::new("text/plain; charset=utf-8", text)
+        }
+    }
+
+    fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
 impl Site {
-    fn answer(&self, request: Request) -> std::io::Result<()> {
-        let (path, query) = request.url().split_once('?').unwrap_or((request.url(), ""));
+    /// The answer to a `GET` of `path` with `query`.
+    fn answer(&self, path: &str, query: &str) -> Answer {
         let param = |name: &str| {
             query.split('&').find_map(|kv| {
                 let (k, v) = kv.split_once('=')?;
@@ -122,37 +150,25 @@ impl Site {
         };
         // The token is compared whole; without it nothing is told, not even what exists.
         if param("token").as_deref() != Some(self.token.as_str()) {
-            return request.respond(Response::from_string("forbidden\n").with_status_code(403));
+            return Answer::Reply(Reply::text(403, "forbidden\n"));
         }
-        let path = path.to_owned();
-        let id = param("id");
-        let answer = match path.as_str() {
-            "/" => Ok(Some(with_type(
-                Response::from_string(PAGE),
-                "text/html; charset=utf-8",
-            ))),
+        let answer = match path {
+            "/" => Ok(Some(Reply::new("text/html; charset=utf-8", PAGE))),
             "/graph.svg" => self
                 .graph()
-                .map(|svg| Some(with_type(Response::from_string(svg), "image/svg+xml"))),
-            "/state" => self.state().map(|v| {
-                Some(with_type(
-                    Response::from_string(v.to_string()),
-                    "application/json",
-                ))
-            }),
-            "/task" => self.task(id.as_deref().unwrap_or_default()).map(|v| {
-                v.map(|v| with_type(Response::from_string(v.to_string()), "application/json"))
-            }),
-            "/events" => return self.events(request),
+                .map(|svg| Some(Reply::new("image/svg+xml", svg))),
+            "/state" => self.state().map(|v| Some(Reply::json(&v))),
+            "/task" => self
+                .task(param("id").as_deref().unwrap_or_default())
+                .map(|v| v.as_ref().map(Reply::json)),
+            "/events" => return Answer::Stream,
             _ => Ok(None),
         };
-        match answer {
-            Ok(Some(response)) => request.respond(response),
-            Ok(None) => request.respond(Response::from_string("not found\n").with_status_code(404)),
-            Err(e) => request.respond(
-                Response::from_string(format!("{e:#}\n")).with_status_code(StatusCode(500)),
-            ),
-        }
+        Answer::Reply(match answer {
+            Ok(Some(reply)) => reply,
+            Ok(None) => Reply::text(404, "not found\n"),
+            Err(e) => Reply::text(500, format!("{e:#}\n")),
+        })
     }
 
     fn board(&self) -> anyhow::Result<Board> {
@@ -230,130 +246,6 @@ impl Site {
         let repo = crate::git::Repo::discover(&self.workdir)?;
         super::show::task_json(&repo, &self.board()?, &self.run, id)
     }
-
-    /// New events as they are logged, each with its task's status now; an `end` event once
-    /// the run is no longer running. Written as they come (a response of its own: no length,
-    /// no chunks, flushed at each event, ended by closing).
-    fn events(&self, request: Request) -> std::io::Result<()> {
-        let board = match self.board() {
-            Ok(board) => board,
-            Err(e) => {
-                return request
-                    .respond(Response::from_string(format!("{e:#}\n")).with_status_code(500));
-            }
-        };
-        let path = board.events_path(&self.run);
-        let mut tail = Tail {
-            offset: std::fs::metadata(&path).map_or(0, |m| m.len()),
-            path,
-            board,
-            run: self.run.clone(),
-            out: Vec::new(),
-        };
-        let mut w = request.into_writer();
-        w.write_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
-        )?;
-        w.flush()?;
-        let mut quiet_since = Instant::now();
-        loop {
-            let finished = tail.finished();
-            tail.look()?;
-            if finished {
-                // What the run logged last is out; then the page is told it ended.
-                tail.out.extend_from_slice(b"event: end\ndata: {}\n\n");
-            } else if tail.out.is_empty() && quiet_since.elapsed() >= KEEP_ALIVE {
-                tail.out.extend_from_slice(b": still here\n\n");
-            }
-            if !tail.out.is_empty() {
-                // A page that went away ends the stream here.
-                w.write_all(&tail.out)?;
-                w.flush()?;
-                tail.out.clear();
-                quiet_since = Instant::now();
-            }
-            if finished {
-                return Ok(());
-            }
-            std::thread::sleep(TAIL);
-        }
-    }
-}
-
-/// The event log, tailed: new lines become server-sent events in `out`.
-struct Tail {
-    path: PathBuf,
-    offset: u64,
-    board: Board,
-    run: String,
-    out: Vec<u8>,
-}
-
-impl Tail {
-    /// Reads what the log got since the last look into `out` as events.
-    fn look(&mut self) -> std::io::Result<()> {
-        let mut file = match std::fs::File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        file.seek(SeekFrom::Start(self.offset))?;
-        let mut new = Vec::new();
-        file.read_to_end(&mut new)?;
-        // Only whole lines: a line being written is read at the next look.
-        let Some(last) = new.iter().rposition(|&b| b == b'\n') else {
-            return Ok(());
-        };
-        self.offset += (last + 1) as u64;
-        let statuses: std::collections::HashMap<String, &'static str> = self
-            .board
-            .load_tasks(&self.run)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|t| (t.id, t.status.as_str()))
-            .collect();
-        for line in new[..last].split(|&b| b == b'\n') {
-            let Ok(logged) = serde_json::from_slice::<Logged>(line) else {
-                continue;
-            };
-            let (kind, _) = logged.event.kind_and_detail();
-            let status = logged
-                .task
-                .as_deref()
-                .and_then(|t| statuses.get(t).copied());
-            let data =
-                json!({"task": logged.task, "kind": kind, "status": status, "at": logged.at});
-            self.out
-                .extend_from_slice(format!("data: {data}\n\n").as_bytes());
-        }
-        Ok(())
-    }
-
-    fn finished(&self) -> bool {
-        self.board
-            .load_run(&self.run)
-            .ok()
-            .flatten()
-            .is_none_or(|r| r.status != RunStatus::Running)
-    }
-}
-
-/// A header of fixed ASCII text (`None` would be a name or value the server refuses).
-fn header(name: &str, value: &str) -> Option<Header> {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
-}
-
-fn with_type<R: Read>(mut response: Response<R>, kind: &str) -> Response<R> {
-    for h in [
-        header("Content-Type", kind),
-        header("Cache-Control", "no-store"),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        response.add_header(h);
-    }
-    response
 }
 
 /// `%XX` and `+` in a query value.
