@@ -35,6 +35,8 @@ pub(super) fn check_before_run(
 ) -> anyhow::Result<()> {
     check_open_operation(repo, options)?;
     if let Some(remote) = &options.remote {
+        crate::remote::poll()?;
+        crate::remote::Key::from_env()?;
         check_remote(repo, remote)?;
     }
     output::check_all(
@@ -69,7 +71,7 @@ fn check_remote(repo: &Repo, remote: &str) -> anyhow::Result<()> {
             Err(e) if tries >= REMOTE_TRIES => {
                 bail!(
                     Usage::new(format!("--remote {remote}: git cannot reach it: {}", e.0)).hint(
-                        "a remote's name (`git remote -v` lists them) or a URL git can fetch from"
+                        format!("check that {remote} is a remote's name (`git remote -v` lists them) or a URL git can fetch from, that the repository there exists, and that this machine may read it")
                     )
                 );
             }
