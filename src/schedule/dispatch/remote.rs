@@ -64,6 +64,8 @@ enum Found {
     Taken(Box<remote::Outcome>),
     /// Of an earlier publication: removed.
     Stale,
+    /// Under the live lease of the worker it names: left for the next fetch (see `Fence`).
+    Pending,
     /// Refused: said, and removed. The worker and generation it names, if it reads.
     Refused {
         worker: Option<String>,
@@ -418,6 +420,7 @@ impl Coordinator {
                         continue;
                     }
                     Found::Stale => stale.push(("result", id.clone(), oid)),
+                    Found::Pending => {}
                     Found::Refused {
                         worker,
                         generation: named,
@@ -557,9 +560,10 @@ impl Coordinator {
             .read::<remote::Outcome>(Kind::Result(id), oid)
         {
             Ok(o) if o.generation != generation => Found::Stale,
-            Ok(o) => match unfenced(&o, lease, id, attempt) {
-                None => Found::Taken(Box::new(o)),
-                Some(why) => Found::Refused {
+            Ok(o) => match fence(&o, lease, id, attempt) {
+                Fence::Holds => Found::Taken(Box::new(o)),
+                Fence::Pending => Found::Pending,
+                Fence::Broken(why) => Found::Refused {
                     worker: Some(shown(&o.worker)),
                     generation: Some(o.generation),
                     why,
@@ -756,40 +760,46 @@ fn foreign_commit(run: &Run<'_>, i: usize, o: &remote::Outcome) -> Option<String
     }
 }
 
-/// Why the result `o` of task `task` is not taken for the attempt `attempt` published, if it
-/// is not: it must be that attempt's, and come with the lease of the worker it names (of the
-/// attempt's generation), ended with it in the same push, as a worker pushes its result.
-fn unfenced(
-    o: &remote::Outcome,
-    lease: Option<&remote::Lease>,
-    task: &str,
-    attempt: u32,
-) -> Option<String> {
+/// Whether a result is under the fence of the attempt's lease.
+#[derive(Debug, PartialEq, Eq)]
+enum Fence {
+    /// It is the attempt's, and the lease of the worker it names was ended with it.
+    Holds,
+    /// The worker it names holds the lease, not yet ended: a fetch can see one ref of an
+    /// atomic push changed before the other, so the next fetch decides. (One that is not the
+    /// worker's own stays until its lease runs out, and goes with the next publication.)
+    Pending,
+    /// Not the attempt's, or not under its lease: why.
+    Broken(String),
+}
+
+/// Whether the result `o` of task `task` is taken for the attempt `attempt` published: it
+/// must be that attempt's, and come with the lease of the worker it names (of the attempt's
+/// generation), ended with it in the same push, as a worker pushes its result.
+fn fence(o: &remote::Outcome, lease: Option<&remote::Lease>, task: &str, attempt: u32) -> Fence {
     if o.task != task {
-        return Some(format!("it names task {}", shown(&o.task)));
+        return Fence::Broken(format!("it names task {}", shown(&o.task)));
     }
     if o.attempt != attempt {
-        return Some(format!(
+        return Fence::Broken(format!(
             "it names attempt {}, and the one published is attempt {attempt}",
             o.attempt
         ));
     }
     let Some(lease) = lease else {
-        return Some("no worker holds a lease on the attempt".to_owned());
+        return Fence::Broken("no worker holds a lease on the attempt".to_owned());
     };
     if lease.worker != o.worker {
-        return Some(format!(
+        return Fence::Broken(format!(
             "the attempt's lease is worker {}'s",
             shown(&lease.worker)
         ));
     }
-    if !lease.ended {
-        return Some(format!(
-            "the lease of worker {} was not ended with it",
-            shown(&lease.worker)
-        ));
+    if lease.ended {
+        Fence::Holds
+    } else {
+        Fence::Pending
     }
-    None
 }
 
 /// A name a record gives, as the run's events and terminal show it: printable characters
@@ -844,7 +854,7 @@ fn index_of(plan: &crate::plan::Plan) -> std::collections::HashMap<&str, usize> 
 
 #[cfg(test)]
 mod tests {
-    use super::{shown, unfenced};
+    use super::{Fence, fence, shown};
     use crate::remote::{Lease, Outcome, Status};
 
     fn outcome(worker: &str) -> Outcome {
@@ -882,31 +892,33 @@ mod tests {
     #[test]
     fn a_result_is_taken_only_under_its_workers_lease_ended_with_it() {
         let o = outcome("w1");
-        assert_eq!(unfenced(&o, Some(&lease("w1", true)), "a", 2), None);
+        assert_eq!(fence(&o, Some(&lease("w1", true)), "a", 2), Fence::Holds);
+        // Its lease not ended yet: the next fetch shows the rest of its push.
+        assert_eq!(fence(&o, Some(&lease("w1", false)), "a", 2), Fence::Pending);
         let refusals = [
             (
-                unfenced(&o, None, "a", 2),
+                fence(&o, None, "a", 2),
                 "no worker holds a lease on the attempt",
             ),
             (
-                unfenced(&o, Some(&lease("w2", true)), "a", 2),
+                fence(&o, Some(&lease("w2", true)), "a", 2),
                 "the attempt's lease is worker w2's",
             ),
             (
-                unfenced(&o, Some(&lease("w1", false)), "a", 2),
-                "the lease of worker w1 was not ended with it",
+                fence(&o, Some(&lease("w2", false)), "a", 2),
+                "the attempt's lease is worker w2's",
             ),
             (
-                unfenced(&o, Some(&lease("w1", true)), "a", 1),
+                fence(&o, Some(&lease("w1", true)), "a", 1),
                 "it names attempt 2, and the one published is attempt 1",
             ),
             (
-                unfenced(&o, Some(&lease("w1", true)), "b", 2),
+                fence(&o, Some(&lease("w1", true)), "b", 2),
                 "it names task a",
             ),
         ];
         for (got, want) in refusals {
-            assert_eq!(got.as_deref(), Some(want));
+            assert_eq!(got, Fence::Broken(want.to_owned()));
         }
     }
 
