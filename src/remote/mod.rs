@@ -339,7 +339,8 @@ fn signed_files<'a>(
     [(RECORD_FILE, Some(json)), (TRANSCRIPT_FILE, transcript)]
 }
 
-/// The record a commit holds, whoever made it: for what only decides whether to tidy.
+/// The record a commit holds, whoever made it: for what trusts nothing in it (whether a run
+/// ended, to tidy; whom a refused record claims to be from, to say so).
 pub(crate) fn read<T: serde::de::DeserializeOwned>(
     repo: &Repo,
     commit: &CommitId,

@@ -66,12 +66,15 @@ enum Found {
     Stale,
     /// Under the live lease of the worker it names: left for the next fetch (see `Fence`).
     Pending,
-    /// Refused: said, and removed. The worker and generation it names, if it reads.
-    Refused {
-        worker: Option<String>,
-        generation: Option<u32>,
-        why: String,
-    },
+    /// Refused: said, and removed.
+    Refused(Refusal),
+}
+
+/// Why a result is refused, and the worker and generation it names, if it reads.
+struct Refusal {
+    worker: Option<String>,
+    generation: Option<u32>,
+    why: String,
 }
 
 impl Coordinator {
@@ -421,34 +424,11 @@ impl Coordinator {
                     }
                     Found::Stale => stale.push(("result", id.clone(), oid)),
                     Found::Pending => {}
-                    Found::Refused {
-                        worker,
-                        generation: named,
-                        why,
-                    } => {
+                    Found::Refused(refusal) => {
                         // Under a lease ended with it nobody can claim the attempt: it is
                         // published again, which takes both off.
                         let ended = held.is_some_and(|l| l.ended);
-                        let then = if ended {
-                            "published again"
-                        } else {
-                            "removed from the remote"
-                        };
-                        if self.refused.insert(oid.clone()) {
-                            run.record.task_event(
-                                &id,
-                                RunEvent::ResultRefused {
-                                    worker: worker.clone(),
-                                    generation: named,
-                                    why: why.clone(),
-                                },
-                            )?;
-                            let line = format!(
-                                "{id}: a result{} refused: {why}; {then}",
-                                from_worker(worker.as_deref())
-                            );
-                            run.ui.note(Verb::Refused, &line);
-                        }
+                        self.refuse(run, &id, &oid, &refusal, ended)?;
                         if ended {
                             let start = self.published[&i].start.clone();
                             self.send(run, i, attempt, &start)?;
@@ -563,21 +543,60 @@ impl Coordinator {
             Ok(o) => match fence(&o, lease, id, attempt) {
                 Fence::Holds => Found::Taken(Box::new(o)),
                 Fence::Pending => Found::Pending,
-                Fence::Broken(why) => Found::Refused {
+                Fence::Broken(why) => Found::Refused(Refusal {
                     worker: Some(shown(&o.worker)),
                     generation: Some(o.generation),
                     why,
-                },
+                }),
             },
             Err(why) => {
                 let named = remote::read::<remote::Outcome>(repo, oid).ok();
-                Found::Refused {
+                Found::Refused(Refusal {
                     worker: named.as_ref().map(|o| shown(&o.worker)),
                     generation: named.map(|o| o.generation),
                     why: why.to_string(),
-                }
+                })
             }
         }
+    }
+
+    /// Says, once, that the result `oid` of task `id` is refused, and what becomes of it: the
+    /// attempt is published again (`again`), or it is removed from the remote.
+    fn refuse(
+        &mut self,
+        run: &mut Run<'_>,
+        id: &str,
+        oid: &CommitId,
+        refusal: &Refusal,
+        again: bool,
+    ) -> anyhow::Result<()> {
+        if !self.refused.insert(oid.clone()) {
+            return Ok(());
+        }
+        let Refusal {
+            worker,
+            generation,
+            why,
+        } = refusal;
+        run.record.task_event(
+            id,
+            RunEvent::ResultRefused {
+                worker: worker.clone(),
+                generation: *generation,
+                why: why.clone(),
+            },
+        )?;
+        let then = if again {
+            "published again"
+        } else {
+            "removed from the remote"
+        };
+        let line = format!(
+            "{id}: a result{} refused: {why}; {then}",
+            from_worker(worker.as_deref())
+        );
+        run.ui.note(Verb::Refused, &line);
+        Ok(())
     }
 
     /// A worker's result of task `i`: its transcript in place, a writer's branch set, its
