@@ -45,6 +45,7 @@ pub enum Verb {
     Done,
     Note,
     Wrote,
+    Refused,
 }
 
 /// How a verb is coloured: done and merged green, parked and retrying yellow, failed red.
@@ -76,7 +77,7 @@ impl Verb {
             | Self::Skipping
             | Self::Kept
             | Self::Dropped => Tone::Warn,
-            Self::Failed | Self::Halted | Self::Deadlock => Tone::Bad,
+            Self::Failed | Self::Halted | Self::Deadlock | Self::Refused => Tone::Bad,
             _ => Tone::Plain,
         }
     }
@@ -114,6 +115,7 @@ impl Verb {
             Self::Done => "Done",
             Self::Note => "Note",
             Self::Wrote => "Wrote",
+            Self::Refused => "Refused",
         }
     }
 }

@@ -135,15 +135,17 @@ pub(crate) struct Finished {
     pub session: Option<String>,
 }
 
-/// Variables never handed to a child: swarm's own API keys and git's repository overrides, which
+/// Variables never handed to a child: swarm's own keys and git's repository overrides, which
 /// would point the child at the user's checkout instead of its own directory.
 fn is_withheld(name: &str) -> bool {
-    name.starts_with("GIT_") || is_api_key(name)
+    name.starts_with("GIT_") || is_swarms_key(name)
 }
 
-/// swarm's own key: no agent but the built-in one ever gets it.
-fn is_api_key(name: &str) -> bool {
-    matches!(name, "SWARM_API_KEY" | "OPENAI_API_KEY")
+/// swarm's own keys, which no profile can pass on: its API key (no agent but the built-in one
+/// ever gets it) and the key that signs a remote run's records (no process of a task ever
+/// does: with it, a task could forge the results of others).
+fn is_swarms_key(name: &str) -> bool {
+    matches!(name, "SWARM_API_KEY" | "OPENAI_API_KEY") || name == crate::remote::KEY_VAR
 }
 
 /// Runs one attempt to the end. Never returns early: when it returns, no process of the attempt
@@ -297,7 +299,7 @@ fn command(inv: &Invocation) -> Command {
     cmd.current_dir(&inv.cwd).process_group(0);
     for (name, _) in std::env::vars_os() {
         let Some(n) = name.to_str() else { continue };
-        let passed = inv.env_pass.iter().any(|p| p == n) && !is_api_key(n);
+        let passed = inv.env_pass.iter().any(|p| p == n) && !is_swarms_key(n);
         if (is_withheld(n) && !passed) || inv.env_drop.iter().any(|d| d == n) {
             cmd.env_remove(name);
         }

@@ -4,7 +4,12 @@
 use std::fmt::Write as _;
 
 use super::text::{block, comment, numbers, scalar};
-use super::{GOAL_VAR, PLAN_VAR, REPORT, SECRETS, SOURCE_VAR, Template};
+use super::{GOAL_VAR, KEY_VAR, PLAN_VAR, REPORT, SECRETS, SOURCE_VAR, Template, key_guard};
+
+/// The actions the jobs use, at their current major versions: both run on Node 24 (their v4s
+/// ran on Node 20, which GitHub removes from its runners).
+const CHECKOUT: &str = "actions/checkout@v7";
+const UPLOAD_ARTIFACT: &str = "actions/upload-artifact@v7";
 
 pub(super) fn render(t: &Template) -> String {
     let start = match &t.plan {
@@ -26,6 +31,10 @@ pub(super) fn render(t: &Template) -> String {
                 "the repository's secrets (Settings > Secrets and variables > Actions)"
             ),
             t.install_sentence("a repository secret too: it may hold a token, for a private copy"),
+        ),
+        Template::key_sentence(
+            "a repository secret",
+            &format!("`openssl rand -hex 32 | gh secret set {KEY_VAR}`"),
         ),
         Template::edit_sentence("runs-on, timeout-minutes (6 hours at most on GitHub's runners)"),
     ]);
@@ -71,8 +80,8 @@ pub(super) fn render(t: &Template) -> String {
     );
     prepare(&mut y, t);
     let mut env = vec![input];
-    env.extend(agents_keys());
-    step(&mut y, "Run", &env, &t.coordinator(), None);
+    env.extend(swarms_secrets());
+    step(&mut y, "Run", &env, &guarded(&t.coordinator()), None);
     step(
         &mut y,
         "Push the run's branches",
@@ -82,7 +91,7 @@ pub(super) fn render(t: &Template) -> String {
     );
     let _ = write!(
         y,
-        "      - name: Keep the report\n        if: always()\n        uses: actions/upload-artifact@v4\n        with:\n          name: swarm-report\n          path: {REPORT}\n          if-no-files-found: warn\n"
+        "      - name: Keep the report\n        if: always()\n        uses: {UPLOAD_ARTIFACT}\n        with:\n          name: swarm-report\n          path: {REPORT}\n          if-no-files-found: warn\n"
     );
 
     // The workers.
@@ -92,13 +101,22 @@ pub(super) fn render(t: &Template) -> String {
         numbers(t.workers, 16)
     );
     prepare(&mut y, t);
-    step(&mut y, "Work", &agents_keys(), &t.worker(), None);
+    step(
+        &mut y,
+        "Work",
+        &swarms_secrets(),
+        &guarded(&t.worker()),
+        None,
+    );
     y
 }
 
 /// The steps both jobs start with: a full checkout, the identity of swarm's commits, swarm.
 fn prepare(y: &mut String, t: &Template) {
-    y.push_str("      - uses: actions/checkout@v4\n        with:\n          fetch-depth: 0\n");
+    let _ = write!(
+        y,
+        "      - uses: {CHECKOUT}\n        with:\n          fetch-depth: 0\n"
+    );
     let _ = writeln!(
         y,
         "      - name: Set the identity of swarm's commits\n        run:{}",
@@ -114,13 +132,19 @@ fn prepare(y: &mut String, t: &Template) {
     step(y, "Install swarm", &env, t.install(), None);
 }
 
-/// The agents' keys (`SECRETS`), from the repository's secrets: given to swarm's own steps
-/// only, not to the actions the jobs use.
-fn agents_keys() -> Vec<(&'static str, String)> {
+/// The agents' keys (`SECRETS`) and the key the run's records are signed with, from the
+/// repository's secrets: given to swarm's own steps only, not to the actions the jobs use.
+fn swarms_secrets() -> Vec<(&'static str, String)> {
     SECRETS
         .iter()
+        .chain(&[KEY_VAR])
         .map(|key| (*key, format!("${{{{ secrets.{key} }}}}")))
         .collect()
+}
+
+/// `command`, after a line that stops the step when the key is not set.
+fn guarded(command: &str) -> String {
+    format!("{}\n{command}", key_guard("the repository secret"))
 }
 
 /// A step that runs `script` with the variables of `env`, if `when` says so.

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::text::{block, comment, scalar};
-use super::{GOAL_VAR, IMAGE, PLAN_VAR, REPORT, Template};
+use super::{GOAL_VAR, IMAGE, KEY_VAR, PLAN_VAR, REPORT, Template, key_guard};
 
 /// The variable holding the token the jobs push with.
 const TOKEN_VAR: &str = "SWARM_CI_PUSH_TOKEN";
@@ -36,6 +36,10 @@ pub(super) fn render(t: &Template) -> String {
             "The job token cannot push, so the jobs push with a project access token (role Developer or higher, scope write_repository) in the masked CI/CD variable {TOKEN_VAR}. {} {}",
             Template::secrets_sentence("masked CI/CD variables (Settings > CI/CD > Variables)"),
             t.install_sentence("a CI/CD variable"),
+        ),
+        Template::key_sentence(
+            "a masked and hidden CI/CD variable",
+            &format!("add the output of `openssl rand -hex 32` (which GitLab can mask) as the variable {KEY_VAR}"),
         ),
         Template::edit_sentence("image, timeout (a runner's own timeout caps it)"),
     ]);
@@ -92,9 +96,11 @@ pub(super) fn render(t: &Template) -> String {
 fn prepare() -> String {
     format!(
         ": \"${{{TOKEN_VAR}:?set the CI/CD variable {TOKEN_VAR} to a project access token that can push}}\"\n\
+{}\n\
 git config --global user.name \"$GITLAB_USER_NAME\"\n\
 git config --global user.email \"$GITLAB_USER_EMAIL\"\n\
 git config --global credential.helper '!f() {{ echo username=swarm; echo \"password=${TOKEN_VAR}\"; }}; f'\n\
-git remote set-url origin \"$CI_SERVER_PROTOCOL://$CI_SERVER_HOST:$CI_SERVER_PORT/$CI_PROJECT_PATH.git\""
+git remote set-url origin \"$CI_SERVER_PROTOCOL://$CI_SERVER_HOST:$CI_SERVER_PORT/$CI_PROJECT_PATH.git\"",
+        key_guard("the CI/CD variable")
     )
 }

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use super::text::{block, scalar, shell_word};
 use super::{
-    DEFAULT_REMOTE, GOAL_VAR, IMAGE, PLAN_VAR, REPORT, SECRETS, SOURCE_VAR, Template, is_url,
+    DEFAULT_REMOTE, GOAL_VAR, IMAGE, KEY_VAR, PLAN_VAR, REPORT, SECRETS, SOURCE_VAR, Template,
+    is_url,
 };
 
 /// The Secret every pod takes its environment from.
@@ -33,6 +34,7 @@ pub(super) fn render(t: &Template) -> String {
     let mut literals: Vec<String> = vec![
         format!("--from-literal={REPO_VAR}=https://HOST/OWNER/REPO.git"),
         format!("--from-literal={TOKEN_VAR}=TOKEN"),
+        format!("--from-literal={KEY_VAR}=\"$(openssl rand -hex 32)\""),
     ];
     if t.needs_source() {
         literals.push(format!("--from-literal={SOURCE_VAR}=GIT-URL-OF-SWARM"));
@@ -51,7 +53,7 @@ pub(super) fn render(t: &Template) -> String {
         ),
         start.to_owned(),
         format!(
-            "Every pod takes its environment from the Secret {SECRET}: {REPO_VAR} (the https URL of the repository, which each pod clones whole), {TOKEN_VAR} (a token that can push to it, given to git as the password of the user SWARM_CI_PUSH_USER, default swarm) and the agents' keys ({}: those your agents use). Make it first:",
+            "Every pod takes its environment from the Secret {SECRET}: {REPO_VAR} (the https URL of the repository, which each pod clones whole), {TOKEN_VAR} (a token that can push to it, given to git as the password of the user SWARM_CI_PUSH_USER, default swarm), {KEY_VAR} (the key the run's records on the remote are signed with: anyone else who can push to the remote, as an agent in a pod can, then forges no result) and the agents' keys ({}: those your agents use). Make it first:",
             SECRETS.join(", "),
         ),
         secret,
@@ -162,6 +164,7 @@ fn prepare(t: &Template) -> String {
     format!(
         ": \"${{{REPO_VAR}:?the Secret {SECRET} has no {REPO_VAR}}}\"\n\
 : \"${{{TOKEN_VAR}:?the Secret {SECRET} has no {TOKEN_VAR}}}\"\n\
+: \"${{{KEY_VAR}:?the Secret {SECRET} has no {KEY_VAR}: the key the run's records are signed with}}\"\n\
 git config --global user.name swarm\n\
 git config --global user.email swarm@localhost\n\
 git config --global credential.helper '!f() {{ echo \"username=${{SWARM_CI_PUSH_USER:-swarm}}\"; echo \"password=${TOKEN_VAR}\"; }}; f'\n\

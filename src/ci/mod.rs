@@ -51,6 +51,10 @@ const GOAL_VAR: &str = "SWARM_CI_GOAL";
 const PLAN_VAR: &str = "SWARM_CI_PLAN";
 /// The agents' credentials each job gets from the CI's secrets.
 const SECRETS: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SWARM_API_KEY"];
+/// The key the run's records are signed with, which every job gets from the CI's secrets and
+/// requires: with it, push access to the remote (which the agents in the jobs have) forges no
+/// result.
+const KEY_VAR: &str = crate::remote::KEY_VAR;
 /// The coordinator's report, in its checkout.
 const REPORT: &str = "swarm-report.md";
 /// The container image of the GitLab jobs and the Kubernetes pods: Rust, a C compiler and git,
@@ -242,6 +246,14 @@ impl Template {
         )
     }
 
+    /// What the header says about the key the run's records are signed with, kept in `place`
+    /// and made by `how`.
+    fn key_sentence(place: &str, how: &str) -> String {
+        format!(
+            "The run's records on the remote are signed with the key in {KEY_VAR} ({place}), which the coordinator and every worker get: anyone else who can push to the remote (an agent in a job can) then forges no result, since swarm refuses every result without the key's signature. Make it once: {how}. A job without it stops at once, naming it."
+        )
+    }
+
     /// What the header says about how runners get swarm.
     fn install_sentence(&self, place: &str) -> String {
         if self.needs_source() {
@@ -274,6 +286,14 @@ impl Template {
             "Also worth editing: {knobs}; swarm worker -j N, the tasks a worker runs at once (default 4); and --land branch, which keeps the work on its branch: with --land auto (and a push of that branch) the run lands on the branch it started from."
         )
     }
+}
+
+/// A shell line that stops a job at once, naming `KEY_VAR` and `place`, when the key is not
+/// set.
+fn key_guard(place: &str) -> String {
+    format!(
+        ": \"${{{KEY_VAR}:?set {place} {KEY_VAR}: the key the run's records are signed with}}\""
+    )
 }
 
 /// Whether a URL has a password in it: `https://user:secret@host/…`.

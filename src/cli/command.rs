@@ -256,8 +256,8 @@ ended, or an unknown task is refused (exit 2).\n\n",
     /// Run the tasks of a run spread over machines (`swarm run … --remote`), on this machine:
     /// claim published attempts, run each as a local run would, push the results.
     ///
-    /// Run it in a clone of the repository, with the agents' credentials in the environment.
-    /// It exits 0 once the run has no work left for it (the run ended, or none appeared on the
+    /// Run it in a clone of the repository, with the agents' credentials in the environment
+    /// (and, for a signed run, the coordinator's SWARM_REMOTE_KEY). It exits 0 once the run has no work left for it (the run ended, or none appeared on the
     /// remote within --wait), 75 when a signal stopped it (its attempts are given back to the
     /// run) or the remote did not answer within --wait, and 2 on bad input. See "Runs over
     /// many machines" in the README.

@@ -39,6 +39,8 @@ pub(super) fn check_before_run(
             .hint("name the files and directories of the repository to copy into each checkout")
     })?;
     if let Some(remote) = &options.remote {
+        crate::remote::poll()?;
+        crate::remote::Key::from_env()?;
         check_remote(repo, remote)?;
     }
     output::check_all(
@@ -73,7 +75,7 @@ fn check_remote(repo: &Repo, remote: &str) -> anyhow::Result<()> {
             Err(e) if tries >= REMOTE_TRIES => {
                 bail!(
                     Usage::new(format!("--remote {remote}: git cannot reach it: {}", e.0)).hint(
-                        "a remote's name (`git remote -v` lists them) or a URL git can fetch from"
+                        format!("check that {remote} is a remote's name (`git remote -v` lists them) or a URL git can fetch from, that the repository there exists, and that this machine may read it")
                     )
                 );
             }

@@ -399,7 +399,17 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         } else {
             jobs
         },
-        remote: o.remote.clone(),
+        remote: o
+            .remote
+            .as_ref()
+            .map(|name| -> anyhow::Result<_> {
+                Ok(crate::schedule::Remote {
+                    name: name.clone(),
+                    poll: crate::remote::poll()?,
+                    key: crate::remote::Key::from_env()?,
+                })
+            })
+            .transpose()?,
         builtin: BuiltinLimits {
             max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),

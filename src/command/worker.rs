@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use crate::config::from_record;
 use crate::git::CommitId;
 use crate::plan::Plan;
-use crate::remote::{self, Transport};
+use crate::remote::{self, KEY_VAR, Key, Kind, Records, Transport, Unread};
 use crate::schedule::{Layout, WorkerEnd, WorkerSetup};
 use crate::store::{Event, RunEvent, RunRecord, RunStatus};
 use crate::ui::{Ui, Verb};
@@ -39,11 +39,32 @@ pub(super) fn worker(
         crate::plan::parse_wait(asked.wait).map_err(|e| Usage::new(format!("--wait: {e}")))?;
     let lease = crate::plan::parse_duration(asked.lease)
         .map_err(|e| Usage::new(format!("--lease: {e}")))?;
+    let poll = remote::poll()?;
+    // A lease is renewed when the worker polls, a third through its time.
+    if poll > lease / 3 {
+        return Err(Usage::new(format!(
+            "{}={}: a worker renews its leases when it polls the remote, so the poll must be at most a third of --lease ({})",
+            remote::POLL_VAR,
+            poll.as_secs_f64(),
+            crate::ui::duration(lease)
+        ))
+        .hint(format!(
+            "give a longer --lease, or a shorter {}",
+            remote::POLL_VAR
+        ))
+        .into());
+    }
+    let key = Key::from_env()?;
     let repo = open_repo(g)?;
     let transport = Transport::new(repo.workdir(), asked.remote);
-    let poll = remote::poll();
     let mut ui = Ui::new(g.quiet, g.progress);
-    let Some(found) = find_run(&repo, &transport, asked.run, wait, poll, &mut ui)? else {
+    let looking = Looking {
+        run: asked.run,
+        wait,
+        poll,
+        key: key.as_ref(),
+    };
+    let Some(found) = find_run(&repo, &transport, &looking, &mut ui)? else {
         ui.finish();
         return Ok(exit::OK);
     };
@@ -107,6 +128,7 @@ pub(super) fn worker(
         id: remote::worker_id(),
         lease,
         poll,
+        key,
     };
     ui.note(
         Verb::Started,
@@ -157,20 +179,36 @@ struct Found {
     info: remote::RunInfo,
 }
 
-/// The run to work on: `run`, or the newest one the remote has, waited for up to `wait`.
-/// `None` when there is none (the run ended, or none appeared); `Err` with the exit code when
-/// the remote did not answer in all that time.
+/// What a worker looks for on the remote.
+struct Looking<'a> {
+    /// The run asked for (`--run`), or none: the newest.
+    run: Option<&'a str>,
+    wait: Duration,
+    poll: Duration,
+    /// The key its records must be signed with.
+    key: Option<&'a Key>,
+}
+
+/// The run to work on: `run`, or the newest one the remote has (signed with the key, when
+/// there is one), waited for up to `wait`. `None` when there is none (the run ended, or none
+/// appeared); `Err` with the exit code when the remote did not answer in all that time.
 fn find_run(
     repo: &crate::git::Repo,
     transport: &Transport,
-    run: Option<&str>,
-    wait: Duration,
-    poll: Duration,
+    looking: &Looking<'_>,
     ui: &mut Ui,
 ) -> anyhow::Result<Option<Result<Found, u8>>> {
+    let Looking {
+        run,
+        wait,
+        poll,
+        key,
+    } = *looking;
     let started = Instant::now();
     let asked_run = run;
     let (mut fails, mut reached) = (0, false);
+    // Runs not signed with the key, said once each.
+    let mut skipped = std::collections::BTreeSet::new();
     loop {
         let prefix = run.map_or_else(|| "refs/swarm/".to_owned(), remote::prefix);
         match transport.fetch(&prefix) {
@@ -196,7 +234,42 @@ fn find_run(
                 };
                 runs.sort();
                 for (id, commit) in runs.into_iter().rev() {
-                    let info: remote::RunInfo = remote::read(repo, &commit)?;
+                    let records = Records {
+                        repo,
+                        run: &id,
+                        key,
+                    };
+                    let info = match records.read::<remote::RunInfo>(Kind::Run, &commit) {
+                        Ok(info) => info,
+                        Err(Unread::Broken(why)) => {
+                            anyhow::bail!("the record of run {id} on {}: {why}", transport.remote())
+                        }
+                        Err(why) => {
+                            let line = format!(
+                                "run {id} on {}: {why}; this worker runs only runs signed with its {KEY_VAR}",
+                                transport.remote()
+                            );
+                            if asked_run.is_some() {
+                                return Err(Usage::new(line)
+                                    .hint(format!("give this worker the coordinator's {KEY_VAR}"))
+                                    .into());
+                            }
+                            if skipped.insert(id.clone()) {
+                                ui.note(Verb::Skipping, &line);
+                            }
+                            continue;
+                        }
+                    };
+                    if info.signed && key.is_none() && !info.ended {
+                        return Err(Usage::new(format!(
+                            "run {id} on {} is signed: a worker on it needs {KEY_VAR}, the key its coordinator has",
+                            transport.remote()
+                        ))
+                        .hint(format!(
+                            "set {KEY_VAR} here to the coordinator's (the README's \"Runs over many machines\" says how CI gives it)"
+                        ))
+                        .into());
+                    }
                     if !info.ended {
                         return Ok(Some(Ok(Found { run: id, info })));
                     }

@@ -17,32 +17,70 @@
 //! is still the one published, without a result; else it gives the lease back.
 //!
 //! Each publication of a task has a generation; a lease or result of another generation is
-//! stale and removed.
+//! stale and removed. A result is taken only under the lease of the worker it names, for the
+//! attempt published; with a shared key (`key`), only with a good signature too.
 
+pub(crate) mod key;
 pub(crate) mod link;
 pub(crate) mod transport;
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
+use crate::Usage;
 use crate::git::{CommitId, Repo};
 
+pub(crate) use key::{KEY_VAR, Key};
 pub(crate) use transport::{Expect, Pushed, Transport, Unreachable, Update};
 
 /// How often the remote is fetched, unless `SWARM_REMOTE_POLL` says (in seconds).
-const POLL: std::time::Duration = std::time::Duration::from_secs(2);
+const POLL: Duration = Duration::from_secs(2);
+/// The variable that sets the poll.
+pub(crate) const POLL_VAR: &str = "SWARM_REMOTE_POLL";
+/// The poll's bounds, in seconds: a shorter one would keep the remote busy for nothing, a
+/// longer one would leave every task waiting.
+const POLL_RANGE: (f64, f64) = (0.01, 600.0);
 
-/// The poll of the remote, for the coordinator and for workers.
-pub(crate) fn poll() -> std::time::Duration {
-    std::env::var("SWARM_REMOTE_POLL")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| *s > 0.0)
-        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
-        .unwrap_or(POLL)
+/// The poll of the remote, for the coordinator and for workers: `SWARM_REMOTE_POLL` seconds
+/// (2 when it is unset or empty), or why its value is none.
+pub(crate) fn poll() -> Result<Duration, Usage> {
+    let Some(value) = std::env::var_os(POLL_VAR) else {
+        return Ok(POLL);
+    };
+    let text = value.to_string_lossy();
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(POLL);
+    }
+    let hint = format!(
+        "{POLL_VAR} is how often swarm fetches the remote, in seconds (e.g. 0.5), from {} to {}; unset, it is {}",
+        POLL_RANGE.0,
+        POLL_RANGE.1,
+        POLL.as_secs()
+    );
+    let Ok(seconds) = text.parse::<f64>() else {
+        return Err(Usage::new(format!("{POLL_VAR}={text}: not a number of seconds")).hint(hint));
+    };
+    if !(POLL_RANGE.0..=POLL_RANGE.1).contains(&seconds) {
+        return Err(Usage::new(format!(
+            "{POLL_VAR}={text}: the poll must be from {} to {} seconds",
+            POLL_RANGE.0, POLL_RANGE.1
+        ))
+        .hint(hint));
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
-/// The version of the records below; a worker refuses a run of a newer one.
-pub(crate) const VERSION: u32 = 1;
+/// The version of the records below; a worker refuses a run of a newer one. 2: a run's
+/// records may be signed.
+pub(crate) const VERSION: u32 = 2;
+
+/// The version a run's records say: an unsigned run's stay readable by the swarms before
+/// signing, and a signed run is refused by them (its coordinator would refuse their results).
+pub(crate) fn version(signed: bool) -> u32 {
+    if signed { VERSION } else { 1 }
+}
 
 /// The refs of run `run`, on the remote and (fetched) in a local repository.
 pub(crate) fn prefix(run: &str) -> String {
@@ -64,6 +102,16 @@ pub(crate) enum Kind<'a> {
 }
 
 impl<'a> Kind<'a> {
+    /// Its name under the run's prefix.
+    pub(crate) fn name(self) -> String {
+        match self {
+            Self::Run => "run".to_owned(),
+            Self::Ready(task) => format!("ready/{task}"),
+            Self::Lease(task) => format!("lease/{task}"),
+            Self::Result(task) => format!("result/{task}"),
+        }
+    }
+
     pub(crate) fn of(name: &'a str) -> Option<Self> {
         if name == "run" {
             return Some(Self::Run);
@@ -97,6 +145,10 @@ pub(crate) struct RunInfo {
     /// workers stop even when some cannot be.
     #[serde(default)]
     pub(crate) ended: bool,
+    /// Its records are signed with the coordinator's `SWARM_REMOTE_KEY`: a worker needs the
+    /// same key to work on it.
+    #[serde(default)]
+    pub(crate) signed: bool,
 }
 
 /// `refs/swarm/<run>/ready/<task>`: one attempt of a task to run.
@@ -187,25 +239,108 @@ pub(crate) struct Limit {
     pub(crate) lasting: bool,
 }
 
-/// The file each record commit holds, and the transcript a result holds besides.
+/// The file each record commit holds, the transcript a result holds besides, and the
+/// signature a signed one holds.
 pub(crate) const RECORD_FILE: &str = "record.json";
 pub(crate) const TRANSCRIPT_FILE: &str = "transcript.log";
+const SIGNATURE_FILE: &str = "signature";
 
-/// A record as a commit on `parents` (whose objects a push of it carries), written to `repo`.
-pub(crate) fn write<T: Serialize>(
-    repo: &Repo,
-    record: &T,
-    extra: &[(&str, &[u8])],
-    parents: &[CommitId],
-    message: &str,
-) -> anyhow::Result<CommitId> {
-    let json = serde_json::to_vec_pretty(record)?;
-    let mut files = vec![(RECORD_FILE, json.as_slice())];
-    files.extend_from_slice(extra);
-    repo.commit_files(&files, parents, message)
+/// A run's records as this machine writes and reads them: signed, and read only with a good
+/// signature, when it has the key.
+#[derive(Clone, Copy)]
+pub(crate) struct Records<'a> {
+    pub(crate) repo: &'a Repo,
+    pub(crate) run: &'a str,
+    pub(crate) key: Option<&'a Key>,
 }
 
-/// The record a commit holds.
+/// Why a record is not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unread {
+    /// It is no record of swarm's: no `record.json`, or not one that reads.
+    Broken(String),
+    /// It has no signature, and this machine has the key.
+    Unsigned,
+    /// Its signature is not the key's for it.
+    Forged,
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Broken(why) => write!(f, "it is no record swarm reads ({why})"),
+            Self::Unsigned => write!(f, "it is not signed, and {KEY_VAR} is set here"),
+            Self::Forged => write!(f, "its signature was not made with {KEY_VAR}"),
+        }
+    }
+}
+
+impl std::error::Error for Unread {}
+
+impl Records<'_> {
+    /// Record `record` for the ref `at`, with a result's transcript, as a commit on `parents`
+    /// (whose objects a push of it carries): signed when there is a key.
+    pub(crate) fn write<T: Serialize>(
+        &self,
+        at: Kind<'_>,
+        record: &T,
+        transcript: Option<&[u8]>,
+        parents: &[CommitId],
+        message: &str,
+    ) -> anyhow::Result<CommitId> {
+        let json = serde_json::to_vec_pretty(record)?;
+        let signature = self.key.map(|key| {
+            key.sign(
+                &ref_name(self.run, &at.name()),
+                &signed_files(&json, transcript),
+            )
+        });
+        let mut files = vec![(RECORD_FILE, json.as_slice())];
+        if let Some(transcript) = transcript {
+            files.push((TRANSCRIPT_FILE, transcript));
+        }
+        if let Some(signature) = &signature {
+            files.push((SIGNATURE_FILE, signature.as_bytes()));
+        }
+        self.repo.commit_files(&files, parents, message)
+    }
+
+    /// The record for the ref `at` that `commit` holds, if it reads and, when there is a key,
+    /// is signed with it.
+    pub(crate) fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        at: Kind<'_>,
+        commit: &CommitId,
+    ) -> Result<T, Unread> {
+        let file = |name| {
+            self.repo
+                .file_at(commit, name)
+                .map_err(|e| Unread::Broken(format!("{e:#}")))
+        };
+        let json = file(RECORD_FILE)?
+            .ok_or_else(|| Unread::Broken(format!("commit {commit} holds no {RECORD_FILE}")))?;
+        if let Some(key) = self.key {
+            let signature = file(SIGNATURE_FILE)?.ok_or(Unread::Unsigned)?;
+            let transcript = file(TRANSCRIPT_FILE)?;
+            let files = signed_files(&json, transcript.as_deref());
+            if !key.verifies(&ref_name(self.run, &at.name()), &files, &signature) {
+                return Err(Unread::Forged);
+            }
+        }
+        serde_json::from_slice(&json).map_err(|e| Unread::Broken(e.to_string()))
+    }
+}
+
+/// The files a signature covers: the record and, present or not, the transcript.
+fn signed_files<'a>(
+    json: &'a [u8],
+    transcript: Option<&'a [u8]>,
+) -> [(&'a str, Option<&'a [u8]>); 2] {
+    [(RECORD_FILE, Some(json)), (TRANSCRIPT_FILE, transcript)]
+}
+
+/// The record a commit holds, whoever made it: for what trusts nothing in it (whether a run
+/// ended, to tidy; whom a refused record claims to be from, to say so).
 pub(crate) fn read<T: serde::de::DeserializeOwned>(
     repo: &Repo,
     commit: &CommitId,

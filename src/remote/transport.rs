@@ -70,6 +70,8 @@ impl Transport {
             .args(["-c", "gc.auto=0", "-c", "maintenance.auto=false"])
             // No prompt for a password nobody is there to type: a failure instead.
             .env("GIT_TERMINAL_PROMPT", "0")
+            // Nothing git starts (a credential helper, ssh) needs the key of the run's records.
+            .env_remove(super::KEY_VAR)
             .stdin(Stdio::null());
         cmd
     }
@@ -87,7 +89,7 @@ impl Transport {
         if out.status.success() {
             Ok(())
         } else {
-            Err(Unreachable(last_line(&out.stderr)))
+            Err(Unreachable(said(&out.stderr)))
         }
     }
 
@@ -110,7 +112,7 @@ impl Transport {
             .output()
             .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
         if !out.status.success() {
-            return Err(Unreachable(last_line(&out.stderr)));
+            return Err(Unreachable(said(&out.stderr)));
         }
         let out = self
             .git()
@@ -119,7 +121,7 @@ impl Transport {
             .output()
             .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
         if !out.status.success() {
-            return Err(Unreachable(last_line(&out.stderr)));
+            return Err(Unreachable(said(&out.stderr)));
         }
         Ok(String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -200,7 +202,7 @@ impl Transport {
         // `[remote rejected]` is the remote failing to make the change (a lock another push
         // holds, a full disk), which a later try may get past.
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let why = last_line(&out.stderr);
+        let why = said(&out.stderr);
         let lines: Vec<(String, String)> = stdout
             .lines()
             .filter_map(|l| {
@@ -217,14 +219,35 @@ impl Transport {
     }
 }
 
-/// The last line git wrote, as the reason.
-fn last_line(stderr: &[u8]) -> String {
+/// What git said went wrong, as the reason: its lines but the advice it adds to every failure
+/// to reach a remote ("Please make sure you have the correct access rights / and the
+/// repository exists.", which cut to its last line reads as the opposite of what is meant)
+/// and its hints, without their `fatal:` or `error:`.
+fn said(stderr: &[u8]) -> String {
+    const ADVICE: &[&str] = &[
+        "fatal: Could not read from remote repository.",
+        "Please make sure you have the correct access rights",
+        "and the repository exists.",
+    ];
     let text = String::from_utf8_lossy(stderr);
-    text.lines()
+    let lines: Vec<&str> = text
+        .lines()
         .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or("git failed and said nothing")
-        .to_owned()
+        .filter(|l| !l.is_empty() && !ADVICE.contains(l) && !l.starts_with("hint:"))
+        .map(|l| {
+            l.strip_prefix("fatal: ")
+                .or_else(|| l.strip_prefix("error: "))
+                .unwrap_or(l)
+        })
+        .collect();
+    if lines.is_empty() {
+        return if text.trim().is_empty() {
+            "git failed and said nothing".to_owned()
+        } else {
+            "git could not read from the remote repository".to_owned()
+        };
+    }
+    lines.join("; ")
 }
 
 /// The wait before the `n`th retry (from 1) of a remote that did not answer: half a second,
@@ -236,8 +259,25 @@ pub(crate) fn retry_wait(n: u32) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    use super::retry_wait;
+    use super::{retry_wait, said};
     use std::time::Duration;
+
+    #[test]
+    fn what_git_said_leaves_out_its_advice_and_prefixes() {
+        let unreachable = b"fatal: 'orgin' does not appear to be a git repository\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n";
+        assert_eq!(
+            said(unreachable),
+            "'orgin' does not appear to be a git repository"
+        );
+        let ssh = b"ssh: Could not resolve hostname nowhere: Name or service not known\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n";
+        assert_eq!(
+            said(ssh),
+            "ssh: Could not resolve hostname nowhere: Name or service not known"
+        );
+        let refused = b"error: failed to push some refs to '/r.git'\nhint: Updates were rejected\n";
+        assert_eq!(said(refused), "failed to push some refs to '/r.git'");
+        assert_eq!(said(b""), "git failed and said nothing");
+    }
 
     #[test]
     fn retries_back_off_to_a_cap() {

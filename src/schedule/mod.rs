@@ -91,11 +91,22 @@ pub struct Settings {
     pub gate: Option<String>,
     /// How many tasks running tasks may add, and how fast.
     pub spawn: SpawnLimits,
-    /// The git remote the run is spread over machines through (see `remote`).
-    pub remote: Option<String>,
+    /// The git remote the run is spread over machines through (see `crate::remote`).
+    pub remote: Option<Remote>,
     /// How many tasks this process runs itself: `jobs`, or with a remote only as many as
     /// `--jobs` said (none by default); the gate and conflict resolvers run here either way.
     pub local_jobs: usize,
+}
+
+/// A run spread over machines through a git remote (see `crate::remote`).
+#[derive(Debug, Clone)]
+pub struct Remote {
+    /// A remote's name or a URL, as git takes it.
+    pub name: String,
+    /// How often it is fetched.
+    pub poll: Duration,
+    /// The key the run's records are signed with, which its workers share.
+    pub key: Option<crate::remote::Key>,
 }
 
 /// How a checkout is made ready to build: files copied in, directories kept and seeded, a

@@ -21,7 +21,7 @@ use super::{Checkout, Layout, Message, Settings, attempt, outcome};
 use crate::agent::Watchdog;
 use crate::git::{CommitId, Repo};
 use crate::plan::{Mode, Plan};
-use crate::remote::{self, Expect, Kind, Pushed, Transport, Update};
+use crate::remote::{self, Expect, Key, Kind, Pushed, Records, Transport, Update};
 use crate::store::Board;
 use crate::ui::{Ui, Verb};
 
@@ -33,6 +33,9 @@ pub struct WorkerSetup {
     /// A lease not renewed for this long is the coordinator's to take back.
     pub lease: Duration,
     pub poll: Duration,
+    /// The key the run's records are signed with: this worker signs its leases and results
+    /// with it, and takes only the attempts signed with it.
+    pub key: Option<Key>,
 }
 
 /// How the worker's loop ended.
@@ -146,6 +149,15 @@ pub fn work(
 }
 
 impl Worker<'_> {
+    /// The run's records, signed and checked with the key.
+    fn records(&self) -> Records<'_> {
+        Records {
+            repo: self.run.repo,
+            run: &self.run.layout.run,
+            key: self.setup.key.as_ref(),
+        }
+    }
+
     fn drive(
         &mut self,
         workers: &Workers,
@@ -163,7 +175,8 @@ impl Worker<'_> {
                         fails = 0;
                         self.back();
                         over = refs.get("run").is_none_or(|c| {
-                            remote::read::<remote::RunInfo>(self.run.repo, c)
+                            self.records()
+                                .read::<remote::RunInfo>(Kind::Run, c)
                                 .is_ok_and(|info| info.ended)
                         });
                         self.renew(&refs);
@@ -237,10 +250,15 @@ impl Worker<'_> {
             if self.held.contains_key(&i) || refs.contains_key(&format!("lease/{task}")) {
                 continue;
             }
-            let Ok(job) = remote::read::<remote::Job>(self.run.repo, oid) else {
+            // An attempt that does not read, or (with a key) is not signed with it, is nobody's
+            // to run.
+            let Ok(job) = self.records().read::<remote::Job>(Kind::Ready(task), oid) else {
                 continue;
             };
-            if job.version > remote::VERSION || has_result(self.run.repo, refs, task, &job) {
+            if job.version > remote::VERSION
+                || job.task != task
+                || has_result(self.records(), refs, task, &job)
+            {
                 continue;
             }
             let lease = self.lease_commit(task, job.generation, 0, false)?;
@@ -285,7 +303,7 @@ impl Worker<'_> {
             let task = job.task.as_str();
             let current = now.as_ref().is_ok_and(|refs| {
                 refs.get(&format!("ready/{task}")) == Some(&ready)
-                    && !has_result(self.run.repo, refs, task, &job)
+                    && !has_result(self.records(), refs, task, &job)
             });
             if !current {
                 // Taken, or published anew, while the claim was on its way.
@@ -307,7 +325,7 @@ impl Worker<'_> {
     fn learn_tasks(&mut self, refs: &BTreeMap<String, CommitId>) -> anyhow::Result<()> {
         let Some(info) = refs
             .get("run")
-            .and_then(|c| remote::read::<remote::RunInfo>(self.run.repo, c).ok())
+            .and_then(|c| self.records().read::<remote::RunInfo>(Kind::Run, c).ok())
         else {
             return Ok(());
         };
@@ -370,10 +388,10 @@ impl Worker<'_> {
                 .saturating_add(ttl_ms),
             ended,
         };
-        remote::write(
-            self.run.repo,
+        self.records().write(
+            Kind::Lease(task),
             &lease,
-            &[],
+            None,
             &[],
             &format!("lease of {task} by {}", self.setup.id),
         )
@@ -459,10 +477,10 @@ impl Worker<'_> {
         let transcript =
             std::fs::read(report_transcript(&self.run, &id, report.attempt)).unwrap_or_default();
         let parents: Vec<CommitId> = o.commit.iter().map(|c| CommitId::new(c)).collect();
-        let result = remote::write(
-            self.run.repo,
+        let result = self.records().write(
+            Kind::Result(&id),
             &o,
-            &[(remote::TRANSCRIPT_FILE, transcript.as_slice())],
+            Some(&transcript),
             &parents,
             &format!("result of {id} attempt {}", report.attempt),
         )?;
@@ -593,13 +611,15 @@ impl Worker<'_> {
 
 /// Whether the remote has the result of `job` of `task` already.
 fn has_result(
-    repo: &Repo,
+    records: Records<'_>,
     refs: &BTreeMap<String, CommitId>,
     task: &str,
     job: &remote::Job,
 ) -> bool {
     refs.get(&format!("result/{task}")).is_some_and(|r| {
-        remote::read::<remote::Outcome>(repo, r).is_ok_and(|o| o.generation == job.generation)
+        records
+            .read::<remote::Outcome>(Kind::Result(task), r)
+            .is_ok_and(|o| o.generation == job.generation)
     })
 }
 

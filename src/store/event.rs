@@ -329,6 +329,21 @@ pub enum RunEvent {
         generation: u32,
         status: String,
     },
+    /// A result on the remote was refused (see `crate::remote`): not for the attempt
+    /// published, not under the lease of the worker it names, or (with `SWARM_REMOTE_KEY`)
+    /// without a good signature. `worker` and `generation` are what it names, if it reads.
+    ResultRefused {
+        worker: Option<String>,
+        generation: Option<u32>,
+        why: String,
+    },
+    /// A lease on the remote was refused: with `SWARM_REMOTE_KEY`, one without a good
+    /// signature.
+    LeaseRefused {
+        worker: Option<String>,
+        generation: Option<u32>,
+        why: String,
+    },
     /// The remote did not answer (`why`), or answers again (`why` is null).
     RemoteAway {
         why: Option<String>,
@@ -377,6 +392,8 @@ impl RunEvent {
                 | Self::GoalNeedsFailed { .. }
                 | Self::Deadlock { .. }
                 | Self::IntegrationMoved(_)
+                | Self::ResultRefused { .. }
+                | Self::LeaseRefused { .. }
         )
     }
 

@@ -268,15 +268,22 @@ fn the_config_command_says_where_each_value_came_from() {
 }
 
 #[test]
-fn a_cli_agent_never_sees_swarms_api_key() {
+fn a_cli_agent_never_sees_swarms_keys_even_when_a_profile_passes_them() {
     let repo = TestRepo::new();
     let fakes = FakeAgents::beside(&repo);
+    repo.write(
+        ".swarm.toml",
+        "[agents.claude]\npass-env = [\"SWARM_API_KEY\", \"SWARM_REMOTE_KEY\"]\n",
+    );
+    repo.git(&["add", ".swarm.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
     let tasks = repo.tasks(&[r#"{"id":"t","prompt":"RESULT: ok","lane":"reducer"}"#]);
     let out = repo
         .swarm_cmd()
         .env("PATH", fakes.path_env())
         .env("SWARM_API_KEY", "sk-never-for-agents-123")
         .env("OPENAI_API_KEY", "sk-never-for-agents-456")
+        .env("SWARM_REMOTE_KEY", "never-for-agents-0123456789abcdef")
         .env("SWARM_API_BASE", "http://127.0.0.1:9/v1")
         .args(["run", tasks.to_str().unwrap(), "--agent", "claude"])
         .output()
@@ -285,6 +292,7 @@ fn a_cli_agent_never_sees_swarms_api_key() {
     let call = &fakes.invocations("claude")[0];
     assert_eq!(call["env"]["SWARM_API_KEY"], false, "{call}");
     assert_eq!(call["env"]["OPENAI_API_KEY"], false, "{call}");
+    assert_eq!(call["env"]["SWARM_REMOTE_KEY"], false, "{call}");
     assert_eq!(call["env"]["SWARM_TASK_ID"], true, "{call}");
 }
 

@@ -2,6 +2,7 @@
 //! the user's repository runs the coordinator, and each worker runs in its own clone with its
 //! own HOME, as on separate CI runners.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -676,10 +677,10 @@ fn a_run_on_a_remote_git_cannot_reach_is_refused_before_anything_runs() {
         .output()
         .unwrap();
     assert_exit(&out, 2);
-    assert!(
-        stderr(&out).contains("--remote orgin: git cannot reach it"),
-        "{}",
-        stderr(&out)
+    assert_eq!(
+        stderr(&out),
+        "error: --remote orgin: git cannot reach it: 'orgin' does not appear to be a git repository\n\
+         hint: check that orgin is a remote's name (`git remote -v` lists them) or a URL git can fetch from, that the repository there exists, and that this machine may read it\n"
     );
     assert!(newest_run(&c.user).is_none());
 }
@@ -758,18 +759,24 @@ fn a_worker_stopped_by_a_signal_gives_its_attempt_back_to_another() {
     assert_eq!(c.user.read("x.txt"), "second\n");
 }
 
-/// A commit in the bare repository `dir` holding `record.json` with `json`, on `parents`.
+/// A commit in the repository `dir` holding `record.json` with `json`, on `parents`.
 fn record_commit(dir: &Path, json: &serde_json::Value, parents: &[&str]) -> String {
-    let blob_file = dir.join("record.tmp");
-    std::fs::write(&blob_file, serde_json::to_vec(json).unwrap()).unwrap();
-    let blob = git(dir, &["hash-object", "-w", blob_file.to_str().unwrap()]);
-    std::fs::remove_file(&blob_file).unwrap();
+    let json = serde_json::to_vec(json).unwrap();
+    files_commit(dir, &[("record.json", &json)], parents)
+}
+
+/// A commit in the repository `dir` holding `files`, on `parents`.
+fn files_commit(dir: &Path, files: &[(&str, &[u8])], parents: &[&str]) -> String {
+    let mut entries = String::new();
+    for (name, bytes) in files {
+        let blob_file = dir.join("blob.tmp");
+        std::fs::write(&blob_file, bytes).unwrap();
+        let blob = git(dir, &["hash-object", "-w", blob_file.to_str().unwrap()]);
+        std::fs::remove_file(&blob_file).unwrap();
+        let _ = writeln!(entries, "100644 blob {}\t{name}", blob.trim());
+    }
     let tree_file = dir.join("tree.tmp");
-    std::fs::write(
-        &tree_file,
-        format!("100644 blob {}\trecord.json\n", blob.trim()),
-    )
-    .unwrap();
+    std::fs::write(&tree_file, entries).unwrap();
     let tree = Command::new("git")
         .args(["mktree"])
         .current_dir(dir)
@@ -783,6 +790,23 @@ fn record_commit(dir: &Path, json: &serde_json::Value, parents: &[&str]) -> Stri
         args.extend(["-p", p]);
     }
     git(dir, &args).trim().to_owned()
+}
+
+/// Sets the refs `refs` of the bare repository `dir` in one transaction.
+fn set_refs(dir: &Path, refs: &[(&str, &str)]) {
+    let mut child = Command::new("git")
+        .args(["update-ref", "--stdin"])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = refs.iter().fold(String::new(), |mut lines, (name, oid)| {
+        let _ = writeln!(lines, "update {name} {oid}");
+        lines
+    });
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), lines.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
 }
 
 #[test]
@@ -831,9 +855,16 @@ fn a_writers_commit_that_does_not_descend_from_its_start_is_not_merged() {
         "fault": null, "limit": null, "tokens": 0, "cost": null, "elapsed_ms": 1,
         "stderr_tail": []});
     let result = record_commit(&c.remote, &result, &[nowhere]);
-    git(
+    // As a worker pushes a result: with its lease marked ended, at once.
+    let ended = serde_json::json!({"task": "w", "generation": generation, "worker": "rogue",
+        "renewal": 1, "ttl_ms": 60000, "expires_at_ms": 0, "ended": true});
+    let ended = record_commit(&c.remote, &ended, &[]);
+    set_refs(
         &c.remote,
-        &["update-ref", &format!("refs/swarm/{run}/result/w"), &result],
+        &[
+            (&format!("refs/swarm/{run}/result/w"), &result),
+            (&format!("refs/swarm/{run}/lease/w"), &ended),
+        ],
     );
     let out = finish(coordinator);
     assert_exit(&out, 1);
@@ -937,4 +968,577 @@ fn a_reducer_run_by_a_worker_is_told_which_deps_failed_and_why() {
     );
     let status = status_json(&c.user);
     assert_eq!(tasks_with_status(&status, "done"), ["ok", "sum"]);
+}
+
+/// Someone who can push to the remote and nothing more: a clone of it, with the runs' refs.
+struct Intruder {
+    dir: PathBuf,
+}
+
+impl Cluster {
+    fn intruder(&self) -> Intruder {
+        git(
+            self.tmp.path(),
+            &["clone", "-q", self.remote.to_str().unwrap(), "intruder"],
+        );
+        Intruder {
+            dir: self.tmp.path().join("intruder"),
+        }
+    }
+}
+
+impl Intruder {
+    /// The record of the remote's ref `name` (fetched first), as JSON.
+    fn record(&self, name: &str) -> serde_json::Value {
+        git(
+            &self.dir,
+            &["fetch", "-q", "origin", "+refs/swarm/*:refs/swarm/*"],
+        );
+        let text = git(
+            &self.dir,
+            &["cat-file", "-p", &format!("{name}:record.json")],
+        );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// A commit on `start` that adds `forged.txt`: what a forged result would land.
+    fn change_on(&self, start: &str) -> String {
+        git(&self.dir, &["checkout", "-q", "--detach", start]);
+        std::fs::write(self.dir.join("forged.txt"), "forged\n").unwrap();
+        git(&self.dir, &["add", "forged.txt"]);
+        git(&self.dir, &["commit", "-q", "-m", "forged"]);
+        git(&self.dir, &["rev-parse", "HEAD"]).trim().to_owned()
+    }
+
+    /// A result of task `task` for `job` (its `ready` record) naming `worker`, with the writer's
+    /// commit `commit` and the files `extra` beside its record.
+    fn result(
+        &self,
+        job: &serde_json::Value,
+        worker: &str,
+        commit: &str,
+        extra: &[(&str, &[u8])],
+    ) -> String {
+        let record = serde_json::json!({"task": job["task"], "attempt": job["attempt"],
+            "generation": job["generation"], "worker": worker, "status": "succeeded",
+            "result": "done", "commit": commit, "why": null, "fault": null, "limit": null,
+            "tokens": 0, "cost": null, "elapsed_ms": 1, "stderr_tail": []});
+        let record = serde_json::to_vec(&record).unwrap();
+        let mut files = vec![("record.json", record.as_slice())];
+        files.extend_from_slice(extra);
+        files_commit(&self.dir, &files, &[commit])
+    }
+
+    /// A lease of `job` by `worker`, ended as a worker's is when it pushes its result.
+    fn ended_lease(
+        &self,
+        job: &serde_json::Value,
+        worker: &str,
+        extra: &[(&str, &[u8])],
+    ) -> String {
+        let record = serde_json::json!({"task": job["task"], "generation": job["generation"],
+            "worker": worker, "renewal": 1, "ttl_ms": 600_000, "expires_at_ms": 0,
+            "ended": true});
+        let record = serde_json::to_vec(&record).unwrap();
+        let mut files = vec![("record.json", record.as_slice())];
+        files.extend_from_slice(extra);
+        files_commit(&self.dir, &files, &[])
+    }
+
+    /// Pushes each commit to its ref on the remote, in one atomic push, as `git push` does.
+    fn push(&self, refs: &[(&str, &str)]) {
+        let mut args = vec!["push".to_owned(), "-q".to_owned(), "--atomic".to_owned()];
+        args.push("origin".to_owned());
+        args.extend(refs.iter().map(|(oid, name)| format!("{oid}:{name}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        git(&self.dir, &args);
+    }
+}
+
+/// Waits until the newest run's log in `repo` has `n` events of `kind`, and returns them.
+fn wait_for_events(repo: &TestRepo, kind: &str, n: usize) -> Vec<(String, serde_json::Value)> {
+    wait_until(&format!("{n} {kind} event(s)"), || {
+        let found = events(repo, kind);
+        (found.len() >= n).then_some(found)
+    })
+}
+
+/// Waits until the remote no longer has the ref `name`.
+fn wait_gone(c: &Cluster, name: &str) {
+    wait_until(&format!("{name} off the remote"), || {
+        (!c.remote_refs().contains(&name.to_owned())).then_some(())
+    });
+}
+
+/// What the user's repository and the remote must hold after a run whose writer `w` wrote
+/// `w.txt` and a forged result for it was refused: the real change landed on `main`, nothing of
+/// `forged` anywhere on a branch, the remote's branches as they were, and no ref of the run left.
+fn assert_only_the_real_change_landed(c: &Cluster, forged: &str, remote_main: &str) {
+    assert_eq!(c.user.read("w.txt"), "real\n");
+    assert!(!c.user.root.join("forged.txt").exists());
+    let log = c.user.git(&["log", "--format=%H", "main"]);
+    assert!(!log.contains(forged), "{log}");
+    let tree = c.user.git(&["ls-tree", "-r", "--name-only", "main"]);
+    assert!(!tree.contains("forged.txt"), "{tree}");
+    // The coordinator fetched the forged commit with the run's refs: no branch holds it.
+    let branches = c
+        .user
+        .git(&["for-each-ref", "--format=%(refname)", "refs/heads/"]);
+    for branch in branches.lines() {
+        let out = Command::new("git")
+            .args(["merge-base", "--is-ancestor", forged, branch])
+            .current_dir(&c.user.root)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{branch} holds the forged commit");
+    }
+    assert_eq!(
+        git(
+            &c.remote,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads/"
+            ]
+        ),
+        format!("refs/heads/main {remote_main}\n")
+    );
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+    let merged: Vec<String> = events(&c.user, "merged")
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(merged, ["w"]);
+}
+
+#[test]
+fn a_forged_result_for_a_task_nobody_leased_is_refused_and_the_task_still_runs_and_lands() {
+    let c = Cluster::new();
+    let remote_main = git(&c.remote, &["rev-parse", "main"]).trim().to_owned();
+    let tasks =
+        c.tasks(&[r#"{"id":"w","title":"w","mode":"write","run":"echo real > w.txt"}"#.to_owned()]);
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
+    let run = wait_until("a run on the remote", || newest_run(&c.user));
+    let ready = format!("refs/swarm/{run}/ready/w");
+    wait_until("w published", || {
+        c.remote_refs().contains(&ready).then_some(())
+    });
+    // Nobody leased w: the intruder pushes a result for it, by a worker nobody saw, with a
+    // commit on top of the task's start, as a real writer's would be.
+    let intruder = c.intruder();
+    let job = intruder.record(&ready);
+    let forged = intruder.change_on(job["start"].as_str().unwrap());
+    let result = intruder.result(&job, "mallory", &forged, &[]);
+    let result_ref = format!("refs/swarm/{run}/result/w");
+    intruder.push(&[(&result, &result_ref)]);
+    let refused = wait_for_event(&c.user, "result_refused", "w");
+    assert_eq!(refused["detail"]["worker"], "mallory", "{refused}");
+    assert_eq!(
+        refused["detail"]["generation"], job["generation"],
+        "{refused}"
+    );
+    assert_eq!(
+        refused["detail"]["why"], "no worker holds a lease on the attempt",
+        "{refused}"
+    );
+    wait_gone(&c, &result_ref);
+    // The attempt is still published: a worker claims it and runs it.
+    let worker = c.runner("w").start(&[]);
+    let out = finish(coordinator);
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains(
+            "Refused w: a result from worker mallory refused: no worker holds a lease on the attempt; removed from the remote"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_exit(&finish(worker), 0);
+    assert_only_the_real_change_landed(&c, &forged, &remote_main);
+    let arrived = events(&c.user, "result_arrived");
+    assert_eq!(arrived.len(), 1);
+    assert_ne!(arrived[0].1["worker"], "mallory");
+    assert_eq!(events(&c.user, "result_refused").len(), 1);
+    assert_eq!(tasks_with_status(&status_json(&c.user), "done"), ["w"]);
+}
+
+#[test]
+fn a_result_under_the_lease_of_another_worker_is_refused_and_the_holder_lands_its_own() {
+    let c = Cluster::new();
+    let remote_main = git(&c.remote, &["rev-parse", "main"]).trim().to_owned();
+    let go = c.shared("go");
+    let tasks = c.tasks(&[format!(
+        r#"{{"id":"w","title":"w","mode":"write","run":"while [ ! -e {go} ]; do sleep 0.01; done; echo real > w.txt"}}"#,
+        go = go.display()
+    )]);
+    let worker = c.runner("w").start(&[]);
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
+    let claimed = wait_for_event(&c.user, "claimed", "w");
+    let holder = claimed["detail"]["worker"].as_str().unwrap().to_owned();
+    let run = newest_run(&c.user).unwrap();
+    let intruder = c.intruder();
+    let job = intruder.record(&format!("refs/swarm/{run}/ready/w"));
+    let forged = intruder.change_on(job["start"].as_str().unwrap());
+    let result_ref = format!("refs/swarm/{run}/result/w");
+    // A result naming a worker other than the lease's holder.
+    let result = intruder.result(&job, "mallory", &forged, &[]);
+    intruder.push(&[(&result, &result_ref)]);
+    let refused = wait_for_events(&c.user, "result_refused", 1);
+    assert_eq!(refused[0].1["worker"], "mallory");
+    assert_eq!(
+        refused[0].1["why"],
+        format!("the attempt's lease is worker {holder}'s")
+    );
+    wait_gone(&c, &result_ref);
+    // The holder was never disturbed: it finishes, and its result is the one taken.
+    std::fs::write(&go, "").unwrap();
+    assert_exit(&finish(coordinator), 0);
+    let worker = finish(worker);
+    assert_exit(&worker, 0);
+    assert!(
+        stderr(&worker).contains("w: result pushed (succeeded)"),
+        "{}",
+        stderr(&worker)
+    );
+    assert_only_the_real_change_landed(&c, &forged, &remote_main);
+    let arrived = events(&c.user, "result_arrived");
+    assert_eq!(arrived.len(), 1);
+    assert_eq!(arrived[0].1["worker"], holder.as_str());
+    assert!(events(&c.user, "lease_expired").is_empty());
+}
+
+/// Files of a commit, by name.
+type Files<'a> = &'a [(&'a str, &'a [u8])];
+
+/// A key the coordinator and its workers share, as a CI's secret store gives it.
+const KEY: &str = "5f0c8a7e1d2b4c6a9e8f7d6c5b4a3928";
+
+/// Every file under `dir`, as bytes, with its path.
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, bytes));
+        }
+    }
+    out
+}
+
+/// Whether `haystack` holds `needle`.
+fn holds(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn with_a_shared_key_a_run_works_and_unsigned_or_wrongly_signed_records_are_refused() {
+    let c = Cluster::new();
+    let remote_main = git(&c.remote, &["rev-parse", "main"]).trim().to_owned();
+    let tasks = c.tasks(&[
+        r#"{"id":"w","title":"w","mode":"write","run":"echo real > w.txt; echo \"${SWARM_REMOTE_KEY:-unset}\" > key.txt"}"#
+            .to_owned(),
+        r#"{"id":"r","title":"r","mode":"read","deps":["w"],"run":"echo \"key: ${SWARM_REMOTE_KEY:-unset}\""}"#
+            .to_owned(),
+    ]);
+    let coordinator = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .env("SWARM_REMOTE_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = wait_until("a run on the remote", || newest_run(&c.user));
+    let ready = format!("refs/swarm/{run}/ready/w");
+    wait_until("w published", || {
+        c.remote_refs().contains(&ready).then_some(())
+    });
+    let intruder = c.intruder();
+    let job = intruder.record(&ready);
+    // The coordinator signs what it publishes.
+    let signature = git(
+        &intruder.dir,
+        &["cat-file", "-p", &format!("{ready}:signature")],
+    );
+    assert_eq!(signature.trim().len(), 64, "{signature}");
+    let forged = intruder.change_on(job["start"].as_str().unwrap());
+    let (lease_ref, result_ref) = (
+        format!("refs/swarm/{run}/lease/w"),
+        format!("refs/swarm/{run}/result/w"),
+    );
+    // A lease and a result that look right, pushed together as a worker pushes them: first
+    // unsigned, then signed with a signature taken from another record.
+    let attempts: [(Files, &str); 2] = [
+        (&[], "it is not signed, and SWARM_REMOTE_KEY is set here"),
+        (
+            &[("signature", signature.as_bytes())],
+            "its signature was not made with SWARM_REMOTE_KEY",
+        ),
+    ];
+    for (n, (extra, why)) in attempts.into_iter().enumerate() {
+        let lease = intruder.ended_lease(&job, "mallory", extra);
+        let result = intruder.result(&job, "mallory", &forged, extra);
+        intruder.push(&[(&lease, &lease_ref), (&result, &result_ref)]);
+        let leases = wait_for_events(&c.user, "lease_refused", n + 1);
+        let results = wait_for_events(&c.user, "result_refused", n + 1);
+        for (task, detail) in [&leases[n], &results[n]] {
+            assert_eq!(task, "w");
+            assert_eq!(detail["worker"], "mallory", "{detail}");
+            assert_eq!(detail["why"], why, "{detail}");
+        }
+        wait_gone(&c, &lease_ref);
+        wait_gone(&c, &result_ref);
+    }
+    let runner = c.runner("w");
+    let worker = runner
+        .swarm(&["worker", "--remote", "origin", "--wait", "60s"])
+        .env("SWARM_REMOTE_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(coordinator);
+    assert_exit(&out, 0);
+    let worker = finish(worker);
+    assert_exit(&worker, 0);
+    assert_eq!(
+        stderr(&worker).matches("result pushed (succeeded)").count(),
+        2
+    );
+    assert_only_the_real_change_landed(&c, &forged, &remote_main);
+    // No process of a task saw the key, and it is written nowhere: not in the run's state on
+    // either machine, not on the remote, not on a terminal.
+    assert_eq!(c.user.read("key.txt"), "unset\n");
+    let shown = c.swarm(&["show", "r"]).output().unwrap();
+    assert!(stdout(&shown).contains("key: unset"), "{}", stdout(&shown));
+    for dir in [c.user.swarm_dir(), runner.root.join(".git/swarm")] {
+        let files = files_under(&dir);
+        assert!(!files.is_empty(), "{}", dir.display());
+        for (path, bytes) in files {
+            assert!(!holds(&bytes, KEY), "the key is in {}", path.display());
+        }
+    }
+    let objects = Command::new("git")
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .current_dir(&c.remote)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(holds(&objects.stdout, "real"));
+    assert!(!holds(&objects.stdout, KEY));
+    for output in [&out, &worker] {
+        assert!(!holds(&output.stdout, KEY) && !holds(&output.stderr, KEY));
+    }
+}
+
+#[test]
+fn a_worker_works_only_on_runs_signed_with_its_key() {
+    let c = Cluster::new();
+    let tasks = c.tasks(&[r#"{"id":"a","title":"a","mode":"read","run":"echo a"}"#.to_owned()]);
+    let w = c.runner("w");
+    let worker = |key: Option<&str>, args: &[&str]| {
+        let mut cmd = w.swarm(&[&["worker", "--remote", "origin"], args].concat());
+        if let Some(key) = key {
+            cmd.env("SWARM_REMOTE_KEY", key);
+        }
+        cmd
+    };
+    // A signed run.
+    let coordinator = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .env("SWARM_REMOTE_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = wait_until("a run on the remote", || newest_run(&c.user));
+    wait_until("the run published", || {
+        c.remote_refs()
+            .contains(&format!("refs/swarm/{run}/run"))
+            .then_some(())
+    });
+    let other = "0000000000000000ffffffffffffffff";
+    let out = worker(None, &["--wait", "0"]).output().unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains(&format!(
+            "run {run} on origin is signed: a worker on it needs SWARM_REMOTE_KEY, the key its coordinator has"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let out = worker(Some(other), &["--run", &run]).output().unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("its signature was not made with SWARM_REMOTE_KEY"),
+        "{}",
+        stderr(&out)
+    );
+    let out = worker(Some(other), &["--wait", "0"]).output().unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains(&format!("run {run} on origin: its signature was not made with SWARM_REMOTE_KEY; this worker runs only runs signed with its SWARM_REMOTE_KEY")),
+        "{}",
+        stderr(&out)
+    );
+    let out = worker(Some("sEcr3t"), &["--wait", "0"]).output().unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("SWARM_REMOTE_KEY is too short (6 bytes)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("sEcr3t"), "{}", stderr(&out));
+    // The coordinator's key, with the newline a secret read from a file ends with.
+    let out = worker(Some(&format!("{KEY}\n")), &["--wait", "60s"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_exit(&finish(coordinator), 0);
+    // An unsigned run: a worker with a key leaves it alone (anyone who can push could have
+    // published it), one without works on it.
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
+    let second = wait_until("a second run", || {
+        std::fs::read_dir(c.user.swarm_dir().join("runs"))
+            .ok()?
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .find(|r| *r != run)
+    });
+    wait_until("the second run published", || {
+        c.remote_refs()
+            .contains(&format!("refs/swarm/{second}/run"))
+            .then_some(())
+    });
+    let out = worker(Some(KEY), &["--wait", "0"]).output().unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains(&format!(
+            "run {second} on origin: it is not signed, and SWARM_REMOTE_KEY is set here"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert_exit(&worker(None, &["--wait", "60s"]).output().unwrap(), 0);
+    assert_exit(&finish(coordinator), 0);
+}
+
+#[test]
+fn a_bad_poll_or_key_is_a_usage_error_before_anything_runs() {
+    let c = Cluster::new();
+    let tasks = c.tasks(&[r#"{"id":"a","title":"a","run":"true"}"#.to_owned()]);
+    let w = c.runner("w");
+    for poll in ["abc", "-1", "0", "NaN", "inf", "1e9", "0.001"] {
+        let out = c
+            .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+            .env("SWARM_REMOTE_POLL", poll)
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert!(
+            stderr(&out).starts_with(&format!("error: SWARM_REMOTE_POLL={poll}: ")),
+            "{poll}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("hint: SWARM_REMOTE_POLL is how often"),
+            "{}",
+            stderr(&out)
+        );
+        let out = w
+            .swarm(&["worker", "--remote", "origin", "--wait", "0"])
+            .env("SWARM_REMOTE_POLL", poll)
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert!(
+            stderr(&out).starts_with(&format!("error: SWARM_REMOTE_POLL={poll}: ")),
+            "{poll}: {}",
+            stderr(&out)
+        );
+    }
+    // A worker renews its leases when it polls.
+    let out = w
+        .swarm(&["worker", "--remote", "origin", "--lease", "60s"])
+        .env("SWARM_REMOTE_POLL", "30")
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("the poll must be at most a third of --lease (1m00s)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .env("SWARM_REMOTE_KEY", "too-short")
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("SWARM_REMOTE_KEY is too short (9 bytes)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("too-short"), "{}", stderr(&out));
+    assert!(newest_run(&c.user).is_none());
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
+
+#[test]
+fn a_refused_result_under_an_ended_lease_has_its_attempt_published_again() {
+    let c = Cluster::new();
+    let remote_main = git(&c.remote, &["rev-parse", "main"]).trim().to_owned();
+    let tasks =
+        c.tasks(&[r#"{"id":"w","title":"w","mode":"write","run":"echo real > w.txt"}"#.to_owned()]);
+    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
+    let run = wait_until("a run on the remote", || newest_run(&c.user));
+    let ready = format!("refs/swarm/{run}/ready/w");
+    wait_until("w published", || {
+        c.remote_refs().contains(&ready).then_some(())
+    });
+    let intruder = c.intruder();
+    let job = intruder.record(&ready);
+    let forged = intruder.change_on(job["start"].as_str().unwrap());
+    // An ended lease keeps every worker from claiming the attempt: with its result refused,
+    // the attempt is published again, which takes both off.
+    let lease = intruder.ended_lease(&job, "mallory", &[]);
+    let result = intruder.result(&job, "eve", &forged, &[]);
+    intruder.push(&[
+        (&lease, &format!("refs/swarm/{run}/lease/w")),
+        (&result, &format!("refs/swarm/{run}/result/w")),
+    ]);
+    let refused = wait_for_event(&c.user, "result_refused", "w");
+    assert_eq!(
+        refused["detail"]["why"], "the attempt's lease is worker mallory's",
+        "{refused}"
+    );
+    let worker = c.runner("w").start(&[]);
+    let out = finish(coordinator);
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("Refused w: a result from worker eve refused: the attempt's lease is worker mallory's; published again"),
+        "{}",
+        stderr(&out)
+    );
+    assert_exit(&finish(worker), 0);
+    let published: Vec<serde_json::Value> = events(&c.user, "published")
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(
+        published,
+        [
+            serde_json::json!({"attempt": 1, "generation": 1}),
+            serde_json::json!({"attempt": 1, "generation": 2})
+        ]
+    );
+    assert_only_the_real_change_landed(&c, &forged, &remote_main);
+    assert_eq!(events(&c.user, "result_arrived")[0].1["generation"], 2);
 }

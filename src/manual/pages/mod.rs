@@ -135,6 +135,14 @@ const MODEL_ENV: &[Item] = &[
 /// What swarm itself reads besides its settings.
 const PROCESS_ENV: &[Item] = &[
     item(
+        "SWARM_REMOTE_KEY",
+        "For a run spread over machines (**--remote**, **swarm worker**): a secret the coordinator and every worker share (at least 16 bytes, e.g. from **openssl rand -hex 32**). With it, every record on the remote is signed (HMAC-SHA256), the coordinator refuses leases and results without a good signature, and a worker runs only runs signed with it; a worker without it refuses a signed run. No task, agent or command ever receives it, and its value is replaced by [redacted] wherever swarm writes.",
+    ),
+    item(
+        "SWARM_REMOTE_POLL",
+        "How often the coordinator and workers of a run spread over machines fetch the remote, in seconds (e.g. 0.5), from 0.01 to 600; 2 when unset. Another value is a usage error (exit 2), and so is a worker's poll longer than a third of its **--lease**.",
+    ),
+    item(
         "SWARM_ACTIVE",
         "Set (to 1) in every task's, agent's and hook's environment. A swarm that finds it set, started inside a task or a git hook that a task triggered, does nothing, says why and exits 0.",
     ),

@@ -150,7 +150,7 @@ impl<'a> Dispatcher<'a> {
             fault: None,
             coordinator: settings
                 .remote
-                .as_deref()
+                .as_ref()
                 .map(|r| remote::Coordinator::new(repo, &layout.run, r)),
         })
     }

@@ -1,9 +1,11 @@
 //! The coordinator of a run spread over machines (`--remote`): tasks the run's own slots do
 //! not take are published on the remote for workers; their results come back as reports, as
 //! if this process's pool had made them; a lease that goes unrenewed for its time is taken
-//! back and its attempt published again. See `crate::remote` for the refs.
+//! back and its attempt published again. A result is taken only for the attempt published,
+//! under the lease of the worker it names (seen in the same fetch, ended with it) and, with a
+//! key, signed; any other is refused, said so, and removed. See `crate::remote` for the refs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -12,10 +14,10 @@ use super::super::dag::{State, Transition};
 use super::super::job::Report;
 use super::super::run::Run;
 use super::super::{Checkout, Message, attempt, outcome};
-use crate::git::CommitId;
+use crate::git::{CommitId, Repo};
 use crate::plan::Mode;
 use crate::remote::link::{Link, Seen};
-use crate::remote::{self, Expect, Kind, Transport, Update, poll};
+use crate::remote::{self, Expect, Key, Kind, Records, Transport, Unread, Update};
 use crate::store::RunEvent;
 use crate::ui::Verb;
 
@@ -28,6 +30,8 @@ struct Published {
     generation: u32,
     /// The commit of its `ready` ref.
     job: CommitId,
+    /// The commit it starts from.
+    start: CommitId,
     /// Its lease as last seen: the commit, since when unchanged (by this clock), its time.
     lease: Option<(CommitId, Instant, Duration)>,
 }
@@ -48,20 +52,54 @@ pub(super) struct Coordinator {
     /// How many of the plan's tasks the remote's `run` record holds: tasks spawned (or
     /// planned) after it was written are published there before their first attempt.
     plan_published: usize,
+    /// The key the run's records are signed with, and the leases and results must be.
+    key: Option<Key>,
+    /// The leases and results refused, so that each is said once.
+    refused: BTreeSet<CommitId>,
+}
+
+/// What became of a result found on the remote.
+enum Found {
+    /// The attempt's: it finishes the task.
+    Taken(Box<remote::Outcome>),
+    /// Of an earlier publication: removed.
+    Stale,
+    /// Under the live lease of the worker it names: left for the next fetch (see `Fence`).
+    Pending,
+    /// Refused: said, and removed.
+    Refused(Refusal),
+}
+
+/// Why a result is refused, and the worker and generation it names, if it reads.
+struct Refusal {
+    worker: Option<String>,
+    generation: Option<u32>,
+    why: String,
 }
 
 impl Coordinator {
-    pub(super) fn new(repo: &crate::git::Repo, run: &str, remote: &str) -> Self {
+    pub(super) fn new(repo: &Repo, run: &str, remote: &super::super::Remote) -> Self {
         Self {
-            transport: Transport::new(repo.workdir(), remote),
+            transport: Transport::new(repo.workdir(), &remote.name),
             link: None,
             run_id: run.to_owned(),
             published: BTreeMap::new(),
             generations: BTreeMap::new(),
             refs: BTreeMap::new(),
             away: None,
-            poll: poll(),
+            poll: remote.poll,
             plan_published: 0,
+            key: remote.key.clone(),
+            refused: BTreeSet::new(),
+        }
+    }
+
+    /// The run's records in `repo`, signed and checked with the key.
+    fn records<'r>(&'r self, repo: &'r Repo) -> Records<'r> {
+        Records {
+            repo,
+            run: &self.run_id,
+            key: self.key.as_ref(),
         }
     }
 
@@ -89,32 +127,44 @@ impl Coordinator {
         let refs = self
             .reach(run, None, |t| t.fetch(&prefix))?
             .unwrap_or_default();
+        // A record this coordinator would not write (another key's, a forged one, one of a
+        // start with or without a key when this one is not) is replaced.
         let known = refs
             .get("run")
-            .and_then(|c| remote::read::<remote::RunInfo>(run.repo, c).ok());
+            .and_then(|c| {
+                self.records(run.repo)
+                    .read::<remote::RunInfo>(Kind::Run, c)
+                    .ok()
+            })
+            .filter(|info| info.signed == self.key.is_some());
         if let Some(info) = known {
             self.plan_published = crate::plan::Plan::read(&info.tasks).0.len();
         } else {
-            let update = [run_update(run, &self.info(run)?)?];
+            let update = [run_update(self.records(run.repo), run, &self.info(run)?)?];
             self.reach(run, None, |t| t.push(&update))?;
             self.plan_published = run.plan.len();
         }
         let index = index_of(&run.plan);
         for (name, oid) in &refs {
-            let Some(Kind::Ready(task) | Kind::Lease(task) | Kind::Result(task)) = Kind::of(name)
+            let Some(kind @ (Kind::Ready(task) | Kind::Lease(task) | Kind::Result(task))) =
+                Kind::of(name)
             else {
                 continue;
             };
             let Some(&i) = index.get(task) else {
                 continue;
             };
-            let generation = match Kind::of(name) {
-                Some(Kind::Ready(_)) => remote::read::<remote::Job>(run.repo, oid)
-                    .map(|j| (j.generation, Some(j.attempt))),
-                Some(Kind::Lease(_)) => {
-                    remote::read::<remote::Lease>(run.repo, oid).map(|l| (l.generation, None))
-                }
-                _ => remote::read::<remote::Outcome>(run.repo, oid).map(|o| (o.generation, None)),
+            let records = self.records(run.repo);
+            let generation = match kind {
+                Kind::Ready(_) => records
+                    .read::<remote::Job>(kind, oid)
+                    .map(|j| (j.generation, Some((j.attempt, CommitId::new(&j.start))))),
+                Kind::Lease(_) => records
+                    .read::<remote::Lease>(kind, oid)
+                    .map(|l| (l.generation, None)),
+                _ => records
+                    .read::<remote::Outcome>(kind, oid)
+                    .map(|o| (o.generation, None)),
             };
             let Ok((generation, attempt)) = generation else {
                 continue;
@@ -122,7 +172,7 @@ impl Coordinator {
             let g = self.generations.entry(i).or_default();
             *g = (*g).max(generation);
             // An attempt the board has as its last, not ended: still out with the workers.
-            if let Some(attempt) = attempt
+            if let Some((attempt, start)) = attempt
                 && attempt == run.slots[i].attempts
                 && attempt > 0
                 && matches!(run.dag.state(i), State::Waiting | State::Ready)
@@ -135,6 +185,7 @@ impl Coordinator {
                         attempt,
                         generation,
                         job: oid.clone(),
+                        start,
                         lease: None,
                     },
                 );
@@ -221,12 +272,13 @@ impl Coordinator {
     /// The run's record as the remote is to hold it now.
     fn info(&self, run: &Run<'_>) -> anyhow::Result<remote::RunInfo> {
         Ok(remote::RunInfo {
-            version: remote::VERSION,
+            version: remote::version(self.key.is_some()),
             run: self.run_id.clone(),
             base: run.layout.base.to_string(),
             tasks: run.plan.to_jsonl(),
             options: run.record.options()?,
             ended: false,
+            signed: self.key.is_some(),
         })
     }
 
@@ -242,7 +294,7 @@ impl Coordinator {
         // A task the workers' plan does not have yet (a spawned one): the run's record with
         // it goes first; a worker that sees the attempt before the record waits for it.
         if run.plan.len() > self.plan_published {
-            let update = run_update(run, &self.info(run)?)?;
+            let update = run_update(self.records(run.repo), run, &self.info(run)?)?;
             if let Some(link) = &mut self.link {
                 link.push(vec![update]);
             }
@@ -281,17 +333,17 @@ impl Coordinator {
             })
             .collect();
         let job = remote::Job {
-            version: remote::VERSION,
+            version: remote::version(self.key.is_some()),
             task: id.clone(),
             attempt,
             generation,
             start: tip.to_string(),
             deps,
         };
-        let commit = remote::write(
-            run.repo,
+        let commit = self.records(run.repo).write(
+            Kind::Ready(&id),
             &job,
-            &[],
+            None,
             &parents,
             &format!("swarm task {id} attempt {attempt}"),
         )?;
@@ -302,6 +354,7 @@ impl Coordinator {
                 attempt,
                 generation,
                 job: commit,
+                start: tip.clone(),
                 lease: None,
             },
         );
@@ -354,37 +407,42 @@ impl Coordinator {
         let tasks: Vec<usize> = self.published.keys().copied().collect();
         for i in tasks {
             let id = run.plan.tasks[i].id.to_string();
-            let generation = self.published[&i].generation;
+            let (generation, attempt) = (self.published[&i].generation, self.published[&i].attempt);
             // Its publication was refused (what it took off had changed): again, from now.
             let job = self.published[&i].job.clone();
             if self.refs.get(&format!("ready/{id}")) != Some(&job) {
                 self.push_job(&id, &job);
                 continue;
             }
-            // A record that does not read (another swarm's, a broken one) is taken off as
-            // stale: it stops nothing.
+            let lease = self.lease(run, &id, generation, &mut stale)?;
             if let Some(oid) = self.refs.get(&format!("result/{id}")).cloned() {
-                match remote::read::<remote::Outcome>(run.repo, &oid) {
-                    Ok(o) if o.generation == generation => {
+                let held = lease.as_ref().map(|(_, l)| l);
+                match self.result(run.repo, &id, &oid, (generation, attempt), held) {
+                    Found::Taken(o) => {
                         reports.push(self.arrived(run, i, &o, &oid)?);
                         continue;
                     }
-                    _ => stale.push(("result", id.clone(), oid)),
+                    Found::Stale => stale.push(("result", id.clone(), oid)),
+                    Found::Pending => {}
+                    Found::Refused(refusal) => {
+                        // Under a lease ended with it nobody can claim the attempt: it is
+                        // published again, which takes both off.
+                        let ended = held.is_some_and(|l| l.ended);
+                        self.refuse(run, &id, &oid, &refusal, ended)?;
+                        if ended {
+                            let start = self.published[&i].start.clone();
+                            self.send(run, i, attempt, &start)?;
+                            continue;
+                        }
+                        stale.push(("result", id.clone(), oid));
+                    }
                 }
             }
-            let lease_oid = self.refs.get(&format!("lease/{id}")).cloned();
-            let Some(oid) = lease_oid else {
+            let Some((oid, lease)) = lease else {
                 if let Some(p) = self.published.get_mut(&i) {
                     p.lease = None;
                 }
                 continue;
-            };
-            let lease = match remote::read::<remote::Lease>(run.repo, &oid) {
-                Ok(lease) if lease.generation == generation => lease,
-                _ => {
-                    stale.push(("lease", id.clone(), oid));
-                    continue;
-                }
             };
             let Some(p) = self.published.get_mut(&i) else {
                 continue;
@@ -397,7 +455,7 @@ impl Coordinator {
                         run.record.task_event(
                             &id,
                             RunEvent::Claimed {
-                                worker: lease.worker.clone(),
+                                worker: shown(&lease.worker),
                                 generation,
                             },
                         )?;
@@ -422,6 +480,125 @@ impl Coordinator {
         Ok(reports)
     }
 
+    /// Task `id`'s lease as the fetch found it, when it is one of the attempt published as
+    /// `generation`. One of another generation, or one that does not read, is taken off as
+    /// stale; one without a good signature (with a key) is refused and taken off.
+    fn lease(
+        &mut self,
+        run: &mut Run<'_>,
+        id: &str,
+        generation: u32,
+        stale: &mut Vec<(&'static str, String, CommitId)>,
+    ) -> anyhow::Result<Option<(CommitId, remote::Lease)>> {
+        let Some(oid) = self.refs.get(&format!("lease/{id}")).cloned() else {
+            return Ok(None);
+        };
+        match self
+            .records(run.repo)
+            .read::<remote::Lease>(Kind::Lease(id), &oid)
+        {
+            Ok(lease) if lease.generation == generation && lease.task == id => {
+                return Ok(Some((oid, lease)));
+            }
+            Ok(_) | Err(Unread::Broken(_)) => {}
+            Err(why) => {
+                if self.refused.insert(oid.clone()) {
+                    let named = remote::read::<remote::Lease>(run.repo, &oid).ok();
+                    let worker = named.as_ref().map(|l| shown(&l.worker));
+                    run.record.task_event(
+                        id,
+                        RunEvent::LeaseRefused {
+                            worker: worker.clone(),
+                            generation: named.map(|l| l.generation),
+                            why: why.to_string(),
+                        },
+                    )?;
+                    let line = format!(
+                        "{id}: a lease{} refused: {why}; removed from the remote",
+                        from_worker(worker.as_deref())
+                    );
+                    run.ui.note(Verb::Refused, &line);
+                }
+            }
+        }
+        stale.push(("lease", id.to_owned(), oid));
+        Ok(None)
+    }
+
+    /// What becomes of the result `oid` of task `id`, whose attempt is published as
+    /// `(generation, attempt)` and held by `lease` (as the same fetch found it).
+    fn result(
+        &self,
+        repo: &Repo,
+        id: &str,
+        oid: &CommitId,
+        (generation, attempt): (u32, u32),
+        lease: Option<&remote::Lease>,
+    ) -> Found {
+        match self
+            .records(repo)
+            .read::<remote::Outcome>(Kind::Result(id), oid)
+        {
+            Ok(o) if o.generation != generation => Found::Stale,
+            Ok(o) => match fence(&o, lease, id, attempt) {
+                Fence::Holds => Found::Taken(Box::new(o)),
+                Fence::Pending => Found::Pending,
+                Fence::Broken(why) => Found::Refused(Refusal {
+                    worker: Some(shown(&o.worker)),
+                    generation: Some(o.generation),
+                    why,
+                }),
+            },
+            Err(why) => {
+                let named = remote::read::<remote::Outcome>(repo, oid).ok();
+                Found::Refused(Refusal {
+                    worker: named.as_ref().map(|o| shown(&o.worker)),
+                    generation: named.map(|o| o.generation),
+                    why: why.to_string(),
+                })
+            }
+        }
+    }
+
+    /// Says, once, that the result `oid` of task `id` is refused, and what becomes of it: the
+    /// attempt is published again (`again`), or it is removed from the remote.
+    fn refuse(
+        &mut self,
+        run: &mut Run<'_>,
+        id: &str,
+        oid: &CommitId,
+        refusal: &Refusal,
+        again: bool,
+    ) -> anyhow::Result<()> {
+        if !self.refused.insert(oid.clone()) {
+            return Ok(());
+        }
+        let Refusal {
+            worker,
+            generation,
+            why,
+        } = refusal;
+        run.record.task_event(
+            id,
+            RunEvent::ResultRefused {
+                worker: worker.clone(),
+                generation: *generation,
+                why: why.clone(),
+            },
+        )?;
+        let then = if again {
+            "published again"
+        } else {
+            "removed from the remote"
+        };
+        let line = format!(
+            "{id}: a result{} refused: {why}; {then}",
+            from_worker(worker.as_deref())
+        );
+        run.ui.note(Verb::Refused, &line);
+        Ok(())
+    }
+
     /// A worker's result of task `i`: its transcript in place, a writer's branch set, its
     /// `ready` ref taken off the remote; the report to finish it with.
     fn arrived(
@@ -437,7 +614,7 @@ impl Coordinator {
             run.record.task_event(
                 &id,
                 RunEvent::Claimed {
-                    worker: o.worker.clone(),
+                    worker: shown(&o.worker),
                     generation: o.generation,
                 },
             )?;
@@ -464,7 +641,7 @@ impl Coordinator {
         run.record.task_event(
             &id,
             RunEvent::ResultArrived {
-                worker: o.worker.clone(),
+                worker: shown(&o.worker),
                 generation: o.generation,
                 status: outcome::status_name(o.status).to_owned(),
             },
@@ -506,7 +683,7 @@ impl Coordinator {
                 .refs
                 .get(&format!("lease/{id}"))
                 .and_then(|oid| remote::read::<remote::Lease>(run.repo, oid).ok())
-                .map(|l| l.worker)
+                .map(|l| shown(&l.worker))
                 .unwrap_or_default();
             let generation = self.published[&i].generation;
             run.record.task_event(
@@ -547,9 +724,12 @@ impl Coordinator {
         // First the run is marked ended (a new commit of its record, no ref deleted): the
         // workers stop on it even when a remote that takes no deletions keeps the refs.
         if let Some(commit) = refs.get("run") {
-            let mut info: remote::RunInfo = remote::read(run.repo, commit)?;
+            let mut info = self
+                .records(run.repo)
+                .read::<remote::RunInfo>(Kind::Run, commit)
+                .or_else(|_| self.info(run))?;
             info.ended = true;
-            let update = [run_update(run, &info)?];
+            let update = [run_update(self.records(run.repo), run, &info)?];
             self.reach(run, Some(CLOSING_TRIES), |t| t.push(&update))?;
         }
         let Some(refs) = self.reach(run, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
@@ -587,7 +767,7 @@ fn foreign_commit(run: &Run<'_>, i: usize, o: &remote::Outcome) -> Option<String
         Ok(true) => None,
         Ok(false) => Some(format!(
             "worker {} sent commit {} that does not descend from the commit the task started from ({}); nothing of it is merged",
-            o.worker,
+            shown(&o.worker),
             commit.short(),
             start.short()
         )),
@@ -599,13 +779,79 @@ fn foreign_commit(run: &Run<'_>, i: usize, o: &remote::Outcome) -> Option<String
     }
 }
 
+/// Whether a result is under the fence of the attempt's lease.
+#[derive(Debug, PartialEq, Eq)]
+enum Fence {
+    /// It is the attempt's, and the lease of the worker it names was ended with it.
+    Holds,
+    /// The worker it names holds the lease, not yet ended: a fetch can see one ref of an
+    /// atomic push changed before the other, so the next fetch decides. (One that is not the
+    /// worker's own stays until its lease runs out, and goes with the next publication.)
+    Pending,
+    /// Not the attempt's, or not under its lease: why.
+    Broken(String),
+}
+
+/// Whether the result `o` of task `task` is taken for the attempt `attempt` published: it
+/// must be that attempt's, and come with the lease of the worker it names (of the attempt's
+/// generation), ended with it in the same push, as a worker pushes its result.
+fn fence(o: &remote::Outcome, lease: Option<&remote::Lease>, task: &str, attempt: u32) -> Fence {
+    if o.task != task {
+        return Fence::Broken(format!("it names task {}", shown(&o.task)));
+    }
+    if o.attempt != attempt {
+        return Fence::Broken(format!(
+            "it names attempt {}, and the one published is attempt {attempt}",
+            o.attempt
+        ));
+    }
+    let Some(lease) = lease else {
+        return Fence::Broken("no worker holds a lease on the attempt".to_owned());
+    };
+    if lease.worker != o.worker {
+        return Fence::Broken(format!(
+            "the attempt's lease is worker {}'s",
+            shown(&lease.worker)
+        ));
+    }
+    if lease.ended {
+        Fence::Holds
+    } else {
+        Fence::Pending
+    }
+}
+
+/// A name a record gives, as the run's events and terminal show it: printable characters
+/// only, and not too many of them (anyone who can push writes it).
+fn shown(name: &str) -> String {
+    const MOST: usize = 80;
+    let mut out: String = name
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MOST)
+        .collect();
+    if name.chars().filter(|c| !c.is_control()).count() > MOST {
+        out.push('…');
+    }
+    out
+}
+
+/// ` from worker W`, when a record names one.
+fn from_worker(worker: Option<&str>) -> String {
+    worker.map_or_else(String::new, |w| format!(" from worker {w}"))
+}
+
 /// The push that sets the run's `run` ref to `info` (its commit on the run's base).
-fn run_update(run: &Run<'_>, info: &remote::RunInfo) -> anyhow::Result<Update> {
+fn run_update(
+    records: Records<'_>,
+    run: &Run<'_>,
+    info: &remote::RunInfo,
+) -> anyhow::Result<Update> {
     let what = if info.ended { " ended" } else { "" };
-    let commit = remote::write(
-        run.repo,
+    let commit = records.write(
+        Kind::Run,
         info,
-        &[],
+        None,
         std::slice::from_ref(&run.layout.base),
         &format!("swarm run {}{what}", info.run),
     )?;
@@ -623,4 +869,84 @@ fn index_of(plan: &crate::plan::Plan) -> std::collections::HashMap<&str, usize> 
         .enumerate()
         .map(|(i, t)| (t.id.as_str(), i))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Fence, fence, shown};
+    use crate::remote::{Lease, Outcome, Status};
+
+    fn outcome(worker: &str) -> Outcome {
+        Outcome {
+            task: "a".to_owned(),
+            attempt: 2,
+            generation: 3,
+            worker: worker.to_owned(),
+            status: Status::Succeeded,
+            result: None,
+            commit: None,
+            why: None,
+            fault: None,
+            limit: None,
+            tokens: 0,
+            cost: None,
+            elapsed_ms: 0,
+            stderr_tail: Vec::new(),
+            spawn: None,
+        }
+    }
+
+    fn lease(worker: &str, ended: bool) -> Lease {
+        Lease {
+            task: "a".to_owned(),
+            generation: 3,
+            worker: worker.to_owned(),
+            renewal: 1,
+            ttl_ms: 60_000,
+            expires_at_ms: 0,
+            ended,
+        }
+    }
+
+    #[test]
+    fn a_result_is_taken_only_under_its_workers_lease_ended_with_it() {
+        let o = outcome("w1");
+        assert_eq!(fence(&o, Some(&lease("w1", true)), "a", 2), Fence::Holds);
+        // Its lease not ended yet: the next fetch shows the rest of its push.
+        assert_eq!(fence(&o, Some(&lease("w1", false)), "a", 2), Fence::Pending);
+        let refusals = [
+            (
+                fence(&o, None, "a", 2),
+                "no worker holds a lease on the attempt",
+            ),
+            (
+                fence(&o, Some(&lease("w2", true)), "a", 2),
+                "the attempt's lease is worker w2's",
+            ),
+            (
+                fence(&o, Some(&lease("w2", false)), "a", 2),
+                "the attempt's lease is worker w2's",
+            ),
+            (
+                fence(&o, Some(&lease("w1", true)), "a", 1),
+                "it names attempt 2, and the one published is attempt 1",
+            ),
+            (
+                fence(&o, Some(&lease("w1", true)), "b", 2),
+                "it names task a",
+            ),
+        ];
+        for (got, want) in refusals {
+            assert_eq!(got, Fence::Broken(want.to_owned()));
+        }
+    }
+
+    #[test]
+    fn names_from_records_are_shown_printable_and_short() {
+        assert_eq!(shown("host-12-ab"), "host-12-ab");
+        assert_eq!(shown("evil\u{1b}[2Jname\n"), "evil[2Jname");
+        let long = "x".repeat(200);
+        assert_eq!(shown(&long).chars().count(), 81);
+        assert!(shown(&long).ends_with('…'));
+    }
 }

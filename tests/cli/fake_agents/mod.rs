@@ -74,7 +74,7 @@ use serde_json::Value;
 pub const AGENTS: [&str; 2] = ["claude", "codex"];
 
 /// Variables whose presence every call records (never their values: some are secrets).
-const WATCHED_ENV: &str = "SWARM_API_KEY OPENAI_API_KEY ANTHROPIC_API_KEY CODEX_API_KEY \
+const WATCHED_ENV: &str = "SWARM_API_KEY OPENAI_API_KEY ANTHROPIC_API_KEY CODEX_API_KEY SWARM_REMOTE_KEY \
     SWARM_RUN_ID SWARM_TASK_ID SWARM_MODE SWARM_ACTIVE SWARM_DEPS_DIR GIT_DIR GIT_WORK_TREE \
     GIT_INDEX_FILE CLAUDECODE";
 
