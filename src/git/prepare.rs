@@ -462,7 +462,9 @@ pub(super) fn is_under(path: &[u8], paths: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{LOCKFILES, cache_key, copy_included, is_under, seed};
+    use std::path::Path;
+
+    use super::{LOCKFILES, cache_key, check_included, copy_included, is_under, seed};
 
     fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -521,16 +523,43 @@ mod tests {
     }
 
     #[test]
-    fn included_files_are_copied_as_their_contents_and_missing_ones_named() {
+    fn included_files_are_copied_and_links_as_links_to_the_checkouts_own_files() {
         let user = dir_with(&[(".env", "SECRET=1\n")]);
         std::os::unix::fs::symlink(user.path().join(".env"), user.path().join("linked")).unwrap();
         let checkout = dir_with(&[("linked", "old\n")]);
         let paths = vec![".env".to_owned(), "linked".to_owned(), "gone".to_owned()];
         let missing = copy_included(user.path(), checkout.path(), &paths).unwrap();
         assert_eq!(missing, ["gone"]);
+        // A link by an absolute path to a file of yours leads to the checkout's copy.
         let linked = checkout.path().join("linked");
-        assert!(!std::fs::symlink_metadata(&linked).unwrap().is_symlink());
-        assert_eq!(std::fs::read_to_string(linked).unwrap(), "SECRET=1\n");
+        assert_eq!(std::fs::read_link(&linked).unwrap(), Path::new(".env"));
+        std::fs::write(&linked, "CHANGED=1\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(user.path().join(".env")).unwrap(),
+            "SECRET=1\n"
+        );
+    }
+
+    #[test]
+    fn an_included_link_out_of_the_top_or_the_top_itself_is_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        let user = dir_with(&[("a.txt", "a\n")]);
+        std::os::unix::fs::symlink(outside.path(), user.path().join("away")).unwrap();
+        std::os::unix::fs::symlink("..", user.path().join("up")).unwrap();
+        std::os::unix::fs::symlink("a.txt", user.path().join("near")).unwrap();
+        std::fs::create_dir(user.path().join("d")).unwrap();
+        std::os::unix::fs::symlink("../../x", user.path().join("d/deep")).unwrap();
+        let check = |p: &str| check_included(user.path(), &[p.to_owned()]);
+        assert!(check("near").is_ok());
+        assert!(check("a.txt").is_ok());
+        for p in ["away", "away/file", "up", "d", "."] {
+            assert!(check(p).is_err(), "{p}");
+        }
+        assert!(
+            check("d")
+                .unwrap_err()
+                .contains("d/deep is a link to ../../x")
+        );
     }
 
     #[test]
