@@ -20,6 +20,7 @@ pub(crate) mod near;
 pub(crate) mod panic;
 pub(crate) mod plan;
 pub(crate) mod planner;
+pub(crate) mod planted;
 pub(crate) mod preview;
 pub(crate) mod remote;
 pub(crate) mod report;

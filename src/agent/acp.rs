@@ -76,7 +76,7 @@ pub(crate) fn run(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> Finished 
 
 fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<Finished> {
     let started = Instant::now();
-    let mut transcript = File::create(&inv.transcript)?;
+    let mut transcript = crate::planted::replace(&inv.transcript)?;
     transcript.write_all(crate::secret::redact(&inv.header).as_bytes())?;
     transcript
         .write_all(b"--- conversation (> to the agent, < from it; its stderr between) ---\n")?;

@@ -174,11 +174,10 @@ fn could_not_run(inv: &Invocation, e: &anyhow::Error) -> Finished {
     }
 }
 
+/// Adds `text` at the end of the transcript at `path`.
 fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)?;
+    let mut f =
+        crate::planted::open_with(path, std::fs::OpenOptions::new().append(true).create(true))?;
     f.write_all(text.as_bytes())
 }
 
@@ -188,18 +187,13 @@ fn spawn_and_wait(
     way: reap::Wait,
 ) -> anyhow::Result<Finished> {
     let started = Instant::now();
-    let mut transcript = File::create(&inv.transcript)?;
+    let mut transcript = crate::planted::replace(&inv.transcript)?;
     transcript.write_all(inv.header.as_bytes())?;
     transcript.write_all(b"--- stderr ---\n")?;
     // Stdout goes to a file, not a pipe: a grandchild that keeps the pipe open could otherwise
     // hold the attempt hostage after the agent has exited.
     let mut out = match &inv.stdout_file {
-        Some(path) => std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?,
+        Some(path) => crate::planted::replace(path)?,
         None => tempfile_in(&inv.transcript)?,
     };
 
@@ -491,7 +485,8 @@ const TAIL_LINE_CAP: usize = 300;
 
 /// What the attempt's transcript holds of the agent's stderr.
 fn transcript_stderr(transcript: &std::path::Path) -> String {
-    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    let bytes = crate::planted::read_start(transcript, u64::MAX).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     let Some((_, rest)) = text.split_once("--- stderr ---\n") else {
         return String::new();
     };

@@ -388,7 +388,9 @@ fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
     // A Codex attempt a killed swarm never saw end left its stdout, and its thread in it.
     let left = || {
         let out = codex_stdout(run.layout, task.id.as_str(), slot.attempts);
-        let text = std::fs::read_to_string(out).ok()?;
+        // Codex names its thread in its first event; the agent may have put anything there.
+        let text = crate::planted::read_start(&out, crate::agent::RESULT_CAP as u64).ok()?;
+        let text = String::from_utf8_lossy(&text);
         crate::agent::cli::parse(profile.parser, &text, &crate::agent::cli::Now::here()).session
     };
     let session = slot.session.clone().or_else(|| {
@@ -424,19 +426,18 @@ fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::Pa
 fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32) {
     use std::io::Write as _;
     let left = codex_stdout(layout, id, attempt);
-    let Ok(text) = std::fs::read(&left) else {
+    let Ok(mut text) = crate::planted::open(&left) else {
         return;
     };
     let transcript = layout
         .run_dir
         .join("attempts")
         .join(format!("{id}.{attempt}.log"));
-    let kept = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&transcript)
+    let kept = crate::planted::open_with(&transcript, std::fs::OpenOptions::new().append(true))
+        .map_err(std::io::Error::from)
         .and_then(|mut f| {
             f.write_all(b"--- stdout (the attempt was cut short by the end of swarm) ---\n")?;
-            f.write_all(&text)
+            std::io::copy(&mut text, &mut f).map(drop)
         });
     if kept.is_ok() {
         let _ = crate::secret::redact_file(&transcript);

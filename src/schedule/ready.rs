@@ -139,7 +139,8 @@ impl<'a> Preparer<'a> {
             ..self.invocation.clone()
         };
         let outcome = agent::run(&inv, watchdog).outcome;
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let text = crate::planted::read_start(&log, u64::MAX).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
         let _ = std::fs::remove_file(&log);
         let section = format!("--- setup: {command} ---\n{text}");
         let why = match outcome {
@@ -156,13 +157,14 @@ impl<'a> Preparer<'a> {
                 &self.invocation.transcript,
             )),
         };
-        let _ = std::fs::write(
-            &self.invocation.transcript,
-            format!(
-                "{}{notes}{section}swarm: the agent did not start\n",
+        let _ = crate::planted::replace(&self.invocation.transcript).and_then(|mut f| {
+            use std::io::Write as _;
+            writeln!(
+                f,
+                "{}{notes}{section}swarm: the agent did not start",
                 self.invocation.header
-            ),
-        );
+            )
+        });
         Err(match why {
             None => Verdict::Interrupted,
             Some(why) => Verdict::Fault(Fault {

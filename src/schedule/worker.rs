@@ -456,8 +456,11 @@ impl Worker<'_> {
             return Ok(());
         };
         let o = outcome::outcome(&id, held.generation, &self.setup.id, report);
-        let transcript =
-            std::fs::read(report_transcript(&self.run, &id, report.attempt)).unwrap_or_default();
+        let transcript = crate::planted::read_start(
+            &report_transcript(&self.run, &id, report.attempt),
+            u64::MAX,
+        )
+        .unwrap_or_default();
         let parents: Vec<CommitId> = o.commit.iter().map(|c| CommitId::new(c)).collect();
         let result = remote::write(
             self.run.repo,
