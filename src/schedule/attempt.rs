@@ -36,7 +36,7 @@ pub(super) fn prepare(
     let attempt = run.slots[i].attempts + 1;
     let continuing = continued_session(run, i);
     if attempt > 1 {
-        file_left_stdout(layout, id, attempt - 1);
+        file_left_stdout(layout, id, attempt - 1, settings.transcript_cap);
     }
     let transcript = layout
         .run_dir
@@ -284,6 +284,7 @@ pub(super) fn prepare(
             stall: settings.stall_timeout.filter(|_| builtin.is_none()),
             stdout_file,
             transcript,
+            transcript_cap: settings.transcript_cap,
             header,
         },
         builtin,
@@ -423,8 +424,8 @@ fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::Pa
 
 /// What an attempt a killed swarm never saw end printed goes into its transcript, once the next
 /// attempt has read it.
-fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32) {
-    use std::io::Write as _;
+fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32, cap: u64) {
+    use crate::agent::transcript::Transcript;
     let left = codex_stdout(layout, id, attempt);
     let Ok(mut text) = crate::planted::open(&left) else {
         return;
@@ -433,14 +434,15 @@ fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32) {
         .run_dir
         .join("attempts")
         .join(format!("{id}.{attempt}.log"));
-    let kept = crate::planted::open_with(&transcript, std::fs::OpenOptions::new().append(true))
-        .map_err(std::io::Error::from)
-        .and_then(|mut f| {
-            f.write_all(b"--- stdout (the attempt was cut short by the end of swarm) ---\n")?;
-            std::io::copy(&mut text, &mut f).map(drop)
-        });
+    // Within what the cap leaves of the transcript, as the attempt's own stdout would be.
+    let kept = Transcript::reopen(&transcript, cap).and_then(|mut t| {
+        t.note("--- stdout (the attempt was cut short by the end of swarm) ---\n")?;
+        let mut stdout = t.stream(t.room())?;
+        stdout.copy_from(&mut text)?;
+        t.end(stdout)?;
+        t.redact()
+    });
     if kept.is_ok() {
-        let _ = crate::secret::redact_file(&transcript);
         let _ = std::fs::remove_file(left);
     }
 }

@@ -94,7 +94,7 @@ pub(super) struct Report {
 }
 
 /// At most this many lines of a failed attempt's stderr are kept for the terminal and the
-/// report; the transcript has all of it.
+/// report; the transcript has more of it.
 pub(super) const STDERR_TAIL_LINES: usize = 20;
 
 /// What an attempt's agent reported besides its verdict.

@@ -133,13 +133,18 @@ impl<'a> Preparer<'a> {
             env_pass: Vec::new(),
             stdin: None,
             transcript: log.clone(),
+            // The setup's output goes into the task's transcript: a quarter of its cap at
+            // most, the rest is the task's.
+            transcript_cap: self.invocation.transcript_cap / 4,
             stall: None,
             header: String::new(),
             stdout_file: None,
             ..self.invocation.clone()
         };
         let outcome = agent::run(&inv, watchdog).outcome;
-        let text = crate::planted::read_start(&log, u64::MAX).unwrap_or_default();
+        // Within the setup's cap, and the lines swarm wrote around what it printed.
+        let most = inv.transcript_cap.saturating_add(1 << 20);
+        let text = crate::planted::read_start(&log, most).unwrap_or_default();
         let text = String::from_utf8_lossy(&text);
         let _ = std::fs::remove_file(&log);
         let section = format!("--- setup: {command} ---\n{text}");

@@ -114,6 +114,10 @@ const SETTINGS_ENV: &[Item] = &[
         "SWARM_RESOLVE_CONFLICTS, SWARM_FRESH_RETRIES",
         "**--resolve-conflicts** and **--fresh-retries**: 1, true or yes; 0, false or no.",
     ),
+    item(
+        "SWARM_TRANSCRIPT_CAP",
+        "The key **transcript-cap** (no flag): the most an attempt's transcript keeps of what it prints, a size like 64MiB (the default), 512k or 1GiB, in units of 1024; past it, the first and last parts are kept and the cut between them is marked.",
+    ),
 ];
 
 /// The model endpoint of the planner and the built-in agent.
@@ -208,7 +212,7 @@ const RUN_FILES: &[Item] = &[
     ),
     item(
         ".git/swarm/runs/RUN/attempts/",
-        "One transcript per attempt, _task_**.**_n_**.log** (its command, stderr, stdout and outcome), and beside them _task_**.**_n_**.check.log** (the writer's check), _task_**.resolve.log** (a conflict-resolving attempt) and _task_**.escalate.log** (the **--on-escalate** command); a Codex attempt's output is kept in _task_**.**_n_**.stdout** while it runs.",
+        "One transcript per attempt, _task_**.**_n_**.log** (its command, stderr, stdout and outcome, at most **transcript-cap** of what it printed), and beside them _task_**.**_n_**.check.log** (the writer's check), _task_**.resolve.log** (a conflict-resolving attempt) and _task_**.escalate.log** (the **--on-escalate** command); a Codex attempt's output is kept in _task_**.**_n_**.stdout** while it runs.",
     ),
     item(
         ".git/swarm/runs/RUN/report.md",
@@ -228,7 +232,7 @@ const RUN_FILES: &[Item] = &[
 const CONFIG_FILES: &[Item] = &[
     item(
         ".swarm.toml",
-        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**spawning**, **max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the README). It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
+        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**spawning**, **max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the README), and **transcript-cap**. It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
     ),
     item(
         "~/.config/swarm/config.toml",
