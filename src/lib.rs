@@ -13,6 +13,7 @@ pub mod cli;
 mod command;
 pub mod complete;
 pub(crate) mod config;
+pub(crate) mod disk;
 pub(crate) mod git;
 pub(crate) mod llm;
 pub mod manual;

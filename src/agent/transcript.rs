@@ -18,6 +18,7 @@ const CHUNK: usize = 64 * 1024;
 /// An attempt's transcript file, held to its cap.
 pub(crate) struct Transcript {
     file: File,
+    path: PathBuf,
     dir: PathBuf,
     cap: u64,
     /// Bytes in the file so far.
@@ -29,7 +30,8 @@ impl Transcript {
     /// through), to hold at most `cap` bytes of what processes print.
     pub(crate) fn create(path: &Path, cap: u64) -> std::io::Result<Self> {
         Ok(Self {
-            file: crate::planted::replace(path)?,
+            file: crate::planted::replace(path).map_err(|e| crate::disk::name(path, e))?,
+            path: path.to_owned(),
             dir: path.parent().unwrap_or(Path::new(".")).to_owned(),
             cap,
             written: 0,
@@ -44,6 +46,7 @@ impl Transcript {
         let written = file.seek(SeekFrom::End(0))?;
         Ok(Self {
             file,
+            path: path.to_owned(),
             dir: path.parent().unwrap_or(Path::new(".")).to_owned(),
             cap,
             written,
@@ -52,7 +55,9 @@ impl Transcript {
 
     /// Writes swarm's own text, whole.
     pub(crate) fn note(&mut self, text: &str) -> std::io::Result<()> {
-        self.file.write_all(text.as_bytes())?;
+        self.file
+            .write_all(text.as_bytes())
+            .map_err(|e| crate::disk::name(&self.path, e))?;
         self.written += text.len() as u64;
         Ok(())
     }
@@ -82,15 +87,18 @@ impl Transcript {
         })
     }
 
-    /// Ends `stream`: its cut is marked and its last part written.
+    /// Ends `stream`: its cut is marked and its last part written. A write that found the
+    /// disk full, then or while the stream ran, names the transcript.
     pub(crate) fn end(&mut self, stream: Stream) -> std::io::Result<()> {
-        self.written += stream.finish()?;
+        self.written += stream
+            .finish()
+            .map_err(|e| crate::disk::name(&self.path, e))?;
         Ok(())
     }
 
     /// Hides the secrets it holds, through the file swarm has open.
     pub(crate) fn redact(mut self) -> std::io::Result<()> {
-        crate::secret::redact_in(&mut self.file)
+        crate::secret::redact_in(&mut self.file).map_err(|e| crate::disk::name(&self.path, e))
     }
 }
 

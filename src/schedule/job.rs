@@ -192,7 +192,8 @@ impl Job {
                 None => Verdict::Failed(crate::ui::without_libgit2_codes(&format!("{e:#}"))),
             },
         };
-        // An attempt that failed on a full disk failed of the disk.
+        // An attempt that failed on a full disk (its TMPDIR's, its checkout's, the run's
+        // records') failed of the disk.
         let verdict = match verdict {
             Verdict::Failed(why) => {
                 let run_dir = self
@@ -200,7 +201,8 @@ impl Job {
                     .transcript
                     .parent()
                     .unwrap_or(Path::new("."));
-                match Fault::of_full_disk(&[&self.invocation.cwd, run_dir], &why) {
+                let dirs = [self.tmp.as_path(), &self.invocation.cwd, run_dir];
+                match Fault::of_full_disk(&dirs, &why) {
                     Some(fault) => Verdict::Fault(fault),
                     None => Verdict::Failed(why),
                 }

@@ -220,8 +220,8 @@ impl Layout {
         }
         std::fs::create_dir_all(self.deps.join(attempt::NO_DEPS_DIR))?;
         // Where this run's checkouts are, for `swarm gc`.
-        std::fs::write(
-            self.run_dir.join(CHECKOUTS_FILE),
+        crate::disk::write(
+            &self.run_dir.join(CHECKOUTS_FILE),
             self.worktrees.as_os_str().as_encoded_bytes(),
         )?;
         Ok(())
