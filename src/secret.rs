@@ -130,15 +130,21 @@ fn hide_in_json(value: &mut serde_json::Value, forms: &[String]) {
     }
 }
 
-/// Hides secrets in a file in place (a transcript written by a child process).
-pub fn redact_file(path: &std::path::Path) -> std::io::Result<()> {
+/// Hides secrets in place in a file open to read and write (a transcript written by a child
+/// process).
+pub fn redact_in(file: &mut std::fs::File) -> std::io::Result<()> {
+    use std::io::{Read as _, Seek as _, Write as _};
     if named().is_empty() {
         return Ok(());
     }
-    let bytes = std::fs::read(path)?;
+    file.rewind()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
     let text = String::from_utf8_lossy(&bytes);
     if let Cow::Owned(clean) = redact(&text) {
-        std::fs::write(path, clean)?;
+        file.rewind()?;
+        file.write_all(clean.as_bytes())?;
+        file.set_len(clean.len() as u64)?;
     }
     Ok(())
 }

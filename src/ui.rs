@@ -546,6 +546,22 @@ pub fn duration(d: Duration) -> String {
     }
 }
 
+/// A size in bytes as people read it: `900 bytes`, `512 KiB`, `64 MiB`, `1.5 GiB` (exact
+/// multiples without a fraction).
+pub fn bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            return if n.is_multiple_of(size) {
+                format!("{} {unit}", n / size)
+            } else {
+                format!("{:.1} {unit}", n as f64 / size as f64)
+            };
+        }
+    }
+    format!("{n} bytes")
+}
+
 /// Prints text on stdout.
 /// Prints `text` on stdout, ending it with a newline. A reader that went away (`swarm logs |
 /// head -1`) is an error of kind `BrokenPipe`, which `main` ends quietly.

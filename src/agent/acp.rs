@@ -13,22 +13,23 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::{ChildStdin, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use anyhow::Context as _;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 use super::tools::{Access, Tools};
-use super::{Finished, Invocation, KillReason, Outcome, RESULT_CAP, Watchdog};
+use super::transcript::{Copier, Stream, Transcript};
+use super::{Finished, Invocation, KillReason, Outcome, RESULT_CAP, Sign, Watchdog};
 
 /// What an ACP attempt needs beyond its invocation.
 #[derive(Debug, Clone)]
@@ -76,10 +77,15 @@ pub(crate) fn run(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> Finished 
 
 fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<Finished> {
     let started = Instant::now();
-    let mut transcript = File::create(&inv.transcript)?;
-    transcript.write_all(crate::secret::redact(&inv.header).as_bytes())?;
-    transcript
-        .write_all(b"--- conversation (> to the agent, < from it; its stderr between) ---\n")?;
+    let mut transcript = Transcript::create(&inv.transcript, inv.transcript_cap)?;
+    transcript.note(&crate::secret::redact(&inv.header))?;
+    transcript.note("--- conversation (> to the agent, < from it; its stderr between) ---\n")?;
+    // The conversation and the agent's stderr, as they come, within the cap.
+    let conversation = Arc::new(Mutex::new(transcript.stream(transcript.room())?));
+    let printed = conversation
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .seen();
     let deadline = crate::time::deadline(started, inv.timeout);
     let stopping = watchdog.clone();
     // Set when the watchdog ends the attempt for any reason (a stall too): a program running
@@ -96,18 +102,26 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         ended.load(Ordering::Relaxed) || stopping.is_stopping() || Instant::now() >= deadline
     });
 
+    let (stderr_pipe, stderr_end) = std::io::pipe()?;
+    let copier = Copier::start(stderr_pipe, Arc::clone(&conversation))?;
     let mut cmd = super::command(inv);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(transcript.try_clone()?));
-    let mut child = cmd.spawn()?;
+        .stderr(Stdio::from(stderr_end));
+    let spawned = cmd.spawn();
+    // swarm's own end of the stderr pipe goes with the command.
+    drop(cmd);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            copier.finish();
+            return Err(e.into());
+        }
+    };
     let pid = Pid::from_raw(child.id() as i32);
     let (tx, rx) = channel();
     let cancel_tx = tx.clone();
-    let progress = match inv.stall {
-        Some(limit) => Some((limit, vec![transcript.try_clone()?])),
-        None => None,
-    };
+    let progress = inv.stall.map(|limit| (limit, vec![Sign::Count(printed)]));
     let ticket = watchdog.register_with(
         pid,
         inv.timeout,
@@ -122,7 +136,7 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
     }
     let mut client = Client {
         stdin: child.stdin.take(),
-        transcript,
+        transcript: Arc::clone(&conversation),
         rx,
         tools,
         given_root: inv.cwd.clone(),
@@ -143,6 +157,7 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
     let _ = killpg(pid, Signal::SIGKILL);
     let status = child.wait()?;
     let reason = watchdog.unregister(ticket);
+    copier.finish();
 
     let denials_fail = acp.access == Access::Write && !client.denials.is_empty();
     let outcome = match (reason, ended) {
@@ -169,13 +184,18 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         client.note(&format!("swarm refused: {}", client.denials.join("; ")));
     }
     let tokens = client.tokens.unwrap_or(client.usage_tokens);
-    client.note(&format!(
-        "--- end: {} after {:.2}s, {tokens} tokens ---",
+    drop(client.transcript);
+    let conversation = Arc::into_inner(conversation)
+        .context("the conversation's transcript outlived its attempt")?
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    transcript.end(conversation)?;
+    transcript.note(&format!(
+        "--- end: {} after {:.2}s, {tokens} tokens ---\n",
         outcome.describe(),
         started.elapsed().as_secs_f64()
-    ));
-    drop(client.transcript);
-    crate::secret::redact_file(&inv.transcript)?;
+    ))?;
+    transcript.redact()?;
     let mut text = client.text;
     if text.len() > RESULT_CAP {
         let mut cut = RESULT_CAP;
@@ -183,7 +203,7 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
             cut -= 1;
         }
         text.truncate(cut);
-        text.push_str("\n[result cut at 1 MiB; the transcript has all of it]\n");
+        text.push_str("\n[result cut at 1 MiB; the transcript keeps more of it]\n");
     }
     Ok(Finished {
         outcome,
@@ -227,7 +247,8 @@ struct Terminal {
 
 struct Client {
     stdin: Option<ChildStdin>,
-    transcript: File,
+    /// The conversation's part of the transcript, shared with the copy of the agent's stderr.
+    transcript: Arc<Mutex<Stream>>,
     rx: Receiver<Event>,
     tools: Tools,
     /// The task's directory as swarm names it (the tools hold it canonical).
@@ -327,7 +348,10 @@ impl Client {
     fn note(&mut self, text: &str) {
         let mut line = crate::secret::redact(text).into_owned();
         line.push('\n');
-        let _ = self.transcript.write_all(line.as_bytes());
+        self.transcript
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .write(line.as_bytes());
     }
 
     fn send(&mut self, message: &Value) {

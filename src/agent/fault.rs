@@ -64,6 +64,13 @@ impl Fault {
     /// too few file descriptors. git reports these as text only, so its words count too.
     pub(crate) fn of_error(e: &anyhow::Error) -> Option<Self> {
         use nix::errno::Errno;
+        // A write that named the path it found no room for says it best.
+        if let Some(full) = crate::disk::full(e) {
+            return Some(Self {
+                kind: FaultKind::Environment,
+                why: full.to_string(),
+            });
+        }
         let os = e.chain().find_map(|cause| {
             let io = cause.downcast_ref::<std::io::Error>()?;
             let errno = Errno::from_raw(io.raw_os_error()?);
@@ -161,8 +168,9 @@ impl Fault {
             (free < (1 << 20).min(size / 100) || no_inodes).then(|| Self {
                 kind: FaultKind::Environment,
                 why: format!(
-                    "the disk holding {} is full ({} free); the attempt failed with: {failure}",
+                    "the disk holding {}{} is full ({} free); the attempt failed with: {failure}",
                     dir.display(),
+                    crate::disk::describe(dir).map_or_else(String::new, |d| format!(" ({d})")),
                     if no_inodes {
                         "no inode".to_owned()
                     } else {

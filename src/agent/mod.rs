@@ -12,22 +12,26 @@ pub(crate) mod openai;
 mod reap;
 pub(crate) mod stray;
 pub(crate) mod tools;
+pub(crate) mod transcript;
 mod watchdog;
 pub(crate) use watchdog::KillReason;
-pub(crate) use watchdog::Watchdog;
+pub(crate) use watchdog::{Sign, Watchdog};
 
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
-/// Results larger than this are cut (the transcript keeps all of it).
+use transcript::Transcript;
+
+/// Results larger than this are cut (the transcript keeps more of it, up to its cap).
 pub(crate) const RESULT_CAP: usize = 1 << 20;
 
 /// How an agent is reached.
@@ -84,6 +88,8 @@ pub(crate) struct Invocation {
     pub stall: Option<Duration>,
     /// The attempt's transcript: a header, the child's stderr, then its stdout and the outcome.
     pub transcript: PathBuf,
+    /// The most bytes of what the attempt prints its transcript keeps (see `Transcript`).
+    pub transcript_cap: u64,
     /// First lines of the transcript.
     pub header: String,
     /// Where stdout goes while the attempt runs, when a swarm killed meanwhile must find what
@@ -176,11 +182,10 @@ fn could_not_run(inv: &Invocation, e: &anyhow::Error) -> Finished {
     }
 }
 
+/// Adds `text` at the end of the transcript at `path`.
 fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)?;
+    let mut f =
+        crate::planted::open_with(path, std::fs::OpenOptions::new().append(true).create(true))?;
     f.write_all(text.as_bytes())
 }
 
@@ -190,33 +195,47 @@ fn spawn_and_wait(
     way: reap::Wait,
 ) -> anyhow::Result<Finished> {
     let started = Instant::now();
-    let mut transcript = File::create(&inv.transcript)?;
-    transcript.write_all(inv.header.as_bytes())?;
-    transcript.write_all(b"--- stderr ---\n")?;
+    let mut transcript = Transcript::create(&inv.transcript, inv.transcript_cap)?;
+    transcript.note(&inv.header)?;
+    transcript.note("--- stderr ---\n")?;
     // Stdout goes to a file, not a pipe: a grandchild that keeps the pipe open could otherwise
     // hold the attempt hostage after the agent has exited.
     let mut out = match &inv.stdout_file {
-        Some(path) => std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?,
+        Some(path) => crate::planted::replace(path)?,
         None => tempfile_in(&inv.transcript)?,
     };
+    // Stderr comes through a pipe and is copied into the transcript as it comes, within half
+    // of the room left (stdout has the rest); the copier stops once the process has ended,
+    // whoever else holds the pipe.
+    let (stderr_pipe, stderr_end) = std::io::pipe()?;
+    let stderr = Arc::new(Mutex::new(transcript.stream(transcript.room() / 2)?));
+    let printed = stderr.lock().unwrap_or_else(PoisonError::into_inner).seen();
+    let copier = transcript::Copier::start(stderr_pipe, Arc::clone(&stderr))?;
 
     let mut cmd = command(inv);
     cmd.stdout(Stdio::from(out.try_clone()?))
-        .stderr(Stdio::from(transcript.try_clone()?))
+        .stderr(Stdio::from(stderr_end))
         .stdin(if inv.stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
         });
-    let mut child = cmd.spawn()?;
+    let spawned = cmd.spawn();
+    // swarm's own end of the pipe goes with the command: only the process holds it now.
+    drop(cmd);
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            copier.finish();
+            return Err(e.into());
+        }
+    };
     let pid = Pid::from_raw(child.id() as i32);
     let progress = match inv.stall {
-        Some(limit) => Some((limit, vec![out.try_clone()?, transcript.try_clone()?])),
+        Some(limit) => Some((
+            limit,
+            vec![Sign::File(out.try_clone()?), Sign::Count(printed)],
+        )),
         None => None,
     };
     let ticket = watchdog.register(pid, inv.timeout, progress);
@@ -238,6 +257,12 @@ fn spawn_and_wait(
     if let Some(w) = writer {
         let _ = w.join();
     }
+    copier.finish();
+    let stderr = Arc::into_inner(stderr)
+        .context("the copy of stderr outlived its thread")?
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    transcript.end(stderr)?;
 
     out.rewind()?;
     let mut bytes = Vec::new();
@@ -246,12 +271,13 @@ fn spawn_and_wait(
         .read_to_end(&mut bytes)?;
     let mut stdout = String::from_utf8_lossy(&bytes).into_owned();
     if out.read(&mut [0u8; 1])? > 0 {
-        stdout.push_str("\n[result cut at 1 MiB; the transcript has all of it]\n");
-        out.rewind()?;
+        stdout.push_str("\n[result cut at 1 MiB; the transcript keeps more of it]\n");
     }
     out.rewind()?;
-    transcript.write_all(b"--- stdout ---\n")?;
-    std::io::copy(&mut out, &mut transcript)?;
+    transcript.note("--- stdout ---\n")?;
+    let mut kept = transcript.stream(transcript.room())?;
+    kept.copy_from(&mut out)?;
+    transcript.end(kept)?;
     if let Some(path) = &inv.stdout_file {
         drop(out);
         let _ = std::fs::remove_file(path);
@@ -265,14 +291,12 @@ fn spawn_and_wait(
         None if status.success() => Outcome::Succeeded,
         None => Outcome::Failed(describe(status)),
     };
-    writeln!(
-        transcript,
-        "\n--- end: {} after {:.2}s ---",
+    transcript.note(&format!(
+        "\n--- end: {} after {:.2}s ---\n",
         outcome.describe(),
         elapsed.as_secs_f64()
-    )?;
-    drop(transcript);
-    crate::secret::redact_file(&inv.transcript)?;
+    ))?;
+    transcript.redact()?;
     let stdout = crate::secret::redact(&stdout).into_owned();
     Ok(Finished {
         outcome,
@@ -408,7 +432,7 @@ pub(crate) fn run_cli(
     let mut parsed = cli::parse(parser, &done.stdout, &cli::Now::here());
     parsed.denials.extend(cli::stderr_denials(
         parser,
-        &transcript_stderr(&inv.transcript),
+        &transcript_stderr(&inv.transcript, DENIAL_SCAN),
     ));
     done.tokens = parsed.tokens;
     done.cost = parsed.cost;
@@ -463,7 +487,7 @@ pub(crate) fn run_cli(
 /// control characters (a terminal's escape sequences) dropped and each line cut at
 /// `TAIL_LINE_CAP` characters.
 pub(crate) fn stderr_tail(transcript: &std::path::Path, n: usize) -> Vec<String> {
-    let stderr = transcript_stderr(transcript);
+    let stderr = transcript_stderr(transcript, TAIL_READ);
     // Hidden before it is cut: a secret across the cut would otherwise show its end.
     let stderr = crate::secret::redact(&stderr);
     let lines: Vec<&str> = stderr.trim_end().lines().collect();
@@ -491,16 +515,50 @@ pub(crate) fn shown_line(line: &str) -> String {
 /// A line of a failed attempt's stderr tail is cut at this many characters.
 const TAIL_LINE_CAP: usize = 300;
 
-/// What the attempt's transcript holds of the agent's stderr.
-fn transcript_stderr(transcript: &std::path::Path) -> String {
-    let text = std::fs::read_to_string(transcript).unwrap_or_default();
-    let Some((_, rest)) = text.split_once("--- stderr ---\n") else {
+/// What the attempt's transcript holds of the agent's stderr: its last lines, `most` bytes
+/// of them at most, read a line (or a long line's piece) at a time.
+fn transcript_stderr(transcript: &std::path::Path, most: usize) -> String {
+    use std::io::BufRead as _;
+    /// A line longer than this is read in pieces.
+    const PIECE: u64 = 64 * 1024;
+    let Ok(file) = crate::planted::open(transcript) else {
         return String::new();
     };
-    rest.split_once("--- stdout ---\n")
-        .map_or(rest, |(stderr, _)| stderr)
-        .to_owned()
+    let mut reader = std::io::BufReader::new(file);
+    let mut kept = std::collections::VecDeque::new();
+    let (mut held, mut within) = (0, false);
+    loop {
+        let mut line = Vec::new();
+        match std::io::Read::by_ref(&mut reader)
+            .take(PIECE)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if !within {
+            within = line == b"--- stderr ---\n";
+            continue;
+        }
+        if line == b"--- stdout ---\n" {
+            break;
+        }
+        held += line.len();
+        kept.push_back(line);
+        while held > most {
+            held -= kept.pop_front().map_or(0, |l| l.len());
+        }
+    }
+    String::from_utf8_lossy(&kept.into_iter().flatten().collect::<Vec<u8>>()).into_owned()
 }
+
+/// Of a transcript's stderr, at most this much is read back for its last lines: 20 lines
+/// are shown, each cut at `TAIL_LINE_CAP` characters.
+const TAIL_READ: usize = 256 * 1024;
+
+/// Of a transcript's stderr, at most this much is scanned for the refusals a CLI reports
+/// there.
+const DENIAL_SCAN: usize = 16 << 20;
 
 /// Runs a hook (`--on-escalate`) with `input` on stdin and waits for it, at most a minute.
 /// Returns what happened, for the event log.
@@ -509,6 +567,7 @@ pub(crate) fn run_hook(
     input: &str,
     cwd: &std::path::Path,
     transcript: &std::path::Path,
+    transcript_cap: u64,
     watchdog: &Watchdog,
 ) -> String {
     let inv = Invocation {
@@ -522,6 +581,7 @@ pub(crate) fn run_hook(
         timeout: Duration::from_secs(60),
         stall: None,
         transcript: transcript.to_owned(),
+        transcript_cap,
         header: format!("hook: {command}\n"),
         stdout_file: None,
     };

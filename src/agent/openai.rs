@@ -3,12 +3,12 @@
 //! Every turn goes to the transcript (secrets hidden).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::tools::{Access, Tools};
+use super::transcript::{Stream, Transcript};
 use super::{Finished, Invocation, Outcome, Watchdog};
 use crate::llm::{Client, LlmError, Notice};
 
@@ -69,18 +69,24 @@ pub fn run(
     notify: &mut dyn FnMut(Notice),
 ) -> Finished {
     let started = Instant::now();
-    let mut log = Transcript::open(inv);
+    let mut log = Log::open(inv);
     let mut tokens = 0;
     let outcome = turns(inv, b, watchdog, notify, &mut log, &mut tokens, started);
-    let (outcome, stdout) = match outcome {
+    let (mut outcome, stdout) = match outcome {
         Ok(text) => (Outcome::Succeeded, text),
         Err(outcome) => (outcome, String::new()),
     };
-    log.line(&format!(
-        "\n--- end: {} after {:.2}s, {tokens} tokens ---",
+    let closed = log.close(&format!(
+        "\n--- end: {} after {:.2}s, {tokens} tokens ---\n",
         outcome.describe(),
         started.elapsed().as_secs_f64()
     ));
+    // A transcript the disk had no room for: the machine's fault, not the task's.
+    if let Err(e) = closed
+        && let Some(fault) = super::Fault::of_error(&e.into())
+    {
+        outcome = Outcome::Fault(fault);
+    }
     Finished {
         outcome,
         stdout: crate::secret::redact(&stdout).into_owned(),
@@ -95,7 +101,7 @@ fn turns(
     b: &Builtin,
     watchdog: &Watchdog,
     notify: &mut dyn FnMut(Notice),
-    log: &mut Transcript,
+    log: &mut Log,
     tokens: &mut u64,
     started: Instant,
 ) -> Result<String, Outcome> {
@@ -229,25 +235,37 @@ fn assistant_message(m: &Value) -> Value {
     out
 }
 
-/// The attempt's transcript; secrets are hidden as each line is written.
-struct Transcript {
-    file: Option<std::fs::File>,
+/// The attempt's transcript, held to its cap; secrets are hidden as each line is written.
+struct Log {
+    transcript: Option<(Transcript, Stream)>,
 }
 
-impl Transcript {
+impl Log {
     fn open(inv: &Invocation) -> Self {
-        let mut file = std::fs::File::create(&inv.transcript).ok();
-        if let Some(f) = file.as_mut() {
-            let _ = f.write_all(crate::secret::redact(&inv.header).as_bytes());
+        let opened = Transcript::create(&inv.transcript, inv.transcript_cap).and_then(|mut t| {
+            t.note(&crate::secret::redact(&inv.header))?;
+            let turns = t.stream(t.room())?;
+            Ok((t, turns))
+        });
+        Self {
+            transcript: opened.ok(),
         }
-        Self { file }
     }
 
     fn line(&mut self, text: &str) {
-        if let Some(f) = self.file.as_mut() {
+        if let Some((_, turns)) = self.transcript.as_mut() {
             let mut s = crate::secret::redact(text).into_owned();
             let _ = writeln!(s);
-            let _ = f.write_all(s.as_bytes());
+            turns.write(s.as_bytes());
         }
+    }
+
+    /// Ends the transcript with `last`, whole.
+    fn close(self, last: &str) -> std::io::Result<()> {
+        let Some((mut transcript, turns)) = self.transcript else {
+            return Ok(());
+        };
+        transcript.end(turns)?;
+        transcript.note(last)
     }
 }

@@ -94,6 +94,7 @@ mod tests {
             timeout,
             stall: None,
             transcript: dir.join("transcript.txt"),
+            transcript_cap: 1 << 20,
             header: "test\n".to_owned(),
             stdout_file: None,
         }
@@ -162,6 +163,32 @@ mod tests {
             assert!(transcript.contains("done\n--- stdout ---"), "{way:?}");
             assert_let_go(fifo, dir.path(), way);
         }
+        watchdog.shutdown();
+    }
+
+    /// A process out of the group's reach (its own session) that keeps stderr open: the
+    /// attempt ends with its process all the same, its stderr so far in the transcript.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_escaped_process_holding_stderr_does_not_hold_up_the_attempt() {
+        let watchdog = Watchdog::start(Duration::from_secs(1)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let command = "echo before >&2; setsid sh -c 'echo $$ > escaped; exec sleep 1000' & \
+             while [ ! -s escaped ]; do sleep 0.01; done; echo after >&2";
+        let inv = invocation(dir.path(), command, Duration::from_secs(60));
+        let done = spawn_and_wait(&inv, &watchdog, Wait::NATIVE).unwrap();
+        let escaped: i32 = std::fs::read_to_string(dir.path().join("escaped"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
+        assert_eq!(done.outcome, Outcome::Succeeded);
+        let transcript = std::fs::read_to_string(&inv.transcript).unwrap();
+        assert!(
+            transcript.contains("--- stderr ---\nbefore\nafter\n--- stdout ---"),
+            "{transcript}"
+        );
         watchdog.shutdown();
     }
 

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -47,21 +48,30 @@ impl Entry {
     }
 }
 
-/// What the watchdog watches for signs of life: the sizes of an attempt's output files.
+/// What the watchdog watches for signs of life: the sizes of an attempt's output.
 struct Progress {
     limit: Duration,
-    files: Vec<File>,
+    signs: Vec<Sign>,
     size: u64,
     changed: Instant,
+}
+
+/// Where an attempt's output shows: a file it writes, or a count of what it wrote to a pipe
+/// (a transcript at its cap stops growing while its process still prints).
+pub(crate) enum Sign {
+    File(File),
+    Count(Arc<AtomicU64>),
 }
 
 impl Progress {
     /// The output written so far.
     fn size(&self) -> u64 {
-        self.files
+        self.signs
             .iter()
-            .filter_map(|f| f.metadata().ok())
-            .map(|m| m.len())
+            .map(|sign| match sign {
+                Sign::File(f) => f.metadata().map_or(0, |m| m.len()),
+                Sign::Count(n) => n.load(Ordering::Relaxed),
+            })
             .sum()
     }
 }
@@ -104,7 +114,7 @@ impl Watchdog {
         &self,
         pgid: Pid,
         timeout: Duration,
-        progress: Option<(Duration, Vec<File>)>,
+        progress: Option<(Duration, Vec<Sign>)>,
     ) -> Ticket {
         self.register_with(pgid, timeout, progress, None)
     }
@@ -113,7 +123,7 @@ impl Watchdog {
         &self,
         pgid: Pid,
         timeout: Duration,
-        progress: Option<(Duration, Vec<File>)>,
+        progress: Option<(Duration, Vec<Sign>)>,
         cancel: Option<Cancel>,
     ) -> Ticket {
         let (lock, wake) = &*self.shared;
@@ -126,9 +136,9 @@ impl Watchdog {
             deadline: crate::time::deadline(now, timeout),
             term_sent: None,
             reason: None,
-            progress: progress.map(|(limit, files)| Progress {
+            progress: progress.map(|(limit, signs)| Progress {
                 limit,
-                files,
+                signs,
                 size: 0,
                 changed: now,
             }),

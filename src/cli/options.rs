@@ -250,6 +250,8 @@ impl From<RunOptions> for crate::config::Options {
             max_depth: None,
             max_spawned: None,
             spawns_per_minute: None,
+            // What transcripts keep: configuration, not a flag.
+            transcript_cap: None,
             spawning: flags.spawning.map(|s| match s {
                 Spawning::Off => crate::config::Spawning::Off,
                 Spawning::Plan => crate::config::Spawning::Plan,

@@ -48,10 +48,26 @@ struct Globals {
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
-    let dir = match cli.directory {
-        Some(d) => d,
+    let dir = match &cli.directory {
+        Some(d) => d.clone(),
         None => std::env::current_dir().context("could not read the current directory")?,
     };
+    // SQLite's words for a full disk name no file: the board's path is the repository's.
+    dispatch_in(cli, dir.clone()).map_err(|e| {
+        if !crate::store::is_full(&e) {
+            return e;
+        }
+        match Repo::discover(&dir) {
+            Ok(repo) => crate::store::name_full_board(
+                e,
+                &crate::store::board_path(&repo.common_dir().join("swarm")),
+            ),
+            Err(_) => e,
+        }
+    })
+}
+
+fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
     let g = Globals {
         dir,
         quiet: cli.quiet,

@@ -131,7 +131,9 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         file.persist(path).map_err(|e| e.error)?;
         Ok(())
     };
-    write().with_context(|| format!("could not write {}", path.display()))
+    write()
+        .map_err(|e| crate::disk::name(path, e))
+        .with_context(|| format!("could not write {}", path.display()))
 }
 
 /// The permission bits of the regular file at `path`, which a replacement keeps. A symbolic

@@ -268,12 +268,12 @@ impl NewRun {
         // After the board knows the run, so a kill in between leaves a run that resume can finish.
         self.repo
             .create_branch(&format!("swarm/{run_id}"), &self.base)?;
-        std::fs::write(
-            self.board.run_dir(&run_id).join("plan.jsonl"),
+        crate::disk::write(
+            &self.board.run_dir(&run_id).join("plan.jsonl"),
             plan.to_jsonl(),
         )?;
-        std::fs::write(
-            self.board.run_dir(&run_id).join(GUARDED_FILE),
+        crate::disk::write(
+            &self.board.run_dir(&run_id).join(GUARDED_FILE),
             settings.guarded.join("\n"),
         )?;
         let layout = Layout {

@@ -372,6 +372,12 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         task_timeout: timeout,
         kill_grace: crate::plan::parse_wait(o.kill_grace.as_deref().unwrap_or(DEFAULT_KILL_GRACE))
             .map_err(|e| Usage::new(format!("--kill-grace: {e}")))?,
+        transcript_cap: crate::config::parse_transcript_cap(
+            o.transcript_cap
+                .as_deref()
+                .unwrap_or(crate::config::DEFAULT_TRANSCRIPT_CAP),
+        )
+        .map_err(|e| Usage::new(format!("transcript-cap: {e}")))?,
         backoff: RETRY_BACKOFF,
         agent,
         check: o.check.clone(),

@@ -340,7 +340,7 @@ fn merge(events: &[(i64, RunEvent)]) -> Option<Merge> {
 /// The last `n` lines of the file at `path`, secrets hidden; none when it cannot be read.
 fn tail(path: &Path, n: usize) -> Vec<String> {
     let read = || -> std::io::Result<String> {
-        let mut file = std::fs::File::open(path)?;
+        let mut file = crate::planted::open(path)?;
         let len = file.metadata()?.len();
         let from = len.saturating_sub(TAIL_BYTES);
         file.seek(std::io::SeekFrom::Start(from))?;

@@ -23,6 +23,8 @@ pub(super) enum Shape {
     Text,
     /// A string that is a duration; whether it reads as one is checked with the other values.
     Duration,
+    /// A string that is a size (`"64MiB"`), checked the same way.
+    Size,
     Path,
     /// A list of strings.
     Strings,
@@ -41,6 +43,7 @@ impl Shape {
             Shape::Count | Shape::Tokens => "a whole number (0 or more)".to_owned(),
             Shape::Text => "a string".to_owned(),
             Shape::Duration => "a duration like \"90s\"".to_owned(),
+            Shape::Size => "a size like \"64MiB\"".to_owned(),
             Shape::Path => "a path (a string)".to_owned(),
             Shape::Strings => "a list of strings".to_owned(),
             Shape::Switch => "true or false".to_owned(),
@@ -56,7 +59,7 @@ impl Shape {
         match (self, value) {
             (Shape::Count, DeValue::Integer(n)) => count(n, u64::from(u32::MAX)),
             (Shape::Tokens, DeValue::Integer(n)) => count(n, u64::MAX),
-            (Shape::Text | Shape::Duration | Shape::Path, DeValue::String(_))
+            (Shape::Text | Shape::Duration | Shape::Size | Shape::Path, DeValue::String(_))
             | (Shape::Switch, DeValue::Boolean(_)) => None,
             (Shape::Strings, DeValue::Array(items))
                 if items.iter().all(|i| i.get_ref().is_str()) =>

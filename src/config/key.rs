@@ -52,10 +52,11 @@ pub(super) enum Key {
     MaxSpawned,
     SpawnsPerMinute,
     Spawning,
+    TranscriptCap,
 }
 
 impl Key {
-    pub(super) const ALL: [Key; 37] = [
+    pub(super) const ALL: [Key; 38] = [
         Key::Jobs,
         Key::MaxWriters,
         Key::Agent,
@@ -93,6 +94,7 @@ impl Key {
         Key::MaxSpawned,
         Key::SpawnsPerMinute,
         Key::Spawning,
+        Key::TranscriptCap,
     ];
 
     /// The key in files, and the flag's long name.
@@ -135,6 +137,7 @@ impl Key {
             Key::MaxSpawned => "max-spawned",
             Key::SpawnsPerMinute => "spawns-per-minute",
             Key::Spawning => "spawning",
+            Key::TranscriptCap => "transcript-cap",
         }
     }
 
@@ -172,6 +175,7 @@ impl Key {
             Key::MaxSpawned => "SWARM_MAX_SPAWNED",
             Key::SpawnsPerMinute => "SWARM_SPAWNS_PER_MINUTE",
             Key::Spawning => "SWARM_SPAWNING",
+            Key::TranscriptCap => "SWARM_TRANSCRIPT_CAP",
             Key::FinalOut
             | Key::FinalOutDir
             | Key::Base
@@ -222,6 +226,7 @@ impl Key {
             | Key::TaskTimeout
             | Key::StallTimeout
             | Key::KillGrace => Shape::Duration,
+            Key::TranscriptCap => Shape::Size,
             Key::WorktreeDir | Key::FinalOut | Key::FinalOutDir => Shape::Path,
             Key::AllowProgram | Key::Include | Key::Cache | Key::CacheFiles => Shape::Strings,
             Key::ResolveConflicts | Key::FreshRetries | Key::Web => Shape::Switch,
@@ -249,6 +254,7 @@ impl Key {
             Key::MaxSpawned => json!(SpawnLimits::default().tasks),
             Key::SpawnsPerMinute => json!(SpawnLimits::default().per_minute),
             Key::Spawning => json!(super::Spawning::default().as_str()),
+            Key::TranscriptCap => json!(super::DEFAULT_TRANSCRIPT_CAP),
             Key::MaxWriters
             | Key::Model
             | Key::ApiBase
@@ -313,6 +319,7 @@ impl Key {
             Key::MaxSpawned => o.max_spawned.is_some(),
             Key::SpawnsPerMinute => o.spawns_per_minute.is_some(),
             Key::Spawning => o.spawning.is_some(),
+            Key::TranscriptCap => o.transcript_cap.is_some(),
         }
     }
 
@@ -356,6 +363,7 @@ impl Key {
             Key::MaxSpawned => to.max_spawned = from.max_spawned,
             Key::SpawnsPerMinute => to.spawns_per_minute = from.spawns_per_minute,
             Key::Spawning => to.spawning = from.spawning,
+            Key::TranscriptCap => to.transcript_cap.clone_from(&from.transcript_cap),
         }
     }
 
@@ -382,6 +390,7 @@ impl Key {
             Key::TaskTimeout => o.task_timeout = owned(),
             Key::StallTimeout => o.stall_timeout = owned(),
             Key::KillGrace => o.kill_grace = owned(),
+            Key::TranscriptCap => o.transcript_cap = owned(),
             Key::Check => o.check = owned(),
             Key::OnEscalate => o.on_escalate = owned(),
             Key::Base => o.base = owned(),
@@ -451,6 +460,10 @@ impl Key {
                 .endpoint_wait
                 .as_deref()
                 .map_or(Ok(()), |d| crate::plan::parse_wait(d).map(drop)),
+            Key::TranscriptCap => o
+                .transcript_cap
+                .as_deref()
+                .map_or(Ok(()), |s| super::parse_transcript_cap(s).map(drop)),
             Key::Include => repo_paths(&o.include),
             Key::Cache => repo_paths(&o.cache),
             Key::CacheFiles => repo_paths(&o.cache_key),

@@ -184,6 +184,43 @@ const PROFILE_KEYS: [(&str, Shape); 10] = [
 /// `command`.
 const BUILT_IN_PROFILES: [&str; 2] = ["claude", "codex"];
 pub(crate) const REPO_FILE: &str = ".swarm.toml";
+
+/// What an attempt's transcript keeps of what it prints when nothing says otherwise: the
+/// largest transcripts of real agent sessions are tens of MiB (a long Claude Code session's
+/// JSON holds every file it read), which stay whole, while a runaway stops there.
+pub(crate) const DEFAULT_TRANSCRIPT_CAP: &str = "64MiB";
+/// The least `transcript-cap` may be: room for a failed attempt's last lines and some more.
+const MIN_TRANSCRIPT_CAP: u64 = 64 << 10;
+
+/// `transcript-cap`'s value in bytes, or why it is not one.
+pub(crate) fn parse_transcript_cap(text: &str) -> Result<u64, String> {
+    let bytes = parse_size(text)?;
+    if bytes < MIN_TRANSCRIPT_CAP {
+        return Err(format!("{text:?} is too small: use at least 64KiB"));
+    }
+    Ok(bytes)
+}
+
+/// A size: a whole number of bytes, or of `K`, `M` or `G` (also written `KiB`/`KB`, `MiB`/`MB`,
+/// `GiB`/`GB`, in any case), each 1024 of the one before, as `docker` counts them: `64MiB`,
+/// `64m` and `67108864` are the same.
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad = || {
+        format!("bad size {t:?}: use a whole number of bytes, or of KiB, MiB or GiB (as in 64MiB)")
+    };
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(1 << shift).ok_or_else(bad)
+}
 /// The run options and profiles of one config file, with the keys it sets.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -219,6 +256,7 @@ struct FileOptions {
     max_spawned: Option<u32>,
     spawns_per_minute: Option<u32>,
     spawning: Option<Spawning>,
+    transcript_cap: Option<String>,
     #[serde(default)]
     agents: BTreeMap<String, ProfileSpec>,
     #[serde(default)]
@@ -265,6 +303,7 @@ impl FileOptions {
             max_spawned: self.max_spawned,
             spawns_per_minute: self.spawns_per_minute,
             spawning: self.spawning,
+            transcript_cap: self.transcript_cap,
             // Per-run options (and any new ones, until they get a key) are not read from files.
             ..Options::default()
         };

@@ -103,6 +103,9 @@ pub(crate) struct Options {
     /// Which tasks may add tasks.
     #[serde(rename = "spawning")]
     pub(crate) spawning: Option<Spawning>,
+    /// The most an attempt's transcript keeps of what it prints, as a size (`64MiB`).
+    #[serde(rename = "transcript_cap")]
+    pub(crate) transcript_cap: Option<String>,
 }
 
 /// Which tasks may add tasks while they run (see the README's "Tasks that add tasks"). The

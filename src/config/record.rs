@@ -112,7 +112,7 @@ mod tests {
             "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true, "fresh_retries": false,
             "on_escalate": null, "include": [], "setup": null, "gate": null, "cache": [], "cache_key": [], "remote": null, "report_format": null, "web": false,
             "max_children": null, "max_depth": null, "max_spawned": null, "spawns_per_minute": null,
-            "spawning": null,
+            "spawning": null, "transcript_cap": null,
         });
         assert_eq!(record, expected);
         assert_eq!(from_record(&record).unwrap(), sample());

@@ -343,6 +343,42 @@ fn out_of_range_and_bad_durations_are_refused_with_their_lines() {
 }
 
 #[test]
+fn sizes_count_in_units_of_1024_and_a_bad_or_tiny_transcript_cap_is_refused_with_its_line() {
+    for (text, bytes) in [
+        ("67108864", 64 << 20),
+        ("64MiB", 64 << 20),
+        ("64m", 64 << 20),
+        ("64 MB", 64 << 20),
+        ("512k", 512 << 10),
+        ("1GiB", 1 << 30),
+    ] {
+        assert_eq!(super::parse_size(text), Ok(bytes), "{text}");
+    }
+    for text in ["", "MiB", "1.5GiB", "-1", "64 MiBs", "99999999999999GiB"] {
+        assert!(super::parse_size(text).is_err(), "{text}");
+    }
+    let fx = Fixture::new();
+    fx.write_repo("jobs = 2\ntranscript-cap = \"lots\"\n");
+    let err = fx.problem();
+    assert_eq!(err.line, Some(2));
+    assert_eq!(
+        err.message,
+        "`transcript-cap`: bad size \"lots\": use a whole number of bytes, or of KiB, MiB or GiB (as in 64MiB)"
+    );
+    fx.write_repo("transcript-cap = \"1k\"\n");
+    assert!(
+        fx.problem().message.contains("too small"),
+        "{}",
+        fx.problem()
+    );
+    fx.write_repo("transcript-cap = 1048576\n");
+    assert_eq!(
+        fx.problem().message,
+        "`transcript-cap` must be a size like \"64MiB\", not 1048576"
+    );
+}
+
+#[test]
 fn included_and_cached_paths_must_stay_inside_the_repository() {
     let fx = Fixture::new();
     for (text, words) in [
@@ -468,6 +504,7 @@ max-depth = 2
 max-spawned = 100
 spawns-per-minute = 30
 spawning = "all"
+transcript-cap = "16MiB"
 
 [agents.all]
 command = "a"

@@ -124,9 +124,9 @@ pub fn update_checkout(
     if !own_git_dir(path) {
         anyhow::bail!("{}'s .git is not a directory of its own", path.display());
     }
-    let at = std::fs::read_to_string(path.join(".git").join("HEAD"))
+    let at = crate::planted::read(&path.join(".git").join("HEAD"), 4096)
         .ok()
-        .and_then(|h| Oid::from_str(h.trim()).ok())
+        .and_then(|h| Oid::from_str(String::from_utf8_lossy(&h).trim()).ok())
         .with_context(|| format!("{} was not set aside by swarm", path.display()))?;
     let git = path.join(".git");
     for entry in std::fs::read_dir(&git)? {
@@ -784,12 +784,16 @@ pub fn remove_checkout_later(path: &Path) -> anyhow::Result<Option<std::thread::
     })))
 }
 
+/// Files larger than this are not scanned for conflict markers.
+const MARKER_SCAN_CAP: u64 = 256 << 20;
+
 /// Which of `paths` in a checkout still hold conflict markers.
 pub fn files_with_conflict_markers(dir: &Path, paths: &[String]) -> Vec<String> {
     paths
         .iter()
         .filter(|p| {
-            std::fs::read(dir.join(p)).is_ok_and(|bytes| {
+            // One too large to scan counts as holding none.
+            crate::planted::read(&dir.join(p), MARKER_SCAN_CAP).is_ok_and(|bytes| {
                 String::from_utf8_lossy(&bytes).lines().any(|l| {
                     l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "======="
                 })

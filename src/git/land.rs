@@ -140,9 +140,13 @@ fn clear_cut_short_landing(repo: &Repo, staging: &Path) -> anyhow::Result<()> {
     if !staging.exists() {
         return Ok(());
     }
-    let owner = std::fs::read_to_string(staging.join(OWNER))
-        .ok()
-        .and_then(|p| p.trim().parse::<i32>().ok());
+    // The run's directory is within a task's reach: its records are read as planted files are.
+    let read = |name: &str| {
+        crate::planted::read(&staging.join(name), 64 * 1024)
+            .ok()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let owner = read(OWNER).and_then(|p| p.trim().parse::<i32>().ok());
     let alive = owner.is_some_and(|pid| {
         pid != i32::try_from(std::process::id()).unwrap_or_default()
             && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
@@ -156,7 +160,7 @@ fn clear_cut_short_landing(repo: &Repo, staging: &Path) -> anyhow::Result<()> {
     if owner.is_some() {
         remove_lock(&repo.repo.path().join("index.lock"))?;
         // Killed while it moved the branch: the ref's lock is its own.
-        if let Ok(name) = std::fs::read_to_string(staging.join(MOVING))
+        if let Some(name) = read(MOVING)
             && name.starts_with("refs/heads/")
         {
             repo.clear_stale_ref_lock(name.trim())?;

@@ -50,10 +50,9 @@ pub fn cache_key(dir: &Path, files: &[String]) -> String {
     };
     let mut listing = String::new();
     for name in names {
-        let Ok(bytes) = std::fs::read(dir.join(name)) else {
+        let Some(blob) = file_blob(&dir.join(name)) else {
             continue;
         };
-        let blob = Oid::hash_object(ObjectType::Blob, &bytes).unwrap_or_else(|_| Oid::zero());
         let _ = writeln!(listing, "{name}\0{blob}");
     }
     Oid::hash_object(ObjectType::Blob, listing.as_bytes())
@@ -72,11 +71,15 @@ pub(super) struct SetupPath {
     pub(super) blob: Option<String>,
 }
 
+/// The most swarm reads of its own records in a checkout's git directory, where the agent
+/// can write too.
+const RECORD_CAP: u64 = 64 << 20;
+
 /// The cache key the checkout's setup last ran with, if it ran there.
 fn setup_key(checkout: &Path) -> Option<String> {
-    std::fs::read_to_string(checkout.join(".git").join(SETUP_FILE))
+    crate::planted::read(&checkout.join(".git").join(SETUP_FILE), RECORD_CAP)
         .ok()
-        .map(|k| k.trim().to_owned())
+        .map(|k| String::from_utf8_lossy(&k).trim().to_owned())
 }
 
 /// Whether a reused checkout's setup still holds: it ran with `key` (its lockfiles are as they
@@ -122,7 +125,7 @@ pub fn record_setup(checkout: &Path, key: &str) -> anyhow::Result<()> {
 /// What the checkout's setup changed, as `record_setup` found it; none when it recorded
 /// nothing (or the record does not read: it lives where the agent can write).
 pub(super) fn setup_paths(checkout: &Path) -> Vec<SetupPath> {
-    std::fs::read(checkout.join(".git").join(SETUP_PATHS_FILE))
+    crate::planted::read(&checkout.join(".git").join(SETUP_PATHS_FILE), RECORD_CAP)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
@@ -138,9 +141,25 @@ pub(super) fn disk_blob(checkout: &Path, path: &[u8]) -> Option<Oid> {
         let target = std::fs::read_link(&full).ok()?;
         return Oid::hash_object(ObjectType::Blob, target.as_os_str().as_bytes()).ok();
     }
-    meta.is_file()
-        .then(|| Oid::hash_file(ObjectType::Blob, &full).ok())
-        .flatten()
+    meta.is_file().then(|| file_blob(&full)).flatten()
+}
+
+/// The blob of the regular file at `path`; none when there is none. Hashed through the file
+/// swarm opened, so that a FIFO or a link a task puts there meanwhile is never read.
+fn file_blob(path: &Path) -> Option<Oid> {
+    use std::io::Read as _;
+    use std::os::fd::AsRawFd as _;
+    let mut file = crate::planted::open(path).ok()?;
+    // libgit2 hashes a file by its path without holding it in memory; `/dev/fd/N` is this
+    // open file, whatever is at `path` now.
+    Oid::hash_file(ObjectType::Blob, format!("/dev/fd/{}", file.as_raw_fd()))
+        .ok()
+        .or_else(|| {
+            // A system without `/dev/fd`.
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).ok()?;
+            Oid::hash_object(ObjectType::Blob, &bytes).ok()
+        })
 }
 
 /// Whether `name` is kept when a set-aside checkout's git directory is made anew.

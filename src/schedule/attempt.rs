@@ -36,7 +36,7 @@ pub(super) fn prepare(
     let attempt = run.slots[i].attempts + 1;
     let continuing = continued_session(run, i);
     if attempt > 1 {
-        file_left_stdout(layout, id, attempt - 1);
+        file_left_stdout(layout, id, attempt - 1, settings.transcript_cap);
     }
     let transcript = layout
         .run_dir
@@ -284,6 +284,7 @@ pub(super) fn prepare(
             stall: settings.stall_timeout.filter(|_| builtin.is_none()),
             stdout_file,
             transcript,
+            transcript_cap: settings.transcript_cap,
             header,
         },
         builtin,
@@ -388,7 +389,9 @@ fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
     // A Codex attempt a killed swarm never saw end left its stdout, and its thread in it.
     let left = || {
         let out = codex_stdout(run.layout, task.id.as_str(), slot.attempts);
-        let text = std::fs::read_to_string(out).ok()?;
+        // Codex names its thread in its first event; the agent may have put anything there.
+        let text = crate::planted::read_start(&out, crate::agent::RESULT_CAP as u64).ok()?;
+        let text = String::from_utf8_lossy(&text);
         crate::agent::cli::parse(profile.parser, &text, &crate::agent::cli::Now::here()).session
     };
     let session = slot.session.clone().or_else(|| {
@@ -421,25 +424,25 @@ fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::Pa
 
 /// What an attempt a killed swarm never saw end printed goes into its transcript, once the next
 /// attempt has read it.
-fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32) {
-    use std::io::Write as _;
+fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32, cap: u64) {
+    use crate::agent::transcript::Transcript;
     let left = codex_stdout(layout, id, attempt);
-    let Ok(text) = std::fs::read(&left) else {
+    let Ok(mut text) = crate::planted::open(&left) else {
         return;
     };
     let transcript = layout
         .run_dir
         .join("attempts")
         .join(format!("{id}.{attempt}.log"));
-    let kept = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&transcript)
-        .and_then(|mut f| {
-            f.write_all(b"--- stdout (the attempt was cut short by the end of swarm) ---\n")?;
-            f.write_all(&text)
-        });
+    // Within what the cap leaves of the transcript, as the attempt's own stdout would be.
+    let kept = Transcript::reopen(&transcript, cap).and_then(|mut t| {
+        t.note("--- stdout (the attempt was cut short by the end of swarm) ---\n")?;
+        let mut stdout = t.stream(t.room())?;
+        stdout.copy_from(&mut text)?;
+        t.end(stdout)?;
+        t.redact()
+    });
     if kept.is_ok() {
-        let _ = crate::secret::redact_file(&transcript);
         let _ = std::fs::remove_file(left);
     }
 }

@@ -602,7 +602,7 @@ impl GoalPlanner {
                 repairs: p.repairs.len(),
             },
         )?;
-        std::fs::write(run.layout.run_dir.join("plan.jsonl"), run.plan.to_jsonl())?;
+        crate::disk::write(&run.layout.run_dir.join("plan.jsonl"), run.plan.to_jsonl())?;
         self.list[gi].status = GoalStatus::Planned;
         self.list[gi].tasks = added.clone().collect();
         // No one is asked about a goal planned inside the run: what its tasks may add is said.

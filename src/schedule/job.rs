@@ -94,7 +94,7 @@ pub(super) struct Report {
 }
 
 /// At most this many lines of a failed attempt's stderr are kept for the terminal and the
-/// report; the transcript has all of it.
+/// report; the transcript has more of it.
 pub(super) const STDERR_TAIL_LINES: usize = 20;
 
 /// What an attempt's agent reported besides its verdict.
@@ -192,7 +192,8 @@ impl Job {
                 None => Verdict::Failed(crate::ui::without_libgit2_codes(&format!("{e:#}"))),
             },
         };
-        // An attempt that failed on a full disk failed of the disk.
+        // An attempt that failed on a full disk (its TMPDIR's, its checkout's, the run's
+        // records') failed of the disk.
         let verdict = match verdict {
             Verdict::Failed(why) => {
                 let run_dir = self
@@ -200,7 +201,8 @@ impl Job {
                     .transcript
                     .parent()
                     .unwrap_or(Path::new("."));
-                match Fault::of_full_disk(&[&self.invocation.cwd, run_dir], &why) {
+                let dirs = [self.tmp.as_path(), &self.invocation.cwd, run_dir];
+                match Fault::of_full_disk(&dirs, &why) {
                     Some(fault) => Verdict::Fault(fault),
                     None => Verdict::Failed(why),
                 }
@@ -606,29 +608,34 @@ impl DepsDir {
             std::fs::remove_dir_all(dir)?;
         }
         std::fs::create_dir_all(dir)?;
+        // Each file new: a link another task put there meanwhile is an error, not a target.
+        let write = |name: String, text: &[u8]| -> std::io::Result<()> {
+            use std::io::Write as _;
+            let path = dir.join(name);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)?
+                .write_all(text)
+        };
         for (id, result) in &self.results {
-            std::fs::write(dir.join(format!("{id}.txt")), result)?;
+            write(format!("{id}.txt"), result.as_bytes())?;
         }
         for (id, why) in &self.missing {
-            std::fs::write(dir.join(format!("{id}.missing")), format!("{why}\n"))?;
+            write(format!("{id}.missing"), format!("{why}\n").as_bytes())?;
         }
         Ok(())
     }
 }
 
-/// What an attempt wrote to its spawn file: none when it wrote no file.
+/// What an attempt wrote to its spawn file: none when it wrote no file. The task may have put
+/// anything there (a FIFO, a link to a file elsewhere): only a regular file is read.
 fn read_spawn(file: &Path) -> Option<Result<String, String>> {
-    use std::io::Read as _;
-    let f = match std::fs::File::open(file) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => return Some(Err(format!("its spawn file could not be read: {e}"))),
-    };
-    let mut text = String::new();
-    let max = super::spawn::MAX_SPAWN_BYTES;
-    Some(match f.take(max + 1).read_to_string(&mut text) {
-        Ok(n) if n as u64 > max => Err(format!("its spawn file is over {} KiB", max / 1024)),
-        Ok(_) => Ok(text),
-        Err(e) => Err(format!("its spawn file could not be read: {e}")),
-    })
+    match crate::planted::read(file, super::spawn::MAX_SPAWN_BYTES) {
+        Ok(bytes) => Some(
+            String::from_utf8(bytes).map_err(|_| "its spawn file is not UTF-8 text".to_owned()),
+        ),
+        Err(crate::planted::Refused::Missing) => None,
+        Err(refused) => Some(Err(format!("its spawn file {refused}"))),
+    }
 }

@@ -56,6 +56,8 @@ pub struct Settings {
     pub stall_timeout: Option<Duration>,
     /// Between SIGTERM and SIGKILL when an attempt is stopped.
     pub kill_grace: Duration,
+    /// The most bytes of what an attempt prints its transcript keeps.
+    pub transcript_cap: u64,
     /// The first retry waits this long; each further one twice as long (capped at a minute).
     pub backoff: Duration,
     pub agent: Option<Agent>,
@@ -229,8 +231,8 @@ impl Layout {
         }
         std::fs::create_dir_all(self.deps.join(attempt::NO_DEPS_DIR))?;
         // Where this run's checkouts are, for `swarm gc`.
-        std::fs::write(
-            self.run_dir.join(CHECKOUTS_FILE),
+        crate::disk::write(
+            &self.run_dir.join(CHECKOUTS_FILE),
             self.worktrees.as_os_str().as_encoded_bytes(),
         )?;
         Ok(())

@@ -143,13 +143,19 @@ impl<'a> Preparer<'a> {
             env_pass: Vec::new(),
             stdin: None,
             transcript: log.clone(),
+            // The setup's output goes into the task's transcript: a quarter of its cap at
+            // most, the rest is the task's.
+            transcript_cap: self.invocation.transcript_cap / 4,
             stall: None,
             header: String::new(),
             stdout_file: None,
             ..self.invocation.clone()
         };
         let outcome = agent::run(&inv, watchdog).outcome;
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        // Within the setup's cap, and the lines swarm wrote around what it printed.
+        let most = inv.transcript_cap.saturating_add(1 << 20);
+        let text = crate::planted::read_start(&log, most).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
         let _ = std::fs::remove_file(&log);
         let section = format!("--- setup: {command} ---\n{text}");
         let why = match outcome {
@@ -166,13 +172,14 @@ impl<'a> Preparer<'a> {
                 &self.invocation.transcript,
             )),
         };
-        let _ = std::fs::write(
-            &self.invocation.transcript,
-            format!(
-                "{}{notes}{section}swarm: the agent did not start\n",
+        let _ = crate::planted::replace(&self.invocation.transcript).and_then(|mut f| {
+            use std::io::Write as _;
+            writeln!(
+                f,
+                "{}{notes}{section}swarm: the agent did not start",
                 self.invocation.header
-            ),
-        );
+            )
+        });
         Err(match why {
             None => Verdict::Interrupted,
             Some(why) => Verdict::Fault(Fault {

@@ -42,6 +42,11 @@ impl<'a> Recorder<'a> {
         }
     }
 
+    /// `e`, met writing the board: when the disk was full, it names the board and its disk.
+    pub(super) fn name_full(&self, e: anyhow::Error) -> anyhow::Error {
+        crate::store::name_full_board(e, &self.board.path())
+    }
+
     /// The integration tip swarm recorded (`None` for runs recorded before swarm kept it).
     pub(super) fn tip(&self) -> anyhow::Result<Option<CommitId>> {
         Ok(self.board.tip(&self.run)?.as_deref().map(CommitId::new))

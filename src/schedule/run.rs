@@ -228,9 +228,10 @@ impl Run<'_> {
             marks.push(i);
         }
         for i in 0..self.slots.len() {
+            // Still running once nothing runs: a task whose end the board could not take.
             if matches!(
                 self.dag.state(i),
-                State::Waiting | State::Ready | State::Delayed(_)
+                State::Waiting | State::Ready | State::Delayed(_) | State::Running
             ) && self.slots[i].attempts > 0
             {
                 self.dag.on(&self.plan, Transition::Interrupted(i));
@@ -280,7 +281,10 @@ impl Run<'_> {
     /// slots and join the dag, the stored plan is written again, and the terminal is told.
     pub(super) fn joined(&mut self, id: &str, spawned: &Joined) -> anyhow::Result<()> {
         if !spawned.specs.is_empty() {
-            std::fs::write(self.layout.run_dir.join("plan.jsonl"), self.plan.to_jsonl())?;
+            crate::disk::write(
+                &self.layout.run_dir.join("plan.jsonl"),
+                self.plan.to_jsonl(),
+            )?;
             let more = spawned.specs.len() - spawned.children.len();
             let then = if more > 0 {
                 " and its continuation"

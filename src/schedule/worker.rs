@@ -474,8 +474,12 @@ impl Worker<'_> {
             return Ok(());
         };
         let o = outcome::outcome(&id, held.generation, &self.setup.id, report);
-        let transcript =
-            std::fs::read(report_transcript(&self.run, &id, report.attempt)).unwrap_or_default();
+        // Within its cap, and the lines swarm wrote around what the attempt printed.
+        let transcript = crate::planted::read_start(
+            &report_transcript(&self.run, &id, report.attempt),
+            self.run.settings.transcript_cap.saturating_add(1 << 20),
+        )
+        .unwrap_or_default();
         let parents: Vec<CommitId> = o.commit.iter().map(|c| CommitId::new(c)).collect();
         let result = self.records().write(
             Kind::Result(&id),

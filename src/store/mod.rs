@@ -23,7 +23,7 @@ mod write;
 pub use event::{Logged, Moved, Parking, RunEvent};
 pub use goals::Goals;
 pub use history::{History, TimeMark};
-pub use open::damage_hint;
+pub use open::{damage_hint, is_full};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use queue::Queue;
 pub use record::{
@@ -36,6 +36,21 @@ use write::{append_event, apply_update, insert_tasks};
 
 /// The board's database, in the swarm directory.
 const BOARD_FILE: &str = "board.db";
+
+/// The board's database in `swarm_dir`.
+pub fn board_path(swarm_dir: &Path) -> PathBuf {
+    swarm_dir.join(BOARD_FILE)
+}
+
+/// `e`, met using the board at `board`: when `SQLite` found the disk full, it says which disk
+/// (its own words name no file).
+pub fn name_full_board(e: anyhow::Error, board: &Path) -> anyhow::Error {
+    if is_full(&e) && crate::disk::full(&e).is_none() {
+        e.context(crate::disk::Full::at(board))
+    } else {
+        e
+    }
+}
 
 /// The board of one repository.
 pub struct Board {
@@ -98,7 +113,7 @@ impl Board {
 
     /// The board's database file.
     pub fn path(&self) -> PathBuf {
-        self.dir.join(BOARD_FILE)
+        board_path(&self.dir)
     }
 
     /// The directory of a run's files.
@@ -588,6 +603,7 @@ impl Board {
                     .create(true)
                     .append(true)
                     .open(&path)
+                    .map_err(|e| crate::disk::name(&path, e))
                     .with_context(|| format!("could not open {}", path.display()))?;
                 self.log.insert((run.to_owned(), file))
             }
@@ -597,7 +613,8 @@ impl Board {
             buf.push_str(l);
             buf.push('\n');
         }
-        file.write_all(buf.as_bytes())?;
+        file.write_all(buf.as_bytes())
+            .map_err(|e| crate::disk::name(&self.events_path(run), e))?;
         if let Some(echo) = &mut self.echo {
             for l in lines {
                 echo(l);

@@ -17,6 +17,11 @@ fn sqlite_said(e: &anyhow::Error, codes: &[rusqlite::ErrorCode]) -> bool {
     })
 }
 
+/// Whether `SQLite` found no room on the disk somewhere in the chain of `e`.
+pub fn is_full(e: &anyhow::Error) -> bool {
+    sqlite_said(e, &[rusqlite::ErrorCode::DiskFull])
+}
+
 pub(super) fn is_busy(e: &anyhow::Error) -> bool {
     use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
     sqlite_said(e, &[DatabaseBusy, DatabaseLocked])

@@ -479,6 +479,106 @@ fn a_disk_that_fills_under_a_writer_stops_the_run_and_resume_finishes_it_unspent
     drop(disk);
 }
 
+/// The repository's swarm directory (the board, the runs' records and the attempts'
+/// `TMPDIR`s) on a small disk of its own, mounted for the test.
+fn records_on_a_small_disk(repo: &TestRepo, test: &str) -> Option<crate::SmallDisk> {
+    crate::SmallDisk::mount(&repo.swarm_dir(), "8m", test)
+}
+
+/// What a run stopped by a full disk says of it: the disk holding a path of the small disk
+/// at `mount`, by its device and mount point.
+fn assert_names_the_full_disk(said: &str, mount: &std::path::Path) {
+    let mount = mount.canonicalize().unwrap();
+    let named = regex::Regex::new(&format!(
+        r"Stopped: the disk holding {}/\S+ \(device \d+:\d+, mounted at {}\) is full",
+        regex::escape(&mount.display().to_string()),
+        regex::escape(&mount.display().to_string()),
+    ))
+    .unwrap();
+    assert!(named.is_match(said), "{said}");
+}
+
+#[test]
+fn a_task_filling_its_tmpdir_stops_the_run_naming_the_disk_and_resume_finishes_it() {
+    let repo = TestRepo::new();
+    let test = "a_task_filling_its_tmpdir_stops_the_run_naming_the_disk_and_resume_finishes_it";
+    let Some(disk) = records_on_a_small_disk(&repo, test) else {
+        return;
+    };
+    let filled = crate::outside(&repo, "filled");
+    // The first attempt fills its TMPDIR, which is on the disk of the run's records.
+    let fill = format!(
+        "[ -e '{0}' ] && exit 0; touch '{0}'; head -c 64000000 /dev/zero > \"$TMPDIR/fill\"",
+        filled.display()
+    );
+    let tasks =
+        repo.tasks(&[&serde_json::json!({"id": "fill", "run": fill, "mode": "read"}).to_string()]);
+
+    let out = repo.swarm(&["run", "--retries", "0", tasks.to_str().unwrap()]);
+
+    assert_exit(&out, 75);
+    assert_names_the_full_disk(&stdout(&out), &repo.swarm_dir());
+    let status = status_json(&repo);
+    assert_eq!(status["tasks"][0]["status"], "interrupted", "{status:#}");
+    assert_eq!(status["tasks"][0]["failures"], 0, "{status:#}");
+
+    let out = repo.swarm(&["resume"]);
+    assert_exit(&out, 0);
+    assert_eq!(status_json(&repo)["tasks"][0]["status"], "done");
+    drop(disk);
+}
+
+#[test]
+fn a_board_that_meets_a_full_disk_stops_the_run_resumably_with_its_tasks_interrupted() {
+    let repo = TestRepo::new();
+    let test = "a_board_that_meets_a_full_disk_stops_the_run_resumably_with_its_tasks_interrupted";
+    let Some(disk) = records_on_a_small_disk(&repo, test) else {
+        return;
+    };
+    let (ran, filled) = (
+        crate::outside(&repo, "hog-ran"),
+        crate::outside(&repo, "filled"),
+    );
+    // `hog` fills the disk and holds it full (its TMPDIR is emptied only when it ends); `other`
+    // ends once it is full, so that its end is what the board has no room for.
+    let hog = format!(
+        "[ -e '{ran}' ] && exit 0; touch '{ran}'; head -c 64000000 /dev/zero > \"$TMPDIR/hog\"; touch '{filled}'; exec sleep 600",
+        ran = ran.display(),
+        filled = filled.display()
+    );
+    let other = format!(
+        "for _ in $(seq 3000); do [ -e '{}' ] && break; sleep 0.01; done; echo done",
+        filled.display()
+    );
+    let tasks = repo.tasks(&[
+        &serde_json::json!({"id": "hog", "run": hog, "mode": "read"}).to_string(),
+        &serde_json::json!({"id": "other", "run": other, "mode": "read"}).to_string(),
+    ]);
+
+    let out = repo.swarm(&["run", "-j", "2", tasks.to_str().unwrap()]);
+
+    assert_exit(&out, 75);
+    let said = stdout(&out);
+    assert_names_the_full_disk(&said, &repo.swarm_dir());
+    assert!(said.contains("board.db (device"), "{said}");
+    let status = status_json(&repo);
+    assert_eq!(status["run"]["status"], "interrupted", "{status:#}");
+    // Neither left `running`: `other`, whose end the board had no room for, neither.
+    assert_eq!(
+        tasks_with_status(&status, "interrupted"),
+        ["hog", "other"],
+        "{status:#}"
+    );
+
+    let out = repo.swarm(&["resume"]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        tasks_with_status(&status_json(&repo), "done"),
+        ["hog", "other"]
+    );
+    drop(disk);
+}
+
 #[test]
 fn attempts_wait_for_an_endpoint_that_went_away_and_go_on_when_it_answers() {
     let repo = TestRepo::new();

@@ -227,6 +227,69 @@ fn a_failed_attempt_shows_its_last_twenty_lines_of_stderr_with_secrets_hidden() 
 }
 
 #[test]
+fn a_transcript_past_its_cap_keeps_its_first_and_last_lines_and_marks_the_cut() {
+    let repo = TestRepo::new();
+    // Some 26 MB on stderr, one line at a time, then a result and a failure.
+    let tasks = repo.tasks(&[
+        r#"{"id": "noisy", "run": "echo 'first line' >&2; seq -f 'filler line %.0f' 1 1500000 >&2; echo 'last line' >&2; echo result; exit 3", "mode": "read"}"#,
+    ]);
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_TRANSCRIPT_CAP", "1MiB")
+        .args(["run", tasks.to_str().unwrap(), "--retries", "0"])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 1);
+    let run = crate::run_id(&repo);
+    let path = repo
+        .swarm_dir()
+        .join("runs")
+        .join(run)
+        .join("attempts/noisy.1.log");
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size <= (1 << 20) + 16 * 1024, "{size} bytes");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let stderr_part = text
+        .split_once("--- stderr ---\n")
+        .and_then(|(_, rest)| rest.split_once("--- stdout ---\n"))
+        .map(|(stderr, _)| stderr)
+        .unwrap();
+    assert!(
+        stderr_part.starts_with("first line\nfiller line 1\nfiller line 2\n"),
+        "{}",
+        &stderr_part[..100]
+    );
+    assert!(
+        stderr_part.ends_with("filler line 1500000\nlast line\n"),
+        "{}",
+        &stderr_part[stderr_part.len() - 100..]
+    );
+    let cut = regex::Regex::new(r"\n\[… (\d+) bytes cut …\]\nfiller line \d+\n").unwrap();
+    let cut: u64 = cut.captures(stderr_part).unwrap()[1].parse().unwrap();
+    assert!(cut > 24_000_000, "{cut}");
+    assert!(
+        text.contains("--- stdout ---\nresult\n"),
+        "{}",
+        &text[text.len() - 300..]
+    );
+
+    // The failure's last lines, on the terminal and in `swarm show`.
+    let said = stderr(&out);
+    assert!(
+        said.contains("filler line 1500000") && said.contains("last line"),
+        "{said}"
+    );
+    let shown = repo.swarm(&["show", "noisy"]);
+    assert_exit(&shown, 0);
+    assert!(
+        stdout(&shown).contains("  last line\n"),
+        "{}",
+        stdout(&shown)
+    );
+}
+
+#[test]
 fn model_retries_of_the_planner_and_of_a_task_are_one_line_each() {
     let repo = TestRepo::new();
     let llm = FakeLlm::start(|req, n| {

@@ -81,6 +81,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "max_spawned",
         "spawns_per_minute",
         "spawning",
+        "transcript_cap",
     ] {
         expected[key] = serde_json::Value::Null;
     }

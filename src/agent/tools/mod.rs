@@ -18,7 +18,7 @@ mod problem;
 mod program;
 mod spawn;
 
-use problem::{Problem, failed, io_failed, not_found, refused};
+use problem::{Problem, failed, io_failed, not_found, refused, unread};
 use program::Programs;
 pub use program::Ran;
 use spawn::Spawner;
@@ -29,6 +29,9 @@ const LIST_CAP: usize = 2_000;
 const MATCH_CAP: usize = 200;
 /// A NUL byte this early means the file is binary.
 const BINARY_PROBE: usize = 8 * 1024;
+/// Files larger than this are not read (the model is shown at most `OUTPUT_CAP` of one, a
+/// range of lines at a time).
+const READ_CAP: u64 = 64 << 20;
 
 /// What a task may do with its directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -371,7 +374,7 @@ impl Tools {
         if !meta.is_file() {
             return Err(failed(format!("{raw} is not a regular file")));
         }
-        let bytes = fs::read(&file).map_err(|e| io_failed(raw, &e))?;
+        let bytes = crate::planted::read(&file, READ_CAP).map_err(|e| unread(raw, &e))?;
         if bytes.iter().take(BINARY_PROBE).any(|&b| b == 0) {
             return Err(failed(format!("{raw} is a binary file")));
         }
@@ -445,7 +448,7 @@ impl Tools {
         if old.is_empty() {
             return Err(failed("`old` is empty; give the exact text to replace"));
         }
-        let bytes = fs::read(&target).map_err(|e| io_failed(raw, &e))?;
+        let bytes = crate::planted::read(&target, READ_CAP).map_err(|e| unread(raw, &e))?;
         let text =
             String::from_utf8(bytes).map_err(|_| failed(format!("{raw} is not UTF-8 text")))?;
         match text.matches(old).count() {

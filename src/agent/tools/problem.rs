@@ -27,6 +27,14 @@ pub(super) fn io_failed(raw: &str, e: &io::Error) -> Problem {
     }
 }
 
+/// A file of the task's directory that was not read (a FIFO, too large).
+pub(super) fn unread(raw: &str, why: &crate::planted::Refused) -> Problem {
+    match why {
+        crate::planted::Refused::Missing => not_found(raw),
+        why => failed(format!("{raw} {why}")),
+    }
+}
+
 impl Problem {
     pub(super) fn text(self) -> String {
         match self {

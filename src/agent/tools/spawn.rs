@@ -143,10 +143,10 @@ impl Spawner {
                 p.what()
             )));
         }
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.file)
+        let mut append = std::fs::OpenOptions::new();
+        append.create(true).append(true);
+        crate::planted::open_with(&self.file, &mut append)
+            .map_err(std::io::Error::from)
             .and_then(|mut f| f.write_all(text.as_bytes()))
             .map_err(|e| failed(format!("could not keep the tasks: {e}")))?;
         self.added.fetch_add(n, Ordering::Relaxed);

@@ -66,7 +66,7 @@ const RUN_EXIT: &[Item] = &[
     ),
     item(
         "75",
-        "Stopped early, resumable: **swarm resume** continues where it stopped, running no finished task again and repeating no merge. Causes: the first Ctrl-C or SIGTERM (a second one kills the running attempts at once, and also exits 75); the token budget (**--budget-tokens**) spent; an agent's usage limit that resets more than an hour away, or never by itself (for a pool, once every member's does); a fault of the machine (a full disk, too few file descriptors); a model endpoint that stopped answering for longer than **--endpoint-wait**; your checkout changing while a task ran. A goal stopped while it was planned is planned again by the resume.",
+        "Stopped early, resumable: **swarm resume** continues where it stopped, running no finished task again and repeating no merge. Causes: the first Ctrl-C or SIGTERM (a second one kills the running attempts at once, and also exits 75); the token budget (**--budget-tokens**) spent; an agent's usage limit that resets more than an hour away, or never by itself (for a pool, once every member's does); a fault of the machine (a full disk, named with the path and the disk, wherever swarm or a task met it, the board included; too few file descriptors); a model endpoint that stopped answering for longer than **--endpoint-wait**; your checkout changing while a task ran. A goal stopped while it was planned is planned again by the resume.",
     ),
     item(
         "130, 143",
@@ -113,6 +113,10 @@ const SETTINGS_ENV: &[Item] = &[
     item(
         "SWARM_RESOLVE_CONFLICTS, SWARM_FRESH_RETRIES",
         "**--resolve-conflicts** and **--fresh-retries**: 1, true or yes; 0, false or no.",
+    ),
+    item(
+        "SWARM_TRANSCRIPT_CAP",
+        "The key **transcript-cap** (no flag): the most an attempt's transcript keeps of what it prints, a size like 64MiB (the default), 512k or 1GiB, in units of 1024; past it, the first and last parts are kept and the cut between them is marked.",
     ),
 ];
 
@@ -216,7 +220,7 @@ const RUN_FILES: &[Item] = &[
     ),
     item(
         ".git/swarm/runs/RUN/attempts/",
-        "One transcript per attempt, _task_**.**_n_**.log** (its command, stderr, stdout and outcome), and beside them _task_**.**_n_**.check.log** (the writer's check), _task_**.resolve.log** (a conflict-resolving attempt) and _task_**.escalate.log** (the **--on-escalate** command); a Codex attempt's output is kept in _task_**.**_n_**.stdout** while it runs.",
+        "One transcript per attempt, _task_**.**_n_**.log** (its command, stderr, stdout and outcome, at most **transcript-cap** of what it printed), and beside them _task_**.**_n_**.check.log** (the writer's check), _task_**.resolve.log** (a conflict-resolving attempt) and _task_**.escalate.log** (the **--on-escalate** command); a Codex attempt's output is kept in _task_**.**_n_**.stdout** while it runs.",
     ),
     item(
         ".git/swarm/runs/RUN/report.md",
@@ -236,7 +240,7 @@ const RUN_FILES: &[Item] = &[
 const CONFIG_FILES: &[Item] = &[
     item(
         ".swarm.toml",
-        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**spawning**, **max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the README). It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
+        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**spawning**, **max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the README), and **transcript-cap**. It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
     ),
     item(
         "~/.config/swarm/config.toml",

@@ -197,7 +197,92 @@ impl<'a> Dispatcher<'a> {
         Ok((ending, self.run.plan, self.merges.into_tip()))
     }
 
+    /// Runs the loop; a fault of the machine met on the way (a full disk where swarm writes,
+    /// the board's included) stops the run as any fault does, resumably.
     fn drive(&mut self, workers: &Workers) -> anyhow::Result<Ending> {
+        match self.drive_loop(workers) {
+            Err(e) => {
+                let e = self.run.record.name_full(e);
+                match Fault::of_error(&e) {
+                    Some(fault) => self.halt(workers, fault),
+                    None => Err(e),
+                }
+            }
+            ending => ending,
+        }
+    }
+
+    /// Stops the run after a fault swarm met itself: what runs is stopped, and as each attempt
+    /// ends (emptying its `TMPDIR`, which may give the disk room again) it is recorded as cut
+    /// short, and so is every task whose end could not be recorded. Nothing else is recorded
+    /// or merged: the state in memory may be ahead of the board, as after a `kill -9`, and
+    /// `swarm resume` goes on from the board. Records the board cannot take are left to it too.
+    fn halt(&mut self, workers: &Workers, fault: Fault) -> anyhow::Result<Ending> {
+        self.stop(
+            workers,
+            &format!(
+                "{}; {} running task(s) are stopped, nothing new starts",
+                fault.why, self.running
+            ),
+        );
+        // The first fault met is what stopped the run.
+        let fault = self.fault.get_or_insert(fault).clone();
+        while self.running > 0 || self.run.hooks_running > 0 {
+            // The loop holds a sender: the channel stays open.
+            let Ok(message) = self.rx.recv() else { break };
+            match message {
+                Message::Done(report) => {
+                    self.release(report.task);
+                    self.halted(&report);
+                }
+                Message::Gated(_) => self.running -= 1,
+                Message::Escalated { .. } => self.run.hooks_running -= 1,
+                _ => {}
+            }
+        }
+        let out = self
+            .coordinator
+            .as_mut()
+            .map(remote::Coordinator::left)
+            .unwrap_or_default();
+        if let Err(e) = self.run.interrupt_unfinished(out) {
+            let e = self.run.record.name_full(e);
+            if Fault::of_error(&e).is_none() {
+                return Err(e);
+            }
+        }
+        Ok(Ending::Faulted(fault))
+    }
+
+    /// An attempt that ended after the run halted: recorded as cut short, if the board takes it.
+    fn halted(&mut self, report: &Report) {
+        let i = report.task;
+        // A resolver's end is the merge queue's, which a resume settles from the board.
+        if self.run.dag.state(i) == State::Resolving {
+            return;
+        }
+        let slot = &mut self.run.slots[i];
+        slot.started = None;
+        slot.tokens += report.tokens;
+        if let Some(c) = report.cost {
+            slot.cost = Some(slot.cost.unwrap_or(0.0) + c);
+        }
+        let totals = slot.totals();
+        let id = self.run.plan.tasks[i].id.to_string();
+        let record = &mut self.run.record;
+        let _ = match &report.verdict {
+            Verdict::Fault(f) => {
+                record.attempt_faulted(&id, report, totals, f.kind.as_str(), &f.why)
+            }
+            _ => record.attempt_interrupted(&id, report, totals),
+        };
+        let run = &mut self.run;
+        run.dag.on(&run.plan, Transition::Interrupted(i));
+        run.ui
+            .task_finished(&id, Verb::Interrupted, report.elapsed, None);
+    }
+
+    fn drive_loop(&mut self, workers: &Workers) -> anyhow::Result<Ending> {
         self.begin()?;
         loop {
             let now = Instant::now();

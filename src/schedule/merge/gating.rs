@@ -133,6 +133,7 @@ impl Gate {
                     cwd.display()
                 ),
                 transcript: transcript.clone(),
+                transcript_cap: settings.transcript_cap,
                 stdout_file: None,
             },
             builtin: None,

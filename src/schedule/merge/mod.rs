@@ -585,10 +585,11 @@ fn escalate(
         .run_dir
         .join("attempts")
         .join(format!("{}.escalate.log", task.unwrap_or("(run)")));
-    let (cwd, watchdog, tx) = (
+    let (cwd, watchdog, tx, cap) = (
         run.repo.workdir().to_owned(),
         run.watchdog.clone(),
         run.tx.clone(),
+        run.settings.transcript_cap,
     );
     let task = task.map(str::to_owned);
     run.hooks_running += 1;
@@ -596,7 +597,7 @@ fn escalate(
         .name("swarm-escalate".into())
         .spawn(move || {
             let outcome = crate::panic::catch(|| {
-                agent::run_hook(&cmd, &info.to_string(), &cwd, &log, &watchdog)
+                agent::run_hook(&cmd, &info.to_string(), &cwd, &log, cap, &watchdog)
             })
             .unwrap_or_else(|why| format!("internal error in swarm: {why}"));
             let hook = json!({ "command": cmd, "outcome": outcome });

@@ -123,6 +123,7 @@ pub(super) fn job(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result
                 path.display()
             ),
             transcript,
+            transcript_cap: settings.transcript_cap,
             stdout_file: None,
         },
         builtin,

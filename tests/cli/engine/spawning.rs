@@ -290,6 +290,95 @@ fn a_spawn_past_each_limit_is_refused_with_the_reason_and_its_parent_still_compl
     }
 }
 
+/// What swarm printed once it ended; a swarm still running after a minute is killed and the
+/// test fails (it would have hung).
+fn ended_output(child: std::process::Child) -> std::process::Output {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    if let Ok(out) = rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        return out.unwrap();
+    }
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    panic!("swarm did not end");
+}
+
+#[test]
+fn a_spawn_file_made_a_fifo_or_a_link_is_refused_and_the_run_ends() {
+    let repo = TestRepo::new();
+    // A file of task lines outside the run, which a link would have made the spawn.
+    let planted = outside(&repo, "lines.jsonl");
+    std::fs::write(
+        &planted,
+        json!({"id": "sneaked", "run": "echo sneaked", "mode": "read"}).to_string() + "\n",
+    )
+    .unwrap();
+    let cases = [
+        (
+            "mkfifo \"$SWARM_SPAWN\"; echo made",
+            "its spawn file is a FIFO (named pipe), not a regular file",
+        ),
+        (
+            &*format!("ln -s {} \"$SWARM_SPAWN\"; echo linked", sh(&planted)),
+            "its spawn file is a symbolic link, which swarm does not follow",
+        ),
+    ];
+    for (run, why) in cases {
+        let repo = TestRepo::new();
+        let tasks = task_file(
+            &repo,
+            &[json!({"id": "fan", "run": run, "mode": "read", "spawn": 5})],
+        );
+        let out = ended_output(repo.spawn(&["run", path_arg(&tasks)]));
+        assert_exit(&out, 0);
+        assert!(
+            crate::stderr(&out).contains(&format!("fan: spawn refused: {why}")),
+            "{}",
+            crate::stderr(&out)
+        );
+        let refused = events(&repo, "spawn_refused");
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert_eq!(refused[0]["detail"]["why"], why);
+        let status = status_json(&repo);
+        assert_eq!(task_status(&status, "fan"), "done");
+        assert_eq!(status["tasks"].as_array().unwrap().len(), 1, "{status:#}");
+    }
+}
+
+#[test]
+fn a_signal_ends_a_run_whose_task_made_its_spawn_file_a_fifo() {
+    let repo = TestRepo::new();
+    let gate = Gate::new(&outside(&repo, "gates"), "long");
+    // `long` runs on once `fifo`'s spawn has been refused, so the signal comes after swarm
+    // met the FIFO.
+    let long = format!(
+        "{}; {}; sleep 600",
+        crate::after_event(&repo, "spawn_refused", "fifo"),
+        gate.shell()
+    );
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "fifo", "run": "mkfifo \"$SWARM_SPAWN\"", "mode": "read", "spawn": 5}),
+            json!({"id": "long", "run": long, "mode": "read"}),
+        ],
+    );
+    let mut child = repo.spawn(&["run", "-j", "2", path_arg(&tasks)]);
+    gate.reached(&mut child);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = ended_output(child);
+    assert_exit(&out, 75);
+    let status = status_json(&repo);
+    assert_eq!(task_status(&status, "fifo"), "done");
+    assert_eq!(task_status(&status, "long"), "interrupted");
+}
+
 #[test]
 fn a_task_the_plan_or_the_limits_do_not_let_spawn_gets_no_spawn_file_and_adds_nothing() {
     // (the plan's line, the variables set, whose spawn is not offered, the tasks in the end).
