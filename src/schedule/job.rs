@@ -73,6 +73,7 @@ impl Workers {
 }
 
 /// What an attempt's worker reports.
+#[derive(Debug)]
 pub(super) struct Report {
     pub(super) task: usize,
     pub(super) attempt: u32,
@@ -107,6 +108,7 @@ struct Spent {
     failed_check: Option<PathBuf>,
 }
 
+#[derive(Debug)]
 pub(super) enum Verdict {
     Succeeded {
         result: String,
@@ -631,7 +633,7 @@ impl DepsDir {
 /// What an attempt wrote to its spawn file: none when it wrote no file. The task may have put
 /// anything there (a FIFO, a link to a file elsewhere): only a regular file is read.
 fn read_spawn(file: &Path) -> Option<Result<String, String>> {
-    match crate::planted::read(file, super::spawn::MAX_SPAWN_BYTES) {
+    match crate::planted::read(file, super::core::spawn::MAX_SPAWN_BYTES) {
         Ok(bytes) => Some(
             String::from_utf8(bytes).map_err(|_| "its spawn file is not UTF-8 text".to_owned()),
         ),

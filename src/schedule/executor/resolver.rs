@@ -1,31 +1,39 @@
-//! A conflicting writer's one resolver attempt: the job, in a fresh checkout holding the
-//! conflicted merge at the integration tip, and what its report does (a resolved merge goes
-//! through the queue once more, a failed one parks the writer).
+//! A conflicting writer's one resolver attempt as a job: a fresh checkout holding the
+//! conflicted merge at the integration tip, its agent told which paths conflict; the result is
+//! a merge commit, checked like any writer's. What its end means is the core's.
 
 use anyhow::Context as _;
 
 use super::super::Checkout;
-use super::super::dag::Transition;
-use super::super::job::{Job, JobKind, Report, Verdict};
+use super::super::core::Core;
+use super::super::job::{Job, JobKind};
 use super::super::prompt::resolver_prompt;
-use super::super::run::Run;
-use super::{Hold, park};
+use super::Exec;
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
 use crate::git::CommitId;
 use crate::plan::Mode;
 use crate::store::RunEvent;
-use crate::ui::Verb;
+use crate::ui::Told;
 
-/// One bounded attempt by the agent, in a fresh worktree at the integration tip holding the
-/// conflicted merge, to resolve it; the result is a merge commit, checked like any writer.
-pub(super) fn job(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result<Job> {
-    run.slots[i].resolver_tried = true;
-    run.slots[i].resolving_from = Some(tip.clone());
-    let agent = resolver_agent(run, i).context("a resolver needs an agent")?;
-    let (task, slot, settings, layout) =
-        (&run.plan.tasks[i], &run.slots[i], run.settings, run.layout);
+/// Writer `i`'s one bounded resolver attempt by its agent, in a fresh worktree at the
+/// integration tip `tip` holding the conflicted merge, recorded as started.
+pub(super) fn job(
+    core: &Core<'_>,
+    ex: &mut Exec<'_>,
+    i: usize,
+    tip: &CommitId,
+) -> anyhow::Result<Job> {
+    let (task, slot, settings, layout) = (
+        &core.plan.tasks[i],
+        &core.slots[i],
+        ex.out.settings,
+        ex.out.layout,
+    );
+    let agent = settings
+        .resolver_agent(task.agent.as_deref(), slot.member.as_deref())
+        .context("a resolver needs an agent")?;
     let id = task.id.as_str();
     let theirs = slot
         .commit
@@ -79,7 +87,7 @@ pub(super) fn job(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result
         .join("attempts")
         .join(format!("{id}.resolve.log"));
     let name = &layout.run;
-    let tmp = run.scratch.acquire(i);
+    let tmp = ex.scratch.acquire(i);
     let mut env: Vec<(String, String)> = cli
         .iter()
         .flat_map(|p| p.set_env.iter().cloned())
@@ -93,8 +101,8 @@ pub(super) fn job(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result
         .collect();
     let (id, timeout) = (id.to_owned(), task.timeout.unwrap_or(settings.task_timeout));
     let check = task.check.clone().or_else(|| settings.check.clone());
-    env.extend(super::super::attempt_env(&mut run.ports, i, &tmp));
-    let (slot, id) = (&run.slots[i], id.as_str());
+    env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
+    let (slot, id) = (&core.slots[i], id.as_str());
     let job = Job {
         task: i,
         attempt: slot.attempts,
@@ -132,96 +140,20 @@ pub(super) fn job(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result
             .map(|p| p.parser),
         acp,
         deps_dir: None,
-        user_checkout: run.repo.workdir().to_owned(),
+        user_checkout: ex.out.repo.workdir().to_owned(),
         session: None,
         prepare: settings.prepare.clone(),
         tmp,
         spawn_file: None,
     };
     let id = id.to_owned();
-    run.record.task_event(
+    ex.out.record.task_event(
         &id,
         RunEvent::ResolverStarted {
             path: path.display().to_string(),
             tip: tip.to_string(),
         },
     )?;
-    run.ui.task_started(&format!("{id} (resolving)"), 1);
-    run.slots[i].started = Some(std::time::Instant::now());
+    ex.tell(&Told::ResolverStarted(id));
     Ok(job)
-}
-
-/// Takes a resolver's report (its attempt started from `tip`, unless it says): a failed one
-/// parks the task; a resolved merge is the task to go through the merge queue once more.
-pub(super) fn finished(
-    run: &mut Run<'_>,
-    tip: &CommitId,
-    report: Report,
-) -> anyhow::Result<Option<usize>> {
-    let i = report.task;
-    let id = run.plan.tasks[i].id.to_string();
-    run.ui.task_finished(
-        &format!("{id} (resolving)"),
-        Verb::Resolved,
-        report.elapsed,
-        None,
-    );
-    let paths = std::mem::take(&mut run.slots[i].conflict);
-    // Other merges, or the gate taking one out, may have moved the tip meanwhile: the
-    // resolution is a change from the tip it started at.
-    let from = run.slots[i]
-        .resolving_from
-        .take()
-        .unwrap_or_else(|| tip.clone());
-    match report.verdict {
-        Verdict::Succeeded {
-            commit: Some(resolved),
-            ..
-        } => {
-            run.record.resolved(&id, &resolved, &from, paths)?;
-            run.slots[i].commit = Some(resolved);
-            run.slots[i].start_commit = Some(from);
-            run.dag.on(&run.plan, Transition::Committed(i));
-            Ok(Some(i))
-        }
-        Verdict::Succeeded { commit: None, .. } => {
-            let resolver = Some("the resolver produced no commit".to_owned());
-            park(run, i, &Hold::Conflict { paths, resolver }).map(|()| None)
-        }
-        Verdict::Failed(why) => {
-            let resolver = Some(why);
-            park(run, i, &Hold::Conflict { paths, resolver }).map(|()| None)
-        }
-        Verdict::Fault(fault) => {
-            run.record.task_event(
-                &id,
-                RunEvent::Fault {
-                    kind: fault.kind.as_str().to_owned(),
-                    why: fault.why,
-                },
-            )?;
-            // Still committed in the board: a resume merges it again.
-            run.dag.on(&run.plan, Transition::Committed(i));
-            Ok(None)
-        }
-        Verdict::Interrupted | Verdict::Limited(_) => {
-            // Still committed in the board: a resume merges it again.
-            run.dag.on(&run.plan, Transition::Committed(i));
-            Ok(None)
-        }
-    }
-}
-
-/// The agent that may resolve a task's conflict: the task's agent or the run's, if usable;
-/// for a pool's task, the member that wrote it (outside the pool's caps and pauses: one
-/// bounded attempt).
-pub(super) fn resolver_agent(run: &Run<'_>, i: usize) -> Option<Agent> {
-    let name = run.plan.tasks[i].agent.as_deref();
-    let member = run.slots[i].member.as_deref().or_else(|| {
-        let pool = run.settings.pool_for(name)?;
-        run.settings.pools.get(pool)?.first().map(String::as_str)
-    });
-    run.settings
-        .attempt_agent(name, member)
-        .filter(|a| *a != Agent::OpenAi || run.settings.llm.is_some())
 }
