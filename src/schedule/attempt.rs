@@ -382,7 +382,12 @@ const CONTINUE_PROMPT: &str = "Your work on this task was cut short before you f
 /// The session of task `i`'s last attempt (`last`), when this attempt is to continue it:
 /// that attempt was cut short, its agent keeps sessions swarm can continue, retries are not to
 /// start afresh, and a writer's checkout is still as it left it.
-fn continued_session(core: &Core<'_>, layout: &super::Layout, i: usize, last: u32) -> Option<String> {
+fn continued_session(
+    core: &Core<'_>,
+    layout: &super::Layout,
+    i: usize,
+    last: u32,
+) -> Option<String> {
     let (task, slot, settings) = (&core.plan.tasks[i], &core.slots[i], core.settings);
     if settings.fresh_retries || !matches!(task.action, Action::Prompt(_)) {
         return None;

@@ -22,9 +22,9 @@ mod ready;
 mod record;
 mod scratch;
 
-use job::Report;
 pub use self::core::Ending;
 pub use self::core::spawn::{Ceiling, SpawnLimits};
+use job::Report;
 
 pub use executor::{Dispatcher, GoalRun, WorkerEnd, WorkerSetup, work};
 

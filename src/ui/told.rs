@@ -80,7 +80,10 @@ pub enum Told {
         finished: usize,
     },
     /// An attempt started.
-    Started { id: String, attempt: u32 },
+    Started {
+        id: String,
+        attempt: u32,
+    },
     /// An attempt ended, after `elapsed`, with what it says of it.
     Ended {
         id: String,
@@ -99,7 +102,10 @@ pub enum Told {
         retries: u32,
     },
     /// A failed writer's checkout is kept for a look.
-    KeptCheckout { id: String, path: PathBuf },
+    KeptCheckout {
+        id: String,
+        path: PathBuf,
+    },
     /// An attempt met its agent's usage limit.
     Limited {
         id: String,
@@ -111,7 +117,10 @@ pub enum Told {
     /// No new attempts while the endpoint is checked, for up to `wait`.
     PausedForEndpoint(Duration),
     /// Every member of `pool` is paused; its tasks wait `wait`.
-    PoolPaused { pool: String, wait: Duration },
+    PoolPaused {
+        pool: String,
+        wait: Duration,
+    },
     /// A member's usage limit has reset.
     MemberBack(String),
     /// The endpoint answers again after `after`.
@@ -119,7 +128,10 @@ pub enum Told {
     /// The run stops starting work.
     Stopping(Stop),
     /// A task is skipped.
-    Skipped { id: String, why: String },
+    Skipped {
+        id: String,
+        why: String,
+    },
     /// A task spawned `children` tasks (and its continuation).
     Spawned {
         id: String,
@@ -127,17 +139,32 @@ pub enum Told {
         then: bool,
     },
     /// A task's spawn was refused.
-    SpawnRefused { id: String, why: String },
+    SpawnRefused {
+        id: String,
+        why: String,
+    },
     /// A writer was merged (`before`: by a swarm before this one's interruption).
-    Merged { id: String, before: bool },
+    Merged {
+        id: String,
+        before: bool,
+    },
     /// A writer's merge conflicts and its resolver is to try.
-    Resolving { id: String, paths: Vec<String> },
+    Resolving {
+        id: String,
+        paths: Vec<String>,
+    },
     /// A resolver attempt started.
     ResolverStarted(String),
     /// A resolver attempt ended.
-    ResolverEnded { id: String, elapsed: Duration },
+    ResolverEnded {
+        id: String,
+        elapsed: Duration,
+    },
     /// A writer is parked.
-    Parked { id: String, why: Parked },
+    Parked {
+        id: String,
+        why: Parked,
+    },
     /// Merging stopped for a human.
     Halted(String),
     /// A gate run started on `tip`, testing the merges of `batch` (none: the base).
@@ -163,11 +190,17 @@ pub enum Told {
     /// A task or goal waits for what can never end well.
     Deadlock(String),
     /// A model request is retried (`who`: a task's id, or `planning`).
-    ModelRetry { who: String, line: String },
+    ModelRetry {
+        who: String,
+        line: String,
+    },
     /// Processes the run's tasks left behind were stopped.
     Strays(Vec<String>),
     /// A goal joined the run from the queue.
-    Queued { goal: String, text: String },
+    Queued {
+        goal: String,
+        text: String,
+    },
     /// A goal ended.
     GoalEnded {
         goal: String,
@@ -175,7 +208,10 @@ pub enum Told {
         how: GoalEnd,
     },
     /// A goal is skipped.
-    GoalSkipped { goal: String, reason: String },
+    GoalSkipped {
+        goal: String,
+        reason: String,
+    },
     /// The dependency pass over these goals started.
     Inferring(Vec<String>),
     /// A goal needs another.
@@ -193,11 +229,20 @@ pub enum Told {
     /// The dependency pass failed: the goals run as independent.
     Independent(String),
     /// A goal's planning started.
-    Planning { goal: String, text: String },
+    Planning {
+        goal: String,
+        text: String,
+    },
     /// A goal's planning was cut short by a fault.
-    PlanningCut { goal: String, why: String },
+    PlanningCut {
+        goal: String,
+        why: String,
+    },
     /// A goal's planning failed.
-    PlanningFailed { goal: String, reason: String },
+    PlanningFailed {
+        goal: String,
+        reason: String,
+    },
     /// A goal was planned.
     Planned {
         goal: String,
@@ -207,7 +252,10 @@ pub enum Told {
         spawning: Option<String>,
     },
     /// The remote does not answer.
-    RemoteAway { remote: String, why: String },
+    RemoteAway {
+        remote: String,
+        why: String,
+    },
     /// The remote answers again.
     RemoteBack(String),
     /// A lease or result found on the remote was refused.
@@ -219,15 +267,30 @@ pub enum Told {
         then: &'static str,
     },
     /// A worker's lease ran out: the attempt is published again.
-    LeaseExpired { id: String, worker: String },
+    LeaseExpired {
+        id: String,
+        worker: String,
+    },
     /// A worker could not start a claimed attempt: it is given back.
-    NotStartedHere { id: String, why: String },
+    NotStartedHere {
+        id: String,
+        why: String,
+    },
     /// A worker's lease of a task went to another.
-    LeaseLost { id: String, why: String },
+    LeaseLost {
+        id: String,
+        why: String,
+    },
     /// A worker's result went to the remote, or did not.
-    ResultPushed { id: String, status: String },
+    ResultPushed {
+        id: String,
+        status: String,
+    },
     ResultNotPushed(String),
-    ResultRefused { id: String, why: String },
+    ResultRefused {
+        id: String,
+        why: String,
+    },
 }
 
 /// How a goal ended, as its line says.
@@ -519,7 +582,9 @@ fn limit_words(limit: &Limit) -> String {
             message,
             lasting: true,
             ..
-        } => format!("usage limit ({message}); it lasts until a cap is raised or credits are bought"),
+        } => {
+            format!("usage limit ({message}); it lasts until a cap is raised or credits are bought")
+        }
         Limit::Run { message, wait, .. } => {
             format!("usage limit ({message}); resets in {}", duration(*wait))
         }
@@ -561,9 +626,9 @@ fn stop_words(stop: &Stop) -> String {
         Stop::Signal { running } => {
             format!("{running} running task(s); press Ctrl-C again to kill now")
         }
-        Stop::Fault { why, running } => format!(
-            "{why}; {running} running task(s) are stopped, nothing new starts"
-        ),
+        Stop::Fault { why, running } => {
+            format!("{why}; {running} running task(s) are stopped, nothing new starts")
+        }
         Stop::Halted { why, running } => {
             format!("{running} running task(s) finish, nothing new starts: {why}")
         }

@@ -189,7 +189,11 @@ impl Dag {
 
     /// Takes a transition, or refuses one the task's state makes impossible (a second end, a
     /// commit of a task never started), changing nothing then: why.
-    pub(in crate::schedule) fn on(&mut self, plan: &Plan, t: Transition) -> Result<Vec<Effect>, String> {
+    pub(in crate::schedule) fn on(
+        &mut self,
+        plan: &Plan,
+        t: Transition,
+    ) -> Result<Vec<Effect>, String> {
         if let Some(i) = t.task()
             && !t.allowed_from(self.states[i])
         {
@@ -609,7 +613,11 @@ mod tests {
         let mut dag = dag(&p);
         drain(&mut dag);
         // Committed, done or failed before it started.
-        for t in [Transition::Committed(0), Transition::Done(0), Transition::Failed(0)] {
+        for t in [
+            Transition::Committed(0),
+            Transition::Done(0),
+            Transition::Failed(0),
+        ] {
             assert!(dag.on(&p, t).is_err());
         }
         dag.on(&p, Transition::Started(0)).unwrap();

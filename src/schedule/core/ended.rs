@@ -54,7 +54,10 @@ impl Core<'_> {
         // The session the next attempt continues, or none: the board knows the same.
         if slot.session != report.session {
             slot.session.clone_from(&report.session);
-            fx.push(Effect::Record(Rec::Session(id.clone(), report.session.clone())));
+            fx.push(Effect::Record(Rec::Session(
+                id.clone(),
+                report.session.clone(),
+            )));
         }
         let slot = &mut self.slots[i];
         slot.tokens += report.tokens;
@@ -81,11 +84,7 @@ impl Core<'_> {
             }
             Verdict::Interrupted => {
                 let told = told_end(&id, Ended::Interrupted, &report, None);
-                fx.push(Effect::Record(Rec::Interrupted {
-                    id,
-                    report,
-                    totals,
-                }));
+                fx.push(Effect::Record(Rec::Interrupted { id, report, totals }));
                 self.transition(Transition::Interrupted(i), fx);
                 fx.push(told);
             }
@@ -282,10 +281,7 @@ impl Core<'_> {
         fx.extend(told);
         if retry {
             let wait = backoff(self.settings.backoff, failures, &mut self.rng);
-            self.transition(
-                Transition::Delayed(i, crate::time::deadline(now, wait)),
-                fx,
-            );
+            self.transition(Transition::Delayed(i, crate::time::deadline(now, wait)), fx);
             fx.push(Effect::Tell(Told::Retry {
                 id: id.to_owned(),
                 attempt: attempt + 1,

@@ -417,7 +417,9 @@ impl Core<'_> {
         if g.polling {
             return;
         }
-        if g.from_queue && g.polled.is_none_or(|t| now.saturating_duration_since(t) >= QUEUE_POLL)
+        if g.from_queue
+            && g.polled
+                .is_none_or(|t| now.saturating_duration_since(t) >= QUEUE_POLL)
         {
             g.polled = Some(now);
             g.polling = true;
@@ -504,8 +506,9 @@ impl Core<'_> {
             return;
         };
         let Some(goal) = g.list.get_mut(gi).filter(|goal| goal.planning) else {
-            self.refused
-                .push(format!("goal {gi} was planned while no planning of it was out"));
+            self.refused.push(format!(
+                "goal {gi} was planned while no planning of it was out"
+            ));
             return;
         };
         goal.planning = false;
@@ -566,8 +569,10 @@ impl Core<'_> {
             g.list[gi].tasks = added.clone().collect();
         }
         // No one is asked about a goal planned inside the run: what its tasks may add is said.
-        let ceiling =
-            crate::schedule::Ceiling::of_tasks(&self.plan.tasks[added.clone()], &self.settings.spawn);
+        let ceiling = crate::schedule::Ceiling::of_tasks(
+            &self.plan.tasks[added.clone()],
+            &self.settings.spawn,
+        );
         fx.push(Effect::Tell(Told::Planned {
             goal: id,
             tasks: added.len(),

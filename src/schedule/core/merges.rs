@@ -181,8 +181,10 @@ impl Core<'_> {
         };
         let slot = &self.slots[i];
         let (Some(_), Some(start)) = (&slot.commit, &slot.start_commit) else {
-            self.refused
-                .push(format!("{} was to be merged without its commits", self.id(i)));
+            self.refused.push(format!(
+                "{} was to be merged without its commits",
+                self.id(i)
+            ));
             return;
         };
         let tip = self.merges.tip.clone();
@@ -211,7 +213,10 @@ impl Core<'_> {
         let id = self.id(task).to_owned();
         match outcome {
             MergeOutcome::Merged { before, after, ms } => {
-                let commit = self.slots[task].commit.clone().unwrap_or_else(|| after.clone());
+                let commit = self.slots[task]
+                    .commit
+                    .clone()
+                    .unwrap_or_else(|| after.clone());
                 fx.push(Effect::Record(Rec::Merged {
                     id: id.clone(),
                     commit,

@@ -48,14 +48,14 @@ pub(in crate::schedule) enum Input {
     Open,
     /// An attempt of a task ended (in this process's pool, or a worker's result), and how long
     /// a usage limit it met holds (the executor reads the reset from the clock).
-    Ended { report: Report, limit_wait: Duration },
+    Ended {
+        report: Report,
+        limit_wait: Duration,
+    },
     /// A gate run ended.
     Gated(Report),
     /// The merge the core asked for was made (or not), and how.
-    Merge {
-        task: usize,
-        outcome: MergeOutcome,
-    },
+    Merge { task: usize, outcome: MergeOutcome },
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
     /// Swarm met a fault of the machine itself (a full disk under the board) carrying out an
@@ -478,7 +478,11 @@ impl<'s> Core<'s> {
     }
 
     /// A worker's core: every task waits until a claim of it starts it.
-    pub(in crate::schedule) fn for_worker(settings: &'s Settings, plan: Plan, base: CommitId) -> Self {
+    pub(in crate::schedule) fn for_worker(
+        settings: &'s Settings,
+        plan: Plan,
+        base: CommitId,
+    ) -> Self {
         let records: Vec<TaskRecord> = Vec::new();
         let mut core = Self::new(
             settings,
@@ -667,7 +671,6 @@ impl<'s> Core<'s> {
             return;
         }
         match input {
-            Input::Tick => {}
             Input::Open if self.stop.phase == Phase::Opening => self.stop.phase = Phase::Running,
             Input::Open => self.refused.push("the run was opened twice".to_owned()),
             Input::Ended { report, limit_wait } => self.ended(report, limit_wait, now, fx),
@@ -692,7 +695,7 @@ impl<'s> Core<'s> {
                 };
                 self.halt(said, fx);
             }
-            Input::Signal => {}
+            Input::Tick | Input::Signal => {}
             Input::Broken { fault, undone } => self.broke(fault, undone, fx),
             Input::Endpoint(gone) => {
                 if let Some(fault) = self.pauses.endpoint_checked(gone, now, fx) {
@@ -739,8 +742,10 @@ impl<'s> Core<'s> {
             Input::Pushed { report, taken } => self.pushed(report, taken, fx),
             Input::NotStarted(i) => {
                 if self.dag.state(i) != State::Running {
-                    self.refused
-                        .push(format!("{} did not start, and was not starting", self.id(i)));
+                    self.refused.push(format!(
+                        "{} did not start, and was not starting",
+                        self.id(i)
+                    ));
                     return;
                 }
                 self.release(i);
@@ -1037,7 +1042,11 @@ impl<'s> Core<'s> {
     /// Tasks joined the plan at `added` (a goal planned, a spawn, tasks learnt from the
     /// remote): each gets its slot, its place in the limits on spawning and in the dag. Every
     /// way tasks join a running plan goes through here.
-    pub(in crate::schedule) fn grow(&mut self, added: std::ops::Range<usize>, fx: &mut Vec<Effect>) {
+    pub(in crate::schedule) fn grow(
+        &mut self,
+        added: std::ops::Range<usize>,
+        fx: &mut Vec<Effect>,
+    ) {
         for _ in added.clone() {
             self.slots.push(Slot::waiting());
         }
@@ -1162,8 +1171,10 @@ impl<'s> Core<'s> {
         fx: &mut Vec<Effect>,
     ) {
         if self.role != Role::Worker || self.stopping() || attempt == 0 {
-            self.refused
-                .push(format!("a claim of {} came to a core not taking one", self.id(i)));
+            self.refused.push(format!(
+                "a claim of {} came to a core not taking one",
+                self.id(i)
+            ));
             return;
         }
         for (d, facts) in deps {
@@ -1250,4 +1261,3 @@ fn told_end(id: &str, how: Ended, report: &Report, detail: Option<String>) -> Ef
         detail,
     })
 }
-

@@ -586,7 +586,10 @@ fn namespaced(parent: &TaskId, id: &TaskId) -> Result<TaskId, String> {
 
 /// Why a spawned task cannot run in this run: its agent (or its continuation's) is not one
 /// the run has.
-pub(in crate::schedule) fn runnable(settings: &crate::schedule::Settings, t: &Task) -> Result<(), String> {
+pub(in crate::schedule) fn runnable(
+    settings: &crate::schedule::Settings,
+    t: &Task,
+) -> Result<(), String> {
     let name = t.agent.as_deref();
     let pooled = settings
         .pool_for(name)
@@ -652,7 +655,7 @@ mod tests {
             r#"{"id":"a.b","run":"x","deps":["a"],"parent":"a","spawn":2}"#,
             r#"{"id":"a.b.c","run":"x","deps":["a.b"],"parent":"a.b","spawn":2}"#,
         ]);
-        let mut s = Spawns::new(&p, LIMITS);
+        let s = Spawns::new(&p, LIMITS);
         let now = Instant::now();
         let a = s.capacity(&id("a"), 1, 4, now);
         assert_eq!((a.children_left, a.depth_left, a.run_left), (2, 1, 2));

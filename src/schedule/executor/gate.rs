@@ -4,9 +4,9 @@
 
 use std::time::Instant;
 
+use super::super::Layout;
 use super::super::core::gate::Probe;
 use super::super::job::{Job, JobKind};
-use super::super::Layout;
 use super::Exec;
 use crate::agent::Invocation;
 use crate::git::CommitId;
@@ -24,7 +24,7 @@ pub(super) fn job(
     number: u32,
     probe: &Probe,
     tip: &CommitId,
-    batch: Vec<String>,
+    batch: &[String],
 ) -> anyhow::Result<(Job, (String, Instant))> {
     let (settings, layout) = (ex.out.settings, ex.out.layout);
     let Some(command) = settings.gate.clone() else {
@@ -80,12 +80,12 @@ pub(super) fn job(
         run: number,
         probe: probe.as_str().to_owned(),
         tip: tip.to_string(),
-        batch: batch.clone(),
+        batch: batch.to_vec(),
         transcript: transcript.display().to_string(),
     })?;
     ex.tell(&Told::GateStarted {
         tip: tip.short().to_owned(),
-        batch: batch.clone(),
+        batch: batch.to_vec(),
         base: *probe == Probe::Base,
     });
     let shown = match probe {

@@ -141,7 +141,8 @@ pub(super) fn answer(core: &Core<'_>, gi: usize, result: anyhow::Result<Planned>
         .and_then(|g| g.list.get(gi))
         .map(|g| g.id.clone())
         .unwrap_or_default();
-    let planned = result.and_then(|p| Ok((p.plan.namespaced(&id)?, p.repairs, p.requests, p.usage)));
+    let planned =
+        result.and_then(|p| Ok((p.plan.namespaced(&id)?, p.repairs, p.requests, p.usage)));
     match planned {
         Ok((tasks, repairs, requests, usage)) => PlanAnswer::Tasks {
             tasks,

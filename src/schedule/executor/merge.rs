@@ -44,14 +44,7 @@ pub(super) fn merge(
     let outcome = if onto {
         repo.advance(&layout.integration_ref, &base, &commit, &message)?
     } else {
-        crate::git::merge(
-            repo,
-            &layout.integration_ref,
-            tip,
-            &commit,
-            &base,
-            &message,
-        )?
+        crate::git::merge(repo, &layout.integration_ref, tip, &commit, &base, &message)?
     };
     Ok(match outcome {
         Merge::Merged { before, after } => MergeOutcome::Merged {
@@ -61,9 +54,7 @@ pub(super) fn merge(
         },
         Merge::Conflicted { paths } => MergeOutcome::Conflicted { paths },
         Merge::Refused { why, paths } => MergeOutcome::Held(Hold::Review { why, paths }),
-        Merge::Moved { found } => {
-            MergeOutcome::Moved(Box::new(put_back(ex, tip, found.as_ref())?))
-        }
+        Merge::Moved { found } => MergeOutcome::Moved(Box::new(put_back(ex, tip, found.as_ref())?)),
     })
 }
 
@@ -141,7 +132,12 @@ pub(super) fn clean_up(
 
 /// Parks writer `i` for `hold`: its branch stays (made again when the gate took its merge
 /// out), the board says where its work is and why, and a human is told once.
-pub(super) fn park(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, hold: &Hold) -> anyhow::Result<()> {
+pub(super) fn park(
+    core: &Core<'_>,
+    ex: &mut Exec<'_>,
+    i: usize,
+    hold: &Hold,
+) -> anyhow::Result<()> {
     let (repo, layout) = (ex.out.repo, ex.out.layout);
     let id = core.id(i).to_owned();
     let mut parking = Parking {
@@ -233,7 +229,8 @@ pub(super) fn find(core: &Core<'_>, ex: &Exec<'_>) -> anyhow::Result<Found> {
         Some(f) => {
             let committed = |c: &CommitId| {
                 (0..core.slots.len()).any(|i| {
-                    core.dag.state(i) == State::Committed && core.slots[i].commit.as_ref() == Some(c)
+                    core.dag.state(i) == State::Committed
+                        && core.slots[i].commit.as_ref() == Some(c)
                 })
             };
             let parents = repo.parents(&f)?;

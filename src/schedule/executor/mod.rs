@@ -37,8 +37,8 @@ use crate::git::{CommitId, Repo};
 use crate::store::RunEvent;
 use crate::ui::{Told, Ui};
 
-pub use goals::GoalRun;
 pub(super) use gate::gate_checkout_path;
+pub use goals::GoalRun;
 pub use run::Dispatcher;
 pub use worker::{WorkerEnd, WorkerSetup, work};
 
@@ -216,8 +216,8 @@ impl<'a> Exec<'a> {
                 tip,
                 batch,
             } => {
-                let batch = batch.iter().map(|&i| core.id(i).to_owned()).collect();
-                let (job, shown) = gate::job(self, number, &probe, &tip, batch)?;
+                let batch: Vec<String> = batch.iter().map(|&i| core.id(i).to_owned()).collect();
+                let (job, shown) = gate::job(self, number, &probe, &tip, &batch)?;
                 self.gate_shown = Some(shown);
                 workers.spawn(job);
             }

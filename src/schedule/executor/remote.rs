@@ -132,7 +132,11 @@ impl Coordinator {
         if let Some(info) = known {
             self.plan_published = crate::plan::Plan::read(&info.tasks).0.len();
         } else {
-            let update = [run_update(self.records(out.repo), out.layout, &self.info(core, out)?)?];
+            let update = [run_update(
+                self.records(out.repo),
+                out.layout,
+                &self.info(core, out)?,
+            )?];
             self.reach(out, None, |t| t.push(&update))?;
             self.plan_published = core.plan.len();
         }
@@ -382,7 +386,12 @@ impl Coordinator {
     }
 
     /// Takes in what a fetch of the remote found: the reports of attempts that ended there.
-    pub(super) fn seen(&mut self, core: &Core<'_>, out: &mut Outlets<'_>, seen: Seen) -> anyhow::Result<Vec<Report>> {
+    pub(super) fn seen(
+        &mut self,
+        core: &Core<'_>,
+        out: &mut Outlets<'_>,
+        seen: Seen,
+    ) -> anyhow::Result<Vec<Report>> {
         if let Some(why) = &seen.away {
             self.gone(out, why)?;
             return Ok(Vec::new());
@@ -758,7 +767,12 @@ impl Coordinator {
 /// Why a writer's commit from a worker is not taken, if it is not: it must be there (a parent
 /// of the result) and descend from the commit the attempt started from, as a local writer's
 /// branch must.
-fn foreign_commit(core: &Core<'_>, out: &Outlets<'_>, i: usize, o: &remote::Outcome) -> Option<String> {
+fn foreign_commit(
+    core: &Core<'_>,
+    out: &Outlets<'_>,
+    i: usize,
+    o: &remote::Outcome,
+) -> Option<String> {
     let commit = CommitId::new(o.commit.as_deref()?);
     let start = core.slots[i].start_commit.as_ref()?;
     match out.repo.contains(&commit, start) {

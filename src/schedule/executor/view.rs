@@ -13,12 +13,7 @@ use crate::ui::Ui;
 /// Hands the display the run as it is now: `running` attempts (this process's and those out
 /// with workers, whose rows are there too), and the gate's run, if one goes on, as a row of its
 /// own with the id `gate`.
-pub(super) fn show(
-    core: &Core<'_>,
-    ui: &mut Ui,
-    running: usize,
-    gate: Option<(String, Instant)>,
-) {
+pub(super) fn show(core: &Core<'_>, ui: &mut Ui, running: usize, gate: Option<(String, Instant)>) {
     let now = Instant::now();
     let mut frame = frame(core, running, now);
     if let Some((what, started)) = gate {
