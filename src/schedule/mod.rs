@@ -160,6 +160,49 @@ impl Settings {
     }
 }
 
+#[cfg(test)]
+impl Settings {
+    /// A run of `jobs` slots whose prompts go to an `exec` agent, with no gate, budget,
+    /// pools or remote, one retry, and every other limit at swarm's default: what the tests of
+    /// the run loop's core start from.
+    pub(crate) fn sample(jobs: usize) -> Self {
+        Self {
+            guarded: Vec::new(),
+            jobs,
+            max_writers: jobs,
+            retries: 1,
+            task_timeout: Duration::from_secs(1800),
+            stall_timeout: None,
+            kill_grace: Duration::from_secs(5),
+            transcript_cap: 64 << 20,
+            backoff: Duration::from_secs(1),
+            agent: Some(Agent::Exec("agent".to_owned())),
+            check: None,
+            on_escalate: None,
+            resolve_conflicts: false,
+            fresh_retries: false,
+            llm: None,
+            builtin: BuiltinLimits {
+                max_turns: 50,
+                max_tokens: 0,
+                allowed_programs: Vec::new(),
+            },
+            named_agents: std::collections::BTreeMap::new(),
+            pool: None,
+            pools: std::collections::BTreeMap::new(),
+            max_concurrent: std::collections::BTreeMap::new(),
+            max_limit_wait: Duration::from_secs(900),
+            endpoint_wait: Duration::ZERO,
+            budget_tokens: None,
+            prepare: Prepare::default(),
+            gate: None,
+            spawn: SpawnLimits::default(),
+            remote: None,
+            local_jobs: jobs,
+        }
+    }
+}
+
 /// Caps of the built-in agent, per attempt.
 #[derive(Debug, Clone)]
 pub struct BuiltinLimits {

@@ -440,7 +440,10 @@ impl<'s> Core<'s> {
             goals,
             seed,
         } = start;
-        let states = records.iter().map(|r| recorded_state(r.status)).collect();
+        // A task the board does not have yet waits, as a new one.
+        let states = (0..plan.len())
+            .map(|i| records.get(i).map_or(State::Waiting, |r| recorded_state(r.status)))
+            .collect();
         let gate = settings.gate.as_ref().map(|command| {
             let tested = green.is_some();
             let green = green.unwrap_or_else(|| base.clone());
@@ -452,7 +455,9 @@ impl<'s> Core<'s> {
             goals: goals.map(|(list, from_queue)| goals::Goals::new(list, from_queue, &plan)),
             dag: Dag::new(&plan, states),
             spawns: Spawns::new(&plan, settings.spawn),
-            slots: records.iter().map(Slot::recorded).collect(),
+            slots: (0..plan.len())
+                .map(|i| records.get(i).map_or_else(Slot::waiting, Slot::recorded))
+                .collect(),
             budget: Budget {
                 limit: settings.budget_tokens,
                 used: records.iter().map(|r| r.tokens).sum(),
@@ -483,12 +488,11 @@ impl<'s> Core<'s> {
         plan: Plan,
         base: CommitId,
     ) -> Self {
-        let records: Vec<TaskRecord> = Vec::new();
         let mut core = Self::new(
             settings,
             Start {
                 plan,
-                records: &records,
+                records: &[],
                 tip: base.clone(),
                 base,
                 green: None,
@@ -497,8 +501,6 @@ impl<'s> Core<'s> {
                 seed: 0,
             },
         );
-        core.slots = core.plan.tasks.iter().map(|_| Slot::waiting()).collect();
-        core.dag = Dag::new(&core.plan, vec![State::Waiting; core.plan.len()]);
         core.role = Role::Worker;
         core.stop.phase = Phase::Running;
         core
