@@ -148,6 +148,13 @@ impl Merges {
         }
     }
 
+    /// The gate's run the core asked for never started.
+    pub(super) fn gate_not_run(&mut self) {
+        if let Some(g) = &mut self.gate {
+            g.running = None;
+        }
+    }
+
     /// With a gate, the newest tip it passed on.
     pub(super) fn gate_green(&self) -> Option<CommitId> {
         self.gate.as_ref().map(|g| g.green.clone())

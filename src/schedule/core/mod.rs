@@ -58,12 +58,11 @@ pub(in crate::schedule) enum Input {
     Merge { task: usize, outcome: MergeOutcome },
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
-    /// Swarm met a fault of the machine itself (a full disk under the board) carrying out an
-    /// effect, which it left `undone`: the run stops, recording only what ends.
-    Broken {
-        fault: Fault,
-        undone: Option<Undone>,
-    },
+    /// Swarm met a fault of the machine itself (a full disk under the board): the run stops,
+    /// recording only what ends.
+    Broken(Fault),
+    /// An effect was not carried out (it met such a fault, or came after one).
+    Undone(Undone),
     /// The checks of an endpoint that went away ended: it answers (`None`), or it stayed away
     /// as long as the run waits (its last answer).
     Endpoint(Option<String>),
@@ -108,15 +107,17 @@ pub(in crate::schedule) struct DepFacts {
     pub(in crate::schedule) commit: Option<CommitId>,
 }
 
-/// What an effect that met a fault of the machine left undone.
+/// What an effect not carried out left undone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::schedule) enum Undone {
-    /// Task `i`'s attempt (or resolver attempt) never started.
+    /// Task `i`'s attempt (or resolver attempt, or publication) never started.
     Start(usize),
     /// The gate's run never started.
     Gate,
     /// The end of task `i`'s attempt is not on the board.
     End(usize),
+    /// An escalation hook never started.
+    Hook,
 }
 
 /// What the executor is to do.
@@ -194,6 +195,45 @@ pub(in crate::schedule) enum Effect {
     WritePlan,
     /// A failed writer's checkout is kept for a look: say where.
     KeptCheckout(usize),
+}
+
+impl Effect {
+    /// Whether it is still carried out once swarm met a fault of the machine (the board and
+    /// the terminal are told what ends; nothing new starts, merges or moves): `Err` with what
+    /// dropping it leaves undone, if anything.
+    pub(in crate::schedule) fn after_fault(&self, settings: &Settings) -> Result<(), Option<Undone>> {
+        match self {
+            Effect::Record(_)
+            | Effect::Tell(_)
+            | Effect::StopAttempts
+            | Effect::StopPlanning
+            | Effect::KeptCheckout(_) => Ok(()),
+            Effect::Start { task, .. }
+            | Effect::Publish { task, .. }
+            | Effect::StartResolver { task, .. } => Err(Some(Undone::Start(*task))),
+            Effect::StartGate { .. } => Err(Some(Undone::Gate)),
+            Effect::Park { .. } | Effect::Escalate(_) => {
+                Err(settings.on_escalate.is_some().then_some(Undone::Hook))
+            }
+            Effect::Merge { .. }
+            | Effect::CleanUp { .. }
+            | Effect::DropSnapshots(_)
+            | Effect::Rewind { .. }
+            | Effect::WatchEndpoint(_)
+            | Effect::InferNeeds(_)
+            | Effect::PlanGoal(_)
+            | Effect::PollQueue
+            | Effect::WritePlan => Err(None),
+        }
+    }
+
+    /// What it leaves undone if carrying it out fails.
+    pub(in crate::schedule) fn undone_if_failed(&self, settings: &Settings) -> Option<Undone> {
+        match self {
+            Effect::Record(rec) => rec.attempt_end().map(Undone::End),
+            _ => self.after_fault(settings).err().flatten(),
+        }
+    }
 }
 
 /// A write to the board.
@@ -664,7 +704,8 @@ impl<'s> Core<'s> {
                     | Input::Gated(_)
                     | Input::Merge { .. }
                     | Input::Signal
-                    | Input::Broken { .. }
+                    | Input::Broken(_)
+                    | Input::Undone(_)
                     | Input::HookEnded { .. }
                     | Input::Pushed { .. }
                     | Input::NotStarted(_)
@@ -698,7 +739,8 @@ impl<'s> Core<'s> {
                 self.halt(said, fx);
             }
             Input::Tick | Input::Signal => {}
-            Input::Broken { fault, undone } => self.broke(fault, undone, fx),
+            Input::Broken(fault) => self.broke(fault, fx),
+            Input::Undone(undone) => self.undo(undone, fx),
             Input::Endpoint(gone) => {
                 if let Some(fault) = self.pauses.endpoint_checked(gone, now, fx) {
                     self.stop.fault.get_or_insert(fault);
@@ -844,11 +886,10 @@ impl<'s> Core<'s> {
         self.wind_down(said, fx);
     }
 
-    /// Swarm met a fault of the machine carrying out an effect: what it left undone is put
-    /// right in memory, what runs is stopped, and from now on only what ends is recorded.
-    fn broke(&mut self, fault: Fault, undone: Option<Undone>, fx: &mut Vec<Effect>) {
+    /// An effect was not carried out: what it would have done is put right in memory.
+    fn undo(&mut self, undone: Undone, fx: &mut Vec<Effect>) {
         match undone {
-            Some(Undone::Start(i)) => {
+            Undone::Start(i) => {
                 if !self.counts.remote.remove(&i) {
                     self.release(i);
                 }
@@ -861,14 +902,20 @@ impl<'s> Core<'s> {
                 self.transition(back, fx);
                 self.unrecorded.insert(i);
             }
-            Some(Undone::Gate) => {
+            Undone::Gate => {
                 self.counts.running = self.counts.running.saturating_sub(1);
+                self.merges.gate_not_run();
             }
-            Some(Undone::End(i)) => {
+            Undone::End(i) => {
                 self.unrecorded.insert(i);
             }
-            None => {}
+            Undone::Hook => self.counts.hooks = self.counts.hooks.saturating_sub(1),
         }
+    }
+
+    /// Swarm met a fault of the machine carrying out an effect: what runs is stopped, and
+    /// from now on only what ends is recorded.
+    fn broke(&mut self, fault: Fault, fx: &mut Vec<Effect>) {
         if self.broken() {
             return;
         }

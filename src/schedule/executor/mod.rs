@@ -26,7 +26,7 @@ use self::goals::Planner;
 use self::remote::Coordinator;
 use super::checkouts::Checkouts;
 use super::core::dag::State;
-use super::core::{Core, Effect, Input, Rec, Undone};
+use super::core::{Core, Effect, Input, Rec};
 use super::job::Workers;
 use super::ports::Ports;
 use super::record::{Failure, Recorder};
@@ -144,38 +144,42 @@ impl<'a> Exec<'a> {
 
     /// Carries out the core's effects in order; what some of them bring back (a merge's
     /// outcome, the queue's goals) goes to the core in turn, and so on until nothing is left.
-    /// A fault of the machine met carrying one out stops the run: the core is told, with what
-    /// was left undone, and the rest of that batch is dropped; records the board cannot take
-    /// once the run is stopping for such a fault are left to it.
+    /// A fault of the machine met carrying one out stops the run: after it only what tells
+    /// the board and the terminal is carried out (a record the board cannot take then is left
+    /// to it), and the core is told what was left undone, then of the fault.
     pub(super) fn carry_out(
         &mut self,
         core: &mut Core<'_>,
         fx: Vec<Effect>,
         workers: &Workers,
     ) -> anyhow::Result<()> {
+        let settings = self.out.settings;
         let mut inputs = VecDeque::new();
         let mut fx = fx;
         loop {
+            let mut fault = None;
+            let mut undone = Vec::new();
             for effect in fx {
-                let undone = undone_by(&effect);
-                let record = matches!(effect, Effect::Record(_));
+                if fault.is_some() || core.broken() {
+                    if let Err(left) = effect.after_fault(settings) {
+                        undone.extend(left);
+                        continue;
+                    }
+                }
+                let left = effect.undone_if_failed(settings);
                 let Err(e) = self.apply(core, effect, workers, &mut inputs) else {
                     continue;
                 };
-                let Some((fault, undone)) = broken(self, e, undone)? else {
-                    continue;
-                };
-                if core.broken() && record {
-                    if let Some(undone) = undone {
-                        inputs.push_front(Input::Broken {
-                            fault,
-                            undone: Some(undone),
-                        });
-                    }
-                    continue;
-                }
-                inputs.push_front(Input::Broken { fault, undone });
-                break;
+                // Any other error is swarm's own, and ends the run.
+                let f = fault_of(self, e)?;
+                undone.extend(left);
+                fault.get_or_insert(f);
+            }
+            if let Some(f) = fault {
+                inputs.push_front(Input::Broken(f));
+            }
+            for u in undone.into_iter().rev() {
+                inputs.push_front(Input::Undone(u));
             }
             let Some(input) = inputs.pop_front() else {
                 return Ok(());
@@ -436,30 +440,11 @@ impl<'a> Exec<'a> {
     }
 }
 
-/// What an effect leaves undone if carrying it out fails.
-fn undone_by(effect: &Effect) -> Option<Undone> {
-    match effect {
-        Effect::Start { task, .. }
-        | Effect::Publish { task, .. }
-        | Effect::StartResolver { task, .. } => Some(Undone::Start(*task)),
-        Effect::StartGate { .. } => Some(Undone::Gate),
-        Effect::Record(rec) => rec.attempt_end().map(Undone::End),
-        _ => None,
-    }
-}
-
-/// `e`, met carrying out an effect: a fault of the machine (a full disk, the board's
-/// included) as what stops the run, with what it left undone; any other error as it is.
-pub(super) fn broken(
-    ex: &Exec<'_>,
-    e: anyhow::Error,
-    undone: Option<Undone>,
-) -> anyhow::Result<Option<(Fault, Option<Undone>)>> {
+/// `e`, met carrying out an effect or taking a message in: a fault of the machine (a full
+/// disk, the board's included), which stops the run; any other error as it is.
+pub(super) fn fault_of(ex: &Exec<'_>, e: anyhow::Error) -> anyhow::Result<Fault> {
     let e = ex.out.record.name_full(e);
-    match Fault::of_error(&e) {
-        Some(fault) => Ok(Some((fault, undone))),
-        None => Err(e),
-    }
+    Fault::of_error(&e).ok_or(e)
 }
 
 /// The deps of task `i` that ended without a result for it (failed, skipped or parked), each

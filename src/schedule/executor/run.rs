@@ -15,7 +15,7 @@ use super::super::{Layout, Message, Settings, notice_event, notice_line};
 use super::gate::GATE_KEY;
 use super::goals::{GoalRun, Planner};
 use super::remote::Coordinator;
-use super::{Exec, Outlets, broken, gate, merge, view};
+use super::{Exec, Outlets, fault_of, gate, merge, view};
 use crate::agent::Watchdog;
 use crate::agent::cli::UsageLimit;
 use crate::git::{CommitId, Repo};
@@ -181,10 +181,8 @@ impl<'a> Dispatcher<'a> {
     /// `e`, met outside an effect: a fault of the machine stops the run; anything else is
     /// swarm's own error.
     fn fault_or(&mut self, e: anyhow::Error, workers: &Workers) -> anyhow::Result<()> {
-        match broken(&self.ex, e, None)? {
-            Some((fault, undone)) => self.feed(Input::Broken { fault, undone }, workers),
-            None => Ok(()),
-        }
+        let fault = fault_of(&self.ex, e)?;
+        self.feed(Input::Broken(fault), workers)
     }
 
     /// Before the first attempt: stale locks go, what an earlier swarm of the run left
