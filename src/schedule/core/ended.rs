@@ -36,13 +36,13 @@ impl Core<'_> {
             }
             return;
         }
+        if !self.runs(i, &report) {
+            return;
+        }
         if self.counts.remote.remove(&i) {
             // A worker's attempt: no slot of this process to free.
         } else {
             self.release(i);
-        }
-        if !self.runs(i, &report) {
-            return;
         }
         self.slots[i].started = None;
         if self.broken() {

@@ -45,6 +45,8 @@ pub(in crate::schedule) struct Goal {
     pub(in crate::schedule) status: GoalStatus,
     /// Its tasks' indices in the plan, once planned.
     pub(in crate::schedule) tasks: Vec<usize>,
+    /// The tasks its tasks spawned: it ends once they have, too.
+    joined: Vec<usize>,
     pub(in crate::schedule) planning: bool,
 }
 
@@ -68,7 +70,10 @@ impl Goals {
         let list = goals
             .into_iter()
             .map(|g| {
-                let tasks = plan.goal_tasks(&g.id);
+                let (joined, tasks): (Vec<usize>, Vec<usize>) = plan
+                    .goal_tasks(&g.id)
+                    .into_iter()
+                    .partition(|&i| plan.tasks[i].parent.is_some());
                 // Tasks on the board mean the goal was planned, even if a kill came before
                 // its status was.
                 let status = if g.status == GoalStatus::Pending && !tasks.is_empty() {
@@ -82,6 +87,7 @@ impl Goals {
                     needs: g.needs,
                     status,
                     tasks,
+                    joined,
                     planning: false,
                 }
             })
@@ -172,8 +178,26 @@ impl Goals {
                 needs: None,
                 status: GoalStatus::Pending,
                 tasks: Vec::new(),
+                joined: Vec::new(),
                 planning: false,
             });
+        }
+    }
+
+    /// Tasks that joined the plan at `added`: those spawned below a goal's tasks are its too.
+    pub(super) fn learn(&mut self, plan: &Plan, added: std::ops::Range<usize>) {
+        for i in added {
+            if plan.tasks[i].parent.is_none() {
+                continue;
+            }
+            let id = plan.tasks[i].id.as_str();
+            let goal = self
+                .list
+                .iter_mut()
+                .find(|g| id.strip_prefix(g.id.as_str()).is_some_and(|r| r.starts_with('.')));
+            if let Some(g) = goal {
+                g.joined.push(i);
+            }
         }
     }
 
@@ -187,10 +211,11 @@ impl Goals {
             // From the last task back: a goal's reducer ends last, so an unfinished goal is
             // told at once, however many of its tasks have ended.
             let state = |&i: &usize| dag.state(i);
-            if !g.tasks.iter().rev().map(state).all(State::is_final) {
+            let all = || g.tasks.iter().chain(&g.joined);
+            if !g.joined.iter().rev().chain(g.tasks.iter().rev()).map(state).all(State::is_final) {
                 continue;
             }
-            let ends: Vec<State> = g.tasks.iter().map(state).collect();
+            let ends: Vec<State> = all().map(state).collect();
             let (status, how, reason) = if ends.contains(&State::Parked) {
                 let why = "a writer's merge conflicted and is parked";
                 (GoalStatus::Parked, GoalEnd::Parked, Some(why))

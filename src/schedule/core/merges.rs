@@ -148,6 +148,18 @@ impl Merges {
         }
     }
 
+    /// The merge of writer `i` the core asked for was not made.
+    pub(super) fn not_merged(&mut self, i: usize) {
+        if self.merging == Some(i) {
+            self.merging = None;
+        }
+    }
+
+    /// Whether a gate run is going on.
+    pub(super) fn gate_runs_now(&self) -> bool {
+        self.gate.as_ref().is_some_and(|g| g.running.is_some())
+    }
+
     /// The gate's run the core asked for never started.
     pub(super) fn gate_not_run(&mut self) {
         if let Some(g) = &mut self.gate {

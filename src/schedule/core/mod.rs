@@ -27,6 +27,8 @@ mod pauses;
 pub(in crate::schedule) mod slot;
 pub(in crate::schedule) mod spawn;
 #[cfg(test)]
+mod sim;
+#[cfg(test)]
 mod tests;
 
 use dag::{Dag, Effect as DagEffect, State, Transition};
@@ -118,6 +120,8 @@ pub(in crate::schedule) enum Undone {
     End(usize),
     /// An escalation hook never started.
     Hook,
+    /// Writer `i`'s merge was not made: it waits, committed, for a resume.
+    Merge(usize),
 }
 
 /// What the executor is to do.
@@ -215,8 +219,8 @@ impl Effect {
             Effect::Park { .. } | Effect::Escalate(_) => {
                 Err(settings.on_escalate.is_some().then_some(Undone::Hook))
             }
-            Effect::Merge { .. }
-            | Effect::CleanUp { .. }
+            Effect::Merge { task, .. } => Err(Some(Undone::Merge(*task))),
+            Effect::CleanUp { .. }
             | Effect::DropSnapshots(_)
             | Effect::Rewind { .. }
             | Effect::WatchEndpoint(_)
@@ -604,13 +608,13 @@ impl<'s> Core<'s> {
     /// When the core wants to be asked again, as no input comes: a held-back task's time, a
     /// paused member's reset, the next read of the queue.
     pub(in crate::schedule) fn next_wake(&self, now: Instant) -> Option<Instant> {
-        let poll = self.goals.as_ref().and_then(|g| {
-            if g.drains_queue() {
-                Some(g.next_poll().unwrap_or(now))
-            } else {
-                None
-            }
-        });
+        // The queue is read only while the run goes on and no merge is out.
+        let polls = !self.stopping() && !self.merges.in_flight();
+        let poll = self
+            .goals
+            .as_ref()
+            .filter(|g| polls && g.drains_queue())
+            .map(|g| g.next_poll().unwrap_or(now));
         [self.dag.next_delay(), self.members.next_reset(now), poll]
             .into_iter()
             .flatten()
@@ -689,8 +693,13 @@ impl<'s> Core<'s> {
     /// stops.
     pub(in crate::schedule) fn on(&mut self, input: Input, now: Instant) -> Vec<Effect> {
         let mut fx = Vec::new();
+        // What an effect left undone is put right, and nothing else: the fault that left it
+        // comes next.
+        let undone = matches!(input, Input::Undone(_));
         self.take(input, now, &mut fx);
-        self.step(now, &mut fx);
+        if !undone {
+            self.step(now, &mut fx);
+        }
         fx
     }
 
@@ -717,6 +726,10 @@ impl<'s> Core<'s> {
             Input::Open if self.stop.phase == Phase::Opening => self.stop.phase = Phase::Running,
             Input::Open => self.refused.push("the run was opened twice".to_owned()),
             Input::Ended { report, limit_wait } => self.ended(report, limit_wait, now, fx),
+            Input::Gated(_) if !self.merges.gate_runs_now() => {
+                self.refused
+                    .push("a gate run ended while none was running".to_owned());
+            }
             Input::Gated(report) => {
                 self.counts.running = self.counts.running.saturating_sub(1);
                 if self.broken() {
@@ -894,13 +907,13 @@ impl<'s> Core<'s> {
                     self.release(i);
                 }
                 self.slots[i].started = None;
-                let back = if self.dag.state(i) == State::Resolving {
-                    Transition::Committed(i)
+                // The attempt never was: the board has not heard of it.
+                if self.dag.state(i) == State::Resolving {
+                    self.transition(Transition::Committed(i), fx);
                 } else {
-                    Transition::Interrupted(i)
-                };
-                self.transition(back, fx);
-                self.unrecorded.insert(i);
+                    self.slots[i].attempts = self.slots[i].attempts.saturating_sub(1);
+                    self.transition(Transition::Interrupted(i), fx);
+                }
             }
             Undone::Gate => {
                 self.counts.running = self.counts.running.saturating_sub(1);
@@ -910,6 +923,7 @@ impl<'s> Core<'s> {
                 self.unrecorded.insert(i);
             }
             Undone::Hook => self.counts.hooks = self.counts.hooks.saturating_sub(1),
+            Undone::Merge(i) => self.merges.not_merged(i),
         }
     }
 
@@ -936,7 +950,7 @@ impl<'s> Core<'s> {
     /// executor ends it then (`finish`). A run draining the queue looks in it once more
     /// first. A worker's loop ends when it stops; the executor says when its run is over.
     pub(in crate::schedule) fn done(&mut self) -> bool {
-        if self.counts.running > 0 || self.counts.hooks > 0 {
+        if self.counts.running > 0 || self.counts.hooks > 0 || self.merges.in_flight() {
             return false;
         }
         // Stopping, what is out with workers waits on the remote for a resume.
@@ -1100,6 +1114,9 @@ impl<'s> Core<'s> {
             self.slots.push(Slot::waiting());
         }
         self.spawns.learn(&self.plan, added.clone());
+        if let Some(g) = &mut self.goals {
+            g.learn(&self.plan, added.clone());
+        }
         self.transition(Transition::Added(added), fx);
     }
 
@@ -1254,10 +1271,10 @@ impl<'s> Core<'s> {
     /// remote did not take, as cut short.
     fn pushed(&mut self, report: Report, taken: bool, fx: &mut Vec<Effect>) {
         let i = report.task;
-        self.release(i);
         if !self.runs(i, &report) {
             return;
         }
+        self.release(i);
         self.slots[i].started = None;
         // It may be claimed again here, after another worker's lease ran out.
         self.transition(Transition::Interrupted(i), fx);
