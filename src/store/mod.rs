@@ -23,8 +23,8 @@ mod write;
 pub use event::{Logged, Moved, Parking, RunEvent};
 pub use goals::Goals;
 pub use history::{History, TimeMark};
-pub use open::{damage_hint, is_full};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
+pub use open::{damage_hint, is_full};
 pub use queue::Queue;
 pub use record::{
     AttemptEnd, AttemptRecord, AttemptStart, Event, GoalRecord, GoalStatus, Need, QueueItem,
