@@ -7,11 +7,11 @@ use anyhow::{Context as _, bail};
 
 use crate::cli::{Cli, Command, QueueAction};
 use crate::config::Options;
+use crate::error::{Usage, exit};
 use crate::git::Repo;
 use crate::store::Board;
 use crate::ui;
 use crate::ui::Verb;
-use crate::{Usage, exit};
 
 mod ci;
 mod drop;

@@ -8,9 +8,10 @@ use serde_json::json;
 
 use super::settings::Configured;
 use super::{Globals, goal, open_board, open_repo};
+use crate::error::{Usage, exit};
 use crate::store::QueueRemoval;
+use crate::ui;
 use crate::ui::Verb;
-use crate::{Usage, exit, ui};
 
 pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
     let text = goal::without_secrets(g, text.trim());

@@ -5,10 +5,10 @@
 use anyhow::{Context as _, bail};
 
 use crate::config::{Options, from_record, overlay, to_record};
+use crate::error::{Usage, exit};
 use crate::git::CommitId;
 use crate::schedule::Layout;
 use crate::store::{Board, Event, RunEvent, RunStatus};
-use crate::{Usage, exit};
 
 use super::layout::{Lock, deps_root, worktree_root};
 use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute, stored_plan};

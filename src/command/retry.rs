@@ -6,8 +6,8 @@
 
 use anyhow::{Context as _, bail};
 
-use crate::Usage;
 use crate::config::{Options, from_record, overlay};
+use crate::error::Usage;
 use crate::git::Repo;
 use crate::plan::{Mode, Plan, Task};
 use crate::store::{

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use crate::config::{Land, Options, to_record};
+use crate::error::{Usage, exit};
 use crate::git::{CommitId, Repo};
 use crate::plan::Plan;
 use crate::report::{self, Facts, Landing, LandingAction};
@@ -14,7 +15,6 @@ use crate::store::{
     Board, Event, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord, TaskStatus,
 };
 use crate::ui::{self, Ui};
-use crate::{Usage, exit};
 
 use super::facts::{
     gate_runs, goal_facts, goal_notes, merges, output_tails, parked_tasks, planning_tokens,

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use crate::Usage;
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
 use crate::config::{Land, Options, pool_name};
+use crate::error::Usage;
 use crate::git::Repo;
 use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};

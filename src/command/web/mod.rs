@@ -19,9 +19,10 @@ use super::facts::{attempt_spans, merges, parked_tasks};
 use super::inspect::pick_run;
 use super::run::{read_events, stored_plan};
 use super::{Globals, open_board, open_repo};
+use crate::error::Usage;
 use crate::store::{Board, Logged, RunStatus};
 use crate::ui::Verb;
-use crate::{Usage, report, ui};
+use crate::{report, ui};
 
 /// The page, as embedded.
 pub(crate) const PAGE: &str = include_str!("page.html");
