@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use super::Globals;
+use super::context::Globals;
 use super::output::write_atomic;
 use crate::ci::{DEFAULT_REMOTE, DEFAULT_WORKERS, Target, Template};
 use crate::cli::CiTarget;

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde_json::json;
 
+use super::context::{Globals, open_board, open_repo, refuse_when_nested};
 use super::gc::{Cleaning, UNMERGED, run_leftovers};
 use super::layout::Lock;
-use super::{Globals, open_board, open_repo, refuse_when_nested};
 use crate::error::{Usage, exit};
 use crate::git::{CommitId, Repo};
 use crate::preview::{Answer, Terminal as _};

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
+use super::context::{Globals, open_board, open_repo};
 use super::layout::{Lock, deps_root};
-use super::{Globals, open_board, open_repo};
 use crate::error::{Usage, exit};
 use crate::store::Board;
 use crate::ui;

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::context::{Globals, open_board, open_repo};
+use super::goal;
 use super::settings::Configured;
-use super::{Globals, goal, open_board, open_repo};
 use crate::error::{Usage, exit};
 use crate::store::QueueRemoval;
 use crate::ui;

@@ -10,10 +10,11 @@ use crate::git::CommitId;
 use crate::schedule::Layout;
 use crate::store::{Board, Event, RunEvent, RunStatus};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
+use super::goal;
 use super::layout::{Lock, deps_root, worktree_root};
 use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute, stored_plan};
 use super::settings::settings;
-use super::{Globals, goal, open_repo, open_run_board, refuse_when_nested};
 
 pub(super) fn resume(
     g: &Globals,

@@ -15,6 +15,7 @@ use crate::store::{
 };
 use crate::ui::{self, Verb};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
 use super::goal::Question;
 use super::inspect::pick_run;
 use super::layout::Lock;
@@ -22,7 +23,6 @@ use super::resume::{Held, resume_held};
 use super::run::{GUARDED_FILE, NewRun, Reads, guard_files, stored_plan};
 use super::settings::{Configured, settings};
 use super::show::unknown_task;
-use super::{Globals, open_repo, open_run_board, refuse_when_nested};
 
 pub(super) fn retry(
     g: &Globals,

@@ -16,6 +16,7 @@ use crate::store::{
 };
 use crate::ui::{self, Ui};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
 use super::facts::{
     gate_runs, goal_facts, goal_notes, merges, output_tails, parked_tasks, planning_tokens,
     repairs, run_time, time_marks,
@@ -23,7 +24,6 @@ use super::facts::{
 use super::layout::{Lock, deps_root, new_run_id, worktree_root};
 use super::output;
 use super::settings::{Configured, settings};
-use super::{Globals, open_repo, open_run_board, refuse_when_nested};
 
 /// What a run checks before anything is recorded: that it could land, and that every output
 /// path is good (see `output::check`).

@@ -16,7 +16,7 @@ use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
 use crate::schedule::{BuiltinLimits, Prepare, Settings};
 
-use super::Globals;
+use super::context::Globals;
 use super::pools::Agents;
 
 /// Defaults of run options, as `--help` states them.

@@ -14,9 +14,9 @@ use crate::schedule::{Layout, WorkerEnd, WorkerSetup};
 use crate::store::{Event, RunEvent, RunRecord, RunStatus};
 use crate::ui::{Ui, Verb};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
 use super::layout::{Lock, deps_root, worktree_root};
 use super::settings::settings;
-use super::{Globals, open_repo, open_run_board, refuse_when_nested};
 
 /// The flags of `swarm worker`.
 pub(super) struct Asked<'a> {
