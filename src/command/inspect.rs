@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::context::{Globals, open_board, open_repo};
-use super::run::{read_events, stored_plan};
+use super::stored::{read_events, stored_plan};
 use crate::cli::GraphFormat;
 use crate::error::{Usage, exit};
 use crate::git::Repo;

@@ -30,6 +30,7 @@ mod run;
 mod runs;
 mod settings;
 mod show;
+mod stored;
 mod web;
 mod worker;
 

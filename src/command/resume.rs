@@ -13,8 +13,9 @@ use crate::store::{Board, Event, RunEvent, RunStatus};
 use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
 use super::goal;
 use super::layout::{Lock, deps_root, worktree_root};
-use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute, stored_plan};
+use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute};
 use super::settings::settings;
+use super::stored::stored_plan;
 
 pub(super) fn resume(
     g: &Globals,

@@ -20,9 +20,10 @@ use super::goal::Question;
 use super::inspect::pick_run;
 use super::layout::Lock;
 use super::resume::{Held, resume_held};
-use super::run::{GUARDED_FILE, NewRun, Reads, guard_files, stored_plan};
+use super::run::{GUARDED_FILE, NewRun, Reads, guard_files};
 use super::settings::{Configured, settings};
 use super::show::unknown_task;
+use super::stored::stored_plan;
 
 pub(super) fn retry(
     g: &Globals,

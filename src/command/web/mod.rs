@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::context::{Globals, open_board, open_repo};
 use super::facts::{attempt_spans, merges, parked_tasks};
 use super::inspect::pick_run;
-use super::run::{read_events, stored_plan};
+use super::stored::{read_events, stored_plan};
 use crate::error::Usage;
 use crate::store::{Board, Logged, RunStatus};
 use crate::ui::Verb;
