@@ -17,7 +17,6 @@ pub(crate) mod disk;
 pub mod error;
 pub(crate) mod git;
 pub(crate) mod llm;
-pub mod manual;
 pub(crate) mod near;
 pub(crate) mod panic;
 pub(crate) mod plan;
