@@ -23,6 +23,13 @@ enum Task {
         #[arg(long)]
         check: bool,
     },
+    /// Show which top-level module of swarm refers to which, the references that go back up
+    /// the floors of the architecture, and the circles
+    Structure {
+        /// The sources to read (another checkout's src/, say)
+        #[arg(long, value_name = "DIR")]
+        src: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -40,6 +47,9 @@ fn main() -> ExitCode {
                 )
             }
         }),
+        Task::Structure { src } => {
+            xtask::structure::report(&src.unwrap_or_else(|| root.join("src")))
+        }
     };
     match result {
         Ok(text) => {
