@@ -46,13 +46,13 @@ pub fn install() -> anyhow::Result<()> {
                     (None, true) => std::process::exit(128 + signal),
                     // A second signal after the phase that took the first has ended: what it
                     // stopped is recorded and resumable.
-                    (None, false) => std::process::exit(i32::from(crate::exit::RESUMABLE)),
+                    (None, false) => std::process::exit(i32::from(crate::error::exit::RESUMABLE)),
                     (Some(h), true) => (h.stop)(),
                     (Some(h), false) => {
                         (h.kill)();
                         crate::ui::leave_screen();
                         // What ran is on the board as a `kill -9` would leave it: resumable.
-                        std::process::exit(i32::from(crate::exit::RESUMABLE));
+                        std::process::exit(i32::from(crate::error::exit::RESUMABLE));
                     }
                 }
             }

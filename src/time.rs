@@ -4,9 +4,10 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use jiff::Timestamp;
 use jiff::civil::DateTime;
+use jiff::fmt::friendly::SpanParser;
 use jiff::tz::TimeZone;
+use jiff::{SpanRelativeTo, Timestamp};
 
 /// Far enough to mean "never" for any deadline swarm keeps.
 const FAR: Duration = Duration::from_secs(100 * 365 * 86_400);
@@ -43,6 +44,18 @@ impl Now {
             zone: TimeZone::UTC,
         }
     }
+}
+
+/// A duration in jiff's friendly format: numbers with units, largest first (`90s`, `1h30m`,
+/// `1h 30m`, `2d`, `500ms`, a fraction on the last unit as in `1.5h`, long names as in
+/// `1 hour 30 minutes`, or `01:30:00`), a day being 24 hours and a week 7 days: the length of
+/// time meant, not a span of the calendar. `None` when it is none of these, is negative, or
+/// names months or years.
+pub(crate) fn friendly_duration(text: &str) -> Option<Duration> {
+    const PARSER: SpanParser = SpanParser::new();
+    let span = PARSER.parse_span(text).ok()?;
+    let signed = span.to_duration(SpanRelativeTo::days_are_24_hours()).ok()?;
+    Duration::try_from(signed).ok()
 }
 
 /// An HTTP date in any of the three forms RFC 9110 §5.6.7 has recipients accept: the

@@ -9,7 +9,8 @@
 //! `session/new` answers `sessionId` and perhaps `modes {currentModeId, availableModes}`;
 //! `session/prompt` ends with `stopReason` and perhaps `usage.totalTokens`; `session/update`
 //! notifications carry `agent_message_chunk {content}` and `usage_update {used, size, cost}`,
-//! where `used` is the tokens in the context window now, not a running total.
+//! where `used` is the tokens in the context window now, not a running total. Each is a type
+//! in `message`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -25,11 +26,16 @@ use std::time::Instant;
 use anyhow::Context as _;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde_json::Value;
 
 use super::tools::{Access, Tools};
 use super::transcript::{Copier, Stream, Transcript};
 use super::{Finished, Invocation, KillReason, Outcome, RESULT_CAP, Sign, Watchdog};
+use message::Served;
+
+mod message;
 
 /// What an ACP attempt needs beyond its invocation.
 #[derive(Debug, Clone)]
@@ -271,20 +277,26 @@ impl Client {
     /// later attempt can continue the session.
     fn turn(&mut self, acp: &Acp, resumable: &mut bool) -> Result<(), Ended> {
         let writes = acp.access == Access::Write;
-        let init = self.request(
+        let init: message::Initialized = self.request(
             "initialize",
-            &json!({
-                "protocolVersion": PROTOCOL_VERSION,
-                "clientCapabilities": {
-                    "fs": { "readTextFile": true, "writeTextFile": writes },
-                    "terminal": !acp.allowed_programs.is_empty(),
+            &message::Initialize {
+                client_capabilities: message::ClientCapabilities {
+                    fs: message::FileCapabilities {
+                        read_text_file: true,
+                        write_text_file: writes,
+                    },
+                    terminal: !acp.allowed_programs.is_empty(),
                 },
-                "clientInfo": { "name": "swarm", "version": env!("CARGO_PKG_VERSION") },
-            }),
+                client_info: message::ClientInfo {
+                    name: "swarm",
+                    version: env!("CARGO_PKG_VERSION"),
+                },
+                protocol_version: PROTOCOL_VERSION,
+            },
         )?;
-        let caps = &init["agentCapabilities"];
-        let can_resume = caps["sessionCapabilities"]["resume"].is_object();
-        let can_load = caps["loadSession"].as_bool() == Some(true);
+        let caps = &init.agent_capabilities;
+        let can_resume = caps.session_capabilities.resume.is_some();
+        let can_load = caps.load_session == Some(true);
         *resumable = can_resume || can_load;
         let cwd = self.tools.root().display().to_string();
         // An agent that cannot continue the session gets the task afresh.
@@ -299,41 +311,61 @@ impl Client {
                     "session/load"
                 };
                 self.session = Some(id.clone());
-                let mut answer = self.request(
+                let mut answer: message::Opened = self.request(
                     method,
-                    &json!({ "sessionId": id, "cwd": cwd, "mcpServers": [] }),
+                    &message::OpenSession {
+                        cwd: &cwd,
+                        mcp_servers: [],
+                        session_id: Some(id),
+                    },
                 )?;
-                answer["sessionId"] = json!(id);
+                answer.session_id = Some(id.clone());
                 (answer, prompt)
             }
             _ => (
-                self.request("session/new", &json!({ "cwd": cwd, "mcpServers": [] }))?,
+                self.request(
+                    "session/new",
+                    &message::OpenSession {
+                        cwd: &cwd,
+                        mcp_servers: [],
+                        session_id: None,
+                    },
+                )?,
                 &acp.prompt,
             ),
         };
-        let Some(session) = opened["sessionId"].as_str().map(str::to_owned) else {
+        let Some(session) = opened.session_id else {
             return Err(Ended::Failed(
                 "the agent opened no session (no sessionId)".to_owned(),
             ));
         };
         self.session = Some(session.clone());
-        if let Some(mode) = pick_mode(&opened["modes"], acp.access) {
-            self.request(
+        if let Some(mode) = pick_mode(&opened.modes, acp.access) {
+            let _: IgnoredAny = self.request(
                 "session/set_mode",
-                &json!({ "sessionId": session, "modeId": mode }),
+                &message::SetMode {
+                    mode_id: &mode,
+                    session_id: &session,
+                },
             )?;
         }
         if self.cancelled {
             return Err(Ended::Failed("cancelled before the prompt".to_owned()));
         }
-        let answer = self.request(
+        let answer: message::Prompted = self.request(
             "session/prompt",
-            &json!({ "sessionId": session, "prompt": [{ "type": "text", "text": prompt }] }),
+            &message::Prompt {
+                prompt: [message::TextBlock {
+                    text: prompt,
+                    kind: "text",
+                }],
+                session_id: &session,
+            },
         )?;
-        if let Some(total) = answer["usage"]["totalTokens"].as_u64() {
+        if let Some(total) = answer.usage.total_tokens {
             self.tokens = Some(total);
         }
-        match answer["stopReason"].as_str() {
+        match answer.stop_reason.as_deref() {
             Some("end_turn") => Ok(()),
             Some(reason) => Err(Ended::Failed(format!(
                 "the agent stopped its turn: {reason}"
@@ -354,8 +386,9 @@ impl Client {
             .write(line.as_bytes());
     }
 
-    fn send(&mut self, message: &Value) {
-        let line = message.to_string();
+    fn send(&mut self, message: &impl Serialize) {
+        // swarm's own messages always serialize; an empty line would be no message.
+        let line = serde_json::to_string(message).unwrap_or_default();
         self.note(&format!("> {line}"));
         if let Some(stdin) = self.stdin.as_mut() {
             // A failed write shows as the agent's end (its stdout closes too).
@@ -366,11 +399,20 @@ impl Client {
         }
     }
 
-    /// Sends a request and serves the agent until its answer comes.
-    fn request(&mut self, method: &str, params: &Value) -> Result<Value, Ended> {
+    /// Sends a request and serves the agent until its answer comes: its result, read as `R`.
+    fn request<R: DeserializeOwned + Default>(
+        &mut self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<R, Ended> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        self.send(&message::Request {
+            id,
+            jsonrpc: message::JSONRPC,
+            method,
+            params,
+        });
         loop {
             let event = self.rx.recv().unwrap_or(Event::Eof);
             let line = match event {
@@ -385,24 +427,23 @@ impl Client {
                 Event::Line(line) => line,
             };
             self.note(&format!("< {line}"));
-            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            let Some(incoming) = message::Incoming::parse(&line) else {
                 continue;
             };
-            let is_answer = message.get("method").is_none()
-                && (message.get("result").is_some() || message.get("error").is_some());
-            if is_answer {
-                if message["id"].as_u64() != Some(id) {
+            if incoming.is_answer() {
+                if incoming.id.as_ref().and_then(Value::as_u64) != Some(id) {
                     continue;
                 }
-                if let Some(error) = message.get("error") {
+                if let Some(error) = incoming.error {
+                    let error: message::AgentError = message::read(error);
                     return Err(Ended::Failed(format!(
                         "the agent answered {method} with an error: {}",
-                        error["message"].as_str().unwrap_or("(no message)")
+                        error.message.as_deref().unwrap_or("(no message)")
                     )));
                 }
-                return Ok(message["result"].clone());
+                return Ok(message::read(incoming.result.unwrap_or_default()));
             }
-            self.receive(&message);
+            self.receive(incoming);
         }
     }
 
@@ -414,52 +455,54 @@ impl Client {
         }
         self.cancelled = true;
         if let Some(session) = self.session.clone() {
-            self.send(&json!({
-                "jsonrpc": "2.0",
-                "method": "session/cancel",
-                "params": { "sessionId": session },
-            }));
+            self.send(&message::Notification {
+                jsonrpc: message::JSONRPC,
+                method: "session/cancel",
+                params: message::Cancel {
+                    session_id: &session,
+                },
+            });
         }
     }
 
     /// A request or notification from the agent.
-    fn receive(&mut self, message: &Value) {
-        let method = message["method"].as_str().unwrap_or_default();
-        let params = &message["params"];
-        match message.get("id") {
+    fn receive(&mut self, incoming: message::Incoming) {
+        let method = incoming.method().to_owned();
+        match &incoming.id {
             None => {
                 if method == "session/update" {
-                    self.update(&params["update"]);
+                    let updated: message::Updated = message::read(incoming.params);
+                    self.update(&updated.update);
                 }
             }
-            Some(id) => {
-                let reply = match self.serve(method, params) {
-                    Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-                    Err((code, why)) => json!({
-                        "jsonrpc": "2.0",
-                        "id": id,
-                        "error": { "code": code, "message": why },
-                    }),
-                };
-                self.send(&reply);
-            }
+            Some(id) => match self.serve(&method, incoming.params) {
+                Ok(result) => self.send(&message::Answer {
+                    id,
+                    jsonrpc: message::JSONRPC,
+                    result,
+                }),
+                Err((code, why)) => self.send(&message::Refusal {
+                    error: message::ErrorSent { code, message: why },
+                    id,
+                    jsonrpc: message::JSONRPC,
+                }),
+            },
         }
     }
 
-    fn update(&mut self, update: &Value) {
-        match update["sessionUpdate"].as_str() {
+    fn update(&mut self, update: &message::Update) {
+        match update.kind.as_deref() {
             Some("agent_message_chunk") => {
-                if let Some(text) = update["content"]["text"].as_str() {
+                if let Some(text) = &update.content.text {
                     self.text.push_str(text);
                 }
             }
             Some("usage_update") => {
-                if let Some(used) = update["used"].as_u64() {
+                if let Some(used) = update.used {
                     self.usage_tokens = self.usage_tokens.max(used);
                 }
-                let cost = &update["cost"];
-                if cost["currency"].as_str() == Some("USD") {
-                    self.cost = cost["amount"].as_f64().or(self.cost);
+                if update.cost.currency.as_deref() == Some("USD") {
+                    self.cost = update.cost.amount.or(self.cost);
                 }
             }
             _ => {}
@@ -467,30 +510,29 @@ impl Client {
     }
 
     /// Answers one request of the agent: its result, or a JSON-RPC error code and message.
-    fn serve(&mut self, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+    fn serve(&mut self, method: &str, params: Value) -> Result<Served, (i64, String)> {
         const INVALID: i64 = -32602;
         const REFUSED: i64 = -32000;
-        let path = || {
-            params["path"]
-                .as_str()
-                .ok_or((INVALID, "missing `path`".to_owned()))
-        };
+        let missing = |what: &str| (INVALID, format!("missing `{what}`"));
         match method {
-            "session/request_permission" => Ok(self.permission(params)),
+            "session/request_permission" => Ok(self.permission(&message::read(params))),
             "fs/read_text_file" => {
+                let asked: message::ReadTextFile = message::read(params);
+                let path = asked.path.as_deref().ok_or_else(|| missing("path"))?;
                 let text = self
                     .tools
-                    .read_text(path()?, &self.given_root)
+                    .read_text(path, &self.given_root)
                     .map_err(|why| (REFUSED, why))?;
-                Ok(json!({ "content": lines_of(&text, params) }))
+                Ok(Served::Content {
+                    content: lines_of(&text, &asked),
+                })
             }
             "fs/write_text_file" => {
-                let raw = path()?.to_owned();
-                let content = params["content"]
-                    .as_str()
-                    .ok_or((INVALID, "missing `content`".to_owned()))?;
-                match self.tools.write_text(&raw, &self.given_root, content) {
-                    Ok(()) => Ok(Value::Null),
+                let asked: message::WriteTextFile = message::read(params);
+                let raw = asked.path.ok_or_else(|| missing("path"))?;
+                let content = asked.content.ok_or_else(|| missing("content"))?;
+                match self.tools.write_text(&raw, &self.given_root, &content) {
+                    Ok(()) => Ok(Served::Written),
                     Err(why) => {
                         self.denials
                             .push(format!("fs/write_text_file {raw}: {why}"));
@@ -498,24 +540,32 @@ impl Client {
                     }
                 }
             }
-            "terminal/create" => self.create_terminal(params).map_err(|why| (REFUSED, why)),
+            "terminal/create" => self
+                .create_terminal(message::read(params))
+                .map_err(|why| (REFUSED, why)),
             "terminal/output" | "terminal/wait_for_exit" | "terminal/kill" | "terminal/release" => {
-                let id = params["terminalId"].as_str().unwrap_or_default();
-                let Some(t) = self.terminals.get(id) else {
+                let asked: message::TerminalId = message::read(params);
+                let id = asked.terminal_id.unwrap_or_default();
+                let Some(t) = self.terminals.get(&id) else {
                     return Err((INVALID, format!("no terminal {id:?}")));
                 };
-                let status = json!({ "exitCode": t.exit_code, "signal": t.signal });
+                let status = message::ExitStatus {
+                    exit_code: t.exit_code,
+                    signal: t.signal.clone(),
+                };
                 Ok(match method {
-                    "terminal/output" => {
-                        json!({ "output": t.output, "truncated": false, "exitStatus": status })
-                    }
-                    "terminal/wait_for_exit" => status,
+                    "terminal/output" => Served::TerminalOutput {
+                        exit_status: status,
+                        output: t.output.clone(),
+                        truncated: false,
+                    },
+                    "terminal/wait_for_exit" => Served::Exited(status),
                     "terminal/release" => {
-                        self.terminals.remove(id);
-                        json!({})
+                        self.terminals.remove(&id);
+                        Served::Done {}
                     }
                     // It has ended already.
-                    _ => json!({}),
+                    _ => Served::Done {},
                 })
             }
             _ => Err((-32601, format!("swarm does not serve {method}"))),
@@ -524,24 +574,16 @@ impl Client {
 
     /// Runs an allowed program to its end in the task's directory (the agent then reads its
     /// output and status); anything else is refused.
-    fn create_terminal(&mut self, params: &Value) -> Result<Value, String> {
-        let program = params["command"].as_str().unwrap_or_default().to_owned();
-        let args: Vec<String> = params["args"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let elsewhere = params["cwd"].as_str().is_some_and(|cwd| {
+    fn create_terminal(&mut self, asked: message::CreateTerminal) -> Result<Served, String> {
+        let program = asked.command.unwrap_or_default();
+        let elsewhere = asked.cwd.as_deref().is_some_and(|cwd| {
             let cwd = std::path::Path::new(cwd);
             cwd != self.tools.root() && cwd != self.given_root
         });
         let ran = if elsewhere {
             Err("refused: commands run only in the task's directory".to_owned())
         } else {
-            self.tools.run_allowed(&program, &args)
+            self.tools.run_allowed(&program, &asked.args)
         };
         let ran = ran.inspect_err(|why| {
             self.denials
@@ -568,18 +610,15 @@ impl Client {
                 signal,
             },
         );
-        Ok(json!({ "terminalId": id }))
+        Ok(Served::TerminalCreated { terminal_id: id })
     }
 
     /// Picks an option for a permission request: readers may only read, writers may also
     /// change files inside the task's directory; running anything goes through `terminal/*`.
-    fn permission(&mut self, params: &Value) -> Value {
-        let call = &params["toolCall"];
-        let kind = call["kind"].as_str().unwrap_or("other");
-        let paths: Vec<&str> = call["locations"]
-            .as_array()
-            .map(|l| l.iter().filter_map(|x| x["path"].as_str()).collect())
-            .unwrap_or_default();
+    fn permission(&mut self, asked: &message::PermissionRequest) -> Served {
+        let call = &asked.tool_call;
+        let kind = call.kind.as_deref().unwrap_or("other");
+        let paths: Vec<&str> = call.locations.iter().map(|l| l.path.as_str()).collect();
         let allow = !self.cancelled
             && match kind {
                 "read" | "search" | "think" | "fetch" => true,
@@ -592,7 +631,7 @@ impl Client {
                 _ => false,
             };
         if !allow && !self.cancelled {
-            let title = call["title"].as_str().unwrap_or_default();
+            let title = call.title.as_deref().unwrap_or_default();
             let mut what = format!("{kind} {title}");
             if !paths.is_empty() {
                 let _ = write!(what, " ({})", paths.join(", "));
@@ -604,26 +643,32 @@ impl Client {
         } else {
             &["reject_once", "reject_always"]
         };
-        let options = params["options"].as_array().cloned().unwrap_or_default();
+        // The first option of each kind wanted, in order, that names its id.
         let chosen = wanted.iter().find_map(|kind| {
-            options
+            asked
+                .options
                 .iter()
-                .find(|o| o["kind"].as_str() == Some(kind))
-                .and_then(|o| o["optionId"].as_str().map(str::to_owned))
+                .find(|o| o.kind.as_deref() == Some(kind))
+                .and_then(|o| o.option_id.clone())
         });
-        match chosen {
-            Some(id) if !self.cancelled => {
-                json!({ "outcome": { "outcome": "selected", "optionId": id } })
-            }
-            _ => json!({ "outcome": { "outcome": "cancelled" } }),
-        }
+        let outcome = match chosen {
+            Some(id) if !self.cancelled => message::PermissionOutcome {
+                option_id: Some(id),
+                outcome: "selected",
+            },
+            _ => message::PermissionOutcome {
+                option_id: None,
+                outcome: "cancelled",
+            },
+        };
+        Served::Permission { outcome }
     }
 }
 
 /// The part of a file `fs/read_text_file` asks for: from `line` (1-based), `limit` lines.
-fn lines_of(text: &str, params: &Value) -> String {
-    let start = params["line"].as_u64().map_or(0, |l| l.saturating_sub(1));
-    let limit = params["limit"].as_u64();
+fn lines_of(text: &str, asked: &message::ReadTextFile) -> String {
+    let start = asked.line.map_or(0, |l| l.saturating_sub(1));
+    let limit = asked.limit;
     if start == 0 && limit.is_none() {
         return text.to_owned();
     }
@@ -634,18 +679,18 @@ fn lines_of(text: &str, params: &Value) -> String {
 
 /// The mode to set for a task of `access`, when the agent offers one that fits and it is not
 /// the current one already.
-fn pick_mode(modes: &Value, access: Access) -> Option<String> {
+fn pick_mode(modes: &message::SessionModes, access: Access) -> Option<String> {
     let wanted: &[&str] = match access {
         Access::Read => &READER_MODES,
         Access::Write => &WRITER_MODES,
     };
-    let offered: Vec<&str> = modes["availableModes"]
-        .as_array()?
+    let offered: Vec<&str> = modes
+        .available_modes
         .iter()
-        .filter_map(|m| m["id"].as_str())
+        .map(|m| m.id.as_str())
         .collect();
     let mode = wanted.iter().find(|w| offered.contains(w))?;
-    (modes["currentModeId"].as_str() != Some(mode)).then(|| (*mode).to_owned())
+    (modes.current_mode_id.as_deref() != Some(mode)).then(|| (*mode).to_owned())
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 use serde_json::json;
 
+use super::message::{ReadTextFile, SessionModes, read};
 use super::{lines_of, pick_mode};
 use crate::agent::Agent;
 use crate::agent::cli::{Kind, Sessions};
@@ -20,26 +21,30 @@ fn acp_agent_name_runs_its_command_with_sh() {
 
 #[test]
 fn modes_are_picked_for_the_task_and_only_when_offered_and_not_current() {
-    let codex = json!({ "currentModeId": "read-only", "availableModes": [
-        { "id": "read-only" }, { "id": "auto" }, { "id": "full-access" } ] });
+    let codex: SessionModes = read(json!({ "currentModeId": "read-only", "availableModes": [
+        { "id": "read-only" }, { "id": "auto" }, { "id": "full-access" } ] }));
     assert_eq!(pick_mode(&codex, Access::Write).as_deref(), Some("auto"));
     assert_eq!(pick_mode(&codex, Access::Read), None);
-    let claude = json!({ "currentModeId": "default", "availableModes": [
+    let claude: SessionModes = read(json!({ "currentModeId": "default", "availableModes": [
         { "id": "default" }, { "id": "acceptEdits" }, { "id": "plan" },
-        { "id": "bypassPermissions" } ] });
+        { "id": "bypassPermissions" } ] }));
     assert_eq!(
         pick_mode(&claude, Access::Write).as_deref(),
         Some("acceptEdits")
     );
     assert_eq!(pick_mode(&claude, Access::Read), None);
-    assert_eq!(pick_mode(&json!(null), Access::Write), None);
+    assert_eq!(pick_mode(&read(json!(null)), Access::Write), None);
 }
 
 #[test]
 fn read_text_file_takes_line_and_limit() {
     let text = "one\ntwo\nthree\n";
-    assert_eq!(lines_of(text, &json!({})), text);
-    assert_eq!(lines_of(text, &json!({ "line": 2 })), "two\nthree\n");
-    assert_eq!(lines_of(text, &json!({ "line": 2, "limit": 1 })), "two\n");
-    assert_eq!(lines_of(text, &json!({ "limit": 1 })), "one\n");
+    let asked = |params| -> ReadTextFile { read(params) };
+    assert_eq!(lines_of(text, &asked(json!({}))), text);
+    assert_eq!(lines_of(text, &asked(json!({ "line": 2 }))), "two\nthree\n");
+    assert_eq!(
+        lines_of(text, &asked(json!({ "line": 2, "limit": 1 }))),
+        "two\n"
+    );
+    assert_eq!(lines_of(text, &asked(json!({ "limit": 1 }))), "one\n");
 }

@@ -53,8 +53,8 @@ impl FaultKind {
     /// The exit code of a run it stops: a key to fix is a usage error, else resumable.
     pub(crate) fn exit_code(self) -> u8 {
         match self {
-            FaultKind::Credentials | FaultKind::Gate => crate::exit::USAGE,
-            FaultKind::Environment | FaultKind::Unreachable => crate::exit::RESUMABLE,
+            FaultKind::Credentials | FaultKind::Gate => crate::error::exit::USAGE,
+            FaultKind::Environment | FaultKind::Unreachable => crate::error::exit::RESUMABLE,
         }
     }
 }

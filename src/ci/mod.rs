@@ -4,7 +4,7 @@
 //! nothing, checks the values it is given, and quotes each one for the YAML and the shell it
 //! lands in.
 
-use crate::Usage;
+use crate::error::Usage;
 
 mod github;
 mod gitlab;

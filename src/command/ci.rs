@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use super::Globals;
+use super::context::Globals;
 use super::output::write_atomic;
 use crate::ci::{DEFAULT_REMOTE, DEFAULT_WORKERS, Target, Template};
 use crate::cli::CiTarget;
+use crate::error::{Usage, exit};
+use crate::ui;
 use crate::ui::Verb;
-use crate::{Usage, exit, ui};
 
 /// What the command line asked for.
 pub(super) struct Asked {

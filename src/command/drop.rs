@@ -8,14 +8,14 @@ use std::fmt::Write as _;
 use anyhow::bail;
 use serde_json::json;
 
+use super::context::{Globals, open_board, open_repo, refuse_when_nested};
 use super::gc::{Cleaning, UNMERGED, run_leftovers};
 use super::layout::Lock;
-use super::{Globals, open_board, open_repo, refuse_when_nested};
+use crate::error::{Usage, exit};
 use crate::git::{CommitId, Repo};
 use crate::preview::{Answer, Terminal as _};
 use crate::store::{Board, RunRecord, RunStatus};
 use crate::ui::{self, Verb};
-use crate::{Usage, exit};
 
 /// The exit code of a question answered with Ctrl-C: a shell's for a command it interrupted.
 const INTERRUPTED: u8 = 130;

@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
+use super::context::{Globals, open_board, open_repo};
 use super::layout::{Lock, deps_root};
-use super::{Globals, open_board, open_repo};
+use crate::error::{Usage, exit};
 use crate::store::Board;
-use crate::{exit, ui};
+use crate::ui;
 
 /// One thing `gc` (or `drop`) does, or would do with `--dry-run` (or before the question).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,7 +252,7 @@ fn remote_refs(
     use crate::remote::{Expect, Pushed, RunInfo, Transport, Update};
     let transport = Transport::new(repo.workdir(), remote);
     let refs = transport.fetch("refs/swarm/").map_err(|e| {
-        anyhow::Error::new(crate::Usage::new(format!(
+        anyhow::Error::new(Usage::new(format!(
             "the remote {remote} does not answer: {}",
             e.0
         )))
@@ -292,7 +293,7 @@ fn remote_refs(
                         "the remote {remote} changed the refs of run {run} meanwhile ({why}); nothing of it was deleted"
                     )
                 }
-                Err(e) => anyhow::bail!(crate::Usage::new(format!(
+                Err(e) => anyhow::bail!(Usage::new(format!(
                     "the remote {remote} did not take the deletion: {}",
                     e.0
                 ))),

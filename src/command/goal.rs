@@ -6,18 +6,19 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::context::{Globals, refuse_when_nested};
 use super::run::{NewRun, Reads, guard_files};
 use super::settings::{
     Configured, DEFAULT_JOBS, MAX_FAN_IN, PLANNING_HINT, model_client, settings, spawn_limits,
 };
-use super::{Globals, refuse_when_nested};
+use crate::error::{Usage, exit};
 use crate::git::Repo;
 use crate::planner;
 use crate::preview::Consent;
 use crate::schedule::{GoalRun, Settings};
 use crate::store::{Event, GoalRecord, GoalStatus, RunEvent, RunStatus};
+use crate::ui;
 use crate::ui::Verb;
-use crate::{Usage, exit, ui};
 
 /// Lines of the README the planner sees.
 const README_LINES: usize = 40;

@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::run::{read_events, stored_plan};
-use super::{Globals, open_board, open_repo};
+use super::context::{Globals, open_board, open_repo};
+use super::stored::{read_events, stored_plan};
 use crate::cli::GraphFormat;
+use crate::error::{Usage, exit};
 use crate::git::Repo;
 use crate::plan::Plan;
 use crate::report;
 use crate::store::{Board, Logged, RunRecord, RunStatus, TaskRecord, TaskStatus, now_ms};
 use crate::ui;
-use crate::{Usage, exit};
 
 /// Who holds the repository's run lock, if anyone; takes nothing.
 pub(super) fn lock_holder(repo: &Repo) -> Option<String> {

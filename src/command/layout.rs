@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-use crate::Usage;
+use crate::error::{Busy, Usage};
 use crate::git::Repo;
-
-use crate::Busy;
 
 /// The repository's run lock: held for the life of the process, released by the OS when the
 /// process ends however it ends, so a holder that died never blocks.

@@ -1,5 +1,6 @@
 //! The subcommands: each gathers its inputs, then hands the work to plan, schedule, git, store
-//! and report, and returns the exit code.
+//! and report, and returns the exit code. This file is the dispatch, which subcommand runs what;
+//! what they share is in `context`.
 
 use std::path::PathBuf;
 
@@ -7,13 +8,12 @@ use anyhow::{Context as _, bail};
 
 use crate::cli::{Cli, Command, QueueAction};
 use crate::config::Options;
+use crate::error::{Usage, exit};
 use crate::git::Repo;
-use crate::store::Board;
 use crate::ui;
-use crate::ui::Verb;
-use crate::{Usage, exit};
 
 mod ci;
+mod context;
 mod drop;
 mod facts;
 mod gc;
@@ -30,22 +30,16 @@ mod run;
 mod runs;
 mod settings;
 mod show;
+mod stored;
 mod web;
 mod worker;
 
+use context::Globals;
 use gc::gc;
 use inspect::{graph, logs, status};
 use resume::resume;
 use run::run_file;
 use settings::{CONFIG_SHOW_HINT, configure, in_hook, land_from_hook, load_config};
-
-/// Global flags every subcommand sees.
-struct Globals {
-    dir: PathBuf,
-    quiet: bool,
-    json: bool,
-    progress: ui::Progress,
-}
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     let dir = match &cli.directory {
@@ -241,39 +235,4 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
             },
         ),
     }
-}
-
-/// A nested swarm started by one of swarm's own agents or hooks does nothing.
-fn refuse_when_nested(g: &Globals) -> Option<u8> {
-    if std::env::var_os("SWARM_ACTIVE").is_some_and(|v| !v.is_empty() && v != "0") {
-        ui::say(
-            g.quiet,
-            Verb::Skipping,
-            "swarm is running inside a swarm task or hook (SWARM_ACTIVE is set); doing nothing",
-        );
-        return Some(exit::OK);
-    }
-    None
-}
-
-fn open_repo(g: &Globals) -> anyhow::Result<Repo> {
-    Repo::discover(&g.dir).map_err(|e| {
-        anyhow::Error::new(
-            Usage::new(format!("{e:#}")).hint("run swarm inside a git checkout, or pass -C DIR"),
-        )
-    })
-}
-
-fn open_board(repo: &Repo) -> anyhow::Result<Board> {
-    Board::open(&repo.common_dir().join("swarm"))
-}
-
-/// The board of a command that runs tasks: with `--progress json`, every event it records is
-/// printed on stderr too.
-fn open_run_board(g: &Globals, repo: &Repo) -> anyhow::Result<Board> {
-    let mut board = open_board(repo)?;
-    if g.progress == ui::Progress::Json && !g.quiet {
-        board.echo_events(Box::new(ui::event_line));
-    }
-    Ok(board)
 }

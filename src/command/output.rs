@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::Usage;
+use crate::error::Usage;
 use crate::git::{Repo, Tracked};
 use crate::ui::Verb;
 

@@ -6,11 +6,13 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::context::{Globals, open_board, open_repo};
+use super::goal;
 use super::settings::Configured;
-use super::{Globals, goal, open_board, open_repo};
+use crate::error::{Usage, exit};
 use crate::store::QueueRemoval;
+use crate::ui;
 use crate::ui::Verb;
-use crate::{Usage, exit, ui};
 
 pub(super) fn add(g: &Globals, text: &str) -> anyhow::Result<u8> {
     let text = goal::without_secrets(g, text.trim());

@@ -5,15 +5,17 @@
 use anyhow::{Context as _, bail};
 
 use crate::config::{Options, from_record, overlay, to_record};
+use crate::error::{Usage, exit};
 use crate::git::CommitId;
 use crate::schedule::Layout;
 use crate::store::{Board, Event, RunEvent, RunStatus};
-use crate::{Usage, exit};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
+use super::goal;
 use super::layout::{Lock, deps_root, worktree_root};
-use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute, stored_plan};
+use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute};
 use super::settings::settings;
-use super::{Globals, goal, open_repo, open_run_board, refuse_when_nested};
+use super::stored::stored_plan;
 
 pub(super) fn resume(
     g: &Globals,

@@ -6,8 +6,8 @@
 
 use anyhow::{Context as _, bail};
 
-use crate::Usage;
 use crate::config::{Options, from_record, overlay};
+use crate::error::Usage;
 use crate::git::Repo;
 use crate::plan::{Mode, Plan, Task};
 use crate::store::{
@@ -15,14 +15,15 @@ use crate::store::{
 };
 use crate::ui::{self, Verb};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
 use super::goal::Question;
 use super::inspect::pick_run;
 use super::layout::Lock;
 use super::resume::{Held, resume_held};
-use super::run::{GUARDED_FILE, NewRun, Reads, guard_files, stored_plan};
+use super::run::{GUARDED_FILE, NewRun, Reads, guard_files};
 use super::settings::{Configured, settings};
 use super::show::unknown_task;
-use super::{Globals, open_repo, open_run_board, refuse_when_nested};
+use super::stored::stored_plan;
 
 pub(super) fn retry(
     g: &Globals,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 
 use crate::config::{Land, Options, to_record};
+use crate::error::{Usage, exit};
 use crate::git::{CommitId, Repo};
 use crate::plan::Plan;
 use crate::report::{self, Facts, Landing, LandingAction};
@@ -14,8 +15,8 @@ use crate::store::{
     Board, Event, GoalStatus, Logged, RunEvent, RunRecord, RunStatus, TaskRecord, TaskStatus,
 };
 use crate::ui::{self, Ui};
-use crate::{Usage, exit};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
 use super::facts::{
     gate_runs, goal_facts, goal_notes, merges, output_tails, parked_tasks, planning_tokens,
     repairs, run_time, time_marks,
@@ -23,7 +24,7 @@ use super::facts::{
 use super::layout::{Lock, deps_root, new_run_id, worktree_root};
 use super::output;
 use super::settings::{Configured, settings};
-use super::{Globals, open_repo, open_run_board, refuse_when_nested};
+use super::stored::read_events;
 
 /// What a run checks before anything is recorded: that it could land, and that every output
 /// path is good (see `output::check`).
@@ -298,19 +299,6 @@ impl NewRun {
     }
 }
 
-/// The plan of a stored run, from its tasks' specs.
-pub(super) fn stored_plan(records: &[TaskRecord]) -> anyhow::Result<Plan> {
-    if records.is_empty() {
-        // A multi-goal run stopped before any goal was planned.
-        return Plan::from_tasks(Vec::new());
-    }
-    let text: String = records
-        .iter()
-        .flat_map(|r| [r.spec.to_string(), "\n".to_owned()])
-        .collect();
-    Plan::parse(&text, "the stored plan").map_err(anyhow::Error::new)
-}
-
 #[expect(
     clippy::too_many_arguments,
     reason = "the pieces of one run, gathered by two callers"
@@ -580,18 +568,6 @@ fn as_html(options: &Options, out: &Path) -> bool {
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm")),
     }
-}
-
-pub(super) fn read_events<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("could not read {}", path.display())),
-    };
-    Ok(text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
 }
 
 /// The writers whose work is not in what the run merged (`It holds the work of 9 of 10

@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::context::{Globals, open_board, open_repo};
 use super::inspect::{RunState, lock_holder, run_duration};
-use super::{Globals, open_board, open_repo};
-use crate::exit;
+use crate::error::exit;
 use crate::store::{RunListing, now_ms};
 use crate::ui::{self, Verb};
 

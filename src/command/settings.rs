@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use crate::Usage;
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
 use crate::config::{Land, Options, pool_name};
+use crate::error::Usage;
 use crate::git::Repo;
 use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
 use crate::schedule::{BuiltinLimits, Prepare, Settings};
 
-use super::Globals;
+use super::context::Globals;
 use super::pools::Agents;
 
 /// Defaults of run options, as `--help` states them.

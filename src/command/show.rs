@@ -10,11 +10,12 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::context::{Globals, open_board, open_repo};
 use super::inspect::{RunState, lock_holder, pick_run};
-use super::{Globals, open_board, open_repo};
+use crate::error::{Usage, exit};
 use crate::git::{CommitId, Repo};
 use crate::store::{AttemptRecord, Board, RunEvent, TaskRecord, TaskStatus, now_ms};
-use crate::{Usage, exit, near, ui};
+use crate::{near, ui};
 
 /// How many of the transcript's last lines are shown.
 const TAIL_LINES: usize = 20;

@@ -6,17 +6,17 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 
 use crate::config::from_record;
+use crate::error::{Usage, exit};
 use crate::git::CommitId;
 use crate::plan::Plan;
 use crate::remote::{self, KEY_VAR, Key, Kind, Records, Transport, Unread};
 use crate::schedule::{Layout, WorkerEnd, WorkerSetup};
 use crate::store::{Event, RunEvent, RunRecord, RunStatus};
 use crate::ui::{Ui, Verb};
-use crate::{Usage, exit};
 
+use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
 use super::layout::{Lock, deps_root, worktree_root};
 use super::settings::settings;
-use super::{Globals, open_repo, open_run_board, refuse_when_nested};
 
 /// The flags of `swarm worker`.
 pub(super) struct Asked<'a> {

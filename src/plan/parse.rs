@@ -302,8 +302,6 @@ fn seconds(n: f64) -> Result<Duration, ()> {
     }
 }
 
-/// Parses a duration: seconds (`90`, `1.5`), or numbers with units, alone or in a row: `90s`,
-/// `20m`, `1.5h`, `500ms`, `2d`, `1h30m`, `1h 30m`. Positive, at most `MAX_DURATION`.
 /// A wait, where `0` (no wait) is allowed too: otherwise as `parse_duration`.
 pub fn parse_wait(s: &str) -> Result<Duration, String> {
     if s.trim() == "0" {
@@ -312,6 +310,9 @@ pub fn parse_wait(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| format!("{e}, or 0"))
 }
 
+/// Parses a duration: seconds (`90`, `1.5`), or numbers with units in jiff's friendly format
+/// (`90s`, `20m`, `1.5h`, `500ms`, `2d`, `1h30m`, `1h 30m`, `1 hour 30 minutes`; see
+/// `time::friendly_duration`). Positive, at most `MAX_DURATION`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let text = s.trim();
     let bad = || {
@@ -319,33 +320,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "bad duration {text:?}: use a positive number of seconds or of ms, s, m, h or d (as in 90s, 1h30m), at most 365d"
         )
     };
+    // A bare number is seconds; the friendly format wants a unit.
     if let Ok(n) = text.parse::<f64>() {
         return seconds(n).map_err(|()| bad());
     }
-    let mut total = 0.0_f64;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, after) = rest.split_at(digits);
-        let units = after
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(after.len());
-        let (unit, after) = after.split_at(units);
-        let scale = match unit {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "d" => 86_400.0,
-            _ => return Err(bad()),
-        };
-        let n: f64 = number.parse().map_err(|_| bad())?;
-        total += n * scale;
-        rest = after.trim_start();
+    match crate::time::friendly_duration(text) {
+        Some(d) if !d.is_zero() && d <= MAX_DURATION => Ok(d),
+        _ => Err(bad()),
     }
-    seconds(total).map_err(|()| bad())
 }
 
 #[cfg(test)]
@@ -385,6 +367,29 @@ mod tests {
             "99999999999999999999h",
             "",
         ] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(err.starts_with("bad duration"), "{bad}: {err}");
+        }
+    }
+
+    /// jiff's friendly format takes the long names, clock times and weeks too; it wants the
+    /// units largest first, a fraction on the last unit only and none on days.
+    #[test]
+    fn durations_read_the_friendly_format_whole() {
+        for (text, secs) in [
+            ("1 hour 30 minutes", 5400),
+            ("1h, 30m", 5400),
+            ("01:30:00", 5400),
+            ("1w", 7 * 86_400),
+            ("1d 12h", 129_600),
+        ] {
+            assert_eq!(
+                parse_duration(text).unwrap(),
+                Duration::from_secs(secs),
+                "{text}"
+            );
+        }
+        for bad in ["30m 1h", "1.5h 30m", "1.5d", "1 month", "1s ago", "PT1H"] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.starts_with("bad duration"), "{bad}: {err}");
         }

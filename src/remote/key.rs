@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt as _;
 
 use ring::hmac;
 
-use crate::Usage;
+use crate::error::Usage;
 
 /// The variable that holds the key.
 pub(crate) const KEY_VAR: &str = "SWARM_REMOTE_KEY";

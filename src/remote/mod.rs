@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Usage;
+use crate::error::Usage;
 use crate::git::{CommitId, Repo};
 
 pub(crate) use key::{KEY_VAR, Key};

@@ -18,6 +18,7 @@ mod goals;
 pub mod graph_svg;
 mod landing;
 pub mod lifeline;
+mod manual;
 mod merge_gate;
 pub mod model_server;
 mod outputs;

@@ -15,13 +15,14 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use super::context::{Globals, open_board, open_repo};
 use super::facts::{attempt_spans, merges, parked_tasks};
 use super::inspect::pick_run;
-use super::run::{read_events, stored_plan};
-use super::{Globals, open_board, open_repo};
+use super::stored::{read_events, stored_plan};
+use crate::error::Usage;
 use crate::store::{Board, Logged, RunStatus};
 use crate::ui::Verb;
-use crate::{Usage, report, ui};
+use crate::{report, ui};
 
 /// The page, as embedded.
 pub(crate) const PAGE: &str = include_str!("page.html");
@@ -250,27 +251,10 @@ impl Site {
 
 /// `%XX` and `+` in a query value.
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    // A `+` in a query is a space; the `%2B` a plus is sent as decodes to a plus.
+    percent_encoding::percent_decode_str(&s.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]
@@ -283,5 +267,11 @@ mod tests {
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz"), "%zz");
         assert_eq!(percent_decode("%41"), "A");
+    }
+
+    #[test]
+    fn an_encoded_plus_stays_a_plus_and_bad_utf8_is_replaced() {
+        assert_eq!(percent_decode("a%2Bb"), "a+b");
+        assert_eq!(percent_decode("%FFa"), "\u{FFFD}a");
     }
 }

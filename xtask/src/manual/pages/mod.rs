@@ -18,7 +18,7 @@ use setup::{CI, COMPLETIONS, CONFIG, DROP, GC};
 
 /// Every page with sections of its own. A command missing here gets the generated sections and
 /// the common exit codes.
-pub(crate) const PAGES: &[Sections] = &[
+pub const PAGES: &[Sections] = &[
     SWARM,
     RUN,
     RESUME,

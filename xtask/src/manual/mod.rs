@@ -1,31 +1,36 @@
 //! The manual: one man page per command, made from the clap definition (NAME, SYNOPSIS,
 //! DESCRIPTION, OPTIONS and SUBCOMMANDS, by `clap_mangen`) and followed by the sections written
 //! here as data (`pages`: EXIT STATUS, ENVIRONMENT, FILES, EXAMPLES, SEE ALSO), plus
-//! `swarm-tasks(5)`, the task-file format (`tasks`). Holds text and its layout only; the test in
-//! `tests/cli/generated.rs` writes the pages to `man/` and fails when they drift.
+//! `swarm-tasks(5)`, the task-file format (`tasks`). Holds text and its layout only;
+//! `cargo xtask generate` writes the pages to `man/`, and the test in `tests/cli/generated.rs`
+//! fails when they drift.
 //!
 //! A command without an entry in `pages::PAGES` gets the generated sections, the exit codes of
 //! `swarm --help` and a SEE ALSO naming swarm(1). To give it more, add a `Sections` there
 //! (`Sections { page: "swarm-show", examples: &[…], ..Sections::NONE }`) and list it in `PAGES`.
 
 use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
+// What the pages are made with, for their tests.
+pub use clap_mangen::{Man, roff};
 
 mod pages;
 mod tasks;
 
+pub use pages::PAGES;
+
 /// A term and what it means: an exit code, a variable, a file, a command line.
-pub(crate) struct Item {
+pub struct Item {
     pub term: &'static str,
     pub text: &'static str,
 }
 
 /// `Item { term, text }`, short enough for tables of them.
-pub(crate) const fn item(term: &'static str, text: &'static str) -> Item {
+pub const fn item(term: &'static str, text: &'static str) -> Item {
     Item { term, text }
 }
 
 /// The hand-written sections of one page.
-pub(crate) struct Sections {
+pub struct Sections {
     /// The page's name: `swarm`, `swarm-run`, `swarm-queue-add`.
     pub page: &'static str,
     /// Paragraphs after the generated description.
@@ -96,7 +101,7 @@ fn command_pages(
 /// `Man::render` would fold into one paragraph under "EXTRA") become an "EXIT STATUS" section,
 /// and the hand-written sections follow the generated ones.
 #[expect(clippy::expect_used, reason = "writing into a Vec cannot fail")]
-fn command_page(
+pub fn command_page(
     man: &clap_mangen::Man,
     cmd: &clap::Command,
     sections: &Sections,
@@ -213,7 +218,7 @@ fn see_also(roff: &mut Roff, pages: &[&str], top: bool) {
 
 /// Text with `**bold**` and `_italic_` spans, for a line of roff. Spans do not nest; a lone
 /// marker is text.
-pub(crate) fn inline(text: &str) -> Vec<Inline> {
+pub fn inline(text: &str) -> Vec<Inline> {
     let mut out = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -282,128 +287,5 @@ pub(crate) fn paragraphs(roff: &mut Roff, text: &str) {
     for block in text.split("\n\n") {
         let joined = block.split_whitespace().collect::<Vec<_>>().join(" ");
         roff.control("PP", []).text(inline(&joined));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use clap_mangen::roff::{bold, italic, roman};
-
-    use super::inline;
-    use super::pages::PAGES;
-
-    /// The words of each command of a shell line (split at pipes, `&&`, `;`, redirections and
-    /// substitutions), quotes removed.
-    fn commands_of(line: &str) -> Vec<Vec<String>> {
-        // A substitution in double quotes is a command of its own, words and all.
-        let line = line.replace("\"$(", "$(").replace(")\"", ")");
-        let mut commands = vec![Vec::new()];
-        let mut word: Option<String> = None;
-        let chars = line.chars();
-        let mut quote = None;
-        for c in chars {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (None, '"' | '\'') => {
-                    quote = Some(c);
-                    word.get_or_insert_default();
-                }
-                (None, ' ') => commands.last_mut().unwrap().extend(word.take()),
-                (None, '|' | '&' | ';' | '>' | '<' | '(' | ')') => {
-                    commands.last_mut().unwrap().extend(word.take());
-                    commands.push(Vec::new());
-                }
-                (_, c) => word.get_or_insert_default().push(c),
-            }
-        }
-        commands.last_mut().unwrap().extend(word);
-        // A line quoted for later (`echo 'source <(swarm …)' >> ~/.bashrc`) holds commands too.
-        let quoted: Vec<Vec<String>> = commands
-            .iter()
-            .flatten()
-            .filter(|w| w.contains(' '))
-            .flat_map(|w| commands_of(w))
-            .collect();
-        commands.extend(quoted);
-        commands
-    }
-
-    #[test]
-    fn every_example_runs_a_command_line_swarm_accepts() {
-        let mut checked = 0;
-        for page in PAGES {
-            for example in page.examples {
-                for line in example.term.lines() {
-                    let mut found = false;
-                    for words in commands_of(line) {
-                        let Some(at) = words.iter().position(|w| w == "swarm") else {
-                            continue;
-                        };
-                        found = true;
-                        let words = &words[at..];
-                        if let Err(e) = crate::cli::command().try_get_matches_from(words) {
-                            panic!("{}: example {line:?}: {e}", page.page);
-                        }
-                        checked += 1;
-                    }
-                    assert!(found, "{}: example {line:?} runs no swarm", page.page);
-                }
-            }
-        }
-        assert!(checked > 30, "{checked}");
-    }
-
-    #[test]
-    fn a_page_of_its_own_sections_shows_them_verbatim_where_indented() {
-        let cmd = crate::cli::command();
-        let sections = super::Sections {
-            page: "swarm",
-            more: &[(
-                "JSON OUTPUT",
-                &[
-                    "One object:",
-                    "  {\"run\": {\"id\": \"…\"},\n   \"tasks\": []}",
-                ],
-            )],
-            ..super::Sections::NONE
-        };
-        let page = super::command_page(&clap_mangen::Man::new(cmd.clone()), &cmd, &sections, &[]);
-        let page = String::from_utf8(page).unwrap();
-        assert!(
-            page.contains(
-                ".SH \"JSON OUTPUT\"\n.PP\nOne object:\n.RS 4\n.nf\n{\"run\": {\"id\": \"…\"},\n \"tasks\": []}\n.fi\n.RE\n.SH \"EXIT STATUS\"\n"
-            ),
-            "{page}"
-        );
-    }
-
-    #[test]
-    fn every_page_with_sections_is_a_command() {
-        let names: Vec<String> = super::pages(crate::cli::command())
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect();
-        for page in PAGES {
-            assert!(
-                names.contains(&format!("{}.1", page.page)),
-                "{} is no command's page: {names:?}",
-                page.page
-            );
-        }
-    }
-
-    #[test]
-    fn inline_marks_bold_and_italic_but_not_underscores_in_words() {
-        assert_eq!(
-            inline("set **SWARM_JOBS** or _N_ (not a_b)"),
-            vec![
-                roman("set "),
-                bold("SWARM_JOBS"),
-                roman(" or "),
-                italic("N"),
-                roman(" (not a_b)")
-            ]
-        );
-        assert_eq!(inline("no marks"), vec![roman("no marks")]);
     }
 }
