@@ -9,7 +9,6 @@ use crate::agent::Agent;
 use crate::git::CommitId;
 use crate::store::RunEvent;
 
-mod attempt;
 mod checkouts;
 mod core;
 pub(crate) mod eta;
@@ -19,7 +18,6 @@ mod outcome;
 mod ports;
 mod prompt;
 mod ready;
-mod record;
 mod scratch;
 
 pub use self::core::Ending;
@@ -277,7 +275,7 @@ impl Layout {
                 repo.clear_stale_ref_lock(&format!("refs/heads/{branch}"))?;
             }
         }
-        std::fs::create_dir_all(self.deps.join(attempt::NO_DEPS_DIR))?;
+        std::fs::create_dir_all(self.deps.join(executor::NO_DEPS_DIR))?;
         // Where this run's checkouts are, for `swarm gc`.
         crate::disk::write(
             &self.run_dir.join(CHECKOUTS_FILE),

@@ -191,10 +191,10 @@ impl Goals {
                 continue;
             }
             let id = plan.tasks[i].id.as_str();
-            let goal = self
-                .list
-                .iter_mut()
-                .find(|g| id.strip_prefix(g.id.as_str()).is_some_and(|r| r.starts_with('.')));
+            let goal = self.list.iter_mut().find(|g| {
+                id.strip_prefix(g.id.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+            });
             if let Some(g) = goal {
                 g.joined.push(i);
             }
@@ -212,7 +212,14 @@ impl Goals {
             // told at once, however many of its tasks have ended.
             let state = |&i: &usize| dag.state(i);
             let all = || g.tasks.iter().chain(&g.joined);
-            if !g.joined.iter().rev().chain(g.tasks.iter().rev()).map(state).all(State::is_final) {
+            if !g
+                .joined
+                .iter()
+                .rev()
+                .chain(g.tasks.iter().rev())
+                .map(state)
+                .all(State::is_final)
+            {
                 continue;
             }
             let ends: Vec<State> = all().map(state).collect();

@@ -24,10 +24,10 @@ mod goals;
 mod members;
 mod merges;
 mod pauses;
-pub(in crate::schedule) mod slot;
-pub(in crate::schedule) mod spawn;
 #[cfg(test)]
 mod sim;
+pub(in crate::schedule) mod slot;
+pub(in crate::schedule) mod spawn;
 #[cfg(test)]
 mod tests;
 
@@ -205,7 +205,10 @@ impl Effect {
     /// Whether it is still carried out once swarm met a fault of the machine (the board and
     /// the terminal are told what ends; nothing new starts, merges or moves): `Err` with what
     /// dropping it leaves undone, if anything.
-    pub(in crate::schedule) fn after_fault(&self, settings: &Settings) -> Result<(), Option<Undone>> {
+    pub(in crate::schedule) fn after_fault(
+        &self,
+        settings: &Settings,
+    ) -> Result<(), Option<Undone>> {
         match self {
             Effect::Record(_)
             | Effect::Tell(_)
@@ -486,7 +489,11 @@ impl<'s> Core<'s> {
         } = start;
         // A task the board does not have yet waits, as a new one.
         let states = (0..plan.len())
-            .map(|i| records.get(i).map_or(State::Waiting, |r| recorded_state(r.status)))
+            .map(|i| {
+                records
+                    .get(i)
+                    .map_or(State::Waiting, |r| recorded_state(r.status))
+            })
             .collect();
         let gate = settings.gate.as_ref().map(|command| {
             let tested = green.is_some();

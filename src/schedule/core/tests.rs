@@ -12,8 +12,8 @@ use crate::schedule::job::{Report, Verdict};
 use crate::store::{GoalRecord, GoalStatus, Moved};
 use crate::ui::Told;
 
-use super::{Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start};
 use super::backoff;
+use super::{Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start};
 
 pub(super) fn plan(lines: &[&str]) -> Plan {
     let (tasks, problems) = Plan::read(&lines.join("\n"));
@@ -143,7 +143,9 @@ pub(super) fn brief(core: &Core<'_>, e: &Effect) -> String {
         Effect::Start {
             task, attempt, tip, ..
         } => format!("start {}#{attempt} at {tip}", id(task)),
-        Effect::Publish { task, attempt, tip } => format!("publish {}#{attempt} at {tip}", id(task)),
+        Effect::Publish { task, attempt, tip } => {
+            format!("publish {}#{attempt} at {tip}", id(task))
+        }
         Effect::StartResolver { task, tip } => format!("resolve {} at {tip}", id(task)),
         Effect::StartGate {
             number,
@@ -152,7 +154,11 @@ pub(super) fn brief(core: &Core<'_>, e: &Effect) -> String {
             batch,
         } => {
             let batch: Vec<String> = batch.iter().map(id).collect();
-            format!("gate #{number} {} at {tip} [{}]", probe.as_str(), batch.join(" "))
+            format!(
+                "gate #{number} {} at {tip} [{}]",
+                probe.as_str(),
+                batch.join(" ")
+            )
         }
         Effect::Merge { task, tip, onto } => {
             let onto = if *onto { " (moving onto it)" } else { "" };
@@ -164,8 +170,12 @@ pub(super) fn brief(core: &Core<'_>, e: &Effect) -> String {
         }
         Effect::DropSnapshots(tip) => format!("drop snapshots but {tip}'s"),
         Effect::Park { task, hold } => match hold {
-            Hold::Conflict { paths, .. } => format!("park {}: conflict in {}", id(task), paths.join(" ")),
-            Hold::Review { why, .. } | Hold::Gate { why, .. } => format!("park {}: {why}", id(task)),
+            Hold::Conflict { paths, .. } => {
+                format!("park {}: conflict in {}", id(task), paths.join(" "))
+            }
+            Hold::Review { why, .. } | Hold::Gate { why, .. } => {
+                format!("park {}: {why}", id(task))
+            }
         },
         Effect::Escalate(_) => "escalate the run".to_owned(),
         Effect::Rewind { from, to, .. } => format!("rewind {from} to {to}"),
@@ -185,7 +195,10 @@ pub(super) fn brief(core: &Core<'_>, e: &Effect) -> String {
 /// The name of an event, as its `Debug` begins.
 fn event(e: &impl std::fmt::Debug) -> String {
     let text = format!("{e:?}");
-    text.split([' ', '(', '{']).next().unwrap_or_default().to_owned()
+    text.split([' ', '(', '{'])
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn rec_brief(rec: &Rec) -> String {
@@ -215,7 +228,10 @@ fn rec_brief(rec: &Rec) -> String {
         Rec::Faulted { id, kind, .. } => format!("{id} fault ({kind})"),
         Rec::MarkInterrupted(ids) => format!("interrupted [{}]", ids.join(" ")),
         Rec::Skipped(skips) => {
-            let skips: Vec<String> = skips.iter().map(|(id, why)| format!("{id} ({why})")).collect();
+            let skips: Vec<String> = skips
+                .iter()
+                .map(|(id, why)| format!("{id} ({why})"))
+                .collect();
             format!("skipped {}", skips.join(", "))
         }
         Rec::Merged { id, after, .. } => format!("{id} merged at {after}"),
@@ -354,8 +370,14 @@ fn a_budget_spent_by_an_attempt_lets_the_others_finish_and_starts_nothing() {
         ]
     );
     // b finishes and is recorded; c never starts.
-    assert_eq!(run.ended(ok(1, 1)), ["record b succeeded", "tell b Finished"]);
-    assert_eq!(run.finish(), (Ending::OverBudget, lines(&["record interrupted []"])));
+    assert_eq!(
+        run.ended(ok(1, 1)),
+        ["record b succeeded", "tell b Finished"]
+    );
+    assert_eq!(
+        run.finish(),
+        (Ending::OverBudget, lines(&["record interrupted []"]))
+    );
 }
 
 #[test]
@@ -430,7 +452,10 @@ fn a_halted_merge_queue_merges_nothing_more_and_the_run_winds_down() {
     );
     // v's commit waits for a resume: it is not merged.
     assert_eq!(run.ended(committed(1, 1, "cv")), ["record v committed cv"]);
-    assert_eq!(run.finish(), (Ending::Halted, lines(&["record interrupted []"])));
+    assert_eq!(
+        run.finish(),
+        (Ending::Halted, lines(&["record interrupted []"]))
+    );
 }
 
 #[test]
@@ -452,10 +477,7 @@ fn a_signal_during_a_merge_stops_the_attempts_and_the_merge_still_lands() {
     );
     assert_eq!(
         run.on(Input::Signal),
-        [
-            "stop attempts",
-            "tell stopping: Signal { running: 1 }"
-        ]
+        ["stop attempts", "tell stopping: Signal { running: 1 }"]
     );
     let merged = MergeOutcome::Merged {
         before: commit("base"),
@@ -476,12 +498,25 @@ fn a_signal_during_a_merge_stops_the_attempts_and_the_merge_still_lands() {
         ]
     );
     let cut = report(1, 1, Verdict::Interrupted);
-    assert_eq!(run.ended(cut), ["record r interrupted", "tell r Interrupted"]);
+    assert_eq!(
+        run.ended(cut),
+        ["record r interrupted", "tell r Interrupted"]
+    );
     assert_eq!(
         run.finish(),
         (Ending::Interrupted, lines(&["record interrupted []"]))
     );
 }
+
+/// A limit on spawning, how the run sets it, the parent's line, the tasks it asks for, and
+/// why they are refused.
+type SpawnCase = (
+    &'static str,
+    fn(&mut Settings),
+    &'static str,
+    usize,
+    &'static str,
+);
 
 #[test]
 fn a_spawn_past_each_limit_is_refused_and_joins_nothing() {
@@ -491,7 +526,7 @@ fn a_spawn_past_each_limit_is_refused_and_joins_nothing() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let table: &[(&str, fn(&mut Settings), &str, usize, &str)] = &[
+    let table: &[SpawnCase] = &[
         (
             "no spawn key",
             |_| {},
@@ -574,7 +609,11 @@ fn a_spawn_within_the_limits_joins_and_its_tasks_start_beside_the_running_ones()
     );
     assert_eq!(run.open(), ["start p#1 at base", "start slow#1 at base"]);
     let mut done = ok(0, 1);
-    done.spawn = Some(Ok([r#"{"id":"a","prompt":"more"}"#, r#"{"id":"b","prompt":"more"}"#].join("\n")));
+    done.spawn = Some(Ok([
+        r#"{"id":"a","prompt":"more"}"#,
+        r#"{"id":"b","prompt":"more"}"#,
+    ]
+    .join("\n")));
     assert_eq!(
         run.ended(done),
         [
@@ -685,10 +724,16 @@ fn a_red_batch_is_bisected_and_its_culprit_taken_out_and_the_rest_merged_again()
         after: commit(after),
         ms: 1.0,
     };
-    assert_eq!(run.ended(committed(0, 1, "ca")), ["record a committed ca", "merge a into base"]);
+    assert_eq!(
+        run.ended(committed(0, 1, "ca")),
+        ["record a committed ca", "merge a into base"]
+    );
     // Merged, but not done before the gate passes; the gate starts on the new tip.
     assert_eq!(
-        run.on(Input::Merge { task: 0, outcome: merged("base", "m1") }),
+        run.on(Input::Merge {
+            task: 0,
+            outcome: merged("base", "m1")
+        }),
         [
             "record a merged at m1",
             "tell merged a",
@@ -697,13 +742,33 @@ fn a_red_batch_is_bisected_and_its_culprit_taken_out_and_the_rest_merged_again()
             "gate #1 batch at m1 [a]",
         ]
     );
-    assert_eq!(run.ended(committed(1, 1, "cb")), ["record b committed cb", "merge b into m1"]);
     assert_eq!(
-        run.on(Input::Merge { task: 1, outcome: merged("m1", "m2") }),
-        ["record b merged at m2", "tell merged b", "clean up b (merged)", "drop snapshots but m2's"]
+        run.ended(committed(1, 1, "cb")),
+        ["record b committed cb", "merge b into m1"]
+    );
+    assert_eq!(
+        run.on(Input::Merge {
+            task: 1,
+            outcome: merged("m1", "m2")
+        }),
+        [
+            "record b merged at m2",
+            "tell merged b",
+            "clean up b (merged)",
+            "drop snapshots but m2's"
+        ]
     );
     let red = |n| report(0, n, Verdict::Failed("tests fail".to_owned()));
-    let green = |n| report(0, n, Verdict::Succeeded { result: String::new(), commit: None });
+    let green = |n| {
+        report(
+            0,
+            n,
+            Verdict::Succeeded {
+                result: String::new(),
+                commit: None,
+            },
+        )
+    };
     // The first batch (a alone) is red: a is the culprit once the base is known green.
     assert_eq!(
         run.on(Input::Gated(red(1))),
@@ -729,7 +794,10 @@ fn a_red_batch_is_bisected_and_its_culprit_taken_out_and_the_rest_merged_again()
         ]
     );
     assert_eq!(
-        run.on(Input::Merge { task: 1, outcome: merged("base", "m3") }),
+        run.on(Input::Merge {
+            task: 1,
+            outcome: merged("base", "m3")
+        }),
         [
             "record b merged at m3",
             "tell merged b",

@@ -5,10 +5,12 @@
 //! executor and the core; what differs is what feeds them (the pool and the planner, or the
 //! remote's claims).
 
+mod attempt;
 mod endpoint;
 mod gate;
 mod goals;
 mod merge;
+mod record;
 mod remote;
 mod resolver;
 mod run;
@@ -23,13 +25,13 @@ use serde_json::json;
 
 use self::endpoint::EndpointWatch;
 use self::goals::Planner;
+use self::record::{Failure, Recorder};
 use self::remote::Coordinator;
 use super::checkouts::Checkouts;
 use super::core::dag::State;
 use super::core::{Core, Effect, Input, Rec};
 use super::job::Workers;
 use super::ports::Ports;
-use super::record::{Failure, Recorder};
 use super::scratch::Scratch;
 use super::{Layout, Message, Settings};
 use crate::agent::{self, Fault, Watchdog};
@@ -37,6 +39,7 @@ use crate::git::{CommitId, Repo};
 use crate::store::RunEvent;
 use crate::ui::{Told, Ui};
 
+pub(super) use attempt::NO_DEPS_DIR;
 pub(super) use gate::gate_checkout_path;
 pub use goals::GoalRun;
 pub use run::Dispatcher;
@@ -44,26 +47,26 @@ pub use worker::{WorkerEnd, WorkerSetup, work};
 
 /// What the loop writes to and reaches through: the board, the terminal, the repository, and
 /// the run's settings and places.
-pub(super) struct Outlets<'a> {
-    pub(super) record: Recorder<'a>,
-    pub(super) ui: &'a mut Ui,
-    pub(super) repo: &'a Repo,
-    pub(super) settings: &'a Settings,
-    pub(super) layout: &'a Layout,
+struct Outlets<'a> {
+    record: Recorder<'a>,
+    ui: &'a mut Ui,
+    repo: &'a Repo,
+    settings: &'a Settings,
+    layout: &'a Layout,
 }
 
 /// The executor's own resources, shared by the run's loop and a worker's.
-pub(super) struct Exec<'a> {
-    pub(super) out: Outlets<'a>,
-    pub(super) checkouts: Checkouts,
+struct Exec<'a> {
+    out: Outlets<'a>,
+    checkouts: Checkouts,
     /// The blocks of ports running attempts hold.
-    pub(super) ports: Ports,
+    ports: Ports,
     /// The attempts' own temporary directories.
-    pub(super) scratch: Scratch,
+    scratch: Scratch,
     /// Stops the run's processes: its attempts and the escalation hook.
-    pub(super) watchdog: Watchdog,
+    watchdog: Watchdog,
     /// The loop's channel, for what runs on threads of its own.
-    pub(super) tx: Sender<Message>,
+    tx: Sender<Message>,
     /// The snapshot each running reader holds.
     snapshots: BTreeMap<usize, CommitId>,
     /// The gate's run going on, as the display shows it, and since when.
@@ -77,7 +80,7 @@ pub(super) struct Exec<'a> {
 }
 
 impl<'a> Exec<'a> {
-    pub(super) fn new(
+    fn new(
         out: Outlets<'a>,
         watchdog: Watchdog,
         tx: Sender<Message>,
@@ -108,19 +111,19 @@ impl<'a> Exec<'a> {
     }
 
     /// Says `t` on the terminal.
-    pub(super) fn tell(&mut self, t: &Told) {
+    fn tell(&mut self, t: &Told) {
         self.out.ui.tell(t);
     }
 
     /// A reader's attempt holds the snapshot of `commit` while it runs.
-    pub(super) fn hold_snapshot(&mut self, i: usize, commit: CommitId) {
+    fn hold_snapshot(&mut self, i: usize, commit: CommitId) {
         self.snapshots.insert(i, commit);
     }
 
     /// Task `i`'s attempt in this process ended: its ports, temporary directory and snapshot
     /// are free again (the snapshot goes with its last reader, unless it is of `tip`; with no
     /// tip, as on a worker, it stays for the next reader of its commit).
-    pub(super) fn release(&mut self, i: usize, tip: Option<&CommitId>) -> anyhow::Result<()> {
+    fn release(&mut self, i: usize, tip: Option<&CommitId>) -> anyhow::Result<()> {
         self.ports.release(i);
         self.scratch.release(i);
         match self.snapshots.remove(&i) {
@@ -132,12 +135,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Hands `input` to the core and carries out what it says.
-    pub(super) fn feed(
-        &mut self,
-        core: &mut Core<'_>,
-        input: Input,
-        workers: &Workers,
-    ) -> anyhow::Result<()> {
+    fn feed(&mut self, core: &mut Core<'_>, input: Input, workers: &Workers) -> anyhow::Result<()> {
         let fx = core.on(input, Instant::now());
         self.carry_out(core, fx, workers)
     }
@@ -147,7 +145,7 @@ impl<'a> Exec<'a> {
     /// A fault of the machine met carrying one out stops the run: after it only what tells
     /// the board and the terminal is carried out (a record the board cannot take then is left
     /// to it), and the core is told what was left undone, then of the fault.
-    pub(super) fn carry_out(
+    fn carry_out(
         &mut self,
         core: &mut Core<'_>,
         fx: Vec<Effect>,
@@ -160,11 +158,11 @@ impl<'a> Exec<'a> {
             let mut fault = None;
             let mut undone = Vec::new();
             for effect in fx {
-                if fault.is_some() || core.broken() {
-                    if let Err(left) = effect.after_fault(settings) {
-                        undone.extend(left);
-                        continue;
-                    }
+                if (fault.is_some() || core.broken())
+                    && let Err(left) = effect.after_fault(settings)
+                {
+                    undone.extend(left);
+                    continue;
                 }
                 let left = effect.undone_if_failed(settings);
                 let Err(e) = self.apply(core, effect, workers, &mut inputs) else {
@@ -203,7 +201,7 @@ impl<'a> Exec<'a> {
                 tip,
                 running,
             } => {
-                let job = super::attempt::prepare(core, self, task, attempt, &tip, running)?;
+                let job = attempt::prepare(core, self, task, attempt, &tip, running)?;
                 workers.spawn(job);
             }
             Effect::Publish { task, attempt, tip } => {
@@ -277,7 +275,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Writes `rec` to the board.
-    pub(super) fn record(&mut self, rec: Rec) -> anyhow::Result<()> {
+    fn record(&mut self, rec: Rec) -> anyhow::Result<()> {
         let r = &mut self.out.record;
         match rec {
             Rec::Run(e) => r.run_event(e),
@@ -379,11 +377,7 @@ impl<'a> Exec<'a> {
     /// its own under the run's watchdog (Ctrl-C stops it like any attempt), so merges and
     /// messages go on meanwhile; its end comes back as a message. `task` is `None` for a
     /// problem of the run as a whole.
-    pub(super) fn escalate(
-        &mut self,
-        task: Option<&str>,
-        mut info: serde_json::Value,
-    ) -> anyhow::Result<()> {
+    fn escalate(&mut self, task: Option<&str>, mut info: serde_json::Value) -> anyhow::Result<()> {
         let (settings, layout) = (self.out.settings, self.out.layout);
         info["run"] = layout.run.clone().into();
         info["task"] = task.into();
@@ -422,7 +416,7 @@ impl<'a> Exec<'a> {
 
     /// Processes still carrying the run's id when none of its attempts runs were left behind
     /// out of reach of their process groups: they are stopped, recorded and told.
-    pub(super) fn stop_strays(&mut self) -> anyhow::Result<()> {
+    fn stop_strays(&mut self) -> anyhow::Result<()> {
         let (settings, layout) = (self.out.settings, self.out.layout);
         let strays = crate::agent::stray::find(&layout.run);
         if strays.is_empty() {
@@ -442,14 +436,14 @@ impl<'a> Exec<'a> {
 
 /// `e`, met carrying out an effect or taking a message in: a fault of the machine (a full
 /// disk, the board's included), which stops the run; any other error as it is.
-pub(super) fn fault_of(ex: &Exec<'_>, e: anyhow::Error) -> anyhow::Result<Fault> {
+fn fault_of(ex: &Exec<'_>, e: anyhow::Error) -> anyhow::Result<Fault> {
     let e = ex.out.record.name_full(e);
     Fault::of_error(&e).ok_or(e)
 }
 
 /// The deps of task `i` that ended without a result for it (failed, skipped or parked), each
 /// with why, as a task that runs on what finished (a reducer) is told of them.
-pub(super) fn missing_deps(
+fn missing_deps(
     core: &Core<'_>,
     record: &Recorder<'_>,
     i: usize,
@@ -479,7 +473,7 @@ pub(super) fn missing_deps(
 }
 
 /// The paths a writer's commit changed, once it has one.
-pub(super) fn changed_paths(core: &Core<'_>, repo: &Repo, i: usize) -> Option<Vec<String>> {
+fn changed_paths(core: &Core<'_>, repo: &Repo, i: usize) -> Option<Vec<String>> {
     let s = &core.slots[i];
     let (Some(from), Some(to)) = (&s.start_commit, &s.commit) else {
         return None;

@@ -10,10 +10,10 @@ use anyhow::Context as _;
 
 use super::super::core::{Core, Ending, Input, Start};
 use super::super::job::{Report, Verdict, Workers};
-use super::super::record::Recorder;
 use super::super::{Layout, Message, Settings, notice_event, notice_line};
 use super::gate::GATE_KEY;
 use super::goals::{GoalRun, Planner};
+use super::record::Recorder;
 use super::remote::Coordinator;
 use super::{Exec, Outlets, fault_of, gate, merge, view};
 use crate::agent::Watchdog;

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use super::super::core::{Core, DepFacts, Input};
 use super::super::job::{Report, Verdict, Workers};
-use super::super::record::Recorder;
-use super::super::{Checkout, Layout, Message, Settings, attempt, notice_line, outcome};
+use super::super::{Checkout, Layout, Message, Settings, notice_line, outcome};
+use super::attempt;
+use super::record::Recorder;
 use super::{Exec, Outlets};
 use crate::agent::Watchdog;
 use crate::git::{CommitId, Repo};

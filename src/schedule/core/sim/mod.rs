@@ -29,7 +29,7 @@ use crate::store::{GoalRecord, GoalStatus, Moved, TaskStatus};
 use super::dag::State;
 use super::tests::brief;
 use super::{Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start};
-use world::{Board, Fate, GoalFate, Git};
+use world::{Board, Fate, Git, GoalFate};
 
 /// What the suite runs: enough seeds to meet every feature together many times.
 const SUITE_SEEDS: u64 = 3000;
@@ -210,7 +210,10 @@ impl Scenario {
             signals,
             full_disk: (rng.u32(0..100) < 8).then(|| rng.u64(1..60)),
             moved: (rng.u32(0..100) < 5).then(|| Duration::from_secs(rng.u64(1..500))),
-            impossible: (rng.u32(0..100) < 10).then(|| rng.u64(5..200)).into_iter().collect(),
+            impossible: (rng.u32(0..100) < 10)
+                .then(|| rng.u64(5..200))
+                .into_iter()
+                .collect(),
         }
     }
 
@@ -251,7 +254,11 @@ fn tasks(rng: &mut fastrand::Rng) -> Vec<String> {
     let mut lines = Vec::new();
     for k in 0..n {
         let reducer = k + 1 == n && n > 2 && rng.u32(0..100) < 25;
-        let mode = if !reducer && rng.bool() { "write" } else { "read" };
+        let mode = if !reducer && rng.bool() {
+            "write"
+        } else {
+            "read"
+        };
         let deps: Vec<String> = if reducer {
             (0..k).map(|d| format!("t{d}")).collect()
         } else {
@@ -283,11 +290,24 @@ fn tasks(rng: &mut fastrand::Rng) -> Vec<String> {
 #[derive(Debug)]
 enum Event {
     /// A local attempt (or resolver attempt) ends (cut short, if swarm stopped it).
-    Ended { task: usize, attempt: u32, resolver: bool },
+    Ended {
+        task: usize,
+        attempt: u32,
+        resolver: bool,
+    },
     /// A worker's result arrives.
-    Remote { task: usize, attempt: u32 },
-    Gated { number: u32, tip: CommitId },
-    Merge { task: usize, outcome: MergeOutcome },
+    Remote {
+        task: usize,
+        attempt: u32,
+    },
+    Gated {
+        number: u32,
+        tip: CommitId,
+    },
+    Merge {
+        task: usize,
+        outcome: MergeOutcome,
+    },
     Endpoint(Option<String>),
     Hook(Option<String>),
     Needs(Vec<usize>),
@@ -297,7 +317,21 @@ enum Event {
     Move,
 }
 
+/// A local attempt as the world runs it.
+struct Running {
+    attempt: u32,
+    /// The pool's member it went to.
+    member: Option<String>,
+    writes: bool,
+    /// Its end, due in the world.
+    end: (Duration, u64),
+}
+
 /// The run being simulated: the scenario, the world, and what has been checked.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "the world's switches, each its own"
+)]
 struct Sim {
     sc: Scenario,
     rng: fastrand::Rng,
@@ -308,9 +342,8 @@ struct Sim {
     git: Git,
     board: Board,
     base: CommitId,
-    /// Local attempts running: the attempt, the member it went to, whether it writes, its
-    /// event, whether swarm stopped it.
-    local: BTreeMap<usize, (u32, Option<String>, bool, (Duration, u64))>,
+    /// Local attempts running.
+    local: BTreeMap<usize, Running>,
     /// Resolver attempts running, and their events.
     resolvers: BTreeMap<usize, (Duration, u64)>,
     /// Attempts stopped by swarm: they end cut short.
@@ -400,6 +433,7 @@ impl Sim {
         }
     }
 
+    #[expect(clippy::print_stdout, reason = "a replay prints the trace as it goes")]
     fn note(&mut self, line: String) {
         if self.keep_trace {
             println!("{line}");
@@ -455,7 +489,9 @@ impl Sim {
                 Err(Cut::Violated(what)) => return Err(what),
             }
         }
-        Err(format!("the run did not finish in {MOST_SEGMENTS} runs and resumes"))
+        Err(format!(
+            "the run did not finish in {MOST_SEGMENTS} runs and resumes"
+        ))
     }
 
     /// What the end of a swarm process (or its kill) leaves: attempts of this machine and
@@ -528,7 +564,9 @@ impl Sim {
                 return Err(format!("livelock: {still} steps at t={}s", self.now.as_secs()).into());
             }
             if steps > 1_000_000 || self.now > Duration::from_secs(7 * 24 * 3600) {
-                return Err(format!("no end after {steps} steps and {}s", self.now.as_secs()).into());
+                return Err(
+                    format!("no end after {steps} steps and {}s", self.now.as_secs()).into(),
+                );
             }
             self.kill_due()?;
             let step = self.step;
@@ -623,7 +661,11 @@ impl Sim {
         self.meant_refusals += 1;
         self.figures.refusals += 1;
         if core.refused.len() != before + 1 {
-            return Err(format!("the end of {}'s finished attempt was not refused", core.id(i)).into());
+            return Err(format!(
+                "the end of {}'s finished attempt was not refused",
+                core.id(i)
+            )
+            .into());
         }
         if core.dag.state(i) != State::Done && !core.dag.state(i).is_final() {
             return Err("a refused input changed the task's state".to_owned().into());
@@ -641,11 +683,11 @@ impl Sim {
             let mut fault = None;
             let mut undone = Vec::new();
             for effect in fx {
-                if fault.is_some() || core.broken() {
-                    if let Err(left) = effect.after_fault(settings) {
-                        undone.extend(left);
-                        continue;
-                    }
+                if (fault.is_some() || core.broken())
+                    && let Err(left) = effect.after_fault(settings)
+                {
+                    undone.extend(left);
+                    continue;
                 }
                 let left = effect.undone_if_failed(settings);
                 if !self.apply(core, effect, &mut inputs)? {
@@ -683,7 +725,12 @@ impl Sim {
     }
 
     /// Carries one effect out; whether it could be (a record may meet a full disk).
-    fn apply(&mut self, core: &mut Core<'_>, effect: Effect, inputs: &mut VecDeque<Input>) -> Step<bool> {
+    fn apply(
+        &mut self,
+        core: &mut Core<'_>,
+        effect: Effect,
+        inputs: &mut VecDeque<Input>,
+    ) -> Step<bool> {
         match effect {
             Effect::Start {
                 task, attempt, tip, ..
@@ -703,7 +750,13 @@ impl Sim {
                     },
                 );
                 let member = core.slots[task].member.clone();
-                self.local.insert(task, (attempt, member, writes, key));
+                let running = Running {
+                    attempt,
+                    member,
+                    writes,
+                    end: key,
+                };
+                self.local.insert(task, running);
                 self.limits(core)?;
             }
             Effect::Publish { task, attempt, tip } => {
@@ -718,7 +771,9 @@ impl Sim {
             }
             Effect::StartResolver { task, .. } => {
                 if self.local.contains_key(&task) || self.resolvers.contains_key(&task) {
-                    return Err(format!("{}'s resolver started while it runs", core.id(task)).into());
+                    return Err(
+                        format!("{}'s resolver started while it runs", core.id(task)).into(),
+                    );
                 }
                 let attempt = core.slots[task].attempts;
                 let takes = Duration::from_secs(self.rng.u64(5..60));
@@ -765,7 +820,11 @@ impl Sim {
             Effect::Escalate(_) => self.hook(core, None),
             Effect::Rewind { from, to, .. } => {
                 if self.git.head != from {
-                    return Err(format!("the gate rewound from {from}, and the branch is at {}", self.git.head).into());
+                    return Err(format!(
+                        "the gate rewound from {from}, and the branch is at {}",
+                        self.git.head
+                    )
+                    .into());
                 }
                 self.git.head = to.clone();
                 self.board.tip = to.clone();
@@ -800,7 +859,7 @@ impl Sim {
                 let keys: Vec<(Duration, u64)> = self
                     .local
                     .values()
-                    .map(|(_, _, _, key)| *key)
+                    .map(|r| r.end)
                     .chain(self.resolvers.values().copied())
                     .chain(self.gate)
                     .collect();
@@ -825,12 +884,7 @@ impl Sim {
             }
             Effect::StopPlanning => self.planning_stopped = true,
             Effect::PollQueue => {
-                let due = self
-                    .sc
-                    .queued
-                    .iter()
-                    .filter(|&&at| at <= self.now)
-                    .count();
+                let due = self.sc.queued.iter().filter(|&&at| at <= self.now).count();
                 let first = self.sc.goals.map_or(0, |(n, _)| n);
                 let taken: Vec<GoalRecord> = (self.taken..due)
                     .map(|q| world::goal_record(first + q))
@@ -852,7 +906,13 @@ impl Sim {
     }
 
     /// How a merge of writer `task` onto `tip` goes in the world's repository.
-    fn merge(&mut self, core: &Core<'_>, task: usize, tip: &CommitId, onto: bool) -> Step<MergeOutcome> {
+    fn merge(
+        &mut self,
+        core: &Core<'_>,
+        task: usize,
+        tip: &CommitId,
+        onto: bool,
+    ) -> Step<MergeOutcome> {
         let id = core.id(task).to_owned();
         let fate = self.fate(&id);
         let commit = core.slots[task]
@@ -902,7 +962,14 @@ impl Sim {
                     self.resolvers.remove(&task);
                     self.resolver_report(core, task, attempt, cut)
                 } else {
-                    self.local.remove(&task);
+                    let ran = self.local.remove(&task).map(|r| r.attempt);
+                    if ran != Some(attempt) {
+                        return Err(format!(
+                            "attempt {attempt} of {} ended, and the world ran {ran:?}",
+                            core.id(task)
+                        )
+                        .into());
+                    }
                     self.attempt_report(core, task, attempt, cut)
                 };
                 let limit_wait = match &report.verdict {
@@ -1136,11 +1203,13 @@ impl Sim {
         if head != tip {
             let committed = |c: &CommitId| {
                 (0..core.slots.len()).any(|i| {
-                    core.dag.state(i) == State::Committed && core.slots[i].commit.as_ref() == Some(c)
+                    core.dag.state(i) == State::Committed
+                        && core.slots[i].commit.as_ref() == Some(c)
                 })
             };
             let parents = self.git.parents(&head).to_vec();
-            let own = parents.first() == Some(&tip) && (committed(&head) || parents.get(1).is_some_and(committed));
+            let own = parents.first() == Some(&tip)
+                && (committed(&head) || parents.get(1).is_some_and(committed));
             if (core.settings.gate.is_some() && self.rewound_to(core, &tip, &head)) || own {
                 found.tip = Some(head.clone());
                 tip = head;
@@ -1211,7 +1280,10 @@ impl Sim {
     fn starts(&mut self, core: &Core<'_>, i: usize, tip: &CommitId, remote: bool) -> Step<()> {
         self.figures.checks += 1;
         let id = core.id(i);
-        if self.local.contains_key(&i) || self.remote.contains_key(&i) || self.resolvers.contains_key(&i) {
+        if self.local.contains_key(&i)
+            || self.remote.contains_key(&i)
+            || self.resolvers.contains_key(&i)
+        {
             return Err(format!("{id} started while an attempt of it runs").into());
         }
         let status = self.board.task(id).status;
@@ -1228,22 +1300,34 @@ impl Sim {
         for d in core.plan.deps(i) {
             let state = core.dag.state(d);
             if reducer && !state.is_final() {
-                return Err(format!("reducer {id} started before its dep {} ended", core.id(d)).into());
+                return Err(
+                    format!("reducer {id} started before its dep {} ended", core.id(d)).into(),
+                );
             }
             if !reducer && state != State::Done {
-                return Err(format!("{id} started before its dep {} was done ({state:?})", core.id(d)).into());
+                return Err(format!(
+                    "{id} started before its dep {} was done ({state:?})",
+                    core.id(d)
+                )
+                .into());
             }
             let merged_writer = core.plan.tasks[d].mode == Mode::Write
                 && state == State::Done
                 && core.slots[d].commit.is_some();
             if merged_writer && !self.git.holds(tip).contains(&d) {
-                return Err(format!("{id} started from {tip}, which lacks its dep {}'s merge", core.id(d)).into());
+                return Err(format!(
+                    "{id} started from {tip}, which lacks its dep {}'s merge",
+                    core.id(d)
+                )
+                .into());
             }
         }
         if let Some(budget) = core.settings.budget_tokens {
             let used: u64 = self.board.tasks.iter().map(|t| t.tokens).sum();
             if used >= budget {
-                return Err(format!("{id} started with the budget spent ({used} of {budget})").into());
+                return Err(
+                    format!("{id} started with the budget spent ({used} of {budget})").into(),
+                );
             }
         }
         if remote && core.settings.remote.is_none() {
@@ -1261,18 +1345,25 @@ impl Sim {
         if running > s.jobs {
             return Err(format!("{running} running at once, past --jobs {}", s.jobs).into());
         }
-        let writers = self.local.values().filter(|(_, _, w, _)| *w).count() + self.resolvers.len();
+        let writers = self.local.values().filter(|r| r.writes).count() + self.resolvers.len();
         if writers > s.max_writers {
-            return Err(format!("{writers} writers at once, past --max-writers {}", s.max_writers).into());
+            return Err(format!(
+                "{writers} writers at once, past --max-writers {}",
+                s.max_writers
+            )
+            .into());
         }
         for (member, cap) in &s.max_concurrent {
             let n = self
                 .local
                 .values()
-                .filter(|(_, m, _, _)| m.as_deref() == Some(member.as_str()))
+                .filter(|r| r.member.as_deref() == Some(member.as_str()))
                 .count();
             if n > *cap {
-                return Err(format!("{n} attempts on {member} at once, past its max-concurrent {cap}").into());
+                return Err(format!(
+                    "{n} attempts on {member} at once, past its max-concurrent {cap}"
+                )
+                .into());
             }
         }
         Ok(())
@@ -1294,19 +1385,32 @@ impl Sim {
                 .filter(|c| c.parent.as_ref() == Some(&t.id))
                 .count();
             if children > l.children as usize {
-                return Err(format!("{} spawned {children} tasks, past max-children {}", t.id, l.children).into());
+                return Err(format!(
+                    "{} spawned {children} tasks, past max-children {}",
+                    t.id, l.children
+                )
+                .into());
             }
             let mut depth = 0;
             let mut at = t.parent.clone();
             while let Some(p) = at {
                 depth += 1;
-                at = plan.tasks.iter().find(|x| x.id == p).and_then(|x| x.parent.clone());
+                at = plan
+                    .tasks
+                    .iter()
+                    .find(|x| x.id == p)
+                    .and_then(|x| x.parent.clone());
             }
             if depth > l.depth {
-                return Err(format!("{} is at depth {depth}, past max-depth {}", t.id, l.depth).into());
+                return Err(
+                    format!("{} is at depth {depth}, past max-depth {}", t.id, l.depth).into(),
+                );
             }
             if depth > 0 {
-                let parent = t.parent.as_ref().and_then(|p| plan.tasks.iter().find(|x| x.id == *p));
+                let parent = t
+                    .parent
+                    .as_ref()
+                    .and_then(|p| plan.tasks.iter().find(|x| x.id == *p));
                 let allowed = parent.is_some_and(|p| {
                     p.spawn.is_some_and(|n| n > 0) || l.which == crate::config::Spawning::All
                 });
@@ -1340,7 +1444,11 @@ impl Sim {
             .into());
         }
         if core.counts.hooks != self.hooks {
-            return Err(format!("the core counts {} hooks, and {} run", core.counts.hooks, self.hooks).into());
+            return Err(format!(
+                "the core counts {} hooks, and {} run",
+                core.counts.hooks, self.hooks
+            )
+            .into());
         }
         if core.refused.len() != self.meant_refusals {
             return Err(format!("the core refused an input: {:?}", core.refused.last()).into());
@@ -1355,7 +1463,11 @@ impl Sim {
         let mut outcome = Outcome::default();
         let plan = self.board.plan.clone();
         let final_tip = match &settings.gate {
-            Some(_) => self.board.green.clone().unwrap_or_else(|| self.base.clone()),
+            Some(_) => self
+                .board
+                .green
+                .clone()
+                .unwrap_or_else(|| self.base.clone()),
             None => self.board.tip.clone(),
         };
         for (i, t) in plan.tasks.iter().enumerate() {
@@ -1371,10 +1483,16 @@ impl Sim {
             if t.mode == Mode::Write {
                 let merged = r.status == TaskStatus::Done && r.commit_id.is_some();
                 if merged && !holds {
-                    return Err(format!("writer {} is done, and the final tip lacks its merge", t.id));
+                    return Err(format!(
+                        "writer {} is done, and the final tip lacks its merge",
+                        t.id
+                    ));
                 }
                 if r.status == TaskStatus::Parked && holds {
-                    return Err(format!("writer {} is parked, and the final tip holds it", t.id));
+                    return Err(format!(
+                        "writer {} is parked, and the final tip holds it",
+                        t.id
+                    ));
                 }
                 if merged {
                     outcome.merged.insert(t.id.to_string());
@@ -1391,7 +1509,9 @@ impl Sim {
                 .filter(|&t| t < plan.len() && self.fate(plan.tasks[t].id.as_str()).breaks_gate)
                 .collect();
             if !bad.is_empty() {
-                return Err(format!("the run landed {final_tip}, on which the gate fails"));
+                return Err(format!(
+                    "the run landed {final_tip}, on which the gate fails"
+                ));
             }
         }
         for g in &self.board.goals {
@@ -1480,7 +1600,6 @@ fn run_scenario(sc: Scenario, trace: bool) -> Result<Figures, Violation> {
     Ok(figures)
 }
 
-
 /// Seeds `from..to`, on as many threads as the machine has: the figures, or the first
 /// violation met.
 fn seeds(from: u64, to: u64) -> Result<Figures, Violation> {
@@ -1548,6 +1667,7 @@ fn the_seed_of_spawning_in_a_goal_run_keeps_every_limit() {
 
 /// Replays one seed with its trace: `SWARM_SIM_SEED=<seed>`.
 #[test]
+#[expect(clippy::print_stdout, reason = "a replay says what it found")]
 #[ignore = "replays the seed SWARM_SIM_SEED names"]
 fn replay() {
     let seed: u64 = std::env::var("SWARM_SIM_SEED")
@@ -1569,6 +1689,7 @@ fn replay() {
 
 /// The long mode: `SWARM_SIM_SEEDS` seeds (a million by default) from `SWARM_SIM_FROM`.
 #[test]
+#[expect(clippy::print_stdout, reason = "the long mode's figures are its point")]
 #[ignore = "runs millions of seeds; see the module's doc"]
 fn long() {
     let n: u64 = std::env::var("SWARM_SIM_SEEDS")

@@ -24,6 +24,10 @@ pub(super) fn hash(seed: u64, name: &str) -> u64 {
 
 /// What the world holds in store for one task, by its id.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "a task's fate is a handful of yes-or-no turns"
+)]
 pub(super) struct Fate {
     /// Failed attempts before the one that succeeds.
     pub(super) failures: u32,
@@ -59,7 +63,11 @@ impl Fate {
         };
         Self {
             failures,
-            hiccups: if rng.u32(0..100) < 25 { rng.u32(1..3) } else { 0 },
+            hiccups: if rng.u32(0..100) < 25 {
+                rng.u32(1..3)
+            } else {
+                0
+            },
             lasting_limit: rng.u32(0..100) < 5,
             no_changes: rng.u32(0..100) < 10,
             conflicts: rng.u32(0..100) < 15,
@@ -110,7 +118,12 @@ impl Git {
     /// parent holds; or a merge of writer `task`, holding what its first parent holds and
     /// that writer's own change (swarm merges a writer's change from its start, not what
     /// came before it).
-    pub(super) fn commit(&mut self, prefix: &str, parents: Vec<CommitId>, task: Option<usize>) -> CommitId {
+    pub(super) fn commit(
+        &mut self,
+        prefix: &str,
+        parents: Vec<CommitId>,
+        task: Option<usize>,
+    ) -> CommitId {
         self.made += 1;
         let id = CommitId::new(&format!("{prefix}{}", self.made));
         let mut holds = parents
@@ -416,7 +429,11 @@ pub(super) fn goal_record(g: usize) -> GoalRecord {
 }
 
 /// The needs the dependency pass infers for goals `covered`, as edges the model gives.
-pub(super) fn needs_of(fates: &[GoalFate], covered: &[usize], ids: &[String]) -> Vec<(String, Vec<Need>)> {
+pub(super) fn needs_of(
+    fates: &[GoalFate],
+    covered: &[usize],
+    ids: &[String],
+) -> Vec<(String, Vec<Need>)> {
     covered
         .iter()
         .map(|&g| {

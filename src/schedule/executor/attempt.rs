@@ -4,11 +4,11 @@
 
 use anyhow::Context as _;
 
-use super::Checkout;
-use super::core::Core;
-use super::executor::{Exec, Outlets, changed_paths, missing_deps};
-use super::job::{DepsDir, Job, JobKind};
-use super::prompt::compose_prompt;
+use super::super::Checkout;
+use super::super::core::Core;
+use super::super::job::{DepsDir, Job, JobKind};
+use super::super::prompt::compose_prompt;
+use super::{Exec, Outlets, changed_paths, missing_deps};
 use crate::agent::acp::{Acp, Resume};
 use crate::agent::cli::{Kind, Session, Sessions};
 use crate::agent::openai::Builtin;
@@ -19,7 +19,7 @@ use crate::plan::{Action, Mode};
 use crate::ui::Told;
 
 /// The deps directory of `run` tasks without deps: no task id can have this name.
-pub(super) const NO_DEPS_DIR: &str = "(none)";
+pub(in crate::schedule) const NO_DEPS_DIR: &str = "(none)";
 
 /// Task `i`'s attempt `attempt`, recorded as started, from the integration tip `tip`, with
 /// `running` attempts in this process's slots (this one included).
@@ -47,7 +47,7 @@ pub(super) fn prepare(
     let (cwd, kind) = match task.mode {
         Mode::Read => {
             let (path, missing) = ex.checkouts.acquire_snapshot(repo, tip)?;
-            notes = super::included_note(&settings.prepare.include, &missing);
+            notes = super::super::included_note(&settings.prepare.include, &missing);
             ex.hold_snapshot(i, tip.clone());
             (
                 path,
@@ -103,7 +103,7 @@ pub(super) fn prepare(
         ),
     ];
     let tmp = ex.scratch.acquire(i);
-    env.extend(super::attempt_env(&mut ex.ports, i, &tmp));
+    env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
     // What the agent may spawn, and where it writes it, when it may spawn at all: else it
     // is told of no spawn file, and the built-in agent gets no tool to add tasks. No earlier
     // attempt had this number (each is recorded before it starts), so no file an earlier one
@@ -425,7 +425,7 @@ fn continued_session(
 
 /// Where a Codex attempt's stdout is while it runs: a swarm killed meanwhile finds the thread
 /// to continue there (Codex names it only in its first event).
-fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::PathBuf {
+fn codex_stdout(layout: &super::super::Layout, id: &str, attempt: u32) -> std::path::PathBuf {
     layout
         .run_dir
         .join("attempts")
@@ -434,7 +434,7 @@ fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::Pa
 
 /// What an attempt a killed swarm never saw end printed goes into its transcript, once the next
 /// attempt has read it.
-fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32, cap: u64) {
+fn file_left_stdout(layout: &super::super::Layout, id: &str, attempt: u32, cap: u64) {
     use crate::agent::transcript::Transcript;
     let left = codex_stdout(layout, id, attempt);
     let Ok(mut text) = crate::planted::open(&left) else {

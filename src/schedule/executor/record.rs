@@ -10,9 +10,9 @@ use crate::store::{
     TaskStatus, TaskUpdate, now_ms,
 };
 
-use super::core::slot::Totals;
-use super::core::spawn::Joined;
-use super::job::Report;
+use super::super::core::slot::Totals;
+use super::super::core::spawn::Joined;
+use super::super::job::Report;
 
 /// How a failed attempt leaves its task.
 pub(super) struct Failure<'a> {
