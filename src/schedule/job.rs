@@ -470,21 +470,16 @@ impl Job {
 
     /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
     fn check(&self, check: &str, watchdog: &Watchdog, spent: &mut Spent) -> Option<Verdict> {
-        let check_run = Invocation {
-            command: check.to_owned(),
-            argv: Vec::new(),
-            env_drop: Vec::new(),
-            env_pass: Vec::new(),
-            stdin: None,
-            transcript: self.invocation.transcript.with_extension("check.log"),
-            // A check is the user's own command, held only to the task's timeout.
-            stall: None,
-            header: format!(
+        // A check is the user's own command, held only to the task's timeout.
+        let check_run = self.invocation.beside(
+            check,
+            self.invocation.transcript.with_extension("check.log"),
+            self.invocation.transcript_cap,
+            format!(
                 "check of {}\ncommand: {check}\n",
                 self.invocation.cwd.display()
             ),
-            ..self.invocation.clone()
-        };
+        );
         match agent::run(&check_run, watchdog).outcome {
             Outcome::Succeeded => None,
             Outcome::Interrupted => Some(Verdict::Interrupted),

@@ -272,22 +272,24 @@ pub(super) fn prepare(
     };
     record_start(core, &mut ex.out, i, &started, writer)?;
     core.prepared(i, start_commit, session.clone());
-    let invocation = Invocation {
-        command,
-        argv: argv_run,
-        env_drop: cli.as_ref().map(|p| p.drop_env.clone()).unwrap_or_default(),
-        env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
-        stdin,
+    let mut invocation = Invocation::shell(
+        &command,
         cwd,
-        env,
         timeout,
-        // The built-in agent runs in swarm; its requests have their own timeout.
-        stall: settings.stall_timeout.filter(|_| builtin.is_none()),
-        stdout_file,
         transcript,
-        transcript_cap: settings.transcript_cap,
+        settings.transcript_cap,
         header,
-    };
+    );
+    invocation.argv = argv_run;
+    invocation.stdin = stdin;
+    invocation.env = env;
+    // The built-in agent runs in swarm; its requests have their own timeout.
+    invocation.stall = settings.stall_timeout.filter(|_| builtin.is_none());
+    invocation.stdout_file = stdout_file;
+    if let Some(p) = &cli {
+        invocation.env_drop.clone_from(&p.drop_env);
+        invocation.env_pass.clone_from(&p.pass_env);
+    }
     Ok(Job {
         task: i,
         attempt,

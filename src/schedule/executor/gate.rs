@@ -41,31 +41,27 @@ pub(super) fn job(
     ];
     // Its own TMPDIR and block of ports, as an attempt's.
     env.extend(super::super::attempt_env(&mut ex.ports, GATE_KEY, &tmp));
+    let header = format!(
+        "swarm run {} gate run {number} ({}) on {}\ncommand: {command}\ncwd: {}\n",
+        layout.run,
+        probe.as_str(),
+        tip,
+        cwd.display()
+    );
+    let mut invocation = Invocation::shell(
+        &command,
+        cwd,
+        settings.task_timeout,
+        transcript.clone(),
+        settings.transcript_cap,
+        header,
+    );
+    invocation.env = env;
     let job = Job {
         task: 0,
         attempt: number,
         kind: JobKind::Gate { tip: tip.clone() },
-        invocation: Invocation {
-            command: command.clone(),
-            argv: Vec::new(),
-            env_drop: Vec::new(),
-            env_pass: Vec::new(),
-            stdin: None,
-            cwd: cwd.clone(),
-            env,
-            timeout: settings.task_timeout,
-            stall: None,
-            header: format!(
-                "swarm run {} gate run {number} ({}) on {}\ncommand: {command}\ncwd: {}\n",
-                layout.run,
-                probe.as_str(),
-                tip,
-                cwd.display()
-            ),
-            transcript: transcript.clone(),
-            transcript_cap: settings.transcript_cap,
-            stdout_file: None,
-        },
+        invocation,
         builtin: None,
         parser: None,
         acp: None,

@@ -103,6 +103,26 @@ pub(super) fn job(
     let check = task.check.clone().or_else(|| settings.check.clone());
     env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
     let (slot, id) = (&core.slots[i], id.as_str());
+    let header = format!(
+        "swarm run {name} task {id}: resolving a merge conflict\ncwd: {}\n",
+        path.display()
+    );
+    let mut invocation = Invocation::shell(
+        &command,
+        path.clone(),
+        timeout,
+        transcript,
+        settings.transcript_cap,
+        header,
+    );
+    invocation.argv = argv;
+    invocation.stdin = stdin;
+    invocation.env = env;
+    invocation.stall = settings.stall_timeout;
+    if let Some(p) = &cli {
+        invocation.env_drop.clone_from(&p.drop_env);
+        invocation.env_pass.clone_from(&p.pass_env);
+    }
     let job = Job {
         task: i,
         attempt: slot.attempts,
@@ -116,24 +136,7 @@ pub(super) fn job(
             check,
             message: format!("Merge swarm task {id} of run {name}, conflicts resolved"),
         },
-        invocation: Invocation {
-            command,
-            argv,
-            env_drop: cli.as_ref().map(|p| p.drop_env.clone()).unwrap_or_default(),
-            env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
-            stdin,
-            cwd: path.clone(),
-            env,
-            timeout,
-            stall: settings.stall_timeout,
-            header: format!(
-                "swarm run {name} task {id}: resolving a merge conflict\ncwd: {}\n",
-                path.display()
-            ),
-            transcript,
-            transcript_cap: settings.transcript_cap,
-            stdout_file: None,
-        },
+        invocation,
         builtin,
         parser: cli
             .filter(|p| p.kind == crate::agent::cli::Kind::Cli)
