@@ -417,4 +417,20 @@ mod declared {
             assert!(run.contains(&flag), "swarm run --help: no {flag}");
         }
     }
+
+    #[test]
+    fn the_readme_names_every_key_flag_and_variable() {
+        let readme = include_str!("../../README.md");
+        for option in table() {
+            let key = format!("`{}`", option.key);
+            assert!(!option.file || readme.contains(&key), "README: no {key}");
+            let flag = format!("--{}", option.key);
+            assert!(
+                option.flag.is_none() || readme.contains(&flag),
+                "README: no {flag}"
+            );
+            let var = option.var.unwrap_or_default();
+            assert!(readme.contains(var), "README: no {var}");
+        }
+    }
 }

@@ -385,6 +385,7 @@ macro_rules! or_none {
     };
 }
 
+/// `file: yes` or `file: no`, as a bool.
 macro_rules! in_files {
     (yes) => {
         true
