@@ -127,8 +127,8 @@ fn parse_file(
             );
         }
     }
-    if let Some(dir) = options.worktree_dir.take() {
-        options.worktree_dir = Some(resolve_path(&dir, path, home));
+    for key in Key::ALL {
+        key.resolve_paths(&mut options, &|written| resolve_path(written, path, home));
     }
     pools.retain(|name, _| {
         value_span(table, &["pools", name, "members"]).is_some()

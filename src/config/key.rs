@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::Options;
 use super::check::Shape;
 use super::options::SPECS;
+use super::setting::Resolve;
 
 /// Jobs and writers are bounded as the flags are.
 pub(crate) const MAX_SLOTS: u32 = 1024;
@@ -28,6 +29,7 @@ pub(super) struct Spec {
     pub(super) copy: fn(&Options, &mut Options),
     pub(super) parse: fn(&str, &mut Options) -> Result<(), String>,
     pub(super) check: fn(&Options) -> Result<(), String>,
+    pub(super) resolve_paths: fn(&mut Options, &Resolve<'_>),
     pub(super) value: fn(&Options) -> Value,
 }
 
@@ -103,6 +105,12 @@ impl Key {
     /// Checks what the types alone do not: the same bounds the flags have.
     pub(super) fn check(self, o: &Options) -> Result<(), String> {
         (self.spec().check)(o)
+    }
+
+    /// Makes a path in this option's value in `o`, as a file gave it, lead where `resolve`
+    /// says: a path written in a file is taken from the file's directory.
+    pub(super) fn resolve_paths(self, o: &mut Options, resolve: &Resolve<'_>) {
+        (self.spec().resolve_paths)(o, resolve);
     }
 
     /// The option's value in `o` as JSON (null when unset); JSON scalars and arrays of strings

@@ -363,6 +363,7 @@ macro_rules! declare {
                     Ok(())
                 },
                 check: checked!($field $(, $check)?),
+                resolve_paths: |o, resolve| o.$field.resolve_paths(resolve),
                 value: |o| json(&o.$field),
             },
         )*];

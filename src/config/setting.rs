@@ -2,10 +2,13 @@
 //! `SWARM_*` variable's text reads as it, and what its checks look at. An option's type is
 //! `Option<T>` (unset: `None`), a list of strings (unset: empty) or a switch (unset: off).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::check::Shape;
 use super::choice::{Choice, listed};
+
+/// Where a path written in a config file leads.
+pub(super) type Resolve<'a> = dyn Fn(&Path) -> PathBuf + 'a;
 
 /// The type of an option's value in [`Options`](super::Options).
 pub(super) trait Setting: Sized {
@@ -26,6 +29,10 @@ pub(super) trait Setting: Sized {
     fn check(&self, check: impl Fn(&Self::Checked) -> Result<(), String>) -> Result<(), String> {
         self.checked().map_or(Ok(()), check)
     }
+
+    /// The value as a file means it, when it is a path written there: `resolve` says where such
+    /// a path leads.
+    fn resolve_paths(&mut self, _resolve: &Resolve<'_>) {}
 }
 
 impl<T: FromVar> Setting for Option<T> {
@@ -41,6 +48,12 @@ impl<T: FromVar> Setting for Option<T> {
 
     fn checked(&self) -> Option<&T> {
         self.as_ref()
+    }
+
+    fn resolve_paths(&mut self, resolve: &Resolve<'_>) {
+        if let Some(value) = self.take() {
+            *self = Some(value.resolved(resolve));
+        }
     }
 }
 
@@ -91,6 +104,11 @@ impl Setting for bool {
 /// A single value as a variable's (trimmed) text says it.
 pub(super) trait FromVar: Sized {
     fn from_var(text: &str) -> Result<Self, String>;
+
+    /// The value as a file means it: a path leads where `resolve` says; anything else is itself.
+    fn resolved(self, _resolve: &Resolve<'_>) -> Self {
+        self
+    }
 }
 
 impl FromVar for u32 {
@@ -114,6 +132,10 @@ impl FromVar for String {
 impl FromVar for PathBuf {
     fn from_var(text: &str) -> Result<Self, String> {
         Ok(PathBuf::from(text))
+    }
+
+    fn resolved(self, resolve: &Resolve<'_>) -> Self {
+        resolve(&self)
     }
 }
 
