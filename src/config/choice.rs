@@ -13,12 +13,7 @@ pub(crate) trait Choice: Copy + PartialEq + 'static {
     const WORDS: &'static [&'static str];
 
     /// The word for this value: in files, variables, flags and the board's record.
-    fn word(self) -> &'static str {
-        Self::CHOICES
-            .iter()
-            .find(|(value, _, _)| *value == self)
-            .map_or("", |(_, word, _)| word)
-    }
+    fn word(self) -> &'static str;
 
     /// The value a word names, in any case.
     fn from_word(word: &str) -> Option<Self> {
@@ -47,6 +42,12 @@ macro_rules! choice {
             const CHOICES: &'static [(Self, &'static str, &'static str)] =
                 &[$( (Self::$variant, $word, $help) ),+];
             const WORDS: &'static [&'static str] = &[$($word),+];
+
+            fn word(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $word,)+
+                }
+            }
         }
 
         impl serde::Serialize for $name {
@@ -62,6 +63,7 @@ macro_rules! choice {
         }
     };
 }
+
 /// A word of `C` as serde reads it; any other word is an error naming the words.
 fn deserialize<'de, C: Choice, D: serde::Deserializer<'de>>(from: D) -> Result<C, D::Error> {
     let word = <String as serde::Deserialize>::deserialize(from)?;

@@ -128,7 +128,7 @@ fn parse_file(
         }
     }
     for key in Key::ALL {
-        key.resolve_paths(&mut options, &|written| resolve_path(written, path, home));
+        key.resolve_paths(&mut options, &|given| resolve_path(given, path, home));
     }
     pools.retain(|name, _| {
         value_span(table, &["pools", name, "members"]).is_some()
