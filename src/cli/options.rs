@@ -282,7 +282,7 @@ mod declared {
                     var: declared!(@var $var),
                     file: declared!(@file $file),
                     help: concat!($($doc, "\n"),*),
-                    default: None$(.or(Some(said::<$default_ty>(Defaults::$field()))))?,
+                    default: declared!(@default $(said::<$default_ty>(Defaults::$field()))?),
                 },
             )*]
         };
@@ -293,6 +293,8 @@ mod declared {
         (@var $var:literal) => { Some($var) };
         (@file yes) => { true };
         (@file no) => { false };
+        (@default) => { None };
+        (@default $($said:tt)+) => { Some($($said)+) };
     }
 
     /// A default as the help says it: `5m`, `4`, `auto`.

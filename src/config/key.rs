@@ -12,7 +12,8 @@ use super::check::Shape;
 use super::options::SPECS;
 use super::setting::Resolve;
 
-/// Jobs and writers are bounded as the flags are.
+/// The most tasks (and writers) at once, wherever the number comes from: the flags are bounded
+/// by it too.
 pub(crate) const MAX_SLOTS: u32 = 1024;
 
 /// One option's declaration, as `options`'s table makes it.
