@@ -85,7 +85,8 @@ pub(super) fn listed(words: &[&str]) -> String {
 choice! {
     /// What to do with a run's finished integration branch.
     pub enum Land {
-        Auto = "auto": "Fast-forward the user's branch when it is clean and still at the base; else keep the branch",
+        Auto = "auto": "Fast-forward the user's branch when it is clean and still at the base; \
+            else keep the branch",
         Branch = "branch": "Always keep the integration branch and say how to take it",
         None = "none": "Keep the integration branch and say nothing about it",
     }
@@ -106,7 +107,8 @@ choice! {
         Off = "off": "No task adds tasks, whatever the plan says",
         #[default]
         Plan = "plan": "The tasks whose `spawn` allows it, up to what it allows",
-        All = "all": "Every task, within max-children, max-depth, max-spawned and spawns-per-minute",
+        All = "all": "Every task, within max-children, max-depth, max-spawned and \
+            spawns-per-minute",
     }
 }
 
