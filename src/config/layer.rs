@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(set, [("jobs", Source::Flag), ("web", Source::Flag)]);
     }
 
-    /// A checkout and a config home, with `vars` for the environment.
+    /// A checkout and a config home; each load is given the variables it sees.
     struct Places {
         _tmp: tempfile::TempDir,
         repo: PathBuf,
