@@ -1,263 +1,182 @@
-//! A run's options as flags, and their conversion into `config::Options`.
-#![expect(
-    clippy::doc_markdown,
-    reason = "doc comments here are --help text for users, not rustdoc"
-)]
+//! A run's options as flags, made from the options' declaration (`config::run_options!`): each
+//! option with a flag is a field of [`RunOptions`], with its help, and the conversion into
+//! `config::Options` is field for field. clap stays here; the declaration names no clap type.
 
+use std::ffi::OsStr;
+use std::marker::PhantomData;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::{Arg, Args};
 use clap_complete::engine::ArgValueCandidates;
 
-/// Options of a run. Unset options come from the run being resumed, then from the defaults.
-#[derive(Debug, Clone, Default, Args)]
-pub struct RunOptions {
-    /// Run at most N tasks at once [default: 4].
-    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub jobs: Option<u32>,
+use crate::config::{Choice, Land, MAX_SLOTS, Options, ReportFormat, Spawning};
 
-    /// Run at most N writers at once [default: the value of --jobs].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub max_writers: Option<u32>,
-
-    /// The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from the
-    /// configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on stdout), or
-    /// acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol), or pool:NAME
-    /// (each attempt to the member of `[pools.NAME]` with room) [default: auto].
-    #[arg(long, value_name = "NAME", add = ArgValueCandidates::new(crate::complete::agents))]
-    pub agent: Option<String>,
-
-    /// The model of the built-in agent and the planner (else SWARM_MODEL) [default: gpt-4o-mini].
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-
-    /// The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE,
-    /// OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from SWARM_API_KEY or
-    /// OPENAI_API_KEY only.
-    #[arg(long, value_name = "URL")]
-    pub api_base: Option<String>,
-
-    /// Give up on a model request that has not answered after this long, and retry it
-    /// [default: 5m].
-    #[arg(long, value_name = "DURATION")]
-    pub request_timeout: Option<String>,
-
-    /// When the model endpoint stops answering (connections refused or timing out, several in
-    /// a row): how long new attempts wait while swarm checks it every few seconds, before the
-    /// run stops, resumable (exit 75); 0 stops at once [default: 5m].
-    #[arg(long, value_name = "DURATION")]
-    pub endpoint_wait: Option<String>,
-
-    /// The built-in agent's cap on model turns per attempt [default: 40].
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
-
-    /// The built-in agent's cap on tokens per attempt [default: 400000].
-    #[arg(long, value_name = "N")]
-    pub max_task_tokens: Option<u64>,
-
-    /// Once the run's tasks have used N tokens in all, start nothing new: running tasks finish
-    /// and finished writers are merged, then the run stops, resumable (exit 75); resume it
-    /// with a larger --budget-tokens [default: no budget].
-    #[arg(long, value_name = "N")]
-    pub budget_tokens: Option<u64>,
-
-    /// Let the built-in agent run PROGRAM (no shell; repeat for several).
-    #[arg(long, value_name = "PROGRAM")]
-    pub allow_program: Vec<String>,
-
-    /// Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m].
-    #[arg(long, value_name = "DURATION")]
-    pub task_timeout: Option<String>,
-
-    /// Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it
-    /// counts as a failed attempt, like a timeout. For agents that show progress as they go
-    /// (codex --json, scripts that log); Claude's JSON output, for one, comes only at the end
-    /// [default: off].
-    #[arg(long, value_name = "DURATION")]
-    pub stall_timeout: Option<String>,
-
-    /// How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and SIGKILL
-    /// to clean up; 0 kills at once [default: 2s].
-    #[arg(long, value_name = "DURATION")]
-    pub kill_grace: Option<String>,
-
-    /// Retry a failed attempt up to N times, with backoff [default: 1].
-    #[arg(long, value_name = "N")]
-    pub retries: Option<u32>,
-
-    /// Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged.
-    #[arg(long, value_name = "CMD")]
-    pub check: Option<String>,
-
-    /// Prepare each new writer's checkout with CMD (run with `sh -c` there before its agent
-    /// starts, e.g. `npm ci`; its output and time go into the attempt's transcript); not again
-    /// in a reused checkout whose lockfiles did not change. A failing setup stops the run,
-    /// resumable (exit 75). The `.swarm.toml` keys `include`, `cache` and `cache-key` prepare
-    /// checkouts further; every attempt gets its own TMPDIR and ports (SWARM_PORT, SWARM_PORTS).
-    #[arg(long, value_name = "CMD")]
-    pub setup: Option<String>,
-
-    /// Test what is merged with CMD (run with `sh -c` on the integration tip after merges);
-    /// only a passing tip lands.
-    ///
-    /// It runs in a checkout of its own, prepared as a writer's, taking a job slot; when merges
-    /// come faster than it runs, one run tests the batch of them. A failing batch is bisected
-    /// to the first merge that fails it, which is taken out, parked (exit 3) and its dependents
-    /// skipped; the merges after it are merged again. A writer's dependents start once the
-    /// gate passed on a tip holding it. A gate failing on the base stops the run (exit 2). See
-    /// "The gate" in the README.
-    #[arg(long, value_name = "CMD")]
-    pub gate: Option<String>,
-
-    /// Serve the run's live page while it runs, as `swarm web` does: its URL (with its token)
-    /// is printed on stderr when the run starts, and the page goes when swarm exits.
-    #[arg(long)]
-    pub web: bool,
-
-    /// The form of the report --final-out writes: markdown, or html (one self-contained page
-    /// with the task graph drawn and a timeline of the attempts) [default: by FILE's
-    /// extension: html for .html and .htm, else markdown].
-    #[arg(long, value_enum, value_name = "FORMAT")]
-    pub report_format: Option<ReportFormat>,
-
-    /// Spread the run over machines through the git remote NAME (or URL): the run is published
-    /// under refs/swarm/<run>/ there, `swarm worker --remote` on other machines runs its tasks,
-    /// and this swarm merges their results and lands as a local run does. It runs no task
-    /// itself unless --jobs says how many. See "Runs over many machines" in the README.
-    #[arg(long, value_name = "NAME|URL")]
-    pub remote: Option<String>,
-
-    /// Write the reducer's result and the run summary to FILE. With several goals: one
-    /// section per goal (its reducer's result), then one run summary with the goal graph and
-    /// the task graph.
-    #[arg(long, value_name = "FILE")]
-    pub final_out: Option<PathBuf>,
-
-    /// With several goals, also write one report per goal to DIR/<goal id>.md (its section
-    /// and its tasks); DIR is created if needed.
-    #[arg(long, value_name = "DIR")]
-    pub final_out_dir: Option<PathBuf>,
-
-    /// Start the run from REV [default: HEAD].
-    #[arg(long, value_name = "REV")]
-    pub base: Option<String>,
-
-    /// What to do with the finished integration branch [default: auto].
-    #[arg(long, value_enum, value_name = "HOW")]
-    pub land: Option<Land>,
-
-    /// Put task checkouts and snapshots under DIR [default: the user cache dir].
-    #[arg(long, value_name = "DIR")]
-    pub worktree_dir: Option<PathBuf>,
-
-    /// Before parking a conflicting writer, give its agent one attempt at resolving the conflict
-    /// (in a fresh checkout holding the conflicted merge; checked like any writer).
-    #[arg(long)]
-    pub resolve_conflicts: bool,
-
-    /// Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause, an
-    /// interruption or a crash continues the Claude or Codex session of the attempt it follows,
-    /// in the same checkout, so the work already paid for is not redone.
-    #[arg(long)]
-    pub fresh_retries: bool,
-
-    /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
-    #[arg(long, value_name = "CMD")]
-    pub on_escalate: Option<String>,
-
-    /// Which tasks may add tasks while they run: those whose `spawn` allows it, up to what
-    /// it allows (plan), none (off), or every task within the run's limits (all)
-    /// [default: plan].
-    #[arg(long, value_enum, value_name = "WHICH")]
-    pub spawning: Option<Spawning>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Spawning {
-    /// No task adds tasks, whatever the plan says.
-    Off,
-    /// The tasks whose `spawn` allows it, up to what it allows.
-    Plan,
-    /// Every task, within max-children, max-depth, max-spawned and spawns-per-minute.
-    All,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Markdown,
-    Html,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Land {
-    /// Fast-forward the user's branch when it is clean and still at the base; else keep the branch.
-    Auto,
-    /// Always keep the integration branch and say how to take it.
-    Branch,
-    /// Keep the integration branch and say nothing about it.
-    None,
-}
-
-/// The flags as swarm's own options: the one place flags become configuration, so a flag's
-/// name is free to change without touching config files or what the board stores. A flag that
-/// is left out here fails `every_run_flag_reaches_the_options`.
-impl From<RunOptions> for crate::config::Options {
-    fn from(flags: RunOptions) -> Self {
-        Self {
-            jobs: flags.jobs,
-            max_writers: flags.max_writers,
-            agent: flags.agent,
-            model: flags.model,
-            api_base: flags.api_base,
-            request_timeout: flags.request_timeout,
-            endpoint_wait: flags.endpoint_wait,
-            max_turns: flags.max_turns,
-            max_task_tokens: flags.max_task_tokens,
-            budget_tokens: flags.budget_tokens,
-            allow_program: flags.allow_program,
-            task_timeout: flags.task_timeout,
-            stall_timeout: flags.stall_timeout,
-            kill_grace: flags.kill_grace,
-            retries: flags.retries,
-            check: flags.check,
-            final_out: flags.final_out,
-            final_out_dir: flags.final_out_dir,
-            base: flags.base,
-            land: flags.land.map(|land| match land {
-                Land::Auto => crate::config::Land::Auto,
-                Land::Branch => crate::config::Land::Branch,
-                Land::None => crate::config::Land::None,
-            }),
-            worktree_dir: flags.worktree_dir,
-            resolve_conflicts: flags.resolve_conflicts,
-            fresh_retries: flags.fresh_retries,
-            on_escalate: flags.on_escalate,
-            setup: flags.setup,
-            gate: flags.gate,
-            remote: flags.remote,
-            web: flags.web,
-            report_format: flags.report_format.map(|f| match f {
-                ReportFormat::Markdown => crate::config::ReportFormat::Markdown,
-                ReportFormat::Html => crate::config::ReportFormat::Html,
-            }),
-            // Lists of paths of the repository: `.swarm.toml` keys, not flags.
-            include: Vec::new(),
-            cache: Vec::new(),
-            cache_key: Vec::new(),
-            // Limits on spawning: configuration, not flags.
-            max_children: None,
-            max_depth: None,
-            max_spawned: None,
-            spawns_per_minute: None,
-            // What transcripts keep: configuration, not a flag.
-            transcript_cap: None,
-            spawning: flags.spawning.map(|s| match s {
-                Spawning::Off => crate::config::Spawning::Off,
-                Spawning::Plan => crate::config::Spawning::Plan,
-                Spawning::All => crate::config::Spawning::All,
-            }),
+/// Makes [`RunOptions`] and its conversion from the options' table, one entry at a time: the
+/// entries without a flag are left out, and an entry's flag is shaped by its declaration (a
+/// number of slots is bounded as its check is, an agent's name completes to the agents, a
+/// choice offers its words).
+macro_rules! run_flags {
+    // Every entry read.
+    (@flags [$($fields:tt)*] [$($flagged:ident)*]) => {
+        /// Options of a run. Unset options come from the run being resumed, then from the defaults.
+        #[derive(Debug, Clone, Default, Args)]
+        pub struct RunOptions {
+            $($fields)*
         }
+
+        /// The flags as swarm's own options: the one place flags become configuration, so a
+        /// flag's name is free to change without touching config files or what the board stores.
+        impl From<RunOptions> for Options {
+            fn from(flags: RunOptions) -> Self {
+                Self {
+                    $($flagged: flags.$flagged,)*
+                    ..Self::default()
+                }
+            }
+        }
+    };
+    // No flag: a key of files and a variable alone.
+    (@flags [$($fields:tt)*] [$($flagged:ident)*]
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty { key: $key:literal, flag: none, $($declared:tt)* }
+        $($rest:tt)*
+    ) => {
+        run_flags!(@flags [$($fields)*] [$($flagged)*] $($rest)*);
+    };
+    // A flag without a value.
+    (@flags [$($fields:tt)*] [$($flagged:ident)*]
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty { key: $key:literal, flag: switch, $($declared:tt)* }
+        $($rest:tt)*
+    ) => {
+        run_flags!(@flags [$($fields)*
+            $(#[doc = $doc])*
+            #[arg(long = $key)]
+            pub $field: $ty,
+        ] [$($flagged)* $field] $($rest)*);
+    };
+    // A number of tasks at once.
+    (@flags [$($fields:tt)*] [$($flagged:ident)*]
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty {
+            key: $key:literal, flag: $value:literal, $(short: $short:literal,)? var: $var:tt,
+            file: $file:ident, shape: $shape:ident, check: slots, $($declared:tt)*
+        }
+        $($rest:tt)*
+    ) => {
+        run_flags!(@flags [$($fields)*
+            $(#[doc = $doc])*
+            #[arg(
+                long = $key, $(short = $short,)? value_name = $value,
+                value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_SLOTS))
+            )]
+            pub $field: $ty,
+        ] [$($flagged)* $field] $($rest)*);
+    };
+    // An agent's name.
+    (@flags [$($fields:tt)*] [$($flagged:ident)*]
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty {
+            key: $key:literal, flag: $value:literal, $(short: $short:literal,)? var: $var:tt,
+            file: $file:ident, shape: Agent, $($declared:tt)*
+        }
+        $($rest:tt)*
+    ) => {
+        run_flags!(@flags [$($fields)*
+            $(#[doc = $doc])*
+            #[arg(
+                long = $key, $(short = $short,)? value_name = $value,
+                add = ArgValueCandidates::new(crate::complete::agents)
+            )]
+            pub $field: $ty,
+        ] [$($flagged)* $field] $($rest)*);
+    };
+    // One of a few words.
+    (@flags [$($fields:tt)*] [$($flagged:ident)*]
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty {
+            key: $key:literal, flag: $value:literal, $(short: $short:literal,)? var: $var:tt,
+            file: $file:ident, shape: OneOf($choice:ty), $($declared:tt)*
+        }
+        $($rest:tt)*
+    ) => {
+        run_flags!(@flags [$($fields)*
+            $(#[doc = $doc])*
+            #[arg(
+                long = $key, $(short = $short,)? value_name = $value,
+                value_parser = ChoiceParser::<$choice>::new()
+            )]
+            pub $field: $ty,
+        ] [$($flagged)* $field] $($rest)*);
+    };
+    // Any other value.
+    (@flags [$($fields:tt)*] [$($flagged:ident)*]
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty {
+            key: $key:literal, flag: $value:literal, $(short: $short:literal,)? $($declared:tt)*
+        }
+        $($rest:tt)*
+    ) => {
+        run_flags!(@flags [$($fields)*
+            $(#[doc = $doc])*
+            #[arg(long = $key, $(short = $short,)? value_name = $value)]
+            pub $field: $ty,
+        ] [$($flagged)* $field] $($rest)*);
+    };
+    ($($table:tt)*) => {
+        run_flags!(@flags [] [] $($table)*);
+    };
+}
+
+crate::config::run_options!(run_flags);
+
+/// The words of a [`Choice`] as a flag's values, each with its help: parsed and refused as
+/// clap's own enums are, so the help, the completions and the errors read as theirs do.
+#[derive(Clone)]
+struct ChoiceParser<C>(PhantomData<C>);
+
+impl<C: Choice> ChoiceParser<C> {
+    fn new() -> Self {
+        Self(PhantomData)
+    }
+
+    fn values() -> impl Iterator<Item = PossibleValue> {
+        C::CHOICES.iter().map(|&(_, word, help)| {
+            let value = PossibleValue::new(word);
+            if help.is_empty() {
+                value
+            } else {
+                value.help(help)
+            }
+        })
+    }
+}
+
+impl<C: Choice + Send + Sync> TypedValueParser for ChoiceParser<C> {
+    type Value = C;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&Arg>,
+        value: &OsStr,
+    ) -> Result<C, clap::Error> {
+        // A value that is not UTF-8 is refused as any other word that is not one of them, as
+        // clap refuses it for its own enums (not as text that is not UTF-8).
+        let text = value.to_string_lossy();
+        let word = PossibleValuesParser::new(Self::values()).parse_ref(
+            cmd,
+            arg,
+            OsStr::new(text.as_ref()),
+        )?;
+        // The parser takes only the words, so this error is never made.
+        C::from_word(&word).ok_or_else(|| clap::Error::new(ErrorKind::InvalidValue).with_cmd(cmd))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(Self::values()))
     }
 }
 
@@ -319,6 +238,201 @@ mod tests {
             let matches = command.clone().try_get_matches_from(&line).unwrap();
             let flags = RunOptions::from_arg_matches(&matches).unwrap();
             assert_ne!(Options::from(flags), Options::default(), "{flag}");
+        }
+    }
+}
+
+/// The options' declaration against what the command line makes of it.
+#[cfg(test)]
+mod declared {
+    use std::collections::BTreeSet;
+
+    use clap::Args as _;
+
+    use crate::cli::RunOptions;
+    use crate::config::{Defaults, Land, Spawning};
+
+    /// One option as the table declares it.
+    struct Declared {
+        key: &'static str,
+        /// The flag's value name; empty for a switch; `None` without a flag.
+        flag: Option<&'static str>,
+        var: Option<&'static str>,
+        file: bool,
+        /// The doc lines, one a line.
+        help: &'static str,
+        /// The default as the help says it, when the table gives one.
+        default: Option<String>,
+    }
+
+    macro_rules! declared {
+        ($(
+            $(#[doc = $doc:literal])*
+            $field:ident: $ty:ty {
+                key: $key:literal, flag: $flag:tt, $(short: $short:literal,)? var: $var:tt,
+                file: $file:ident, shape: $shape:ident $(($choice:ty))?, $(check: $check:path,)?
+                $(default: $default_ty:ty = $default:expr,)? $(follows: $follows:literal,)?
+                listed: $listed:literal,
+            }
+        )*) => {
+            vec![$(
+                Declared {
+                    key: $key,
+                    flag: declared!(@flag $flag),
+                    var: declared!(@var $var),
+                    file: declared!(@file $file),
+                    help: concat!($($doc, "\n"),*),
+                    default: declared!(@default $(said::<$default_ty>(Defaults::$field()))?),
+                },
+            )*]
+        };
+        (@flag none) => { None };
+        (@flag switch) => { Some("") };
+        (@flag $value:literal) => { Some($value) };
+        (@var none) => { None };
+        (@var $var:literal) => { Some($var) };
+        (@file yes) => { true };
+        (@file no) => { false };
+        (@default) => { None };
+        (@default $($said:tt)+) => { Some($($said)+) };
+    }
+
+    /// A default as the help says it: `5m`, `4`, `auto`.
+    fn said<T: serde::Serialize>(value: T) -> String {
+        match serde_json::to_value(value).unwrap() {
+            serde_json::Value::String(text) => text,
+            other => other.to_string(),
+        }
+    }
+
+    fn table() -> Vec<Declared> {
+        crate::config::run_options!(declared)
+    }
+
+    /// Words, whatever the lines: the help as clap shows it is the doc lines joined.
+    fn words(text: &str) -> String {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn every_option_with_a_flag_is_that_flag_with_its_help_and_no_other_flag_is() {
+        let command = RunOptions::augment_args(clap::Command::new("swarm"));
+        let mut flags = BTreeSet::new();
+        for option in table() {
+            let Some(value) = option.flag else {
+                assert!(
+                    command
+                        .get_arguments()
+                        .all(|a| a.get_long() != Some(option.key)),
+                    "{}",
+                    option.key
+                );
+                continue;
+            };
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(option.key))
+                .unwrap_or_else(|| panic!("no flag --{}", option.key));
+            if value.is_empty() {
+                assert!(!arg.get_action().takes_values(), "--{}", option.key);
+            } else {
+                let names: Vec<&str> = arg
+                    .get_value_names()
+                    .unwrap()
+                    .iter()
+                    .map(clap::builder::Str::as_str)
+                    .collect();
+                assert_eq!(names, [value], "--{}", option.key);
+            }
+            // clap shows the first paragraph without its full stop, and all of it in the long help.
+            let help = arg.get_long_help().or(arg.get_help()).unwrap().to_string();
+            let help = words(&help);
+            assert!(
+                words(option.help).starts_with(help.trim_end_matches('.')),
+                "--{}: {help:?} is not {:?}",
+                option.key,
+                option.help
+            );
+            flags.insert(option.key);
+        }
+        let all: BTreeSet<&str> = command
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .collect();
+        assert_eq!(all, flags);
+    }
+
+    #[test]
+    fn every_option_is_reachable_and_one_that_belongs_to_a_run_is_a_flag_alone() {
+        let mut vars = BTreeSet::new();
+        let mut keys = BTreeSet::new();
+        for option in table() {
+            assert!(keys.insert(option.key), "{} twice", option.key);
+            assert!(
+                !option.help.trim().is_empty(),
+                "{} says nothing",
+                option.key
+            );
+            if option.file {
+                let var = option
+                    .var
+                    .unwrap_or_else(|| panic!("{} has no variable", option.key));
+                assert!(var.starts_with("SWARM_"), "{var}");
+                assert!(vars.insert(var), "{var} twice");
+            } else {
+                assert!(option.flag.is_some(), "{} is set nowhere", option.key);
+                assert_eq!(option.var, None, "{} belongs to one run", option.key);
+            }
+        }
+    }
+
+    #[test]
+    fn the_help_of_a_flag_states_the_declared_default() {
+        let mut stated = 0;
+        for option in table() {
+            let (Some(_), Some(default)) = (option.flag, &option.default) else {
+                continue;
+            };
+            assert!(
+                words(option.help).contains(&format!("[default: {default}]")),
+                "--{}: {:?} does not say [default: {default}]",
+                option.key,
+                option.help
+            );
+            stated += 1;
+        }
+        assert!(stated >= 10, "{stated}");
+    }
+
+    #[test]
+    fn every_flag_is_in_the_help_of_swarm_and_of_swarm_run() {
+        let mut swarm = crate::cli::command();
+        let top = swarm.render_long_help().to_string();
+        let run = swarm
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for option in table().into_iter().filter(|o| o.flag.is_some()) {
+            let flag = format!("--{}", option.key);
+            assert!(top.contains(&flag), "swarm --help: no {flag}");
+            assert!(run.contains(&flag), "swarm run --help: no {flag}");
+        }
+    }
+
+    #[test]
+    fn the_readme_names_every_key_flag_and_variable() {
+        let readme = include_str!("../../README.md");
+        for option in table() {
+            let key = format!("`{}`", option.key);
+            assert!(!option.file || readme.contains(&key), "README: no {key}");
+            let flag = format!("--{}", option.key);
+            assert!(
+                option.flag.is_none() || readme.contains(&flag),
+                "README: no {flag}"
+            );
+            let var = option.var.unwrap_or_default();
+            assert!(readme.contains(var), "README: no {var}");
         }
     }
 }

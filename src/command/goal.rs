@@ -9,7 +9,7 @@ use std::path::Path;
 use super::context::{Globals, refuse_when_nested};
 use super::run::{NewRun, Reads, guard_files};
 use super::settings::{
-    Configured, DEFAULT_JOBS, MAX_FAN_IN, PLANNING_HINT, model_client, settings, spawn_limits,
+    Configured, MAX_FAN_IN, PLANNING_HINT, model_client, settings, spawn_limits,
 };
 use crate::error::{Usage, exit};
 use crate::git::Repo;
@@ -39,7 +39,7 @@ pub(super) fn run_goal(
     if goal.trim().is_empty() {
         anyhow::bail!(Usage::new("--goal is empty"));
     }
-    let jobs = options.jobs.unwrap_or(DEFAULT_JOBS) as usize;
+    let jobs = options.jobs.unwrap_or(crate::config::Defaults::jobs()) as usize;
     let client = model_client(options, jobs)?.ok_or_else(|| {
         Usage::new("planning a goal needs a model, and none is configured").hint(PLANNING_HINT)
     })?;

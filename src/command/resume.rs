@@ -95,7 +95,7 @@ pub(super) fn resume_held(
         && let Ok(goal) = std::fs::read_to_string(&goal_file)
     {
         // A single goal stopped while it was planned: plan it again, then run it.
-        let jobs = options.jobs.unwrap_or(super::settings::DEFAULT_JOBS) as usize;
+        let jobs = options.jobs.unwrap_or(crate::config::Defaults::jobs()) as usize;
         let client = super::settings::model_client(&options, jobs)?.ok_or_else(|| {
             Usage::new("planning a goal needs a model, and none is configured")
                 .hint(super::settings::PLANNING_HINT)

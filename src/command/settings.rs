@@ -9,7 +9,7 @@ use anyhow::bail;
 
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
-use crate::config::{Land, Options, pool_name};
+use crate::config::{Defaults, Land, Options, pool_name};
 use crate::error::Usage;
 use crate::git::Repo;
 use crate::llm::{Client, Endpoint, Limits};
@@ -19,17 +19,7 @@ use crate::schedule::{BuiltinLimits, Prepare, Settings};
 use super::context::Globals;
 use super::pools::Agents;
 
-/// Defaults of run options, as `--help` states them.
-pub(super) const DEFAULT_JOBS: u32 = 4;
-const DEFAULT_RETRIES: u32 = 1;
-const DEFAULT_TIMEOUT: &str = "30m";
-const DEFAULT_KILL_GRACE: &str = "2s";
 const RETRY_BACKOFF: Duration = Duration::from_secs(1);
-const DEFAULT_REQUEST_TIMEOUT: &str = "5m";
-/// How long attempts wait for a model endpoint that stopped answering.
-const DEFAULT_ENDPOINT_WAIT: &str = "5m";
-const DEFAULT_MAX_TURNS: u32 = 40;
-const DEFAULT_MAX_TASK_TOKENS: u64 = 400_000;
 /// Tries of one model request, and the longest wait between two.
 const LLM_ATTEMPTS: u32 = 8;
 const LLM_MAX_WAIT: Duration = Duration::from_secs(60);
@@ -190,7 +180,7 @@ pub(super) fn model_client(o: &Options, jobs: usize) -> anyhow::Result<Option<Cl
     let read_timeout = crate::plan::parse_duration(
         o.request_timeout
             .as_deref()
-            .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            .unwrap_or(Defaults::request_timeout()),
     )
     .map_err(|e| Usage::new(format!("--request-timeout: {e}")))?;
     let Some(endpoint) = endpoint(o) else {
@@ -275,7 +265,7 @@ pub(super) fn profiles(configured: &BTreeMap<String, Profile>) -> BTreeMap<Strin
 }
 
 pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow::Result<Settings> {
-    let jobs = o.jobs.unwrap_or(DEFAULT_JOBS) as usize;
+    let jobs = o.jobs.unwrap_or(Defaults::jobs()) as usize;
     let llm = model_client(o, jobs)?;
     let all = profiles(&configured.profiles);
     let names = AgentNames {
@@ -351,31 +341,40 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
     for (member, agent) in routed.members {
         named_agents.entry(member).or_insert(agent);
     }
-    let timeout = crate::plan::parse_duration(o.task_timeout.as_deref().unwrap_or(DEFAULT_TIMEOUT))
-        .map_err(|e| Usage::new(format!("--task-timeout: {e}")))?;
+    let timeout = crate::plan::parse_duration(
+        o.task_timeout
+            .as_deref()
+            .unwrap_or(Defaults::task_timeout()),
+    )
+    .map_err(|e| Usage::new(format!("--task-timeout: {e}")))?;
     let stall_timeout = o
         .stall_timeout
         .as_deref()
         .map(crate::plan::parse_duration)
         .transpose()
         .map_err(|e| Usage::new(format!("--stall-timeout: {e}")))?;
-    let endpoint_wait =
-        crate::plan::parse_wait(o.endpoint_wait.as_deref().unwrap_or(DEFAULT_ENDPOINT_WAIT))
-            .map_err(|e| Usage::new(format!("--endpoint-wait: {e}")))?;
+    let endpoint_wait = crate::plan::parse_wait(
+        o.endpoint_wait
+            .as_deref()
+            .unwrap_or(Defaults::endpoint_wait()),
+    )
+    .map_err(|e| Usage::new(format!("--endpoint-wait: {e}")))?;
     Ok(Settings {
         guarded: vec![crate::config::REPO_FILE.to_owned()],
         endpoint_wait,
         stall_timeout,
         jobs,
         max_writers: o.max_writers.map_or(jobs, |w| w as usize).min(jobs),
-        retries: o.retries.unwrap_or(DEFAULT_RETRIES),
+        retries: o.retries.unwrap_or(Defaults::retries()),
         task_timeout: timeout,
-        kill_grace: crate::plan::parse_wait(o.kill_grace.as_deref().unwrap_or(DEFAULT_KILL_GRACE))
-            .map_err(|e| Usage::new(format!("--kill-grace: {e}")))?,
+        kill_grace: crate::plan::parse_wait(
+            o.kill_grace.as_deref().unwrap_or(Defaults::kill_grace()),
+        )
+        .map_err(|e| Usage::new(format!("--kill-grace: {e}")))?,
         transcript_cap: crate::config::parse_transcript_cap(
             o.transcript_cap
                 .as_deref()
-                .unwrap_or(crate::config::DEFAULT_TRANSCRIPT_CAP),
+                .unwrap_or(Defaults::transcript_cap()),
         )
         .map_err(|e| Usage::new(format!("transcript-cap: {e}")))?,
         backoff: RETRY_BACKOFF,
@@ -417,8 +416,8 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
             })
             .transpose()?,
         builtin: BuiltinLimits {
-            max_turns: o.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
-            max_tokens: o.max_task_tokens.unwrap_or(DEFAULT_MAX_TASK_TOKENS),
+            max_turns: o.max_turns.unwrap_or(Defaults::max_turns()),
+            max_tokens: o.max_task_tokens.unwrap_or(Defaults::max_task_tokens()),
             allowed_programs: o.allow_program.clone(),
         },
     })

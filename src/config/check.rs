@@ -21,6 +21,8 @@ pub(super) enum Shape {
     /// A whole number that fits in 64 bits (token counts).
     Tokens,
     Text,
+    /// A string that names an agent (or a pool); agent profiles are tables of their own.
+    Agent,
     /// A string that is a duration; whether it reads as one is checked with the other values.
     Duration,
     /// A string that is a size (`"64MiB"`), checked the same way.
@@ -41,7 +43,7 @@ impl Shape {
     pub(super) fn words(self) -> String {
         match self {
             Shape::Count | Shape::Tokens => "a whole number (0 or more)".to_owned(),
-            Shape::Text => "a string".to_owned(),
+            Shape::Text | Shape::Agent => "a string".to_owned(),
             Shape::Duration => "a duration like \"90s\"".to_owned(),
             Shape::Size => "a size like \"64MiB\"".to_owned(),
             Shape::Path => "a path (a string)".to_owned(),
@@ -59,8 +61,14 @@ impl Shape {
         match (self, value) {
             (Shape::Count, DeValue::Integer(n)) => count(n, u64::from(u32::MAX)),
             (Shape::Tokens, DeValue::Integer(n)) => count(n, u64::MAX),
-            (Shape::Text | Shape::Duration | Shape::Size | Shape::Path, DeValue::String(_))
+            (
+                Shape::Text | Shape::Agent | Shape::Duration | Shape::Size | Shape::Path,
+                DeValue::String(_),
+            )
             | (Shape::Switch, DeValue::Boolean(_)) => None,
+            (Shape::Agent, DeValue::Table(_)) => Some(format!(
+                "must be {words}, not {not}; agent profiles are [agents.NAME] tables"
+            )),
             (Shape::Strings, DeValue::Array(items))
                 if items.iter().all(|i| i.get_ref().is_str()) =>
             {
@@ -157,14 +165,11 @@ pub(super) fn check(
         let why = match name {
             "agents" => named_tables(value, "agent", "agents", profile_keys, problems),
             "pools" => named_tables(value, "pool", "pools", pool_keys, problems),
-            _ => match Key::ALL.into_iter().find(|k| k.name() == name) {
-                Some(k) if k.in_files() => k.shape().mismatch(value.get_ref()).map(|why| {
-                    let mut why = format!("`{name}` {why}");
-                    if k == Key::Agent && value.get_ref().is_table() {
-                        why.push_str("; agent profiles are [agents.NAME] tables");
-                    }
-                    (value.span(), why)
-                }),
+            _ => match Key::named(name) {
+                Some(k) if k.in_files() => k
+                    .shape()
+                    .mismatch(value.get_ref())
+                    .map(|why| (value.span(), format!("`{name}` {why}"))),
                 _ => Some((key.span(), refused_key(name, &known))),
             },
         };

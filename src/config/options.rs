@@ -1,162 +1,424 @@
-//! The options of a run, in swarm's own terms: what the configuration layers produce, what the
-//! commands and the run's settings read, and (with a version, see `record`) what the board keeps.
-//! The command line's flags are converted into them where they are parsed.
+//! The run options, each declared once in [`run_options!`]: its field and type, its key (the
+//! name in files and of the flag), its flag, its `SWARM_*` variable, whether files may set it,
+//! the shape of its value, its check, its default, and its help. Everything else is made from
+//! that one declaration: the [`Options`] the layers produce, what the commands and the run's
+//! settings read and the board keeps (see `record`); the form of a config file; the per-key
+//! parsing, checking and merging of the layers (`key`); what `swarm config` shows; and the
+//! command line's flags, which `cli` makes from the same table so that clap stays there.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::key::Key;
+use super::check::Shape;
+use super::choice::{Choice, Land, ReportFormat, Spawning};
+use super::key::{Key, Spec, duration, repo_paths, slots, transcript_cap, wait};
+use super::pool::PoolSpec;
+use super::setting::Setting;
+use super::{DEFAULT_TRANSCRIPT_CAP, ProfileSpec};
+use crate::schedule::SpawnLimits;
 
-/// A run's options; `None` (empty, false) is unset: a lower layer or the default applies.
+/// Every run option, declared once; hands the table to the macro `$then`, which makes what its
+/// module needs of it (here: [`Options`], [`Defaults`], the file's form and the keys' table; in
+/// `cli`: the flags).
 ///
-/// The serde names are the stored format (see `record`), so each is written out: renaming a
-/// field, a flag or a config key must not change what the board holds. They are also the keys'
-/// names in snake case, which is how `Key::value` finds a value to show.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub(crate) struct Options {
-    #[serde(rename = "jobs")]
-    pub(crate) jobs: Option<u32>,
-    #[serde(rename = "max_writers")]
-    pub(crate) max_writers: Option<u32>,
-    #[serde(rename = "agent")]
-    pub(crate) agent: Option<String>,
-    #[serde(rename = "model")]
-    pub(crate) model: Option<String>,
-    #[serde(rename = "api_base")]
-    pub(crate) api_base: Option<String>,
-    #[serde(rename = "request_timeout")]
-    pub(crate) request_timeout: Option<String>,
-    #[serde(rename = "endpoint_wait")]
-    pub(crate) endpoint_wait: Option<String>,
-    #[serde(rename = "max_turns")]
-    pub(crate) max_turns: Option<u32>,
-    #[serde(rename = "max_task_tokens")]
-    pub(crate) max_task_tokens: Option<u64>,
-    #[serde(rename = "budget_tokens")]
-    pub(crate) budget_tokens: Option<u64>,
-    #[serde(rename = "allow_program")]
-    pub(crate) allow_program: Vec<String>,
-    #[serde(rename = "task_timeout")]
-    pub(crate) task_timeout: Option<String>,
-    #[serde(rename = "stall_timeout")]
-    pub(crate) stall_timeout: Option<String>,
-    #[serde(rename = "kill_grace")]
-    pub(crate) kill_grace: Option<String>,
-    #[serde(rename = "retries")]
-    pub(crate) retries: Option<u32>,
-    #[serde(rename = "check")]
-    pub(crate) check: Option<String>,
-    #[serde(rename = "final_out")]
-    pub(crate) final_out: Option<PathBuf>,
-    #[serde(rename = "final_out_dir")]
-    pub(crate) final_out_dir: Option<PathBuf>,
-    #[serde(rename = "base")]
-    pub(crate) base: Option<String>,
-    #[serde(rename = "land")]
-    pub(crate) land: Option<Land>,
-    #[serde(rename = "worktree_dir")]
-    pub(crate) worktree_dir: Option<PathBuf>,
-    #[serde(rename = "resolve_conflicts")]
-    pub(crate) resolve_conflicts: bool,
-    #[serde(rename = "fresh_retries")]
-    pub(crate) fresh_retries: bool,
-    #[serde(rename = "on_escalate")]
-    pub(crate) on_escalate: Option<String>,
-    /// Files copied from the user's checkout into every new checkout, never committed.
-    #[serde(rename = "include")]
-    pub(crate) include: Vec<String>,
-    /// Run with `sh -c` once in each new writer's checkout before its agent.
-    #[serde(rename = "setup")]
-    pub(crate) setup: Option<String>,
-    /// Run with `sh -c` on the integration tip after merges; only a green tip lands.
-    #[serde(rename = "gate")]
-    pub(crate) gate: Option<String>,
-    /// Directories kept when a checkout is reused, and seeded into new ones.
-    #[serde(rename = "cache")]
-    pub(crate) cache: Vec<String>,
-    /// The files whose contents decide whether a cache fits (default: the lockfiles).
-    #[serde(rename = "cache_key")]
-    pub(crate) cache_key: Vec<String>,
-    /// The git remote (a name or a URL) a run spread over machines is coordinated through.
-    #[serde(rename = "remote")]
-    pub(crate) remote: Option<String>,
-    /// What `final_out` gets; unset: by its extension.
-    #[serde(rename = "report_format")]
-    pub(crate) report_format: Option<ReportFormat>,
-    /// Serve the run's live page (`swarm web`) while it runs.
-    #[serde(rename = "web")]
-    pub(crate) web: bool,
-    /// The most tasks one task may spawn.
-    #[serde(rename = "max_children")]
-    pub(crate) max_children: Option<u32>,
-    /// The most levels of spawning below the plan's tasks.
-    #[serde(rename = "max_depth")]
-    pub(crate) max_depth: Option<u32>,
-    /// The most tasks spawned in one run.
-    #[serde(rename = "max_spawned")]
-    pub(crate) max_spawned: Option<u32>,
-    /// The most tasks spawned in any minute.
-    #[serde(rename = "spawns_per_minute")]
-    pub(crate) spawns_per_minute: Option<u32>,
-    /// Which tasks may add tasks.
-    #[serde(rename = "spawning")]
-    pub(crate) spawning: Option<Spawning>,
-    /// The most an attempt's transcript keeps of what it prints, as a size (`64MiB`).
-    #[serde(rename = "transcript_cap")]
-    pub(crate) transcript_cap: Option<String>,
-}
-
-/// Which tasks may add tasks while they run (see the README's "Tasks that add tasks"). The
-/// serde names are both the values of `spawning` in config files and the stored format.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Spawning {
-    /// No task, whatever the plan says.
-    #[serde(rename = "off")]
-    Off,
-    /// The tasks whose `spawn` allows it, up to what it allows.
-    #[default]
-    #[serde(rename = "plan")]
-    Plan,
-    /// Every task, within the run's limits alone.
-    #[serde(rename = "all")]
-    All,
-}
-
-impl Spawning {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Off => "off",
-            Self::Plan => "plan",
-            Self::All => "all",
+/// An entry, in this order (`?`: may be left out):
+///
+/// - its help (doc comments): the flag's `--help` text, word for word; for an option without a
+///   flag, what it does;
+/// - `field: Type`: the field of [`Options`] and its type: `Option<T>`, `Vec<String>` or `bool`.
+///   The field's name is also its name in the board's record of a run's options, so renaming one
+///   is a new version of that record (see `record`);
+/// - `key`: the name in files, in `swarm config` and of the flag (`--key`);
+/// - `flag`: `none` (no flag), `switch` (a flag without a value), or the flag's value name;
+///   `short`?: its one-letter form;
+/// - `var`: the `SWARM_*` variable, or `none`; `file`: whether a config file may set it (`no`:
+///   it belongs to one run, so only a flag gives it);
+/// - `shape`: what its value is in a file (a [`Shape`]; `OneOf(T)` for a [`Choice`] type `T`,
+///   whose words are the values; `Agent` for an agent's name);
+/// - `check`?: what its value must be besides its shape (a function in `key`);
+/// - `default`?: `Type = value`: what applies when no layer sets it, as `swarm config` shows it
+///   and as [`Defaults`] gives it to the code that uses it; `follows`?: the key whose value it
+///   takes instead;
+/// - `listed`: its place in `swarm config`'s list (a new option goes last), which need not be
+///   its place in `--help`: that is its place in this table among the options with a flag.
+///
+/// The names the table uses (types, defaults' values) are looked up where `$then` expands it,
+/// so each module that takes the table imports those it makes code of.
+macro_rules! run_options {
+    ($then:ident) => {
+        $then! {
+            /// Run at most N tasks at once [default: 4].
+            jobs: Option<u32> {
+                key: "jobs", flag: "N", short: 'j', var: "SWARM_JOBS", file: yes,
+                shape: Count, check: slots, default: u32 = 4, listed: 0,
+            }
+            /// Run at most N writers at once [default: the value of --jobs].
+            max_writers: Option<u32> {
+                key: "max-writers", flag: "N", var: "SWARM_MAX_WRITERS", file: yes,
+                shape: Count, check: slots, follows: "jobs", listed: 1,
+            }
+            /// The agent for prompt tasks: auto, openai (built in), claude, codex, a profile from
+            /// the configuration, exec:CMD (CMD run with `sh -c`, prompt on stdin, result on
+            /// stdout), or acp:CMD (CMD run with `sh -c`, spoken to in the Agent Client Protocol),
+            /// or pool:NAME (each attempt to the member of `[pools.NAME]` with room)
+            /// [default: auto].
+            agent: Option<String> {
+                key: "agent", flag: "NAME", var: "SWARM_AGENT", file: yes,
+                shape: Agent, default: &'static str = "auto", listed: 2,
+            }
+            /// The model of the built-in agent and the planner (else SWARM_MODEL)
+            /// [default: gpt-4o-mini].
+            model: Option<String> {
+                key: "model", flag: "NAME", var: "SWARM_MODEL", file: yes, shape: Text, listed: 3,
+            }
+            /// The OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (else SWARM_API_BASE,
+            /// OPENAI_BASE_URL) [default: https://api.openai.com/v1]. The key comes from
+            /// SWARM_API_KEY or OPENAI_API_KEY only.
+            api_base: Option<String> {
+                key: "api-base", flag: "URL", var: "SWARM_API_BASE", file: yes,
+                shape: Text, listed: 4,
+            }
+            /// Give up on a model request that has not answered after this long, and retry it
+            /// [default: 5m].
+            request_timeout: Option<String> {
+                key: "request-timeout", flag: "DURATION", var: "SWARM_REQUEST_TIMEOUT", file: yes,
+                shape: Duration, check: duration, default: &'static str = "5m", listed: 5,
+            }
+            /// When the model endpoint stops answering (connections refused or timing out, several
+            /// in a row): how long new attempts wait while swarm checks it every few seconds,
+            /// before the run stops, resumable (exit 75); 0 stops at once [default: 5m].
+            endpoint_wait: Option<String> {
+                key: "endpoint-wait", flag: "DURATION", var: "SWARM_ENDPOINT_WAIT", file: yes,
+                shape: Duration, check: wait, default: &'static str = "5m", listed: 6,
+            }
+            /// The built-in agent's cap on model turns per attempt [default: 40].
+            max_turns: Option<u32> {
+                key: "max-turns", flag: "N", var: "SWARM_MAX_TURNS", file: yes,
+                shape: Count, default: u32 = 40, listed: 7,
+            }
+            /// The built-in agent's cap on tokens per attempt [default: 400000].
+            max_task_tokens: Option<u64> {
+                key: "max-task-tokens", flag: "N", var: "SWARM_MAX_TASK_TOKENS", file: yes,
+                shape: Tokens, default: u64 = 400_000, listed: 8,
+            }
+            /// Once the run's tasks have used N tokens in all, start nothing new: running tasks
+            /// finish and finished writers are merged, then the run stops, resumable (exit 75);
+            /// resume it with a larger --budget-tokens [default: no budget].
+            budget_tokens: Option<u64> {
+                key: "budget-tokens", flag: "N", var: "SWARM_BUDGET_TOKENS", file: yes,
+                shape: Tokens, listed: 9,
+            }
+            /// Let the built-in agent run PROGRAM (no shell; repeat for several).
+            allow_program: Vec<String> {
+                key: "allow-program", flag: "PROGRAM", var: "SWARM_ALLOW_PROGRAMS", file: yes,
+                shape: Strings, listed: 10,
+            }
+            /// Stop an attempt after this long (e.g. 90s, 20m, 1h) [default: 30m].
+            task_timeout: Option<String> {
+                key: "task-timeout", flag: "DURATION", var: "SWARM_TASK_TIMEOUT", file: yes,
+                shape: Duration, check: duration, default: &'static str = "30m", listed: 11,
+            }
+            /// Stop an attempt as hung when it writes nothing (stdout or stderr) for DURATION; it
+            /// counts as a failed attempt, like a timeout. For agents that show progress as they go
+            /// (codex --json, scripts that log); Claude's JSON output, for one, comes only at the
+            /// end [default: off].
+            stall_timeout: Option<String> {
+                key: "stall-timeout", flag: "DURATION", var: "SWARM_STALL_TIMEOUT", file: yes,
+                shape: Duration, check: duration, listed: 12,
+            }
+            /// How long a stopped attempt (a timeout, a hang, Ctrl-C) has between SIGTERM and
+            /// SIGKILL to clean up; 0 kills at once [default: 2s].
+            kill_grace: Option<String> {
+                key: "kill-grace", flag: "DURATION", var: "SWARM_KILL_GRACE", file: yes,
+                shape: Duration, check: wait, default: &'static str = "2s", listed: 13,
+            }
+            /// The most an attempt's transcript keeps of what it prints, as a size (`64MiB`).
+            transcript_cap: Option<String> {
+                key: "transcript-cap", flag: none, var: "SWARM_TRANSCRIPT_CAP", file: yes,
+                shape: Size, check: transcript_cap,
+                default: &'static str = DEFAULT_TRANSCRIPT_CAP, listed: 37,
+            }
+            /// Retry a failed attempt up to N times, with backoff [default: 1].
+            retries: Option<u32> {
+                key: "retries", flag: "N", var: "SWARM_RETRIES", file: yes,
+                shape: Count, default: u32 = 1, listed: 14,
+            }
+            /// Verify each writer with CMD (run with `sh -c` in its checkout) before it is merged.
+            check: Option<String> {
+                key: "check", flag: "CMD", var: "SWARM_CHECK", file: yes, shape: Text, listed: 15,
+            }
+            /// Prepare each new writer's checkout with CMD (run with `sh -c` there before its agent
+            /// starts, e.g. `npm ci`; its output and time go into the attempt's transcript); not
+            /// again in a reused checkout whose lockfiles did not change. A failing setup stops the
+            /// run, resumable (exit 75). The `.swarm.toml` keys `include`, `cache` and `cache-key`
+            /// prepare checkouts further; every attempt gets its own TMPDIR and ports (SWARM_PORT,
+            /// SWARM_PORTS).
+            setup: Option<String> {
+                key: "setup", flag: "CMD", var: "SWARM_SETUP", file: yes, shape: Text, listed: 22,
+            }
+            /// Files copied from the user's checkout into every new checkout and snapshot, never
+            /// committed by swarm (paths in the repository).
+            include: Vec<String> {
+                key: "include", flag: none, var: "SWARM_INCLUDE", file: yes,
+                shape: Strings, check: repo_paths, listed: 21,
+            }
+            /// Directories kept when a checkout is reused, and seeded into new ones (paths in the
+            /// repository).
+            cache: Vec<String> {
+                key: "cache", flag: none, var: "SWARM_CACHE", file: yes,
+                shape: Strings, check: repo_paths, listed: 24,
+            }
+            /// The files whose contents decide whether a cache fits (paths in the repository;
+            /// unset: the lockfiles).
+            cache_key: Vec<String> {
+                key: "cache-key", flag: none, var: "SWARM_CACHE_KEY", file: yes,
+                shape: Strings, check: repo_paths, listed: 25,
+            }
+            /// Test what is merged with CMD (run with `sh -c` on the integration tip after merges);
+            /// only a passing tip lands.
+            ///
+            /// It runs in a checkout of its own, prepared as a writer's, taking a job slot; when
+            /// merges come faster than it runs, one run tests the batch of them. A failing batch is
+            /// bisected to the first merge that fails it, which is taken out, parked (exit 3) and
+            /// its dependents skipped; the merges after it are merged again. A writer's dependents
+            /// start once the gate passed on a tip holding it. A gate failing on the base stops the
+            /// run (exit 2). See "The gate" in the README.
+            gate: Option<String> {
+                key: "gate", flag: "CMD", var: "SWARM_GATE", file: yes, shape: Text, listed: 23,
+            }
+            /// Serve the run's live page while it runs, as `swarm web` does: its URL (with its
+            /// token) is printed on stderr when the run starts, and the page goes when swarm exits.
+            web: bool {
+                key: "web", flag: switch, var: none, file: no, shape: Switch, listed: 31,
+            }
+            /// The form of the report --final-out writes: markdown, or html (one self-contained
+            /// page with the task graph drawn and a timeline of the attempts) [default: by FILE's
+            /// extension: html for .html and .htm, else markdown].
+            report_format: Option<ReportFormat> {
+                key: "report-format", flag: "FORMAT", var: none, file: no,
+                shape: OneOf(ReportFormat), listed: 30,
+            }
+            /// Spread the run over machines through the git remote NAME (or URL): the run is
+            /// published under refs/swarm/<run>/ there, `swarm worker --remote` on other machines
+            /// runs its tasks, and this swarm merges their results and lands as a local run does.
+            /// It runs no task itself unless --jobs says how many. See "Runs over many machines" in
+            /// the README.
+            remote: Option<String> {
+                key: "remote", flag: "NAME|URL", var: none, file: no, shape: Text, listed: 29,
+            }
+            /// Write the reducer's result and the run summary to FILE. With several goals: one
+            /// section per goal (its reducer's result), then one run summary with the goal graph
+            /// and the task graph.
+            final_out: Option<PathBuf> {
+                key: "final-out", flag: "FILE", var: none, file: no, shape: Path, listed: 26,
+            }
+            /// With several goals, also write one report per goal to DIR/<goal id>.md (its section
+            /// and its tasks); DIR is created if needed.
+            final_out_dir: Option<PathBuf> {
+                key: "final-out-dir", flag: "DIR", var: none, file: no, shape: Path, listed: 27,
+            }
+            /// Start the run from REV [default: HEAD].
+            base: Option<String> {
+                key: "base", flag: "REV", var: none, file: no,
+                shape: Text, default: &'static str = "HEAD", listed: 28,
+            }
+            /// What to do with the finished integration branch [default: auto].
+            land: Option<Land> {
+                key: "land", flag: "HOW", var: "SWARM_LAND", file: yes,
+                shape: OneOf(Land), default: Land = Land::Auto, listed: 16,
+            }
+            /// Put task checkouts and snapshots under DIR [default: the user cache dir].
+            worktree_dir: Option<PathBuf> {
+                key: "worktree-dir", flag: "DIR", var: "SWARM_WORKTREE_DIR", file: yes,
+                shape: Path, listed: 17,
+            }
+            /// Before parking a conflicting writer, give its agent one attempt at resolving the
+            /// conflict (in a fresh checkout holding the conflicted merge; checked like any
+            /// writer).
+            resolve_conflicts: bool {
+                key: "resolve-conflicts", flag: switch, var: "SWARM_RESOLVE_CONFLICTS", file: yes,
+                shape: Switch, listed: 18,
+            }
+            /// Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause,
+            /// an interruption or a crash continues the Claude or Codex session of the attempt it
+            /// follows, in the same checkout, so the work already paid for is not redone.
+            fresh_retries: bool {
+                key: "fresh-retries", flag: switch, var: "SWARM_FRESH_RETRIES", file: yes,
+                shape: Switch, listed: 19,
+            }
+            /// Run CMD once per escalation (parked branch), with the details as JSON on stdin.
+            on_escalate: Option<String> {
+                key: "on-escalate", flag: "CMD", var: "SWARM_ON_ESCALATE", file: yes,
+                shape: Text, listed: 20,
+            }
+            /// The most tasks one task may spawn.
+            max_children: Option<u32> {
+                key: "max-children", flag: none, var: "SWARM_MAX_CHILDREN", file: yes,
+                shape: Count, default: u32 = SpawnLimits::default().children, listed: 32,
+            }
+            /// The most levels of spawning below the plan's tasks.
+            max_depth: Option<u32> {
+                key: "max-depth", flag: none, var: "SWARM_MAX_DEPTH", file: yes,
+                shape: Count, default: u32 = SpawnLimits::default().depth, listed: 33,
+            }
+            /// The most tasks spawned in one run.
+            max_spawned: Option<u32> {
+                key: "max-spawned", flag: none, var: "SWARM_MAX_SPAWNED", file: yes,
+                shape: Count, default: u32 = SpawnLimits::default().tasks, listed: 34,
+            }
+            /// The most tasks spawned in any minute.
+            spawns_per_minute: Option<u32> {
+                key: "spawns-per-minute", flag: none, var: "SWARM_SPAWNS_PER_MINUTE", file: yes,
+                shape: Count, default: u32 = SpawnLimits::default().per_minute, listed: 35,
+            }
+            /// Which tasks may add tasks while they run: those whose `spawn` allows it, up to what
+            /// it allows (plan), none (off), or every task within the run's limits (all)
+            /// [default: plan].
+            spawning: Option<Spawning> {
+                key: "spawning", flag: "WHICH", var: "SWARM_SPAWNING", file: yes,
+                shape: OneOf(Spawning), default: Spawning = Spawning::Plan, listed: 36,
+            }
         }
-    }
+    };
+}
+pub(crate) use run_options;
+
+/// Makes, from the table, the options and everything of config that is per key.
+macro_rules! declare {
+    ($(
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty {
+            key: $key:literal, flag: $flag:tt, $(short: $short:literal,)? var: $var:tt,
+            file: $file:ident, shape: $shape:ident $(($choice:ty))?, $(check: $check:path,)?
+            $(default: $default_ty:ty = $default:expr,)? $(follows: $follows:literal,)?
+            listed: $listed:literal,
+        }
+    )*) => {
+        /// A run's options; `None` (empty, false) is unset: a lower layer or the default applies.
+        ///
+        /// The serde names (the fields' names) are the stored format (see `record`): renaming a
+        /// flag or a config key does not change what the board holds.
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(default)]
+        pub(crate) struct Options {
+            $(pub(crate) $field: $ty,)*
+        }
+
+        /// The defaults of the options that have one, for the code that uses them: the same
+        /// values `swarm config` shows.
+        pub(crate) enum Defaults {}
+
+        impl Defaults {
+            $($(
+                pub(crate) fn $field() -> $default_ty {
+                    $default
+                }
+            )?)*
+        }
+
+        /// The run options and profiles of one config file, with the keys it sets. A key that
+        /// files may not set is refused by the checks before this is read.
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct FileOptions {
+            $(
+                #[serde(rename = $key)]
+                $field: Option<$ty>,
+            )*
+            #[serde(default)]
+            agents: BTreeMap<String, ProfileSpec>,
+            #[serde(default)]
+            pools: BTreeMap<String, PoolSpec>,
+        }
+
+        impl FileOptions {
+            /// The options the file sets, its profiles and its pools.
+            pub(super) fn into_parts(
+                self,
+            ) -> (
+                Options,
+                BTreeMap<String, ProfileSpec>,
+                BTreeMap<String, PoolSpec>,
+            ) {
+                let mut options = Options::default();
+                $(
+                    if let Some(value) = self.$field {
+                        options.$field = value;
+                    }
+                )*
+                (options, self.agents, self.pools)
+            }
+        }
+
+        /// Every option's declaration, in the table's order; [`Key`] is an index into it.
+        pub(super) const SPECS: &[Spec] = &[$(
+            Spec {
+                name: $key,
+                var: or_none!(var $var),
+                in_files: in_files!($file),
+                shape: Shape::$shape $((<$choice as Choice>::WORDS))?,
+                listed: $listed,
+                follows: or_none!($($follows)?),
+                default: or_none!($(|| json::<$default_ty>(&Defaults::$field()))?),
+                is_set: |o| Setting::is_set(&o.$field),
+                copy: |from, to| to.$field.clone_from(&from.$field),
+                parse: |text, o| {
+                    o.$field = Setting::from_var(text)?;
+                    Ok(())
+                },
+                check: checked!($field $(, $check)?),
+                resolve_paths: |o, resolve| o.$field.resolve_paths(resolve),
+                value: |o| json(&o.$field),
+            },
+        )*];
+    };
 }
 
-/// The form of the report `--final-out` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum ReportFormat {
-    #[serde(rename = "markdown")]
-    Markdown,
-    #[serde(rename = "html")]
-    Html,
+/// `None`, or `Some` of what is given; `var none` is `None` too.
+macro_rules! or_none {
+    () => {
+        None
+    };
+    (var none) => {
+        None
+    };
+    (var $var:literal) => {
+        Some($var)
+    };
+    ($($value:tt)+) => {
+        Some($($value)+)
+    };
 }
 
-/// What to do with a run's finished integration branch. The serde names are both the values of
-/// `land` in config files and the stored format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum Land {
-    /// Fast-forward the user's branch when it is clean and still at the base; else keep the
-    /// branch.
-    #[serde(rename = "auto")]
-    Auto,
-    /// Keep the integration branch and say how to take it.
-    #[serde(rename = "branch")]
-    Branch,
-    /// Keep the integration branch and say nothing about it.
-    #[serde(rename = "none")]
-    None,
+/// `file: yes` or `file: no`, as a bool.
+macro_rules! in_files {
+    (yes) => {
+        true
+    };
+    (no) => {
+        false
+    };
+}
+
+/// An option's check: its shape alone, or `check` too.
+macro_rules! checked {
+    ($field:ident) => {
+        |_| Ok(())
+    };
+    ($field:ident, $check:path) => {
+        |o| Setting::check(&o.$field, |value| $check(value))
+    };
+}
+
+run_options!(declare);
+
+/// A value as JSON: JSON scalars and arrays of strings are also TOML, so `swarm config` shows
+/// them as they would be written in a file.
+fn json<T: Serialize + ?Sized>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
 }
 
 /// `base` with every option `newer` sets replaced by `newer`'s value: a resume's flags over the

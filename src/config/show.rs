@@ -20,16 +20,16 @@ pub fn describe(config: &Config) -> String {
     let mut lines = Vec::new();
     for key in Key::ALL {
         let source = config.sources.get(key.name()).unwrap_or(&Source::Default);
-        let (value, from) = match (source, key) {
-            // Its default follows jobs, so show the number that comes to.
-            (Source::Default, Key::MaxWriters) => (
-                match Key::Jobs.value(&config.options) {
-                    Value::Null => Key::Jobs.default_value(),
-                    jobs => jobs,
+        let (value, from) = match (source, key.follows()) {
+            // Its default is another option's value, so show what that comes to.
+            (Source::Default, Some(other)) => (
+                match other.value(&config.options) {
+                    Value::Null => other.default_value(),
+                    value => value,
                 },
-                "default (the value of jobs)".to_owned(),
+                format!("default (the value of {})", other.name()),
             ),
-            (Source::Default, _) => (key.default_value(), "default".to_owned()),
+            (Source::Default, None) => (key.default_value(), "default".to_owned()),
             _ => (key.value(&config.options), source_text(key, source)),
         };
         let value = match (source, value) {
@@ -85,8 +85,8 @@ fn profile_fields(spec: &ProfileSpec) -> Vec<(&'static str, Value)> {
 }
 
 /// The effective settings as JSON: `options` (each with `value`, null when unset; `default`, null
-/// when there is none or, for max-writers, when it is the value of jobs; and `source`),
-/// `profiles` (each with its `file`) and `environment` (variable to option key).
+/// when there is none or when it is another option's value, as max-writers' is jobs'; and
+/// `source`), `profiles` (each with its `file`) and `environment` (variable to option key).
 pub fn to_json(config: &Config) -> Value {
     let options: serde_json::Map<String, Value> = Key::ALL
         .into_iter()

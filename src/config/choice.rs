@@ -1,0 +1,145 @@
+//! Options whose value is one of a few words (`land`, `report-format`, `spawning`). Each type
+//! lists its words once, with what each means; files, variables, flags, the board's record and
+//! the help all read them from there.
+
+use serde::de::Error as _;
+
+/// A value that is one of a few words.
+pub(crate) trait Choice: Copy + PartialEq + 'static {
+    /// Every value with its word and what it means, as the flag's help says it (empty when the
+    /// words say enough), in the order the help lists them.
+    const CHOICES: &'static [(Self, &'static str, &'static str)];
+    /// The words alone, in the same order.
+    const WORDS: &'static [&'static str];
+
+    /// The word for this value: in files, variables, flags and the board's record.
+    fn word(self) -> &'static str;
+
+    /// The value a word names, in any case.
+    fn from_word(word: &str) -> Option<Self> {
+        Self::CHOICES
+            .iter()
+            .find(|(_, w, _)| w.eq_ignore_ascii_case(word))
+            .map(|(value, _, _)| *value)
+    }
+}
+
+/// Declares an enum of words: the enum, its [`Choice`] table, and its serde form (the word).
+macro_rules! choice {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$variant_meta:meta])* $variant:ident = $word:literal: $help:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $name {
+            $( $(#[$variant_meta])* $variant, )+
+        }
+
+        impl Choice for $name {
+            const CHOICES: &'static [(Self, &'static str, &'static str)] =
+                &[$( (Self::$variant, $word, $help) ),+];
+            const WORDS: &'static [&'static str] = &[$($word),+];
+
+            fn word(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $word,)+
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+                to.serialize_str(Choice::word(*self))
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+                deserialize(from)
+            }
+        }
+    };
+}
+
+/// A word of `C` as serde reads it; any other word is an error naming the words.
+fn deserialize<'de, C: Choice, D: serde::Deserializer<'de>>(from: D) -> Result<C, D::Error> {
+    let word = <String as serde::Deserialize>::deserialize(from)?;
+    C::WORDS
+        .iter()
+        .position(|w| *w == word)
+        .map(|at| C::CHOICES[at].0)
+        .ok_or_else(|| D::Error::unknown_variant(&word, C::WORDS))
+}
+
+/// `a, b or c`: the words, as a message lists them.
+pub(super) fn listed(words: &[&str]) -> String {
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => words.concat(),
+    }
+}
+
+choice! {
+    /// What to do with a run's finished integration branch.
+    pub enum Land {
+        Auto = "auto": "Fast-forward the user's branch when it is clean and still at the base; \
+            else keep the branch",
+        Branch = "branch": "Always keep the integration branch and say how to take it",
+        None = "none": "Keep the integration branch and say nothing about it",
+    }
+}
+
+choice! {
+    /// The form of the report `--final-out` writes.
+    pub enum ReportFormat {
+        Markdown = "markdown": "",
+        Html = "html": "",
+    }
+}
+
+choice! {
+    /// Which tasks may add tasks while they run (see the README's "Tasks that add tasks").
+    #[derive(Default)]
+    pub enum Spawning {
+        Off = "off": "No task adds tasks, whatever the plan says",
+        #[default]
+        Plan = "plan": "The tasks whose `spawn` allows it, up to what it allows",
+        All = "all": "Every task, within max-children, max-depth, max-spawned and \
+            spawns-per-minute",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Choice, Land, ReportFormat, Spawning, listed};
+
+    #[test]
+    fn each_value_is_its_word_in_serde_and_back_in_any_case() {
+        fn round_trip<
+            C: Choice + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+        >() {
+            for (value, word, _) in C::CHOICES {
+                assert_eq!(serde_json::to_value(value).unwrap(), *word);
+                assert_eq!(serde_json::from_value::<C>((*word).into()).unwrap(), *value);
+                assert_eq!(C::from_word(&word.to_uppercase()), Some(*value));
+                assert_eq!(value.word(), *word);
+            }
+            assert_eq!(C::WORDS.len(), C::CHOICES.len());
+            assert!(serde_json::from_value::<C>("sometimes".into()).is_err());
+            assert_eq!(C::from_word("sometimes"), None);
+        }
+        round_trip::<Land>();
+        round_trip::<ReportFormat>();
+        round_trip::<Spawning>();
+    }
+
+    #[test]
+    fn words_are_listed_with_or_before_the_last() {
+        assert_eq!(listed(Land::WORDS), "auto, branch or none");
+        assert_eq!(listed(ReportFormat::WORDS), "markdown or html");
+        assert_eq!(listed(&["one"]), "one");
+    }
+}
