@@ -17,11 +17,11 @@ mod job;
 mod outcome;
 mod ports;
 mod prompt;
-mod ready;
 mod scratch;
 
 pub use self::core::Ending;
-pub use self::core::spawn::{Ceiling, SpawnLimits};
+pub use self::core::spawn::Ceiling;
+use crate::config::SpawnLimits;
 use job::Report;
 
 pub use executor::{Dispatcher, GoalRun, WorkerEnd, WorkerSetup, work};

@@ -11,61 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::Spawning;
+use crate::config::{SpawnLimits, Spawning};
 use crate::plan::{Action, Plan, Task, TaskId};
-
-/// The most bytes a spawn may hold; past it the whole spawn is refused.
-pub(crate) const MAX_SPAWN_BYTES: u64 = 1024 * 1024;
-
-/// Which tasks may add tasks, how many, and how fast; each a run option (README).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpawnLimits {
-    /// Tasks one task may spawn.
-    pub children: u32,
-    /// Levels of spawning below the plan's own tasks (which are at depth 0).
-    pub depth: u32,
-    /// Tasks spawned in one run, resumes included.
-    pub tasks: u32,
-    /// Tasks spawned in the run in any 60 seconds.
-    pub per_minute: u32,
-    /// Which tasks may spawn at all: those whose `spawn` says so (the default), none, or all.
-    pub which: Spawning,
-}
-
-impl Default for SpawnLimits {
-    fn default() -> Self {
-        Self {
-            children: 50,
-            depth: 3,
-            tasks: 500,
-            per_minute: 120,
-            which: Spawning::Plan,
-        }
-    }
-}
-
-impl SpawnLimits {
-    /// The most tasks `task` and the tasks below it may add, as its `spawn` and the run's
-    /// `spawning` say (`u32::MAX`: only the run's limits bound it).
-    fn allowance(&self, task: &Task) -> u32 {
-        match self.which {
-            Spawning::Off => 0,
-            Spawning::Plan => task.spawn.unwrap_or(0),
-            Spawning::All => task.spawn.unwrap_or(u32::MAX),
-        }
-    }
-
-    /// The most tasks `max-children` and `max-depth` let one of the plan's tasks have below
-    /// it: its children, theirs, and so on to the deepest level.
-    fn tree(&self) -> u32 {
-        let (mut level, mut all) = (1u32, 0u32);
-        for _ in 0..self.depth {
-            level = level.saturating_mul(self.children);
-            all = all.saturating_add(level);
-        }
-        all
-    }
-}
 
 /// What a plan may grow to while it runs, before it runs: which of its tasks may add tasks
 /// and how many at most, as its user is told (the question before a goal runs, `--plan-only`,
@@ -612,8 +559,8 @@ mod tests {
 
     use serde_json::json;
 
-    use super::{SpawnLimits, Spawns};
-    use crate::config::Spawning;
+    use super::Spawns;
+    use crate::config::{SpawnLimits, Spawning};
     use crate::plan::{Plan, Task, TaskId};
 
     fn plan(lines: &[&str]) -> Plan {

@@ -1659,7 +1659,7 @@ fn the_seed_of_spawning_in_a_goal_run_keeps_every_limit() {
     sc.greedy = true;
     sc.goals = Some((3, false));
     sc.lines = Vec::new();
-    sc.settings.spawn = crate::schedule::SpawnLimits::default();
+    sc.settings.spawn = crate::config::SpawnLimits::default();
     sc.kills = vec![40, 120];
     let figures = run_scenario(sc, false).unwrap_or_else(|v| panic!("{v}"));
     assert!(figures.kills >= 1, "{figures:?}");

@@ -8,12 +8,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
+use self::ready::Preparer;
 use super::Message;
-use super::ready::Preparer;
 
 use crate::agent::openai::Builtin;
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
 use crate::git::{self, Commit, CommitId, Head, Left, Repo};
+
+mod ready;
+
+/// The most bytes a spawn may hold; past it the whole spawn is refused.
+const MAX_SPAWN_BYTES: u64 = 1024 * 1024;
 
 /// The dedicated pool that runs attempts (never rayon's global pool: attempts block on child
 /// processes), sized to `--jobs`.
@@ -628,7 +633,7 @@ impl DepsDir {
 /// What an attempt wrote to its spawn file: none when it wrote no file. The task may have put
 /// anything there (a FIFO, a link to a file elsewhere): only a regular file is read.
 fn read_spawn(file: &Path) -> Option<Result<String, String>> {
-    match crate::planted::read(file, super::core::spawn::MAX_SPAWN_BYTES) {
+    match crate::planted::read(file, MAX_SPAWN_BYTES) {
         Ok(bytes) => Some(
             String::from_utf8(bytes).map_err(|_| "its spawn file is not UTF-8 text".to_owned()),
         ),

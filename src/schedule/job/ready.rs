@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::Prepare;
-use super::job::{Job, Made, Verdict};
+use super::super::Prepare;
+use super::{Job, Made, Verdict};
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
 use crate::git;
 
@@ -58,7 +58,7 @@ impl<'a> Preparer<'a> {
         let kept_out: Vec<String> = p.include.iter().chain(&p.cache).cloned().collect();
         git::exclude(cwd, &kept_out)?;
         let missing = git::copy_included(self.user_checkout, cwd, &p.include)?;
-        notes.push_str(&super::included_note(&p.include, &missing));
+        notes.push_str(&super::super::included_note(&p.include, &missing));
         if p.cache.is_empty() && p.setup.is_none() {
             return Ok(Ok(notes));
         }
