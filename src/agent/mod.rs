@@ -98,6 +98,61 @@ pub(crate) struct Invocation {
     pub stdout_file: Option<PathBuf>,
 }
 
+impl Invocation {
+    /// `command`, run with `sh -c` in `cwd` for at most `timeout`, its transcript at
+    /// `transcript` (at most `transcript_cap` bytes of what it prints) opening with `header`:
+    /// nothing on stdin, no variable withheld or passed beyond swarm's own rules, none set, no
+    /// watch for a stall, stdout into an unnamed file. What an attempt adds (its agent's
+    /// program and variables, its prompt, its stall timeout) is set on it.
+    pub(crate) fn shell(
+        command: &str,
+        cwd: PathBuf,
+        timeout: Duration,
+        transcript: PathBuf,
+        transcript_cap: u64,
+        header: String,
+    ) -> Self {
+        Self {
+            command: command.to_owned(),
+            argv: Vec::new(),
+            env_drop: Vec::new(),
+            env_pass: Vec::new(),
+            stdin: None,
+            cwd,
+            env: Vec::new(),
+            timeout,
+            stall: None,
+            transcript,
+            transcript_cap,
+            header,
+            stdout_file: None,
+        }
+    }
+
+    /// The user's own `command` in this one's place (a writer's check, a checkout's setup):
+    /// the same directory, variables and time, its own transcript and header, and nothing of
+    /// the agent's (its program, its variables withheld or passed, stdin, the stall watch).
+    pub(crate) fn beside(
+        &self,
+        command: &str,
+        transcript: PathBuf,
+        transcript_cap: u64,
+        header: String,
+    ) -> Self {
+        Self {
+            env: self.env.clone(),
+            ..Self::shell(
+                command,
+                self.cwd.clone(),
+                self.timeout,
+                transcript,
+                transcript_cap,
+                header,
+            )
+        }
+    }
+}
+
 impl Outcome {
     /// A few words for logs and transcripts.
     pub fn describe(&self) -> String {
@@ -570,21 +625,16 @@ pub(crate) fn run_hook(
     transcript_cap: u64,
     watchdog: &Watchdog,
 ) -> String {
-    let inv = Invocation {
-        command: command.to_owned(),
-        argv: Vec::new(),
-        env_drop: Vec::new(),
-        env_pass: Vec::new(),
-        stdin: Some(input.to_owned()),
-        cwd: cwd.to_owned(),
-        env: vec![("SWARM_ACTIVE".to_owned(), "1".to_owned())],
-        timeout: Duration::from_secs(60),
-        stall: None,
-        transcript: transcript.to_owned(),
+    let mut inv = Invocation::shell(
+        command,
+        cwd.to_owned(),
+        Duration::from_secs(60),
+        transcript.to_owned(),
         transcript_cap,
-        header: format!("hook: {command}\n"),
-        stdout_file: None,
-    };
+        format!("hook: {command}\n"),
+    );
+    inv.stdin = Some(input.to_owned());
+    inv.env = vec![("SWARM_ACTIVE".to_owned(), "1".to_owned())];
     run(&inv, watchdog).outcome.describe()
 }
 

@@ -83,21 +83,16 @@ mod tests {
     }
 
     fn invocation(dir: &Path, command: &str, timeout: Duration) -> Invocation {
-        Invocation {
-            command: command.to_owned(),
-            argv: Vec::new(),
-            env_drop: Vec::new(),
-            env_pass: Vec::new(),
-            stdin: Some("the prompt\n".to_owned()),
-            cwd: dir.to_owned(),
-            env: Vec::new(),
+        let mut inv = Invocation::shell(
+            command,
+            dir.to_owned(),
             timeout,
-            stall: None,
-            transcript: dir.join("transcript.txt"),
-            transcript_cap: 1 << 20,
-            header: "test\n".to_owned(),
-            stdout_file: None,
-        }
+            dir.join("transcript.txt"),
+            1 << 20,
+            "test\n".to_owned(),
+        );
+        inv.stdin = Some("the prompt\n".to_owned());
+        inv
     }
 
     /// A FIFO `held` in `dir`, open for reading, so the attempt's open for writing does not

@@ -8,9 +8,7 @@ use std::path::Path;
 
 use super::context::{Globals, refuse_when_nested};
 use super::run::{NewRun, Reads, guard_files};
-use super::settings::{
-    Configured, MAX_FAN_IN, PLANNING_HINT, model_client, settings, spawn_limits,
-};
+use super::settings::{Configured, MAX_FAN_IN, PLANNING_HINT, model_client, settings};
 use crate::error::{Usage, exit};
 use crate::git::Repo;
 use crate::planner;
@@ -271,7 +269,7 @@ pub(super) fn plan_and_launch(
             g.dir.join(out)
         }
     });
-    let limits = spawn_limits(options);
+    let limits = crate::config::SpawnLimits::of(options);
     let more = crate::schedule::Ceiling::of(&planned.plan, &limits)
         .describe()
         .map(|m| format!("; {m}"))

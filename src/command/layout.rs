@@ -56,10 +56,7 @@ impl Lock {
 
 /// Run ids: UTC time and four hex digits, `20261129-071300-ab12`.
 pub(super) fn new_run_id() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let salt = (now.subsec_nanos() ^ std::process::id().rotate_left(16)) & 0xffff;
+    let salt = fastrand::u16(..);
     format!(
         "{}-{salt:04x}",
         crate::time::run_id_stamp(jiff::Timestamp::now())

@@ -397,7 +397,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
             cache_key: o.cache_key.clone(),
         },
         gate: o.gate.clone(),
-        spawn: spawn_limits(o),
+        spawn: crate::config::SpawnLimits::of(o),
         // Spread over machines, the run's own process runs only the tasks --jobs asks for.
         local_jobs: if o.remote.is_some() {
             o.jobs.map_or(0, |j| j as usize)
@@ -421,16 +421,4 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
             allowed_programs: o.allow_program.clone(),
         },
     })
-}
-
-/// The limits on spawning: each key's value, or its default.
-pub(super) fn spawn_limits(o: &Options) -> crate::schedule::SpawnLimits {
-    let d = crate::schedule::SpawnLimits::default();
-    crate::schedule::SpawnLimits {
-        children: o.max_children.unwrap_or(d.children),
-        depth: o.max_depth.unwrap_or(d.depth),
-        tasks: o.max_spawned.unwrap_or(d.tasks),
-        per_minute: o.spawns_per_minute.unwrap_or(d.per_minute),
-        which: o.spawning.unwrap_or(d.which),
-    }
 }

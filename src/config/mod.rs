@@ -35,6 +35,7 @@ mod pool;
 mod record;
 mod setting;
 mod show;
+mod spawn;
 #[cfg(test)]
 mod tests;
 
@@ -50,6 +51,7 @@ pub(crate) use options::{Defaults, Options, overlay, run_options};
 pub use pool::{POOL_PREFIX, PoolDef, pool_name};
 pub(crate) use record::{from_record, to_record};
 pub use show::{describe, to_json};
+pub use spawn::SpawnLimits;
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

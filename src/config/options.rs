@@ -18,7 +18,6 @@ use super::key::{Key, Spec, duration, repo_paths, slots, transcript_cap, wait};
 use super::pool::PoolSpec;
 use super::setting::Setting;
 use super::{DEFAULT_TRANSCRIPT_CAP, ProfileSpec};
-use crate::schedule::SpawnLimits;
 
 /// Every run option, declared once; hands the table to the macro `$then`, which makes what its
 /// module needs of it (here: [`Options`], [`Defaults`], the file's form and the keys' table; in
@@ -257,22 +256,22 @@ macro_rules! run_options {
             /// The most tasks one task may spawn.
             max_children: Option<u32> {
                 key: "max-children", flag: none, var: "SWARM_MAX_CHILDREN", file: yes,
-                shape: Count, default: u32 = SpawnLimits::default().children, listed: 32,
+                shape: Count, default: u32 = 50, listed: 32,
             }
             /// The most levels of spawning below the plan's tasks.
             max_depth: Option<u32> {
                 key: "max-depth", flag: none, var: "SWARM_MAX_DEPTH", file: yes,
-                shape: Count, default: u32 = SpawnLimits::default().depth, listed: 33,
+                shape: Count, default: u32 = 3, listed: 33,
             }
             /// The most tasks spawned in one run.
             max_spawned: Option<u32> {
                 key: "max-spawned", flag: none, var: "SWARM_MAX_SPAWNED", file: yes,
-                shape: Count, default: u32 = SpawnLimits::default().tasks, listed: 34,
+                shape: Count, default: u32 = 500, listed: 34,
             }
             /// The most tasks spawned in any minute.
             spawns_per_minute: Option<u32> {
                 key: "spawns-per-minute", flag: none, var: "SWARM_SPAWNS_PER_MINUTE", file: yes,
-                shape: Count, default: u32 = SpawnLimits::default().per_minute, listed: 35,
+                shape: Count, default: u32 = 120, listed: 35,
             }
             /// Which tasks may add tasks while they run: those whose `spawn` allows it, up to what
             /// it allows (plan), none (off), or every task within the run's limits (all)

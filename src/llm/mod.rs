@@ -3,9 +3,7 @@
 //! on throttling and grows back on success. It is the only user of ureq. It must not know about
 //! tasks, prompts or tools, and must never put the API key in `Debug` output, errors or notices.
 
-use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -508,9 +506,7 @@ impl Client {
 /// 1 s doubling per attempt, ±20% so that threads throttled together do not retry together.
 fn backoff(attempt: u32) -> Duration {
     let base = Duration::from_secs(1 << attempt.saturating_sub(1).min(16));
-    let random = RandomState::new().build_hasher().finish();
-    let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
-    base.mul_f64(0.8 + 0.4 * unit)
+    base.mul_f64(0.8 + 0.4 * fastrand::f64())
 }
 
 /// Sleeps in short steps so a stop request is noticed quickly.

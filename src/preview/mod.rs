@@ -10,8 +10,9 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender};
 
+use crate::config::SpawnLimits;
 use crate::plan::Plan;
-use crate::schedule::{Ceiling, SpawnLimits};
+use crate::schedule::Ceiling;
 
 mod tree;
 

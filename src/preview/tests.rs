@@ -2,8 +2,9 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 use super::{Answer, Consent, Terminal, consent, counts, question, tree};
+use crate::config::SpawnLimits;
 use crate::plan::Plan;
-use crate::schedule::{Ceiling, SpawnLimits};
+use crate::schedule::Ceiling;
 
 /// No task may add tasks.
 const NONE: Ceiling = Ceiling {

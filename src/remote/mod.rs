@@ -361,11 +361,7 @@ pub(crate) fn worker_id() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "host".to_owned());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    format!("{host}-{}-{:04x}", std::process::id(), nanos & 0xffff)
+    format!("{host}-{}-{:04x}", std::process::id(), fastrand::u16(..))
 }
 
 #[cfg(test)]

@@ -9,31 +9,22 @@ use crate::agent::Agent;
 use crate::git::CommitId;
 use crate::store::RunEvent;
 
-mod attempt;
 mod checkouts;
-mod dag;
-mod dispatch;
+mod core;
 pub(crate) mod eta;
-mod gate;
-mod goal;
+mod executor;
 mod job;
-mod merge;
 mod outcome;
 mod ports;
 mod prompt;
-mod ready;
-mod record;
-mod run;
 mod scratch;
-mod spawn;
-mod worker;
 
+pub use self::core::Ending;
+pub use self::core::spawn::Ceiling;
+use crate::config::SpawnLimits;
 use job::Report;
-pub use spawn::{Ceiling, SpawnLimits};
 
-pub use dispatch::Dispatcher;
-pub use goal::GoalRun;
-pub use worker::{WorkerEnd, WorkerSetup, work};
+pub use executor::{Dispatcher, GoalRun, WorkerEnd, WorkerSetup, work};
 
 /// The file in a run's directory that names the directory of its checkouts.
 pub const CHECKOUTS_FILE: &str = "checkouts";
@@ -153,6 +144,61 @@ impl Settings {
             None => self.agent_for(name),
         }
     }
+
+    /// The agent that may resolve a task's merge conflict: the task's agent or the run's, if
+    /// usable; for a pool's task, the member that wrote it (`member`), or the pool's first
+    /// (outside the pool's caps and pauses: one bounded attempt).
+    pub fn resolver_agent(&self, name: Option<&str>, member: Option<&str>) -> Option<Agent> {
+        let member = member.or_else(|| {
+            let pool = self.pool_for(name)?;
+            self.pools.get(pool)?.first().map(String::as_str)
+        });
+        self.attempt_agent(name, member)
+            .filter(|a| *a != Agent::OpenAi || self.llm.is_some())
+    }
+}
+
+#[cfg(test)]
+impl Settings {
+    /// A run of `jobs` slots whose prompts go to an `exec` agent, with no gate, budget,
+    /// pools or remote, one retry, and every other limit at swarm's default: what the tests of
+    /// the run loop's core start from.
+    pub(crate) fn sample(jobs: usize) -> Self {
+        Self {
+            guarded: Vec::new(),
+            jobs,
+            max_writers: jobs,
+            retries: 1,
+            task_timeout: Duration::from_secs(1800),
+            stall_timeout: None,
+            kill_grace: Duration::from_secs(5),
+            transcript_cap: 64 << 20,
+            backoff: Duration::from_secs(1),
+            agent: Some(Agent::Exec("agent".to_owned())),
+            check: None,
+            on_escalate: None,
+            resolve_conflicts: false,
+            fresh_retries: false,
+            llm: None,
+            builtin: BuiltinLimits {
+                max_turns: 50,
+                max_tokens: 0,
+                allowed_programs: Vec::new(),
+            },
+            named_agents: std::collections::BTreeMap::new(),
+            pool: None,
+            pools: std::collections::BTreeMap::new(),
+            max_concurrent: std::collections::BTreeMap::new(),
+            max_limit_wait: Duration::from_secs(900),
+            endpoint_wait: Duration::ZERO,
+            budget_tokens: None,
+            prepare: Prepare::default(),
+            gate: None,
+            spawn: SpawnLimits::default(),
+            remote: None,
+            local_jobs: jobs,
+        }
+    }
 }
 
 /// Caps of the built-in agent, per attempt.
@@ -229,7 +275,7 @@ impl Layout {
                 repo.clear_stale_ref_lock(&format!("refs/heads/{branch}"))?;
             }
         }
-        std::fs::create_dir_all(self.deps.join(attempt::NO_DEPS_DIR))?;
+        std::fs::create_dir_all(self.deps.join(executor::NO_DEPS_DIR))?;
         // Where this run's checkouts are, for `swarm gc`.
         crate::disk::write(
             &self.run_dir.join(CHECKOUTS_FILE),
@@ -247,7 +293,7 @@ impl Layout {
         checkouts: &mut checkouts::Checkouts,
     ) -> anyhow::Result<()> {
         let mut cleanup = if gate {
-            crate::git::remove_checkout(&merge::gate_checkout_path(self))
+            crate::git::remove_checkout(&executor::gate_checkout_path(self))
         } else {
             Ok(())
         };
@@ -326,23 +372,6 @@ fn included_note(include: &[String], missing: &[String]) -> String {
     }
     note.push('\n');
     note
-}
-
-/// How the loop ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
-    /// Every task reached a final state.
-    Finished,
-    /// Stopped by a signal; unfinished tasks are resumable.
-    Interrupted,
-    /// The token budget was spent: nothing new started, what ran finished; resumable.
-    OverBudget,
-    /// Something only a human can settle stopped the merges (the integration ref moved under
-    /// the run); nothing new started, what ran finished; resumable once settled.
-    Halted,
-    /// A fault outside the tasks (a refused key, a full disk) stopped the run; resumable once
-    /// it is fixed, the attempts it cut short counted as no failure.
-    Faulted(crate::agent::Fault),
 }
 
 enum Message {
@@ -439,19 +468,6 @@ pub fn notice_line(notice: &crate::llm::Notice) -> Option<String> {
     ))
 }
 
-/// Retry `n` (1-based) waits base × 2^(n-1), at most a minute, with ±20% jitter so retries of
-/// many tasks do not land together.
-fn backoff(base: Duration, n: u32) -> Duration {
-    let exp = base
-        .saturating_mul(1 << (n - 1).min(10))
-        .min(Duration::from_secs(60));
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let jitter = 0.8 + 0.4 * f64::from(nanos % 1000) / 1000.0;
-    exp.mul_f64(jitter)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,13 +522,5 @@ mod tests {
             Some("model retry 4/8 in 1.5s: throttled (HTTP 429)")
         );
         assert_eq!(notice_line(&Notice::Concurrency { limit: 2 }), None);
-    }
-
-    #[test]
-    fn backoff_grows_and_is_capped() {
-        let b = Duration::from_secs(1);
-        assert!(backoff(b, 1) <= Duration::from_millis(1200));
-        assert!(backoff(b, 3) >= Duration::from_millis(3200));
-        assert!(backoff(b, 30) <= Duration::from_secs(72));
     }
 }

@@ -14,14 +14,14 @@ use anyhow::Context as _;
 /// flow (plan → schedule → agent → git → store/report → ui) with the command line on top and
 /// the small rooms every other may use (errors, time, disks, secrets, signals) on the ground;
 /// `plan` is on the ground too, as the vocabulary (`Task`, `TaskId`, `Mode`) the whole flow
-/// carries and that itself reads no other room.
+/// carries and that itself reads no other room; and so is `config`, the options as declared
+/// (their types, layers and defaults, the limits on spawning), which the command line fills
+/// in and the run loop reads, and which reads only `plan`.
 pub const FLOORS: &[(&str, &[&str])] = &[
     ("doorway", &["lib"]),
     (
         "front",
-        &[
-            "cli", "command", "config", "complete", "manual", "ci", "preview",
-        ],
+        &["cli", "command", "complete", "manual", "ci", "preview"],
     ),
     ("loop", &["planner", "schedule"]),
     ("attempt", &["agent", "llm", "remote"]),
@@ -31,7 +31,8 @@ pub const FLOORS: &[(&str, &[&str])] = &[
     (
         "ground",
         &[
-            "plan", "error", "time", "disk", "near", "panic", "planted", "secret", "signal",
+            "plan", "config", "error", "time", "disk", "near", "panic", "planted", "secret",
+            "signal",
         ],
     ),
 ];

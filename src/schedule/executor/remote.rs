@@ -10,16 +10,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use super::super::dag::{State, Transition};
+use std::sync::mpsc::Sender;
+
+use super::super::core::Core;
+use super::super::core::dag::State;
 use super::super::job::Report;
-use super::super::run::Run;
-use super::super::{Checkout, Message, attempt, outcome};
+use super::super::{Checkout, Message, outcome};
+use super::attempt;
+use super::{Outlets, missing_deps};
 use crate::git::{CommitId, Repo};
 use crate::plan::Mode;
 use crate::remote::link::{Link, Seen};
 use crate::remote::{self, Expect, Key, Kind, Records, Transport, Unread, Update};
 use crate::store::RunEvent;
-use crate::ui::Verb;
+use crate::ui::Told;
 
 /// Tries of the remote at the end of the run before its refs are left for `swarm gc --remote`.
 const CLOSING_TRIES: u32 = 6;
@@ -36,7 +40,7 @@ struct Published {
     lease: Option<(CommitId, Instant, Duration)>,
 }
 
-pub(super) struct Coordinator {
+pub(in crate::schedule) struct Coordinator {
     transport: Transport,
     link: Option<Link>,
     run_id: String,
@@ -103,36 +107,25 @@ impl Coordinator {
         }
     }
 
-    /// The tasks out with workers, given up on as the run stops early: a resume takes them
-    /// up again where the remote has them.
-    pub(super) fn left(&mut self) -> Vec<usize> {
-        std::mem::take(&mut self.published).into_keys().collect()
-    }
-
-    /// How many tasks are out with workers.
-    pub(super) fn out(&self) -> usize {
-        self.published.len()
-    }
-
-    /// Whether tasks are out with workers.
-    pub(super) fn busy(&self) -> bool {
-        !self.published.is_empty()
-    }
-
     /// Publishes the run (its plan and options), takes up the attempts an earlier coordinator
     /// of it published whose results are still to come, and starts the line to the remote.
-    /// Waits for the remote while it does not answer.
-    pub(super) fn open(&mut self, run: &mut Run<'_>) -> anyhow::Result<()> {
+    /// Waits for the remote while it does not answer. The tasks taken up, out with workers.
+    pub(super) fn open(
+        &mut self,
+        core: &Core<'_>,
+        out: &mut Outlets<'_>,
+        tx: &Sender<Message>,
+    ) -> anyhow::Result<Vec<usize>> {
         let prefix = remote::prefix(&self.run_id);
         let refs = self
-            .reach(run, None, |t| t.fetch(&prefix))?
+            .reach(out, None, |t| t.fetch(&prefix))?
             .unwrap_or_default();
         // A record this coordinator would not write (another key's, a forged one, one of a
         // start with or without a key when this one is not) is replaced.
         let known = refs
             .get("run")
             .and_then(|c| {
-                self.records(run.repo)
+                self.records(out.repo)
                     .read::<remote::RunInfo>(Kind::Run, c)
                     .ok()
             })
@@ -140,11 +133,16 @@ impl Coordinator {
         if let Some(info) = known {
             self.plan_published = crate::plan::Plan::read(&info.tasks).0.len();
         } else {
-            let update = [run_update(self.records(run.repo), run, &self.info(run)?)?];
-            self.reach(run, None, |t| t.push(&update))?;
-            self.plan_published = run.plan.len();
+            let update = [run_update(
+                self.records(out.repo),
+                out.layout,
+                &self.info(core, out)?,
+            )?];
+            self.reach(out, None, |t| t.push(&update))?;
+            self.plan_published = core.plan.len();
         }
-        let index = index_of(&run.plan);
+        let index = index_of(&core.plan);
+        let mut adopted = Vec::new();
         for (name, oid) in &refs {
             let Some(kind @ (Kind::Ready(task) | Kind::Lease(task) | Kind::Result(task))) =
                 Kind::of(name)
@@ -154,7 +152,7 @@ impl Coordinator {
             let Some(&i) = index.get(task) else {
                 continue;
             };
-            let records = self.records(run.repo);
+            let records = self.records(out.repo);
             let generation = match kind {
                 Kind::Ready(_) => records
                     .read::<remote::Job>(kind, oid)
@@ -173,12 +171,11 @@ impl Coordinator {
             *g = (*g).max(generation);
             // An attempt the board has as its last, not ended: still out with the workers.
             if let Some((attempt, start)) = attempt
-                && attempt == run.slots[i].attempts
+                && attempt == core.slots[i].attempts
                 && attempt > 0
-                && matches!(run.dag.state(i), State::Waiting | State::Ready)
+                && matches!(core.dag.state(i), State::Waiting | State::Ready)
             {
-                run.dag.on(&run.plan, Transition::Started(i));
-                run.slots[i].started = Some(Instant::now());
+                adopted.push(i);
                 self.published.insert(
                     i,
                     Published {
@@ -192,7 +189,7 @@ impl Coordinator {
             }
         }
         self.refs = refs;
-        let tx = run.tx.clone();
+        let tx = tx.clone();
         self.link = Some(Link::start(
             self.transport.clone(),
             prefix,
@@ -201,13 +198,13 @@ impl Coordinator {
                 let _ = tx.send(Message::Remote(seen));
             },
         ));
-        Ok(())
+        Ok(adopted)
     }
 
     /// What `op` gets from the remote, once it answers, or after `most` tries (`None`).
     fn reach<T>(
         &mut self,
-        run: &mut Run<'_>,
+        out: &mut Outlets<'_>,
         most: Option<u32>,
         op: impl Fn(&Transport) -> Result<T, remote::Unreachable>,
     ) -> anyhow::Result<Option<T>> {
@@ -215,12 +212,12 @@ impl Coordinator {
         loop {
             match op(&self.transport) {
                 Ok(value) => {
-                    self.back(run)?;
+                    self.back(out)?;
                     return Ok(Some(value));
                 }
                 Err(e) => {
                     tried += 1;
-                    self.gone(run, &e.0)?;
+                    self.gone(out, &e.0)?;
                     if most.is_some_and(|t| tried >= t) {
                         return Ok(None);
                     }
@@ -230,53 +227,51 @@ impl Coordinator {
         }
     }
 
-    fn gone(&mut self, run: &mut Run<'_>, why: &str) -> anyhow::Result<()> {
+    fn gone(&mut self, out: &mut Outlets<'_>, why: &str) -> anyhow::Result<()> {
         if self.away.is_none() {
             self.away = Some(why.to_owned());
-            run.ui.note(
-                Verb::Retrying,
-                &format!(
-                    "the remote {} does not answer ({why}); trying again",
-                    self.transport.remote()
-                ),
-            );
-            run.record.run_event(RunEvent::RemoteAway {
+            out.ui.tell(&Told::RemoteAway {
+                remote: self.transport.remote().to_string(),
+                why: why.to_owned(),
+            });
+            out.record.run_event(RunEvent::RemoteAway {
                 why: Some(why.to_owned()),
             })?;
         }
         Ok(())
     }
 
-    fn back(&mut self, run: &mut Run<'_>) -> anyhow::Result<()> {
+    fn back(&mut self, out: &mut Outlets<'_>) -> anyhow::Result<()> {
         if self.away.take().is_some() {
-            run.ui.note(
-                Verb::Retrying,
-                &format!("the remote {} answers again", self.transport.remote()),
-            );
-            run.record.run_event(RunEvent::RemoteAway { why: None })?;
+            out.ui
+                .tell(&Told::RemoteBack(self.transport.remote().to_string()));
+            out.record.run_event(RunEvent::RemoteAway { why: None })?;
         }
         Ok(())
     }
 
-    /// Publishes task `i`'s next attempt, from the integration tip `tip`, for the workers.
+    /// Publishes task `i`'s attempt `attempt`, from the integration tip `tip`, for the
+    /// workers, recorded as started.
     pub(super) fn publish(
         &mut self,
-        run: &mut Run<'_>,
-        tip: &CommitId,
+        core: &mut Core<'_>,
+        out: &mut Outlets<'_>,
         i: usize,
+        attempt: u32,
+        tip: &CommitId,
     ) -> anyhow::Result<()> {
-        let attempt = attempt::start_remote(run, tip, i)?;
-        self.send(run, i, attempt, tip)
+        attempt::start_remote(core, out, i, attempt, tip)?;
+        self.send(core, out, i, attempt, tip)
     }
 
     /// The run's record as the remote is to hold it now.
-    fn info(&self, run: &Run<'_>) -> anyhow::Result<remote::RunInfo> {
+    fn info(&self, core: &Core<'_>, out: &Outlets<'_>) -> anyhow::Result<remote::RunInfo> {
         Ok(remote::RunInfo {
             version: remote::version(self.key.is_some()),
             run: self.run_id.clone(),
-            base: run.layout.base.to_string(),
-            tasks: run.plan.to_jsonl(),
-            options: run.record.options()?,
+            base: out.layout.base.to_string(),
+            tasks: core.plan.to_jsonl(),
+            options: out.record.options()?,
             ended: false,
             signed: self.key.is_some(),
         })
@@ -286,40 +281,41 @@ impl Coordinator {
     /// of the one before.
     fn send(
         &mut self,
-        run: &mut Run<'_>,
+        core: &Core<'_>,
+        out: &mut Outlets<'_>,
         i: usize,
         attempt: u32,
         tip: &CommitId,
     ) -> anyhow::Result<()> {
         // A task the workers' plan does not have yet (a spawned one): the run's record with
         // it goes first; a worker that sees the attempt before the record waits for it.
-        if run.plan.len() > self.plan_published {
-            let update = run_update(self.records(run.repo), run, &self.info(run)?)?;
+        if core.plan.len() > self.plan_published {
+            let update = run_update(self.records(out.repo), out.layout, &self.info(core, out)?)?;
             if let Some(link) = &mut self.link {
                 link.push(vec![update]);
             }
-            self.plan_published = run.plan.len();
+            self.plan_published = core.plan.len();
         }
-        let id = run.plan.tasks[i].id.to_string();
+        let id = core.plan.tasks[i].id.to_string();
         let generation = self.generations.get(&i).copied().unwrap_or(0) + 1;
         self.generations.insert(i, generation);
         let mut parents = vec![tip.clone()];
-        let missing = if run.plan.tasks[i].lane.runs_on_what_finished() {
-            run.missing_deps(i)?
+        let missing = if core.plan.tasks[i].lane.runs_on_what_finished() {
+            missing_deps(core, &out.record, i)?
         } else {
             Vec::new()
         };
-        let deps: Vec<remote::Dep> = run
+        let deps: Vec<remote::Dep> = core
             .plan
             .deps(i)
             .map(|d| {
-                let slot = &run.slots[d];
+                let slot = &core.slots[d];
                 if let Some(c) = &slot.commit
                     && !parents.contains(c)
                 {
                     parents.push(c.clone());
                 }
-                let id = run.plan.tasks[d].id.to_string();
+                let id = core.plan.tasks[d].id.to_string();
                 remote::Dep {
                     missing: missing
                         .iter()
@@ -340,7 +336,7 @@ impl Coordinator {
             start: tip.to_string(),
             deps,
         };
-        let commit = self.records(run.repo).write(
+        let commit = self.records(out.repo).write(
             Kind::Ready(&id),
             &job,
             None,
@@ -358,7 +354,7 @@ impl Coordinator {
                 lease: None,
             },
         );
-        run.record.task_event(
+        out.record.task_event(
             &id,
             RunEvent::Published {
                 attempt,
@@ -391,12 +387,17 @@ impl Coordinator {
     }
 
     /// Takes in what a fetch of the remote found: the reports of attempts that ended there.
-    pub(super) fn seen(&mut self, run: &mut Run<'_>, seen: Seen) -> anyhow::Result<Vec<Report>> {
+    pub(super) fn seen(
+        &mut self,
+        core: &Core<'_>,
+        out: &mut Outlets<'_>,
+        seen: Seen,
+    ) -> anyhow::Result<Vec<Report>> {
         if let Some(why) = &seen.away {
-            self.gone(run, why)?;
+            self.gone(out, why)?;
             return Ok(Vec::new());
         }
-        self.back(run)?;
+        self.back(out)?;
         // A fetch made before the last push shows the remote as it was: waited out.
         if self.link.as_ref().is_some_and(|l| seen.after < l.pushes()) {
             return Ok(Vec::new());
@@ -406,7 +407,7 @@ impl Coordinator {
         let mut stale = Vec::new();
         let tasks: Vec<usize> = self.published.keys().copied().collect();
         for i in tasks {
-            let id = run.plan.tasks[i].id.to_string();
+            let id = core.plan.tasks[i].id.to_string();
             let (generation, attempt) = (self.published[&i].generation, self.published[&i].attempt);
             // Its publication was refused (what it took off had changed): again, from now.
             let job = self.published[&i].job.clone();
@@ -414,12 +415,12 @@ impl Coordinator {
                 self.push_job(&id, &job);
                 continue;
             }
-            let lease = self.lease(run, &id, generation, &mut stale)?;
+            let lease = self.lease(out, &id, generation, &mut stale)?;
             if let Some(oid) = self.refs.get(&format!("result/{id}")).cloned() {
                 let held = lease.as_ref().map(|(_, l)| l);
-                match self.result(run.repo, &id, &oid, (generation, attempt), held) {
+                match self.result(out.repo, &id, &oid, (generation, attempt), held) {
                     Found::Taken(o) => {
-                        reports.push(self.arrived(run, i, &o, &oid)?);
+                        reports.push(self.arrived(core, out, i, &o, &oid)?);
                         continue;
                     }
                     Found::Stale => stale.push(("result", id.clone(), oid)),
@@ -428,10 +429,10 @@ impl Coordinator {
                         // Under a lease ended with it nobody can claim the attempt: it is
                         // published again, which takes both off.
                         let ended = held.is_some_and(|l| l.ended);
-                        self.refuse(run, &id, &oid, &refusal, ended)?;
+                        self.refuse(out, &id, &oid, &refusal, ended)?;
                         if ended {
                             let start = self.published[&i].start.clone();
-                            self.send(run, i, attempt, &start)?;
+                            self.send(core, out, i, attempt, &start)?;
                             continue;
                         }
                         stale.push(("result", id.clone(), oid));
@@ -452,7 +453,7 @@ impl Coordinator {
                 Some((seen_oid, _, _)) if *seen_oid == oid => {}
                 before => {
                     if before.is_none() {
-                        run.record.task_event(
+                        out.record.task_event(
                             &id,
                             RunEvent::Claimed {
                                 worker: shown(&lease.worker),
@@ -485,7 +486,7 @@ impl Coordinator {
     /// stale; one without a good signature (with a key) is refused and taken off.
     fn lease(
         &mut self,
-        run: &mut Run<'_>,
+        out: &mut Outlets<'_>,
         id: &str,
         generation: u32,
         stale: &mut Vec<(&'static str, String, CommitId)>,
@@ -494,7 +495,7 @@ impl Coordinator {
             return Ok(None);
         };
         match self
-            .records(run.repo)
+            .records(out.repo)
             .read::<remote::Lease>(Kind::Lease(id), &oid)
         {
             Ok(lease) if lease.generation == generation && lease.task == id => {
@@ -503,9 +504,9 @@ impl Coordinator {
             Ok(_) | Err(Unread::Broken(_)) => {}
             Err(why) => {
                 if self.refused.insert(oid.clone()) {
-                    let named = remote::read::<remote::Lease>(run.repo, &oid).ok();
+                    let named = remote::read::<remote::Lease>(out.repo, &oid).ok();
                     let worker = named.as_ref().map(|l| shown(&l.worker));
-                    run.record.task_event(
+                    out.record.task_event(
                         id,
                         RunEvent::LeaseRefused {
                             worker: worker.clone(),
@@ -513,11 +514,13 @@ impl Coordinator {
                             why: why.to_string(),
                         },
                     )?;
-                    let line = format!(
-                        "{id}: a lease{} refused: {why}; removed from the remote",
-                        from_worker(worker.as_deref())
-                    );
-                    run.ui.note(Verb::Refused, &line);
+                    out.ui.tell(&Told::RemoteRefused {
+                        id: id.to_owned(),
+                        what: "lease",
+                        worker,
+                        why: why.to_string(),
+                        then: "removed from the remote",
+                    });
                 }
             }
         }
@@ -564,7 +567,7 @@ impl Coordinator {
     /// attempt is published again (`again`), or it is removed from the remote.
     fn refuse(
         &mut self,
-        run: &mut Run<'_>,
+        out: &mut Outlets<'_>,
         id: &str,
         oid: &CommitId,
         refusal: &Refusal,
@@ -578,7 +581,7 @@ impl Coordinator {
             generation,
             why,
         } = refusal;
-        run.record.task_event(
+        out.record.task_event(
             id,
             RunEvent::ResultRefused {
                 worker: worker.clone(),
@@ -591,11 +594,13 @@ impl Coordinator {
         } else {
             "removed from the remote"
         };
-        let line = format!(
-            "{id}: a result{} refused: {why}; {then}",
-            from_worker(worker.as_deref())
-        );
-        run.ui.note(Verb::Refused, &line);
+        out.ui.tell(&Told::RemoteRefused {
+            id: id.to_owned(),
+            what: "result",
+            worker: worker.clone(),
+            why: why.clone(),
+            then,
+        });
         Ok(())
     }
 
@@ -603,15 +608,16 @@ impl Coordinator {
     /// `ready` ref taken off the remote; the report to finish it with.
     fn arrived(
         &mut self,
-        run: &mut Run<'_>,
+        core: &Core<'_>,
+        out: &mut Outlets<'_>,
         i: usize,
         o: &remote::Outcome,
         oid: &CommitId,
     ) -> anyhow::Result<Report> {
-        let id = run.plan.tasks[i].id.to_string();
+        let id = core.plan.tasks[i].id.to_string();
         // A claim and its result between two fetches: the result says who claimed it.
         if self.published.remove(&i).is_some_and(|p| p.lease.is_none()) {
-            run.record.task_event(
+            out.record.task_event(
                 &id,
                 RunEvent::Claimed {
                     worker: shown(&o.worker),
@@ -619,26 +625,26 @@ impl Coordinator {
                 },
             )?;
         }
-        let transcript = run
+        let transcript = out
             .layout
             .run_dir
             .join("attempts")
             .join(format!("{id}.{}.log", o.attempt));
-        if let Some(text) = run.repo.file_at(oid, remote::TRANSCRIPT_FILE)? {
-            std::fs::create_dir_all(run.layout.run_dir.join("attempts"))?;
+        if let Some(text) = out.repo.file_at(oid, remote::TRANSCRIPT_FILE)? {
+            std::fs::create_dir_all(out.layout.run_dir.join("attempts"))?;
             std::fs::write(&transcript, text)
                 .with_context(|| format!("could not write {}", transcript.display()))?;
         }
-        let foreign = foreign_commit(run, i, o);
+        let foreign = foreign_commit(core, out, i, o);
         if let Some(commit) = &o.commit
-            && run.plan.tasks[i].mode == Mode::Write
+            && core.plan.tasks[i].mode == Mode::Write
             && foreign.is_none()
         {
             let commit = CommitId::new(commit);
-            run.repo
-                .set_branch(&run.layout.branch(&id, Checkout::Task), &commit)?;
+            out.repo
+                .set_branch(&out.layout.branch(&id, Checkout::Task), &commit)?;
         }
-        run.record.task_event(
+        out.record.task_event(
             &id,
             RunEvent::ResultArrived {
                 worker: shown(&o.worker),
@@ -665,7 +671,7 @@ impl Coordinator {
 
     /// Attempts whose lease went unrenewed for its time are published again, to be claimed
     /// by another worker; the one that held it can no longer push its result.
-    pub(super) fn expire(&mut self, run: &mut Run<'_>, tip: &CommitId) -> anyhow::Result<()> {
+    pub(super) fn expire(&mut self, core: &Core<'_>, out: &mut Outlets<'_>) -> anyhow::Result<()> {
         let now = Instant::now();
         let expired: Vec<(usize, u32)> = self
             .published
@@ -678,31 +684,28 @@ impl Coordinator {
             .map(|(i, p)| (*i, p.attempt))
             .collect();
         for (i, attempt) in expired {
-            let id = run.plan.tasks[i].id.to_string();
+            let id = core.plan.tasks[i].id.to_string();
             let worker = self
                 .refs
                 .get(&format!("lease/{id}"))
-                .and_then(|oid| remote::read::<remote::Lease>(run.repo, oid).ok())
+                .and_then(|oid| remote::read::<remote::Lease>(out.repo, oid).ok())
                 .map(|l| shown(&l.worker))
                 .unwrap_or_default();
             let generation = self.published[&i].generation;
-            run.record.task_event(
+            out.record.task_event(
                 &id,
                 RunEvent::LeaseExpired {
                     worker: worker.clone(),
                     generation,
                 },
             )?;
-            run.ui.note(
-                Verb::Retrying,
-                &format!("{id}: the lease of worker {worker} expired; published again"),
-            );
+            out.ui.tell(&Told::LeaseExpired { id, worker });
             // From the start it was given: a writer's start is its branch's base.
-            let start = run.slots[i]
+            let start = core.slots[i]
                 .start_commit
                 .clone()
-                .unwrap_or_else(|| tip.clone());
-            self.send(run, i, attempt, &start)?;
+                .unwrap_or_else(|| core.tip().clone());
+            self.send(core, out, i, attempt, &start)?;
         }
         Ok(())
     }
@@ -710,7 +713,12 @@ impl Coordinator {
     /// The run ended: its refs go from the remote, but the results of failed and parked
     /// tasks, which stay until `swarm gc --remote`; the line to the remote is closed. A run
     /// that stopped early keeps them all, for its resume.
-    pub(super) fn close(&mut self, run: &mut Run<'_>, finished: bool) -> anyhow::Result<()> {
+    pub(super) fn close(
+        &mut self,
+        core: &Core<'_>,
+        out: &mut Outlets<'_>,
+        finished: bool,
+    ) -> anyhow::Result<()> {
         if let Some(mut link) = self.link.take() {
             link.close();
         }
@@ -718,28 +726,28 @@ impl Coordinator {
             return Ok(());
         }
         let prefix = remote::prefix(&self.run_id);
-        let Some(refs) = self.reach(run, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
+        let Some(refs) = self.reach(out, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
             return Ok(());
         };
         // First the run is marked ended (a new commit of its record, no ref deleted): the
         // workers stop on it even when a remote that takes no deletions keeps the refs.
         if let Some(commit) = refs.get("run") {
             let mut info = self
-                .records(run.repo)
+                .records(out.repo)
                 .read::<remote::RunInfo>(Kind::Run, commit)
-                .or_else(|_| self.info(run))?;
+                .or_else(|_| self.info(core, out))?;
             info.ended = true;
-            let update = [run_update(self.records(run.repo), run, &info)?];
-            self.reach(run, Some(CLOSING_TRIES), |t| t.push(&update))?;
+            let update = [run_update(self.records(out.repo), out.layout, &info)?];
+            self.reach(out, Some(CLOSING_TRIES), |t| t.push(&update))?;
         }
-        let Some(refs) = self.reach(run, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
+        let Some(refs) = self.reach(out, Some(CLOSING_TRIES), |t| t.fetch(&prefix))? else {
             return Ok(());
         };
-        let index = index_of(&run.plan);
+        let index = index_of(&core.plan);
         let keep = |task: &str| {
             index
                 .get(task)
-                .is_some_and(|&i| matches!(run.dag.state(i), State::Failed | State::Parked))
+                .is_some_and(|&i| matches!(core.dag.state(i), State::Failed | State::Parked))
         };
         let updates: Vec<Update> = refs
             .iter()
@@ -752,7 +760,7 @@ impl Coordinator {
             .collect();
         // A refusal means a straggler pushed meanwhile, and a remote away that long keeps
         // them all: what is left stays for `swarm gc --remote`.
-        self.reach(run, Some(CLOSING_TRIES), |t| t.push(&updates))?;
+        self.reach(out, Some(CLOSING_TRIES), |t| t.push(&updates))?;
         Ok(())
     }
 }
@@ -760,10 +768,15 @@ impl Coordinator {
 /// Why a writer's commit from a worker is not taken, if it is not: it must be there (a parent
 /// of the result) and descend from the commit the attempt started from, as a local writer's
 /// branch must.
-fn foreign_commit(run: &Run<'_>, i: usize, o: &remote::Outcome) -> Option<String> {
+fn foreign_commit(
+    core: &Core<'_>,
+    out: &Outlets<'_>,
+    i: usize,
+    o: &remote::Outcome,
+) -> Option<String> {
     let commit = CommitId::new(o.commit.as_deref()?);
-    let start = run.slots[i].start_commit.as_ref()?;
-    match run.repo.contains(&commit, start) {
+    let start = core.slots[i].start_commit.as_ref()?;
+    match out.repo.contains(&commit, start) {
         Ok(true) => None,
         Ok(false) => Some(format!(
             "worker {} sent commit {} that does not descend from the commit the task started from ({}); nothing of it is merged",
@@ -836,15 +849,10 @@ fn shown(name: &str) -> String {
     out
 }
 
-/// ` from worker W`, when a record names one.
-fn from_worker(worker: Option<&str>) -> String {
-    worker.map_or_else(String::new, |w| format!(" from worker {w}"))
-}
-
 /// The push that sets the run's `run` ref to `info` (its commit on the run's base).
 fn run_update(
     records: Records<'_>,
-    run: &Run<'_>,
+    layout: &super::super::Layout,
     info: &remote::RunInfo,
 ) -> anyhow::Result<Update> {
     let what = if info.ended { " ended" } else { "" };
@@ -852,7 +860,7 @@ fn run_update(
         Kind::Run,
         info,
         None,
-        std::slice::from_ref(&run.layout.base),
+        std::slice::from_ref(&layout.base),
         &format!("swarm run {}{what}", info.run),
     )?;
     Ok(Update {

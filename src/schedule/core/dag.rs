@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::plan::Plan;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum State {
+pub(in crate::schedule) enum State {
     Waiting,
     Ready,
     Delayed(Instant),
@@ -29,7 +29,7 @@ pub(super) enum State {
 
 impl State {
     /// Whether the task has reached its end in this run.
-    pub(super) fn is_final(self) -> bool {
+    pub(in crate::schedule) fn is_final(self) -> bool {
         matches!(
             self,
             Self::Done | Self::Failed | Self::Skipped | Self::Parked
@@ -42,14 +42,14 @@ impl State {
     }
 
     /// Whether it ended without a result for its dependents: failed, skipped or parked.
-    pub(super) fn ended_badly(self) -> bool {
+    pub(in crate::schedule) fn ended_badly(self) -> bool {
         matches!(self, Self::Failed | Self::Skipped | Self::Parked)
     }
 }
 
 /// Something that happened to a task, or to the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Transition {
+pub(in crate::schedule) enum Transition {
     /// The run starts (or resumes) with the states it was made with: deps are counted, what can
     /// never run is skipped, what can is queued.
     Settle,
@@ -71,9 +71,43 @@ pub(super) enum Transition {
     Stuck,
 }
 
+impl Transition {
+    /// The task it is about, if one.
+    fn task(&self) -> Option<usize> {
+        match *self {
+            Self::Started(i)
+            | Self::Committed(i)
+            | Self::Resolving(i)
+            | Self::Done(i)
+            | Self::Failed(i)
+            | Self::Parked(i)
+            | Self::Interrupted(i)
+            | Self::Delayed(i, _) => Some(i),
+            Self::Settle | Self::Added(_) | Self::Tick(_) | Self::Stuck => None,
+        }
+    }
+
+    /// Whether a task in state `from` can take it.
+    fn allowed_from(&self, from: State) -> bool {
+        use State::{Committed, Delayed, Done, Interrupted, Ready, Resolving, Running, Waiting};
+        match self {
+            // Waiting or interrupted: taken up from the remote, or claimed by a worker.
+            Self::Started(_) => matches!(from, Waiting | Ready | Interrupted),
+            // Done: merged, and to be tested by the gate again on a resume.
+            Self::Committed(_) => matches!(from, Running | Resolving | Done),
+            Self::Resolving(_) => from == Committed,
+            Self::Done(_) => matches!(from, Running | Committed),
+            Self::Failed(_) | Self::Delayed(..) => from == Running,
+            Self::Parked(_) => matches!(from, Committed | Resolving),
+            Self::Interrupted(_) => matches!(from, Running | Waiting | Ready | Delayed(_)),
+            Self::Settle | Self::Added(_) | Self::Tick(_) | Self::Stuck => true,
+        }
+    }
+}
+
 /// What the loop must do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Effect {
+pub(in crate::schedule) enum Effect {
     /// This task is skipped: record it, and say why.
     Skipped { task: usize, why: String },
     /// This task waits for tasks that will never end well: it is skipped as a deadlock.
@@ -81,7 +115,7 @@ pub(super) enum Effect {
 }
 
 /// The tasks' states and the queues over them.
-pub(super) struct Dag {
+pub(in crate::schedule) struct Dag {
     states: Vec<State>,
     waiting_on: Vec<usize>,
     priority: Vec<u32>,
@@ -94,7 +128,7 @@ pub(super) struct Dag {
 impl Dag {
     /// The plan's tasks in these states (fresh tasks `Waiting`); nothing is queued before
     /// `Transition::Settle`.
-    pub(super) fn new(plan: &Plan, states: Vec<State>) -> Self {
+    pub(in crate::schedule) fn new(plan: &Plan, states: Vec<State>) -> Self {
         Self {
             waiting_on: vec![0; states.len()],
             finished: states.iter().filter(|s| s.is_final()).count(),
@@ -105,12 +139,12 @@ impl Dag {
         }
     }
 
-    pub(super) fn state(&self, i: usize) -> State {
+    pub(in crate::schedule) fn state(&self, i: usize) -> State {
         self.states[i]
     }
 
     /// How many tasks have reached their end (`State::is_final`).
-    pub(super) fn finished(&self) -> usize {
+    pub(in crate::schedule) fn finished(&self) -> usize {
         self.finished
     }
 
@@ -121,7 +155,7 @@ impl Dag {
     }
 
     /// The ready task with the longest remaining path, taken off the queue.
-    pub(super) fn pop_ready(&mut self) -> Option<usize> {
+    pub(in crate::schedule) fn pop_ready(&mut self) -> Option<usize> {
         // A task started otherwise meanwhile (taken up from the remote) is no longer ready.
         while let Some((_, Reverse(i))) = self.ready.pop() {
             if self.states[i] == State::Ready {
@@ -132,18 +166,18 @@ impl Dag {
     }
 
     /// Puts tasks taken off the queue back (ones that found no free slot).
-    pub(super) fn requeue(&mut self, tasks: impl IntoIterator<Item = usize>) {
+    pub(in crate::schedule) fn requeue(&mut self, tasks: impl IntoIterator<Item = usize>) {
         for i in tasks {
             self.ready.push((self.priority[i], Reverse(i)));
         }
     }
 
-    pub(super) fn has_ready(&self) -> bool {
+    pub(in crate::schedule) fn has_ready(&self) -> bool {
         !self.ready.is_empty()
     }
 
     /// When the next held-back task is due.
-    pub(super) fn next_delay(&self) -> Option<Instant> {
+    pub(in crate::schedule) fn next_delay(&self) -> Option<Instant> {
         self.delayed
             .iter()
             .filter_map(|&i| match self.states[i] {
@@ -153,7 +187,21 @@ impl Dag {
             .min()
     }
 
-    pub(super) fn on(&mut self, plan: &Plan, t: Transition) -> Vec<Effect> {
+    /// Takes a transition, or refuses one the task's state makes impossible (a second end, a
+    /// commit of a task never started), changing nothing then: why.
+    pub(in crate::schedule) fn on(
+        &mut self,
+        plan: &Plan,
+        t: Transition,
+    ) -> Result<Vec<Effect>, String> {
+        if let Some(i) = t.task()
+            && !t.allowed_from(self.states[i])
+        {
+            return Err(format!(
+                "{:?} of task {} came while it was {:?}",
+                t, plan.tasks[i].id, self.states[i]
+            ));
+        }
         let mut effects = Vec::new();
         match t {
             Transition::Settle => self.settle(plan, 0..self.states.len(), &mut effects),
@@ -221,7 +269,7 @@ impl Dag {
                 }
             }
         }
-        effects
+        Ok(effects)
     }
 
     /// Counts the unfinished deps of the waiting tasks among `tasks`, skips those below a dep
@@ -312,7 +360,7 @@ mod tests {
 
     fn dag(plan: &Plan) -> Dag {
         let mut dag = Dag::new(plan, vec![State::Waiting; plan.len()]);
-        assert_eq!(dag.on(plan, Transition::Settle), []);
+        assert_eq!(dag.on(plan, Transition::Settle).unwrap(), []);
         dag
     }
 
@@ -350,11 +398,11 @@ mod tests {
         let mut dag = dag(&p);
         drain(&mut dag);
         for t in [Transition::Started(0), Transition::Started(1)] {
-            dag.on(&p, t);
+            dag.on(&p, t).unwrap();
         }
-        assert_eq!(dag.on(&p, Transition::Done(0)), []);
+        assert_eq!(dag.on(&p, Transition::Done(0)).unwrap(), []);
         assert_eq!(dag.state(2), State::Waiting);
-        assert_eq!(dag.on(&p, Transition::Done(1)), []);
+        assert_eq!(dag.on(&p, Transition::Done(1)).unwrap(), []);
         assert_eq!(drain(&mut dag), [2]);
     }
 
@@ -363,7 +411,8 @@ mod tests {
         let p = plan(DIAMOND);
         let mut dag = dag(&p);
         drain(&mut dag);
-        let effects = dag.on(&p, Transition::Failed(0));
+        dag.on(&p, Transition::Started(0)).unwrap();
+        let effects = dag.on(&p, Transition::Failed(0)).unwrap();
         let mut tasks: Vec<usize> = effects
             .iter()
             .map(|e| match e {
@@ -408,16 +457,16 @@ mod tests {
         let mut dag = dag(&p);
         assert_eq!(drain(&mut dag), [1, 0, 3]);
         for i in [0, 1, 3] {
-            dag.on(&p, Transition::Started(i));
+            dag.on(&p, Transition::Started(i)).unwrap();
         }
-        dag.on(&p, Transition::Committed(0));
-        assert_eq!(dag.on(&p, Transition::Parked(0)), []);
+        dag.on(&p, Transition::Committed(0)).unwrap();
+        assert_eq!(dag.on(&p, Transition::Parked(0)).unwrap(), []);
         assert_eq!(
-            dag.on(&p, Transition::Failed(1)),
+            dag.on(&p, Transition::Failed(1)).unwrap(),
             [skipped(2, "dependency w2 failed")]
         );
         assert_eq!(dag.state(4), State::Waiting);
-        assert_eq!(dag.on(&p, Transition::Done(3)), []);
+        assert_eq!(dag.on(&p, Transition::Done(3)).unwrap(), []);
         assert_eq!(drain(&mut dag), [4]);
     }
 
@@ -426,7 +475,7 @@ mod tests {
         let p = with_reducer(&[("w", &[]), ("x", &["w"]), ("report", &["w", "x"])]);
         let mut dag = Dag::new(&p, vec![State::Failed, State::Waiting, State::Waiting]);
         assert_eq!(
-            dag.on(&p, Transition::Settle),
+            dag.on(&p, Transition::Settle).unwrap(),
             [skipped(1, "dependency w failed")]
         );
         assert_eq!(drain(&mut dag), [2]);
@@ -437,10 +486,10 @@ mod tests {
         let p = plan(&[("w", &[]), ("after", &["w"])]);
         let mut dag = dag(&p);
         drain(&mut dag);
-        dag.on(&p, Transition::Started(0));
-        dag.on(&p, Transition::Committed(0));
+        dag.on(&p, Transition::Started(0)).unwrap();
+        dag.on(&p, Transition::Committed(0)).unwrap();
         assert_eq!(
-            dag.on(&p, Transition::Parked(0)),
+            dag.on(&p, Transition::Parked(0)).unwrap(),
             [skipped(1, "dependency w is parked")]
         );
     }
@@ -452,11 +501,12 @@ mod tests {
         drain(&mut dag);
         let now = Instant::now();
         let later = now + Duration::from_secs(5);
-        dag.on(&p, Transition::Delayed(0, later));
+        dag.on(&p, Transition::Started(0)).unwrap();
+        dag.on(&p, Transition::Delayed(0, later)).unwrap();
         assert_eq!(dag.next_delay(), Some(later));
-        dag.on(&p, Transition::Tick(now));
+        dag.on(&p, Transition::Tick(now)).unwrap();
         assert_eq!(dag.state(0), State::Delayed(later));
-        dag.on(&p, Transition::Tick(later));
+        dag.on(&p, Transition::Tick(later)).unwrap();
         assert_eq!(drain(&mut dag), [0]);
         assert_eq!(dag.next_delay(), None);
     }
@@ -467,10 +517,11 @@ mod tests {
         let mut dag = dag(&p);
         drain(&mut dag);
         let at = Instant::now();
-        dag.on(&p, Transition::Delayed(0, at));
+        dag.on(&p, Transition::Started(0)).unwrap();
+        dag.on(&p, Transition::Delayed(0, at)).unwrap();
         // The run stops before the retry is due.
-        dag.on(&p, Transition::Interrupted(0));
-        dag.on(&p, Transition::Tick(at));
+        dag.on(&p, Transition::Interrupted(0)).unwrap();
+        dag.on(&p, Transition::Tick(at)).unwrap();
         assert!(!dag.has_ready());
         assert_eq!(dag.next_delay(), None);
         assert_eq!(dag.state(0), State::Interrupted);
@@ -482,16 +533,17 @@ mod tests {
         let p = plan(&[("a", &[]), ("b", &[]), ("c", &["a", "b"])]);
         let mut dag = dag(&p);
         drain(&mut dag);
-        dag.on(&p, Transition::Started(0));
-        dag.on(&p, Transition::Started(1));
-        dag.on(&p, Transition::Done(0));
+        dag.on(&p, Transition::Started(0)).unwrap();
+        dag.on(&p, Transition::Started(1)).unwrap();
+        dag.on(&p, Transition::Done(0)).unwrap();
         assert_eq!(
-            dag.on(&p, Transition::Failed(1)),
+            dag.on(&p, Transition::Failed(1)).unwrap(),
             [skipped(2, "dependency b failed")]
         );
         assert_eq!(dag.state(0), State::Done);
-        // Failing again changes nothing below.
-        assert_eq!(dag.on(&p, Transition::Failed(1)), []);
+        // Failing again is refused, and changes nothing below.
+        assert!(dag.on(&p, Transition::Failed(1)).is_err());
+        assert_eq!(dag.state(2), State::Skipped);
     }
 
     #[test]
@@ -506,7 +558,7 @@ mod tests {
         ];
         let mut dag = Dag::new(&p, states);
         assert_eq!(
-            dag.on(&p, Transition::Settle),
+            dag.on(&p, Transition::Settle).unwrap(),
             [skipped(3, "dependency b failed")]
         );
         assert_eq!(drain(&mut dag), [2]);
@@ -517,12 +569,12 @@ mod tests {
         let first = plan(&[("a", &[])]);
         let mut dag = dag(&first);
         drain(&mut dag);
-        dag.on(&first, Transition::Started(0));
+        dag.on(&first, Transition::Started(0)).unwrap();
         let grown = plan(&[("a", &[]), ("g.x", &["a"]), ("g.y", &[])]);
-        assert_eq!(dag.on(&grown, Transition::Added(1..3)), []);
+        assert_eq!(dag.on(&grown, Transition::Added(1..3)).unwrap(), []);
         assert_eq!(dag.state(1), State::Waiting);
         assert_eq!(drain(&mut dag), [2]);
-        dag.on(&grown, Transition::Done(0));
+        dag.on(&grown, Transition::Done(0)).unwrap();
         assert_eq!(drain(&mut dag), [1]);
     }
 
@@ -531,10 +583,11 @@ mod tests {
         let first = plan(&[("a", &[])]);
         let mut dag = dag(&first);
         drain(&mut dag);
-        dag.on(&first, Transition::Failed(0));
+        dag.on(&first, Transition::Started(0)).unwrap();
+        dag.on(&first, Transition::Failed(0)).unwrap();
         let grown = plan(&[("a", &[]), ("g.x", &["a"])]);
         assert_eq!(
-            dag.on(&grown, Transition::Added(1..2)),
+            dag.on(&grown, Transition::Added(1..2)).unwrap(),
             [skipped(1, "dependency a failed")]
         );
     }
@@ -543,15 +596,39 @@ mod tests {
     fn stuck_tasks_are_skipped_with_what_they_wait_for() {
         let p = plan(&[("a", &[]), ("b", &["a"])]);
         let mut dag = Dag::new(&p, vec![State::Interrupted, State::Waiting]);
-        dag.on(&p, Transition::Settle);
+        dag.on(&p, Transition::Settle).unwrap();
         assert_eq!(
-            dag.on(&p, Transition::Stuck),
+            dag.on(&p, Transition::Stuck).unwrap(),
             [Effect::Stuck {
                 task: 1,
                 waits_for: vec![0]
             }]
         );
         assert_eq!(dag.state(1), State::Skipped);
+    }
+
+    #[test]
+    fn impossible_steps_are_refused_and_change_nothing() {
+        let p = plan(&[("a", &[]), ("b", &["a"]), ("c", &["a"])]);
+        let mut dag = dag(&p);
+        drain(&mut dag);
+        // Committed, done or failed before it started.
+        for t in [
+            Transition::Committed(0),
+            Transition::Done(0),
+            Transition::Failed(0),
+        ] {
+            assert!(dag.on(&p, t).is_err());
+        }
+        dag.on(&p, Transition::Started(0)).unwrap();
+        dag.on(&p, Transition::Done(0)).unwrap();
+        assert_eq!(drain(&mut dag), [1, 2]);
+        // A second end does not release the dependents twice.
+        assert!(dag.on(&p, Transition::Done(0)).is_err());
+        assert!(dag.on(&p, Transition::Started(0)).is_err());
+        assert!(dag.on(&p, Transition::Parked(1)).is_err());
+        assert_eq!(dag.state(0), State::Done);
+        assert_eq!(dag.finished(), 1);
     }
 
     #[test]
@@ -594,12 +671,12 @@ mod tests {
         let p = plan(&[("a", &[]), ("b", &["a"]), ("c", &["b"]), ("d", &[])]);
         let mut d = dag(&p);
         assert_eq!(d.finished(), 0);
-        d.on(&p, Transition::Started(0));
-        d.on(&p, Transition::Failed(0));
+        d.on(&p, Transition::Started(0)).unwrap();
+        d.on(&p, Transition::Failed(0)).unwrap();
         // a failed, b and c are skipped below it.
         assert_eq!(d.finished(), 3);
-        d.on(&p, Transition::Started(3));
-        d.on(&p, Transition::Done(3));
+        d.on(&p, Transition::Started(3)).unwrap();
+        d.on(&p, Transition::Done(3)).unwrap();
         assert_eq!(d.finished(), 4);
         let resumed = Dag::new(
             &p,

@@ -8,12 +8,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
+use self::ready::Preparer;
 use super::Message;
-use super::ready::Preparer;
 
 use crate::agent::openai::Builtin;
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
 use crate::git::{self, Commit, CommitId, Head, Left, Repo};
+
+mod ready;
+
+/// The most bytes a spawn may hold; past it the whole spawn is refused.
+const MAX_SPAWN_BYTES: u64 = 1024 * 1024;
 
 /// The dedicated pool that runs attempts (never rayon's global pool: attempts block on child
 /// processes), sized to `--jobs`.
@@ -73,6 +78,7 @@ impl Workers {
 }
 
 /// What an attempt's worker reports.
+#[derive(Debug)]
 pub(super) struct Report {
     pub(super) task: usize,
     pub(super) attempt: u32,
@@ -107,6 +113,7 @@ struct Spent {
     failed_check: Option<PathBuf>,
 }
 
+#[derive(Debug)]
 pub(super) enum Verdict {
     Succeeded {
         result: String,
@@ -468,21 +475,16 @@ impl Job {
 
     /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
     fn check(&self, check: &str, watchdog: &Watchdog, spent: &mut Spent) -> Option<Verdict> {
-        let check_run = Invocation {
-            command: check.to_owned(),
-            argv: Vec::new(),
-            env_drop: Vec::new(),
-            env_pass: Vec::new(),
-            stdin: None,
-            transcript: self.invocation.transcript.with_extension("check.log"),
-            // A check is the user's own command, held only to the task's timeout.
-            stall: None,
-            header: format!(
+        // A check is the user's own command, held only to the task's timeout.
+        let check_run = self.invocation.beside(
+            check,
+            self.invocation.transcript.with_extension("check.log"),
+            self.invocation.transcript_cap,
+            format!(
                 "check of {}\ncommand: {check}\n",
                 self.invocation.cwd.display()
             ),
-            ..self.invocation.clone()
-        };
+        );
         match agent::run(&check_run, watchdog).outcome {
             Outcome::Succeeded => None,
             Outcome::Interrupted => Some(Verdict::Interrupted),
@@ -631,7 +633,7 @@ impl DepsDir {
 /// What an attempt wrote to its spawn file: none when it wrote no file. The task may have put
 /// anything there (a FIFO, a link to a file elsewhere): only a regular file is read.
 fn read_spawn(file: &Path) -> Option<Result<String, String>> {
-    match crate::planted::read(file, super::spawn::MAX_SPAWN_BYTES) {
+    match crate::planted::read(file, MAX_SPAWN_BYTES) {
         Ok(bytes) => Some(
             String::from_utf8(bytes).map_err(|_| "its spawn file is not UTF-8 text".to_owned()),
         ),

@@ -1,15 +1,14 @@
-//! Preparing an attempt, on the owner thread: its directory (a shared snapshot for a reader, a
+//! Preparing an attempt, for the executor: its directory (a shared snapshot for a reader, a
 //! checkout of its own for a writer), its prompt or deps files, its environment, and the record
-//! of its start. The dispatcher hands the job to the pool.
+//! of its start. The executor hands the job to the pool.
 
 use anyhow::Context as _;
 
-use super::Checkout;
-use super::checkouts::Checkouts;
-use super::dag::Transition;
-use super::job::{DepsDir, Job, JobKind};
-use super::prompt::compose_prompt;
-use super::run::Run;
+use super::super::Checkout;
+use super::super::core::Core;
+use super::super::job::{DepsDir, Job, JobKind};
+use super::super::prompt::compose_prompt;
+use super::{Exec, Outlets, changed_paths, missing_deps};
 use crate::agent::acp::{Acp, Resume};
 use crate::agent::cli::{Kind, Session, Sessions};
 use crate::agent::openai::Builtin;
@@ -17,24 +16,25 @@ use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
 use crate::git::CommitId;
 use crate::plan::{Action, Mode};
+use crate::ui::Told;
 
 /// The deps directory of `run` tasks without deps: no task id can have this name.
-pub(super) const NO_DEPS_DIR: &str = "(none)";
+pub(in crate::schedule) const NO_DEPS_DIR: &str = "(none)";
 
-/// Task `i`'s next attempt, recorded as started, from the integration tip `tip`, with
+/// Task `i`'s attempt `attempt`, recorded as started, from the integration tip `tip`, with
 /// `running` attempts in this process's slots (this one included).
 pub(super) fn prepare(
-    run: &mut Run<'_>,
-    checkouts: &mut Checkouts,
-    tip: &CommitId,
+    core: &mut Core<'_>,
+    ex: &mut Exec<'_>,
     i: usize,
+    attempt: u32,
+    tip: &CommitId,
     running: usize,
 ) -> anyhow::Result<Job> {
-    let task = &run.plan.tasks[i];
-    let (settings, layout) = (run.settings, run.layout);
+    let (settings, layout, repo) = (ex.out.settings, ex.out.layout, ex.out.repo);
+    let task = &core.plan.tasks[i];
     let id = task.id.as_str();
-    let attempt = run.slots[i].attempts + 1;
-    let continuing = continued_session(run, i);
+    let continuing = continued_session(core, layout, i, attempt - 1);
     if attempt > 1 {
         file_left_stdout(layout, id, attempt - 1, settings.transcript_cap);
     }
@@ -43,11 +43,12 @@ pub(super) fn prepare(
         .join("attempts")
         .join(format!("{id}.{attempt}.log"));
     let mut notes = String::new();
+    let mut start_commit = None;
     let (cwd, kind) = match task.mode {
         Mode::Read => {
-            let (path, missing) = checkouts.acquire_snapshot(run.repo, tip)?;
-            notes = super::included_note(&settings.prepare.include, &missing);
-            run.slots[i].snapshot = Some(tip.clone());
+            let (path, missing) = ex.checkouts.acquire_snapshot(repo, tip)?;
+            notes = super::super::included_note(&settings.prepare.include, &missing);
+            ex.hold_snapshot(i, tip.clone());
             (
                 path,
                 JobKind::Reader {
@@ -58,11 +59,11 @@ pub(super) fn prepare(
         Mode::Write => {
             let path = layout.worktree(id, Checkout::Task);
             // A continued writer goes on from where its checkout started.
-            let start = match (&continuing, &run.slots[i].start_commit) {
+            let start = match (&continuing, &core.slots[i].start_commit) {
                 (Some(_), Some(start)) => start.clone(),
                 _ => tip.clone(),
             };
-            run.slots[i].start_commit = Some(start.clone());
+            start_commit = Some(start.clone());
             (
                 path.clone(),
                 JobKind::Writer {
@@ -78,7 +79,7 @@ pub(super) fn prepare(
                     reuse: if continuing.is_some() {
                         None
                     } else {
-                        checkouts.take_set_aside()
+                        ex.checkouts.take_set_aside()
                     },
                     in_place: continuing.is_some(),
                 },
@@ -95,21 +96,20 @@ pub(super) fn prepare(
         // user's: the repository's name, for tasks that report on it.
         (
             "SWARM_REPO_NAME".to_owned(),
-            run.repo
-                .workdir()
+            repo.workdir()
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         ),
     ];
-    let tmp = run.scratch.acquire(i);
-    env.extend(super::attempt_env(&mut run.ports, i, &tmp));
+    let tmp = ex.scratch.acquire(i);
+    env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
     // What the agent may spawn, and where it writes it, when it may spawn at all: else it
     // is told of no spawn file, and the built-in agent gets no tool to add tasks. No earlier
     // attempt had this number (each is recorded before it starts), so no file an earlier one
     // wrote is taken for it.
-    let capacity = run.spawns.capacity(
-        &run.plan.tasks[i].id,
+    let capacity = core.spawns.capacity(
+        &core.plan.tasks[i].id,
         running,
         settings.jobs,
         std::time::Instant::now(),
@@ -124,22 +124,22 @@ pub(super) fn prepare(
             serde_json::to_string(&capacity).unwrap_or_default(),
         ));
     }
-    let task = &run.plan.tasks[i];
+    let task = &core.plan.tasks[i];
     // A task that runs on what finished (a reducer) is told which of its deps have no result
     // for it, and why; the others' results it gets as any task does.
     let missing = if task.lane.runs_on_what_finished() {
-        run.missing_deps(i)?
+        missing_deps(core, &ex.out.record, i)?
     } else {
         Vec::new()
     };
-    let deps: Vec<(String, String)> = run
+    let deps: Vec<(String, String)> = core
         .plan
         .deps(i)
-        .filter(|&d| !missing.iter().any(|(id, _)| id == run.id(d)))
+        .filter(|&d| !missing.iter().any(|(id, _)| id == core.id(d)))
         .map(|d| {
             (
-                run.plan.tasks[d].id.to_string(),
-                run.slots[d].result.clone().unwrap_or_default(),
+                core.plan.tasks[d].id.to_string(),
+                core.slots[d].result.clone().unwrap_or_default(),
             )
         })
         .collect();
@@ -172,13 +172,18 @@ pub(super) fn prepare(
         }
         Action::Prompt(prompt) => {
             let agent = settings
-                .attempt_agent(task.agent.as_deref(), run.slots[i].member.as_deref())
+                .attempt_agent(task.agent.as_deref(), core.slots[i].member.as_deref())
                 .with_context(|| format!("task {id} has a prompt but no agent is configured"))?;
             // Paths changed by the writers among its deps.
-            let changes: Vec<(String, Vec<String>)> = run
+            let changes: Vec<(String, Vec<String>)> = core
                 .plan
                 .deps(i)
-                .filter_map(|d| Some((run.plan.tasks[d].id.to_string(), run.changed_paths(d)?)))
+                .filter_map(|d| {
+                    Some((
+                        core.plan.tasks[d].id.to_string(),
+                        changed_paths(core, repo, d)?,
+                    ))
+                })
                 .collect();
             let prompt = compose_prompt(prompt, &deps, &missing, &changes);
             match agent {
@@ -261,32 +266,35 @@ pub(super) fn prepare(
         session: session.as_deref(),
         continued: continuing.is_some(),
     };
-    match &kind {
-        JobKind::Writer { start, reuse, .. } => {
-            record_start(run, i, &started, Some((start, reuse.as_deref())))?;
-        }
-        _ => record_start(run, i, &started, None)?,
+    let writer = match &kind {
+        JobKind::Writer { start, reuse, .. } => Some((start, reuse.as_deref())),
+        _ => None,
+    };
+    record_start(core, &mut ex.out, i, &started, writer)?;
+    core.prepared(i, start_commit, session.clone());
+    let mut invocation = Invocation::shell(
+        &command,
+        cwd,
+        timeout,
+        transcript,
+        settings.transcript_cap,
+        header,
+    );
+    invocation.argv = argv_run;
+    invocation.stdin = stdin;
+    invocation.env = env;
+    // The built-in agent runs in swarm; its requests have their own timeout.
+    invocation.stall = settings.stall_timeout.filter(|_| builtin.is_none());
+    invocation.stdout_file = stdout_file;
+    if let Some(p) = &cli {
+        invocation.env_drop.clone_from(&p.drop_env);
+        invocation.env_pass.clone_from(&p.pass_env);
     }
     Ok(Job {
         task: i,
         attempt,
         kind,
-        invocation: Invocation {
-            command,
-            argv: argv_run,
-            env_drop: cli.as_ref().map(|p| p.drop_env.clone()).unwrap_or_default(),
-            env_pass: cli.as_ref().map(|p| p.pass_env.clone()).unwrap_or_default(),
-            stdin,
-            cwd,
-            env,
-            timeout,
-            // The built-in agent runs in swarm; its requests have their own timeout.
-            stall: settings.stall_timeout.filter(|_| builtin.is_none()),
-            stdout_file,
-            transcript,
-            transcript_cap: settings.transcript_cap,
-            header,
-        },
+        invocation,
         builtin,
         parser: cli.filter(|p| p.kind == Kind::Cli).map(|p| p.parser),
         acp,
@@ -297,7 +305,7 @@ pub(super) fn prepare(
                 results: deps,
                 missing,
             }),
-        user_checkout: run.repo.workdir().to_owned(),
+        user_checkout: repo.workdir().to_owned(),
         session,
         prepare: settings.prepare.clone(),
         tmp,
@@ -315,49 +323,49 @@ pub(super) struct Started<'p> {
 }
 
 /// Records task `i`'s attempt as started (a writer's with its start commit and the checkout it
-/// reuses): in the board, the dag, its slot and on the terminal.
+/// reuses), on the board and the terminal.
 fn record_start(
-    run: &mut Run<'_>,
+    core: &Core<'_>,
+    out: &mut Outlets<'_>,
     i: usize,
     a: &Started<'_>,
     writer: Option<(&CommitId, Option<&std::path::Path>)>,
 ) -> anyhow::Result<()> {
-    let id = run.plan.tasks[i].id.as_str();
-    let member = run.slots[i].member.as_deref();
-    run.record.attempt_started(id, a, member)?;
+    let id = core.id(i);
+    let member = core.slots[i].member.as_deref();
+    out.record.attempt_started(id, a, member)?;
     if let Some((start, reuse)) = writer {
-        let branch = run.layout.branch(id, Checkout::Task);
-        run.record
+        let branch = out.layout.branch(id, Checkout::Task);
+        out.record
             .writer_started(id, start, &branch, a.cwd, reuse)?;
     }
-    run.dag.on(&run.plan, Transition::Started(i));
-    let slot = &mut run.slots[i];
-    slot.attempts = a.attempt;
-    slot.started = Some(std::time::Instant::now());
-    // As the board has it: a crash now leaves the session for a resume to continue.
-    slot.session = a.session.map(str::to_owned);
-    run.ui.task_started(id, a.attempt);
+    out.ui.tell(&Told::Started {
+        id: id.to_owned(),
+        attempt: a.attempt,
+    });
     Ok(())
 }
 
-/// Task `i`'s next attempt, from the integration tip `tip`, recorded as started for a worker on
-/// another machine to run (see `remote`): the worker makes its directory, prompt and
-/// environment. Its number.
-pub(super) fn start_remote(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyhow::Result<u32> {
-    let task = &run.plan.tasks[i];
+/// Task `i`'s attempt `attempt`, from the integration tip `tip`, recorded as started for a
+/// worker on another machine to run (see `remote`): the worker makes its directory, prompt and
+/// environment.
+pub(super) fn start_remote(
+    core: &mut Core<'_>,
+    out: &mut Outlets<'_>,
+    i: usize,
+    attempt: u32,
+    tip: &CommitId,
+) -> anyhow::Result<()> {
+    let layout = out.layout;
+    let task = &core.plan.tasks[i];
     let id = task.id.as_str();
-    let attempt = run.slots[i].attempts + 1;
-    let transcript = run
-        .layout
+    let transcript = layout
         .run_dir
         .join("attempts")
         .join(format!("{id}.{attempt}.log"));
     // The checkout is the worker's; the board names where this machine would have it.
-    let cwd = run.layout.worktree(id, Checkout::Task);
+    let cwd = layout.worktree(id, Checkout::Task);
     let writes = task.mode == Mode::Write;
-    if writes {
-        run.slots[i].start_commit = Some(tip.clone());
-    }
     let started = Started {
         attempt,
         transcript: &transcript,
@@ -365,37 +373,42 @@ pub(super) fn start_remote(run: &mut Run<'_>, tip: &CommitId, i: usize) -> anyho
         session: None,
         continued: false,
     };
-    record_start(run, i, &started, writes.then_some((tip, None)))?;
-    Ok(attempt)
+    record_start(core, out, i, &started, writes.then_some((tip, None)))?;
+    core.prepared(i, writes.then(|| tip.clone()), None);
+    Ok(())
 }
 
 /// What a continued session is told: the task itself is in it already.
 const CONTINUE_PROMPT: &str = "Your work on this task was cut short before you finished (a timeout, a usage limit, or swarm was stopped). Everything you did is still here: the files you changed are in this directory as you left them. Go on from where you stopped, finish the task, and then give your final answer as the task asks.";
 
-/// The session of task `i`'s last attempt, when this attempt is to continue it: that attempt
-/// was cut short, its agent keeps sessions swarm can continue, retries are not to start
-/// afresh, and a writer's checkout is still as it left it.
-fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
-    let (task, slot) = (&run.plan.tasks[i], &run.slots[i]);
-    if run.settings.fresh_retries || !matches!(task.action, Action::Prompt(_)) {
+/// The session of task `i`'s last attempt (`last`), when this attempt is to continue it:
+/// that attempt was cut short, its agent keeps sessions swarm can continue, retries are not to
+/// start afresh, and a writer's checkout is still as it left it.
+fn continued_session(
+    core: &Core<'_>,
+    layout: &super::Layout,
+    i: usize,
+    last: u32,
+) -> Option<String> {
+    let (task, slot, settings) = (&core.plan.tasks[i], &core.slots[i], core.settings);
+    if settings.fresh_retries || !matches!(task.action, Action::Prompt(_)) {
         return None;
     }
-    let Some(Agent::Cli(profile)) = run
-        .settings
-        .attempt_agent(task.agent.as_deref(), slot.member.as_deref())
+    let Some(Agent::Cli(profile)) =
+        settings.attempt_agent(task.agent.as_deref(), slot.member.as_deref())
     else {
         return None;
     };
     // A Codex attempt a killed swarm never saw end left its stdout, and its thread in it.
     let left = || {
-        let out = codex_stdout(run.layout, task.id.as_str(), slot.attempts);
+        let out = codex_stdout(layout, task.id.as_str(), last);
         // Codex names its thread in its first event; the agent may have put anything there.
         let text = crate::planted::read_start(&out, crate::agent::RESULT_CAP as u64).ok()?;
         let text = String::from_utf8_lossy(&text);
         crate::agent::cli::parse(profile.parser, &text, &crate::agent::cli::Now::here()).session
     };
     let session = slot.session.clone().or_else(|| {
-        (profile.sessions == Sessions::Codex && slot.attempts > 0)
+        (profile.sessions == Sessions::Codex && last > 0)
             .then(left)
             .flatten()
     })?;
@@ -403,8 +416,7 @@ fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
         Mode::Read => true,
         Mode::Write => {
             slot.start_commit.is_some()
-                && run
-                    .layout
+                && layout
                     .worktree(task.id.as_str(), Checkout::Task)
                     .join(".git")
                     .exists()
@@ -415,7 +427,7 @@ fn continued_session(run: &Run<'_>, i: usize) -> Option<String> {
 
 /// Where a Codex attempt's stdout is while it runs: a swarm killed meanwhile finds the thread
 /// to continue there (Codex names it only in its first event).
-fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::PathBuf {
+fn codex_stdout(layout: &super::super::Layout, id: &str, attempt: u32) -> std::path::PathBuf {
     layout
         .run_dir
         .join("attempts")
@@ -424,7 +436,7 @@ fn codex_stdout(layout: &super::Layout, id: &str, attempt: u32) -> std::path::Pa
 
 /// What an attempt a killed swarm never saw end printed goes into its transcript, once the next
 /// attempt has read it.
-fn file_left_stdout(layout: &super::Layout, id: &str, attempt: u32, cap: u64) {
+fn file_left_stdout(layout: &super::super::Layout, id: &str, attempt: u32, cap: u64) {
     use crate::agent::transcript::Transcript;
     let left = codex_stdout(layout, id, attempt);
     let Ok(mut text) = crate::planted::open(&left) else {

@@ -11,19 +11,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::checkouts::Checkouts;
-use super::dag::{Dag, State};
-use super::job::{Report, Verdict, Workers};
+use super::super::core::{Core, DepFacts, Input};
+use super::super::job::{Report, Verdict, Workers};
+use super::super::{Checkout, Layout, Message, Settings, notice_line, outcome};
+use super::attempt;
 use super::record::Recorder;
-use super::run::{Run, Slot};
-use super::spawn::Joined;
-use super::{Checkout, Layout, Message, Settings, attempt, outcome};
+use super::{Exec, Outlets};
 use crate::agent::Watchdog;
 use crate::git::{CommitId, Repo};
 use crate::plan::{Mode, Plan};
 use crate::remote::{self, Expect, Key, Kind, Pushed, Records, Transport, Update};
 use crate::store::Board;
-use crate::ui::{Ui, Verb};
+use crate::ui::{Told, Ui};
 
 /// How a worker is set up.
 pub struct WorkerSetup {
@@ -58,8 +57,8 @@ struct Held {
 }
 
 struct Worker<'a> {
-    run: Run<'a>,
-    checkouts: Checkouts,
+    core: Core<'a>,
+    ex: Exec<'a>,
     setup: &'a WorkerSetup,
     held: BTreeMap<usize, Held>,
     index: std::collections::HashMap<String, usize>,
@@ -82,40 +81,23 @@ pub fn work(
 ) -> anyhow::Result<WorkerEnd> {
     let (tx, rx) = mpsc::channel();
     let watchdog = Watchdog::start(settings.kill_grace)?;
-    let _ = std::fs::remove_dir_all(layout.run_dir.join("tmp"));
     std::fs::create_dir_all(layout.deps.join(attempt::NO_DEPS_DIR))?;
-    let states = vec![State::Waiting; plan.len()];
-    let slots = plan.tasks.iter().map(|_| Slot::waiting()).collect();
     let index = plan
         .tasks
         .iter()
         .enumerate()
         .map(|(i, t)| (t.id.to_string(), i))
         .collect();
-    let spawns = super::spawn::Spawns::new(&plan, settings.spawn);
+    let out = Outlets {
+        record: Recorder::new(board, &layout.run),
+        ui,
+        repo,
+        settings,
+        layout,
+    };
     let mut w = Worker {
-        checkouts: Checkouts::open(
-            &layout.worktrees,
-            settings.max_writers,
-            repo.workdir(),
-            &settings.prepare.include,
-        )?,
-        run: Run {
-            dag: Dag::new(&plan, states),
-            plan,
-            slots,
-            record: Recorder::new(board, &layout.run),
-            ui,
-            repo,
-            watchdog: watchdog.clone(),
-            tx: tx.clone(),
-            hooks_running: 0,
-            ports: super::ports::Ports::for_run(),
-            scratch: super::scratch::Scratch::new(&layout.run_dir.join("tmp")),
-            spawns,
-            settings,
-            layout,
-        },
+        ex: Exec::new(out, watchdog.clone(), tx.clone(), None, None)?,
+        core: Core::for_worker(settings, plan, layout.base.clone()),
         setup,
         held: BTreeMap::new(),
         index,
@@ -140,7 +122,7 @@ pub fn work(
     }
     drop(signals);
     watchdog.shutdown();
-    let closed = w.checkouts.close();
+    let closed = w.ex.checkouts.close();
     let _ = std::fs::remove_dir_all(layout.run_dir.join("tmp"));
     let _ = std::fs::remove_dir_all(&layout.deps);
     let ended = ended?;
@@ -152,8 +134,8 @@ impl Worker<'_> {
     /// The run's records, signed and checked with the key.
     fn records(&self) -> Records<'_> {
         Records {
-            repo: self.run.repo,
-            run: &self.run.layout.run,
+            repo: self.ex.out.repo,
+            run: &self.ex.out.layout.run,
             key: self.setup.key.as_ref(),
         }
     }
@@ -163,12 +145,13 @@ impl Worker<'_> {
         workers: &Workers,
         rx: &mpsc::Receiver<Message>,
     ) -> anyhow::Result<WorkerEnd> {
-        let prefix = remote::prefix(&self.run.layout.run);
-        let (mut over, mut stopping) = (false, false);
+        let prefix = remote::prefix(&self.ex.out.layout.run);
+        let mut over = false;
         let mut next_poll = Instant::now();
         let mut fails = 0;
         loop {
             let now = Instant::now();
+            let stopping = self.core.stopping();
             if now >= next_poll && !stopping {
                 match self.setup.transport.fetch(&prefix) {
                     Ok(refs) => {
@@ -192,7 +175,7 @@ impl Worker<'_> {
                     }
                 }
             }
-            if (over || stopping) && self.held.is_empty() {
+            if (over || stopping) && self.core.running() == 0 {
                 return Ok(if stopping {
                     WorkerEnd::Stopped
                 } else {
@@ -201,20 +184,12 @@ impl Worker<'_> {
             }
             let wait = next_poll.saturating_duration_since(Instant::now());
             match rx.recv_timeout(wait) {
-                Ok(Message::Done(report)) => self.finished(&report, stopping)?,
-                Ok(Message::Signal) if !stopping => {
-                    stopping = true;
-                    workers.stop_all();
-                    let line = format!(
-                        "{} running task(s) are stopped and given back; press Ctrl-C again to kill now",
-                        self.held.len()
-                    );
-                    self.run.ui.note(Verb::Stopping, &line);
-                }
+                Ok(Message::Done(report)) => self.finished(report, workers)?,
+                Ok(Message::Signal) => self.ex.feed(&mut self.core, Input::Signal, workers)?,
                 Ok(Message::Notice { task, notice }) => {
-                    if let Some(line) = super::notice_line(&notice) {
-                        let id = self.run.plan.tasks[task].id.as_str();
-                        self.run.ui.note(Verb::Retrying, &format!("{id}: {line}"));
+                    if let Some(line) = notice_line(&notice) {
+                        let who = self.core.id(task).to_owned();
+                        self.ex.tell(&Told::ModelRetry { who, line });
                     }
                 }
                 _ => {}
@@ -229,11 +204,11 @@ impl Worker<'_> {
         refs: &BTreeMap<String, CommitId>,
         workers: &Workers,
     ) -> anyhow::Result<()> {
-        let run_id = self.run.layout.run.clone();
+        let run_id = self.ex.out.layout.run.clone();
         let mut wanted = Vec::new();
         let mut learnt = false;
         for (name, oid) in refs {
-            if self.held.len() + wanted.len() >= self.run.settings.jobs {
+            if self.held.len() + wanted.len() >= self.ex.out.settings.jobs {
                 break;
             }
             let Some(Kind::Ready(task)) = Kind::of(name) else {
@@ -312,8 +287,12 @@ impl Worker<'_> {
             }
             if let Err(e) = self.start(i, &job, workers) {
                 // It could not start here: given back for another worker.
-                let line = format!("{task}: could not start here ({e:#}); given back");
-                self.run.ui.note(Verb::Failed, &line);
+                let fx = self.core.on(Input::NotStarted(i), Instant::now());
+                self.ex.carry_out(&mut self.core, fx, workers)?;
+                self.ex.tell(&Told::NotStartedHere {
+                    id: task.to_owned(),
+                    why: format!("{e:#}"),
+                });
                 self.give_back(i);
             }
         }
@@ -330,7 +309,7 @@ impl Worker<'_> {
             return Ok(());
         };
         let (tasks, problems) = Plan::read(&info.tasks);
-        let known = self.run.plan.len();
+        let known = self.core.plan.len();
         if !problems.is_empty() || tasks.len() <= known {
             return Ok(());
         }
@@ -339,34 +318,42 @@ impl Worker<'_> {
             .iter()
             .map(|t| (t.id.to_string(), t.to_json()))
             .collect();
-        let added = self.run.plan.extend(new)?;
-        self.run.record.tasks_added(&specs)?;
+        let added = self.core.plan.extend(new)?;
+        self.ex.out.record.tasks_added(&specs)?;
         for i in added.clone() {
-            self.index.insert(self.run.plan.tasks[i].id.to_string(), i);
+            self.index.insert(self.core.plan.tasks[i].id.to_string(), i);
         }
-        self.run.grow(added)
+        let mut fx = Vec::new();
+        self.core.grow(added, &mut fx);
+        // Tasks a worker learns only wait for claims: nothing to carry out.
+        drop(fx);
+        Ok(())
     }
 
     /// Starts the claimed attempt `job` of task `i` in this worker's pool, from the
     /// published start commit and with its deps' results.
     fn start(&mut self, i: usize, job: &remote::Job, workers: &Workers) -> anyhow::Result<()> {
-        for dep in &job.deps {
-            let Some(&d) = self.index.get(&dep.id) else {
-                continue;
-            };
-            let slot = &mut self.run.slots[d];
-            slot.result.clone_from(&dep.result);
-            slot.missing.clone_from(&dep.missing);
-            slot.start_commit = dep.start.as_deref().map(CommitId::new);
-            slot.commit = dep.commit.as_deref().map(CommitId::new);
-        }
-        self.run.slots[i].attempts = job.attempt.saturating_sub(1);
-        self.run.slots[i].session = None;
-        let start = CommitId::new(&job.start);
-        let running = self.held.len() + 1;
-        let prepared = attempt::prepare(&mut self.run, &mut self.checkouts, &start, i, running)?;
-        workers.spawn(prepared);
-        Ok(())
+        let deps = job
+            .deps
+            .iter()
+            .filter_map(|dep| {
+                let facts = DepFacts {
+                    result: dep.result.clone(),
+                    missing: dep.missing.clone(),
+                    start: dep.start.as_deref().map(CommitId::new),
+                    commit: dep.commit.as_deref().map(CommitId::new),
+                };
+                Some((*self.index.get(&dep.id)?, facts))
+            })
+            .collect();
+        let claimed = Input::Claimed {
+            task: i,
+            attempt: job.attempt,
+            tip: CommitId::new(&job.start),
+            deps,
+        };
+        let fx = self.core.on(claimed, Instant::now());
+        self.ex.carry_out(&mut self.core, fx, workers)
     }
 
     fn lease_commit(
@@ -400,11 +387,11 @@ impl Worker<'_> {
     /// Renews the leases that are a third through their time; one another worker holds now
     /// is lost.
     fn renew(&mut self, refs: &BTreeMap<String, CommitId>) {
-        let run_id = self.run.layout.run.clone();
+        let run_id = self.ex.out.layout.run.clone();
         let due = self.setup.lease / 3;
         let tasks: Vec<usize> = self.held.keys().copied().collect();
         for i in tasks {
-            let id = self.run.plan.tasks[i].id.to_string();
+            let id = self.core.plan.tasks[i].id.to_string();
             let h = &self.held[&i];
             if h.lost {
                 continue;
@@ -441,43 +428,43 @@ impl Worker<'_> {
     fn lose(&mut self, i: usize, why: &str) {
         if let Some(h) = self.held.get_mut(&i) {
             h.lost = true;
-            let id = self.run.plan.tasks[i].id.as_str();
-            let line = format!("{id}: {why}; its result will not be taken");
-            self.run.ui.note(Verb::Stopped, &line);
+            let id = self.core.id(i).to_owned();
+            self.ex.tell(&Told::LeaseLost {
+                id,
+                why: why.to_owned(),
+            });
         }
     }
 
     /// An attempt ended: its result is pushed with the release of its lease (refused when
     /// the lease is no longer this worker's), or, when the worker is stopping, its lease is
     /// given back. Its checkout is set aside for the next writer.
-    fn finished(&mut self, report: &Report, stopping: bool) -> anyhow::Result<()> {
+    fn finished(&mut self, report: Report, workers: &Workers) -> anyhow::Result<()> {
         let i = report.task;
-        let id = self.run.plan.tasks[i].id.to_string();
-        self.run.ports.release(i);
-        self.run.scratch.release(i);
-        if let Some(commit) = self.run.slots[i].snapshot.take() {
-            self.checkouts.release_snapshot(&commit, &commit)?;
-        }
-        if self.run.plan.tasks[i].mode == Mode::Write {
-            let path = self.run.layout.worktree(&id, Checkout::Task);
+        let id = self.core.id(i).to_owned();
+        self.ex.release(i, None)?;
+        if self.core.plan.tasks[i].mode == Mode::Write {
+            let path = self.ex.out.layout.worktree(&id, Checkout::Task);
             let at = match &report.verdict {
                 Verdict::Succeeded { commit, .. } => commit.clone(),
                 _ => None,
             };
-            self.checkouts.retire(&path, at.as_ref())?;
+            self.ex.checkouts.retire(&path, at.as_ref())?;
         }
-        if stopping && matches!(report.verdict, Verdict::Interrupted) {
+        let held = if self.core.stopping() && matches!(report.verdict, Verdict::Interrupted) {
             self.give_back(i);
-            return self.record(report, false);
-        }
-        let Some(held) = self.held.remove(&i) else {
-            return Ok(());
+            None
+        } else {
+            self.held.remove(&i)
         };
-        let o = outcome::outcome(&id, held.generation, &self.setup.id, report);
+        let Some(held) = held else {
+            return self.pushed(report, false, workers);
+        };
+        let o = outcome::outcome(&id, held.generation, &self.setup.id, &report);
         // Within its cap, and the lines swarm wrote around what the attempt printed.
         let transcript = crate::planted::read_start(
-            &report_transcript(&self.run, &id, report.attempt),
-            self.run.settings.transcript_cap.saturating_add(1 << 20),
+            &report_transcript(self.ex.out.layout, &id, report.attempt),
+            self.ex.out.settings.transcript_cap.saturating_add(1 << 20),
         )
         .unwrap_or_default();
         let parents: Vec<CommitId> = o.commit.iter().map(|c| CommitId::new(c)).collect();
@@ -488,7 +475,7 @@ impl Worker<'_> {
             &parents,
             &format!("result of {id} attempt {}", report.attempt),
         )?;
-        let run_id = self.run.layout.run.clone();
+        let run_id = self.ex.out.layout.run.clone();
         let ended = self.lease_commit(&id, held.generation, held.renewal + 1, true)?;
         let push = [
             Update {
@@ -521,61 +508,23 @@ impl Worker<'_> {
                 }
             }
         };
-        let taken = match pushed {
-            None => {
-                let line = format!(
-                    "{id}: the remote did not answer and swarm is stopping: its result is not pushed, and its lease runs out for another worker"
-                );
-                self.run.ui.note(Verb::Stopped, &line);
-                false
-            }
+        let (told, taken) = match pushed {
+            None => (Told::ResultNotPushed(id), false),
             Some(Pushed::Done) => {
-                let line = format!("{id}: result pushed ({})", outcome::status_name(o.status));
-                self.run.ui.note(Verb::Finished, &line);
-                true
+                let status = outcome::status_name(o.status).to_owned();
+                (Told::ResultPushed { id, status }, true)
             }
-            Some(Pushed::Refused(why)) => {
-                let line = format!(
-                    "{id}: the remote refused its result ({why}): the lease was no longer this worker's"
-                );
-                self.run.ui.note(Verb::Stopped, &line);
-                false
-            }
+            Some(Pushed::Refused(why)) => (Told::ResultRefused { id, why }, false),
         };
-        self.record(report, taken)
+        self.ex.tell(&told);
+        self.pushed(report, taken, workers)
     }
 
-    /// This clone's board says how the attempt ended here (the coordinator's board says what
-    /// became of it): a result the remote did not take, as cut short.
-    fn record(&mut self, report: &Report, taken: bool) -> anyhow::Result<()> {
-        let task = &self.run.plan.tasks[report.task];
-        let (id, writes) = (task.id.to_string(), task.mode == Mode::Write);
-        let totals = super::record::Totals {
-            tokens: report.tokens,
-            cost: report.cost,
-        };
-        let record = &mut self.run.record;
-        match &report.verdict {
-            Verdict::Succeeded { result, commit } if taken => record.attempt_succeeded(
-                &id,
-                report,
-                totals,
-                result,
-                commit.as_ref(),
-                writes,
-                &Joined::default(),
-            ),
-            Verdict::Failed(why) if taken => {
-                let failure = super::record::Failure {
-                    failures: 1,
-                    status: crate::store::TaskStatus::Failed,
-                    why,
-                    retry: false,
-                };
-                record.attempt_failed(&id, report, totals, &failure)
-            }
-            _ => record.attempt_interrupted(&id, report, totals),
-        }
+    /// This clone's board says how the attempt ended here, as the core says (the
+    /// coordinator's board says what became of it).
+    fn pushed(&mut self, report: Report, taken: bool, workers: &Workers) -> anyhow::Result<()> {
+        self.ex
+            .feed(&mut self.core, Input::Pushed { report, taken }, workers)
     }
 
     /// Gives task `i`'s attempt back: its lease is deleted, if still this worker's, for
@@ -584,9 +533,9 @@ impl Worker<'_> {
         let Some(held) = self.held.remove(&i) else {
             return;
         };
-        let id = self.run.plan.tasks[i].id.to_string();
+        let id = self.core.plan.tasks[i].id.to_string();
         let release = [Update {
-            name: remote::task_ref(&self.run.layout.run, "lease", &id),
+            name: remote::task_ref(&self.ex.out.layout.run, "lease", &id),
             to: None,
             expect: Expect::Is(held.lease),
         }];
@@ -597,18 +546,17 @@ impl Worker<'_> {
     fn gone(&mut self, why: &str) {
         if self.away.is_none() {
             self.away = Some(why.to_owned());
-            let line = format!(
-                "the remote {} does not answer ({why}); trying again",
-                self.setup.transport.remote()
-            );
-            self.run.ui.note(Verb::Retrying, &line);
+            self.ex.tell(&Told::RemoteAway {
+                remote: self.setup.transport.remote().to_string(),
+                why: why.to_owned(),
+            });
         }
     }
 
     fn back(&mut self) {
         if self.away.take().is_some() {
-            let line = format!("the remote {} answers again", self.setup.transport.remote());
-            self.run.ui.note(Verb::Retrying, &line);
+            self.ex
+                .tell(&Told::RemoteBack(self.setup.transport.remote().to_string()));
         }
     }
 }
@@ -628,8 +576,8 @@ fn has_result(
 }
 
 /// Where the attempt's transcript is.
-fn report_transcript(run: &Run<'_>, id: &str, attempt: u32) -> std::path::PathBuf {
-    run.layout
+fn report_transcript(layout: &Layout, id: &str, attempt: u32) -> std::path::PathBuf {
+    layout
         .run_dir
         .join("attempts")
         .join(format!("{id}.{attempt}.log"))

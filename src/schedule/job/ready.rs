@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::Prepare;
-use super::job::{Job, Made, Verdict};
+use super::super::Prepare;
+use super::{Job, Made, Verdict};
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
 use crate::git;
 
@@ -58,7 +58,7 @@ impl<'a> Preparer<'a> {
         let kept_out: Vec<String> = p.include.iter().chain(&p.cache).cloned().collect();
         git::exclude(cwd, &kept_out)?;
         let missing = git::copy_included(self.user_checkout, cwd, &p.include)?;
-        notes.push_str(&super::included_note(&p.include, &missing));
+        notes.push_str(&super::super::included_note(&p.include, &missing));
         if p.cache.is_empty() && p.setup.is_none() {
             return Ok(Ok(notes));
         }
@@ -136,21 +136,12 @@ impl<'a> Preparer<'a> {
     /// else the transcript says what happened and the verdict ends the attempt.
     fn setup(&self, command: &str, watchdog: &Watchdog, notes: &str) -> Result<String, Verdict> {
         let log = self.invocation.transcript.with_extension("setup.log");
-        let inv = Invocation {
-            command: command.to_owned(),
-            argv: Vec::new(),
-            env_drop: Vec::new(),
-            env_pass: Vec::new(),
-            stdin: None,
-            transcript: log.clone(),
-            // The setup's output goes into the task's transcript: a quarter of its cap at
-            // most, the rest is the task's.
-            transcript_cap: self.invocation.transcript_cap / 4,
-            stall: None,
-            header: String::new(),
-            stdout_file: None,
-            ..self.invocation.clone()
-        };
+        // The setup's output goes into the task's transcript: a quarter of its cap at most,
+        // the rest is the task's.
+        let cap = self.invocation.transcript_cap / 4;
+        let inv = self
+            .invocation
+            .beside(command, log.clone(), cap, String::new());
         let outcome = agent::run(&inv, watchdog).outcome;
         // Within the setup's cap, and the lines swarm wrote around what it printed.
         let most = inv.transcript_cap.saturating_add(1 << 20);

@@ -11,61 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::Spawning;
+use crate::config::{SpawnLimits, Spawning};
 use crate::plan::{Action, Plan, Task, TaskId};
-
-/// The most bytes a spawn may hold; past it the whole spawn is refused.
-pub(crate) const MAX_SPAWN_BYTES: u64 = 1024 * 1024;
-
-/// Which tasks may add tasks, how many, and how fast; each a run option (README).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpawnLimits {
-    /// Tasks one task may spawn.
-    pub children: u32,
-    /// Levels of spawning below the plan's own tasks (which are at depth 0).
-    pub depth: u32,
-    /// Tasks spawned in one run, resumes included.
-    pub tasks: u32,
-    /// Tasks spawned in the run in any 60 seconds.
-    pub per_minute: u32,
-    /// Which tasks may spawn at all: those whose `spawn` says so (the default), none, or all.
-    pub which: Spawning,
-}
-
-impl Default for SpawnLimits {
-    fn default() -> Self {
-        Self {
-            children: 50,
-            depth: 3,
-            tasks: 500,
-            per_minute: 120,
-            which: Spawning::Plan,
-        }
-    }
-}
-
-impl SpawnLimits {
-    /// The most tasks `task` and the tasks below it may add, as its `spawn` and the run's
-    /// `spawning` say (`u32::MAX`: only the run's limits bound it).
-    fn allowance(&self, task: &Task) -> u32 {
-        match self.which {
-            Spawning::Off => 0,
-            Spawning::Plan => task.spawn.unwrap_or(0),
-            Spawning::All => task.spawn.unwrap_or(u32::MAX),
-        }
-    }
-
-    /// The most tasks `max-children` and `max-depth` let one of the plan's tasks have below
-    /// it: its children, theirs, and so on to the deepest level.
-    fn tree(&self) -> u32 {
-        let (mut level, mut all) = (1u32, 0u32);
-        for _ in 0..self.depth {
-            level = level.saturating_mul(self.children);
-            all = all.saturating_add(level);
-        }
-        all
-    }
-}
 
 /// What a plan may grow to while it runs, before it runs: which of its tasks may add tasks
 /// and how many at most, as its user is told (the question before a goal runs, `--plan-only`,
@@ -167,15 +114,15 @@ impl Capacity {
 
 /// What an attempt's spawn did to the plan.
 #[derive(Debug, Default)]
-pub(super) struct Joined {
+pub(in crate::schedule) struct Joined {
     /// The indices the tasks that joined got (its children, then its continuation).
-    pub(super) added: Range<usize>,
+    pub(in crate::schedule) added: Range<usize>,
     /// Their ids and task-file lines, for the board.
-    pub(super) specs: Vec<(String, serde_json::Value)>,
+    pub(in crate::schedule) specs: Vec<(String, serde_json::Value)>,
     /// The children among them.
-    pub(super) children: Vec<String>,
+    pub(in crate::schedule) children: Vec<String>,
     /// Why what the agent asked for was refused, if it was; the task succeeds all the same.
-    pub(super) refused: Option<String>,
+    pub(in crate::schedule) refused: Option<String>,
 }
 
 /// One task, as spawning sees it.
@@ -197,7 +144,7 @@ struct Node {
 /// Spawning's state over the run, by task id: the plan's tasks, each spawned task and the
 /// tasks a goal's planning adds are all learnt as they join the plan (`learn`), whatever their
 /// place in it.
-pub(super) struct Spawns {
+pub(in crate::schedule) struct Spawns {
     limits: SpawnLimits,
     nodes: HashMap<TaskId, Node>,
     /// Tasks spawned in the run, before a resume too.
@@ -222,7 +169,7 @@ fn weight(t: &Task) -> u32 {
 
 impl Spawns {
     /// The state of a run starting or resumed: every task of its plan learnt.
-    pub(super) fn new(plan: &Plan, limits: SpawnLimits) -> Self {
+    pub(in crate::schedule) fn new(plan: &Plan, limits: SpawnLimits) -> Self {
         let mut this = Self {
             limits,
             nodes: HashMap::with_capacity(plan.len()),
@@ -237,7 +184,7 @@ impl Spawns {
     /// a spawn, tasks learnt from the remote): each gets its depth and allowance, and a task a
     /// spawn brought is charged, with its continuations, to the tasks above it. A task already
     /// known is left as it is.
-    pub(super) fn learn(&mut self, plan: &Plan, added: Range<usize>) {
+    pub(in crate::schedule) fn learn(&mut self, plan: &Plan, added: Range<usize>) {
         for t in &plan.tasks[added] {
             if self.nodes.contains_key(&t.id) {
                 continue;
@@ -302,15 +249,19 @@ impl Spawns {
 
     /// What task `id`'s attempt may spawn, with `running` attempts (its own included) in
     /// `jobs` slots.
-    pub(super) fn capacity(
-        &mut self,
+    pub(in crate::schedule) fn capacity(
+        &self,
         id: &TaskId,
         running: usize,
         jobs: usize,
         now: Instant,
     ) -> Capacity {
-        self.forget_before(now);
         let l = &self.limits;
+        let recent = self
+            .recent
+            .iter()
+            .filter(|&&t| now.saturating_duration_since(t) < MINUTE)
+            .count();
         let (depth, children) = self.nodes.get(id).map_or((0, 0), |n| (n.depth, n.children));
         let children_left = if depth < l.depth && self.nodes.contains_key(id) {
             l.children
@@ -327,7 +278,7 @@ impl Spawns {
             run_left: l.tasks.saturating_sub(self.spawned),
             minute_left: l
                 .per_minute
-                .saturating_sub(u32::try_from(self.recent.len()).unwrap_or(u32::MAX)),
+                .saturating_sub(u32::try_from(recent).unwrap_or(u32::MAX)),
         }
     }
 
@@ -346,7 +297,7 @@ impl Spawns {
     /// (which is never refused: it comes from the task's own line). The caller learns what
     /// joined (`learn`) once it has its places in the run.
     /// `runnable` says why a task cannot run in this run (an agent it does not have).
-    pub(super) fn join(
+    pub(in crate::schedule) fn join(
         &mut self,
         plan: &mut Plan,
         i: usize,
@@ -354,6 +305,7 @@ impl Spawns {
         now: Instant,
         runnable: &dyn Fn(&Task) -> Result<(), String>,
     ) -> Joined {
+        self.forget_before(now);
         let start = plan.len();
         let mut joined = Joined {
             added: start..start,
@@ -581,7 +533,10 @@ fn namespaced(parent: &TaskId, id: &TaskId) -> Result<TaskId, String> {
 
 /// Why a spawned task cannot run in this run: its agent (or its continuation's) is not one
 /// the run has.
-pub(super) fn runnable(settings: &super::Settings, t: &Task) -> Result<(), String> {
+pub(in crate::schedule) fn runnable(
+    settings: &crate::schedule::Settings,
+    t: &Task,
+) -> Result<(), String> {
     let name = t.agent.as_deref();
     let pooled = settings
         .pool_for(name)
@@ -604,8 +559,8 @@ mod tests {
 
     use serde_json::json;
 
-    use super::{SpawnLimits, Spawns};
-    use crate::config::Spawning;
+    use super::Spawns;
+    use crate::config::{SpawnLimits, Spawning};
     use crate::plan::{Plan, Task, TaskId};
 
     fn plan(lines: &[&str]) -> Plan {
@@ -647,7 +602,7 @@ mod tests {
             r#"{"id":"a.b","run":"x","deps":["a"],"parent":"a","spawn":2}"#,
             r#"{"id":"a.b.c","run":"x","deps":["a.b"],"parent":"a.b","spawn":2}"#,
         ]);
-        let mut s = Spawns::new(&p, LIMITS);
+        let s = Spawns::new(&p, LIMITS);
         let now = Instant::now();
         let a = s.capacity(&id("a"), 1, 4, now);
         assert_eq!((a.children_left, a.depth_left, a.run_left), (2, 1, 2));

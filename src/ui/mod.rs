@@ -11,6 +11,10 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+mod told;
+
+pub use told::{Ended, GoalEnd, Limit, Parked, Stop, Told};
+
 /// What a line of progress says happened, right-aligned before its text (cargo's style).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {

@@ -7,14 +7,14 @@ use crate::git::CommitId;
 
 /// One merge the gate has yet to pass: the writer merged and the integration tip it made.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Merged {
-    pub(super) task: usize,
-    pub(super) tip: CommitId,
+pub(in crate::schedule) struct Merged {
+    pub(in crate::schedule) task: usize,
+    pub(in crate::schedule) tip: CommitId,
 }
 
 /// What a gate run tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Probe {
+pub(in crate::schedule) enum Probe {
     /// The newest tip, for the batch of every merge since the last green tip (`len` of them).
     Batch { len: usize },
     /// A step of the bisection: the tip of the batch's merge `at` (1-based).
@@ -24,7 +24,7 @@ pub(super) enum Probe {
 }
 
 impl Probe {
-    pub(super) fn as_str(&self) -> &'static str {
+    pub(in crate::schedule) fn as_str(&self) -> &'static str {
         match self {
             Probe::Batch { .. } => "batch",
             Probe::Step { .. } => "bisect",
@@ -37,24 +37,24 @@ impl Probe {
 /// 0), the batch's last tip red (`hi` = n); each probe halves the span until the first red
 /// merge is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Bisect {
+pub(in crate::schedule) struct Bisect {
     lo: usize,
     hi: usize,
 }
 
 impl Bisect {
     /// A batch of `n` (at least 1) merges whose last tip failed.
-    pub(super) fn new(n: usize) -> Self {
+    pub(in crate::schedule) fn new(n: usize) -> Self {
         Self { lo: 0, hi: n }
     }
 
     /// The merge (1-based) whose tip to test next, while the culprit is not known.
-    pub(super) fn probe(&self) -> Option<usize> {
+    pub(in crate::schedule) fn probe(&self) -> Option<usize> {
         (self.hi - self.lo > 1).then(|| self.lo + (self.hi - self.lo) / 2)
     }
 
     /// The gate passed (`green`) or failed on the tip of merge `at`.
-    pub(super) fn verdict(&mut self, at: usize, green: bool) {
+    pub(in crate::schedule) fn verdict(&mut self, at: usize, green: bool) {
         if green {
             self.lo = self.lo.max(at);
         } else {
@@ -63,33 +63,33 @@ impl Bisect {
     }
 
     /// The first merge (1-based) whose tip fails, once known.
-    pub(super) fn culprit(&self) -> Option<usize> {
+    pub(in crate::schedule) fn culprit(&self) -> Option<usize> {
         (self.hi - self.lo == 1).then_some(self.hi)
     }
 }
 
 /// What the gate knows of the integration branch.
-pub(super) struct GateState {
-    pub(super) command: String,
+pub(in crate::schedule) struct GateState {
+    pub(in crate::schedule) command: String,
     /// The newest tip the gate passed on; the base until then.
-    pub(super) green: CommitId,
+    pub(in crate::schedule) green: CommitId,
     /// Whether `green` was tested (the base is not, until a bisection needs it).
-    pub(super) tested: bool,
+    pub(in crate::schedule) tested: bool,
     /// The merges since `green`, oldest first: the integration tip is the last one's.
-    pub(super) pending: Vec<Merged>,
+    pub(in crate::schedule) pending: Vec<Merged>,
     /// The run going on, if one is.
-    pub(super) running: Option<(Probe, CommitId)>,
+    pub(in crate::schedule) running: Option<(Probe, CommitId)>,
     /// A red batch being bisected: its first `len` merges of `pending`.
-    pub(super) bisect: Option<(Bisect, usize)>,
+    pub(in crate::schedule) bisect: Option<(Bisect, usize)>,
     /// Gate runs started by this process, for their transcripts' names.
-    pub(super) runs: u32,
+    pub(in crate::schedule) runs: u32,
     /// The last lines of the newest red run: the culprit is parked with them.
-    pub(super) red_tail: Vec<String>,
+    pub(in crate::schedule) red_tail: Vec<String>,
 }
 
 /// What the merge queue is to do after a gate run's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Next {
+pub(in crate::schedule) enum Next {
     /// Nothing more to do now.
     Wait,
     /// These merges (the first `n` of `pending`) passed: their writers are done.
@@ -102,7 +102,7 @@ pub(super) enum Next {
 }
 
 impl GateState {
-    pub(super) fn new(command: String, green: CommitId, tested: bool) -> Self {
+    pub(in crate::schedule) fn new(command: String, green: CommitId, tested: bool) -> Self {
         Self {
             command,
             green,
@@ -116,7 +116,7 @@ impl GateState {
     }
 
     /// Whether the run must wait for the gate before it ends.
-    pub(super) fn busy(&self) -> bool {
+    pub(in crate::schedule) fn busy(&self) -> bool {
         self.running.is_some() || !self.pending.is_empty()
     }
 
@@ -130,7 +130,7 @@ impl GateState {
 
     /// The next run to start, when none runs: a bisection's probe, the base, or the newest tip
     /// when it is past the green one.
-    pub(super) fn next_run(&self) -> Option<(Probe, CommitId)> {
+    pub(in crate::schedule) fn next_run(&self) -> Option<(Probe, CommitId)> {
         if self.running.is_some() {
             return None;
         }
@@ -146,7 +146,7 @@ impl GateState {
     }
 
     /// Takes the verdict of the run that was going on.
-    pub(super) fn finished(&mut self, green: bool) -> Next {
+    pub(in crate::schedule) fn finished(&mut self, green: bool) -> Next {
         let Some((probe, _)) = self.running.take() else {
             return Next::Wait;
         };
@@ -184,7 +184,7 @@ impl GateState {
     }
 
     /// The first `n` pending merges passed: the green tip moves to the last one's.
-    pub(super) fn pass(&mut self, n: usize) -> Vec<Merged> {
+    pub(in crate::schedule) fn pass(&mut self, n: usize) -> Vec<Merged> {
         let passed: Vec<Merged> = self.pending.drain(..n).collect();
         if let Some(last) = passed.last() {
             self.green = last.tip.clone();

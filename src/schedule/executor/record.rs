@@ -10,15 +10,9 @@ use crate::store::{
     TaskStatus, TaskUpdate, now_ms,
 };
 
-use super::job::Report;
-use super::spawn::Joined;
-
-/// What a task has used over all its attempts so far.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Totals {
-    pub(super) tokens: u64,
-    pub(super) cost: Option<f64>,
-}
+use super::super::core::slot::Totals;
+use super::super::core::spawn::Joined;
+use super::super::job::Report;
 
 /// How a failed attempt leaves its task.
 pub(super) struct Failure<'a> {

@@ -6,15 +6,16 @@ use std::time::{Duration, Instant};
 use crate::plan::Mode;
 use crate::ui::{Frame, Row};
 
-use super::super::dag::State;
-use super::super::run::Run;
+use super::super::core::Core;
+use super::super::core::dag::State;
+use crate::ui::Ui;
 
 /// Hands the display the run as it is now: `running` attempts (this process's and those out
 /// with workers, whose rows are there too), and the gate's run, if one goes on, as a row of its
 /// own with the id `gate`.
-pub(super) fn show(run: &mut Run<'_>, running: usize, gate: Option<(String, Instant)>) {
+pub(super) fn show(core: &Core<'_>, ui: &mut Ui, running: usize, gate: Option<(String, Instant)>) {
     let now = Instant::now();
-    let mut frame = frame(run, running, now);
+    let mut frame = frame(core, running, now);
     if let Some((what, started)) = gate {
         frame.rows.push(Row {
             key: usize::MAX,
@@ -27,10 +28,10 @@ pub(super) fn show(run: &mut Run<'_>, running: usize, gate: Option<(String, Inst
         });
         frame.rows.sort_by_key(|r| std::cmp::Reverse(r.elapsed));
     }
-    run.ui.show(&frame);
+    ui.show(&frame);
 }
 
-fn frame(run: &Run<'_>, running: usize, now: Instant) -> Frame {
+fn frame(run: &Core<'_>, running: usize, now: Instant) -> Frame {
     let mut f = Frame {
         finished: run.dag.finished(),
         total: run.plan.len(),
@@ -66,7 +67,7 @@ fn frame(run: &Run<'_>, running: usize, now: Instant) -> Frame {
 /// finished), a running one less what it has run; the run then takes the longer of its
 /// remaining critical path and its remaining work spread over the slots. `None` until a task
 /// has finished in this process.
-fn eta(run: &Run<'_>, now: Instant) -> Option<Duration> {
+fn eta(run: &Core<'_>, now: Instant) -> Option<Duration> {
     let took = |mode: Option<Mode>| {
         let times: Vec<Duration> = run
             .plan

@@ -1,0 +1,107 @@
+//! What the loop remembers of each task besides its state in the dag: its attempts and
+//! failures, the commits of a writer, its result for its dependents, the agent's session and
+//! pool member, and the times the display and the ETA go by. Plain data: the core keeps it,
+//! and the executor reads it to prepare a task's attempt.
+
+use std::time::{Duration, Instant};
+
+use crate::git::CommitId;
+use crate::store::{TaskRecord, TaskStatus};
+
+use super::dag::State;
+
+/// Per-task memory of the loop.
+#[derive(Debug, Clone)]
+pub(in crate::schedule) struct Slot {
+    pub(in crate::schedule) attempts: u32,
+    pub(in crate::schedule) failures: u32,
+    pub(in crate::schedule) result: Option<String>,
+    pub(in crate::schedule) start_commit: Option<CommitId>,
+    pub(in crate::schedule) commit: Option<CommitId>,
+    /// LLM tokens used by all attempts so far.
+    pub(in crate::schedule) tokens: u64,
+    /// Their cost in dollars, where the agent says.
+    pub(in crate::schedule) cost: Option<f64>,
+    /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
+    pub(in crate::schedule) conflict: Vec<String>,
+    pub(in crate::schedule) resolver_tried: bool,
+    /// The integration tip a running resolver attempt started from.
+    pub(in crate::schedule) resolving_from: Option<CommitId>,
+    /// The agent's session the next attempt continues, if it is to.
+    pub(in crate::schedule) session: Option<String>,
+    /// The member of its pool its last attempt went to (the one its session belongs to), for
+    /// a task whose agent is a pool.
+    pub(in crate::schedule) member: Option<String>,
+    /// On a worker of a run spread over machines, where the task's state is the
+    /// coordinator's: why it ended without a result, as the coordinator said.
+    pub(in crate::schedule) missing: Option<String>,
+    /// When its attempt (or resolver attempt) now running started.
+    pub(in crate::schedule) started: Option<Instant>,
+    /// How long its attempt that succeeded took, in this process: what the display's ETA
+    /// goes by.
+    pub(in crate::schedule) took: Option<Duration>,
+}
+
+impl Slot {
+    /// A task nothing has happened to yet.
+    pub(in crate::schedule) fn waiting() -> Self {
+        Self {
+            attempts: 0,
+            failures: 0,
+            result: None,
+            start_commit: None,
+            commit: None,
+            tokens: 0,
+            cost: None,
+            conflict: Vec::new(),
+            resolver_tried: false,
+            resolving_from: None,
+            member: None,
+            missing: None,
+            session: None,
+            started: None,
+            took: None,
+        }
+    }
+
+    /// A task as the board left it.
+    pub(in crate::schedule) fn recorded(r: &TaskRecord) -> Self {
+        Self {
+            attempts: r.attempts,
+            failures: r.failures,
+            result: r.result.clone(),
+            start_commit: r.start_commit.as_deref().map(CommitId::new),
+            commit: r.commit_id.as_deref().map(CommitId::new),
+            tokens: r.tokens,
+            cost: r.cost,
+            session: r.session.clone(),
+            ..Self::waiting()
+        }
+    }
+
+    pub(in crate::schedule) fn totals(&self) -> Totals {
+        Totals {
+            tokens: self.tokens,
+            cost: self.cost,
+        }
+    }
+}
+
+/// What a task has used over all its attempts so far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(in crate::schedule) struct Totals {
+    pub(in crate::schedule) tokens: u64,
+    pub(in crate::schedule) cost: Option<f64>,
+}
+
+/// A task's state in the dag as the board left it: what had not ended waits.
+pub(in crate::schedule) fn recorded_state(status: TaskStatus) -> State {
+    match status {
+        TaskStatus::Done => State::Done,
+        TaskStatus::Failed => State::Failed,
+        TaskStatus::Skipped => State::Skipped,
+        TaskStatus::Parked => State::Parked,
+        TaskStatus::Committed => State::Committed,
+        TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted => State::Waiting,
+    }
+}

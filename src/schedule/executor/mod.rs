@@ -1,0 +1,482 @@
+//! The one place that carries out the core's effects: it prepares and starts attempts on the
+//! pool, makes merges in git and hands their outcome back, writes the board, tells the
+//! terminal, and runs the threads that plan goals, watch the endpoint and escalate. Decides
+//! nothing the core decides. The run's loop (`run`) and a worker's (`worker`) share this
+//! executor and the core; what differs is what feeds them (the pool and the planner, or the
+//! remote's claims).
+
+mod attempt;
+mod endpoint;
+mod gate;
+mod goals;
+mod merge;
+mod record;
+mod remote;
+mod resolver;
+mod run;
+mod view;
+mod worker;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::Sender;
+use std::time::Instant;
+
+use serde_json::json;
+
+use self::endpoint::EndpointWatch;
+use self::goals::Planner;
+use self::record::{Failure, Recorder};
+use self::remote::Coordinator;
+use super::checkouts::Checkouts;
+use super::core::dag::State;
+use super::core::{Core, Effect, Input, Rec};
+use super::job::Workers;
+use super::ports::Ports;
+use super::scratch::Scratch;
+use super::{Layout, Message, Settings};
+use crate::agent::{self, Fault, Watchdog};
+use crate::git::{CommitId, Repo};
+use crate::store::RunEvent;
+use crate::ui::{Told, Ui};
+
+pub(super) use attempt::NO_DEPS_DIR;
+pub(super) use gate::gate_checkout_path;
+pub use goals::GoalRun;
+pub use run::Dispatcher;
+pub use worker::{WorkerEnd, WorkerSetup, work};
+
+/// What the loop writes to and reaches through: the board, the terminal, the repository, and
+/// the run's settings and places.
+struct Outlets<'a> {
+    record: Recorder<'a>,
+    ui: &'a mut Ui,
+    repo: &'a Repo,
+    settings: &'a Settings,
+    layout: &'a Layout,
+}
+
+/// The executor's own resources, shared by the run's loop and a worker's.
+struct Exec<'a> {
+    out: Outlets<'a>,
+    checkouts: Checkouts,
+    /// The blocks of ports running attempts hold.
+    ports: Ports,
+    /// The attempts' own temporary directories.
+    scratch: Scratch,
+    /// Stops the run's processes: its attempts and the escalation hook.
+    watchdog: Watchdog,
+    /// The loop's channel, for what runs on threads of its own.
+    tx: Sender<Message>,
+    /// The snapshot each running reader holds.
+    snapshots: BTreeMap<usize, CommitId>,
+    /// The gate's run going on, as the display shows it, and since when.
+    gate_shown: Option<(String, Instant)>,
+    /// The threads that ask the model about a multi-goal run's goals.
+    planner: Option<Planner>,
+    /// A model endpoint that stopped answering, while it is checked.
+    endpoint: EndpointWatch,
+    /// Spread over machines: the tasks out with workers.
+    coordinator: Option<Coordinator>,
+}
+
+impl<'a> Exec<'a> {
+    fn new(
+        out: Outlets<'a>,
+        watchdog: Watchdog,
+        tx: Sender<Message>,
+        planner: Option<Planner>,
+        coordinator: Option<Coordinator>,
+    ) -> anyhow::Result<Self> {
+        let (settings, layout) = (out.settings, out.layout);
+        // Attempts' temporary directories a killed swarm left.
+        let _ = std::fs::remove_dir_all(layout.run_dir.join("tmp"));
+        Ok(Self {
+            checkouts: Checkouts::open(
+                &layout.worktrees,
+                settings.max_writers,
+                out.repo.workdir(),
+                &settings.prepare.include,
+            )?,
+            ports: Ports::for_run(),
+            scratch: Scratch::new(&layout.run_dir.join("tmp")),
+            watchdog,
+            tx,
+            snapshots: BTreeMap::new(),
+            gate_shown: None,
+            planner,
+            endpoint: EndpointWatch::default(),
+            coordinator,
+            out,
+        })
+    }
+
+    /// Says `t` on the terminal.
+    fn tell(&mut self, t: &Told) {
+        self.out.ui.tell(t);
+    }
+
+    /// A reader's attempt holds the snapshot of `commit` while it runs.
+    fn hold_snapshot(&mut self, i: usize, commit: CommitId) {
+        self.snapshots.insert(i, commit);
+    }
+
+    /// Task `i`'s attempt in this process ended: its ports, temporary directory and snapshot
+    /// are free again (the snapshot goes with its last reader, unless it is of `tip`; with no
+    /// tip, as on a worker, it stays for the next reader of its commit).
+    fn release(&mut self, i: usize, tip: Option<&CommitId>) -> anyhow::Result<()> {
+        self.ports.release(i);
+        self.scratch.release(i);
+        match self.snapshots.remove(&i) {
+            Some(commit) => self
+                .checkouts
+                .release_snapshot(&commit, tip.unwrap_or(&commit)),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands `input` to the core and carries out what it says.
+    fn feed(&mut self, core: &mut Core<'_>, input: Input, workers: &Workers) -> anyhow::Result<()> {
+        let fx = core.on(input, Instant::now());
+        self.carry_out(core, fx, workers)
+    }
+
+    /// Carries out the core's effects in order; what some of them bring back (a merge's
+    /// outcome, the queue's goals) goes to the core in turn, and so on until nothing is left.
+    /// A fault of the machine met carrying one out stops the run: after it only what tells
+    /// the board and the terminal is carried out (a record the board cannot take then is left
+    /// to it), and the core is told what was left undone, then of the fault.
+    fn carry_out(
+        &mut self,
+        core: &mut Core<'_>,
+        fx: Vec<Effect>,
+        workers: &Workers,
+    ) -> anyhow::Result<()> {
+        let settings = self.out.settings;
+        let mut inputs = VecDeque::new();
+        let mut fx = fx;
+        loop {
+            let mut fault = None;
+            let mut undone = Vec::new();
+            for effect in fx {
+                if (fault.is_some() || core.broken())
+                    && let Err(left) = effect.after_fault(settings)
+                {
+                    undone.extend(left);
+                    continue;
+                }
+                let left = effect.undone_if_failed(settings);
+                let Err(e) = self.apply(core, effect, workers, &mut inputs) else {
+                    continue;
+                };
+                // Any other error is swarm's own, and ends the run.
+                let f = fault_of(self, e)?;
+                undone.extend(left);
+                fault.get_or_insert(f);
+            }
+            if let Some(f) = fault {
+                inputs.push_front(Input::Broken(f));
+            }
+            for u in undone.into_iter().rev() {
+                inputs.push_front(Input::Undone(u));
+            }
+            let Some(input) = inputs.pop_front() else {
+                return Ok(());
+            };
+            fx = core.on(input, Instant::now());
+        }
+    }
+
+    /// Carries out one effect; an input it brings back joins `inputs`.
+    fn apply(
+        &mut self,
+        core: &mut Core<'_>,
+        effect: Effect,
+        workers: &Workers,
+        inputs: &mut VecDeque<Input>,
+    ) -> anyhow::Result<()> {
+        match effect {
+            Effect::Start {
+                task,
+                attempt,
+                tip,
+                running,
+            } => {
+                let job = attempt::prepare(core, self, task, attempt, &tip, running)?;
+                workers.spawn(job);
+            }
+            Effect::Publish { task, attempt, tip } => {
+                if let Some(c) = &mut self.coordinator {
+                    c.publish(core, &mut self.out, task, attempt, &tip)?;
+                }
+            }
+            Effect::StartResolver { task, tip } => {
+                workers.spawn(resolver::job(core, self, task, &tip)?);
+            }
+            Effect::StartGate {
+                number,
+                probe,
+                tip,
+                batch,
+            } => {
+                let batch: Vec<String> = batch.iter().map(|&i| core.id(i).to_owned()).collect();
+                let (job, shown) = gate::job(self, number, &probe, &tip, &batch)?;
+                self.gate_shown = Some(shown);
+                workers.spawn(job);
+            }
+            Effect::Merge { task, tip, onto } => {
+                let outcome = merge::merge(core, self, task, &tip, onto)?;
+                inputs.push_back(Input::Merge { task, outcome });
+            }
+            Effect::CleanUp { task, merged, tip } => {
+                merge::clean_up(core, self, task, merged, &tip)?;
+            }
+            Effect::DropSnapshots(tip) => self.checkouts.drop_stale_snapshots(&tip)?,
+            Effect::Park { task, hold } => merge::park(core, self, task, &hold)?,
+            Effect::Escalate(info) => self.escalate(None, info)?,
+            Effect::Rewind { from, to, event } => merge::rewind(self, &from, &to, event)?,
+            Effect::Record(rec) => self.record(rec)?,
+            Effect::Tell(told) => self.tell(&told),
+            Effect::StopAttempts => workers.stop_all(),
+            Effect::WatchEndpoint(wait) => {
+                if let Some(client) = &self.out.settings.llm {
+                    self.endpoint.away(client, wait, &self.tx)?;
+                }
+            }
+            Effect::InferNeeds(goals) => {
+                if let Some(p) = &self.planner {
+                    p.infer(core, goals);
+                }
+            }
+            Effect::PlanGoal(gi) => {
+                if let Some(p) = &self.planner {
+                    p.plan(core, self.out.repo, gi);
+                }
+            }
+            Effect::StopPlanning => {
+                if let Some(p) = &self.planner {
+                    p.stop();
+                }
+            }
+            Effect::PollQueue => {
+                let taken = self.out.record.take_queue()?;
+                inputs.push_back(Input::Queued(taken));
+            }
+            Effect::WritePlan => crate::disk::write(
+                &self.out.layout.run_dir.join("plan.jsonl"),
+                core.plan.to_jsonl(),
+            )?,
+            Effect::KeptCheckout(i) => {
+                let id = core.id(i).to_owned();
+                let path = self.out.layout.worktree(&id, super::Checkout::Task);
+                self.tell(&Told::KeptCheckout { id, path });
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `rec` to the board.
+    fn record(&mut self, rec: Rec) -> anyhow::Result<()> {
+        let r = &mut self.out.record;
+        match rec {
+            Rec::Run(e) => r.run_event(e),
+            Rec::Task(id, e) => r.task_event(&id, e),
+            Rec::Session(id, session) => r.session(&id, session.as_deref()),
+            Rec::Succeeded {
+                id,
+                report,
+                totals,
+                result,
+                commit,
+                writes,
+                joined,
+            } => r.attempt_succeeded(
+                &id,
+                &report,
+                totals,
+                &result,
+                commit.as_ref(),
+                writes,
+                &joined,
+            ),
+            Rec::Failed {
+                id,
+                report,
+                totals,
+                failures,
+                status,
+                why,
+                retry,
+            } => {
+                let failure = Failure {
+                    failures,
+                    status,
+                    why: &why,
+                    retry,
+                };
+                r.attempt_failed(&id, &report, totals, &failure)
+            }
+            Rec::Interrupted { id, report, totals } => r.attempt_interrupted(&id, &report, totals),
+            Rec::Limited {
+                id,
+                report,
+                totals,
+                message,
+                wait_ms,
+                stops_run,
+            } => r.attempt_limited(&id, &report, totals, &message, wait_ms, stops_run),
+            Rec::Faulted {
+                id,
+                report,
+                totals,
+                kind,
+                why,
+            } => r.attempt_faulted(&id, &report, totals, kind, &why),
+            Rec::MarkInterrupted(ids) => {
+                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                r.interrupted(&ids)
+            }
+            Rec::Skipped(skips) => {
+                let named: Vec<(&str, &str)> = skips
+                    .iter()
+                    .map(|(id, why)| (id.as_str(), why.as_str()))
+                    .collect();
+                r.skipped(&named)
+            }
+            Rec::Merged {
+                id,
+                commit,
+                before,
+                after,
+                ms,
+            } => r.merged(&id, &commit, &before, &after, ms),
+            Rec::MergeRecovered { id, commit } => r.merge_recovered(&id, &commit),
+            Rec::TipRecovered { before, after } => r.tip_recovered(&before, &after),
+            Rec::Resolved {
+                id,
+                commit,
+                from,
+                paths,
+            } => r.resolved(&id, &commit, &from, paths),
+            Rec::GatePassed { tip, event } => r.gate_passed(&tip, event),
+            Rec::MergeAgain(ids) => {
+                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                r.merge_again(&ids)
+            }
+            Rec::GoalStatus {
+                goal,
+                status,
+                reason,
+                event,
+            } => r.goal_status(&goal, status, reason.as_deref(), event),
+            Rec::GoalNeeds { rows, events } => r.goal_needs(&rows, events),
+            Rec::TasksAdded(specs) => r.tasks_added(&specs),
+        }
+    }
+
+    /// Tells a human, once: the event, and the `--on-escalate` hook, which runs on a thread of
+    /// its own under the run's watchdog (Ctrl-C stops it like any attempt), so merges and
+    /// messages go on meanwhile; its end comes back as a message. `task` is `None` for a
+    /// problem of the run as a whole.
+    fn escalate(&mut self, task: Option<&str>, mut info: serde_json::Value) -> anyhow::Result<()> {
+        let (settings, layout) = (self.out.settings, self.out.layout);
+        info["run"] = layout.run.clone().into();
+        info["task"] = task.into();
+        let Some(cmd) = settings.on_escalate.clone() else {
+            let escalated = RunEvent::Escalated {
+                hook: serde_json::Value::Null,
+            };
+            return match task {
+                Some(id) => self.out.record.task_event(id, escalated),
+                None => self.out.record.run_event(escalated),
+            };
+        };
+        let log = layout
+            .run_dir
+            .join("attempts")
+            .join(format!("{}.escalate.log", task.unwrap_or("(run)")));
+        let (cwd, watchdog, tx, cap) = (
+            self.out.repo.workdir().to_owned(),
+            self.watchdog.clone(),
+            self.tx.clone(),
+            settings.transcript_cap,
+        );
+        let task = task.map(str::to_owned);
+        std::thread::Builder::new()
+            .name("swarm-escalate".into())
+            .spawn(move || {
+                let outcome = crate::panic::catch(|| {
+                    agent::run_hook(&cmd, &info.to_string(), &cwd, &log, cap, &watchdog)
+                })
+                .unwrap_or_else(|why| format!("internal error in swarm: {why}"));
+                let hook = json!({ "command": cmd, "outcome": outcome });
+                let _ = tx.send(Message::Escalated { task, hook });
+            })?;
+        Ok(())
+    }
+
+    /// Processes still carrying the run's id when none of its attempts runs were left behind
+    /// out of reach of their process groups: they are stopped, recorded and told.
+    fn stop_strays(&mut self) -> anyhow::Result<()> {
+        let (settings, layout) = (self.out.settings, self.out.layout);
+        let strays = crate::agent::stray::find(&layout.run);
+        if strays.is_empty() {
+            return Ok(());
+        }
+        crate::agent::stray::stop(&strays, settings.kill_grace);
+        let processes: Vec<String> = strays
+            .iter()
+            .map(|s| format!("{} {}", s.pid, s.command))
+            .collect();
+        self.tell(&Told::Strays(processes.clone()));
+        self.out
+            .record
+            .run_event(RunEvent::StraysStopped { processes })
+    }
+}
+
+/// `e`, met carrying out an effect or taking a message in: a fault of the machine (a full
+/// disk, the board's included), which stops the run; any other error as it is.
+fn fault_of(ex: &Exec<'_>, e: anyhow::Error) -> anyhow::Result<Fault> {
+    let e = ex.out.record.name_full(e);
+    Fault::of_error(&e).ok_or(e)
+}
+
+/// The deps of task `i` that ended without a result for it (failed, skipped or parked), each
+/// with why, as a task that runs on what finished (a reducer) is told of them.
+fn missing_deps(
+    core: &Core<'_>,
+    record: &Recorder<'_>,
+    i: usize,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for d in core.plan.deps(i) {
+        let id = core.id(d);
+        let state = core.dag.state(d);
+        let why = match &core.slots[d].missing {
+            Some(why) => why.clone(),
+            None if state.ended_badly() => {
+                let what = match state {
+                    State::Failed => "failed",
+                    State::Parked => "parked",
+                    _ => "skipped",
+                };
+                match record.task_error(id)? {
+                    Some(e) => format!("{what}: {e}"),
+                    None => what.to_owned(),
+                }
+            }
+            None => continue,
+        };
+        out.push((id.to_owned(), why));
+    }
+    Ok(out)
+}
+
+/// The paths a writer's commit changed, once it has one.
+fn changed_paths(core: &Core<'_>, repo: &Repo, i: usize) -> Option<Vec<String>> {
+    let s = &core.slots[i];
+    let (Some(from), Some(to)) = (&s.start_commit, &s.commit) else {
+        return None;
+    };
+    crate::git::changed_paths(repo.common_dir(), from, to).ok()
+}

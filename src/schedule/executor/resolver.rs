@@ -1,0 +1,162 @@
+//! A conflicting writer's one resolver attempt as a job: a fresh checkout holding the
+//! conflicted merge at the integration tip, its agent told which paths conflict; the result is
+//! a merge commit, checked like any writer's. What its end means is the core's.
+
+use anyhow::Context as _;
+
+use super::super::Checkout;
+use super::super::core::Core;
+use super::super::job::{Job, JobKind};
+use super::super::prompt::resolver_prompt;
+use super::Exec;
+use crate::agent::openai::Builtin;
+use crate::agent::tools::Access;
+use crate::agent::{Agent, Invocation};
+use crate::git::CommitId;
+use crate::plan::Mode;
+use crate::store::RunEvent;
+use crate::ui::Told;
+
+/// Writer `i`'s one bounded resolver attempt by its agent, in a fresh worktree at the
+/// integration tip `tip` holding the conflicted merge, recorded as started.
+pub(super) fn job(
+    core: &Core<'_>,
+    ex: &mut Exec<'_>,
+    i: usize,
+    tip: &CommitId,
+) -> anyhow::Result<Job> {
+    let (task, slot, settings, layout) = (
+        &core.plan.tasks[i],
+        &core.slots[i],
+        ex.out.settings,
+        ex.out.layout,
+    );
+    let agent = settings
+        .resolver_agent(task.agent.as_deref(), slot.member.as_deref())
+        .context("a resolver needs an agent")?;
+    let id = task.id.as_str();
+    let theirs = slot
+        .commit
+        .clone()
+        .context("resolving a task without a commit")?;
+    let base = slot
+        .start_commit
+        .clone()
+        .context("resolving a task without a start")?;
+    let prompt = resolver_prompt(&task.action, &slot.conflict);
+    let mut argv = Vec::new();
+    let mut cli = None;
+    let mut acp = None;
+    let (command, stdin, builtin) = match agent {
+        Agent::Exec(cmd) => (cmd, Some(prompt), None),
+        Agent::Cli(profile) => {
+            let (program_and_args, shown) =
+                profile.argv(Mode::Write, crate::agent::cli::Session::New(None));
+            argv = program_and_args;
+            let stdin = if profile.kind == crate::agent::cli::Kind::Acp {
+                acp = Some(crate::agent::acp::Acp {
+                    prompt,
+                    access: Access::Write,
+                    allowed_programs: settings.builtin.allowed_programs.clone(),
+                    resume: None,
+                });
+                None
+            } else {
+                Some(prompt)
+            };
+            cli = Some(profile);
+            (shown, stdin, None)
+        }
+        Agent::OpenAi => (
+            "(built-in agent)".to_owned(),
+            None,
+            Some(Builtin {
+                client: settings.llm.clone().context("no model client")?,
+                prompt,
+                access: Access::Write,
+                lane: "merge-conflict resolver".to_owned(),
+                max_turns: settings.builtin.max_turns,
+                max_tokens: settings.builtin.max_tokens,
+                allowed_programs: settings.builtin.allowed_programs.clone(),
+            }),
+        ),
+    };
+    let path = layout.worktree(id, Checkout::Resolver);
+    let transcript = layout
+        .run_dir
+        .join("attempts")
+        .join(format!("{id}.resolve.log"));
+    let name = &layout.run;
+    let tmp = ex.scratch.acquire(i);
+    let mut env: Vec<(String, String)> = cli
+        .iter()
+        .flat_map(|p| p.set_env.iter().cloned())
+        .chain([
+            ("SWARM_RUN_ID".to_owned(), name.clone()),
+            ("SWARM_TASK_ID".to_owned(), id.to_owned()),
+            ("SWARM_MODE".to_owned(), "write".to_owned()),
+            ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
+            ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+        ])
+        .collect();
+    let (id, timeout) = (id.to_owned(), task.timeout.unwrap_or(settings.task_timeout));
+    let check = task.check.clone().or_else(|| settings.check.clone());
+    env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
+    let (slot, id) = (&core.slots[i], id.as_str());
+    let header = format!(
+        "swarm run {name} task {id}: resolving a merge conflict\ncwd: {}\n",
+        path.display()
+    );
+    let mut invocation = Invocation::shell(
+        &command,
+        path.clone(),
+        timeout,
+        transcript,
+        settings.transcript_cap,
+        header,
+    );
+    invocation.argv = argv;
+    invocation.stdin = stdin;
+    invocation.env = env;
+    invocation.stall = settings.stall_timeout;
+    if let Some(p) = &cli {
+        invocation.env_drop.clone_from(&p.drop_env);
+        invocation.env_pass.clone_from(&p.pass_env);
+    }
+    let job = Job {
+        task: i,
+        attempt: slot.attempts,
+        kind: JobKind::Resolver {
+            branch: layout.branch(id, Checkout::Resolver),
+            keep_as: layout.kept_branch(id, Checkout::Resolver, slot.attempts),
+            tip: tip.clone(),
+            base,
+            theirs,
+            paths: slot.conflict.clone(),
+            check,
+            message: format!("Merge swarm task {id} of run {name}, conflicts resolved"),
+        },
+        invocation,
+        builtin,
+        parser: cli
+            .filter(|p| p.kind == crate::agent::cli::Kind::Cli)
+            .map(|p| p.parser),
+        acp,
+        deps_dir: None,
+        user_checkout: ex.out.repo.workdir().to_owned(),
+        session: None,
+        prepare: settings.prepare.clone(),
+        tmp,
+        spawn_file: None,
+    };
+    let id = id.to_owned();
+    ex.out.record.task_event(
+        &id,
+        RunEvent::ResolverStarted {
+            path: path.display().to_string(),
+            tip: tip.to_string(),
+        },
+    )?;
+    ex.tell(&Told::ResolverStarted(id));
+    Ok(job)
+}
