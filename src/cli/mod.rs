@@ -41,7 +41,7 @@ mod command;
 mod options;
 
 pub use command::{CiTarget, Command, GraphFormat, QueueAction};
-pub use options::RunOptions;
+pub use options::{Declared, RunOptions, declared};
 
 /// Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding agents
 /// run them many at a time (readers in a shared snapshot, writers in checkouts of their own), and

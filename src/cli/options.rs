@@ -11,7 +11,7 @@ use clap::error::ErrorKind;
 use clap::{Arg, Args};
 use clap_complete::engine::ArgValueCandidates;
 
-use crate::config::{Choice, Land, MAX_SLOTS, Options, ReportFormat, Spawning};
+use crate::config::{Choice, Defaults, Land, MAX_SLOTS, Options, ReportFormat, Spawning};
 
 /// Makes [`RunOptions`] and its conversion from the options' table, one entry at a time: the
 /// entries without a flag are left out, and an entry's flag is shaped by its declaration (a
@@ -242,6 +242,76 @@ mod tests {
     }
 }
 
+/// One run option as the table declares it, for what is made from it outside the binary (the
+/// man pages' list of variables) and for the tests that hold the flags to it.
+#[derive(Debug, Clone)]
+pub struct Declared {
+    /// The key in files and in `swarm config`, and the flag's long name.
+    pub key: &'static str,
+    /// The flag's value name; empty for a switch; `None` without a flag.
+    pub flag: Option<&'static str>,
+    /// The `SWARM_*` variable, if it has one.
+    pub var: Option<&'static str>,
+    /// Whether a config file may set it.
+    pub file: bool,
+    /// The doc lines, one a line: the flag's help, or what an option without one does.
+    pub help: &'static str,
+    /// How a variable writes a value that is not a single word or number: a list, a switch.
+    pub var_form: Option<&'static str>,
+    /// The default as the help says it, when the table gives one.
+    pub default: Option<String>,
+}
+
+macro_rules! declared {
+    ($(
+        $(#[doc = $doc:literal])*
+        $field:ident: $ty:ty {
+            key: $key:literal, flag: $flag:tt, $(short: $short:literal,)? var: $var:tt,
+            file: $file:ident, shape: $shape:ident $(($choice:ty))?, $(check: $check:path,)?
+            $(default: $default_ty:ty = $default:expr,)? $(follows: $follows:literal,)?
+            listed: $listed:literal,
+        }
+    )*) => {
+        vec![$(
+            Declared {
+                key: $key,
+                flag: declared!(@flag $flag),
+                var: declared!(@var $var),
+                file: declared!(@file $file),
+                help: concat!($($doc, "\n"),*),
+                var_form: declared!(@form $shape),
+                default: declared!(@default $(said::<$default_ty>(Defaults::$field()))?),
+            },
+        )*]
+    };
+    (@flag none) => { None };
+    (@flag switch) => { Some("") };
+    (@flag $value:literal) => { Some($value) };
+    (@var none) => { None };
+    (@var $var:literal) => { Some($var) };
+    (@file yes) => { true };
+    (@file no) => { false };
+    (@form Strings) => { Some("several separated by commas") };
+    (@form Switch) => { Some("1, true or yes; 0, false or no") };
+    (@form $shape:ident) => { None };
+    (@default) => { None };
+    (@default $($said:tt)+) => { Some($($said)+) };
+}
+
+/// A default as the help says it: `5m`, `4`, `auto`.
+fn said<T: serde::Serialize>(value: T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Every run option, in the table's order, as declared.
+pub fn declared() -> Vec<Declared> {
+    crate::config::run_options!(declared)
+}
+
 /// The options' declaration against what the command line makes of it.
 #[cfg(test)]
 mod declared {
@@ -250,63 +320,11 @@ mod declared {
     use clap::Args as _;
 
     use crate::cli::RunOptions;
-    use crate::config::{Defaults, Land, Spawning};
 
-    /// One option as the table declares it.
-    struct Declared {
-        key: &'static str,
-        /// The flag's value name; empty for a switch; `None` without a flag.
-        flag: Option<&'static str>,
-        var: Option<&'static str>,
-        file: bool,
-        /// The doc lines, one a line.
-        help: &'static str,
-        /// The default as the help says it, when the table gives one.
-        default: Option<String>,
-    }
-
-    macro_rules! declared {
-        ($(
-            $(#[doc = $doc:literal])*
-            $field:ident: $ty:ty {
-                key: $key:literal, flag: $flag:tt, $(short: $short:literal,)? var: $var:tt,
-                file: $file:ident, shape: $shape:ident $(($choice:ty))?, $(check: $check:path,)?
-                $(default: $default_ty:ty = $default:expr,)? $(follows: $follows:literal,)?
-                listed: $listed:literal,
-            }
-        )*) => {
-            vec![$(
-                Declared {
-                    key: $key,
-                    flag: declared!(@flag $flag),
-                    var: declared!(@var $var),
-                    file: declared!(@file $file),
-                    help: concat!($($doc, "\n"),*),
-                    default: declared!(@default $(said::<$default_ty>(Defaults::$field()))?),
-                },
-            )*]
-        };
-        (@flag none) => { None };
-        (@flag switch) => { Some("") };
-        (@flag $value:literal) => { Some($value) };
-        (@var none) => { None };
-        (@var $var:literal) => { Some($var) };
-        (@file yes) => { true };
-        (@file no) => { false };
-        (@default) => { None };
-        (@default $($said:tt)+) => { Some($($said)+) };
-    }
-
-    /// A default as the help says it: `5m`, `4`, `auto`.
-    fn said<T: serde::Serialize>(value: T) -> String {
-        match serde_json::to_value(value).unwrap() {
-            serde_json::Value::String(text) => text,
-            other => other.to_string(),
-        }
-    }
+    use super::{Declared, declared};
 
     fn table() -> Vec<Declared> {
-        crate::config::run_options!(declared)
+        declared()
     }
 
     /// Words, whatever the lines: the help as clap shows it is the doc lines joined.

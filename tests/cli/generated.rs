@@ -168,6 +168,32 @@ fn the_pages_have_examples_files_environment_and_a_task_format_page() {
     }
 }
 
+/// Every setting's variable, as the options' declaration names it, is in the ENVIRONMENT of
+/// the pages of the commands that take settings: a new option cannot be left out of them.
+#[test]
+fn every_settings_variable_is_in_the_environment_of_the_pages_that_take_settings() {
+    let files = generate();
+    let vars: Vec<&str> = swarm::cli::declared()
+        .into_iter()
+        .filter_map(|o| o.var)
+        .collect();
+    assert!(vars.len() >= 30, "{vars:?}");
+    for name in ["swarm.1", "swarm-run.1", "swarm-resume.1", "swarm-config.1"] {
+        let page = String::from_utf8(files[&format!("man/{name}")].clone()).unwrap();
+        let environment = page
+            .split(".SH ENVIRONMENT\n")
+            .nth(1)
+            .and_then(|s| s.split("\n.SH ").next())
+            .unwrap_or_else(|| panic!("{name} has no ENVIRONMENT"));
+        for var in &vars {
+            assert!(
+                environment.contains(&format!("\\fB{var}\\fR")),
+                "{name} does not name {var} in its ENVIRONMENT"
+            );
+        }
+    }
+}
+
 /// The tasks swarm-tasks(5) shows are a task file swarm accepts (the first four lines make one;
 /// the fifth replaces the fourth).
 #[test]

@@ -29,6 +29,15 @@ pub const fn item(term: &'static str, text: &'static str) -> Item {
     Item { term, text }
 }
 
+/// A list of variables in a page's ENVIRONMENT.
+pub enum Env {
+    /// Written here.
+    Items(&'static [Item]),
+    /// Every setting's variable, made from the options' declaration (`swarm::cli::declared`),
+    /// after these words on them all.
+    Settings(&'static [Item]),
+}
+
 /// The hand-written sections of one page.
 pub struct Sections {
     /// The page's name: `swarm`, `swarm-run`, `swarm-queue-add`.
@@ -41,7 +50,7 @@ pub struct Sections {
     /// What each exit code means for this command; empty: the codes `swarm --help` lists.
     pub exit_status: &'static [Item],
     /// Lists of variables, shared between pages where commands share them.
-    pub environment: &'static [&'static [Item]],
+    pub environment: &'static [Env],
     /// Lists of files, likewise.
     pub files: &'static [&'static [Item]],
     /// A command line (without the prompt) and what it does.
@@ -153,7 +162,13 @@ pub fn command_page(
     if !sections.environment.is_empty() {
         roff.control("SH", ["ENVIRONMENT"]);
         for block in sections.environment {
-            list(&mut roff, block);
+            match block {
+                Env::Items(items) => list(&mut roff, items),
+                Env::Settings(items) => {
+                    list(&mut roff, items);
+                    settings(&mut roff);
+                }
+            }
         }
     }
     if !sections.files.is_empty() {
@@ -180,6 +195,28 @@ fn list(roff: &mut Roff, items: &[Item]) {
         roff.control("TP", [])
             .text(inline(&format!("**{}**", i.term)));
         roff.text(inline(i.text));
+    }
+}
+
+/// Each setting's variable and what it sets: the flag, whose help is in OPTIONS, or, for a key
+/// without one, what it does; how a list or a switch is written.
+fn settings(roff: &mut Roff) {
+    for option in swarm::cli::declared() {
+        let Some(var) = option.var else { continue };
+        let mut text = match option.flag {
+            Some(_) => format!("**--{}**.", option.key),
+            // The help's `code` in bold, as the pages write it.
+            None => format!(
+                "The key **{}** (no flag): {}",
+                option.key,
+                option.help.split_whitespace().collect::<Vec<_>>().join(" ").replace('`', "**")
+            ),
+        };
+        if let Some(form) = option.var_form {
+            text = format!("{text} In the variable: {form}.");
+        }
+        roff.control("TP", []).text([bold(var)]);
+        roff.text(inline(&text));
     }
 }
 

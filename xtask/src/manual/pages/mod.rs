@@ -88,37 +88,12 @@ const READ_EXIT: &[Item] = &[
     item("130, 143", "Interrupted by a signal (128 plus its number)."),
 ];
 
-/// The variables every run reads: one per setting, below flags and above the config files.
-const SETTINGS_ENV: &[Item] = &[
-    item(
-        "SWARM_JOBS, SWARM_MAX_WRITERS, SWARM_AGENT, SWARM_MODEL, SWARM_API_BASE",
-        "The settings of **-j**, **--max-writers**, **--agent**, **--model** and **--api-base**. Every setting has a variable, named after its flag: a flag given on the command line wins over the variable, the variable over **.swarm.toml**, that over the user's config file, that over the default. An empty variable counts as unset; one that does not parse stops swarm with exit 2, naming it.",
-    ),
-    item(
-        "SWARM_REQUEST_TIMEOUT, SWARM_ENDPOINT_WAIT, SWARM_MAX_TURNS, SWARM_MAX_TASK_TOKENS, SWARM_BUDGET_TOKENS",
-        "**--request-timeout**, **--endpoint-wait**, **--max-turns**, **--max-task-tokens** and **--budget-tokens**.",
-    ),
-    item(
-        "SWARM_ALLOW_PROGRAMS",
-        "**--allow-program**, several separated by commas.",
-    ),
-    item(
-        "SWARM_TASK_TIMEOUT, SWARM_STALL_TIMEOUT, SWARM_KILL_GRACE, SWARM_RETRIES, SWARM_CHECK",
-        "**--task-timeout**, **--stall-timeout**, **--kill-grace**, **--retries** and **--check**.",
-    ),
-    item(
-        "SWARM_LAND, SWARM_WORKTREE_DIR, SWARM_ON_ESCALATE",
-        "**--land**, **--worktree-dir** and **--on-escalate**.",
-    ),
-    item(
-        "SWARM_RESOLVE_CONFLICTS, SWARM_FRESH_RETRIES",
-        "**--resolve-conflicts** and **--fresh-retries**: 1, true or yes; 0, false or no.",
-    ),
-    item(
-        "SWARM_TRANSCRIPT_CAP",
-        "The key **transcript-cap** (no flag): the most an attempt's transcript keeps of what it prints, a size like 64MiB (the default), 512k or 1GiB, in units of 1024; past it, the first and last parts are kept and the cut between them is marked.",
-    ),
-];
+/// The variables every run reads: one per setting, below flags and above the config files. The
+/// list of them is made from the options' declaration (`Env::Settings`).
+const SETTINGS_ENV: &[Item] = &[item(
+    "SWARM_*",
+    "Every setting that a config file may hold has a variable, named after its key: a flag given on the command line wins over the variable, the variable over **.swarm.toml**, that over the user's config file, that over the default. An empty variable counts as unset; one that does not parse stops swarm with exit 2, naming it. These are they:",
+)];
 
 /// The model endpoint of the planner and the built-in agent.
 const MODEL_ENV: &[Item] = &[

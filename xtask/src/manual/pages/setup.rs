@@ -2,7 +2,7 @@
 //! `completions`, `ci`.
 
 use super::{BOARD_FILES, CONFIG_FILES, MODEL_ENV, RUN_FILES, SETTINGS_ENV};
-use crate::manual::{Sections, item};
+use crate::manual::{Env, Sections, item};
 
 pub(super) const CONFIG: Sections = Sections {
     page: "swarm-config",
@@ -17,7 +17,7 @@ pub(super) const CONFIG: Sections = Sections {
             "A config file or **SWARM_*** variable does not parse (an unknown key, a value of the wrong type): every problem of every file and variable is listed at once, each with its file and line or its variable, and no settings are printed.",
         ),
     ],
-    environment: &[SETTINGS_ENV, MODEL_ENV],
+    environment: &[Env::Settings(SETTINGS_ENV), Env::Items(MODEL_ENV)],
     files: &[CONFIG_FILES],
     examples: &[
         item(
@@ -115,10 +115,10 @@ pub(super) const COMPLETIONS: Sections = Sections {
             "Not a shell swarm knows (bash, elvish, fish, powershell, zsh).",
         ),
     ],
-    environment: &[&[item(
+    environment: &[Env::Items(&[item(
         "COMPLETE",
         "What the script sets to ask for completions: **COMPLETE=bash swarm --** _words_ prints the completions of _words_, and **COMPLETE=bash swarm** alone prints a registration script that calls this very binary by its path.",
-    )]],
+    )])],
     files: &[],
     examples: &[
         item(
