@@ -651,8 +651,12 @@ impl<'s> Core<'s> {
             self.merges.gate_from_base(&self.base);
         }
         for (task, _) in &found.ungated {
-            if self.dag.state(*task) == State::Done {
-                self.transition(Transition::Committed(*task), &mut fx);
+            match self.dag.state(*task) {
+                State::Done => self.transition(Transition::Committed(*task), &mut fx),
+                // Merged in git, but the board lost the record (a full disk, a kill): it is
+                // recorded now, as any merge, and waits for the gate as the others do.
+                State::Committed => self.merge_recovered(*task, &mut fx),
+                _ => {}
             }
         }
         self.merges.gate_pending(found.ungated);
@@ -671,19 +675,7 @@ impl<'s> Core<'s> {
                 }
                 State::Committed if !self.merges.waits_for_gate(i) => {
                     if found.merged.contains(&i) {
-                        let id = self.id(i).to_owned();
-                        if let Some(commit) = self.slots[i].commit.clone() {
-                            fx.push(Effect::Record(Rec::MergeRecovered {
-                                id: id.clone(),
-                                commit,
-                            }));
-                        }
-                        fx.push(Effect::Tell(Told::Merged { id, before: true }));
-                        fx.push(Effect::CleanUp {
-                            task: i,
-                            merged: true,
-                            tip: self.tip().clone(),
-                        });
+                        self.merge_recovered(i, &mut fx);
                         self.transition(Transition::Done(i), &mut fx);
                     } else {
                         self.merges.queue_up(i);
@@ -694,6 +686,24 @@ impl<'s> Core<'s> {
         }
         self.merge_next(&mut fx);
         fx
+    }
+
+    /// Writer `i`'s merge, which a crash or a fault kept off the board, is in the integration
+    /// branch: it is recorded, said, and its checkout cleaned up as a merged one's.
+    fn merge_recovered(&mut self, i: usize, fx: &mut Vec<Effect>) {
+        let id = self.id(i).to_owned();
+        if let Some(commit) = self.slots[i].commit.clone() {
+            fx.push(Effect::Record(Rec::MergeRecovered {
+                id: id.clone(),
+                commit,
+            }));
+        }
+        fx.push(Effect::Tell(Told::Merged { id, before: true }));
+        fx.push(Effect::CleanUp {
+            task: i,
+            merged: true,
+            tip: self.tip().clone(),
+        });
     }
 
     /// Takes `input` at `now`, then does what follows: what may start starts, what must stop

@@ -1665,6 +1665,19 @@ fn the_seed_of_spawning_in_a_goal_run_keeps_every_limit() {
     assert!(figures.kills >= 1, "{figures:?}");
 }
 
+/// Seeds the long mode found, each a fault it showed once (the seed's world is replayed as
+/// the generator makes it):
+/// - 4643: a full disk drops the board's record of a merge made in git, the gate's run on it
+///   is cut short, and the run is resumed: the merge must be recorded then, or the run ends
+///   with the writer neither merged nor anything else on the board.
+#[test]
+fn the_seeds_the_long_mode_found_hold() {
+    for seed in [4643] {
+        run_scenario(Scenario::of(seed), false)
+            .unwrap_or_else(|v| panic!("seed {seed}: {v}"));
+    }
+}
+
 /// Replays one seed with its trace: `SWARM_SIM_SEED=<seed>`.
 #[test]
 #[expect(clippy::print_stdout, reason = "a replay says what it found")]
