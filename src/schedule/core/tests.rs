@@ -818,3 +818,70 @@ fn a_red_batch_is_bisected_and_its_culprit_taken_out_and_the_rest_merged_again()
     // Nothing the core was told was impossible.
     assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
 }
+
+#[test]
+fn a_merge_the_board_lost_before_the_gate_passed_is_recorded_on_resume_and_waits_for_the_gate() {
+    let mut settings = Settings::sample(2);
+    settings.gate = Some("make test".to_owned());
+    let tasks = [r#"{"id":"a","run":"x","mode":"write"}"#];
+    // The board holds `a` committed; the merge that made m1 was made in git, and then a full
+    // disk lost its record.
+    let mut a = super::sim::world::record("a", serde_json::json!({"id": "a"}));
+    a.status = crate::store::TaskStatus::Committed;
+    a.commit_id = Some("ca".to_owned());
+    a.start_commit = Some("base".to_owned());
+    let records = [a];
+    let mut core = Core::new(
+        &settings,
+        Start {
+            plan: plan(&tasks),
+            records: &records,
+            tip: commit("base"),
+            base: commit("base"),
+            green: None,
+            gate_runs: 1,
+            goals: None,
+            seed: 7,
+        },
+    );
+    let begun = core.begin(Found {
+        tip: Some(commit("m1")),
+        ungated: vec![(0, commit("m1"))],
+        ..Found::default()
+    });
+    let mut run = Run {
+        core,
+        t0: Instant::now(),
+        now: Duration::ZERO,
+    };
+    let begun: Vec<String> = begun.iter().map(|e| brief(&run.core, e)).collect();
+    assert_eq!(
+        begun,
+        [
+            "record tip recovered at m1",
+            "record a merge recovered",
+            "tell merged a",
+            "clean up a (merged)",
+        ]
+    );
+    // Not done before the gate passes on m1.
+    assert_eq!(run.open(), ["gate #2 batch at m1 [a]"]);
+    assert!(!run.core.done());
+    let green = report(
+        0,
+        2,
+        Verdict::Succeeded {
+            result: String::new(),
+            commit: None,
+        },
+    );
+    assert_eq!(
+        run.on(Input::Gated(green)),
+        [
+            "tell GateEnded { tip: \"m1\", verdict: \"green\", green: true, elapsed: 1s }",
+            "record gate passed at m1",
+        ]
+    );
+    assert_eq!(run.finish(), (Ending::Finished, lines(&[])));
+    assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
+}

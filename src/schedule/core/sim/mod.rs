@@ -12,7 +12,7 @@
 //! `SWARM_SIM_SEEDS=1000000 cargo test --release --lib schedule::core::sim::long -- --ignored
 //! --nocapture`.
 
-mod world;
+pub(super) mod world;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
