@@ -242,7 +242,11 @@ impl<'a> Exec<'a> {
             Effect::DropSnapshots(tip) => self.checkouts.drop_stale_snapshots(&tip)?,
             Effect::Park { task, hold } => merge::park(core, self, task, &hold)?,
             Effect::Escalate(info) => self.escalate(None, info)?,
-            Effect::Rewind { from, to, event } => merge::rewind(self, &from, &to, event)?,
+            Effect::Rewind { from, to, event } => {
+                if let Some(moved) = merge::rewind(self, &from, &to, event)? {
+                    inputs.push_back(Input::Moved(Box::new(moved)));
+                }
+            }
             Effect::Record(rec) => self.record(rec)?,
             Effect::Tell(told) => self.tell(&told),
             Effect::StopAttempts => workers.stop_all(),
