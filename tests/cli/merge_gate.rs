@@ -386,3 +386,46 @@ fn merges_after_the_culprit_are_merged_again_without_it() {
     assert_eq!(merges.lines().count(), 1, "{merges}");
     assert!(merges.starts_with("- `y` merged as "), "{merges}");
 }
+
+/// Someone moves the run's integration branch while the gate fails on b's merge: taking b out
+/// meets the moved branch. What was there is kept on a branch of its own, the integration
+/// branch goes where the gate takes it (without b), merging halts and says so, nothing is
+/// lost, and resume finishes the run as if nothing had happened.
+#[test]
+fn a_branch_moved_while_the_gate_fails_is_kept_aside_and_resume_finishes() {
+    let repo = shell_project();
+    let tasks = rename_tasks(&repo);
+    let base = crate::rev(&repo, "main");
+    let once = outside(&repo, "moved-once");
+    let user = repo.root.display().to_string();
+    // The first time the gate fails, it moves the branch back to the base before it answers.
+    let gate = format!(
+        "sh gate.sh || {{ [ -e '{m}' ] || {{ touch '{m}'; git -C '{user}' update-ref refs/heads/swarm/$SWARM_RUN_ID {base}; }}; exit 1; }}",
+        m = path_str(&once)
+    );
+
+    let out = repo.swarm(&["run", path_str(&tasks), "-j", "2", "--gate", &gate]);
+
+    assert_exit(&out, 3);
+    assert!(once.exists(), "the gate never failed");
+    let run = run_id(&repo);
+    let integration = format!("swarm/{run}");
+    let backup = format!("{integration}@moved-{}", &base[..12]);
+    assert_eq!(crate::rev(&repo, &backup), base);
+    // The branch is where the gate took it: a merged, b out; main untouched.
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &integration]);
+    assert!(!files.contains("uses/b.sh"), "{files}");
+    assert_eq!(
+        repo.git(&["show", &format!("{integration}:lib.sh")]),
+        "hello() { echo hi; }\n"
+    );
+    assert_eq!(crate::rev(&repo, "main"), base);
+    assert_eq!(tasks_with(&repo, "parked"), ["b"]);
+    let err = stderr(&out);
+    assert!(err.contains(&backup), "{err}");
+
+    let out = repo.swarm(&["resume"]);
+
+    assert_exit(&out, 3);
+    assert_rename_outcome(&repo);
+}

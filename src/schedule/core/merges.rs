@@ -11,7 +11,7 @@ use crate::git::CommitId;
 use crate::store::{Moved, RunEvent};
 use crate::ui::{Parked, Told};
 
-use super::dag::Transition;
+use super::dag::{State, Transition};
 use super::gate::{self, GateState, Next, Probe};
 use super::{Core, Effect, Rec};
 use crate::schedule::job::{Report, Verdict};
@@ -72,6 +72,9 @@ pub(super) struct Merges {
     halted: Option<String>,
     /// With a gate: what it knows of the merges since the last green tip.
     gate: Option<GateState>,
+    /// A gate run's verdict that came while a merge was out, taken once the merge is back: a
+    /// culprit taken out moves the branch the merge is moving.
+    verdict: Option<Report>,
 }
 
 impl Merges {
@@ -83,6 +86,7 @@ impl Merges {
             to_resolve: Vec::new(),
             halted: None,
             gate,
+            verdict: None,
         }
     }
 
@@ -172,6 +176,11 @@ impl Merges {
         self.gate.as_ref().map(|g| g.green.clone())
     }
 
+    /// Whether writer `i` waits in the queue.
+    pub(super) fn queued(&self, i: usize) -> bool {
+        self.queue.contains(&i)
+    }
+
     /// Writer `i` joins the queue, to be merged when the core asks for the next merge.
     pub(super) fn queue_up(&mut self, i: usize) {
         self.queue.push_back(i);
@@ -225,8 +234,15 @@ impl Core<'_> {
             return;
         }
         self.merges.merging = None;
+        let verdict = self.merges.verdict.take();
         if self.broken() {
-            // Not recorded: a resume finds the merge on the branch, as after a kill.
+            // Not recorded: a resume finds the merge on the branch, as after a kill, and runs
+            // the gate again.
+            if verdict.is_some()
+                && let Some(g) = &mut self.merges.gate
+            {
+                g.running = None;
+            }
             return;
         }
         let id = self.id(task).to_owned();
@@ -285,7 +301,22 @@ impl Core<'_> {
             MergeOutcome::Held(hold) => self.park(task, hold, fx),
             MergeOutcome::Moved(moved) => self.halted(*moved, fx),
         }
+        if let Some(report) = verdict {
+            self.take_verdict(&report, fx);
+        }
         self.merge_next(fx);
+    }
+
+    /// A gate run ended, now or while a merge was out: its verdict is taken.
+    pub(super) fn take_verdict(&mut self, report: &Report, fx: &mut Vec<Effect>) {
+        if let Some(fault) = self.gated(report, fx) {
+            self.stop.fault.get_or_insert(fault);
+        }
+    }
+
+    /// A gate run ended while a merge is out: its verdict waits for the merge.
+    pub(super) fn verdict_later(&mut self, report: Report) {
+        self.merges.verdict = Some(report);
     }
 
     /// Whether writer `i`'s conflict has an agent to try resolving it: the task's agent or
@@ -539,6 +570,64 @@ impl Core<'_> {
             self.merges.queue_up(m.task);
         }
         self.merge_next(fx);
+    }
+}
+
+impl Core<'_> {
+    /// On a resume: `culprit` (a writer and the tip its merge made) was taken out by the gate
+    /// and parked, but the branch still holds it. The merges before it passed; the branch goes
+    /// back to the last of them (or the green tip) and the merges after it are made again, as
+    /// the take-out would have done.
+    pub(super) fn finish_take_out(
+        &mut self,
+        culprit: &(usize, CommitId),
+        passed: &[(usize, CommitId)],
+        later: &[(usize, CommitId)],
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(g) = self.merges.gate.as_mut() else {
+            return;
+        };
+        if let Some((_, tip)) = passed.last() {
+            g.green = tip.clone();
+            g.tested = true;
+        }
+        g.pending.clear();
+        let back_to = g.green.clone();
+        for (task, _) in passed {
+            if self.dag.state(*task) == State::Committed {
+                self.merge_recovered(*task, fx);
+                self.transition(Transition::Done(*task), fx);
+            }
+        }
+        let ids: Vec<String> = later.iter().map(|(t, _)| self.id(*t).to_owned()).collect();
+        fx.push(Effect::Record(Rec::MergeAgain(ids.clone())));
+        for (task, _) in later {
+            if self.dag.state(*task) == State::Done {
+                self.transition(Transition::Committed(*task), fx);
+            }
+            self.merges.queue_up(*task);
+        }
+        let from = self.merges.tip.clone();
+        let culprit_id = self.id(culprit.0).to_owned();
+        fx.push(Effect::Rewind {
+            from: from.clone(),
+            to: back_to.clone(),
+            event: RunEvent::GateCulprit {
+                task: culprit_id.clone(),
+                tip: culprit.1.to_string(),
+                from: from.to_string(),
+                to: back_to.to_string(),
+                remerge: ids.clone(),
+            },
+        });
+        self.merges.tip = back_to;
+        fx.push(Effect::Tell(Told::TakenOut {
+            culprit: culprit_id,
+            tip: self.merges.tip.short().to_owned(),
+            again: ids,
+        }));
+        fx.push(Effect::DropSnapshots(self.merges.tip.clone()));
     }
 }
 

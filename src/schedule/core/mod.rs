@@ -58,6 +58,9 @@ pub(in crate::schedule) enum Input {
     Gated(Report),
     /// The merge the core asked for was made (or not), and how.
     Merge { task: usize, outcome: MergeOutcome },
+    /// The gate's rewind found the integration branch moved by something other than swarm:
+    /// what was there is kept aside and the branch is at the rewound tip (see `Effect::Rewind`).
+    Moved(Box<Moved>),
     /// SIGINT, SIGTERM or SIGHUP.
     Signal,
     /// Swarm met a fault of the machine itself (a full disk under the board): the run stops,
@@ -172,7 +175,8 @@ pub(in crate::schedule) enum Effect {
     /// Tell a human about the run as a whole, once: the escalation and its hook.
     Escalate(serde_json::Value),
     /// Move the integration branch back from `from` to `to` (the gate took a culprit out),
-    /// recording `event`.
+    /// recording `event`. Found elsewhere (something other than swarm moved it), what is
+    /// there is kept aside, the branch is put at `to` all the same, and `Input::Moved` follows.
     Rewind {
         from: CommitId,
         to: CommitId,
@@ -650,12 +654,29 @@ impl<'s> Core<'s> {
         if found.green_lost {
             self.merges.gate_from_base(&self.base);
         }
-        for (task, _) in &found.ungated {
-            if self.dag.state(*task) == State::Done {
-                self.transition(Transition::Committed(*task), &mut fx);
+        let mut ungated = found.ungated;
+        // A culprit the gate took out and parked, the branch not yet moved back when a kill
+        // or a fault came: the take-out is finished now.
+        if let Some(k) = ungated
+            .iter()
+            .position(|(t, _)| self.dag.state(*t) == State::Parked)
+        {
+            let later = ungated.split_off(k + 1);
+            if let Some(culprit) = ungated.pop() {
+                self.finish_take_out(&culprit, &ungated, &later, &mut fx);
+            }
+            ungated.clear();
+        }
+        for (task, _) in &ungated {
+            match self.dag.state(*task) {
+                State::Done => self.transition(Transition::Committed(*task), &mut fx),
+                // Merged in git, but the board lost the record (a full disk, a kill): it is
+                // recorded now, as any merge, and waits for the gate as the others do.
+                State::Committed => self.merge_recovered(*task, &mut fx),
+                _ => {}
             }
         }
-        self.merges.gate_pending(found.ungated);
+        self.merges.gate_pending(ungated);
         // Counting first: a recovered merge releases its dependents, which must be counted.
         self.transition(Transition::Settle, &mut fx);
         for i in 0..self.slots.len() {
@@ -669,21 +690,9 @@ impl<'s> Core<'s> {
                         tip: self.tip().clone(),
                     });
                 }
-                State::Committed if !self.merges.waits_for_gate(i) => {
+                State::Committed if !self.merges.waits_for_gate(i) && !self.merges.queued(i) => {
                     if found.merged.contains(&i) {
-                        let id = self.id(i).to_owned();
-                        if let Some(commit) = self.slots[i].commit.clone() {
-                            fx.push(Effect::Record(Rec::MergeRecovered {
-                                id: id.clone(),
-                                commit,
-                            }));
-                        }
-                        fx.push(Effect::Tell(Told::Merged { id, before: true }));
-                        fx.push(Effect::CleanUp {
-                            task: i,
-                            merged: true,
-                            tip: self.tip().clone(),
-                        });
+                        self.merge_recovered(i, &mut fx);
                         self.transition(Transition::Done(i), &mut fx);
                     } else {
                         self.merges.queue_up(i);
@@ -694,6 +703,24 @@ impl<'s> Core<'s> {
         }
         self.merge_next(&mut fx);
         fx
+    }
+
+    /// Writer `i`'s merge, which a crash or a fault kept off the board, is in the integration
+    /// branch: it is recorded, said, and its checkout cleaned up as a merged one's.
+    pub(super) fn merge_recovered(&mut self, i: usize, fx: &mut Vec<Effect>) {
+        let id = self.id(i).to_owned();
+        if let Some(commit) = self.slots[i].commit.clone() {
+            fx.push(Effect::Record(Rec::MergeRecovered {
+                id: id.clone(),
+                commit,
+            }));
+        }
+        fx.push(Effect::Tell(Told::Merged { id, before: true }));
+        fx.push(Effect::CleanUp {
+            task: i,
+            merged: true,
+            tip: self.tip().clone(),
+        });
     }
 
     /// Takes `input` at `now`, then does what follows: what may start starts, what must stop
@@ -711,11 +738,13 @@ impl<'s> Core<'s> {
     }
 
     fn take(&mut self, input: Input, now: Instant, fx: &mut Vec<Effect>) {
-        // Stopped by a fault of the machine, the run waits only for what runs to end.
+        // Stopped by a fault of the machine, the run waits only for what runs to end (and
+        // learns what a run before it left out with workers).
         if self.broken()
             && !matches!(
                 input,
                 Input::Tick
+                    | Input::Adopted(_)
                     | Input::Ended { .. }
                     | Input::Gated(_)
                     | Input::Merge { .. }
@@ -742,8 +771,10 @@ impl<'s> Core<'s> {
                 if self.broken() {
                     return;
                 }
-                if let Some(fault) = self.gated(&report, fx) {
-                    self.stop.fault.get_or_insert(fault);
+                if self.merges.in_flight() {
+                    self.verdict_later(report);
+                } else {
+                    self.take_verdict(&report, fx);
                 }
             }
             Input::Merge { task, outcome } => self.merged(task, outcome, fx),
@@ -759,6 +790,11 @@ impl<'s> Core<'s> {
                 self.halt(said, fx);
             }
             Input::Tick | Input::Signal => {}
+            Input::Moved(moved) => {
+                if self.merges.halted().is_none() {
+                    self.halted(*moved, fx);
+                }
+            }
             Input::Broken(fault) => self.broke(fault, fx),
             Input::Undone(undone) => self.undo(undone, fx),
             Input::Endpoint(gone) => {

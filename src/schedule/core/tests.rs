@@ -818,3 +818,258 @@ fn a_red_batch_is_bisected_and_its_culprit_taken_out_and_the_rest_merged_again()
     // Nothing the core was told was impossible.
     assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
 }
+
+#[test]
+fn a_merge_the_board_lost_before_the_gate_passed_is_recorded_on_resume_and_waits_for_the_gate() {
+    let mut settings = Settings::sample(2);
+    settings.gate = Some("make test".to_owned());
+    let tasks = [r#"{"id":"a","run":"x","mode":"write"}"#];
+    // The board holds `a` committed; the merge that made m1 was made in git, and then a full
+    // disk lost its record.
+    let mut a = super::sim::world::record("a", serde_json::json!({"id": "a"}));
+    a.status = crate::store::TaskStatus::Committed;
+    a.commit_id = Some("ca".to_owned());
+    a.start_commit = Some("base".to_owned());
+    let records = [a];
+    let mut core = Core::new(
+        &settings,
+        Start {
+            plan: plan(&tasks),
+            records: &records,
+            tip: commit("base"),
+            base: commit("base"),
+            green: None,
+            gate_runs: 1,
+            goals: None,
+            seed: 7,
+        },
+    );
+    let begun = core.begin(Found {
+        tip: Some(commit("m1")),
+        ungated: vec![(0, commit("m1"))],
+        ..Found::default()
+    });
+    let mut run = Run {
+        core,
+        t0: Instant::now(),
+        now: Duration::ZERO,
+    };
+    let begun: Vec<String> = begun.iter().map(|e| brief(&run.core, e)).collect();
+    assert_eq!(
+        begun,
+        [
+            "record tip recovered at m1",
+            "record a merge recovered",
+            "tell merged a",
+            "clean up a (merged)",
+        ]
+    );
+    // Not done before the gate passes on m1.
+    assert_eq!(run.open(), ["gate #2 batch at m1 [a]"]);
+    assert!(!run.core.done());
+    let green = report(
+        0,
+        2,
+        Verdict::Succeeded {
+            result: String::new(),
+            commit: None,
+        },
+    );
+    assert_eq!(
+        run.on(Input::Gated(green)),
+        [
+            "tell GateEnded { tip: \"m1\", verdict: \"green\", green: true, elapsed: 1s }",
+            "record gate passed at m1",
+        ]
+    );
+    assert_eq!(run.finish(), (Ending::Finished, lines(&[])));
+    assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
+}
+
+fn merged(before: &str, after: &str) -> MergeOutcome {
+    MergeOutcome::Merged {
+        before: commit(before),
+        after: commit(after),
+        ms: 1.0,
+    }
+}
+
+fn gate_run(n: u32, green: bool) -> Report {
+    let verdict = if green {
+        Verdict::Succeeded {
+            result: String::new(),
+            commit: None,
+        }
+    } else {
+        Verdict::Failed("tests fail".to_owned())
+    };
+    report(0, n, verdict)
+}
+
+/// Two writers under a gate, `a` merged at m1 with the gate running on it, `b` committed.
+fn gated_pair(settings: &Settings) -> Run<'_> {
+    let mut run = Run::new(
+        settings,
+        &[
+            r#"{"id":"a","run":"x","mode":"write"}"#,
+            r#"{"id":"b","run":"x","mode":"write"}"#,
+        ],
+    );
+    assert_eq!(run.open(), ["start a#1 at base", "start b#1 at base"]);
+    for i in 0..2 {
+        run.core.prepared(i, Some(commit("base")), None);
+    }
+    assert_eq!(
+        run.ended(committed(0, 1, "ca")),
+        ["record a committed ca", "merge a into base"]
+    );
+    let fx = run.on(Input::Merge {
+        task: 0,
+        outcome: merged("base", "m1"),
+    });
+    assert_eq!(
+        fx.last().map(String::as_str),
+        Some("gate #1 batch at m1 [a]")
+    );
+    run
+}
+
+#[test]
+fn a_gate_verdict_that_comes_while_a_merge_is_out_waits_for_the_merge() {
+    let mut settings = Settings::sample(3);
+    settings.gate = Some("make test".to_owned());
+    let mut run = gated_pair(&settings);
+    assert_eq!(
+        run.ended(committed(1, 1, "cb")),
+        ["record b committed cb", "merge b into m1"]
+    );
+    // Red on m1 while b's merge is out: nothing is decided yet.
+    assert_eq!(run.on(Input::Gated(gate_run(1, false))), lines(&[]));
+    // b's merge is back: then the verdict, and the base is tested before a is blamed.
+    assert_eq!(
+        run.on(Input::Merge {
+            task: 1,
+            outcome: merged("m1", "m2")
+        }),
+        [
+            "record b merged at m2",
+            "tell merged b",
+            "clean up b (merged)",
+            "drop snapshots but m2's",
+            "tell GateEnded { tip: \"m1\", verdict: \"red\", green: false, elapsed: 1s }",
+            "tell tail of 0 line(s)",
+            "record run GateFinished",
+            "gate #2 base at base []",
+        ]
+    );
+    // The take-out moves the branch back from where it is, m2, not from m1.
+    let fx = run.on(Input::Gated(gate_run(2, true)));
+    assert!(fx.contains(&"rewind m2 to base".to_owned()), "{fx:#?}");
+    assert_eq!(fx.last().map(String::as_str), Some("merge b into base"));
+    assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
+}
+
+#[test]
+fn a_branch_moved_under_the_gates_take_out_halts_the_merges() {
+    let mut settings = Settings::sample(3);
+    settings.gate = Some("make test".to_owned());
+    let mut run = gated_pair(&settings);
+    assert_eq!(
+        run.on(Input::Gated(gate_run(1, false))),
+        [
+            "tell GateEnded { tip: \"m1\", verdict: \"red\", green: false, elapsed: 1s }",
+            "tell tail of 0 line(s)",
+            "record run GateFinished",
+            "gate #2 base at base []",
+        ]
+    );
+    let fx = run.on(Input::Gated(gate_run(2, true)));
+    assert!(fx.contains(&"rewind m1 to base".to_owned()), "{fx:#?}");
+    // The executor found the branch elsewhere, kept what was there and put it at base.
+    let moved = Moved {
+        integration: "swarm/r".to_owned(),
+        found: Some("x".to_owned()),
+        backup: Some("swarm/r@moved-x".to_owned()),
+        tip: "base".to_owned(),
+        reason: "moved by something other than swarm".to_owned(),
+    };
+    let fx = run.on(Input::Moved(Box::new(moved)));
+    assert_eq!(
+        fx[..2],
+        [
+            "record run IntegrationMoved",
+            "tell Halted(\"moved by something other than swarm\")"
+        ]
+    );
+    // b ends without merging; nothing more is merged.
+    assert_eq!(run.ended(committed(1, 1, "cb")), ["record b committed cb"]);
+    assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
+}
+
+#[test]
+fn a_culprit_parked_before_the_branch_moved_back_is_taken_out_on_resume() {
+    let mut settings = Settings::sample(2);
+    settings.gate = Some("make test".to_owned());
+    let tasks = [
+        r#"{"id":"a","run":"x","mode":"write"}"#,
+        r#"{"id":"b","run":"x","mode":"write"}"#,
+    ];
+    // The board: a parked as the gate's culprit, b to be merged again; the branch still at
+    // m2, which merges both (a kill came before it was moved back).
+    let writer = |id: &str, status, c: &str| {
+        let mut r = super::sim::world::record(id, serde_json::json!({ "id": id }));
+        r.status = status;
+        r.commit_id = Some(c.to_owned());
+        r.start_commit = Some("base".to_owned());
+        r
+    };
+    let records = [
+        writer("a", crate::store::TaskStatus::Parked, "ca"),
+        writer("b", crate::store::TaskStatus::Committed, "cb"),
+    ];
+    let mut core = Core::new(
+        &settings,
+        Start {
+            plan: plan(&tasks),
+            records: &records,
+            tip: commit("m2"),
+            base: commit("base"),
+            green: None,
+            gate_runs: 2,
+            goals: None,
+            seed: 7,
+        },
+    );
+    let begun = core.begin(Found {
+        ungated: vec![(0, commit("m1")), (1, commit("m2"))],
+        ..Found::default()
+    });
+    let mut run = Run {
+        core,
+        t0: Instant::now(),
+        now: Duration::ZERO,
+    };
+    let begun: Vec<String> = begun.iter().map(|e| brief(&run.core, e)).collect();
+    assert_eq!(
+        begun,
+        [
+            "record merge again [b]",
+            "rewind m2 to base",
+            "tell TakenOut { culprit: \"a\", tip: \"base\", again: [\"b\"] }",
+            "drop snapshots but base's",
+            "merge b into base",
+        ]
+    );
+    assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
+    let fx = run.on(Input::Merge {
+        task: 1,
+        outcome: merged("base", "m3"),
+    });
+    assert_eq!(
+        fx.first().map(String::as_str),
+        Some("record b merged at m3")
+    );
+    // Once open, the gate tests b's merge, and nothing else: a stays parked.
+    assert_eq!(run.open(), ["gate #3 batch at m3 [b]"]);
+    assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
+}

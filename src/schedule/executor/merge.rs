@@ -185,20 +185,31 @@ pub(super) fn park(
 }
 
 /// Moves the integration branch back from `from` to `to` (the gate took a merge out), green.
+/// Found elsewhere, it is put at `to` all the same, what was there kept on a branch: the move,
+/// for the core to halt the merges with.
 pub(super) fn rewind(
     ex: &mut Exec<'_>,
     from: &CommitId,
     to: &CommitId,
     event: RunEvent,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<Moved>> {
     let layout = ex.out.layout;
-    ex.out.repo.move_ref(
-        &layout.integration_ref,
-        from,
-        to,
-        "swarm: the gate took a merge out",
-    )?;
-    ex.out.record.tip_rewound(to, event)
+    let found = ex.out.repo.ref_target(&layout.integration_ref)?;
+    let moved = if found.as_ref() == Some(from) {
+        ex.out.repo.move_ref(
+            &layout.integration_ref,
+            from,
+            to,
+            "swarm: the gate took a merge out",
+        )?;
+        None
+    } else {
+        // Someone else moved it while the gate ran: what they put there is kept, and the
+        // branch goes where the gate would have taken it.
+        Some(put_back(ex, to, found.as_ref())?)
+    };
+    ex.out.record.tip_rewound(to, event)?;
+    Ok(moved)
 }
 
 /// What a run starting or resumed finds on its integration branch, swarm's tip being `tip`:

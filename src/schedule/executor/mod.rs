@@ -157,6 +157,7 @@ impl<'a> Exec<'a> {
         loop {
             let mut fault = None;
             let mut undone = Vec::new();
+            let mut record_lost = false;
             for effect in fx {
                 if (fault.is_some() || core.broken())
                     && let Err(left) = effect.after_fault(settings)
@@ -165,12 +166,20 @@ impl<'a> Exec<'a> {
                     continue;
                 }
                 let left = effect.undone_if_failed(settings);
+                let record = matches!(effect, Effect::Record(_));
+                if record && record_lost {
+                    // Decided with a record the board did not take, it may take that one for
+                    // written: it is not written either.
+                    undone.extend(left);
+                    continue;
+                }
                 let Err(e) = self.apply(core, effect, workers, &mut inputs) else {
                     continue;
                 };
                 // Any other error is swarm's own, and ends the run.
                 let f = fault_of(self, e)?;
                 undone.extend(left);
+                record_lost |= record;
                 fault.get_or_insert(f);
             }
             if let Some(f) = fault {
@@ -233,7 +242,11 @@ impl<'a> Exec<'a> {
             Effect::DropSnapshots(tip) => self.checkouts.drop_stale_snapshots(&tip)?,
             Effect::Park { task, hold } => merge::park(core, self, task, &hold)?,
             Effect::Escalate(info) => self.escalate(None, info)?,
-            Effect::Rewind { from, to, event } => merge::rewind(self, &from, &to, event)?,
+            Effect::Rewind { from, to, event } => {
+                if let Some(moved) = merge::rewind(self, &from, &to, event)? {
+                    inputs.push_back(Input::Moved(Box::new(moved)));
+                }
+            }
             Effect::Record(rec) => self.record(rec)?,
             Effect::Tell(told) => self.tell(&told),
             Effect::StopAttempts => workers.stop_all(),

@@ -173,7 +173,7 @@ pub(super) struct Board {
     pub(super) goals: Vec<GoalRecord>,
 }
 
-pub(super) fn record(id: &str, spec: serde_json::Value) -> TaskRecord {
+pub(in crate::schedule::core) fn record(id: &str, spec: serde_json::Value) -> TaskRecord {
     TaskRecord {
         id: id.to_owned(),
         spec,
