@@ -291,7 +291,7 @@ macro_rules! declared {
     (@var $var:literal) => { Some($var) };
     (@file yes) => { true };
     (@file no) => { false };
-    (@form Strings) => { Some("several separated by commas") };
+    (@form Strings) => { Some("several, separated by commas") };
     (@form Switch) => { Some("1, true or yes; 0, false or no") };
     (@form $shape:ident) => { None };
     (@default) => { None };

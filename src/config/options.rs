@@ -134,7 +134,9 @@ macro_rules! run_options {
                 key: "kill-grace", flag: "DURATION", var: "SWARM_KILL_GRACE", file: yes,
                 shape: Duration, check: wait, default: &'static str = "2s", listed: 13,
             }
-            /// The most an attempt's transcript keeps of what it prints, as a size (`64MiB`).
+            /// The most an attempt's transcript keeps of what it prints: a size like `64MiB`,
+            /// `512k` or `1GiB`, in units of 1024; past it, the first and last parts are kept
+            /// and the cut between them is marked.
             transcript_cap: Option<String> {
                 key: "transcript-cap", flag: none, var: "SWARM_TRANSCRIPT_CAP", file: yes,
                 shape: Size, check: transcript_cap,

@@ -206,14 +206,17 @@ fn settings(roff: &mut Roff) {
         let mut text = match option.flag {
             Some(_) => format!("**--{}**.", option.key),
             // The help's `code` in bold, as the pages write it.
-            None => format!(
-                "The key **{}** (no flag): {}",
-                option.key,
-                option.help.split_whitespace().collect::<Vec<_>>().join(" ").replace('`', "**")
-            ),
+            None => {
+                let help = option.help.split_whitespace().collect::<Vec<_>>().join(" ");
+                let mut help = help.replace('`', "**");
+                if let Some(first) = help.get(..1) {
+                    help.replace_range(..1, &first.to_lowercase());
+                }
+                format!("The key **{}** (no flag): {help}", option.key)
+            }
         };
         if let Some(form) = option.var_form {
-            text = format!("{text} In the variable: {form}.");
+            text = format!("{text} As a variable: {form}.");
         }
         roff.control("TP", []).text([bold(var)]);
         roff.text(inline(&text));

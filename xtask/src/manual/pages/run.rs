@@ -15,7 +15,12 @@ pub(super) const SWARM: Sections = Sections {
     ],
     more: &[],
     exit_status: RUN_EXIT,
-    environment: &[Env::Settings(SETTINGS_ENV), Env::Items(MODEL_ENV), Env::Items(PROCESS_ENV), Env::Items(TASK_ENV)],
+    environment: &[
+        Env::Settings(SETTINGS_ENV),
+        Env::Items(MODEL_ENV),
+        Env::Items(PROCESS_ENV),
+        Env::Items(TASK_ENV),
+    ],
     files: &[CONFIG_FILES, BOARD_FILES, RUN_FILES],
     examples: &[
         item(
@@ -75,7 +80,12 @@ pub(super) const RUN: Sections = Sections {
     ],
     more: &[],
     exit_status: RUN_EXIT,
-    environment: &[Env::Settings(SETTINGS_ENV), Env::Items(MODEL_ENV), Env::Items(PROCESS_ENV), Env::Items(TASK_ENV)],
+    environment: &[
+        Env::Settings(SETTINGS_ENV),
+        Env::Items(MODEL_ENV),
+        Env::Items(PROCESS_ENV),
+        Env::Items(TASK_ENV),
+    ],
     files: &[CONFIG_FILES, BOARD_FILES, RUN_FILES],
     examples: &[
         item(
@@ -123,7 +133,11 @@ pub(super) const RESUME: Sections = Sections {
             "Usage error: there is no unfinished run (or no run of that id), the run finished already, it was stopped before its plan was stored, or the options given are bad; nothing ran.",
         ),
     ],
-    environment: &[Env::Settings(SETTINGS_ENV), Env::Items(MODEL_ENV), Env::Items(PROCESS_ENV)],
+    environment: &[
+        Env::Settings(SETTINGS_ENV),
+        Env::Items(MODEL_ENV),
+        Env::Items(PROCESS_ENV),
+    ],
     files: &[BOARD_FILES, RUN_FILES],
     examples: &[
         item("swarm resume", "Continue the newest unfinished run."),
@@ -161,7 +175,12 @@ pub(super) const RETRY: Sections = Sections {
             "Usage error, nothing changed: no such task (the hint names the run that has it, or the names close to it), a reader, a task that is done, was skipped or has not ended, or bad options.",
         ),
     ],
-    environment: &[Env::Settings(SETTINGS_ENV), Env::Items(MODEL_ENV), Env::Items(PROCESS_ENV), Env::Items(TASK_ENV)],
+    environment: &[
+        Env::Settings(SETTINGS_ENV),
+        Env::Items(MODEL_ENV),
+        Env::Items(PROCESS_ENV),
+        Env::Items(TASK_ENV),
+    ],
     files: &[BOARD_FILES, RUN_FILES],
     examples: &[
         item(
@@ -270,7 +289,12 @@ pub(super) const QUEUE_RUN: Sections = Sections {
     ],
     more: &[],
     exit_status: RUN_EXIT,
-    environment: &[Env::Settings(SETTINGS_ENV), Env::Items(MODEL_ENV), Env::Items(PROCESS_ENV), Env::Items(TASK_ENV)],
+    environment: &[
+        Env::Settings(SETTINGS_ENV),
+        Env::Items(MODEL_ENV),
+        Env::Items(PROCESS_ENV),
+        Env::Items(TASK_ENV),
+    ],
     files: &[CONFIG_FILES, BOARD_FILES, RUN_FILES],
     examples: &[
         item(
