@@ -203,17 +203,16 @@ fn list(roff: &mut Roff, items: &[Item]) {
 fn settings(roff: &mut Roff) {
     for option in swarm::cli::declared() {
         let Some(var) = option.var else { continue };
-        let mut text = match option.flag {
-            Some(_) => format!("**--{}**.", option.key),
+        let mut text = if option.flag.is_some() {
+            format!("**--{}**.", option.key)
+        } else {
             // The help's `code` in bold, as the pages write it.
-            None => {
-                let help = option.help.split_whitespace().collect::<Vec<_>>().join(" ");
-                let mut help = help.replace('`', "**");
-                if let Some(first) = help.get(..1) {
-                    help.replace_range(..1, &first.to_lowercase());
-                }
-                format!("The key **{}** (no flag): {help}", option.key)
+            let help = option.help.split_whitespace().collect::<Vec<_>>().join(" ");
+            let mut help = help.replace('`', "**");
+            if let Some(first) = help.get(..1) {
+                help.replace_range(..1, &first.to_lowercase());
             }
+            format!("The key **{}** (no flag): {help}", option.key)
         };
         if let Some(form) = option.var_form {
             text = format!("{text} As a variable: {form}.");
