@@ -545,27 +545,8 @@ impl Core<'_> {
             "the gate fails on {}, the first tip that merges it (gate: {command})",
             culprit.tip.short()
         );
-        let culprit_id = self.id(culprit.task).to_owned();
         self.park(culprit.task, Hold::Gate { why, output: tail }, fx);
-        let from = self.merges.tip.clone();
-        fx.push(Effect::Rewind {
-            from: from.clone(),
-            to: back_to.clone(),
-            event: RunEvent::GateCulprit {
-                task: culprit_id.clone(),
-                tip: culprit.tip.to_string(),
-                from: from.to_string(),
-                to: back_to.to_string(),
-                remerge: ids.clone(),
-            },
-        });
-        self.merges.tip = back_to;
-        fx.push(Effect::Tell(Told::TakenOut {
-            culprit: culprit_id,
-            tip: self.merges.tip.short().to_owned(),
-            again: ids,
-        }));
-        fx.push(Effect::DropSnapshots(self.merges.tip.clone()));
+        self.move_back(culprit.task, &culprit.tip, back_to, ids, fx);
         for m in later {
             self.merges.queue_up(m.task);
         }
@@ -608,26 +589,38 @@ impl Core<'_> {
             }
             self.merges.queue_up(*task);
         }
-        let from = self.merges.tip.clone();
-        let culprit_id = self.id(culprit.0).to_owned();
+        self.move_back(culprit.0, &culprit.1, back_to, ids, fx);
+    }
+
+    /// The integration branch goes back to `back_to`, before `culprit`'s merge at `tip`, and
+    /// `again` are to be merged again.
+    fn move_back(
+        &mut self,
+        culprit: usize,
+        tip: &CommitId,
+        back_to: CommitId,
+        again: Vec<String>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let from = std::mem::replace(&mut self.merges.tip, back_to.clone());
+        let culprit = self.id(culprit).to_owned();
         fx.push(Effect::Rewind {
-            from: from.clone(),
-            to: back_to.clone(),
             event: RunEvent::GateCulprit {
-                task: culprit_id.clone(),
-                tip: culprit.1.to_string(),
+                task: culprit.clone(),
+                tip: tip.to_string(),
                 from: from.to_string(),
                 to: back_to.to_string(),
-                remerge: ids.clone(),
+                remerge: again.clone(),
             },
+            from,
+            to: back_to.clone(),
         });
-        self.merges.tip = back_to;
         fx.push(Effect::Tell(Told::TakenOut {
-            culprit: culprit_id,
-            tip: self.merges.tip.short().to_owned(),
-            again: ids,
+            culprit,
+            tip: back_to.short().to_owned(),
+            again,
         }));
-        fx.push(Effect::DropSnapshots(self.merges.tip.clone()));
+        fx.push(Effect::DropSnapshots(back_to));
     }
 }
 

