@@ -194,19 +194,18 @@ pub(super) fn rewind(
     event: RunEvent,
 ) -> anyhow::Result<Option<Moved>> {
     let layout = ex.out.layout;
-    let found = ex.out.repo.ref_target(&layout.integration_ref)?;
-    let moved = if found.as_ref() == Some(from) {
-        ex.out.repo.move_ref(
-            &layout.integration_ref,
-            from,
-            to,
-            "swarm: the gate took a merge out",
-        )?;
-        None
-    } else {
-        // Someone else moved it while the gate ran: what they put there is kept, and the
-        // branch goes where the gate would have taken it.
-        Some(put_back(ex, to, found.as_ref())?)
+    let msg = "swarm: the gate took a merge out";
+    let moved = match ex.out.repo.move_ref(&layout.integration_ref, from, to, msg) {
+        Ok(()) => None,
+        Err(e) => {
+            let found = ex.out.repo.ref_target(&layout.integration_ref)?;
+            if found.as_ref() == Some(from) {
+                return Err(e);
+            }
+            // Someone else moved it while the gate ran: what they put there is kept, and the
+            // branch goes where the gate would have taken it.
+            Some(put_back(ex, to, found.as_ref())?)
+        }
     };
     ex.out.record.tip_rewound(to, event)?;
     Ok(moved)
