@@ -552,9 +552,7 @@ impl Core<'_> {
         }
         self.merge_next(fx);
     }
-}
 
-impl Core<'_> {
     /// On a resume: `culprit` (a writer and the tip its merge made) was taken out by the gate
     /// and parked, but the branch still holds it. The merges before it passed; the branch goes
     /// back to the last of them (or the green tip) and the merges after it are made again, as
