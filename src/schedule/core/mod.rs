@@ -247,6 +247,73 @@ impl Effect {
     }
 }
 
+/// How one list of effects is carried out once something in it fails: the policy the executor
+/// follows and the simulation replays. After a fault of the machine only what tells the board
+/// and the terminal goes on; records decided with one the board did not take may take it for
+/// written, so they are not written either. What is dropped is handed back, after the fault,
+/// as `Input::Undone`.
+#[derive(Default)]
+pub(in crate::schedule) struct Carrying {
+    fault: Option<Fault>,
+    undone: Vec<Undone>,
+    record_lost: bool,
+}
+
+/// Whether an effect is carried out.
+#[derive(Debug, PartialEq, Eq)]
+pub(in crate::schedule) enum Carry {
+    Now,
+    /// Dropped: a fault came first.
+    AfterFault,
+    /// Dropped: a record was lost before it.
+    AfterLostRecord,
+}
+
+impl Carrying {
+    /// Whether `effect` is carried out; if not, what dropping it leaves undone is kept.
+    pub(in crate::schedule) fn admits(&mut self, core: &Core<'_>, effect: &Effect) -> Carry {
+        if (self.fault.is_some() || core.broken())
+            && let Err(left) = effect.after_fault(core.settings)
+        {
+            self.undone.extend(left);
+            return Carry::AfterFault;
+        }
+        if self.record_lost && matches!(effect, Effect::Record(_)) {
+            self.undone.extend(effect.undone_if_failed(core.settings));
+            return Carry::AfterLostRecord;
+        }
+        Carry::Now
+    }
+
+    /// What `effect` leaves undone if it fails, and whether it is a record: taken before it is
+    /// carried out, for `failed`.
+    pub(in crate::schedule) fn stakes(core: &Core<'_>, effect: &Effect) -> (Option<Undone>, bool) {
+        (
+            effect.undone_if_failed(core.settings),
+            matches!(effect, Effect::Record(_)),
+        )
+    }
+
+    /// The effect whose `stakes` these are met `fault`.
+    pub(in crate::schedule) fn failed(&mut self, stakes: (Option<Undone>, bool), fault: Fault) {
+        let (left, record) = stakes;
+        self.undone.extend(left);
+        self.record_lost |= record;
+        self.fault.get_or_insert(fault);
+    }
+
+    /// What was left undone, in order, then the fault, ahead of the inputs the effects brought
+    /// back.
+    pub(in crate::schedule) fn into_inputs(self, inputs: &mut std::collections::VecDeque<Input>) {
+        if let Some(f) = self.fault {
+            inputs.push_front(Input::Broken(f));
+        }
+        for u in self.undone.into_iter().rev() {
+            inputs.push_front(Input::Undone(u));
+        }
+    }
+}
+
 /// A write to the board.
 #[derive(Debug)]
 pub(in crate::schedule) enum Rec {

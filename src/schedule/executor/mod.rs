@@ -29,7 +29,7 @@ use self::record::{Failure, Recorder};
 use self::remote::Coordinator;
 use super::checkouts::Checkouts;
 use super::core::dag::State;
-use super::core::{Core, Effect, Input, Rec};
+use super::core::{Carry, Carrying, Core, Effect, Input, Rec};
 use super::job::Workers;
 use super::ports::Ports;
 use super::scratch::Scratch;
@@ -151,43 +151,22 @@ impl<'a> Exec<'a> {
         fx: Vec<Effect>,
         workers: &Workers,
     ) -> anyhow::Result<()> {
-        let settings = self.out.settings;
         let mut inputs = VecDeque::new();
         let mut fx = fx;
         loop {
-            let mut fault = None;
-            let mut undone = Vec::new();
-            let mut record_lost = false;
+            let mut carrying = Carrying::default();
             for effect in fx {
-                if (fault.is_some() || core.broken())
-                    && let Err(left) = effect.after_fault(settings)
-                {
-                    undone.extend(left);
+                if carrying.admits(core, &effect) != Carry::Now {
                     continue;
                 }
-                let left = effect.undone_if_failed(settings);
-                let record = matches!(effect, Effect::Record(_));
-                if record && record_lost {
-                    // Decided with a record the board did not take, it may take that one for
-                    // written: it is not written either.
-                    undone.extend(left);
-                    continue;
-                }
+                let stakes = Carrying::stakes(core, &effect);
                 let Err(e) = self.apply(core, effect, workers, &mut inputs) else {
                     continue;
                 };
                 // Any other error is swarm's own, and ends the run.
-                let f = fault_of(self, e)?;
-                undone.extend(left);
-                record_lost |= record;
-                fault.get_or_insert(f);
+                carrying.failed(stakes, fault_of(self, e)?);
             }
-            if let Some(f) = fault {
-                inputs.push_front(Input::Broken(f));
-            }
-            for u in undone.into_iter().rev() {
-                inputs.push_front(Input::Undone(u));
-            }
+            carrying.into_inputs(&mut inputs);
             let Some(input) = inputs.pop_front() else {
                 return Ok(());
             };

@@ -28,7 +28,9 @@ use crate::store::{GoalRecord, GoalStatus, Moved, TaskStatus};
 
 use super::dag::State;
 use super::tests::brief;
-use super::{Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start};
+use super::{
+    Carry, Carrying, Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start,
+};
 use world::{Board, Fate, Git, GoalFate};
 
 /// What the suite runs: enough seeds to meet every feature together many times.
@@ -673,46 +675,34 @@ impl Sim {
         self.carry(core, fx)
     }
 
-    /// Plays effects as the executor would: in order, what they bring back fed in turn;
-    /// after a full disk only what tells the board and the terminal.
+    /// Plays effects as the executor does: in order, what they bring back fed in turn, what
+    /// fails handled by the executor's own `Carrying`.
     fn carry(&mut self, core: &mut Core<'_>, fx: Vec<Effect>) -> Step<()> {
-        let settings = core.settings;
         let mut inputs = VecDeque::new();
         let mut fx = fx;
         loop {
-            let mut fault = None;
-            let mut undone = Vec::new();
-            let mut record_lost = false;
+            let mut carrying = Carrying::default();
             for effect in fx {
-                if (fault.is_some() || core.broken())
-                    && let Err(left) = effect.after_fault(settings)
-                {
-                    undone.extend(left);
-                    continue;
+                match carrying.admits(core, &effect) {
+                    Carry::Now => {}
+                    Carry::AfterFault => continue,
+                    Carry::AfterLostRecord => {
+                        if let Effect::Record(rec) = &effect {
+                            self.unrecorded(rec);
+                        }
+                        continue;
+                    }
                 }
-                let left = effect.undone_if_failed(settings);
-                if record_lost && let Effect::Record(rec) = &effect {
-                    // As the executor: not written, with the record it was decided with.
-                    self.unrecorded(rec);
-                    undone.extend(left);
-                    continue;
-                }
-                let record = matches!(effect, Effect::Record(_));
+                let stakes = Carrying::stakes(core, &effect);
                 if !self.apply(core, effect, &mut inputs)? {
-                    undone.extend(left);
-                    record_lost |= record;
-                    fault.get_or_insert(Fault {
+                    let fault = Fault {
                         kind: FaultKind::Environment,
                         why: "the disk is full".to_owned(),
-                    });
+                    };
+                    carrying.failed(stakes, fault);
                 }
             }
-            if let Some(f) = fault {
-                inputs.push_front(Input::Broken(f));
-            }
-            for u in undone.into_iter().rev() {
-                inputs.push_front(Input::Undone(u));
-            }
+            carrying.into_inputs(&mut inputs);
             let Some(input) = inputs.pop_front() else {
                 return self.check(core);
             };
