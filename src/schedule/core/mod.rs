@@ -19,6 +19,7 @@ use crate::ui::{Ended, Stop as Said, Told};
 
 pub(in crate::schedule) mod dag;
 mod ended;
+pub(in crate::schedule) mod found;
 pub(in crate::schedule) mod gate;
 mod goals;
 mod members;

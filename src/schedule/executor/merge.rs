@@ -4,16 +4,15 @@
 //! holds: a merge a crash left unrecorded, the merges the gate has yet to pass. The core
 //! decides which writer is merged when and what its outcome means.
 
-use std::collections::BTreeSet;
 use std::time::Instant;
 
 use anyhow::Context as _;
 
 use super::super::Checkout;
-use super::super::core::dag::State;
+use super::super::core::found::History;
 use super::super::core::{Core, Found, Hold, MergeOutcome};
 use super::Exec;
-use crate::git::{CommitId, Merge};
+use crate::git::{CommitId, Merge, Repo};
 use crate::store::{Moved, Parking, RunEvent};
 
 /// Merges writer `i`'s commit into the integration branch at `tip` (moving onto it, `onto`,
@@ -213,10 +212,9 @@ pub(super) fn rewind(
 
 /// What a run starting or resumed finds on its integration branch, swarm's tip being `tip`:
 /// the ref should be there. A kill between moving it and recording the merge leaves it one
-/// merge ahead: that merge is swarm's own (its first parent is the recorded tip, and it
-/// merges, or is, the commit of a task waiting to be merged) and is taken; so is a tip the
-/// gate was moving it back to. Anything else moved it: swarm puts it back. Then the merges the
-/// gate has yet to pass, and the committed writers the tip holds already.
+/// merge ahead, which the core takes as swarm's own, as it does a tip the gate was moving it
+/// back to (`Core::takes`). Anything else moved it: swarm puts it back. Then what the core
+/// reads of the branch (`Core::read_branch`).
 pub(super) fn find(core: &Core<'_>, ex: &Exec<'_>) -> anyhow::Result<Found> {
     let (repo, layout) = (ex.out.repo, ex.out.layout);
     let mut found = Found::default();
@@ -237,16 +235,7 @@ pub(super) fn find(core: &Core<'_>, ex: &Exec<'_>) -> anyhow::Result<Found> {
         }
         Some(f) if f == tip => {}
         Some(f) => {
-            let committed = |c: &CommitId| {
-                (0..core.slots.len()).any(|i| {
-                    core.dag.state(i) == State::Committed
-                        && core.slots[i].commit.as_ref() == Some(c)
-                })
-            };
-            let parents = repo.parents(&f)?;
-            let own = parents.first() == Some(&tip)
-                && (committed(&f) || parents.get(1).is_some_and(committed));
-            if (core.settings.gate.is_some() && rewound_to(core, ex, &tip, &f)?) || own {
+            if core.takes(repo, &f)? {
                 found.tip = Some(f.clone());
                 tip = f;
             } else {
@@ -254,84 +243,18 @@ pub(super) fn find(core: &Core<'_>, ex: &Exec<'_>) -> anyhow::Result<Found> {
             }
         }
     }
-    if let Some(green) = core.gate_green() {
-        let (chain, lost) = ungated(core, ex, &tip, &green)?;
-        found.ungated = chain;
-        found.green_lost = lost;
-    }
-    let chain: BTreeSet<usize> = found.ungated.iter().map(|(i, _)| *i).collect();
-    for i in 0..core.slots.len() {
-        if core.dag.state(i) != State::Committed || chain.contains(&i) {
-            continue;
-        }
-        let commit = core.slots[i]
-            .commit
-            .clone()
-            .context("a committed task has no commit")?;
-        if repo.contains(&tip, &commit)? {
-            found.merged.insert(i);
-        }
-    }
+    core.read_branch(repo, &tip, &mut found)?;
     Ok(found)
 }
 
-/// The merges since the last green tip `green`, oldest first, walking the first parents back
-/// from `tip`; and whether `green` is not on that line (then all is tested again from the
-/// base).
-fn ungated(
-    core: &Core<'_>,
-    ex: &Exec<'_>,
-    tip: &CommitId,
-    green: &CommitId,
-) -> anyhow::Result<(Vec<(usize, CommitId)>, bool)> {
-    let mut chain = Vec::new();
-    let mut at = tip.clone();
-    while at != *green {
-        let parents = ex.out.repo.parents(&at)?;
-        let Some(first) = parents.first().cloned() else {
-            break;
-        };
-        let task = core.slots.iter().position(|s| {
-            s.commit
-                .as_ref()
-                .is_some_and(|c| *c == at || parents.get(1) == Some(c))
-        });
-        if let Some(task) = task {
-            chain.push((task, at.clone()));
-        }
-        at = first;
+impl History for Repo {
+    fn parents(&self, commit: &CommitId) -> anyhow::Result<Vec<CommitId>> {
+        Repo::parents(self, commit)
     }
-    chain.reverse();
-    Ok((chain, at != *green))
-}
 
-/// Whether the integration ref at `found` is where the gate was moving it back to when
-/// swarm was killed: an earlier tip on the recorded tip's first-parent line, every merge
-/// after it one of a culprit (parked) or of a writer waiting to be merged again.
-fn rewound_to(
-    core: &Core<'_>,
-    ex: &Exec<'_>,
-    tip: &CommitId,
-    found: &CommitId,
-) -> anyhow::Result<bool> {
-    let mut at = tip.clone();
-    for _ in 0..=core.slots.len() {
-        if at == *found {
-            return Ok(true);
-        }
-        let parents = ex.out.repo.parents(&at)?;
-        let ours = core.slots.iter().enumerate().any(|(i, s)| {
-            matches!(core.dag.state(i), State::Parked | State::Committed)
-                && s.commit
-                    .as_ref()
-                    .is_some_and(|c| *c == at || parents.get(1) == Some(c))
-        });
-        let Some(first) = parents.first().filter(|_| ours) else {
-            return Ok(false);
-        };
-        at = first.clone();
+    fn contains(&self, tip: &CommitId, commit: &CommitId) -> anyhow::Result<bool> {
+        Repo::contains(self, tip, commit)
     }
-    Ok(false)
 }
 
 /// The integration branch's short name, `swarm/<run>`.

@@ -1207,22 +1207,14 @@ impl Sim {
             .any(|&t| t < core.plan.len() && self.fate(core.id(t)).breaks_gate)
     }
 
-    /// What the executor finds on the integration branch when a run begins (`merge::find`).
+    /// What the executor finds on the integration branch when a run begins (`merge::find`),
+    /// read by the same `Core::takes` and `Core::read_branch`.
     fn find(&mut self, core: &Core<'_>) -> Found {
         let mut found = Found::default();
         let mut tip = core.tip().clone();
         let head = self.git.head.clone();
         if head != tip {
-            let committed = |c: &CommitId| {
-                (0..core.slots.len()).any(|i| {
-                    core.dag.state(i) == State::Committed
-                        && core.slots[i].commit.as_ref() == Some(c)
-                })
-            };
-            let parents = self.git.parents(&head).to_vec();
-            let own = parents.first() == Some(&tip)
-                && (committed(&head) || parents.get(1).is_some_and(committed));
-            if (core.settings.gate.is_some() && self.rewound_to(core, &tip, &head)) || own {
+            if core.takes(&self.git, &head).expect(ANSWERS) {
                 found.tip = Some(head.clone());
                 tip = head;
             } else {
@@ -1230,61 +1222,9 @@ impl Sim {
                 found.moved = Some(moved(&tip, Some(&head)));
             }
         }
-        if let Some(green) = core.gate_green() {
-            let mut chain = Vec::new();
-            let mut at = tip.clone();
-            while at != green {
-                let parents = self.git.parents(&at).to_vec();
-                let Some(first) = parents.first().cloned() else {
-                    break;
-                };
-                let task = core.slots.iter().position(|s| {
-                    s.commit
-                        .as_ref()
-                        .is_some_and(|c| *c == at || parents.get(1) == Some(c))
-                });
-                if let Some(task) = task {
-                    chain.push((task, at.clone()));
-                }
-                at = first;
-            }
-            chain.reverse();
-            found.green_lost = at != green;
-            found.ungated = chain;
-        }
-        let chain: BTreeSet<usize> = found.ungated.iter().map(|(i, _)| *i).collect();
-        for i in 0..core.slots.len() {
-            if core.dag.state(i) != State::Committed || chain.contains(&i) {
-                continue;
-            }
-            if let Some(c) = &core.slots[i].commit
-                && self.git.contains(&tip, c)
-            {
-                found.merged.insert(i);
-            }
-        }
+        core.read_branch(&self.git, &tip, &mut found)
+            .expect(ANSWERS);
         found
-    }
-
-    fn rewound_to(&self, core: &Core<'_>, tip: &CommitId, found: &CommitId) -> bool {
-        let mut at = tip.clone();
-        for _ in 0..=core.slots.len() {
-            if at == *found {
-                return true;
-            }
-            let parents = self.git.parents(&at).to_vec();
-            let ours = core.slots.iter().enumerate().any(|(i, s)| {
-                matches!(core.dag.state(i), State::Parked | State::Committed)
-                    && s.commit
-                        .as_ref()
-                        .is_some_and(|c| *c == at || parents.get(1) == Some(c))
-            });
-            let Some(first) = parents.first().filter(|_| ours) else {
-                return false;
-            };
-            at = first.clone();
-        }
-        false
     }
 
     /// Task `i` starts from `tip`: it does not run already, has not ended, and what it needs
@@ -1691,6 +1631,9 @@ fn the_seed_of_spawning_in_a_goal_run_keeps_every_limit() {
     let figures = run_scenario(sc, false).unwrap_or_else(|v| panic!("{v}"));
     assert!(figures.kills >= 1, "{figures:?}");
 }
+
+/// The simulated history never fails to answer.
+const ANSWERS: &str = "the simulated history answers";
 
 /// Seeds the long mode found, each a fault it showed once (the seed's world is replayed as
 /// the generator makes it):

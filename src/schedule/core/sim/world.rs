@@ -11,6 +11,7 @@ use crate::plan::Plan;
 use crate::store::{GoalRecord, GoalStatus, Need, TaskRecord, TaskStatus};
 
 use super::super::Rec;
+use super::super::found::History;
 
 /// A deterministic 64-bit mix of the seed and a name.
 pub(super) fn hash(seed: u64, name: &str) -> u64 {
@@ -140,7 +141,20 @@ impl Git {
         static NONE: BTreeSet<usize> = BTreeSet::new();
         self.commits.get(at).map_or(&NONE, |c| &c.holds)
     }
+}
 
+/// The simulated history answers always.
+impl History for Git {
+    fn parents(&self, commit: &CommitId) -> anyhow::Result<Vec<CommitId>> {
+        Ok(Git::parents(self, commit).to_vec())
+    }
+
+    fn contains(&self, tip: &CommitId, commit: &CommitId) -> anyhow::Result<bool> {
+        Ok(Git::contains(self, tip, commit))
+    }
+}
+
+impl Git {
     pub(super) fn parents(&self, at: &CommitId) -> &[CommitId] {
         self.commits.get(at).map_or(&[], |c| c.parents.as_slice())
     }
