@@ -266,27 +266,15 @@ impl Core<'_> {
                 out,
             },
         )));
-        let elapsed = report.elapsed;
-        fx.push(Effect::Record(Rec::Limited {
-            id: id.to_owned(),
-            report,
-            totals,
+        let said = Limit::Member {
+            member,
             message: limit.message.clone(),
-            wait_ms: wait.as_millis() as u64,
-            stops_run: all_out,
-        }));
-        fx.push(Effect::Tell(Told::Limited {
-            id: id.to_owned(),
-            elapsed,
-            limit: Limit::Member {
-                member,
-                message: limit.message.clone(),
-                wait,
-                lasting: limit.lasting,
-                out,
-                max_wait,
-            },
-        }));
+            wait,
+            lasting: limit.lasting,
+            out,
+            max_wait,
+        };
+        Self::limited(id, report, totals, limit, wait, said, all_out, fx);
         if all_out {
             let pool = pool.to_owned();
             self.transition(Transition::Interrupted(i), fx);

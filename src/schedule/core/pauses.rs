@@ -145,20 +145,7 @@ impl Core<'_> {
             wait,
             lasting: limit.lasting,
         };
-        let elapsed = report.elapsed;
-        fx.push(Effect::Record(Rec::Limited {
-            id: id.to_owned(),
-            report,
-            totals,
-            message: limit.message.clone(),
-            wait_ms: wait.as_millis() as u64,
-            stops_run: too_long,
-        }));
-        fx.push(Effect::Tell(Told::Limited {
-            id: id.to_owned(),
-            elapsed,
-            limit: said.clone(),
-        }));
+        Self::limited(id, report, totals, limit, wait, said.clone(), too_long, fx);
         if too_long {
             self.transition(Transition::Interrupted(i), fx);
             self.pauses.limit_stop = Some(Stop::Limit {
@@ -172,5 +159,39 @@ impl Core<'_> {
             self.transition(Transition::Delayed(i, until), fx);
             fx.push(Effect::Tell(Told::PausedForLimit(wait)));
         }
+    }
+}
+
+impl Core<'_> {
+    /// An attempt met a usage limit (`said`, `wait` until it resets): the board records it,
+    /// and whether it stops the run, and the terminal is told.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the attempt's report and its limit, as the run and a pool's member word it"
+    )]
+    pub(super) fn limited(
+        id: &str,
+        report: Report,
+        totals: Totals,
+        limit: &UsageLimit,
+        wait: Duration,
+        said: Limit,
+        stops_run: bool,
+        fx: &mut Vec<Effect>,
+    ) {
+        let elapsed = report.elapsed;
+        fx.push(Effect::Record(Rec::Limited {
+            id: id.to_owned(),
+            report,
+            totals,
+            message: limit.message.clone(),
+            wait_ms: wait.as_millis() as u64,
+            stops_run,
+        }));
+        fx.push(Effect::Tell(Told::Limited {
+            id: id.to_owned(),
+            elapsed,
+            limit: said,
+        }));
     }
 }
