@@ -1112,10 +1112,9 @@ fn assert_only_the_real_change_landed(c: &Cluster, forged: &str, remote_main: &s
     assert_eq!(merged, ["w"]);
 }
 
-#[test]
-fn a_forged_result_for_a_task_nobody_leased_is_refused_and_the_task_still_runs_and_lands() {
-    let c = Cluster::new();
-    let remote_main = git(&c.remote, &["rev-parse", "main"]).trim().to_owned();
+/// A coordinator running one writer, `w` (`echo real > w.txt`), spread over the remote: once
+/// `w` is published and nobody has leased it yet, the coordinator, the run and `w`'s ready ref.
+fn one_writer_published(c: &Cluster) -> (Child, String, String) {
     let tasks =
         c.tasks(&[r#"{"id":"w","title":"w","mode":"write","run":"echo real > w.txt"}"#.to_owned()]);
     let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
@@ -1124,6 +1123,14 @@ fn a_forged_result_for_a_task_nobody_leased_is_refused_and_the_task_still_runs_a
     wait_until("w published", || {
         c.remote_refs().contains(&ready).then_some(())
     });
+    (coordinator, run, ready)
+}
+
+#[test]
+fn a_forged_result_for_a_task_nobody_leased_is_refused_and_the_task_still_runs_and_lands() {
+    let c = Cluster::new();
+    let remote_main = git(&c.remote, &["rev-parse", "main"]).trim().to_owned();
+    let (coordinator, run, ready) = one_writer_published(&c);
     // Nobody leased w: the intruder pushes a result for it, by a worker nobody saw, with a
     // commit on top of the task's start, as a real writer's would be.
     let intruder = c.intruder();
@@ -1495,14 +1502,7 @@ fn a_bad_poll_or_key_is_a_usage_error_before_anything_runs() {
 fn a_refused_result_under_an_ended_lease_has_its_attempt_published_again() {
     let c = Cluster::new();
     let remote_main = git(&c.remote, &["rev-parse", "main"]).trim().to_owned();
-    let tasks =
-        c.tasks(&[r#"{"id":"w","title":"w","mode":"write","run":"echo real > w.txt"}"#.to_owned()]);
-    let coordinator = c.start(&["run", tasks.to_str().unwrap(), "--remote", "origin"]);
-    let run = wait_until("a run on the remote", || newest_run(&c.user));
-    let ready = format!("refs/swarm/{run}/ready/w");
-    wait_until("w published", || {
-        c.remote_refs().contains(&ready).then_some(())
-    });
+    let (coordinator, run, ready) = one_writer_published(&c);
     let intruder = c.intruder();
     let job = intruder.record(&ready);
     let forged = intruder.change_on(job["start"].as_str().unwrap());
