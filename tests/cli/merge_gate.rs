@@ -398,10 +398,12 @@ fn a_branch_moved_while_the_gate_fails_is_kept_aside_and_resume_finishes() {
     let base = crate::rev(&repo, "main");
     let once = outside(&repo, "moved-once");
     let user = repo.root.display().to_string();
-    // The first time the gate fails, it moves the branch back to the base before it answers.
+    // The first time the gate fails, it moves the branch back to the base before it answers:
+    // once c is merged, so that no merge of swarm's meets git's lock on the ref.
     let gate = format!(
-        "sh gate.sh || {{ [ -e '{m}' ] || {{ touch '{m}'; git -C '{user}' update-ref refs/heads/swarm/$SWARM_RUN_ID {base}; }}; exit 1; }}",
-        m = path_str(&once)
+        "sh gate.sh || {{ [ -e '{m}' ] || {{ {c_merged}; touch '{m}'; git -C '{user}' update-ref refs/heads/swarm/$SWARM_RUN_ID {base}; }}; exit 1; }}",
+        m = path_str(&once),
+        c_merged = after_event(&repo, "merged", "c"),
     );
 
     let out = repo.swarm(&["run", path_str(&tasks), "-j", "2", "--gate", &gate]);

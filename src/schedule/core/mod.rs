@@ -258,6 +258,8 @@ pub(in crate::schedule) struct Carrying {
     fault: Option<Fault>,
     undone: Vec<Undone>,
     record_lost: bool,
+    /// The gate's rewind found the branch moved: no merge after it in this list is made.
+    moved: bool,
 }
 
 /// Whether an effect is carried out.
@@ -268,6 +270,8 @@ pub(in crate::schedule) enum Carry {
     AfterFault,
     /// Dropped: a record was lost before it.
     AfterLostRecord,
+    /// Dropped: a merge after the branch was found moved; it waits, committed, for a resume.
+    AfterMove,
 }
 
 impl Carrying {
@@ -278,6 +282,12 @@ impl Carrying {
         {
             self.undone.extend(left);
             return Carry::AfterFault;
+        }
+        if self.moved
+            && let Effect::Merge { task, .. } = effect
+        {
+            self.undone.push(Undone::Merge(*task));
+            return Carry::AfterMove;
         }
         if self.record_lost && matches!(effect, Effect::Record(_)) {
             self.undone.extend(effect.undone_if_failed(core.settings));
@@ -293,6 +303,12 @@ impl Carrying {
             effect.undone_if_failed(core.settings),
             matches!(effect, Effect::Record(_)),
         )
+    }
+
+    /// A rewind was carried out; `inputs` says whether it found the branch moved (then merging
+    /// stops at once, before the core hears of it).
+    pub(in crate::schedule) fn rewound(&mut self, inputs: &std::collections::VecDeque<Input>) {
+        self.moved |= matches!(inputs.back(), Some(Input::Moved(_)));
     }
 
     /// The effect whose `stakes` these are met `fault`.

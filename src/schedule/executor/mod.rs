@@ -160,7 +160,11 @@ impl<'a> Exec<'a> {
                     continue;
                 }
                 let stakes = Carrying::stakes(core, &effect);
+                let rewind = matches!(effect, Effect::Rewind { .. });
                 let Err(e) = self.apply(core, effect, workers, &mut inputs) else {
+                    if rewind {
+                        carrying.rewound(&inputs);
+                    }
                     continue;
                 };
                 // Any other error is swarm's own, and ends the run.

@@ -366,6 +366,8 @@ struct Sim {
     /// Goals the queue has given.
     taken: usize,
     planning_stopped: bool,
+    /// This swarm found the branch moved under the gate's rewind: it merges nothing more.
+    moved_under_rewind: bool,
     /// The gate still fails on the base.
     base_bad: bool,
     step: u64,
@@ -423,6 +425,7 @@ impl Sim {
             cut_goals: BTreeSet::new(),
             taken: 0,
             planning_stopped: false,
+            moved_under_rewind: false,
             base_bad: sc.base_bad,
             step: 0,
             records: 0,
@@ -516,6 +519,7 @@ impl Sim {
     /// is done. How it ended.
     fn segment(&mut self, settings: &Settings) -> Step<Ending> {
         self.planning_stopped = false;
+        self.moved_under_rewind = false;
         self.remote_unknown = true;
         self.meant_refusals = 0;
         let goals = self
@@ -685,7 +689,7 @@ impl Sim {
             for effect in fx {
                 match carrying.admits(core, &effect) {
                     Carry::Now => {}
-                    Carry::AfterFault => continue,
+                    Carry::AfterFault | Carry::AfterMove => continue,
                     Carry::AfterLostRecord => {
                         if let Effect::Record(rec) = &effect {
                             self.unrecorded(rec);
@@ -694,7 +698,12 @@ impl Sim {
                     }
                 }
                 let stakes = Carrying::stakes(core, &effect);
-                if !self.apply(core, effect, &mut inputs)? {
+                let rewind = matches!(effect, Effect::Rewind { .. });
+                if self.apply(core, effect, &mut inputs)? {
+                    if rewind {
+                        carrying.rewound(&inputs);
+                    }
+                } else {
                     let fault = Fault {
                         kind: FaultKind::Environment,
                         why: "the disk is full".to_owned(),
@@ -820,6 +829,13 @@ impl Sim {
                 self.limits(core)?;
             }
             Effect::Merge { task, tip, onto } => {
+                if self.moved_under_rewind {
+                    return Err(format!(
+                        "{} merged after the branch was found moved",
+                        core.id(task)
+                    )
+                    .into());
+                }
                 let outcome = self.merge(core, task, &tip, onto)?;
                 if self.rng.u32(0..100) < 25 {
                     let after = Duration::from_secs(self.rng.u64(0..3));
@@ -845,6 +861,7 @@ impl Sim {
                     // takes it, as the executor does.
                     let found = self.git.head.clone();
                     inputs.push_back(Input::Moved(Box::new(moved(&to, Some(&found)))));
+                    self.moved_under_rewind = true;
                 }
                 self.git.head = to.clone();
                 self.board.tip = to.clone();
