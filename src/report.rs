@@ -139,6 +139,8 @@ pub struct Facts<'a> {
     pub agents: &'a [AgentUsage],
     /// Branches keeping what refused attempts of unfinished tasks left: (task, branch).
     pub kept: &'a [(String, String)],
+    /// What confined the run's tasks, as a sentence.
+    pub confinement: &'a str,
 }
 
 /// One attempt from its start to its end (milliseconds since the epoch) and how it ended
@@ -316,7 +318,8 @@ fn run_summary(f: &Facts<'_>) -> String {
         counts_line(f.tasks),
         f.exit_code
     );
-    let _ = writeln!(out, "{}\n", totals_line(f));
+    let _ = writeln!(out, "{}  ", totals_line(f));
+    let _ = writeln!(out, "{}\n", f.confinement);
     if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}\n");
     }

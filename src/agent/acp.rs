@@ -106,7 +106,8 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
     )?
     .stopped_by(move || {
         ended.load(Ordering::Relaxed) || stopping.is_stopping() || Instant::now() >= deadline
-    });
+    })
+    .confined(inv.confine.clone());
 
     let (stderr_pipe, stderr_end) = std::io::pipe()?;
     let copier = Copier::start(stderr_pipe, Arc::clone(&conversation))?;

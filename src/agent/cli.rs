@@ -80,6 +80,25 @@ pub struct Profile {
     pub set_env: Vec<(String, String)>,
     /// How its sessions are named and continued.
     pub sessions: Sessions,
+    /// What it writes besides its checkout and TMPDIR when confined (its own state): paths
+    /// from `/`, from the home (`~/…`) or from a variable (`$CODEX_HOME`, left out when unset).
+    pub writes: Vec<String>,
+    /// The reader's and the writer's arguments when swarm confines it, for an agent whose own
+    /// sandbox cannot run inside swarm's confinement; `None`: the same as unconfined.
+    pub confined_args: Option<(Vec<String>, Vec<String>)>,
+}
+
+impl Profile {
+    /// The profile as it runs under swarm's confinement: its confined arguments, if any, in
+    /// place of the others.
+    #[must_use]
+    pub fn under_confinement(mut self) -> Self {
+        if let Some((reader, writer)) = self.confined_args.take() {
+            self.reader_args = reader;
+            self.writer_args = writer;
+        }
+        self
+    }
 }
 
 /// How swarm speaks with an agent's process.
@@ -160,6 +179,10 @@ pub fn claude_profile() -> Profile {
         // and report take over.
         set_env: vec![("CLAUDE_CODE_MAX_RETRIES".to_owned(), "1".to_owned())],
         sessions: Sessions::Claude,
+        // Its sessions, settings and caches (CLAUDE_CONFIG_DIR moves them), and the state file
+        // it rewrites in the home.
+        writes: strings(&["~/.claude/", "~/.claude.json", "$CLAUDE_CONFIG_DIR/"]),
+        confined_args: None,
     }
 }
 
@@ -171,28 +194,37 @@ pub fn codex_profile() -> Profile {
         name: "codex".to_owned(),
         kind: Kind::Cli,
         command: "codex".to_owned(),
-        reader_args: strings(&[
-            "exec",
-            "--json",
-            "--sandbox",
-            "read-only",
-            "--skip-git-repo-check",
-            "-",
-        ]),
-        writer_args: strings(&[
-            "exec",
-            "--json",
-            "--sandbox",
-            "workspace-write",
-            "--skip-git-repo-check",
-            "-",
-        ]),
+        reader_args: codex_args("read-only"),
+        writer_args: codex_args("workspace-write"),
         parser: Parser::CodexJsonl,
         drop_env: Vec::new(),
         pass_env: Vec::new(),
         set_env: Vec::new(),
         sessions: Sessions::Codex,
+        // Its sessions, logs and caches (CODEX_HOME moves them).
+        writes: strings(&["~/.codex/", "$CODEX_HOME/"]),
+        // Codex's own sandboxes (bubblewrap) make namespaces and mounts, which Landlock refuses:
+        // under swarm's confinement every command and patch of theirs would fail while Codex
+        // still ends "completed". Confined by swarm, it runs without its own, and swarm's
+        // rules are what hold (a reader's snapshot is still checked after it ran).
+        confined_args: Some((
+            codex_args("danger-full-access"),
+            codex_args("danger-full-access"),
+        )),
     }
+}
+
+/// `codex exec` with its JSON events, in `sandbox`, outside a git repository's check, the
+/// prompt on stdin.
+fn codex_args(sandbox: &str) -> Vec<String> {
+    strings(&[
+        "exec",
+        "--json",
+        "--sandbox",
+        sandbox,
+        "--skip-git-repo-check",
+        "-",
+    ])
 }
 
 /// An ACP agent named on the command line (`acp:CMD`): `sh -c CMD`, as `exec:` runs its command,
@@ -210,6 +242,8 @@ pub fn acp_profile(name: &str, command: &str) -> Profile {
         pass_env: Vec::new(),
         set_env: Vec::new(),
         sessions: Sessions::Acp,
+        writes: Vec::new(),
+        confined_args: None,
     }
 }
 

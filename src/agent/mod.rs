@@ -4,6 +4,7 @@
 //! nothing about the DAG.
 
 pub mod cli;
+pub(crate) mod confine;
 mod fault;
 mod limits;
 pub(crate) use fault::{Fault, FaultKind};
@@ -96,6 +97,8 @@ pub(crate) struct Invocation {
     /// the agent printed (Codex's thread id); removed when the attempt ends. Else stdout goes
     /// to an unnamed file.
     pub stdout_file: Option<PathBuf>,
+    /// What confines the process (see `confine`); `None` runs it with all of the user's access.
+    pub confine: Option<confine::Confinement>,
 }
 
 impl Invocation {
@@ -126,12 +129,14 @@ impl Invocation {
             transcript_cap,
             header,
             stdout_file: None,
+            confine: None,
         }
     }
 
     /// The user's own `command` in this one's place (a writer's check, a checkout's setup):
-    /// the same directory, variables and time, its own transcript and header, and nothing of
-    /// the agent's (its program, its variables withheld or passed, stdin, the stall watch).
+    /// the same directory, variables, time and confinement, its own transcript and header, and
+    /// nothing of the agent's (its program, its variables withheld or passed, stdin, the stall
+    /// watch).
     pub(crate) fn beside(
         &self,
         command: &str,
@@ -141,6 +146,7 @@ impl Invocation {
     ) -> Self {
         Self {
             env: self.env.clone(),
+            confine: self.confine.clone(),
             ..Self::shell(
                 command,
                 self.cwd.clone(),
@@ -252,7 +258,7 @@ fn spawn_and_wait(
     let started = Instant::now();
     let mut transcript = Transcript::create(&inv.transcript, inv.transcript_cap)?;
     transcript.note(&inv.header)?;
-    transcript.note("--- stderr ---\n")?;
+    transcript.note(STDERR_MARK)?;
     // Stdout goes to a file, not a pipe: a grandchild that keeps the pipe open could otherwise
     // hold the attempt hostage after the agent has exited.
     let mut out = match &inv.stdout_file {
@@ -351,6 +357,12 @@ fn spawn_and_wait(
         outcome.describe(),
         elapsed.as_secs_f64()
     ))?;
+    if let Some(confine) = &inv.confine {
+        let refused = refusals(confine, inv, &stdout);
+        if !refused.is_empty() {
+            transcript.note(&refused)?;
+        }
+    }
     transcript.redact()?;
     let stdout = crate::secret::redact(&stdout).into_owned();
     Ok(Finished {
@@ -360,6 +372,38 @@ fn spawn_and_wait(
         cost: None,
         session: None,
     })
+}
+
+/// The line after a transcript's header, before what the attempt printed on stderr.
+const STDERR_MARK: &str = "--- stderr ---\n";
+
+/// How much of a transcript's end is read for what the kernel refused.
+const REFUSALS_READ: u64 = 1 << 20;
+
+/// The lines for the transcript on the paths the kernel refused the attempt, as far as what it
+/// printed (its stderr in the transcript, its stdout) names them; empty when none.
+fn refusals(confine: &confine::Confinement, inv: &Invocation, stdout: &str) -> String {
+    let mut text = Vec::new();
+    if let Ok(mut f) = File::open(&inv.transcript) {
+        // What the attempt printed, after the header (which holds its command).
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let printed = (inv.header.len() + STDERR_MARK.len()) as u64;
+        let _ = f.seek(std::io::SeekFrom::Start(
+            len.saturating_sub(REFUSALS_READ).max(printed),
+        ));
+        let _ = f.take(REFUSALS_READ).read_to_end(&mut text);
+    }
+    let text = String::from_utf8_lossy(&text);
+    let mut refused = confine.refusals(&text, &inv.cwd);
+    for r in confine.refusals(stdout, &inv.cwd) {
+        if !refused.contains(&r) {
+            refused.push(r);
+        }
+    }
+    refused
+        .iter()
+        .map(|r| format!("{}{r}\n", confine::REFUSED))
+        .collect()
 }
 
 /// The attempt's process, not yet started: its program, directory, process group of its own and
@@ -384,6 +428,9 @@ fn command(inv: &Invocation) -> Command {
         }
     }
     cmd.envs(inv.env.iter().map(|(k, v)| (k, v)));
+    if let Some(confine) = &inv.confine {
+        confine.apply(&mut cmd);
+    }
     cmd
 }
 

@@ -115,7 +115,8 @@ fn turns(
     )
     .map_err(|e| Outcome::Failed(format!("could not open the task's directory: {e}")))?
     .stopped_by(move || stopping.is_stopping() || Instant::now() >= deadline)
-    .spawning(&inv.env);
+    .spawning(&inv.env)
+    .confined(inv.confine.clone());
     let definitions = tools.definitions();
     let mut messages = vec![
         json!({ "role": "system", "content": system_prompt(b) }),

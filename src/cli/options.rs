@@ -11,7 +11,9 @@ use clap::error::ErrorKind;
 use clap::{Arg, Args};
 use clap_complete::engine::ArgValueCandidates;
 
-use crate::config::{Choice, Defaults, Land, MAX_SLOTS, Options, ReportFormat, Spawning};
+use crate::config::{
+    Choice, Confine, ConfineNet, Defaults, Land, MAX_SLOTS, Options, ReportFormat, Spawning,
+};
 
 /// Makes [`RunOptions`] and its conversion from the options' table, one entry at a time: the
 /// entries without a flag are left out, and an entry's flag is shaped by its declaration (a

@@ -37,6 +37,10 @@ pub(super) fn run_goal(
     if goal.trim().is_empty() {
         anyhow::bail!(Usage::new("--goal is empty"));
     }
+    if !output.only {
+        // A run that may not run unconfined stops before the model is asked for a plan.
+        super::settings::confinement(options)?;
+    }
     let jobs = options.jobs.unwrap_or(crate::config::Defaults::jobs()) as usize;
     let client = model_client(options, jobs)?.ok_or_else(|| {
         Usage::new("planning a goal needs a model, and none is configured").hint(PLANNING_HINT)

@@ -141,12 +141,16 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
         Command::Drop { run, yes } => drop::drop_run(&g, run.as_deref(), yes),
         Command::Config { options } => {
             let config = load_config(&g, &options.into(), explicit, CONFIG_SHOW_HINT)?;
+            let in_force = settings::confine_setting(&config.options).in_force();
             if g.json {
-                ui::out(&serde_json::to_string_pretty(&crate::config::to_json(
-                    &config,
-                ))?)?;
+                let mut shown = crate::config::to_json(&config);
+                shown["confinement"] = in_force.to_json();
+                ui::out(&serde_json::to_string_pretty(&shown)?)?;
             } else {
-                ui::out(&crate::config::describe(&config))?;
+                ui::out(&format!(
+                    "{}# confinement in force here: {in_force}\n",
+                    crate::config::describe(&config)
+                ))?;
             }
             Ok(exit::OK)
         }

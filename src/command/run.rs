@@ -315,6 +315,12 @@ pub(super) fn execute(
     goals: Option<GoalRun>,
 ) -> anyhow::Result<u8> {
     let mut ui = Ui::new(g.quiet, g.progress);
+    if let crate::agent::confine::InForce::Unavailable(why) = &settings.confine.in_force {
+        ui.note(
+            crate::ui::Verb::Note,
+            &format!("tasks run unconfined: {why}"),
+        );
+    }
     if options.web {
         // Served until swarm exits; the page reads the board and the log as `swarm web` does.
         let url = super::web::spawn(repo, &layout.run)?;
@@ -500,6 +506,7 @@ pub(super) fn execute(
         spans: &spans,
         agents: &agents,
         kept: &kept,
+        confinement: &settings.confine.in_force.summary(),
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");

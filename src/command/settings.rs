@@ -3,12 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::bail;
 
 use crate::agent::Agent;
 use crate::agent::cli::Profile;
+use crate::agent::confine::Confiner;
 use crate::config::{Defaults, Land, Options, pool_name};
 use crate::error::Usage;
 use crate::git::Repo;
@@ -126,6 +128,8 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
             pass_env: Vec::new(),
             set_env: Vec::new(),
             sessions: crate::agent::cli::Sessions::None,
+            writes: Vec::new(),
+            confined_args: None,
         },
     };
     if let Some(c) = &spec.command {
@@ -138,6 +142,10 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
             p.sessions = crate::agent::cli::Sessions::Acp;
         }
         Some(other) => return Err(format!("unknown kind {other:?} (known: cli, acp)")),
+    }
+    if spec.args.is_some() || spec.reader_args.is_some() || spec.writer_args.is_some() {
+        // Arguments of the user's own are run as they are, confined or not.
+        p.confined_args = None;
     }
     if let Some(a) = &spec.args {
         p.reader_args.clone_from(a);
@@ -159,12 +167,86 @@ fn profile_from(name: &str, spec: &crate::config::ProfileSpec) -> Result<Profile
     if let Some(e) = &spec.drop_env {
         p.drop_env.clone_from(e);
     }
+    if let Some(w) = &spec.writes {
+        if let Some(bad) = w
+            .iter()
+            .find(|p| !(p.starts_with('/') || p.starts_with("~/") || p.starts_with('$')))
+        {
+            return Err(format!(
+                "writes: `{bad}` is relative: name it from `/`, from your home as `~/…`, or from a variable as `$NAME/…`"
+            ));
+        }
+        p.writes.extend(w.iter().cloned());
+    }
     // Each variable of the table replaces the built-in profile's of that name, or joins them.
     for (name, value) in spec.set_env.iter().flatten() {
         p.set_env.retain(|(n, _)| n != name);
         p.set_env.push((name.clone(), value.clone()));
     }
     Ok(p)
+}
+
+/// The run's confinement as its options say, paths expanded.
+pub(super) fn confine_setting(o: &Options) -> crate::agent::confine::Setting {
+    use crate::agent::confine::{Setting, expand};
+    use crate::config::{Confine, ConfineNet};
+    let mode = o.confine.unwrap_or(Defaults::confine());
+    let paths = |list: &[String]| list.iter().filter_map(|p| expand(p)).collect::<Vec<_>>();
+    let connect = match o.confine_net.unwrap_or(Defaults::confine_net()) {
+        ConfineNet::Open => None,
+        ConfineNet::Endpoint => Some(
+            endpoint(o)
+                .map(|e| endpoint_port(&e.base))
+                .into_iter()
+                .collect(),
+        ),
+    };
+    Setting {
+        off: mode == Confine::Off,
+        require: mode == Confine::Require,
+        read_deny: paths(&o.read_deny),
+        read_allow: paths(&o.read_allow),
+        write_allow: paths(&o.write_allow),
+        connect,
+    }
+}
+
+/// What confines the run's tasks, from its options: an error, before anything runs, when
+/// `confine = "require"` and the kernel cannot, or when `confine-net = "endpoint"` asks for
+/// what the kernel cannot do.
+pub(super) fn confinement(o: &Options) -> anyhow::Result<Arc<Confiner>> {
+    use crate::agent::confine::InForce;
+    let setting = confine_setting(o);
+    let (require, needs_ports) = (setting.require, setting.connect.is_some());
+    let confiner = Confiner::new(setting);
+    match &confiner.in_force {
+        InForce::Unavailable(why) if require => Err(Usage::new(format!(
+            "confine = \"require\", and the kernel cannot confine tasks here: {why}; nothing ran"
+        ))
+        .hint("run on Linux 5.13 or later with Landlock enabled, or set confine = \"auto\" (tasks then run unconfined where the kernel cannot confine them)")
+        .into()),
+        InForce::Landlock(abi) if needs_ports && *abi < 4 => Err(Usage::new(format!(
+            "confine-net = \"endpoint\" needs Landlock ABI 4 (Linux 6.7) to confine TCP connects, and this kernel has ABI {abi}; nothing ran"
+        ))
+        .hint("set confine-net = \"open\"")
+        .into()),
+        _ => Ok(confiner),
+    }
+}
+
+/// The TCP port of an endpoint's URL: the one it names, else its scheme's.
+fn endpoint_port(base: &str) -> u16 {
+    let (scheme, rest) = base.split_once("://").unwrap_or(("https", base));
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let port = host_port
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok());
+    port.unwrap_or(if scheme.eq_ignore_ascii_case("http") {
+        80
+    } else {
+        443
+    })
 }
 
 /// The model endpoint from flags and the environment, if one is configured.
@@ -399,6 +481,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         gate: o.gate.clone(),
         spawn: crate::config::SpawnLimits::of(o),
         // Spread over machines, the run's own process runs only the tasks --jobs asks for.
+        confine: confinement(o)?,
         local_jobs: if o.remote.is_some() {
             o.jobs.map_or(0, |j| j as usize)
         } else {

@@ -92,6 +92,9 @@ enum MergeState {
 struct Transcript {
     path: String,
     tail: Vec<String>,
+    /// The paths the kernel refused the attempt, as its transcript's end says (see
+    /// `agent::confine`).
+    refused: Vec<String>,
 }
 
 pub(super) fn show(g: &Globals, task: &str, run: Option<&str>) -> anyhow::Result<u8> {
@@ -230,9 +233,17 @@ fn gather(
         .last()
         .map(|a| a.transcript.clone())
         .or_else(|| t.transcript.clone())
-        .map(|path| Transcript {
-            tail: tail(Path::new(&path), TAIL_LINES),
-            path,
+        .map(|path| {
+            let end = end_of(Path::new(&path));
+            Transcript {
+                tail: tail(&end, TAIL_LINES),
+                refused: end
+                    .lines()
+                    .filter_map(|l| l.strip_prefix(crate::agent::confine::REFUSED))
+                    .map(|l| crate::secret::redact(l).into_owned())
+                    .collect(),
+                path,
+            }
         });
     Ok(Shown {
         run: run.to_owned(),
@@ -338,8 +349,9 @@ fn merge(events: &[(i64, RunEvent)]) -> Option<Merge> {
     })
 }
 
-/// The last `n` lines of the file at `path`, secrets hidden; none when it cannot be read.
-fn tail(path: &Path, n: usize) -> Vec<String> {
+/// The end of the file at `path` (`TAIL_BYTES` of it, from a whole line); empty when it cannot
+/// be read.
+fn end_of(path: &Path) -> String {
     let read = || -> std::io::Result<String> {
         let mut file = crate::planted::open(path)?;
         let len = file.metadata()?.len();
@@ -356,9 +368,11 @@ fn tail(path: &Path, n: usize) -> Vec<String> {
         }
         Ok(text)
     };
-    let Ok(text) = read() else {
-        return Vec::new();
-    };
+    read().unwrap_or_default()
+}
+
+/// The last `n` lines of `text`, secrets hidden.
+fn tail(text: &str, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
@@ -521,6 +535,12 @@ fn text(s: &Shown) -> String {
         out.push_str("\nConflicting paths:\n");
         for p in paths {
             let _ = writeln!(out, "  {p}");
+        }
+    }
+    if let Some(t) = s.transcript.as_ref().filter(|t| !t.refused.is_empty()) {
+        out.push_str("\nRefused by the confinement:\n");
+        for r in &t.refused {
+            indented(&mut out, r);
         }
     }
     if let Some(t) = &s.transcript {

@@ -1,4 +1,4 @@
-//! Options whose value is one of a few words (`land`, `report-format`, `spawning`). Each type
+//! Options whose value is one of a few words (`land`, `report-format`, `spawning`, `confine`). Each type
 //! lists its words once, with what each means; files, variables, flags, the board's record and
 //! the help all read them from there.
 
@@ -112,9 +112,33 @@ choice! {
     }
 }
 
+choice! {
+    /// Whether the processes of tasks run confined by the kernel (see the README's "What an
+    /// agent can and cannot do to your machine").
+    #[derive(Default)]
+    pub enum Confine {
+        #[default]
+        Auto = "auto": "Confined where the kernel can (Landlock); said once and run unconfined where \
+            it cannot",
+        Require = "require": "Confined, or the run does not start (exit 2)",
+        Off = "off": "Not confined: tasks run with all of your access",
+    }
+}
+
+choice! {
+    /// Which TCP connections confined tasks may make.
+    #[derive(Default)]
+    pub enum ConfineNet {
+        #[default]
+        Open = "open": "Any",
+        Endpoint = "endpoint": "Only to the model endpoint's port and the task's own ports \
+            (SWARM_PORTS), where the kernel can (Landlock ABI 4)",
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Choice, Land, ReportFormat, Spawning, listed};
+    use super::{Choice, Confine, ConfineNet, Land, ReportFormat, Spawning, listed};
 
     #[test]
     fn each_value_is_its_word_in_serde_and_back_in_any_case() {
@@ -134,6 +158,8 @@ mod tests {
         round_trip::<Land>();
         round_trip::<ReportFormat>();
         round_trip::<Spawning>();
+        round_trip::<Confine>();
+        round_trip::<ConfineNet>();
     }
 
     #[test]

@@ -169,6 +169,21 @@ pub(super) fn transcript_cap(text: &str) -> Result<(), String> {
 /// Paths in the repository, relative to its top: none absolute, none climbing out with `..`,
 /// none into `.git` (swarm copies and keeps them in checkouts, outside of which nothing is
 /// touched).
+/// Paths of the machine: absolute, or `~/…` in the user's home.
+pub(super) fn machine_paths(paths: &[String]) -> Result<(), String> {
+    for p in paths {
+        if !(Path::new(p).is_absolute() || p.starts_with("~/")) {
+            return Err(format!(
+                "`{p}` is relative: name it from `/`, or from your home as `~/…`"
+            ));
+        }
+        if p == "/" {
+            return Err("`/` is the whole machine: name directories or files in it".to_owned());
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn repo_paths(paths: &[String]) -> Result<(), String> {
     for p in paths {
         let path = Path::new(p);

@@ -41,7 +41,7 @@ mod tests;
 
 use check::Shape;
 pub(crate) use choice::Choice;
-pub use choice::{Land, ReportFormat, Spawning};
+pub use choice::{Confine, ConfineNet, Land, ReportFormat, Spawning};
 use file::read_file;
 #[cfg(test)]
 use key::Key;
@@ -84,6 +84,9 @@ pub struct ProfileSpec {
     pub set_env: Option<BTreeMap<String, String>>,
     /// Attempts of this profile that may run at once in a run; no cap when unset.
     pub max_concurrent: Option<u32>,
+    /// Directories (or files) the agent writes besides its checkout and TMPDIR, confined (`~/`
+    /// for the home): its own state.
+    pub writes: Option<Vec<String>>,
 }
 
 /// The effective configuration.
@@ -166,7 +169,7 @@ const KINDS: [&str; 2] = ["cli", "acp"];
 /// The parsers an agent profile may name.
 const PARSERS: [&str; 3] = ["text", "claude-json", "codex-jsonl"];
 /// The keys of an `[agents.NAME]` table, with what each must be.
-const PROFILE_KEYS: [(&str, Shape); 10] = [
+const PROFILE_KEYS: [(&str, Shape); 11] = [
     ("command", Shape::Text),
     ("args", Shape::Strings),
     ("reader-args", Shape::Strings),
@@ -177,6 +180,7 @@ const PROFILE_KEYS: [(&str, Shape); 10] = [
     ("set-env", Shape::Variables),
     ("kind", Shape::OneOf(&KINDS)),
     ("max-concurrent", Shape::Count),
+    ("writes", Shape::Strings),
 ];
 /// The profiles swarm has built in: a table of one of their names changes it, so it needs no
 /// `command`.

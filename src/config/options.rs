@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::check::Shape;
-use super::choice::{Choice, Land, ReportFormat, Spawning};
-use super::key::{Key, Spec, duration, repo_paths, slots, transcript_cap, wait};
+use super::choice::{Choice, Confine, ConfineNet, Land, ReportFormat, Spawning};
+use super::key::{Key, Spec, duration, machine_paths, repo_paths, slots, transcript_cap, wait};
 use super::pool::PoolSpec;
 use super::setting::Setting;
 use super::{DEFAULT_TRANSCRIPT_CAP, ProfileSpec};
@@ -281,6 +281,35 @@ macro_rules! run_options {
             spawning: Option<Spawning> {
                 key: "spawning", flag: "WHICH", var: "SWARM_SPAWNING", file: yes,
                 shape: OneOf(Spawning), default: Spawning = Spawning::Plan, listed: 36,
+            }
+            /// Confine every process of a task by the kernel (Landlock): it writes only its
+            /// checkout, its TMPDIR and what its profile declares, and reads none of your secret
+            /// stores (auto: where the kernel can; require: or nothing runs; off) [default: auto].
+            confine: Option<Confine> {
+                key: "confine", flag: "WHEN", var: "SWARM_CONFINE", file: yes,
+                shape: OneOf(Confine), default: Confine = Confine::Auto, listed: 38,
+            }
+            /// Paths no confined task reads, besides the secret stores (`~/` for your home).
+            read_deny: Vec<String> {
+                key: "read-deny", flag: none, var: "SWARM_READ_DENY", file: yes,
+                shape: Strings, check: machine_paths, listed: 39,
+            }
+            /// Paths confined tasks may read although they are denied (a secret store, say).
+            read_allow: Vec<String> {
+                key: "read-allow", flag: none, var: "SWARM_READ_ALLOW", file: yes,
+                shape: Strings, check: machine_paths, listed: 40,
+            }
+            /// Paths confined tasks may write besides their checkout, TMPDIR and what their
+            /// agent's profile declares (a shared build cache, say).
+            write_allow: Vec<String> {
+                key: "write-allow", flag: none, var: "SWARM_WRITE_ALLOW", file: yes,
+                shape: Strings, check: machine_paths, listed: 41,
+            }
+            /// The TCP connections confined tasks may make: any (open), or only to the model
+            /// endpoint's port and the task's own ports (endpoint).
+            confine_net: Option<ConfineNet> {
+                key: "confine-net", flag: none, var: "SWARM_CONFINE_NET", file: yes,
+                shape: OneOf(ConfineNet), default: ConfineNet = ConfineNet::Open, listed: 42,
             }
         }
     };

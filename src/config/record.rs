@@ -114,6 +114,15 @@ mod tests {
             "max_children": null, "max_depth": null, "max_spawned": null, "spawns_per_minute": null,
             "spawning": null, "transcript_cap": null,
         });
+        let confinement = json!({
+            "confine": null, "read_deny": [], "read_allow": [], "write_allow": [],
+            "confine_net": null,
+        });
+        let mut expected = expected;
+        expected
+            .as_object_mut()
+            .unwrap()
+            .extend(confinement.as_object().unwrap().clone());
         assert_eq!(record, expected);
         assert_eq!(from_record(&record).unwrap(), sample());
     }

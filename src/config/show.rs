@@ -78,6 +78,7 @@ fn profile_fields(spec: &ProfileSpec) -> Vec<(&'static str, Value)> {
         ("drop-env", list(&spec.drop_env)),
         ("set-env", spec.set_env.as_ref().map(|v| json!(v))),
         ("max-concurrent", spec.max_concurrent.map(|v| json!(v))),
+        ("writes", list(&spec.writes)),
     ]
     .into_iter()
     .filter_map(|(k, v)| Some((k, v?)))

@@ -505,6 +505,11 @@ max-spawned = 100
 spawns-per-minute = 30
 spawning = "all"
 transcript-cap = "16MiB"
+confine = "require"
+read-deny = ["~/notes"]
+read-allow = ["~/.aws/config"]
+write-allow = ["/var/cache/shared"]
+confine-net = "endpoint"
 
 [agents.all]
 command = "a"
@@ -515,6 +520,7 @@ parser = "codex-jsonl"
 pass-env = ["E"]
 drop-env = ["F"]
 set-env = { G = "h" }
+writes = ["~/.all/"]
 "#,
     );
     let config = fx.load().unwrap();
@@ -925,7 +931,7 @@ fn a_problem_does_not_hide_the_others_of_its_profile_or_pool() {
         [
             "3: agent `a`: `kind` must be \"cli\" or \"acp\", not \"rpc\"",
             "4: agent `a`: `max-concurrent` must be at least 1",
-            "5: agent `a`: unknown key `flavour` (known: command, args, reader-args, writer-args, parser, pass-env, drop-env, set-env, kind, max-concurrent)",
+            "5: agent `a`: unknown key `flavour` (known: command, args, reader-args, writer-args, parser, pass-env, drop-env, set-env, kind, max-concurrent, writes)",
             "8: pool `p`: member `pool:q` is a pool; a pool's members are agents",
             "8: pool `p`: member `a` is named twice",
         ]

@@ -89,6 +89,8 @@ pub struct Settings {
     /// How many tasks this process runs itself: `jobs`, or with a remote only as many as
     /// `--jobs` said (none by default); the gate and conflict resolvers run here either way.
     pub local_jobs: usize,
+    /// What confines the processes of tasks (see `agent::confine`).
+    pub confine: std::sync::Arc<crate::agent::confine::Confiner>,
 }
 
 /// A run spread over machines through a git remote (see `crate::remote`).
@@ -197,6 +199,10 @@ impl Settings {
             spawn: SpawnLimits::default(),
             remote: None,
             local_jobs: jobs,
+            confine: crate::agent::confine::Confiner::new(crate::agent::confine::Setting {
+                off: true,
+                ..Default::default()
+            }),
         }
     }
 }

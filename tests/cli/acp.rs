@@ -33,7 +33,7 @@ fn fake(test: &str) -> Option<Fake> {
         }
         return None;
     }
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::shared_tempdir();
     let dir = tmp.path().to_owned();
     Some(Fake { _tmp: tmp, dir })
 }

@@ -397,7 +397,7 @@ fn a_model_request_in_flight_ends_with_its_attempts_timeout() {
 #[test]
 fn the_users_checkout_changing_under_a_task_stops_the_run_and_resume_reruns_it_unspent() {
     let repo = TestRepo::new();
-    let gate = Gate::new(&repo.cache.parent().unwrap().join("gates"), "w");
+    let gate = Gate::new(&crate::outside(&repo, "gates"), "w");
     let line = serde_json::json!({
         "id": "w",
         "run": format!("echo work > w.txt && {}", gate.shell()),
@@ -776,7 +776,7 @@ fn a_fault_under_a_resolver_stops_the_run_and_resume_resolves_the_conflict() {
         r#"{"id":"first","run":"sed -i 's/shared/from first/' shared.txt"}"#,
         r#"{"id":"second","run":"sed -i 's/shared/from second/' shared.txt"}"#,
     ]);
-    let gate = Gate::new(&repo.cache.parent().unwrap().join("gates"), "resolver");
+    let gate = Gate::new(&crate::outside(&repo, "gates"), "resolver");
     // The resolver keeps both sides, once it is let through the gate.
     let agent = format!(
         "exec:{} && sed -i '/^<<<<<<< /d; /^=======$/d; /^>>>>>>> /d' shared.txt",

@@ -40,11 +40,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A temporary git repository with one commit, plus a private cache dir for worktrees.
+/// A temporary git repository with one commit, plus a private cache dir for worktrees, and a
+/// directory beside it for the files a test and its tasks share (see `outside`).
 pub struct TestRepo {
     _tmp: tempfile::TempDir,
     pub root: PathBuf,
     pub cache: PathBuf,
+    _shared: tempfile::TempDir,
+    /// Where the test and its tasks share files: under `shared_dir`, which tasks may write.
+    pub shared: PathBuf,
 }
 
 impl Default for TestRepo {
@@ -70,10 +74,13 @@ impl TestRepo {
         let cache = tmp.path().join("cache");
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::create_dir_all(&cache).unwrap();
+        let shared = shared_tempdir();
         let repo = Self {
             _tmp: tmp,
             root,
             cache,
+            shared: shared.path().to_owned(),
+            _shared: shared,
         };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.write("README.md", "# demo\n");
@@ -149,6 +156,11 @@ impl TestRepo {
             .env("NO_COLOR", "1")
             // Reset times an agent prints without a zone are read in the machine's zone.
             .env("TZ", "UTC")
+            // Tasks run confined: what they share with the test (logs, fakes' state) is where
+            // they may write, and nothing else of the test's (the repository, its home).
+            .env("SWARM_WRITE_ALLOW", shared_dir())
+            // ...and the run's event log is what `after_event` tasks wait on.
+            .env("SWARM_READ_ALLOW", self.swarm_dir().join("runs"))
             .stdin(std::process::Stdio::null());
         cmd
     }
@@ -251,9 +263,29 @@ pub fn extra_worktrees(repo: &TestRepo) -> Vec<String> {
     out
 }
 
-/// A path beside the repository (not in it), for files a test and its tasks share.
+/// A path beside the repository (not in it), for files a test and its tasks share: tasks may
+/// write there (see `shared_dir`).
 pub fn outside(repo: &TestRepo, name: &str) -> PathBuf {
-    repo.cache.parent().unwrap().join(name)
+    repo.shared.join(name)
+}
+
+/// The directory, kept for the test process's life, under which tests keep what their tasks
+/// may write although it is outside their checkouts (`SWARM_WRITE_ALLOW`): fakes' state, logs
+/// the tests read. The repositories and their homes are elsewhere, out of the tasks' reach.
+pub fn shared_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("swarm-tests-shared")
+            .tempdir()
+            .expect("tempdir")
+            .keep()
+    })
+}
+
+/// A new temporary directory under `shared_dir`.
+pub fn shared_tempdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(shared_dir()).expect("tempdir")
 }
 
 /// `swarm status --json` of the newest run.

@@ -36,13 +36,12 @@ impl Cluster {
         );
         user.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
         user.git(&["push", "-q", "origin", "main"]);
-        std::fs::create_dir_all(tmp.path().join("shared")).unwrap();
         Self { tmp, user, remote }
     }
 
-    /// A file beside the repositories that every machine's tasks can reach.
+    /// A file beside the repositories that every machine's tasks can reach (and write).
     fn shared(&self, name: &str) -> PathBuf {
-        self.tmp.path().join("shared").join(name)
+        self.user.shared.join(name)
     }
 
     fn runner(&self, name: &str) -> Runner {
@@ -105,6 +104,7 @@ impl Runner {
             .env("NO_COLOR", "1")
             .env("TZ", "UTC")
             .env("SWARM_REMOTE_POLL", POLL)
+            .env("SWARM_WRITE_ALLOW", crate::shared_dir())
             .args(args)
             .stdin(Stdio::null());
         cmd
@@ -255,7 +255,7 @@ fn thirty_tasks_over_three_workers_run_once_each_merge_once_and_land() {
     assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
     // The report's table of tasks is the one the same plan run here gives, but for times.
     let local = TestRepo::new();
-    let local_log = local.cache.parent().unwrap().join("ran");
+    let local_log = crate::outside(&local, "ran");
     let local_tasks = local.tasks(
         &thirty_tasks(&local_log)
             .iter()

@@ -82,8 +82,13 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "spawns_per_minute",
         "spawning",
         "transcript_cap",
+        "confine",
+        "confine_net",
     ] {
         expected[key] = serde_json::Value::Null;
+    }
+    for key in ["read_deny", "read_allow", "write_allow"] {
+        expected[key] = serde_json::json!([]);
     }
     assert_eq!(now, expected);
     // `status --json` shows them so too, without the record's version.

@@ -101,6 +101,7 @@ impl Tools {
             programs: Programs {
                 allowed: allowed_programs,
                 timeout: command_timeout,
+                confine: None,
             },
             stop: Box::new(|| false),
             spawner: None,
@@ -115,6 +116,13 @@ impl Tools {
             spawner: Spawner::from_env(env),
             ..self
         }
+    }
+
+    /// The programs the tools run are confined as `confine` says (the attempt's confinement).
+    #[must_use]
+    pub fn confined(mut self, confine: Option<crate::agent::confine::Confinement>) -> Self {
+        self.programs.confine = confine;
+        self
     }
 
     /// Commands the tools run are killed once `stop` says so.

@@ -22,6 +22,8 @@ use super::{OUTPUT_CAP, Stop};
 pub(super) struct Programs {
     pub(super) allowed: Vec<String>,
     pub(super) timeout: Duration,
+    /// What confines them: the attempt's confinement.
+    pub(super) confine: Option<crate::agent::confine::Confinement>,
 }
 
 impl Programs {
@@ -51,6 +53,9 @@ impl Programs {
             if is_withheld(&name) {
                 cmd.env_remove(name);
             }
+        }
+        if let Some(confine) = &self.confine {
+            confine.apply(&mut cmd);
         }
         let mut child = cmd
             .spawn()

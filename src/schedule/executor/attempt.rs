@@ -189,6 +189,11 @@ pub(super) fn prepare(
             match agent {
                 Agent::Exec(cmd) => (cmd, Some(prompt), None),
                 Agent::Cli(profile) => {
+                    let profile = if settings.confine.confines() {
+                        profile.under_confinement()
+                    } else {
+                        profile
+                    };
                     let named = (profile.sessions == Sessions::Claude).then(new_session_id);
                     let (argv, shown) = match (&continuing, &named) {
                         (Some(s), _) => profile.argv(task.mode, Session::Continue(s)),
@@ -248,6 +253,7 @@ pub(super) fn prepare(
         }
     };
     let timeout = task.timeout.unwrap_or(settings.task_timeout);
+    let writes_checkout = task.mode == Mode::Write;
     let header = format!(
         "swarm run {} task {id} attempt {attempt}\nmode: {}\ncwd: {}\ncommand: {}\n{notes}",
         layout.run,
@@ -280,6 +286,21 @@ pub(super) fn prepare(
         settings.transcript_cap,
         header,
     );
+    let writes = spawn_file
+        .iter()
+        .cloned()
+        .chain(cli.iter().flat_map(profile_writes))
+        .collect();
+    let reads = deps_dir.iter().cloned().collect();
+    let confined = super::confined(
+        &ex.out,
+        writes_checkout,
+        &invocation.cwd,
+        &tmp,
+        &env,
+        writes,
+        reads,
+    );
     invocation.argv = argv_run;
     invocation.stdin = stdin;
     invocation.env = env;
@@ -310,7 +331,26 @@ pub(super) fn prepare(
         prepare: settings.prepare.clone(),
         tmp,
         spawn_file,
+        confined,
     })
+}
+
+/// What an agent's profile says it writes besides its checkout and TMPDIR, as paths of this
+/// machine (those whose variable is not set left out). A directory (named with a trailing
+/// `/`) that is not there yet is made, as the agent would make it: a rule can name only what
+/// is there.
+pub(super) fn profile_writes(profile: &crate::agent::cli::Profile) -> Vec<std::path::PathBuf> {
+    profile
+        .writes
+        .iter()
+        .filter_map(|p| {
+            let path = crate::agent::confine::expand(p)?;
+            if p.ends_with('/') {
+                let _ = std::fs::create_dir_all(&path);
+            }
+            Some(path)
+        })
+        .collect()
 }
 
 /// An attempt as its start is recorded.

@@ -56,6 +56,15 @@ pub(super) fn job(
         settings.transcript_cap,
         header,
     );
+    let confined = super::confined(
+        &ex.out,
+        true,
+        &invocation.cwd.clone(),
+        &tmp,
+        &env,
+        Vec::new(),
+        Vec::new(),
+    );
     invocation.env = env;
     let job = Job {
         task: 0,
@@ -71,6 +80,7 @@ pub(super) fn job(
         prepare: settings.prepare.clone(),
         tmp,
         spawn_file: None,
+        confined,
     };
     ex.out.record.run_event(RunEvent::GateStarted {
         run: number,

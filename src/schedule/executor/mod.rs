@@ -476,3 +476,49 @@ fn changed_paths(core: &Core<'_>, repo: &Repo, i: usize) -> Option<Vec<String>> 
     };
     crate::git::changed_paths(repo.common_dir(), from, to).ok()
 }
+
+/// What confines the processes of an attempt in `cwd` (which it writes when a `writer`) with `tmp` as its `TMPDIR` and `env` (its
+/// block of ports in `SWARM_PORTS`): besides those, it may write `writes` and read `reads`.
+/// `None` when the run's tasks run unconfined.
+fn confined(
+    out: &Outlets<'_>,
+    writer: bool,
+    cwd: &std::path::Path,
+    tmp: &std::path::Path,
+    env: &[(String, String)],
+    writes: Vec<std::path::PathBuf>,
+    reads: Vec<std::path::PathBuf>,
+) -> Option<super::job::Confined> {
+    use crate::agent::confine::{Own, Places};
+    let confiner = &out.settings.confine;
+    if !confiner.confines() {
+        return None;
+    }
+    let ports = env
+        .iter()
+        .find(|(k, _)| k == "SWARM_PORTS")
+        .and_then(|(_, v)| v.split_once('-'))
+        .and_then(|(a, b)| Some(a.parse::<u16>().ok()?..=b.parse::<u16>().ok()?))
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    let layout = out.layout;
+    Some(super::job::Confined {
+        confiner: std::sync::Arc::clone(confiner),
+        places: Places {
+            git_dir: out.repo.common_dir().to_owned(),
+            checkouts: layout
+                .worktrees
+                .parent()
+                .unwrap_or(&layout.worktrees)
+                .to_owned(),
+        },
+        own: Own {
+            checkout: cwd.to_owned(),
+            writes_checkout: writer,
+            tmp: Some(tmp.to_owned()),
+            writes,
+            reads,
+            ports,
+        },
+    })
+}

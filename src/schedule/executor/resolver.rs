@@ -50,6 +50,11 @@ pub(super) fn job(
     let (command, stdin, builtin) = match agent {
         Agent::Exec(cmd) => (cmd, Some(prompt), None),
         Agent::Cli(profile) => {
+            let profile = if settings.confine.confines() {
+                profile.under_confinement()
+            } else {
+                profile
+            };
             let (program_and_args, shown) =
                 profile.argv(Mode::Write, crate::agent::cli::Session::New(None));
             argv = program_and_args;
@@ -117,6 +122,11 @@ pub(super) fn job(
     );
     invocation.argv = argv;
     invocation.stdin = stdin;
+    let writes = cli
+        .iter()
+        .flat_map(super::attempt::profile_writes)
+        .collect();
+    let confined = super::confined(&ex.out, true, &path, &tmp, &env, writes, Vec::new());
     invocation.env = env;
     invocation.stall = settings.stall_timeout;
     if let Some(p) = &cli {
@@ -148,6 +158,7 @@ pub(super) fn job(
         prepare: settings.prepare.clone(),
         tmp,
         spawn_file: None,
+        confined,
     };
     let id = id.to_owned();
     ex.out.record.task_event(

@@ -185,6 +185,16 @@ pub(super) struct Job {
     /// Where a task's agent writes the tasks it spawns (`$SWARM_SPAWN`); none for a resolver
     /// or the gate.
     pub(super) spawn_file: Option<PathBuf>,
+    /// What confines its processes, made once its directory is there.
+    pub(super) confined: Option<Confined>,
+}
+
+/// What confines an attempt's processes (see `agent::confine`): the run's confiner, where the
+/// run's own files are, and what this attempt may do beyond the run's rules.
+pub(in crate::schedule) struct Confined {
+    pub(in crate::schedule) confiner: std::sync::Arc<crate::agent::confine::Confiner>,
+    pub(in crate::schedule) places: crate::agent::confine::Places,
+    pub(in crate::schedule) own: crate::agent::confine::Own,
 }
 
 impl Job {
@@ -254,6 +264,7 @@ impl Job {
             deps.write()?;
         }
         let repo = user_repo(&self.user_checkout)?;
+        let mut inv = self.invocation.clone();
         let made = match &self.kind {
             // A continued session goes on in the checkout its earlier attempt left.
             JobKind::Reader { .. } | JobKind::Writer { in_place: true, .. } => None,
@@ -264,7 +275,7 @@ impl Job {
                 ..
             } => {
                 // A fresh checkout per attempt, from the integration tip the task started at.
-                let earlier = Preparer::of(self).set_earlier_aside();
+                let earlier = Preparer::of(self, &self.invocation).set_earlier_aside();
                 let made = fresh_checkout(
                     &repo,
                     branch,
@@ -282,7 +293,7 @@ impl Job {
                 theirs,
                 ..
             } => {
-                let earlier = Preparer::of(self).set_earlier_aside();
+                let earlier = Preparer::of(self, &self.invocation).set_earlier_aside();
                 let made = fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None, &[])
                     .and_then(|made| {
                         git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
@@ -295,10 +306,12 @@ impl Job {
                 Some((made, None))
             }
         };
-        let mut inv = self.invocation.clone();
         if let Some((made, earlier)) = made {
-            let made = made
-                .and_then(|made| Preparer::of(self).make_ready(made, earlier.as_deref(), watchdog));
+            let made = made.and_then(|made| {
+                // Its setup runs confined too.
+                inv.confine = self.confinement()?;
+                Preparer::of(self, &inv).make_ready(made, earlier.as_deref(), watchdog)
+            });
             if let Some(earlier) = earlier {
                 let _ = git::remove_checkout(&earlier);
             }
@@ -306,6 +319,9 @@ impl Job {
                 Ok(notes) => inv.header.push_str(&notes),
                 Err(verdict) => return Ok(verdict),
             }
+        }
+        if inv.confine.is_none() {
+            inv.confine = self.confinement()?;
         }
         let inv = &inv;
         let before = repo.fingerprint()?;
@@ -417,7 +433,7 @@ impl Job {
                     Err(refused) => return Ok(refused),
                 };
                 if let (Some(check), Some(_)) = (check, &commit)
-                    && let Some(failed) = self.check(check, watchdog, spent)
+                    && let Some(failed) = self.check(inv, check, watchdog, spent)
                 {
                     return Ok(failed);
                 }
@@ -457,7 +473,7 @@ impl Job {
                     Err(refused) => return Ok(refused),
                 };
                 if let Some(check) = check
-                    && let Some(failed) = self.check(check, watchdog, spent)
+                    && let Some(failed) = self.check(inv, check, watchdog, spent)
                 {
                     return Ok(failed);
                 }
@@ -473,10 +489,28 @@ impl Job {
         }
     }
 
+    /// The confinement of the attempt's processes, its directory being there; `None` when
+    /// they run unconfined. Its spawn file is made (empty) first, so that a rule can name it.
+    fn confinement(&self) -> anyhow::Result<Option<crate::agent::confine::Confinement>> {
+        let Some(c) = &self.confined else {
+            return Ok(None);
+        };
+        if let Some(file) = &self.spawn_file {
+            crate::planted::replace(file)?;
+        }
+        c.confiner.attempt(&c.places, &c.own)
+    }
+
     /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.
-    fn check(&self, check: &str, watchdog: &Watchdog, spent: &mut Spent) -> Option<Verdict> {
+    fn check(
+        &self,
+        inv: &Invocation,
+        check: &str,
+        watchdog: &Watchdog,
+        spent: &mut Spent,
+    ) -> Option<Verdict> {
         // A check is the user's own command, held only to the task's timeout.
-        let check_run = self.invocation.beside(
+        let check_run = inv.beside(
             check,
             self.invocation.transcript.with_extension("check.log"),
             self.invocation.transcript_cap,
@@ -634,6 +668,8 @@ impl DepsDir {
 /// anything there (a FIFO, a link to a file elsewhere): only a regular file is read.
 fn read_spawn(file: &Path) -> Option<Result<String, String>> {
     match crate::planted::read(file, MAX_SPAWN_BYTES) {
+        // Made empty for a confined attempt (a rule names it): nothing written, nothing asked.
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => None,
         Ok(bytes) => Some(
             String::from_utf8(bytes).map_err(|_| "its spawn file is not UTF-8 text".to_owned()),
         ),

@@ -19,9 +19,10 @@ pub(super) struct Preparer<'a> {
 }
 
 impl<'a> Preparer<'a> {
-    pub(super) fn of(job: &'a Job) -> Self {
+    /// The job's preparer, its commands run as `invocation` says (confined as its agent is).
+    pub(super) fn of(job: &'a Job, invocation: &'a Invocation) -> Self {
         Self {
-            invocation: &job.invocation,
+            invocation,
             prepare: &job.prepare,
             user_checkout: &job.user_checkout,
         }

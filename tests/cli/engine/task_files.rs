@@ -18,7 +18,7 @@ fn a_reducer_assembles_its_deps_results_into_the_final_report() {
         r#"{"id":"sum","run":"cat \"$SWARM_DEPS_DIR\"/a.txt \"$SWARM_DEPS_DIR\"/b.txt; echo \"$SWARM_DEPS_DIR\" > \"$WHERE\"; ls -ld \"$SWARM_DEPS_DIR/../..\" >> \"$WHERE\"","deps":["a","b"],"lane":"reducer","mode":"read"}"#,
     ]);
     let report = repo.cache.join("report.md");
-    let where_file = repo.cache.join("where");
+    let where_file = crate::outside(&repo, "where");
     let out = repo
         .swarm_cmd()
         .env("WHERE", &where_file)

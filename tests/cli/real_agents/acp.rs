@@ -18,7 +18,8 @@ fn bwrap_dir(rig: &Rig) -> PathBuf {
         .join("../@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-resources")
 }
 
-/// swarm with `--agent acp:codex-acp`, codex-acp's directory and the bubblewrap on PATH.
+/// swarm with a profile for codex-acp (as `acp:codex-acp` but for the state it writes),
+/// codex-acp's directory and the bubblewrap on PATH.
 fn run_acp(rig: &Rig, task: &serde_json::Value) -> std::process::Output {
     run_acp_with(rig, task, "2m")
 }
@@ -28,9 +29,18 @@ fn run_acp_with(rig: &Rig, task: &serde_json::Value, timeout: &str) -> std::proc
     let mut path = bwrap_dir(rig).into_os_string();
     path.push(":");
     path.push(rig.env().into_iter().find(|(k, _)| *k == "PATH").unwrap().1);
+    // codex-acp keeps its state in CODEX_HOME: confined, it may write there because its
+    // profile says so, as a user's profile would.
+    let config = crate::outside(&rig.repo, "codex-acp.toml");
+    std::fs::write(
+        &config,
+        "[agents.codex-acp]\nkind = \"acp\"\ncommand = \"codex-acp\"\nwrites = [\"$CODEX_HOME/\"]\n",
+    )
+    .unwrap();
     rig.swarm_cmd()
         .env("PATH", path)
-        .args(["run", file.to_str().unwrap(), "--agent", "acp:codex-acp"])
+        .args(["--config", config.to_str().unwrap()])
+        .args(["run", file.to_str().unwrap(), "--agent", "codex-acp"])
         .args(["--retries", "0", "--task-timeout", timeout])
         .output()
         .expect("running swarm")

@@ -10,6 +10,7 @@
 
 mod acp;
 mod captures;
+mod confined;
 mod hangs;
 mod hosts;
 mod limits;
