@@ -6,6 +6,7 @@ mod agents;
 mod browser;
 mod ci_templates;
 mod completions;
+mod confine;
 mod display;
 mod engine;
 pub mod fake_agents;

@@ -100,8 +100,15 @@ fn shell_word(word: &str) -> String {
 /// pattern sees the text the ones above it left.
 pub fn filters() -> Vec<(&'static str, &'static str)> {
     vec![
-        // Each test's temporary directory (`tempfile` names it `.tmp` and six characters).
+        // Where tests share files with their tasks, then each test's temporary directory
+        // (`tempfile` names them with six characters after a prefix).
+        (
+            r"(/[\w.-]+)*/swarm-tests-shared[0-9A-Za-z]{6}(/\.tmp[0-9A-Za-z]{6})?",
+            "[TMP]",
+        ),
         (r"(/[\w.-]+)*/\.tmp[0-9A-Za-z]{6}", "[TMP]"),
+        // The kernel's Landlock ABI.
+        (r"\(ABI \d+\)", "(ABI [N])"),
         // Run ids: `20261129-071300-ab12`.
         (r"\b\d{8}-\d{6}-[0-9a-f]{4}\b", "[RUN]"),
         // The folder of a repository's checkouts: its name and a hash of its git dir.

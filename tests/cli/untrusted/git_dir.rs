@@ -21,7 +21,19 @@ fn a_writer_that_reaches_into_the_users_git_directory_by_path_stops_the_run_and_
             script.replace("{user}", &repo.root.display().to_string())
         );
 
+        let before = untouchable(&repo, Main::Same);
+
+        // Confined, the kernel refuses it: the script fails, and nothing of yours changed.
         let out = run_scripts(&repo, &[&script], &["--retries", "0"]);
+
+        assert_exit(&out, 1);
+        assert_eq!(untouchable(&repo, Main::Same), before, "{script}");
+        let t = task(&repo, "t0");
+        assert_eq!(t["status"], "failed", "{script}");
+        assert!(!repo.root.join("a.txt").exists(), "{script}: merged");
+
+        // Where the kernel cannot confine, the change is found and stops the run.
+        let out = run_scripts(&repo, &[&script], &["--retries", "0", "--confine", "off"]);
 
         assert_exit(&out, 75);
         assert_eq!(rev(&repo, "main"), base);

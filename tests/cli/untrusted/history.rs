@@ -232,7 +232,12 @@ fn an_integration_branch_moved_from_outside_stops_the_merges_and_resume_finishes
     let b = serde_json::json!({ "id": "b", "deps": ["a"], "run": b }).to_string();
     let lines = [r#"{"id":"a","run":"echo a > a.txt"}"#, b.as_str()];
 
-    let out = run_tasks(&repo, &lines, &["--final-out", report.to_str().unwrap()]);
+    // A task stands in for you moving the branch, which a confined task may not do.
+    let out = run_tasks(
+        &repo,
+        &lines,
+        &["--final-out", report.to_str().unwrap(), "--confine", "off"],
+    );
 
     assert_exit(&out, 3);
     let run = run_id(&repo);
@@ -269,7 +274,9 @@ fn a_merge_cut_short_by_a_stale_ref_lock_finishes_on_resume() {
     );
     let line = serde_json::json!({ "id": "w", "run": cmd }).to_string();
 
-    let out = run_tasks(&repo, &[&line], &[]);
+    // A task stands in for the stale lock another program left, which a confined task may
+    // not make.
+    let out = run_tasks(&repo, &[&line], &["--confine", "off"]);
 
     assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(!repo.root.join("w.txt").exists());
@@ -287,10 +294,17 @@ fn a_reader_that_commits_in_its_snapshot_fails() {
     let cmd = format!("{AGENT_GIT} commit -q --allow-empty -m sneaky");
     let reader = serde_json::json!({ "id": "r", "run": cmd, "mode": "read" }).to_string();
 
-    let out = run_tasks(&repo, &[&reader], &["--retries", "0"]);
+    // Confined, the commit is refused as it is made; unconfined, it is found after.
+    for (confine, said) in [
+        ("auto", "Permission denied"),
+        ("off", "changed its snapshot (HEAD)"),
+    ] {
+        let out = run_tasks(&repo, &[&reader], &["--retries", "0", "--confine", confine]);
 
-    assert_exit(&out, 1);
-    let error = task(&repo, "r")["error"].as_str().unwrap().to_owned();
-    assert!(error.contains("changed its snapshot (HEAD)"), "{error}");
-    assert_eq!(untouchable(&repo, Main::Same), before);
+        assert_exit(&out, 1);
+        let error = task(&repo, "r")["error"].as_str().unwrap().to_owned();
+        let told = error.clone() + &crate::stderr(&out);
+        assert!(told.contains(said), "{confine}: {told}");
+        assert_eq!(untouchable(&repo, Main::Same), before);
+    }
 }
