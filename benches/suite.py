@@ -111,14 +111,15 @@ def new_repo(parent: Path) -> Path:
     return repo
 
 
-def run_swarm(swarm: str, tasks: Path, jobs: int, scratch: Path) -> tuple[float, int, Path]:
+def run_swarm(swarm: str, tasks: Path, jobs: int, scratch: Path,
+              extra: tuple[str, ...] = ()) -> tuple[float, int, Path]:
     """One swarm run in a fresh repository; returns (wall, peak RSS KiB, the run's directory)."""
     if scratch.exists():
         shutil.rmtree(scratch)
     repo = new_repo(scratch)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "SWARM_"))}
     cmd = [swarm, "run", str(tasks), "-j", str(jobs), "-q", "--land", "none",
-           "--worktree-dir", str(scratch / "wt")]
+           "--worktree-dir", str(scratch / "wt"), *extra]
     wall, rss = measure(cmd, cwd=repo, env=env)
     runs = sorted((repo / ".git" / "swarm" / "runs").iterdir())
     return wall, rss, runs[-1]
@@ -205,7 +206,7 @@ def part_scheduling(swarm: str, quick: bool, runs: int, work: Path) -> tuple[lis
             for j in jobs:
                 case = f"{n:,} tasks, {shape}, -j {j}"
                 log(f"part 1: {case}")
-                res = {"swarm": [], "ninja": [], "make": [], "floor": []}
+                res = {"swarm": [], "unconfined": [], "ninja": [], "make": [], "floor": []}
                 rss = {"swarm": [], "ninja": [], "make": []}
                 durable = True
                 # A 10,000-task swarm run takes ~10 s on 2 cores: three runs keep the suite short.
@@ -214,6 +215,9 @@ def part_scheduling(swarm: str, quick: bool, runs: int, work: Path) -> tuple[lis
                     res["swarm"].append(w)
                     rss["swarm"].append(r)
                     durable &= board_durable(run_dir, n)
+                    # The same run with its tasks not confined: what confinement costs.
+                    w, _, _ = run_swarm(swarm, tasks, j, d / "swarm", ("--confine", "off"))
+                    res["unconfined"].append(w)
                     if shutil.which("ninja"):
                         for stale in (".ninja_log", ".ninja_deps"):
                             (d / stale).unlink(missing_ok=True)
@@ -246,6 +250,15 @@ def part_scheduling(swarm: str, quick: bool, runs: int, work: Path) -> tuple[lis
                 rows.append(row("1 scheduling", f"{case}: ms/task over floor", round(per(m["swarm"]), 3),
                                 "ninja, make", peer_over, None, "", None,
                                 f"floor {fl / n * 1000:.3f} ms/task; swarm {m['swarm'] / n * 1000:.3f} ms/task in all"))
+                # Confinement (a Landlock ruleset per attempt) against the rest of swarm's
+                # per-task overhead: the target is under 5 %.
+                added = per(m["swarm"]) - per(m["unconfined"])
+                share = added / per(m["unconfined"]) if per(m["unconfined"]) > 0 else 0.0
+                rows.append(row("1 scheduling", f"{case}: confinement ms/task", round(added, 4),
+                                "overhead unconfined", f"{per(m['unconfined']):.3f} ms/task",
+                                round(share, 3), "< 5 %" if is_target else "",
+                                (share < 0.05) if is_target else None,
+                                f"confined {per(m['swarm']):.3f}, unconfined {per(m['unconfined']):.3f} ms/task over floor"))
                 rows.append(row("1 scheduling", f"{case}: peak RSS MiB", round(mr["swarm"] / 1024, 1),
                                 "ninja" if "ninja" in mr else "make",
                                 round(mr.get("ninja", mr["make"]) / 1024, 1),

@@ -148,6 +148,19 @@ pub(super) fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> an
     run.launch(g, plan, &settings, options, None)
 }
 
+/// The report's sentence on what confined the run's tasks: on this machine, and spread over
+/// machines, that each worker's kernel decides for the tasks it runs (and says so when it
+/// cannot confine them).
+fn confinement_summary(settings: &Settings) -> String {
+    let here = settings.confine.in_force.summary();
+    if settings.remote.is_none() {
+        return here;
+    }
+    format!(
+        "On this machine (the gate, resolvers and the tasks it ran): {here} Each worker confines the tasks it runs as its own kernel allows, and says so when it cannot."
+    )
+}
+
 fn task_specs(plan: &Plan) -> Vec<(String, serde_json::Value)> {
     plan.tasks
         .iter()
@@ -506,7 +519,7 @@ pub(super) fn execute(
         spans: &spans,
         agents: &agents,
         kept: &kept,
-        confinement: &settings.confine.in_force.summary(),
+        confinement: &confinement_summary(settings),
     };
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");

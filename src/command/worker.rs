@@ -137,6 +137,9 @@ pub(super) fn worker(
             setup.id, asked.remote, settings.jobs
         ),
     );
+    if let crate::agent::confine::InForce::Unavailable(why) = &settings.confine.in_force {
+        ui.note(Verb::Note, &format!("tasks run unconfined: {why}"));
+    }
     let ended = crate::schedule::work(plan, &repo, &mut board, &mut ui, &settings, &layout, &setup);
     ui.finish();
     drop(lock);

@@ -104,9 +104,12 @@ impl Policy {
         let write = writing(self.abi);
         let checkout = real(&own.checkout);
         let tmp = own.tmp.as_deref().map(real);
+        // Only what is under a denied path needs a rule of its own: the fewer such paths, the
+        // more attempts share a read layer.
         let mut shared: Vec<PathBuf> = std::iter::once(checkout.clone())
             .chain(tmp.clone())
             .chain(own.reads.iter().map(|p| real(p)))
+            .filter(|p| self.denied.iter().any(|d| p.starts_with(d)))
             .collect();
         shared.sort();
         let shared_paths = shared.clone();

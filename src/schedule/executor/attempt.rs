@@ -291,7 +291,14 @@ pub(super) fn prepare(
         .cloned()
         .chain(cli.iter().flat_map(profile_writes))
         .collect();
-    let reads = deps_dir.iter().cloned().collect();
+    // The run's deps directories, all of them: one rule for every task, so that tasks share
+    // their read rules (what a task's deps left is the run's, not a secret).
+    // It is made now: a rule names only what is there, and the rules are kept for the run.
+    let reads = deps_dir
+        .iter()
+        .filter(|_| std::fs::create_dir_all(&layout.deps).is_ok())
+        .map(|_| layout.deps.clone())
+        .collect();
     let confined = super::confined(
         &ex.out,
         writes_checkout,

@@ -309,7 +309,10 @@ impl Job {
         if let Some((made, earlier)) = made {
             let made = made.and_then(|made| {
                 // Its setup runs confined too.
-                inv.confine = self.confinement()?;
+                inv.confine = match self.confinement() {
+                    Ok(confine) => confine,
+                    Err(verdict) => return Ok(Err(verdict)),
+                };
                 Preparer::of(self, &inv).make_ready(made, earlier.as_deref(), watchdog)
             });
             if let Some(earlier) = earlier {
@@ -321,7 +324,10 @@ impl Job {
             }
         }
         if inv.confine.is_none() {
-            inv.confine = self.confinement()?;
+            inv.confine = match self.confinement() {
+                Ok(confine) => confine,
+                Err(verdict) => return Ok(verdict),
+            };
         }
         let inv = &inv;
         let before = repo.fingerprint()?;
@@ -491,14 +497,24 @@ impl Job {
 
     /// The confinement of the attempt's processes, its directory being there; `None` when
     /// they run unconfined. Its spawn file is made (empty) first, so that a rule can name it.
-    fn confinement(&self) -> anyhow::Result<Option<crate::agent::confine::Confinement>> {
+    /// Rules the machine could not make are a fault of the machine: the attempt does not run,
+    /// and the run stops, resumable.
+    fn confinement(&self) -> Result<Option<crate::agent::confine::Confinement>, Verdict> {
         let Some(c) = &self.confined else {
             return Ok(None);
         };
-        if let Some(file) = &self.spawn_file {
-            crate::planted::replace(file)?;
-        }
-        c.confiner.attempt(&c.places, &c.own)
+        let made = self
+            .spawn_file
+            .as_ref()
+            .map_or(Ok(()), |file| crate::planted::replace(file).map(drop))
+            .map_err(anyhow::Error::from)
+            .and_then(|()| c.confiner.attempt(&c.places, &c.own));
+        made.map_err(|e| {
+            Verdict::Fault(Fault::of_error(&e).unwrap_or_else(|| Fault {
+                kind: crate::agent::FaultKind::Environment,
+                why: format!("could not confine the attempt: {e:#}"),
+            }))
+        })
     }
 
     /// Runs a writer's check in its worktree; `Some` verdict when it did not pass.

