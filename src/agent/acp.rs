@@ -115,9 +115,8 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr_end));
-    let spawned = cmd.spawn();
     // swarm's own end of the stderr pipe goes with the command.
-    drop(cmd);
+    let spawned = super::confine::spawn(cmd, inv.confine.as_ref());
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

@@ -281,9 +281,8 @@ fn spawn_and_wait(
         } else {
             Stdio::null()
         });
-    let spawned = cmd.spawn();
     // swarm's own end of the pipe goes with the command: only the process holds it now.
-    drop(cmd);
+    let spawned = confine::spawn(cmd, inv.confine.as_ref());
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
@@ -428,9 +427,6 @@ fn command(inv: &Invocation) -> Command {
         }
     }
     cmd.envs(inv.env.iter().map(|(k, v)| (k, v)));
-    if let Some(confine) = &inv.confine {
-        confine.apply(&mut cmd);
-    }
     cmd
 }
 

@@ -18,7 +18,7 @@ mod walk;
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 use std::sync::{Arc, OnceLock};
 
 /// The secret stores no task reads, under the user's home: keys, cloud and registry
@@ -194,8 +194,9 @@ pub(crate) struct Places {
 /// One attempt's confinement, made: put in force in each process it starts.
 #[derive(Clone)]
 pub(crate) struct Confinement {
+    /// What starts its processes.
     #[cfg(target_os = "linux")]
-    layers: Vec<Arc<std::os::fd::OwnedFd>>,
+    starter: rules::Starter,
     /// The paths no task reads, for telling what a refusal was.
     denied: Arc<[PathBuf]>,
     /// What this attempt may write.
@@ -256,15 +257,19 @@ impl Confiner {
     }
 }
 
-impl Confinement {
-    /// Makes `cmd`'s process run confined.
-    pub(crate) fn apply(&self, cmd: &mut Command) {
-        #[cfg(target_os = "linux")]
-        sys::in_force(cmd, self.layers.clone());
-        #[cfg(not(target_os = "linux"))]
-        let _ = cmd;
+/// Starts `cmd`, confined by `confine` when given; the command goes with it (its ends of the
+/// process's pipes closed).
+pub(crate) fn spawn(mut cmd: Command, confine: Option<&Confinement>) -> std::io::Result<Child> {
+    #[cfg(target_os = "linux")]
+    if let Some(confine) = confine {
+        return confine.starter.start(cmd);
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = confine;
+    cmd.spawn()
+}
 
+impl Confinement {
     /// The paths the kernel refused in `text` (what an attempt printed), as lines for its
     /// transcript: a line that says a permission was denied, naming a path this confinement
     /// denies (a secret store, another task's checkout) or may not write. Relative paths are

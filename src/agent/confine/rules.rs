@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use anyhow::Context as _;
 use landlock::{
@@ -38,8 +39,74 @@ pub(super) struct Policy {
     /// The write rules' paths, for telling refusals.
     writable: Vec<PathBuf>,
     connect: Option<Vec<u16>>,
-    /// Read layers made, by the paths their attempt adds.
-    layers: Mutex<HashMap<Vec<PathBuf>, Arc<OwnedFd>>>,
+    /// Read layers made, by the files their attempt adds.
+    layers: Mutex<HashMap<Vec<Identity>, Arc<OwnedFd>>>,
+    /// Write layers made, by the files and ports their attempt adds.
+    write_layers: Mutex<HashMap<WriteKey, Arc<OwnedFd>>>,
+    /// The threads that start confined processes, by the layers they are confined by.
+    starters: Mutex<HashMap<(Vec<Identity>, WriteKey), Starter>>,
+}
+
+/// What a write layer is made of: the files an attempt adds and the ports it may connect to.
+type WriteKey = (Vec<Identity>, Vec<u16>);
+
+/// A thread confined by one read and one write layer, for good, that starts each process it is
+/// handed: Landlock confines a thread and what it starts, and confining one costs the kernel a
+/// copy of every rule; a thread kept for the attempts that share its layers pays that once,
+/// and each process is still spawned as any other (a `vfork`, not a `fork` of swarm's memory).
+#[derive(Clone, Debug)]
+pub(super) struct Starter(mpsc::Sender<(Command, mpsc::SyncSender<std::io::Result<Child>>)>);
+
+impl Starter {
+    fn new(layers: Vec<Arc<OwnedFd>>) -> std::io::Result<Self> {
+        let (tx, rx) = mpsc::channel::<(Command, mpsc::SyncSender<std::io::Result<Child>>)>();
+        std::thread::Builder::new()
+            .name("swarm-confined".to_owned())
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let confined = super::sys::restrict_this_thread(&layers);
+                for (mut cmd, reply) in rx {
+                    let started = match &confined {
+                        Ok(()) => cmd.spawn(),
+                        Err(e) => Err(std::io::Error::new(
+                            e.kind(),
+                            format!("could not confine the process: {e}"),
+                        )),
+                    };
+                    // The command's ends of its pipes go with it: only the process holds them.
+                    drop(cmd);
+                    let _ = reply.send(started);
+                }
+            })?;
+        Ok(Self(tx))
+    }
+
+    /// Starts `cmd` confined.
+    pub(super) fn start(&self, cmd: Command) -> std::io::Result<Child> {
+        let (reply, started) = mpsc::sync_channel(1);
+        self.0.send((cmd, reply)).map_err(|_| {
+            std::io::Error::other("the thread that starts confined processes ended")
+        })?;
+        started
+            .recv()
+            .map_err(|_| std::io::Error::other("the thread that starts confined processes ended"))?
+    }
+}
+
+/// A file as a rule names it: a rule holds the file, not its path, so a layer made for a path
+/// fits a later attempt only while the same file is there (a directory made anew is another).
+type Identity = (PathBuf, u64, u64);
+
+/// `paths` with the device and inode of what each is now (zeros when nothing is there).
+fn identities(paths: &[PathBuf]) -> Vec<Identity> {
+    use std::os::unix::fs::MetadataExt as _;
+    paths
+        .iter()
+        .map(|p| {
+            let (dev, ino) = std::fs::metadata(p).map_or((0, 0), |m| (m.dev(), m.ino()));
+            (p.clone(), dev, ino)
+        })
+        .collect()
 }
 
 impl Policy {
@@ -95,6 +162,8 @@ impl Policy {
             writable,
             connect: setting.connect.clone(),
             layers: Mutex::new(HashMap::new()),
+            write_layers: Mutex::new(HashMap::new()),
+            starters: Mutex::new(HashMap::new()),
         })
     }
 
@@ -112,43 +181,42 @@ impl Policy {
             .filter(|p| self.denied.iter().any(|d| p.starts_with(d)))
             .collect();
         shared.sort();
-        let shared_paths = shared.clone();
-        let reading = self.read_layer(shared, read)?;
-
-        let mut ruleset = self.created(write, self.connect.is_some())?;
-        let mut writable = self.writable.clone();
-        for rule in &self.writes {
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(&rule.fd, rule.access))
-                .context("could not add a rule")?;
-        }
-        let mine = Some(checkout)
+        let mine: Vec<PathBuf> = Some(checkout)
             .filter(|_| own.writes_checkout)
             .into_iter()
             .chain(tmp)
-            .chain(own.writes.iter().map(|p| real(p)));
-        for path in mine {
-            if let Some(rule) = open(&path, write, self.abi) {
-                ruleset = ruleset
-                    .add_rule(PathBeneath::new(&rule.fd, rule.access))
-                    .context("could not add a rule")?;
-                writable.push(path);
+            .chain(own.writes.iter().map(|p| real(p)))
+            .filter(|p| p.exists())
+            .collect();
+        let ports: Vec<u16> = match &self.connect {
+            Some(ports) => ports.iter().chain(&own.ports).copied().collect(),
+            None => Vec::new(),
+        };
+        let key = (identities(&shared), (identities(&mine), ports));
+        let mut starters = self.starters.lock().unwrap_or_else(PoisonError::into_inner);
+        let starter = match starters.get(&key) {
+            Some(starter) => starter.clone(),
+            None => {
+                let reading = self.read_layer(&key.0, read)?;
+                let writing = self.write_layer(&key.1, write)?;
+                let starter = Starter::new(vec![reading, writing])
+                    .context("could not start a thread to start confined processes")?;
+                if starters.len() >= KEPT_LAYERS {
+                    // Their threads end once no attempt holds them.
+                    starters.clear();
+                }
+                starters.insert(key, starter.clone());
+                starter
             }
-        }
-        if let Some(ports) = &self.connect {
-            for &port in ports.iter().chain(&own.ports) {
-                ruleset = ruleset
-                    .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
-                    .context("could not add a port's rule")?;
-            }
-        }
-        let writing: Option<OwnedFd> = ruleset.into();
-        let writing = writing.context("the kernel made no ruleset")?;
+        };
+        drop(starters);
+        let mut writable = self.writable.clone();
+        writable.extend(mine);
         Ok(Confinement {
-            layers: vec![reading, Arc::new(writing)],
+            starter,
             denied: Arc::clone(&self.denied),
             writable,
-            readable: shared_paths,
+            readable: shared,
         })
     }
 
@@ -156,11 +224,11 @@ impl Policy {
     /// made once for each such set, then reused.
     fn read_layer(
         &self,
-        shared: Vec<PathBuf>,
+        key: &[Identity],
         read: BitFlags<AccessFs>,
     ) -> anyhow::Result<Arc<OwnedFd>> {
         let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(fd) = layers.get(&shared) {
+        if let Some(fd) = layers.get(key) {
             return Ok(Arc::clone(fd));
         }
         let mut ruleset = self.created(read, false)?;
@@ -169,7 +237,7 @@ impl Policy {
                 .add_rule(PathBeneath::new(&rule.fd, rule.access))
                 .context("could not add a rule")?;
         }
-        for path in &shared {
+        for (path, _, _) in key {
             if let Some(rule) = open(path, read, self.abi) {
                 ruleset = ruleset
                     .add_rule(PathBeneath::new(&rule.fd, rule.access))
@@ -181,7 +249,49 @@ impl Policy {
         if layers.len() >= KEPT_LAYERS {
             layers.clear();
         }
-        layers.insert(shared, Arc::clone(&fd));
+        layers.insert(key.to_vec(), Arc::clone(&fd));
+        Ok(fd)
+    }
+
+    /// The write layer of an attempt that also writes `mine` (its checkout, `TMPDIR`, spawn
+    /// file, its profile's) and connects to `ports` (when connects are confined): made once for
+    /// each such set, then reused.
+    fn write_layer(
+        &self,
+        key: &WriteKey,
+        write: BitFlags<AccessFs>,
+    ) -> anyhow::Result<Arc<OwnedFd>> {
+        let mut layers = self
+            .write_layers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(fd) = layers.get(key) {
+            return Ok(Arc::clone(fd));
+        }
+        let mut ruleset = self.created(write, self.connect.is_some())?;
+        for rule in &self.writes {
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(&rule.fd, rule.access))
+                .context("could not add a rule")?;
+        }
+        for (path, _, _) in &key.0 {
+            if let Some(rule) = open(path, write, self.abi) {
+                ruleset = ruleset
+                    .add_rule(PathBeneath::new(&rule.fd, rule.access))
+                    .context("could not add a rule")?;
+            }
+        }
+        for &port in &key.1 {
+            ruleset = ruleset
+                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                .context("could not add a port's rule")?;
+        }
+        let fd: Option<OwnedFd> = ruleset.into();
+        let fd = Arc::new(fd.context("the kernel made no ruleset")?);
+        if layers.len() >= KEPT_LAYERS {
+            layers.clear();
+        }
+        layers.insert(key.clone(), Arc::clone(&fd));
         Ok(fd)
     }
 

@@ -1,10 +1,8 @@
 //! The two places confinement needs what safe Rust cannot say: asking the kernel which Landlock
-//! ABI it has, and putting made rulesets in force in a forked child before it execs. Nothing
-//! else of the crate is unsafe.
+//! ABI it has, and putting made rulesets in force on the calling thread. Nothing else of the
+//! crate is unsafe.
 
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::os::unix::process::CommandExt as _;
-use std::process::Command;
 use std::sync::Arc;
 
 /// `LANDLOCK_CREATE_RULESET_VERSION`: asks `landlock_create_ruleset` for the ABI version.
@@ -39,33 +37,24 @@ pub(super) fn abi() -> Result<i32, String> {
     })
 }
 
-/// Makes `cmd`'s child put `layers` in force (each a made ruleset, in order) before it execs,
-/// after setting `no_new_privs`, which Landlock requires of an unprivileged process. A child
-/// that cannot is not run: the spawn fails with the kernel's error.
-pub(super) fn in_force(cmd: &mut Command, layers: Vec<Arc<OwnedFd>>) {
-    let fds: Vec<i32> = layers.iter().map(|fd| fd.as_raw_fd()).collect();
-    #[expect(
-        unsafe_code,
-        reason = "pre_exec runs between fork and exec; the closure makes only system calls \
-                  (prctl, landlock_restrict_self) on file descriptors the parent keeps open, \
-                  and allocates nothing"
-    )]
-    // SAFETY: in the forked child only async-signal-safe work may happen: the closure reads a
-    // vector allocated before the fork (never freed or grown in the child) and makes two kinds
-    // of raw system call. `layers` is moved into the closure, so the descriptors stay open in
-    // the parent until the command is dropped, after the spawn.
-    unsafe {
-        cmd.pre_exec(move || {
-            let _keep = &layers;
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            for &fd in &fds {
-                if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
+/// Puts `layers` (made rulesets, in order) in force on the calling thread, after setting its
+/// `no_new_privs`, which Landlock requires of an unprivileged process. Both hold for the thread
+/// and every process it starts from then on, for good: only a thread of its own, which ends
+/// after starting one process, may call this.
+pub(super) fn restrict_this_thread(layers: &[Arc<OwnedFd>]) -> std::io::Result<()> {
+    nix::sys::prctl::set_no_new_privs()?;
+    for fd in layers {
+        #[expect(
+            unsafe_code,
+            reason = "a raw system call on a ruleset descriptor the caller keeps open; no \
+                      memory is passed"
+        )]
+        // SAFETY: `fd` is an open Landlock ruleset descriptor (kept alive by the `Arc` for the
+        // call) and the flags are 0; the call reads and writes no memory of ours.
+        let done = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) };
+        if done != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
     }
+    Ok(())
 }

@@ -171,8 +171,10 @@ impl Machine {
             .current_dir(&own.checkout)
             .env("ROOT", &self.root)
             .env("TMPDIR", own.tmp.as_ref().unwrap());
-        confinement.apply(&mut cmd);
-        let out = cmd.output().unwrap();
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = super::spawn(cmd, Some(&confinement)).unwrap();
+        let out = child.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
         (out.status.code().unwrap_or(-1), text)

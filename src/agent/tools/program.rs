@@ -54,11 +54,7 @@ impl Programs {
                 cmd.env_remove(name);
             }
         }
-        if let Some(confine) = &self.confine {
-            confine.apply(&mut cmd);
-        }
-        let mut child = cmd
-            .spawn()
+        let mut child = crate::agent::confine::spawn(cmd, self.confine.as_ref())
             .map_err(|e| failed(format!("could not start {program}: {e}")))?;
         let group = Pid::from_raw(child.id() as i32);
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
