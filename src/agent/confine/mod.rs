@@ -3,9 +3,9 @@
 //! Landlock rules that let it write only its own checkout, its `TMPDIR`, its spawn file and what
 //! its profile or the configuration declares, and read everything but the user's secret stores,
 //! the user's git directory (beyond the objects its checkout borrows) and other tasks'
-//! checkouts. The rules are made in swarm before the child is forked and put in force in the
-//! child between fork and exec; see the README's "What an agent can and cannot do to your
-//! machine".
+//! checkouts. The rules are made in swarm, kept for the attempts that share them, and put in
+//! force on a thread of swarm's that then starts those attempts' processes (see
+//! `rules::Starter`); see the README's "What an agent can and cannot do to your machine".
 //!
 //! Landlock allows by path and cannot deny one, so a denied path is made by allowing its
 //! siblings, and theirs up to `/` (see `walk`); the directories on the way are only listable.
@@ -218,6 +218,16 @@ impl Confiner {
         let in_force = setting.in_force();
         Arc::new(Self {
             setting,
+            in_force,
+            policy: OnceLock::new(),
+        })
+    }
+
+    /// A confiner whose kernel is taken to do `in_force` (the simulation of the run loop).
+    #[cfg(test)]
+    pub(crate) fn as_if(in_force: InForce) -> Arc<Self> {
+        Arc::new(Self {
+            setting: Setting::default(),
             in_force,
             policy: OnceLock::new(),
         })

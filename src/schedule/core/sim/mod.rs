@@ -62,6 +62,10 @@ impl std::fmt::Display for Violation {
     }
 }
 
+/// How the world's fault for an agent that wrote into your checkout, unconfined, begins (the
+/// executor's words).
+const REACHED_OUT: &str = "your checkout changed while an attempt ran";
+
 /// What a seed's simulation came to.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Outcome {
@@ -82,6 +86,10 @@ pub(super) struct Figures {
     pub(super) resumes: u64,
     pub(super) kills: u64,
     pub(super) refusals: u64,
+    /// Agents that reached out of their checkouts: refused by the kernel (a confined run), or
+    /// found after their attempt, stopping the run (one the kernel could not confine).
+    pub(super) reached_refused: u64,
+    pub(super) reached_found: u64,
 }
 
 impl Figures {
@@ -92,6 +100,8 @@ impl Figures {
         self.resumes += o.resumes;
         self.kills += o.kills;
         self.refusals += o.refusals;
+        self.reached_refused += o.reached_refused;
+        self.reached_found += o.reached_found;
     }
 }
 
@@ -199,6 +209,14 @@ impl Scenario {
         if rng.u32(0..100) < 15 {
             signals.push(Duration::from_secs(rng.u64(1..600)));
         }
+        // Whether the kernel confines the run's tasks, from a generator of its own: the turns
+        // above stay what each seed dealt before.
+        let confined = fastrand::Rng::with_seed(seed ^ 0x00c0_f14e).u32(0..100) < 75;
+        s.confine = crate::agent::confine::Confiner::as_if(if confined {
+            crate::agent::confine::InForce::Landlock(7)
+        } else {
+            crate::agent::confine::InForce::Unavailable("simulated".to_owned())
+        });
         Self {
             seed,
             settings: s,
@@ -358,6 +376,8 @@ struct Sim {
     hooks: usize,
     /// What each task's attempts have been dealt so far: hiccups, failures.
     dealt: BTreeMap<String, (u32, u32)>,
+    /// Tasks whose agent reached out of its checkout (see `Fate::reaches_out`).
+    reached: BTreeSet<String>,
     /// Writers whose resolver resolved their conflict.
     resolved: BTreeSet<usize>,
     goal_fates: Vec<GoalFate>,
@@ -420,6 +440,7 @@ impl Sim {
             remote: BTreeMap::new(),
             hooks: 0,
             dealt: BTreeMap::new(),
+            reached: BTreeSet::new(),
             resolved: BTreeSet::new(),
             goal_fates: world::goal_fates(sc.seed, goal_count, sc.greedy),
             cut_goals: BTreeSet::new(),
@@ -746,6 +767,10 @@ impl Sim {
     /// by a fault of the machine, took it as cut short): the task runs again, and its agent
     /// does as it did.
     fn undealt(&mut self, id: &str, verdict: &Verdict) {
+        if matches!(verdict, Verdict::Fault(f) if f.why.starts_with(REACHED_OUT)) {
+            self.reached.remove(id);
+            return;
+        }
         let dealt = self.dealt.entry(id.to_owned()).or_default();
         match verdict {
             Verdict::Failed(_) => dealt.1 = dealt.1.saturating_sub(1),
@@ -1142,6 +1167,21 @@ impl Sim {
         let fate = self.fate(&id);
         if cut {
             return report(i, attempt, Verdict::Interrupted, fate.tokens / 2);
+        }
+        if fate.reaches_out && self.reached.insert(id.clone()) {
+            if core.settings.confine.confines() {
+                // The kernel refused the write as it was made: the attempt goes on as dealt.
+                self.figures.reached_refused += 1;
+            } else {
+                // Found after the attempt: nothing of it is merged and the run stops, resumable;
+                // a human fixes the task before resuming (it does not reach out again).
+                self.figures.reached_found += 1;
+                let fault = Fault {
+                    kind: FaultKind::Environment,
+                    why: format!("{REACHED_OUT} ({id} wrote into it)"),
+                };
+                return report(i, attempt, Verdict::Fault(fault), fate.tokens);
+            }
         }
         let dealt = self.dealt.entry(id.clone()).or_default();
         let verdict = if dealt.0 < fate.hiccups {
@@ -1632,6 +1672,7 @@ fn the_run_loop_keeps_its_invariants_in_thousands_of_seeded_worlds() {
     }
     assert_eq!(f.seeds, SUITE_SEEDS);
     assert!(f.kills > 0 && f.resumes > 0 && f.refusals > 0, "{f:?}");
+    assert!(f.reached_refused > 0 && f.reached_found > 0, "{f:?}");
 }
 
 /// The case that broke before the core: tasks of a goal run that spawn as much as they may.
@@ -1718,7 +1759,7 @@ fn long() {
     let started = Instant::now();
     let (f, mut violations) = seeds(from, from + n);
     println!(
-        "{} seeds hold, {} fail; {} steps, {} invariant checks, {} resumes, {} kills, {} impossible inputs refused, in {:.1}s",
+        "{} seeds hold, {} fail; {} steps, {} invariant checks, {} resumes, {} kills, {} impossible inputs refused, {} reaches out of a checkout refused by the kernel and {} found after, in {:.1}s",
         f.seeds,
         violations.len(),
         f.steps,
@@ -1726,6 +1767,8 @@ fn long() {
         f.resumes,
         f.kills,
         f.refusals,
+        f.reached_refused,
+        f.reached_found,
         started.elapsed().as_secs_f64()
     );
     violations.sort_by_key(|v| v.seed);

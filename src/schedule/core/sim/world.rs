@@ -52,6 +52,9 @@ pub(super) struct Fate {
     pub(super) takes: Duration,
     /// Tasks a success asks to spawn, when the task may.
     pub(super) spawns: usize,
+    /// Its agent reaches out of its checkout once (writes your checkout): refused by the
+    /// kernel in a confined run, found after the attempt in one that is not.
+    pub(super) reaches_out: bool,
 }
 
 impl Fate {
@@ -84,6 +87,8 @@ impl Fate {
             } else {
                 0
             },
+            // Drawn last: the turns above stay what each seed dealt before.
+            reaches_out: rng.u32(0..100) < 6,
         }
     }
 }
