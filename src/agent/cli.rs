@@ -85,7 +85,7 @@ pub struct Profile {
     pub writes: Vec<String>,
     /// The reader's and the writer's arguments when swarm confines it, for an agent whose own
     /// sandbox cannot run inside swarm's confinement; `None`: the same as unconfined.
-    pub confined_args: Option<(Vec<String>, Vec<String>)>,
+    pub confined_args: Option<Box<(Vec<String>, Vec<String>)>>,
 }
 
 impl Profile {
@@ -93,9 +93,8 @@ impl Profile {
     /// place of the others.
     #[must_use]
     pub fn under_confinement(mut self) -> Self {
-        if let Some((reader, writer)) = self.confined_args.take() {
-            self.reader_args = reader;
-            self.writer_args = writer;
+        if let Some(args) = self.confined_args.take() {
+            (self.reader_args, self.writer_args) = *args;
         }
         self
     }
@@ -207,10 +206,10 @@ pub fn codex_profile() -> Profile {
         // under swarm's confinement every command and patch of theirs would fail while Codex
         // still ends "completed". Confined by swarm, it runs without its own, and swarm's
         // rules are what hold (a reader's snapshot is still checked after it ran).
-        confined_args: Some((
+        confined_args: Some(Box::new((
             codex_args("danger-full-access"),
             codex_args("danger-full-access"),
-        )),
+        ))),
     }
 }
 

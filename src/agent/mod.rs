@@ -385,7 +385,7 @@ fn refusals(confine: &confine::Confinement, inv: &Invocation, stdout: &str) -> S
     let mut text = Vec::new();
     if let Ok(mut f) = File::open(&inv.transcript) {
         // What the attempt printed, after the header (which holds its command).
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let len = f.metadata().map_or(0, |m| m.len());
         let printed = (inv.header.len() + STDERR_MARK.len()) as u64;
         let _ = f.seek(std::io::SeekFrom::Start(
             len.saturating_sub(REFUSALS_READ).max(printed),
@@ -399,10 +399,12 @@ fn refusals(confine: &confine::Confinement, inv: &Invocation, stdout: &str) -> S
             refused.push(r);
         }
     }
-    refused
-        .iter()
-        .map(|r| format!("{}{r}\n", confine::REFUSED))
-        .collect()
+    refused.iter().fold(String::new(), |mut lines, r| {
+        lines.push_str(confine::REFUSED);
+        lines.push_str(r);
+        lines.push('\n');
+        lines
+    })
 }
 
 /// The attempt's process, not yet started: its program, directory, process group of its own and

@@ -27,7 +27,7 @@ mod pools;
 mod prepare;
 pub mod pty;
 mod real_agents;
-mod remote;
+pub mod remote;
 mod report;
 mod resume;
 mod snapshots;

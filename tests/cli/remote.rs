@@ -122,7 +122,8 @@ impl Runner {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+/// Runs git in `dir` with a fixed identity and no user configuration; panics on failure.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)

@@ -160,9 +160,9 @@ pub(crate) struct Confiner {
     pub setting: Setting,
     pub in_force: InForce,
     #[cfg(target_os = "linux")]
-    policy: OnceLock<Result<rules::Policy, String>>,
+    policy: OnceLock<rules::Policy>,
     #[cfg(not(target_os = "linux"))]
-    policy: OnceLock<Result<(), String>>,
+    policy: OnceLock<()>,
 }
 
 /// What one attempt may do beyond the run's rules.
@@ -252,11 +252,7 @@ impl Confiner {
         {
             let policy = self
                 .policy
-                .get_or_init(|| {
-                    rules::Policy::new(&self.setting, abi, places).map_err(|e| format!("{e:#}"))
-                })
-                .as_ref()
-                .map_err(|e| anyhow::anyhow!("could not make the confinement's rules: {e}"))?;
+                .get_or_init(|| rules::Policy::new(&self.setting, abi, places));
             policy.attempt(own).map(Some)
         }
         #[cfg(not(target_os = "linux"))]

@@ -110,7 +110,7 @@ fn identities(paths: &[PathBuf]) -> Vec<Identity> {
 }
 
 impl Policy {
-    pub(super) fn new(setting: &Setting, abi: i32, places: &Places) -> anyhow::Result<Self> {
+    pub(super) fn new(setting: &Setting, abi: i32, places: &Places) -> Self {
         let abi = ABI::from(abi);
         let read = AccessFs::from_read(abi);
         let home = home();
@@ -154,7 +154,7 @@ impl Policy {
                 writable.push(real(&path));
             }
         }
-        Ok(Self {
+        Self {
             abi,
             reads: rules,
             writes,
@@ -164,7 +164,7 @@ impl Policy {
             layers: Mutex::new(HashMap::new()),
             write_layers: Mutex::new(HashMap::new()),
             starters: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The rulesets of one attempt.
@@ -194,20 +194,19 @@ impl Policy {
         };
         let key = (identities(&shared), (identities(&mine), ports));
         let mut starters = self.starters.lock().unwrap_or_else(PoisonError::into_inner);
-        let starter = match starters.get(&key) {
-            Some(starter) => starter.clone(),
-            None => {
-                let reading = self.read_layer(&key.0, read)?;
-                let writing = self.write_layer(&key.1, write)?;
-                let starter = Starter::new(vec![reading, writing])
-                    .context("could not start a thread to start confined processes")?;
-                if starters.len() >= KEPT_LAYERS {
-                    // Their threads end once no attempt holds them.
-                    starters.clear();
-                }
-                starters.insert(key, starter.clone());
-                starter
+        let starter = if let Some(starter) = starters.get(&key) {
+            starter.clone()
+        } else {
+            let reading = self.read_layer(&key.0, read)?;
+            let writing = self.write_layer(&key.1, write)?;
+            let starter = Starter::new(vec![reading, writing])
+                .context("could not start a thread to start confined processes")?;
+            if starters.len() >= KEPT_LAYERS {
+                // Their threads end once no attempt holds them.
+                starters.clear();
             }
+            starters.insert(key, starter.clone());
+            starter
         };
         drop(starters);
         let mut writable = self.writable.clone();
@@ -227,30 +226,8 @@ impl Policy {
         key: &[Identity],
         read: BitFlags<AccessFs>,
     ) -> anyhow::Result<Arc<OwnedFd>> {
-        let mut layers = self.layers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(fd) = layers.get(key) {
-            return Ok(Arc::clone(fd));
-        }
-        let mut ruleset = self.created(read, false)?;
-        for rule in &self.reads {
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(&rule.fd, rule.access))
-                .context("could not add a rule")?;
-        }
-        for (path, _, _) in key {
-            if let Some(rule) = open(path, read, self.abi) {
-                ruleset = ruleset
-                    .add_rule(PathBeneath::new(&rule.fd, rule.access))
-                    .context("could not add a rule")?;
-            }
-        }
-        let fd: Option<OwnedFd> = ruleset.into();
-        let fd = Arc::new(fd.context("the kernel made no ruleset")?);
-        if layers.len() >= KEPT_LAYERS {
-            layers.clear();
-        }
-        layers.insert(key.to_vec(), Arc::clone(&fd));
-        Ok(fd)
+        let made = || self.layer(read, false, &self.reads, key, &[]);
+        kept(&self.layers, &key.to_vec(), made)
     }
 
     /// The write layer of an attempt that also writes `mine` (its checkout, `TMPDIR`, spawn
@@ -261,42 +238,42 @@ impl Policy {
         key: &WriteKey,
         write: BitFlags<AccessFs>,
     ) -> anyhow::Result<Arc<OwnedFd>> {
-        let mut layers = self
-            .write_layers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(fd) = layers.get(key) {
-            return Ok(Arc::clone(fd));
-        }
-        let mut ruleset = self.created(write, self.connect.is_some())?;
-        for rule in &self.writes {
+        let net = self.connect.is_some();
+        let made = || self.layer(write, net, &self.writes, &key.0, &key.1);
+        kept(&self.write_layers, key, made)
+    }
+
+    /// A ruleset handling `access` (and TCP connects, when `net`) that grants `rules`, `access`
+    /// beneath each of `paths` and connects to `ports`.
+    fn layer(
+        &self,
+        access: BitFlags<AccessFs>,
+        net: bool,
+        rules: &[Rule],
+        paths: &[Identity],
+        ports: &[u16],
+    ) -> anyhow::Result<Arc<OwnedFd>> {
+        let mut ruleset = Self::created(access, net)?;
+        let opened: Vec<Rule> = paths
+            .iter()
+            .filter_map(|(path, _, _)| open(path, access, self.abi))
+            .collect();
+        for rule in rules.iter().chain(&opened) {
             ruleset = ruleset
                 .add_rule(PathBeneath::new(&rule.fd, rule.access))
                 .context("could not add a rule")?;
         }
-        for (path, _, _) in &key.0 {
-            if let Some(rule) = open(path, write, self.abi) {
-                ruleset = ruleset
-                    .add_rule(PathBeneath::new(&rule.fd, rule.access))
-                    .context("could not add a rule")?;
-            }
-        }
-        for &port in &key.1 {
+        for &port in ports {
             ruleset = ruleset
                 .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
                 .context("could not add a port's rule")?;
         }
         let fd: Option<OwnedFd> = ruleset.into();
-        let fd = Arc::new(fd.context("the kernel made no ruleset")?);
-        if layers.len() >= KEPT_LAYERS {
-            layers.clear();
-        }
-        layers.insert(key.clone(), Arc::clone(&fd));
-        Ok(fd)
+        Ok(Arc::new(fd.context("the kernel made no ruleset")?))
     }
 
     /// A new ruleset that handles `access` (and TCP connects, when `net`), all of it required.
-    fn created(&self, access: BitFlags<AccessFs>, net: bool) -> anyhow::Result<RulesetCreated> {
+    fn created(access: BitFlags<AccessFs>, net: bool) -> anyhow::Result<RulesetCreated> {
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(access)
@@ -310,6 +287,25 @@ impl Policy {
             .create()
             .context("could not make a Landlock ruleset")
     }
+}
+
+/// The layer kept in `layers` for `key`, made by `made` when there is none (the oldest all
+/// forgotten past `KEPT_LAYERS`).
+fn kept<K: Clone + Eq + std::hash::Hash>(
+    layers: &Mutex<HashMap<K, Arc<OwnedFd>>>,
+    key: &K,
+    made: impl FnOnce() -> anyhow::Result<Arc<OwnedFd>>,
+) -> anyhow::Result<Arc<OwnedFd>> {
+    let mut layers = layers.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(fd) = layers.get(key) {
+        return Ok(Arc::clone(fd));
+    }
+    let fd = made()?;
+    if layers.len() >= KEPT_LAYERS {
+        layers.clear();
+    }
+    layers.insert(key.clone(), Arc::clone(&fd));
+    Ok(fd)
 }
 
 /// The write accesses confined: making, changing and removing files. Not the device ioctls

@@ -50,7 +50,7 @@ fn cover(dir: &Path, denied: &[PathBuf], out: &mut Vec<(PathBuf, Reach)>) {
     for (path, is_link) in entries {
         // A link is reached through, not granted: what it points at is granted (or not)
         // where it is.
-        if is_link || denied.iter().any(|d| *d == path) {
+        if is_link || denied.contains(&path) {
             continue;
         }
         if denied.iter().any(|d| d.starts_with(&path)) {

@@ -286,7 +286,7 @@ pub(super) fn prepare(
         settings.transcript_cap,
         header,
     );
-    let writes = spawn_file
+    let may_write = spawn_file
         .iter()
         .cloned()
         .chain(cli.iter().flat_map(profile_writes))
@@ -294,7 +294,7 @@ pub(super) fn prepare(
     // The run's deps directories, all of them: one rule for every task, so that tasks share
     // their read rules (what a task's deps left is the run's, not a secret).
     // It is made now: a rule names only what is there, and the rules are kept for the run.
-    let reads = deps_dir
+    let may_read = deps_dir
         .iter()
         .filter(|_| std::fs::create_dir_all(&layout.deps).is_ok())
         .map(|_| layout.deps.clone())
@@ -305,8 +305,8 @@ pub(super) fn prepare(
         &invocation.cwd,
         &tmp,
         &env,
-        writes,
-        reads,
+        may_write,
+        may_read,
     );
     invocation.argv = argv_run;
     invocation.stdin = stdin;

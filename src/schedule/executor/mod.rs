@@ -477,17 +477,17 @@ fn changed_paths(core: &Core<'_>, repo: &Repo, i: usize) -> Option<Vec<String>> 
     crate::git::changed_paths(repo.common_dir(), from, to).ok()
 }
 
-/// What confines the processes of an attempt in `cwd` (which it writes when a `writer`) with `tmp` as its `TMPDIR` and `env` (its
-/// block of ports in `SWARM_PORTS`): besides those, it may write `writes` and read `reads`.
-/// `None` when the run's tasks run unconfined.
+/// What confines the processes of an attempt in `cwd` (which it writes when `writes_checkout`)
+/// with `tmp` as its `TMPDIR` and `env` (its block of ports in `SWARM_PORTS`): besides those, it
+/// may write `also_writes` and read `also_reads`. `None` when the run's tasks run unconfined.
 fn confined(
     out: &Outlets<'_>,
-    writer: bool,
+    writes_checkout: bool,
     cwd: &std::path::Path,
     tmp: &std::path::Path,
     env: &[(String, String)],
-    writes: Vec<std::path::PathBuf>,
-    reads: Vec<std::path::PathBuf>,
+    also_writes: Vec<std::path::PathBuf>,
+    also_reads: Vec<std::path::PathBuf>,
 ) -> Option<super::job::Confined> {
     use crate::agent::confine::{Own, Places};
     let confiner = &out.settings.confine;
@@ -514,10 +514,10 @@ fn confined(
         },
         own: Own {
             checkout: cwd.to_owned(),
-            writes_checkout: writer,
+            writes_checkout,
             tmp: Some(tmp.to_owned()),
-            writes,
-            reads,
+            writes: also_writes,
+            reads: also_reads,
             ports,
         },
     })

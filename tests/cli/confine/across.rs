@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::{AWS_CANARY, SSH_CANARY, confining, hostile_script, nothing_escaped, plant_canaries};
 use crate::fake_llm::{FakeLlm, Reply, has_tool};
 use crate::gate::Gate;
+use crate::remote::git;
 use crate::{TestRepo, assert_exit, outside, read_until, search_path, stderr};
 
 /// What starts each line swarm adds to a transcript for a path the kernel refused.
@@ -439,30 +440,6 @@ fn after_kill_9_mid_try_the_resumed_attempts_are_refused_as_the_first_were_and_l
         summary.contains("Tasks ran confined by the kernel (Landlock)"),
         "{summary}"
     );
-}
-
-/// Runs git in `dir` with a fixed identity and no user configuration; panics on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", search_path())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Test User")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "Test User")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
