@@ -216,6 +216,8 @@ pub(super) fn confine_setting(o: &Options) -> crate::agent::confine::Setting {
 /// what the kernel cannot do.
 pub(super) fn confinement(o: &Options) -> anyhow::Result<Arc<Confiner>> {
     use crate::agent::confine::InForce;
+    // A mistyped cap must not leave tasks unconfined.
+    crate::agent::confine::abi_cap().map_err(Usage::new)?;
     let setting = confine_setting(o);
     let (require, needs_ports) = (setting.require, setting.connect.is_some());
     let confiner = Confiner::new(setting);

@@ -119,15 +119,26 @@ impl InForce {
     }
 }
 
+/// The cap `SWARM_LANDLOCK_ABI` sets, if any; an error that says what is wrong with its value.
+pub(crate) fn abi_cap() -> Result<Option<i32>, String> {
+    let Some(v) = std::env::var_os(ABI_VAR) else {
+        return Ok(None);
+    };
+    let v = v.to_string_lossy();
+    v.trim()
+        .parse::<u8>()
+        .map(|n| Some(i32::from(n)))
+        .map_err(|_| {
+            format!(
+                "{ABI_VAR}={v:?} is not a Landlock ABI: give a whole number, 0 to behave as a kernel without Landlock"
+            )
+        })
+}
+
 /// What the kernel can do here: its Landlock ABI (capped by `SWARM_LANDLOCK_ABI`), or why
 /// there is none.
 pub(crate) fn kernel() -> Result<i32, String> {
-    let cap = match std::env::var(ABI_VAR) {
-        Ok(v) => Some(v.trim().parse::<i32>().map_err(|_| {
-            format!("{ABI_VAR}={v:?} is not a number (0 behaves as a kernel without Landlock)")
-        })?),
-        Err(_) => None,
-    };
+    let cap = abi_cap()?;
     if cap == Some(0) {
         return Err(format!(
             "{ABI_VAR}=0 says to behave as a kernel without Landlock"

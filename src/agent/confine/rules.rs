@@ -25,7 +25,8 @@ struct Rule {
     access: BitFlags<AccessFs>,
 }
 
-/// The most read layers kept for reuse (each distinct share of checkout, `TMPDIR` and deps).
+/// The most layers of each kind, and threads that start confined processes, kept for reuse
+/// (each for a distinct set of files: checkout, `TMPDIR`, deps, spawn file).
 const KEPT_LAYERS: usize = 256;
 
 #[derive(Debug)]

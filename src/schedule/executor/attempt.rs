@@ -286,28 +286,30 @@ pub(super) fn prepare(
         settings.transcript_cap,
         header,
     );
-    let may_write = spawn_file
-        .iter()
-        .cloned()
-        .chain(cli.iter().flat_map(profile_writes))
-        .collect();
-    // The run's deps directories, all of them: one rule for every task, so that tasks share
-    // their read rules (what a task's deps left is the run's, not a secret).
-    // It is made now: a rule names only what is there, and the rules are kept for the run.
-    let may_read = deps_dir
-        .iter()
-        .filter(|_| std::fs::create_dir_all(&layout.deps).is_ok())
-        .map(|_| layout.deps.clone())
-        .collect();
-    let confined = super::confined(
-        &ex.out,
-        writes_checkout,
-        &invocation.cwd,
-        &tmp,
-        &env,
-        may_write,
-        may_read,
-    );
+    let confined = settings.confine.confines().then(|| {
+        let may_write = spawn_file
+            .iter()
+            .cloned()
+            .chain(cli.iter().flat_map(profile_writes))
+            .collect();
+        // The run's deps directories, all of them: one rule for every task, so that tasks
+        // share their read rules (what a task's deps left is the run's, not a secret). It is
+        // made now: a rule names only what is there, and the rules are kept for the run.
+        let may_read = deps_dir
+            .iter()
+            .filter(|_| std::fs::create_dir_all(&layout.deps).is_ok())
+            .map(|_| layout.deps.clone())
+            .collect();
+        super::confined(
+            &ex.out,
+            writes_checkout,
+            &invocation.cwd,
+            &tmp,
+            &env,
+            may_write,
+            may_read,
+        )
+    });
     invocation.argv = argv_run;
     invocation.stdin = stdin;
     invocation.env = env;
@@ -343,9 +345,9 @@ pub(super) fn prepare(
 }
 
 /// What an agent's profile says it writes besides its checkout and TMPDIR, as paths of this
-/// machine (those whose variable is not set left out). A directory (named with a trailing
-/// `/`) that is not there yet is made, as the agent would make it: a rule can name only what
-/// is there.
+/// machine (those whose variable is not set left out), for a confined attempt. A directory
+/// (named with a trailing `/`) that is not there yet is made, as the agent would make it: a
+/// rule can name only what is there.
 pub(super) fn profile_writes(profile: &crate::agent::cli::Profile) -> Vec<std::path::PathBuf> {
     profile
         .writes

@@ -56,15 +56,17 @@ pub(super) fn job(
         settings.transcript_cap,
         header,
     );
-    let confined = super::confined(
-        &ex.out,
-        true,
-        &invocation.cwd.clone(),
-        &tmp,
-        &env,
-        Vec::new(),
-        Vec::new(),
-    );
+    let confined = settings.confine.confines().then(|| {
+        super::confined(
+            &ex.out,
+            true,
+            &invocation.cwd,
+            &tmp,
+            &env,
+            Vec::new(),
+            Vec::new(),
+        )
+    });
     invocation.env = env;
     let job = Job {
         task: 0,

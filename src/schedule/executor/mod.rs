@@ -479,7 +479,8 @@ fn changed_paths(core: &Core<'_>, repo: &Repo, i: usize) -> Option<Vec<String>> 
 
 /// What confines the processes of an attempt in `cwd` (which it writes when `writes_checkout`)
 /// with `tmp` as its `TMPDIR` and `env` (its block of ports in `SWARM_PORTS`): besides those, it
-/// may write `also_writes` and read `also_reads`. `None` when the run's tasks run unconfined.
+/// may write `also_writes` and read `also_reads`. Asked only when the run's tasks are confined
+/// (`Confiner::confines`).
 fn confined(
     out: &Outlets<'_>,
     writes_checkout: bool,
@@ -488,12 +489,8 @@ fn confined(
     env: &[(String, String)],
     also_writes: Vec<std::path::PathBuf>,
     also_reads: Vec<std::path::PathBuf>,
-) -> Option<super::job::Confined> {
+) -> super::job::Confined {
     use crate::agent::confine::{Own, Places};
-    let confiner = &out.settings.confine;
-    if !confiner.confines() {
-        return None;
-    }
     let ports = env
         .iter()
         .find(|(k, _)| k == "SWARM_PORTS")
@@ -502,8 +499,8 @@ fn confined(
         .map(Iterator::collect)
         .unwrap_or_default();
     let layout = out.layout;
-    Some(super::job::Confined {
-        confiner: std::sync::Arc::clone(confiner),
+    super::job::Confined {
+        confiner: std::sync::Arc::clone(&out.settings.confine),
         places: Places {
             git_dir: out.repo.common_dir().to_owned(),
             checkouts: layout
@@ -520,5 +517,5 @@ fn confined(
             reads: also_reads,
             ports,
         },
-    })
+    }
 }

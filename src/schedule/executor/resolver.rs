@@ -122,11 +122,13 @@ pub(super) fn job(
     );
     invocation.argv = argv;
     invocation.stdin = stdin;
-    let writes = cli
-        .iter()
-        .flat_map(super::attempt::profile_writes)
-        .collect();
-    let confined = super::confined(&ex.out, true, &path, &tmp, &env, writes, Vec::new());
+    let confined = settings.confine.confines().then(|| {
+        let writes = cli
+            .iter()
+            .flat_map(super::attempt::profile_writes)
+            .collect();
+        super::confined(&ex.out, true, &path, &tmp, &env, writes, Vec::new())
+    });
     invocation.env = env;
     invocation.stall = settings.stall_timeout;
     if let Some(p) = &cli {

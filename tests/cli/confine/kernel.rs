@@ -86,3 +86,30 @@ fn without_landlock_the_default_says_so_once_and_runs_unconfined() {
         crate::stdout(&config)
     );
 }
+
+#[test]
+fn a_mistyped_abi_cap_is_refused_before_anything_runs_rather_than_leaving_tasks_unconfined() {
+    let repo = TestRepo::new();
+    let ran = outside(&repo, "ran");
+    let tasks =
+        repo.tasks(&[&json!({"id": "t", "run": format!("touch '{}'", ran.display())}).to_string()]);
+
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_LANDLOCK_ABI", "seven")
+        .args(["run", tasks.to_str().unwrap()])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 2);
+    assert!(
+        crate::stderr(&out).contains("SWARM_LANDLOCK_ABI=\"seven\" is not a Landlock ABI"),
+        "{}",
+        crate::stderr(&out)
+    );
+    assert!(!ran.exists());
+    assert!(
+        !repo.swarm_dir().join("runs").exists(),
+        "a run was recorded"
+    );
+}
