@@ -46,6 +46,10 @@ pub(super) struct Policy {
     write_layers: Mutex<HashMap<WriteKey, Arc<OwnedFd>>>,
     /// The threads that start confined processes, by the layers they are confined by.
     starters: Mutex<HashMap<(Vec<Identity>, WriteKey), Starter>>,
+    /// Directories resolved (`real`), for the attempts' paths: most share a few parents (the
+    /// run's checkouts, its `TMPDIR`s), and resolving a deep path anew costs a system call for
+    /// each of its parts.
+    parents: Mutex<HashMap<PathBuf, PathBuf>>,
 }
 
 /// What a write layer is made of: the files an attempt adds and the ports it may connect to.
@@ -165,20 +169,41 @@ impl Policy {
             layers: Mutex::new(HashMap::new()),
             write_layers: Mutex::new(HashMap::new()),
             starters: Mutex::new(HashMap::new()),
+            parents: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// `path` resolved as `real` does, its parent directory's resolution kept: a path whose
+    /// last part is a link (or `..`, or missing) is resolved whole, each time.
+    fn real(&self, path: &Path) -> PathBuf {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return real(path);
+        };
+        let linked = std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_symlink());
+        if linked || !path.is_absolute() {
+            return real(path);
+        }
+        let mut parents = self.parents.lock().unwrap_or_else(PoisonError::into_inner);
+        if parents.len() >= KEPT_LAYERS {
+            parents.clear();
+        }
+        parents
+            .entry(parent.to_owned())
+            .or_insert_with(|| real(parent))
+            .join(name)
     }
 
     /// The rulesets of one attempt.
     pub(super) fn attempt(&self, own: &Own) -> anyhow::Result<Confinement> {
         let read = AccessFs::from_read(self.abi);
         let write = writing(self.abi);
-        let checkout = real(&own.checkout);
-        let tmp = own.tmp.as_deref().map(real);
+        let checkout = self.real(&own.checkout);
+        let tmp = own.tmp.as_deref().map(|p| self.real(p));
         // Only what is under a denied path needs a rule of its own: the fewer such paths, the
         // more attempts share a read layer.
         let mut shared: Vec<PathBuf> = std::iter::once(checkout.clone())
             .chain(tmp.clone())
-            .chain(own.reads.iter().map(|p| real(p)))
+            .chain(own.reads.iter().map(|p| self.real(p)))
             .filter(|p| self.denied.iter().any(|d| p.starts_with(d)))
             .collect();
         shared.sort();
@@ -186,14 +211,20 @@ impl Policy {
             .filter(|_| own.writes_checkout)
             .into_iter()
             .chain(tmp)
-            .chain(own.writes.iter().map(|p| real(p)))
-            .filter(|p| p.exists())
+            .chain(own.writes.iter().map(|p| self.real(p)))
+            .collect();
+        // What is not there is not granted (a rule names a file).
+        let mine: Vec<Identity> = identities(&mine)
+            .into_iter()
+            .filter(|&(_, dev, ino)| (dev, ino) != (0, 0))
             .collect();
         let ports: Vec<u16> = match &self.connect {
             Some(ports) => ports.iter().chain(&own.ports).copied().collect(),
             None => Vec::new(),
         };
-        let key = (identities(&shared), (identities(&mine), ports));
+        let mut writable = self.writable.clone();
+        writable.extend(mine.iter().map(|(path, _, _)| path.clone()));
+        let key = (identities(&shared), (mine, ports));
         let mut starters = self.starters.lock().unwrap_or_else(PoisonError::into_inner);
         let starter = if let Some(starter) = starters.get(&key) {
             starter.clone()
@@ -210,8 +241,6 @@ impl Policy {
             starter
         };
         drop(starters);
-        let mut writable = self.writable.clone();
-        writable.extend(mine);
         Ok(Confinement {
             starter,
             denied: Arc::clone(&self.denied),
