@@ -30,6 +30,8 @@ pub struct Parked {
     pub paths: Vec<String>,
     /// Why the resolver attempt failed, when one was made.
     pub resolver: Option<String>,
+    /// Each rung of the conflict ladder tried, and why it did not merge.
+    pub rungs: Vec<(String, String)>,
     /// Why it is held for review rather than conflicting, when it is.
     pub reason: Option<String>,
     /// For a writer the gate took out: the last lines of the gate's red run.
@@ -106,8 +108,9 @@ pub struct Facts<'a> {
     /// Attempts that continued an earlier attempt's agent session: (task, number).
     pub continued: &'a [(String, u32)],
     pub parked: &'a [Parked],
-    /// Merges in order: (task, merge commit).
-    pub merges: &'a [(String, String)],
+    /// Merges in order: (task, merge commit, the rung of the conflict ladder that resolved its
+    /// conflict).
+    pub merges: &'a [(String, String, Option<String>)],
     /// Repairs made to a planned goal's plan: (kind, message).
     pub repairs: &'a [(String, String)],
     /// What happened to the integration branch.
@@ -396,10 +399,22 @@ fn run_summary(f: &Facts<'_>) -> String {
     out.push_str(&attention::gate_section(f));
     if !f.merges.is_empty() {
         out.push_str("\n### Merges\n\n");
-        for (task, commit) in f.merges {
+        for (task, commit, rung) in f.merges {
+            let by = match rung
+                .as_deref()
+                .map(|r| r.split_once(' ').unwrap_or((r, "")))
+            {
+                Some(("structural", tool)) => {
+                    let by =
+                        format!(" after a conflict, resolved by the syntax-aware merge {tool}");
+                    by.trim_end().to_owned()
+                }
+                Some(_) => " after a conflict, resolved by its agent".to_owned(),
+                None => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "- {} merged as `{}`",
+                "- {} merged as `{}`{by}",
                 named(f.plan, task),
                 &commit[..commit.len().min(12)]
             );

@@ -474,14 +474,18 @@ fn tempfile_in(near: &std::path::Path) -> std::io::Result<File> {
 
 /// Whether `program` is an executable file in a directory of `PATH`.
 pub(crate) fn on_path(program: &str) -> bool {
+    find_on_path(program).is_some()
+}
+
+/// The first executable file named `program` in the directories of `PATH`.
+pub(crate) fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
-    let Some(path) = std::env::var_os("PATH") else {
-        return false;
-    };
-    std::env::split_paths(&path).any(|dir| {
-        std::fs::metadata(dir.join(program))
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 impl cli::Profile {

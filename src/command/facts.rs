@@ -58,6 +58,14 @@ pub(super) fn parked_tasks(events: &[Logged], records: &[TaskRecord]) -> Vec<Par
                 branch: parking.map(|p| p.branch.clone()).unwrap_or_default(),
                 paths: parking.map(|p| p.paths.clone()).unwrap_or_default(),
                 resolver: parking.and_then(|p| p.resolver.clone()),
+                rungs: parking
+                    .map(|p| {
+                        p.rungs
+                            .iter()
+                            .map(|r| (r.rung.clone(), r.why.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 reason: parking.and_then(|p| p.reason.clone()),
                 gate_output: parking.map(|p| p.gate_output.clone()).unwrap_or_default(),
             }
@@ -193,25 +201,40 @@ pub(super) fn goal_notes(events: &[Logged]) -> Vec<String> {
         .collect()
 }
 
-/// The merges in order: (task, merge commit).
-/// The merges that stand, in the order they were last made: a writer merged again (after
+/// The merges that stand, in the order they were last made: (task, merge commit, the rung of
+/// the conflict ladder that resolved its conflict, when one did). A writer merged again (after
 /// the gate took a culprit out) is listed once, at its last merge, and one parked since (the
 /// culprit the gate took out) not at all.
-pub(super) fn merges(events: &[Logged], records: &[TaskRecord]) -> Vec<(String, String)> {
+pub(super) fn merges(
+    events: &[Logged],
+    records: &[TaskRecord],
+) -> Vec<(String, String, Option<String>)> {
     let stands = |task: &str| {
         !records
             .iter()
             .any(|t| t.id == task && t.status == TaskStatus::Parked)
     };
-    let mut out: Vec<(String, String)> = Vec::new();
+    let mut out: Vec<(String, String, Option<String>)> = Vec::new();
+    let mut resolved: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
     for e in events {
-        if let RunEvent::Merged { after, .. } = &e.event {
-            let task = e.task.clone().unwrap_or_default();
-            out.retain(|(t, _)| *t != task);
-            out.push((task, after.clone()));
+        let task = e.task.as_deref().unwrap_or_default();
+        match &e.event {
+            RunEvent::Resolved { rung, tool, .. } => {
+                let rung = rung.clone().unwrap_or_else(|| "resolve".to_owned());
+                let by = match tool {
+                    Some(tool) => format!("{rung} ({tool})"),
+                    None => rung,
+                };
+                resolved.insert(task, by);
+            }
+            RunEvent::Merged { after, .. } => {
+                out.retain(|(t, _, _)| t != task);
+                out.push((task.to_owned(), after.clone(), resolved.remove(task)));
+            }
+            _ => {}
         }
     }
-    out.retain(|(task, _)| stands(task));
+    out.retain(|(task, _, _)| stands(task));
     out
 }
 

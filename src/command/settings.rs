@@ -17,6 +17,7 @@ use crate::git::Repo;
 use crate::llm::{Client, Endpoint, Limits};
 use crate::plan::{Action, Plan};
 use crate::schedule::{BuiltinLimits, Prepare, Settings};
+use crate::schedule::{Rung, Structural};
 
 use super::context::Globals;
 use super::pools::Agents;
@@ -465,7 +466,8 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         agent,
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
-        resolve_conflicts: o.resolve_conflicts,
+        ladder: ladder(o),
+        structural: structural(o)?,
         fresh_retries: o.fresh_retries,
         llm,
         named_agents,
@@ -506,4 +508,51 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
             allowed_programs: o.allow_program.clone(),
         },
     })
+}
+
+/// The rungs a conflicting merge climbs after git's merge: `conflicts` (or the structural
+/// merge), and the resolver too with `resolve-conflicts`.
+fn ladder(o: &Options) -> Vec<Rung> {
+    let mut ladder: Vec<Rung> = if o.conflicts.is_empty() {
+        vec![Rung::Structural]
+    } else {
+        o.conflicts.iter().filter_map(|r| Rung::named(r)).collect()
+    };
+    if o.resolve_conflicts && !ladder.contains(&Rung::Resolve) {
+        ladder.push(Rung::Resolve);
+    }
+    ladder
+}
+
+/// The structural rung's program, when the ladder has that rung: the `mergiraf` key's, which
+/// must run (exit 2 when it does not), or `mergiraf` on `PATH`, when it is there.
+fn structural(o: &Options) -> anyhow::Result<Option<Structural>> {
+    if !ladder(o).contains(&Rung::Structural) {
+        return Ok(None);
+    }
+    let (program, named) = match &o.mergiraf {
+        Some(p) => (p.clone(), true),
+        None => match crate::agent::find_on_path("mergiraf") {
+            Some(p) => (p, false),
+            None => return Ok(None),
+        },
+    };
+    let version = std::process::Command::new(&program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned());
+    match version {
+        Some(version) => Ok(Some(Structural { program, version })),
+        None if named => Err(Usage::new(format!(
+            "mergiraf: {} does not run (`{} --version` failed); name the syntax-aware merge program, or leave the key out to use mergiraf from PATH",
+            program.display(),
+            program.display()
+        ))
+        .into()),
+        None => Ok(None),
+    }
 }

@@ -184,6 +184,32 @@ pub(super) fn machine_paths(paths: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The rungs of the conflict ladder, each named once; git's merge (`merge`) is always the
+/// first and may be named first.
+pub(super) fn rungs(names: &[String]) -> Result<(), String> {
+    let rest = names.strip_prefix(&["merge".to_owned()]).unwrap_or(names);
+    for (k, name) in rest.iter().enumerate() {
+        match name.as_str() {
+            "structural" | "resolve" => {}
+            "merge" => {
+                return Err(
+                    "`merge` (git's merge) is always the first rung: name it first, or not at all"
+                        .to_owned(),
+                );
+            }
+            other => {
+                return Err(format!(
+                    "`{other}` is not a rung: the rungs are `merge`, `structural` and `resolve`"
+                ));
+            }
+        }
+        if rest[..k].contains(name) {
+            return Err(format!("`{name}` is named twice"));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn repo_paths(paths: &[String]) -> Result<(), String> {
     for p in paths {
         let path = Path::new(p);

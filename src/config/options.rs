@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::check::Shape;
 use super::choice::{Choice, Confine, ConfineNet, Land, ReportFormat, Spawning};
-use super::key::{Key, Spec, duration, machine_paths, repo_paths, slots, transcript_cap, wait};
+use super::key::{
+    Key, Spec, duration, machine_paths, repo_paths, rungs, slots, transcript_cap, wait,
+};
 use super::pool::PoolSpec;
 use super::setting::Setting;
 use super::{DEFAULT_TRANSCRIPT_CAP, ProfileSpec};
@@ -310,6 +312,20 @@ macro_rules! run_options {
             confine_net: Option<ConfineNet> {
                 key: "confine-net", flag: none, var: "SWARM_CONFINE_NET", file: yes,
                 shape: OneOf(ConfineNet), default: ConfineNet = ConfineNet::Open, listed: 42,
+            }
+            /// The rungs a conflicting writer's merge climbs after git's merge, in order, each
+            /// once, before it is parked: a syntax-aware merge with mergiraf (structural) and its
+            /// agent's one attempt at resolving it (resolve) [default: structural, and resolve
+            /// with --resolve-conflicts].
+            conflicts: Vec<String> {
+                key: "conflicts", flag: none, var: "SWARM_CONFLICTS", file: yes,
+                shape: Strings, check: rungs, listed: 43,
+            }
+            /// The syntax-aware merge program of the structural rung [default: mergiraf, found on
+            /// PATH].
+            mergiraf: Option<PathBuf> {
+                key: "mergiraf", flag: none, var: "SWARM_MERGIRAF", file: yes,
+                shape: Path, listed: 44,
             }
         }
     };

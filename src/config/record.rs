@@ -118,6 +118,14 @@ mod tests {
             "confine": null, "read_deny": [], "read_allow": [], "write_allow": [],
             "confine_net": null,
         });
+        let ladder = json!({"conflicts": [], "mergiraf": null});
+        let confinement = {
+            let mut c = confinement;
+            c.as_object_mut()
+                .unwrap()
+                .extend(ladder.as_object().unwrap().clone());
+            c
+        };
         let mut expected = expected;
         expected
             .as_object_mut()

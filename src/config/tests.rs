@@ -510,6 +510,8 @@ read-deny = ["~/notes"]
 read-allow = ["~/.aws/config"]
 write-allow = ["/var/cache/shared"]
 confine-net = "endpoint"
+conflicts = ["merge", "structural", "resolve"]
+mergiraf = "/opt/mergiraf/bin/mergiraf"
 
 [agents.all]
 command = "a"

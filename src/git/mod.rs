@@ -559,6 +559,111 @@ pub fn write_conflicted_merge(
     Ok(())
 }
 
+/// The three sides of one conflicted file, as files a merge program reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sides {
+    pub path: String,
+    pub base: PathBuf,
+    pub ours: PathBuf,
+    pub theirs: PathBuf,
+}
+
+/// The sides of each of `paths` in the merge of `theirs` (started from `base`) into `ours`,
+/// written to `dir` as `<n>.base`, `<n>.ours` and `<n>.theirs` (the base empty where both
+/// sides added the file). `Err` names a path that is not a conflict of two files' contents:
+/// a side deleted it, or made it a link or a submodule.
+pub fn write_sides(
+    repo: &Repo,
+    base: &CommitId,
+    ours: &CommitId,
+    theirs: &CommitId,
+    paths: &[String],
+    dir: &Path,
+) -> anyhow::Result<Result<Vec<Sides>, String>> {
+    std::fs::create_dir_all(dir)?;
+    let tree = |c: &CommitId| -> anyhow::Result<git2::Tree<'_>> {
+        Ok(repo.repo.find_commit(c.oid()?)?.tree()?)
+    };
+    let trees = [tree(base)?, tree(ours)?, tree(theirs)?];
+    let mut out = Vec::new();
+    for (n, path) in paths.iter().enumerate() {
+        let mut files = Vec::new();
+        for (side, tree) in ["base", "ours", "theirs"].into_iter().zip(&trees) {
+            let entry = tree.get_path(Path::new(path)).ok();
+            let blob = match entry {
+                Some(e)
+                    if e.filemode() == i32::from(git2::FileMode::Blob)
+                        || e.filemode() == i32::from(git2::FileMode::BlobExecutable) =>
+                {
+                    Some(repo.repo.find_blob(e.id())?)
+                }
+                None if side == "base" => None,
+                _ => {
+                    return Ok(Err(format!(
+                        "{path} is not a conflict of two files' contents (a side deleted it, or made it a link or a submodule)"
+                    )));
+                }
+            };
+            let file = dir.join(format!("{n}.{side}"));
+            std::fs::write(&file, blob.as_ref().map_or(&[][..], git2::Blob::content))?;
+            files.push(file);
+        }
+        let [base, ours, theirs] = <[PathBuf; 3]>::try_from(files)
+            .map_err(|_| anyhow::anyhow!("three sides of {path}"))?;
+        out.push(Sides {
+            path: path.clone(),
+            base,
+            ours,
+            theirs,
+        });
+    }
+    Ok(Ok(out))
+}
+
+/// Lines a side added to one of `paths` (from `base` to `ours`, or to `theirs`) that the
+/// merged file in `dir` no longer holds, as (path, line), the first of each path: a merge
+/// that drops one lost a side's change. Lines are compared without their indentation;
+/// blank lines are not counted.
+pub fn dropped_lines(
+    repo: &Repo,
+    base: &CommitId,
+    ours: &CommitId,
+    theirs: &CommitId,
+    paths: &[String],
+    dir: &Path,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let tree = |c: &CommitId| -> anyhow::Result<git2::Tree<'_>> {
+        Ok(repo.repo.find_commit(c.oid()?)?.tree()?)
+    };
+    let (base, ours, theirs) = (tree(base)?, tree(ours)?, tree(theirs)?);
+    let text = |tree: &git2::Tree<'_>, path: &str| -> String {
+        tree.get_path(Path::new(path))
+            .ok()
+            .and_then(|e| repo.repo.find_blob(e.id()).ok())
+            .map(|b| String::from_utf8_lossy(b.content()).into_owned())
+            .unwrap_or_default()
+    };
+    let mut dropped = Vec::new();
+    for path in paths {
+        let merged = std::fs::read(dir.join(path)).unwrap_or_default();
+        let merged = String::from_utf8_lossy(&merged);
+        let kept: std::collections::HashSet<&str> = merged.lines().map(str::trim).collect();
+        let before = text(&base, path);
+        let had: std::collections::HashSet<&str> = before.lines().map(str::trim).collect();
+        let sides = [text(&ours, path), text(&theirs, path)];
+        let lost = sides.iter().find_map(|side| {
+            side.lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !had.contains(l) && !kept.contains(l))
+                .map(str::to_owned)
+        });
+        if let Some(line) = lost {
+            dropped.push((path.clone(), line));
+        }
+    }
+    Ok(dropped)
+}
+
 /// Paths changed between two commits, for telling a dependent writer what its deps did.
 pub fn changed_paths(
     repo_dir: &Path,

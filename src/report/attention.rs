@@ -62,10 +62,24 @@ pub(super) fn needs_attention(f: &Facts<'_>) -> String {
                 .collect::<Vec<_>>()
                 .join(", "),
         );
-        if let Some(why) = &p.resolver {
+        if p.rungs.is_empty()
+            && let Some(why) = &p.resolver
+        {
             let _ = writeln!(
                 out,
                 "  One attempt to resolve it automatically failed: {}.\n",
+                escape::markdown(why)
+            );
+        }
+        for (rung, why) in &p.rungs {
+            let rung = match rung.as_str() {
+                "structural" => "The syntax-aware merge (structural)",
+                "resolve" => "The agent's attempt to resolve it (resolve)",
+                other => other,
+            };
+            let _ = writeln!(
+                out,
+                "  {rung} did not merge it: {}.\n",
                 escape::markdown(why)
             );
         }

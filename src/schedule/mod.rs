@@ -54,8 +54,11 @@ pub struct Settings {
     pub agent: Option<Agent>,
     pub check: Option<String>,
     pub on_escalate: Option<String>,
-    /// Before parking a conflicting writer, let its agent try once to resolve the conflict.
-    pub resolve_conflicts: bool,
+    /// The rungs a conflicting writer's merge climbs after git's merge, in order, each once,
+    /// before the writer is parked.
+    pub ladder: Vec<Rung>,
+    /// The syntax-aware merge program of the structural rung, when one was found.
+    pub structural: Option<Structural>,
     /// A retry never continues the session of the attempt it follows.
     pub fresh_retries: bool,
     /// The model client of the built-in agent, when it is configured.
@@ -179,7 +182,8 @@ impl Settings {
             agent: Some(Agent::Exec("agent".to_owned())),
             check: None,
             on_escalate: None,
-            resolve_conflicts: false,
+            ladder: vec![Rung::Structural],
+            structural: None,
             fresh_retries: false,
             llm: None,
             builtin: BuiltinLimits {
@@ -529,4 +533,41 @@ mod tests {
         );
         assert_eq!(notice_line(&Notice::Concurrency { limit: 2 }), None);
     }
+}
+
+/// A rung of the ladder a conflicting merge climbs after git's line merge fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rung {
+    /// A syntax-aware merge of each conflicted file (`mergiraf`), accepted when it leaves no
+    /// conflict, drops no line either side added, and the writer's check passes.
+    Structural,
+    /// The writer's agent's one attempt at resolving the conflict.
+    Resolve,
+}
+
+impl Rung {
+    /// Its name in `conflicts` and in the board.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rung::Structural => "structural",
+            Rung::Resolve => "resolve",
+        }
+    }
+
+    /// The rung `name` names, in `conflicts`.
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "structural" => Some(Rung::Structural),
+            "resolve" => Some(Rung::Resolve),
+            _ => None,
+        }
+    }
+}
+
+/// The syntax-aware merge program the structural rung runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Structural {
+    pub program: std::path::PathBuf,
+    /// What `--version` said (`mergiraf 0.20.0`), for the report.
+    pub version: String,
 }

@@ -178,6 +178,16 @@ pub enum RunEvent {
     },
     Resolving {
         paths: Vec<String>,
+        /// The rung of the conflict ladder that tries (`structural`, `resolve`); none in runs
+        /// made before the ladder, whose only rung was the resolver.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rung: Option<String>,
+    },
+    /// A rung of the conflict ladder did not merge the writer, for `why`.
+    RungFailed {
+        rung: String,
+        why: String,
+        paths: Vec<String>,
     },
     ResolverStarted {
         path: String,
@@ -186,6 +196,12 @@ pub enum RunEvent {
     Resolved {
         commit: String,
         paths: Vec<String>,
+        /// The rung that resolved it, as `Resolving` says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rung: Option<String>,
+        /// The structural rung's program and version (`mergiraf 0.20.0`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
     },
     /// The integration tip of a merge cut short by a kill, taken on resume.
     TipRecovered {
@@ -360,12 +376,22 @@ pub struct Parking {
     /// Why the one resolver attempt failed, when one was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolver: Option<String>,
+    /// Each rung of the conflict ladder tried after git's merge, and why it did not merge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rungs: Vec<RungTried>,
     /// Why it is held for review rather than conflicting, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// For a writer the gate took out: the last lines of the gate's red run, secrets hidden.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gate_output: Vec<String>,
+}
+
+/// A rung of the conflict ladder a parked writer's merge climbed, and why it did not merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RungTried {
+    pub rung: String,
+    pub why: String,
 }
 
 /// What swarm found on its integration branch when someone else had moved it.

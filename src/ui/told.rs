@@ -148,10 +148,12 @@ pub enum Told {
         id: String,
         before: bool,
     },
-    /// A writer's merge conflicts and its resolver is to try.
+    /// A writer's merge conflicts and a rung of the ladder (`structural`, `resolve`) is to
+    /// try.
     Resolving {
         id: String,
         paths: Vec<String>,
+        rung: &'static str,
     },
     /// A resolver attempt started.
     ResolverStarted(String),
@@ -394,10 +396,17 @@ impl Ui {
                     self.note(Verb::Merged, id);
                 }
             }
-            Told::Resolving { id, paths } => self.note(
-                Verb::Resolving,
-                &format!("{id}: conflict in {}", paths.join(", ")),
-            ),
+            Told::Resolving { id, paths, rung } => {
+                let by = if *rung == "structural" {
+                    " (a syntax-aware merge)"
+                } else {
+                    ""
+                };
+                self.note(
+                    Verb::Resolving,
+                    &format!("{id}: conflict in {}{by}", paths.join(", ")),
+                );
+            }
             Told::ResolverStarted(id) => self.task_started(&format!("{id} (resolving)"), 1),
             Told::ResolverEnded { id, elapsed } => self.task_finished(
                 &format!("{id} (resolving)"),

@@ -84,10 +84,11 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "transcript_cap",
         "confine",
         "confine_net",
+        "mergiraf",
     ] {
         expected[key] = serde_json::Value::Null;
     }
-    for key in ["read_deny", "read_allow", "write_allow"] {
+    for key in ["read_deny", "read_allow", "write_allow", "conflicts"] {
         expected[key] = serde_json::json!([]);
     }
     assert_eq!(now, expected);

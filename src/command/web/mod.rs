@@ -199,7 +199,7 @@ impl Site {
             .collect();
         let merges: Vec<Value> = merges(&events, &records)
             .into_iter()
-            .map(|(task, commit)| json!({"task": task, "commit": commit}))
+            .map(|(task, commit, rung)| json!({"task": task, "commit": commit, "rung": rung}))
             .collect();
         let parked: Vec<Value> = parked_tasks(&events, &records)
             .into_iter()

@@ -14,15 +14,17 @@ use crate::ui::{Parked, Told};
 use super::dag::{State, Transition};
 use super::gate::{self, GateState, Next, Probe};
 use super::{Core, Effect, Rec};
+use crate::schedule::Rung;
 use crate::schedule::job::{Report, Verdict};
 
 /// Why a writer is parked.
 #[derive(Debug, Clone, PartialEq)]
 pub(in crate::schedule) enum Hold {
-    /// Its merge conflicts in these paths; `resolver` says why the one resolver attempt failed.
+    /// Its merge conflicts in these paths; `climbed` says which rungs of the ladder were tried
+    /// and why each failed.
     Conflict {
         paths: Vec<String>,
-        resolver: Option<String>,
+        climbed: Vec<(Rung, String)>,
     },
     /// Its change must be seen by a human before it is merged.
     Review { why: String, paths: Vec<String> },
@@ -272,32 +274,7 @@ impl Core<'_> {
                 }
                 fx.push(Effect::DropSnapshots(self.merges.tip.clone()));
             }
-            MergeOutcome::Conflicted { paths } => {
-                if self.settings.resolve_conflicts
-                    && !self.slots[task].resolver_tried
-                    && self.resolvable(task)
-                {
-                    fx.push(Effect::Record(Rec::Task(
-                        id.clone(),
-                        RunEvent::Resolving {
-                            paths: paths.clone(),
-                        },
-                    )));
-                    fx.push(Effect::Tell(Told::Resolving {
-                        id,
-                        paths: paths.clone(),
-                    }));
-                    self.transition(Transition::Resolving(task), fx);
-                    self.slots[task].conflict = paths;
-                    self.merges.to_resolve.push(task);
-                } else {
-                    let hold = Hold::Conflict {
-                        paths,
-                        resolver: None,
-                    };
-                    self.park(task, hold, fx);
-                }
-            }
+            MergeOutcome::Conflicted { paths } => self.climb(task, paths, fx),
             MergeOutcome::Held(hold) => self.park(task, hold, fx),
             MergeOutcome::Moved(moved) => self.halted(*moved, fx),
         }
@@ -305,6 +282,55 @@ impl Core<'_> {
             self.take_verdict(&report, fx);
         }
         self.merge_next(fx);
+    }
+
+    /// Writer `task`'s merge conflicts in `paths`: it climbs to the next rung of the ladder
+    /// it has not tried, or is parked with what each rung it tried said.
+    fn climb(&mut self, task: usize, paths: Vec<String>, fx: &mut Vec<Effect>) {
+        let id = self.id(task).to_owned();
+        let Some(rung) = self.next_rung(task) else {
+            let climbed = self.slots[task].climbed.clone();
+            self.park(task, Hold::Conflict { paths, climbed }, fx);
+            return;
+        };
+        fx.push(Effect::Record(Rec::Task(
+            id.clone(),
+            RunEvent::Resolving {
+                paths: paths.clone(),
+                rung: Some(rung.as_str().to_owned()),
+            },
+        )));
+        fx.push(Effect::Tell(Told::Resolving {
+            id,
+            paths: paths.clone(),
+            rung: rung.as_str(),
+        }));
+        self.transition(Transition::Resolving(task), fx);
+        self.slots[task].conflict = paths;
+        self.slots[task].rung = Some(rung);
+        self.merges.to_resolve.push(task);
+    }
+
+    /// The next rung of the ladder writer `i` has not climbed and can: a rung it cannot (no
+    /// structural merge program, no agent to resolve with) is passed over, and said so.
+    fn next_rung(&mut self, i: usize) -> Option<Rung> {
+        for &rung in &self.settings.ladder {
+            if self.slots[i].climbed.iter().any(|(r, _)| *r == rung) {
+                continue;
+            }
+            let cannot = match rung {
+                Rung::Structural if self.settings.structural.is_none() => Some(
+                    "no structural merge tool: mergiraf is not on PATH (install it, or name it with the `mergiraf` key)",
+                ),
+                Rung::Resolve if !self.resolvable(i) => Some("no agent to resolve it with"),
+                Rung::Structural | Rung::Resolve => None,
+            };
+            match cannot {
+                Some(why) => self.slots[i].climbed.push((rung, why.to_owned())),
+                None => return Some(rung),
+            }
+        }
+        None
     }
 
     /// A gate run ended, now or while a merge was out: its verdict is taken.
@@ -358,8 +384,9 @@ impl Core<'_> {
         self.merges.halted = Some(why);
     }
 
-    /// A resolver attempt ended: a resolved merge goes through the queue once more; a failed
-    /// one parks the writer; one cut short leaves it committed for a resume.
+    /// A rung's resolution ended: a resolved merge goes through the queue once more; a failed
+    /// one is said and the writer's own commit is merged again (the tip may have moved), to
+    /// climb on when it conflicts still; one cut short leaves it committed for a resume.
     pub(super) fn resolved(&mut self, report: Report, fx: &mut Vec<Effect>) {
         let i = report.task;
         let id = self.id(i).to_owned();
@@ -384,6 +411,7 @@ impl Core<'_> {
                     commit: resolved.clone(),
                     from: from.clone(),
                     paths,
+                    rung: self.slots[i].rung.take().unwrap_or(Rung::Resolve),
                 }));
                 self.slots[i].commit = Some(resolved);
                 self.slots[i].start_commit = Some(from);
@@ -391,13 +419,9 @@ impl Core<'_> {
                 self.enqueue(i, fx);
             }
             Verdict::Succeeded { commit: None, .. } => {
-                let resolver = Some("the resolver produced no commit".to_owned());
-                self.park(i, Hold::Conflict { paths, resolver }, fx);
+                self.rung_failed(i, "it produced no commit".to_owned(), paths, fx);
             }
-            Verdict::Failed(why) => {
-                let resolver = Some(why);
-                self.park(i, Hold::Conflict { paths, resolver }, fx);
-            }
+            Verdict::Failed(why) => self.rung_failed(i, why, paths, fx),
             Verdict::Fault(fault) => {
                 fx.push(Effect::Record(Rec::Task(
                     id,
@@ -413,6 +437,22 @@ impl Core<'_> {
                 self.transition(Transition::Committed(i), fx);
             }
         }
+    }
+
+    /// The rung writer `i` climbed failed for `why`: said, then its own commit is merged again.
+    fn rung_failed(&mut self, i: usize, why: String, paths: Vec<String>, fx: &mut Vec<Effect>) {
+        let rung = self.slots[i].rung.take().unwrap_or(Rung::Resolve);
+        fx.push(Effect::Record(Rec::Task(
+            self.id(i).to_owned(),
+            RunEvent::RungFailed {
+                rung: rung.as_str().to_owned(),
+                why: why.clone(),
+                paths,
+            },
+        )));
+        self.slots[i].climbed.push((rung, why));
+        self.transition(Transition::Committed(i), fx);
+        self.enqueue(i, fx);
     }
 
     /// The gate's next run, when one is due: it takes a slot before any task does.

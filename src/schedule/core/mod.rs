@@ -400,6 +400,7 @@ pub(in crate::schedule) enum Rec {
         commit: CommitId,
         from: CommitId,
         paths: Vec<String>,
+        rung: crate::schedule::Rung,
     },
     GatePassed {
         tip: CommitId,

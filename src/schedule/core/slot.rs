@@ -25,6 +25,10 @@ pub(in crate::schedule) struct Slot {
     /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
     pub(in crate::schedule) conflict: Vec<String>,
     pub(in crate::schedule) resolver_tried: bool,
+    /// The rung of the conflict ladder its resolution now running climbs.
+    pub(in crate::schedule) rung: Option<crate::schedule::Rung>,
+    /// The rungs its conflicting merge climbed without a merge, with why each failed.
+    pub(in crate::schedule) climbed: Vec<(crate::schedule::Rung, String)>,
     /// The integration tip a running resolver attempt started from.
     pub(in crate::schedule) resolving_from: Option<CommitId>,
     /// The agent's session the next attempt continues, if it is to.
@@ -55,6 +59,8 @@ impl Slot {
             cost: None,
             conflict: Vec::new(),
             resolver_tried: false,
+            rung: None,
+            climbed: Vec::new(),
             resolving_from: None,
             member: None,
             missing: None,

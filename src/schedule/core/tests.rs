@@ -1079,3 +1079,153 @@ fn a_culprit_parked_before_the_branch_moved_back_is_taken_out_on_resume() {
     assert_eq!(run.open(), ["gate #2 batch at m3 [b]"]);
     assert!(run.core.refused.is_empty(), "{:?}", run.core.refused);
 }
+
+/// Two writers from `base`: `w` merged at `m1`, then `v` committed at `cv`, its merge asked
+/// for.
+fn conflicting_pair(settings: &Settings) -> Run<'_> {
+    let mut run = Run::new(
+        settings,
+        &[
+            r#"{"id":"w","run":"x","mode":"write"}"#,
+            r#"{"id":"v","run":"x","mode":"write"}"#,
+        ],
+    );
+    assert_eq!(run.open(), ["start w#1 at base", "start v#1 at base"]);
+    run.core.prepared(0, Some(commit("base")), None);
+    run.core.prepared(1, Some(commit("base")), None);
+    run.ended(committed(0, 1, "cw"));
+    run.on(Input::Merge {
+        task: 0,
+        outcome: merged("base", "m1"),
+    });
+    assert_eq!(
+        run.ended(committed(1, 1, "cv")),
+        ["record v committed cv", "merge v into m1"]
+    );
+    run
+}
+
+fn conflicted() -> MergeOutcome {
+    MergeOutcome::Conflicted {
+        paths: vec!["f.rs".to_owned()],
+    }
+}
+
+#[test]
+fn a_conflict_climbs_each_rung_once_merging_again_between_and_is_parked_after_the_last() {
+    let mut settings = Settings::sample(2);
+    settings.ladder = vec![
+        crate::schedule::Rung::Structural,
+        crate::schedule::Rung::Resolve,
+    ];
+    settings.structural = Some(crate::schedule::Structural {
+        program: "mergiraf".into(),
+        version: "mergiraf 0.20.0".to_owned(),
+    });
+    let mut run = conflicting_pair(&settings);
+    assert_eq!(
+        run.on(Input::Merge {
+            task: 1,
+            outcome: conflicted()
+        }),
+        [
+            "record v Resolving",
+            "tell Resolving { id: \"v\", paths: [\"f.rs\"], rung: \"structural\" }",
+            "resolve v at m1",
+        ]
+    );
+    // The structural merge fails: said, and v's own commit is merged again.
+    assert_eq!(
+        run.ended(failed(1, 1, "conflict markers are left in f.rs")),
+        [
+            "tell ResolverEnded { id: \"v\", elapsed: 1s }",
+            "record v RungFailed",
+            "merge v into m1",
+        ]
+    );
+    assert_eq!(
+        run.on(Input::Merge {
+            task: 1,
+            outcome: conflicted()
+        }),
+        [
+            "record v Resolving",
+            "tell Resolving { id: \"v\", paths: [\"f.rs\"], rung: \"resolve\" }",
+            "resolve v at m1",
+        ]
+    );
+    assert_eq!(
+        run.ended(failed(1, 1, "the agent gave up")),
+        [
+            "tell ResolverEnded { id: \"v\", elapsed: 1s }",
+            "record v RungFailed",
+            "merge v into m1",
+        ]
+    );
+    let parked = run.on(Input::Merge {
+        task: 1,
+        outcome: conflicted(),
+    });
+    assert_eq!(parked[0], "park v: conflict in f.rs");
+    let hold = run.core.slots[1].climbed.clone();
+    assert_eq!(
+        hold,
+        [
+            (
+                crate::schedule::Rung::Structural,
+                "conflict markers are left in f.rs".to_owned()
+            ),
+            (
+                crate::schedule::Rung::Resolve,
+                "the agent gave up".to_owned()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_rung_that_resolves_has_its_merge_commit_moved_onto_and_no_later_rung_runs() {
+    let mut settings = Settings::sample(2);
+    settings.ladder = vec![
+        crate::schedule::Rung::Structural,
+        crate::schedule::Rung::Resolve,
+    ];
+    settings.structural = Some(crate::schedule::Structural {
+        program: "mergiraf".into(),
+        version: "mergiraf 0.20.0".to_owned(),
+    });
+    let mut run = conflicting_pair(&settings);
+    run.on(Input::Merge {
+        task: 1,
+        outcome: conflicted(),
+    });
+    assert_eq!(
+        run.ended(committed(1, 1, "rv")),
+        [
+            "tell ResolverEnded { id: \"v\", elapsed: 1s }",
+            "record v resolved as rv",
+            "merge v into m1 (moving onto it)",
+        ]
+    );
+    assert!(run.core.slots[1].climbed.is_empty());
+}
+
+#[test]
+fn a_rung_the_run_cannot_climb_is_passed_over_and_said_in_the_park() {
+    // The default ladder: the structural merge, with no mergiraf found.
+    let settings = Settings::sample(2);
+    let mut run = conflicting_pair(&settings);
+    let parked = run.on(Input::Merge {
+        task: 1,
+        outcome: conflicted(),
+    });
+    assert_eq!(parked[0], "park v: conflict in f.rs");
+    assert_eq!(run.core.slots[1].climbed.len(), 1);
+    assert!(
+        run.core.slots[1].climbed[0]
+            .1
+            .starts_with("no structural merge tool"),
+        "{:?}",
+        run.core.slots[1].climbed
+    );
+}

@@ -149,13 +149,24 @@ pub(super) fn park(
         integration: integration_branch(ex).to_owned(),
         paths: Vec::new(),
         resolver: None,
+        rungs: Vec::new(),
         reason: None,
         gate_output: Vec::new(),
     };
     let error = match hold {
-        Hold::Conflict { paths, resolver } => {
+        Hold::Conflict { paths, climbed } => {
             parking.paths.clone_from(paths);
-            parking.resolver.clone_from(resolver);
+            parking.resolver = climbed
+                .iter()
+                .find(|(r, _)| *r == crate::schedule::Rung::Resolve)
+                .map(|(_, why)| why.clone());
+            parking.rungs = climbed
+                .iter()
+                .map(|(rung, why)| crate::store::RungTried {
+                    rung: rung.as_str().to_owned(),
+                    why: why.clone(),
+                })
+                .collect();
             format!("merge conflict in {}", paths.join(", "))
         }
         Hold::Review { why, paths } => {

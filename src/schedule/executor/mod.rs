@@ -352,7 +352,14 @@ impl<'a> Exec<'a> {
                 commit,
                 from,
                 paths,
-            } => r.resolved(&id, &commit, &from, paths),
+                rung,
+            } => {
+                let tool = (rung == crate::schedule::Rung::Structural)
+                    .then_some(self.out.settings.structural.as_ref())
+                    .flatten()
+                    .map(|s| s.version.clone());
+                r.resolved(&id, &commit, &from, paths, rung, tool)
+            }
             Rec::GatePassed { tip, event } => r.gate_passed(&tip, event),
             Rec::MergeAgain(ids) => {
                 let ids: Vec<&str> = ids.iter().map(String::as_str).collect();

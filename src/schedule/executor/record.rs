@@ -489,6 +489,8 @@ impl<'a> Recorder<'a> {
         commit: &CommitId,
         tip: &CommitId,
         paths: Vec<String>,
+        rung: crate::schedule::Rung,
+        tool: Option<String>,
     ) -> anyhow::Result<()> {
         self.board.update_task(
             &self.run,
@@ -503,6 +505,8 @@ impl<'a> Recorder<'a> {
                 RunEvent::Resolved {
                     commit: commit.to_string(),
                     paths,
+                    rung: Some(rung.as_str().to_owned()),
+                    tool,
                 },
             ),
         )

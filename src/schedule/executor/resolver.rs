@@ -14,17 +14,161 @@ use crate::agent::tools::Access;
 use crate::agent::{Agent, Invocation};
 use crate::git::CommitId;
 use crate::plan::Mode;
+use crate::schedule::Rung;
 use crate::store::RunEvent;
 use crate::ui::Told;
 
-/// Writer `i`'s one bounded resolver attempt by its agent, in a fresh worktree at the
-/// integration tip `tip` holding the conflicted merge, recorded as started.
+/// Writer `i`'s rung of the conflict ladder at the integration tip `tip`: the structural
+/// merge, or its one bounded resolver attempt by its agent.
 pub(super) fn job(
     core: &Core<'_>,
     ex: &mut Exec<'_>,
     i: usize,
     tip: &CommitId,
 ) -> anyhow::Result<Job> {
+    match core.slots[i].rung {
+        Some(Rung::Structural) => structural(core, ex, i, tip),
+        Some(Rung::Resolve) | None => resolver(core, ex, i, tip),
+    }
+}
+
+/// The structural rung as a job: in a fresh worktree at `tip` holding the conflicted merge,
+/// the merge program (`mergiraf`) writes each conflicted file from its three sides; the result
+/// is taken as the resolver's is, when no conflict is left and no line a side added is lost,
+/// and checked as any writer is.
+fn structural(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> anyhow::Result<Job> {
+    let (task, slot, settings, layout) = (
+        &core.plan.tasks[i],
+        &core.slots[i],
+        ex.out.settings,
+        ex.out.layout,
+    );
+    let tool = settings
+        .structural
+        .clone()
+        .context("the structural rung needs its merge program")?;
+    let id = task.id.as_str();
+    let theirs = slot
+        .commit
+        .clone()
+        .context("resolving a task without a commit")?;
+    let base = slot
+        .start_commit
+        .clone()
+        .context("resolving a task without a start")?;
+    let path = layout.worktree(id, Checkout::Resolver);
+    let tmp = ex.scratch.acquire(i);
+    let sides = crate::git::write_sides(
+        ex.out.repo,
+        &base,
+        tip,
+        &theirs,
+        &slot.conflict,
+        &tmp.join("swarm-sides"),
+    )?;
+    let program = sh_quote(&tool.program.to_string_lossy());
+    // Each file merged on its own; what the program could not merge keeps its conflict
+    // markers, which refuse the result.
+    let command = match &sides {
+        Ok(sides) => sides
+            .iter()
+            .map(|s| {
+                format!(
+                    "{program} merge -p {p} -s base -x integration -y 'this task' -o {p} {b} {o} {t} || echo \"swarm: {tool} left conflicts in \"{p}",
+                    p = sh_quote(&s.path),
+                    b = sh_quote(&s.base.to_string_lossy()),
+                    o = sh_quote(&s.ours.to_string_lossy()),
+                    t = sh_quote(&s.theirs.to_string_lossy()),
+                    tool = tool.version,
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(_) => "true".to_owned(),
+    };
+    let name = &layout.run;
+    let transcript = layout
+        .run_dir
+        .join("attempts")
+        .join(format!("{id}.structural.log"));
+    let header = format!(
+        "swarm run {name} task {id}: a syntax-aware merge ({}) of {}\ncwd: {}\n",
+        tool.version,
+        slot.conflict.join(", "),
+        path.display()
+    );
+    let timeout = task.timeout.unwrap_or(settings.task_timeout);
+    let mut invocation = Invocation::shell(
+        &command,
+        path.clone(),
+        timeout,
+        transcript,
+        settings.transcript_cap,
+        header,
+    );
+    let mut env: Vec<(String, String)> = vec![
+        ("SWARM_RUN_ID".to_owned(), name.clone()),
+        ("SWARM_TASK_ID".to_owned(), id.to_owned()),
+        ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
+        ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
+    ];
+    env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
+    let confined = settings
+        .confine
+        .confines()
+        .then(|| super::confined(&ex.out, true, &path, &tmp, &env, Vec::new(), Vec::new()));
+    invocation.env = env;
+    let check = task.check.clone().or_else(|| settings.check.clone());
+    let job = Job {
+        task: i,
+        attempt: slot.attempts,
+        kind: JobKind::Resolver {
+            branch: layout.branch(id, Checkout::Resolver),
+            keep_as: layout.kept_branch(id, Checkout::Resolver, slot.attempts),
+            tip: tip.clone(),
+            base,
+            theirs,
+            paths: slot.conflict.clone(),
+            check,
+            message: format!(
+                "Merge swarm task {id} of run {name}, conflicts resolved by a syntax-aware merge ({})",
+                tool.version
+            ),
+            structural: true,
+            unmergeable: sides.err(),
+        },
+        invocation,
+        builtin: None,
+        parser: None,
+        acp: None,
+        deps_dir: None,
+        user_checkout: ex.out.repo.workdir().to_owned(),
+        session: None,
+        prepare: settings.prepare.clone(),
+        tmp,
+        spawn_file: None,
+        confined,
+    };
+    let id = id.to_owned();
+    ex.out.record.task_event(
+        &id,
+        RunEvent::ResolverStarted {
+            path: path.display().to_string(),
+            tip: tip.to_string(),
+        },
+    )?;
+    ex.tell(&Told::ResolverStarted(id));
+    Ok(job)
+}
+
+/// `s` as one word of a shell command.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Writer `i`'s one bounded resolver attempt by its agent, in a fresh worktree at the
+/// integration tip `tip` holding the conflicted merge, recorded as started.
+fn resolver(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> anyhow::Result<Job> {
     let (task, slot, settings, layout) = (
         &core.plan.tasks[i],
         &core.slots[i],
@@ -147,6 +291,8 @@ pub(super) fn job(
             paths: slot.conflict.clone(),
             check,
             message: format!("Merge swarm task {id} of run {name}, conflicts resolved"),
+            structural: false,
+            unmergeable: None,
         },
         invocation,
         builtin,

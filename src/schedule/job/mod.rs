@@ -154,6 +154,10 @@ pub(super) enum JobKind {
         paths: Vec<String>,
         check: Option<String>,
         message: String,
+        /// The structural rung's merge program, not an agent, resolves it.
+        structural: bool,
+        /// Why the structural rung cannot merge a conflicted path, when it cannot.
+        unmergeable: Option<String>,
     },
     /// A run of the gate on this integration tip, in the gate's own checkout (detached).
     Gate { tip: CommitId },
@@ -330,6 +334,13 @@ impl Job {
             };
         }
         let inv = &inv;
+        if let JobKind::Resolver {
+            unmergeable: Some(why),
+            ..
+        } = &self.kind
+        {
+            return Ok(Verdict::Failed(why.clone()));
+        }
         let before = repo.fingerprint()?;
         let finished = match (&self.builtin, self.parser, &self.acp) {
             (None, None, Some(acp)) => agent::acp::run(inv, acp, watchdog),
@@ -452,10 +463,12 @@ impl Job {
                 branch,
                 keep_as,
                 tip,
+                base,
                 theirs,
                 paths,
                 check,
                 message,
+                structural,
                 ..
             } => {
                 let left = git::files_with_conflict_markers(&self.invocation.cwd, paths);
@@ -464,6 +477,15 @@ impl Job {
                         "conflict markers are left in {}",
                         left.join(", ")
                     )));
+                }
+                if *structural {
+                    let cwd = &self.invocation.cwd;
+                    let dropped = git::dropped_lines(&repo, base, tip, theirs, paths, cwd)?;
+                    if let Some((path, line)) = dropped.first() {
+                        return Ok(Verdict::Failed(format!(
+                            "the merge of {path} loses a line one side added (`{line}`); swarm takes no merge that drops a side's change"
+                        )));
+                    }
                 }
                 let left = git::take_result(
                     &repo,

@@ -61,7 +61,7 @@ fn document(text: &str) -> Value {
 /// A validator the tests run: a program on this machine, found through `var` or at `path`
 /// (relative to the repository root). `None` when it is not installed: the test says it is
 /// skipped, except under CI, which `.ci/run` makes install it, where that fails the test.
-fn installed(var: &str, path: &str, what: &str, test: &str) -> Option<PathBuf> {
+pub(crate) fn installed(var: &str, path: &str, what: &str, test: &str) -> Option<PathBuf> {
     let found = std::env::var_os(var)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)

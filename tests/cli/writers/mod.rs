@@ -7,6 +7,7 @@ mod conflicts;
 mod crashes;
 mod failures;
 mod gc;
+mod ladder;
 mod landing;
 mod merges;
 

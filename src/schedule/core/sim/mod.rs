@@ -143,7 +143,7 @@ impl Scenario {
         s.retries = rng.u32(0..3);
         s.budget_tokens = (rng.u32(0..100) < 15).then(|| rng.u64(300..3000));
         s.gate = (rng.u32(0..100) < 30).then(|| "make test".to_owned());
-        s.resolve_conflicts = rng.u32(0..100) < 40;
+        let resolve = rng.u32(0..100) < 40;
         s.on_escalate = (rng.u32(0..100) < 30).then(|| "notify".to_owned());
         s.max_limit_wait = Duration::from_secs(rng.u64(30..600));
         if rng.u32(0..100) < 25 {
@@ -211,6 +211,20 @@ impl Scenario {
         }
         // Whether the kernel confines the run's tasks, from a generator of its own: the turns
         // above stay what each seed dealt before.
+        // The conflict ladder, from a stream of its own: the turns above stay what each seed
+        // dealt before.
+        let mut ladder = fastrand::Rng::with_seed(seed ^ 0x1add_e125);
+        s.ladder = Vec::new();
+        if ladder.u32(0..100) < 70 {
+            s.ladder.push(crate::schedule::Rung::Structural);
+        }
+        if resolve {
+            s.ladder.push(crate::schedule::Rung::Resolve);
+        }
+        s.structural = (ladder.u32(0..100) < 60).then(|| crate::schedule::Structural {
+            program: "mergiraf".into(),
+            version: "mergiraf 0.20.0".to_owned(),
+        });
         let confined = fastrand::Rng::with_seed(seed ^ 0x00c0_f14e).u32(0..100) < 75;
         s.confine = crate::agent::confine::Confiner::as_if(if confined {
             crate::agent::confine::InForce::Landlock(7)
@@ -874,8 +888,22 @@ impl Sim {
             | Effect::WritePlan
             | Effect::KeptCheckout(_)
             | Effect::Tell(_) => {}
-            Effect::Park { task, .. } => {
+            Effect::Park { task, hold } => {
                 let id = core.id(task).to_owned();
+                // A conflict is parked only once every rung of the ladder was climbed (or
+                // passed over, said why), each once.
+                if let Hold::Conflict { climbed, .. } = &hold {
+                    let ladder = &core.settings.ladder;
+                    let each_once = ladder
+                        .iter()
+                        .all(|r| climbed.iter().filter(|(c, _)| c == r).count() == 1);
+                    if !each_once || climbed.len() != ladder.len() {
+                        return Err(format!(
+                            "{id} was parked for a conflict having climbed {climbed:?} of the ladder {ladder:?}"
+                        )
+                        .into());
+                    }
+                }
                 self.board.parked(&id);
                 self.hook(core, Some(id));
             }
@@ -1239,7 +1267,10 @@ impl Sim {
         let id = core.id(i).to_owned();
         let verdict = if cut {
             Verdict::Interrupted
-        } else if self.fate(&id).resolves {
+        } else if match core.slots[i].rung {
+            Some(crate::schedule::Rung::Structural) => self.fate(&id).merges_structurally,
+            _ => self.fate(&id).resolves,
+        } {
             let from = core.slots[i]
                 .resolving_from
                 .clone()

@@ -42,6 +42,8 @@ pub(super) struct Fate {
     pub(super) conflicts: bool,
     /// Its resolver attempt resolves the conflict.
     pub(super) resolves: bool,
+    /// The structural merge of its conflict succeeds.
+    pub(super) merges_structurally: bool,
     /// Its merge makes the gate fail.
     pub(super) breaks_gate: bool,
     /// Its change must be seen by a human (it touches what swarm reads commands from).
@@ -89,6 +91,7 @@ impl Fate {
             },
             // Drawn last: the turns above stay what each seed dealt before.
             reaches_out: rng.u32(0..100) < 6,
+            merges_structurally: rng.u32(0..100) < 50,
         }
     }
 }

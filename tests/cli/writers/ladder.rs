@@ -1,0 +1,245 @@
+//! The conflict ladder's structural rung: a conflict git's line merge cannot settle, merged by
+//! mergiraf when both sides survive, parked with each rung's reason when not.
+
+use super::{path_str, show, tasks_of};
+use crate::{TestRepo, assert_exit, outside, run_id};
+
+/// mergiraf, as `.ci/run` installs it (or `SWARM_TEST_MERGIRAF`); `None`, said loudly, when it
+/// is not installed here.
+fn mergiraf(test: &str) -> Option<std::path::PathBuf> {
+    crate::ci_templates::installed(
+        "SWARM_TEST_MERGIRAF",
+        ".ci/tools/bin/mergiraf",
+        "mergiraf",
+        test,
+    )
+}
+
+const BASE: &str = "pub struct S;\n\nimpl S {\n    pub fn a(&self) -> u32 {\n        1\n    }\n}\n";
+
+/// `BASE` with `name` returning `value` added after `a`, as a shell `printf`.
+fn with_method(name: &str, value: u32) -> String {
+    let text = BASE.replace(
+        "        1\n    }\n}\n",
+        &format!(
+            "        1\n    }}\n\n    pub fn {name}(&self) -> u32 {{\n        {value}\n    }}\n}}\n"
+        ),
+    );
+    format!("printf '%s' '{text}' > src/lib.rs")
+}
+
+/// Two writers add different methods at the same place of `src/lib.rs`: git's line merge
+/// conflicts; `second` finishes after `first` is merged.
+fn two_methods(repo: &TestRepo, second: &str) -> std::path::PathBuf {
+    repo.write("src/lib.rs", BASE);
+    repo.commit_all("impl S");
+    repo.tasks(&[
+        &serde_json::json!({"id": "first", "run": with_method("b", 2)}).to_string(),
+        &serde_json::json!({
+            "id": "second",
+            "run": format!("{}; {second}", crate::after_event(repo, "merged", "first")),
+        })
+        .to_string(),
+    ])
+}
+
+#[test]
+fn two_methods_added_at_one_place_are_merged_by_the_structural_rung() {
+    let Some(tool) = mergiraf("two_methods_added_at_one_place_are_merged_by_the_structural_rung")
+    else {
+        return;
+    };
+    let repo = TestRepo::new();
+    let tasks = two_methods(&repo, &with_method("c", 3));
+    let report = outside(&repo, "report.md");
+
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_MERGIRAF", &tool)
+        .args([
+            "run",
+            path_str(&tasks),
+            "-j",
+            "2",
+            "--check",
+            "grep -q 'fn a' src/lib.rs",
+        ])
+        .args(["--final-out", path_str(&report)])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    let tasks = tasks_of(&repo);
+    assert_eq!(tasks["second"]["status"], "done");
+    let merged = repo.read("src/lib.rs");
+    for kept in [
+        "pub fn a(&self)",
+        "pub fn b(&self)",
+        "        2",
+        "pub fn c(&self)",
+        "        3",
+    ] {
+        assert!(merged.contains(kept), "{kept} lost:\n{merged}");
+    }
+    assert!(!merged.contains("<<<<<<<"), "{merged}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("`second` merged as")
+            && text.contains("after a conflict, resolved by the syntax-aware merge (mergiraf 0."),
+        "{text}"
+    );
+    let log = repo.git(&["log", "--merges", "--format=%s"]);
+    assert!(
+        log.contains("conflicts resolved by a syntax-aware merge (mergiraf "),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_conflict_mergiraf_cannot_settle_is_parked_with_what_the_rung_said() {
+    let Some(tool) =
+        mergiraf("a_conflict_mergiraf_cannot_settle_is_parked_with_what_the_rung_said")
+    else {
+        return;
+    };
+    let repo = TestRepo::new();
+    // Both change the one line of `a` to something else.
+    repo.write("src/lib.rs", BASE);
+    repo.commit_all("impl S");
+    let set = |v: u32| format!("sed -i 's/        1/        {v}/' src/lib.rs");
+    let tasks = repo.tasks(&[
+        &serde_json::json!({"id": "first", "run": set(2)}).to_string(),
+        &serde_json::json!({
+            "id": "second",
+            "run": format!("{}; {}", crate::after_event(&repo, "merged", "first"), set(3)),
+        })
+        .to_string(),
+    ]);
+    let report = outside(&repo, "report.md");
+
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_MERGIRAF", &tool)
+        .args([
+            "run",
+            path_str(&tasks),
+            "-j",
+            "2",
+            "--final-out",
+            path_str(&report),
+        ])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 3);
+    let run = run_id(&repo);
+    assert_eq!(tasks_of(&repo)["second"]["status"], "parked");
+    // The writer's own commit is untouched on its branch.
+    let parked = show(&repo, &format!("swarm/{run}-second"), "src/lib.rs");
+    assert!(parked.contains("        3"), "{parked}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains(
+            "The syntax-aware merge (structural) did not merge it: conflict markers are left in src/lib.rs"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_structural_merge_whose_check_fails_is_refused_and_the_writer_parked() {
+    let Some(tool) =
+        mergiraf("a_structural_merge_whose_check_fails_is_refused_and_the_writer_parked")
+    else {
+        return;
+    };
+    let repo = TestRepo::new();
+    let tasks = two_methods(&repo, &with_method("c", 3));
+    let report = outside(&repo, "report.md");
+    // Green for each writer alone, red for the merge holding both methods.
+    let check = "! grep -q 'fn b' src/lib.rs || ! grep -q 'fn c' src/lib.rs";
+
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_MERGIRAF", &tool)
+        .args(["run", path_str(&tasks), "-j", "2", "--check", check])
+        .args(["--final-out", path_str(&report)])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 3);
+    assert_eq!(tasks_of(&repo)["second"]["status"], "parked");
+    let merged = repo.read("src/lib.rs");
+    assert!(
+        merged.contains("fn b") && !merged.contains("fn c"),
+        "{merged}"
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("The syntax-aware merge (structural) did not merge it: check"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_mergiraf_the_structural_rung_is_passed_over_and_the_park_says_so() {
+    let repo = TestRepo::new();
+    let tasks = two_methods(&repo, &with_method("c", 3));
+    let report = outside(&repo, "report.md");
+
+    // The tests' PATH holds no mergiraf.
+    let out = repo.swarm(&[
+        "run",
+        path_str(&tasks),
+        "-j",
+        "2",
+        "--final-out",
+        path_str(&report),
+    ]);
+
+    assert_exit(&out, 3);
+    assert_eq!(tasks_of(&repo)["second"]["status"], "parked");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains(
+            "The syntax-aware merge (structural) did not merge it: no structural merge tool"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_mergiraf_key_naming_no_program_is_refused_before_anything_runs() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"a","run":"echo a > a.txt"}"#]);
+    let before = repo.state();
+
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_MERGIRAF", "/nonexistent/mergiraf")
+        .args(["run", path_str(&tasks)])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 2);
+    let err = crate::stderr(&out);
+    assert!(
+        err.contains("mergiraf: /nonexistent/mergiraf does not run"),
+        "{err}"
+    );
+    assert_eq!(repo.state(), before);
+}
+
+#[test]
+fn a_conflicts_key_naming_no_rung_is_refused() {
+    let repo = TestRepo::new();
+    repo.write(".swarm.toml", "conflicts = [\"merge\", \"mergiraf\"]\n");
+    repo.commit_all("config");
+    let tasks = repo.tasks(&[r#"{"id":"a","run":"echo a > a.txt"}"#]);
+
+    let out = repo.swarm(&["run", path_str(&tasks)]);
+
+    assert_exit(&out, 2);
+    let err = crate::stderr(&out);
+    assert!(err.contains("`mergiraf` is not a rung"), "{err}");
+}
