@@ -409,6 +409,9 @@ fn run_summary(f: &Facts<'_>) -> String {
                         format!(" after a conflict, resolved by the syntax-aware merge {tool}");
                     by.trim_end().to_owned()
                 }
+                Some(("redo", _)) => {
+                    " after a conflict, done again on the integration tip by its agent".to_owned()
+                }
                 Some(_) => " after a conflict, resolved by its agent".to_owned(),
                 None => String::new(),
             };

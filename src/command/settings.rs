@@ -511,10 +511,10 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
 }
 
 /// The rungs a conflicting merge climbs after git's merge: `conflicts` (or the structural
-/// merge), and the resolver too with `resolve-conflicts`.
+/// merge and the redo), and the resolver too with `resolve-conflicts`.
 fn ladder(o: &Options) -> Vec<Rung> {
     let mut ladder: Vec<Rung> = if o.conflicts.is_empty() {
-        vec![Rung::Structural]
+        vec![Rung::Structural, Rung::Redo]
     } else {
         o.conflicts.iter().filter_map(|r| Rung::named(r)).collect()
     };

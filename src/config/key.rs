@@ -190,7 +190,7 @@ pub(super) fn rungs(names: &[String]) -> Result<(), String> {
     let rest = names.strip_prefix(&["merge".to_owned()]).unwrap_or(names);
     for (k, name) in rest.iter().enumerate() {
         match name.as_str() {
-            "structural" | "resolve" => {}
+            "structural" | "redo" | "resolve" => {}
             "merge" => {
                 return Err(
                     "`merge` (git's merge) is always the first rung: name it first, or not at all"
@@ -199,7 +199,7 @@ pub(super) fn rungs(names: &[String]) -> Result<(), String> {
             }
             other => {
                 return Err(format!(
-                    "`{other}` is not a rung: the rungs are `merge`, `structural` and `resolve`"
+                    "`{other}` is not a rung: the rungs are `merge`, `structural`, `redo` and `resolve`"
                 ));
             }
         }

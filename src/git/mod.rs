@@ -664,6 +664,23 @@ pub fn dropped_lines(
     Ok(dropped)
 }
 
+/// The change from `from` to `to` as a unified diff, for telling an agent what an earlier
+/// attempt did.
+pub fn patch(repo: &Repo, from: &CommitId, to: &CommitId) -> anyhow::Result<String> {
+    let a = repo.repo.find_commit(from.oid()?)?.tree()?;
+    let b = repo.repo.find_commit(to.oid()?)?.tree()?;
+    let diff = repo.repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    let mut out = Vec::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin() as u8);
+        }
+        out.extend_from_slice(line.content());
+        true
+    })?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// Paths changed between two commits, for telling a dependent writer what its deps did.
 pub fn changed_paths(
     repo_dir: &Path,

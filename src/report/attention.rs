@@ -74,6 +74,7 @@ pub(super) fn needs_attention(f: &Facts<'_>) -> String {
         for (rung, why) in &p.rungs {
             let rung = match rung.as_str() {
                 "structural" => "The syntax-aware merge (structural)",
+                "redo" => "Doing its task again on the integration tip (redo)",
                 "resolve" => "The agent's attempt to resolve it (resolve)",
                 other => other,
             };

@@ -182,7 +182,7 @@ impl Settings {
             agent: Some(Agent::Exec("agent".to_owned())),
             check: None,
             on_escalate: None,
-            ladder: vec![Rung::Structural],
+            ladder: vec![Rung::Structural, Rung::Redo],
             structural: None,
             fresh_retries: false,
             llm: None,
@@ -541,6 +541,9 @@ pub enum Rung {
     /// A syntax-aware merge of each conflicted file (`mergiraf`), accepted when it leaves no
     /// conflict, drops no line either side added, and the writer's check passes.
     Structural,
+    /// The writer's task done again by its agent on the current integration tip, told what
+    /// its earlier attempt changed and where that conflicted.
+    Redo,
     /// The writer's agent's one attempt at resolving the conflict.
     Resolve,
 }
@@ -550,6 +553,7 @@ impl Rung {
     pub fn as_str(self) -> &'static str {
         match self {
             Rung::Structural => "structural",
+            Rung::Redo => "redo",
             Rung::Resolve => "resolve",
         }
     }
@@ -558,6 +562,7 @@ impl Rung {
     pub fn named(name: &str) -> Option<Self> {
         match name {
             "structural" => Some(Rung::Structural),
+            "redo" => Some(Rung::Redo),
             "resolve" => Some(Rung::Resolve),
             _ => None,
         }

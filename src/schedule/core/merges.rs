@@ -322,8 +322,14 @@ impl Core<'_> {
                 Rung::Structural if self.settings.structural.is_none() => Some(
                     "no structural merge tool: mergiraf is not on PATH (install it, or name it with the `mergiraf` key)",
                 ),
+                Rung::Redo
+                    if !matches!(self.plan.tasks[i].action, crate::plan::Action::Prompt(_)) =>
+                {
+                    Some("a `run` task is not redone: its command would do the same again")
+                }
+                Rung::Redo if !self.resolvable(i) => Some("no agent to redo it with"),
                 Rung::Resolve if !self.resolvable(i) => Some("no agent to resolve it with"),
-                Rung::Structural | Rung::Resolve => None,
+                Rung::Structural | Rung::Redo | Rung::Resolve => None,
             };
             match cannot {
                 Some(why) => self.slots[i].climbed.push((rung, why.to_owned())),
@@ -406,13 +412,17 @@ impl Core<'_> {
                 commit: Some(resolved),
                 ..
             } => {
+                let rung = self.slots[i].rung.take().unwrap_or(Rung::Resolve);
                 fx.push(Effect::Record(Rec::Resolved {
                     id,
                     commit: resolved.clone(),
                     from: from.clone(),
                     paths,
-                    rung: self.slots[i].rung.take().unwrap_or(Rung::Resolve),
+                    rung,
                 }));
+                // A redo's commit is the task's on the tip, not a merge: it is merged as any
+                // writer's is, never moved onto.
+                self.slots[i].resolver_tried = rung != Rung::Redo;
                 self.slots[i].commit = Some(resolved);
                 self.slots[i].start_commit = Some(from);
                 self.transition(Transition::Committed(i), fx);

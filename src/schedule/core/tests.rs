@@ -1220,12 +1220,56 @@ fn a_rung_the_run_cannot_climb_is_passed_over_and_said_in_the_park() {
         outcome: conflicted(),
     });
     assert_eq!(parked[0], "park v: conflict in f.rs");
-    assert_eq!(run.core.slots[1].climbed.len(), 1);
+    let climbed = &run.core.slots[1].climbed;
+    assert_eq!(climbed.len(), 2, "{climbed:?}");
     assert!(
-        run.core.slots[1].climbed[0]
-            .1
-            .starts_with("no structural merge tool"),
-        "{:?}",
-        run.core.slots[1].climbed
+        climbed[0].1.starts_with("no structural merge tool"),
+        "{climbed:?}"
+    );
+    assert!(
+        climbed[1].1.starts_with("a `run` task is not redone"),
+        "{climbed:?}"
+    );
+}
+
+#[test]
+fn a_prompt_task_is_redone_on_the_tip_and_its_commit_merged_not_moved_onto() {
+    let mut settings = Settings::sample(2);
+    settings.ladder = vec![crate::schedule::Rung::Redo];
+    let mut run = Run::new(
+        &settings,
+        &[
+            r#"{"id":"w","prompt":"x","mode":"write"}"#,
+            r#"{"id":"v","prompt":"y","mode":"write"}"#,
+        ],
+    );
+    assert_eq!(run.open(), ["start w#1 at base", "start v#1 at base"]);
+    run.core.prepared(0, Some(commit("base")), None);
+    run.core.prepared(1, Some(commit("base")), None);
+    run.ended(committed(0, 1, "cw"));
+    run.on(Input::Merge {
+        task: 0,
+        outcome: merged("base", "m1"),
+    });
+    run.ended(committed(1, 1, "cv"));
+    assert_eq!(
+        run.on(Input::Merge {
+            task: 1,
+            outcome: conflicted()
+        }),
+        [
+            "record v Resolving",
+            "tell Resolving { id: \"v\", paths: [\"f.rs\"], rung: \"redo\" }",
+            "resolve v at m1",
+        ]
+    );
+    // Its commit is the task done on m1: merged as a writer's is, not moved onto.
+    assert_eq!(
+        run.ended(committed(1, 1, "rv")),
+        [
+            "tell ResolverEnded { id: \"v\", elapsed: 1s }",
+            "record v resolved as rv",
+            "merge v into m1",
+        ]
     );
 }

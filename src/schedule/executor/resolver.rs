@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use super::super::Checkout;
 use super::super::core::Core;
 use super::super::job::{Job, JobKind};
-use super::super::prompt::resolver_prompt;
+use super::super::prompt::{redo_prompt, resolver_prompt};
 use super::Exec;
 use crate::agent::openai::Builtin;
 use crate::agent::tools::Access;
@@ -28,7 +28,8 @@ pub(super) fn job(
 ) -> anyhow::Result<Job> {
     match core.slots[i].rung {
         Some(Rung::Structural) => structural(core, ex, i, tip),
-        Some(Rung::Resolve) | None => resolver(core, ex, i, tip),
+        Some(Rung::Redo) => resolver(core, ex, i, tip, true),
+        Some(Rung::Resolve) | None => resolver(core, ex, i, tip, false),
     }
 }
 
@@ -136,6 +137,7 @@ fn structural(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> a
             ),
             structural: true,
             unmergeable: sides.err(),
+            redo: false,
         },
         invocation,
         builtin: None,
@@ -167,8 +169,16 @@ fn sh_quote(s: &str) -> String {
 }
 
 /// Writer `i`'s one bounded resolver attempt by its agent, in a fresh worktree at the
-/// integration tip `tip` holding the conflicted merge, recorded as started.
-fn resolver(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> anyhow::Result<Job> {
+/// integration tip `tip` holding the conflicted merge, recorded as started; or, to `redo`, its
+/// task done again there by its agent (the worktree at the tip as it is), told what its
+/// earlier attempt changed and where that conflicted.
+fn resolver(
+    core: &Core<'_>,
+    ex: &mut Exec<'_>,
+    i: usize,
+    tip: &CommitId,
+    redo: bool,
+) -> anyhow::Result<Job> {
     let (task, slot, settings, layout) = (
         &core.plan.tasks[i],
         &core.slots[i],
@@ -187,7 +197,13 @@ fn resolver(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> any
         .start_commit
         .clone()
         .context("resolving a task without a start")?;
-    let prompt = resolver_prompt(&task.action, &slot.conflict);
+    let prompt = match &task.action {
+        crate::plan::Action::Prompt(p) if redo => {
+            let earlier = crate::git::patch(ex.out.repo, &base, &theirs)?;
+            redo_prompt(p, &earlier, &slot.conflict)
+        }
+        _ => resolver_prompt(&task.action, &slot.conflict),
+    };
     let mut argv = Vec::new();
     let mut cli = None;
     let mut acp = None;
@@ -231,10 +247,11 @@ fn resolver(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> any
         ),
     };
     let path = layout.worktree(id, Checkout::Resolver);
-    let transcript = layout
-        .run_dir
-        .join("attempts")
-        .join(format!("{id}.resolve.log"));
+    let transcript = layout.run_dir.join("attempts").join(if redo {
+        format!("{id}.redo.log")
+    } else {
+        format!("{id}.resolve.log")
+    });
     let name = &layout.run;
     let tmp = ex.scratch.acquire(i);
     let mut env: Vec<(String, String)> = cli
@@ -244,7 +261,15 @@ fn resolver(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> any
             ("SWARM_RUN_ID".to_owned(), name.clone()),
             ("SWARM_TASK_ID".to_owned(), id.to_owned()),
             ("SWARM_MODE".to_owned(), "write".to_owned()),
-            ("SWARM_RESOLVING".to_owned(), "1".to_owned()),
+            (
+                if redo {
+                    "SWARM_REDO"
+                } else {
+                    "SWARM_RESOLVING"
+                }
+                .to_owned(),
+                "1".to_owned(),
+            ),
             ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
         ])
         .collect();
@@ -252,8 +277,13 @@ fn resolver(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> any
     let check = task.check.clone().or_else(|| settings.check.clone());
     env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
     let (slot, id) = (&core.slots[i], id.as_str());
+    let doing = if redo {
+        "its task done again on the integration tip after a merge conflict"
+    } else {
+        "resolving a merge conflict"
+    };
     let header = format!(
-        "swarm run {name} task {id}: resolving a merge conflict\ncwd: {}\n",
+        "swarm run {name} task {id}: {doing}\ncwd: {}\n",
         path.display()
     );
     let mut invocation = Invocation::shell(
@@ -290,9 +320,14 @@ fn resolver(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> any
             theirs,
             paths: slot.conflict.clone(),
             check,
-            message: format!("Merge swarm task {id} of run {name}, conflicts resolved"),
+            message: if redo {
+                format!("swarm task {id} of run {name}, done again on the integration tip")
+            } else {
+                format!("Merge swarm task {id} of run {name}, conflicts resolved")
+            },
             structural: false,
             unmergeable: None,
+            redo,
         },
         invocation,
         builtin,

@@ -158,6 +158,9 @@ pub(super) enum JobKind {
         structural: bool,
         /// Why the structural rung cannot merge a conflicted path, when it cannot.
         unmergeable: Option<String>,
+        /// The task done again on the tip: its checkout holds the tip as it is, and its result
+        /// is a commit on it, not a merge.
+        redo: bool,
     },
     /// A run of the gate on this integration tip, in the gate's own checkout (detached).
     Gate { tip: CommitId },
@@ -295,12 +298,15 @@ impl Job {
                 tip,
                 base,
                 theirs,
+                redo,
                 ..
             } => {
                 let earlier = Preparer::of(self, &self.invocation).set_earlier_aside();
                 let made = fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None, &[])
                     .and_then(|made| {
-                        git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
+                        if !*redo {
+                            git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
+                        }
                         Ok(made)
                     });
                 Some((made, earlier))
@@ -469,6 +475,7 @@ impl Job {
                 check,
                 message,
                 structural,
+                redo,
                 ..
             } => {
                 let left = git::files_with_conflict_markers(&self.invocation.cwd, paths);
@@ -487,12 +494,17 @@ impl Job {
                         )));
                     }
                 }
+                let made = if *redo {
+                    Commit::Plain(message)
+                } else {
+                    Commit::MergeOf(theirs, message)
+                };
                 let left = git::take_result(
                     &repo,
                     &self.invocation.cwd,
                     branch,
                     tip,
-                    &Commit::MergeOf(theirs, message),
+                    &made,
                     keep_as,
                     &self.prepare.include,
                 )?;

@@ -243,3 +243,57 @@ fn a_conflicts_key_naming_no_rung_is_refused() {
     let err = crate::stderr(&out);
     assert!(err.contains("`mergiraf` is not a rung"), "{err}");
 }
+
+#[test]
+fn a_conflict_no_merge_settles_is_redone_on_the_tip_by_the_agent_told_its_earlier_diff() {
+    let repo = TestRepo::new();
+    repo.write("src/lib.rs", BASE);
+    repo.commit_all("impl S");
+    let tasks = repo.tasks(&[
+        r#"{"id":"first","prompt":"make a return 2"}"#,
+        r#"{"id":"second","prompt":"make a return 3"}"#,
+    ]);
+    // The agent: `second` waits for `first` to be merged, so their change to one line
+    // conflicts. Done again, it checks its prompt holds its earlier diff and the conflicting
+    // path, then changes the line as it is now.
+    let agent = format!(
+        "exec:prompt=$(cat); case $SWARM_TASK_ID in \
+         first) sed -i 's/        1$/        2/' src/lib.rs ;; \
+         second) if [ -n \"${{SWARM_REDO:-}}\" ]; then \
+           printf '%s' \"$prompt\" | grep -q '^+        3$' || exit 9; \
+           printf '%s' \"$prompt\" | grep -q 'conflicts in src/lib.rs' || exit 8; \
+           sed -i 's/        2$/        2 + 1/' src/lib.rs; \
+         else {}; sed -i 's/        1$/        3/' src/lib.rs; fi ;; esac",
+        crate::after_event(&repo, "merged", "first")
+    );
+    let report = outside(&repo, "report.md");
+    let mut cmd = repo.swarm_cmd();
+    // With mergiraf the structural rung is tried first, and fails on one line changed twice.
+    if let Some(tool) =
+        mergiraf("a_conflict_no_merge_settles_is_redone_on_the_tip (structural rung)")
+    {
+        cmd.env("SWARM_MERGIRAF", tool);
+    }
+
+    let out = cmd
+        .args(["run", path_str(&tasks), "-j", "2", "--agent", &agent])
+        .args(["--final-out", path_str(&report)])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    assert!(
+        repo.read("src/lib.rs").contains("        2 + 1\n"),
+        "{}",
+        repo.read("src/lib.rs")
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("after a conflict, done again on the integration tip by its agent"),
+        "{text}"
+    );
+    // The earlier attempt's commit is kept on the task's branch.
+    let run = run_id(&repo);
+    let earlier = show(&repo, &format!("swarm/{run}-second"), "src/lib.rs");
+    assert!(earlier.contains("        3\n"), "{earlier}");
+}

@@ -218,6 +218,9 @@ impl Scenario {
         if ladder.u32(0..100) < 70 {
             s.ladder.push(crate::schedule::Rung::Structural);
         }
+        if ladder.u32(0..100) < 60 {
+            s.ladder.push(crate::schedule::Rung::Redo);
+        }
         if resolve {
             s.ladder.push(crate::schedule::Rung::Resolve);
         }
@@ -1269,6 +1272,7 @@ impl Sim {
             Verdict::Interrupted
         } else if match core.slots[i].rung {
             Some(crate::schedule::Rung::Structural) => self.fate(&id).merges_structurally,
+            Some(crate::schedule::Rung::Redo) => self.fate(&id).redoes,
             _ => self.fate(&id).resolves,
         } {
             let from = core.slots[i]
@@ -1277,9 +1281,15 @@ impl Sim {
                 .unwrap_or_else(|| self.git.head.clone());
             let theirs = core.slots[i].commit.clone().unwrap_or_else(|| from.clone());
             self.resolved.insert(i);
+            // A redo commits the task anew on the tip; the other rungs, the merge of both.
+            let parents = if core.slots[i].rung == Some(crate::schedule::Rung::Redo) {
+                vec![from]
+            } else {
+                vec![from, theirs]
+            };
             Verdict::Succeeded {
                 result: "resolved".to_owned(),
-                commit: Some(self.git.commit("r", vec![from, theirs], Some(i))),
+                commit: Some(self.git.commit("r", parents, Some(i))),
             }
         } else {
             Verdict::Failed("could not resolve".to_owned())

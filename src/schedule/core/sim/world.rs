@@ -44,6 +44,8 @@ pub(super) struct Fate {
     pub(super) resolves: bool,
     /// The structural merge of its conflict succeeds.
     pub(super) merges_structurally: bool,
+    /// Its task done again on the tip succeeds.
+    pub(super) redoes: bool,
     /// Its merge makes the gate fail.
     pub(super) breaks_gate: bool,
     /// Its change must be seen by a human (it touches what swarm reads commands from).
@@ -92,6 +94,7 @@ impl Fate {
             // Drawn last: the turns above stay what each seed dealt before.
             reaches_out: rng.u32(0..100) < 6,
             merges_structurally: rng.u32(0..100) < 50,
+            redoes: rng.u32(0..100) < 60,
         }
     }
 }
