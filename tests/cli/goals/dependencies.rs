@@ -202,7 +202,13 @@ fn goals_that_need_a_parked_goal_are_skipped_and_the_rest_go_on() {
         GOAL_C,
         "GOAL-D: an independent goal writing delta.txt",
     ];
-    let out = s.swarm(&llm, &goals_args(&goals, &report, &[]));
+    // A conflict is parked at once: no rung of the ladder after git's merge.
+    let out = s
+        .cmd(&llm)
+        .env("SWARM_CONFLICTS", "merge")
+        .args(goals_args(&goals, &report, &[]))
+        .output()
+        .unwrap();
     assert_exit(&out, 3);
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(text.contains("Status: **parked**"), "{text}");
