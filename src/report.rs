@@ -38,6 +38,16 @@ pub struct Parked {
     pub gate_output: Vec<String>,
 }
 
+/// A conflict foreseen while writers ran: `task`'s change against `with`'s (none: against
+/// what was merged since it started), in `paths`; `came` when one of them then conflicted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreseen {
+    pub task: String,
+    pub with: Option<String>,
+    pub paths: Vec<String>,
+    pub came: bool,
+}
+
 /// One gate run, as the report's "Gate" section lists it.
 #[derive(Debug, Clone)]
 pub struct GateRun {
@@ -135,6 +145,8 @@ pub struct Facts<'a> {
     pub gate_runs: &'a [GateRun],
     /// The writers the gate took out, with the tip it failed on.
     pub culprits: &'a [(String, String)],
+    /// Conflicts foreseen while writers ran, and whether each came.
+    pub foreseen: &'a [Foreseen],
     /// Every attempt's span of time, for the HTML report's timeline.
     pub spans: &'a [Span],
     /// What each member of the run's pools did, in the order of their names (none when no
@@ -397,6 +409,27 @@ fn run_summary(f: &Facts<'_>) -> String {
         }
     }
     out.push_str(&attention::gate_section(f));
+    if !f.foreseen.is_empty() {
+        out.push_str("\n### Conflicts foreseen\n\n");
+        for c in f.foreseen {
+            let with = match &c.with {
+                Some(w) => format!("with {}", named(f.plan, w)),
+                None => "with what was merged since it started".to_owned(),
+            };
+            let came = if c.came {
+                "the conflict came"
+            } else {
+                "no conflict came"
+            };
+            let paths: Vec<String> = c.paths.iter().map(|p| escape::code(p)).collect();
+            let _ = writeln!(
+                out,
+                "- {} {with}, in {}: {came}",
+                named(f.plan, &c.task),
+                paths.join(", ")
+            );
+        }
+    }
     if !f.merges.is_empty() {
         out.push_str("\n### Merges\n\n");
         for (task, commit, rung) in f.merges {

@@ -238,6 +238,38 @@ pub(super) fn merges(
     out
 }
 
+/// The conflicts foreseen while writers ran, and whether each came: one of its two writers'
+/// merges then conflicted (a rung of the ladder tried, or a park for a conflict).
+pub(super) fn foreseen(events: &[Logged]) -> Vec<crate::report::Foreseen> {
+    let mut out: Vec<(usize, crate::report::Foreseen)> = Vec::new();
+    for (n, e) in events.iter().enumerate() {
+        if let (Some(task), RunEvent::ConflictForecast { with, paths }) = (&e.task, &e.event) {
+            out.push((
+                n,
+                crate::report::Foreseen {
+                    task: task.clone(),
+                    with: with.clone(),
+                    paths: paths.clone(),
+                    came: false,
+                },
+            ));
+        }
+    }
+    for (n, f) in &mut out {
+        f.came = events[*n..].iter().any(|e| {
+            let of = |t: &str| e.task.as_deref() == Some(t);
+            let ours = of(&f.task) || f.with.as_deref().is_some_and(of);
+            let conflict = match &e.event {
+                RunEvent::Resolving { .. } => true,
+                RunEvent::Parked(p) => p.reason.is_none() && !p.paths.is_empty(),
+                _ => false,
+            };
+            ours && conflict
+        });
+    }
+    out.into_iter().map(|(_, f)| f).collect()
+}
+
 /// What the refused attempts of tasks that did not end done left, kept on branches of their
 /// own (`swarm/<run>-<task>@<attempt>`) that are still there: (task, branch).
 pub(super) fn kept_branches(

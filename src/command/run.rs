@@ -483,6 +483,7 @@ pub(super) fn execute(
     let merges = merges(&events, &records);
     let kept = super::facts::kept_branches(repo, &layout.run, &records)?;
     let (gate_runs, culprits) = gate_runs(&events);
+    let foreseen = super::facts::foreseen(&events);
     let repairs = repairs(&events);
     let goal_notes = if goals.is_empty() {
         Vec::new()
@@ -516,6 +517,7 @@ pub(super) fn execute(
         planning_tokens: planning_tokens(&events),
         gate_runs: &gate_runs,
         culprits: &culprits,
+        foreseen: &foreseen,
         spans: &spans,
         agents: &agents,
         kept: &kept,

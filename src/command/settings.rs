@@ -468,6 +468,13 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         on_escalate: o.on_escalate.clone(),
         ladder: ladder(o),
         structural: structural(o)?,
+        forecast: o.forecast.unwrap_or(Defaults::forecast()),
+        forecast_interval: crate::plan::parse_duration(
+            o.forecast_interval
+                .as_deref()
+                .unwrap_or(Defaults::forecast_interval()),
+        )
+        .map_err(|e| Usage::new(format!("forecast-interval: {e}")))?,
         fresh_retries: o.fresh_retries,
         llm,
         named_agents,

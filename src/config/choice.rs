@@ -136,9 +136,21 @@ choice! {
     }
 }
 
+choice! {
+    /// What swarm does when it foresees two running writers' changes conflicting.
+    #[derive(Default)]
+    pub enum Forecast {
+        Off = "off": "Does not look",
+        #[default]
+        Watch = "watch": "Says so: an event, a line, the report",
+        Tell = "tell": "Says so, and tells the later writer's agent in its notes file \
+            (SWARM_NOTES)",
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Choice, Confine, ConfineNet, Land, ReportFormat, Spawning, listed};
+    use super::{Choice, Confine, ConfineNet, Forecast, Land, ReportFormat, Spawning, listed};
 
     #[test]
     fn each_value_is_its_word_in_serde_and_back_in_any_case() {
@@ -160,6 +172,7 @@ mod tests {
         round_trip::<Spawning>();
         round_trip::<Confine>();
         round_trip::<ConfineNet>();
+        round_trip::<Forecast>();
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::check::Shape;
-use super::choice::{Choice, Confine, ConfineNet, Land, ReportFormat, Spawning};
+use super::choice::{Choice, Confine, ConfineNet, Forecast, Land, ReportFormat, Spawning};
 use super::key::{
     Key, Spec, duration, machine_paths, repo_paths, rungs, slots, transcript_cap, wait,
 };
@@ -320,6 +320,18 @@ macro_rules! run_options {
             conflicts: Vec<String> {
                 key: "conflicts", flag: none, var: "SWARM_CONFLICTS", file: yes,
                 shape: Strings, check: rungs, listed: 43,
+            }
+            /// While writers run, compare their changes with each other's and the integration
+            /// tip's and say where a merge would conflict (watch), also telling the later
+            /// writer's agent (tell), or not (off) [default: watch].
+            forecast: Option<Forecast> {
+                key: "forecast", flag: none, var: "SWARM_FORECAST", file: yes,
+                shape: OneOf(Forecast), default: Forecast = Forecast::Watch, listed: 45,
+            }
+            /// How often running writers' changes are compared [default: 30s].
+            forecast_interval: Option<String> {
+                key: "forecast-interval", flag: none, var: "SWARM_FORECAST_INTERVAL", file: yes,
+                shape: Duration, check: duration, default: &'static str = "30s", listed: 46,
             }
             /// The syntax-aware merge program of the structural rung [default: mergiraf, found on
             /// PATH].

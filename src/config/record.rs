@@ -118,7 +118,9 @@ mod tests {
             "confine": null, "read_deny": [], "read_allow": [], "write_allow": [],
             "confine_net": null,
         });
-        let ladder = json!({"conflicts": [], "mergiraf": null});
+        let ladder = json!({
+            "conflicts": [], "mergiraf": null, "forecast": null, "forecast_interval": null,
+        });
         let confinement = {
             let mut c = confinement;
             c.as_object_mut()

@@ -512,6 +512,8 @@ write-allow = ["/var/cache/shared"]
 confine-net = "endpoint"
 conflicts = ["merge", "structural", "resolve"]
 mergiraf = "/opt/mergiraf/bin/mergiraf"
+forecast = "tell"
+forecast-interval = "10s"
 
 [agents.all]
 command = "a"

@@ -12,6 +12,7 @@ use anyhow::{Context as _, bail};
 mod checkout;
 mod files;
 mod fingerprint;
+mod foresee;
 mod land;
 mod merge;
 mod prepare;
@@ -23,6 +24,7 @@ pub use checkout::{
 };
 pub use files::list_files;
 pub use fingerprint::Fingerprint;
+pub use foresee::{Live, foresee};
 use git2::{
     BranchType, ErrorCode, MergeOptions, Oid, Repository, RepositoryOpenFlags, Signature, Status,
     StatusOptions, build::CheckoutBuilder,

@@ -59,6 +59,11 @@ pub struct Settings {
     pub ladder: Vec<Rung>,
     /// The syntax-aware merge program of the structural rung, when one was found.
     pub structural: Option<Structural>,
+    /// Whether running writers' changes are compared for conflicts coming, and what is done
+    /// with one foreseen.
+    pub forecast: crate::config::Forecast,
+    /// How often they are compared.
+    pub forecast_interval: Duration,
     /// A retry never continues the session of the attempt it follows.
     pub fresh_retries: bool,
     /// The model client of the built-in agent, when it is configured.
@@ -184,6 +189,8 @@ impl Settings {
             on_escalate: None,
             ladder: vec![Rung::Structural, Rung::Redo],
             structural: None,
+            forecast: crate::config::Forecast::Off,
+            forecast_interval: Duration::from_secs(30),
             fresh_retries: false,
             llm: None,
             builtin: BuiltinLimits {
@@ -344,11 +351,17 @@ impl Layout {
 
 /// The variables every attempt of task `i` gets for its own temporary directory `tmp` and
 /// its block of ports (when one was free).
+/// The file in an attempt's `TMPDIR` where swarm leaves it notes while it runs (`SWARM_NOTES`):
+/// a conflict foreseen, with `forecast = "tell"`.
+const NOTES: &str = "swarm-notes.md";
+
 fn attempt_env(ports: &mut ports::Ports, i: usize, tmp: &std::path::Path) -> Vec<(String, String)> {
+    let notes = tmp.join(NOTES).display().to_string();
     let tmp = tmp.display().to_string();
     let mut env: Vec<(String, String)> = ["TMPDIR", "TMP", "TEMP"]
         .into_iter()
         .map(|v| (v.to_owned(), tmp.clone()))
+        .chain([("SWARM_NOTES".to_owned(), notes)])
         .collect();
     if let Some(block) = ports.acquire(i, ports::is_free) {
         env.push(("SWARM_PORT".to_owned(), block.first.to_string()));

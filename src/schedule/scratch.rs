@@ -43,6 +43,11 @@ impl Scratch {
         self.root.join(n.to_string())
     }
 
+    /// The directory `task`'s running attempt holds, if it holds one.
+    pub(super) fn held(&self, task: usize) -> Option<PathBuf> {
+        self.held.get(&task).map(|n| self.root.join(n.to_string()))
+    }
+
     /// `task`'s attempt ended (and its worker emptied its directory).
     pub(super) fn release(&mut self, task: usize) {
         if let Some(n) = self.held.remove(&task) {

@@ -183,6 +183,19 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rung: Option<String>,
     },
+    /// A look for conflicts coming compared `writers` running writers and trial-merged
+    /// `probes` files they (or they and the integration tip) both changed.
+    ForecastLooked {
+        writers: usize,
+        probes: usize,
+    },
+    /// This writer's change would conflict, in `paths`, with that of the running writer
+    /// `with` (none: with what was merged since it started).
+    ConflictForecast {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        with: Option<String>,
+        paths: Vec<String>,
+    },
     /// A rung of the conflict ladder did not merge the writer, for `why`.
     RungFailed {
         rung: String,

@@ -33,6 +33,7 @@ pub enum Verb {
     Parked,
     Resolving,
     Resolved,
+    Foreseen,
     Skipped,
     Skipping,
     Kept,
@@ -80,6 +81,7 @@ impl Verb {
             | Self::Skipped
             | Self::Skipping
             | Self::Kept
+            | Self::Foreseen
             | Self::Dropped => Tone::Warn,
             Self::Failed | Self::Halted | Self::Deadlock | Self::Refused => Tone::Bad,
             _ => Tone::Plain,
@@ -103,6 +105,7 @@ impl Verb {
             Self::Parked => "Parked",
             Self::Resolving => "Resolving",
             Self::Resolved => "Resolved",
+            Self::Foreseen => "Foreseen",
             Self::Skipped => "Skipped",
             Self::Skipping => "Skipping",
             Self::Kept => "Kept",

@@ -155,6 +155,13 @@ pub enum Told {
         paths: Vec<String>,
         rung: &'static str,
     },
+    /// A running writer's change is foreseen to conflict with another's (`with`), or with
+    /// what was merged since it started.
+    Forecast {
+        id: String,
+        with: Option<String>,
+        paths: Vec<String>,
+    },
     /// A resolver attempt started.
     ResolverStarted(String),
     /// A resolver attempt ended.
@@ -405,6 +412,16 @@ impl Ui {
                 self.note(
                     Verb::Resolving,
                     &format!("{id}: conflict in {}{by}", paths.join(", ")),
+                );
+            }
+            Told::Forecast { id, with, paths } => {
+                let with = match with {
+                    Some(w) => format!("with {w}"),
+                    None => "with what was merged since it started".to_owned(),
+                };
+                self.note(
+                    Verb::Foreseen,
+                    &format!("{id}: a conflict {with} in {}", paths.join(", ")),
                 );
             }
             Told::ResolverStarted(id) => self.task_started(&format!("{id} (resolving)"), 1),

@@ -85,6 +85,8 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "confine",
         "confine_net",
         "mergiraf",
+        "forecast",
+        "forecast_interval",
     ] {
         expected[key] = serde_json::Value::Null;
     }

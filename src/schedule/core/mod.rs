@@ -19,6 +19,7 @@ use crate::ui::{Ended, Stop as Said, Told};
 
 pub(in crate::schedule) mod dag;
 mod ended;
+mod forecast;
 pub(in crate::schedule) mod found;
 pub(in crate::schedule) mod gate;
 mod goals;
@@ -33,6 +34,7 @@ pub(in crate::schedule) mod spawn;
 mod tests;
 
 use dag::{Dag, Effect as DagEffect, State, Transition};
+pub(in crate::schedule) use forecast::{Foreseen, Looked};
 pub(in crate::schedule) use goals::Planned as PlanAnswer;
 pub(in crate::schedule) use merges::{Hold, MergeOutcome};
 use slot::{Slot, Totals, recorded_state};
@@ -102,6 +104,8 @@ pub(in crate::schedule) enum Input {
     /// On a worker: a claimed attempt could not be started here (its checkout, its agent),
     /// and is given back.
     NotStarted(usize),
+    /// The look for conflicts coming the core asked for, and what it found.
+    Forecast(Looked),
 }
 
 /// What a dep of a claimed attempt left, as the coordinator published it.
@@ -126,6 +130,8 @@ pub(in crate::schedule) enum Undone {
     Hook,
     /// Writer `i`'s merge was not made: it waits, committed, for a resume.
     Merge(usize),
+    /// The look for conflicts coming was not made.
+    Forecast,
 }
 
 /// What the executor is to do.
@@ -204,6 +210,11 @@ pub(in crate::schedule) enum Effect {
     WritePlan,
     /// A failed writer's checkout is kept for a look: say where.
     KeptCheckout(usize),
+    /// Compare the changes of these running writers with each other's and with what was
+    /// merged since each started (the tip is at `tip`): which would conflict.
+    Forecast { writers: Vec<usize>, tip: CommitId },
+    /// Add `text` to the notes of task `task`'s running attempt (`SWARM_NOTES`).
+    Note { task: usize, text: String },
 }
 
 impl Effect {
@@ -220,6 +231,7 @@ impl Effect {
             | Effect::StopAttempts
             | Effect::StopPlanning
             | Effect::KeptCheckout(_) => Ok(()),
+            Effect::Forecast { .. } => Err(Some(Undone::Forecast)),
             Effect::Start { task, .. }
             | Effect::Publish { task, .. }
             | Effect::StartResolver { task, .. } => Err(Some(Undone::Start(*task))),
@@ -235,7 +247,8 @@ impl Effect {
             | Effect::InferNeeds(_)
             | Effect::PlanGoal(_)
             | Effect::PollQueue
-            | Effect::WritePlan => Err(None),
+            | Effect::WritePlan
+            | Effect::Note { .. } => Err(None),
         }
     }
 
@@ -509,6 +522,7 @@ pub(in crate::schedule) struct Core<'s> {
     pauses: pauses::Pauses,
     members: members::Members,
     merges: merges::Merges,
+    forecasts: forecast::Forecasts,
     goals: Option<goals::Goals>,
     counts: Counts,
     stop: Stop,
@@ -606,6 +620,7 @@ impl<'s> Core<'s> {
             pauses: pauses::Pauses::default(),
             members: members::Members::default(),
             merges: merges::Merges::new(tip, gate),
+            forecasts: forecast::Forecasts::default(),
             counts: Counts::default(),
             stop: Stop {
                 phase: Phase::Opening,
@@ -711,10 +726,16 @@ impl<'s> Core<'s> {
             .as_ref()
             .filter(|g| polls && g.drains_queue())
             .map(|g| g.next_poll().unwrap_or(now));
-        [self.dag.next_delay(), self.members.next_reset(now), poll]
-            .into_iter()
-            .flatten()
-            .min()
+        let forecast = self.forecasts.next_wake().filter(|_| polls);
+        [
+            self.dag.next_delay(),
+            self.members.next_reset(now),
+            poll,
+            forecast,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// A resumed (or new) run begins: what git says of its integration branch is taken in,
@@ -925,6 +946,7 @@ impl<'s> Core<'s> {
                 deps,
             } => self.claimed(task, attempt, tip, deps, now, fx),
             Input::Pushed { report, taken } => self.pushed(report, taken, fx),
+            Input::Forecast(looked) => self.foreseen(looked, fx),
             Input::NotStarted(i) => {
                 if self.dag.state(i) != State::Running {
                     self.refused.push(format!(
@@ -947,6 +969,7 @@ impl<'s> Core<'s> {
             return;
         }
         self.transition(Transition::Tick(now), fx);
+        self.forecast(now, fx);
         if self.stopping() {
             return;
         }
@@ -1052,6 +1075,7 @@ impl<'s> Core<'s> {
             }
             Undone::Hook => self.counts.hooks = self.counts.hooks.saturating_sub(1),
             Undone::Merge(i) => self.merges.not_merged(i),
+            Undone::Forecast => self.forecasts.not_looked(),
         }
     }
 

@@ -221,6 +221,11 @@ pub(super) fn brief(core: &Core<'_>, e: &Effect) -> String {
         Effect::PollQueue => "poll the queue".to_owned(),
         Effect::WritePlan => "write the plan".to_owned(),
         Effect::KeptCheckout(i) => format!("keep {}'s checkout", id(i)),
+        Effect::Forecast { writers, tip } => {
+            let writers: Vec<String> = writers.iter().map(id).collect();
+            format!("forecast [{}] at {tip}", writers.join(" "))
+        }
+        Effect::Note { task, text } => format!("note to {}: {text}", id(task)),
     }
 }
 
@@ -1272,4 +1277,92 @@ fn a_prompt_task_is_redone_on_the_tip_and_its_commit_merged_not_moved_onto() {
             "merge v into m1",
         ]
     );
+}
+
+#[test]
+fn running_writers_are_compared_at_the_interval_and_a_pair_is_said_once() {
+    let mut settings = Settings::sample(2);
+    settings.forecast = crate::config::Forecast::Tell;
+    settings.forecast_interval = Duration::from_secs(10);
+    let mut run = Run::new(
+        &settings,
+        &[
+            r#"{"id":"w","run":"x","mode":"write"}"#,
+            r#"{"id":"v","run":"x","mode":"write"}"#,
+        ],
+    );
+    assert_eq!(run.open(), ["start w#1 at base", "start v#1 at base"]);
+    run.core.prepared(0, Some(commit("base")), None);
+    run.core.prepared(1, Some(commit("base")), None);
+    // The first look comes one interval after there is something to compare.
+    assert!(run.at(5).on(Input::Tick).is_empty());
+    assert_eq!(run.at(16).on(Input::Tick), ["forecast [w v] at base"]);
+    // Nothing more is asked while a look is out.
+    assert!(run.at(40).on(Input::Tick).is_empty());
+    let looked = || {
+        Input::Forecast(super::Looked {
+            writers: 2,
+            probes: 1,
+            foreseen: vec![super::Foreseen {
+                later: 1,
+                with: Some(0),
+                paths: vec!["f.rs".to_owned()],
+            }],
+        })
+    };
+    assert_eq!(
+        run.on(looked()),
+        [
+            "record run ForecastLooked",
+            "record v ConflictForecast",
+            "tell Forecast { id: \"v\", with: Some(\"w\"), paths: [\"f.rs\"] }",
+            "note to v: swarm: your change to f.rs is likely to conflict with the change of task w, running beside you, when it is merged. Keep your edits there small, and do not reformat or move code you do not need to change.\n",
+        ]
+    );
+    assert!(run.at(45).on(Input::Tick).is_empty());
+    assert_eq!(run.at(50).on(Input::Tick), ["forecast [w v] at base"]);
+    // The same pair again: looked at, not said again.
+    assert_eq!(run.on(looked()), ["record run ForecastLooked"]);
+    // A writer that ended is not compared, nor said.
+    run.ended(committed(0, 1, "cw"));
+    run.on(Input::Merge {
+        task: 0,
+        outcome: merged("base", "m1"),
+    });
+    assert_eq!(run.at(90).on(Input::Tick), ["forecast [v] at m1"]);
+    let stale = Input::Forecast(super::Looked {
+        writers: 1,
+        probes: 1,
+        foreseen: vec![super::Foreseen {
+            later: 0,
+            with: None,
+            paths: vec!["f.rs".to_owned()],
+        }],
+    });
+    assert_eq!(run.on(stale), ["record run ForecastLooked"]);
+}
+
+#[test]
+fn a_lone_writer_at_the_tip_is_not_looked_at_and_off_never_looks() {
+    let mut settings = Settings::sample(2);
+    settings.forecast = crate::config::Forecast::Watch;
+    settings.forecast_interval = Duration::from_secs(10);
+    let mut run = Run::new(&settings, &[r#"{"id":"w","run":"x","mode":"write"}"#]);
+    assert_eq!(run.open(), ["start w#1 at base"]);
+    run.core.prepared(0, Some(commit("base")), None);
+    assert!(run.at(100).on(Input::Tick).is_empty());
+    assert_eq!(run.core.next_wake(run.t0 + run.now), None);
+
+    let off = Settings::sample(2);
+    let mut run = Run::new(
+        &off,
+        &[
+            r#"{"id":"w","run":"x","mode":"write"}"#,
+            r#"{"id":"v","run":"x","mode":"write"}"#,
+        ],
+    );
+    run.open();
+    run.core.prepared(0, Some(commit("base")), None);
+    run.core.prepared(1, Some(commit("base")), None);
+    assert!(run.at(1000).on(Input::Tick).is_empty());
 }

@@ -7,6 +7,7 @@
 
 mod attempt;
 mod endpoint;
+mod forecast;
 mod gate;
 mod goals;
 mod merge;
@@ -218,6 +219,20 @@ impl<'a> Exec<'a> {
             Effect::Merge { task, tip, onto } => {
                 let outcome = merge::merge(core, self, task, &tip, onto)?;
                 inputs.push_back(Input::Merge { task, outcome });
+            }
+            Effect::Forecast { writers, tip } => {
+                let looked = forecast::look(core, self, &writers, &tip)?;
+                inputs.push_back(Input::Forecast(looked));
+            }
+            Effect::Note { task, text } => {
+                if let Some(dir) = self.scratch.held(task) {
+                    use std::io::Write as _;
+                    let mut notes = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(dir.join(super::NOTES))?;
+                    notes.write_all(text.as_bytes())?;
+                }
             }
             Effect::CleanUp { task, merged, tip } => {
                 merge::clean_up(core, self, task, merged, &tip)?;

@@ -6,6 +6,7 @@
 mod conflicts;
 mod crashes;
 mod failures;
+mod forecast;
 mod gc;
 mod ladder;
 mod landing;

@@ -228,6 +228,12 @@ impl Scenario {
             program: "mergiraf".into(),
             version: "mergiraf 0.20.0".to_owned(),
         });
+        s.forecast = match ladder.u32(0..3) {
+            0 => crate::config::Forecast::Off,
+            1 => crate::config::Forecast::Watch,
+            _ => crate::config::Forecast::Tell,
+        };
+        s.forecast_interval = Duration::from_secs(ladder.u64(5..120));
         let confined = fastrand::Rng::with_seed(seed ^ 0x00c0_f14e).u32(0..100) < 75;
         s.confine = crate::agent::confine::Confiner::as_if(if confined {
             crate::agent::confine::InForce::Landlock(7)
@@ -381,6 +387,8 @@ struct Sim {
     base: CommitId,
     /// Local attempts running.
     local: BTreeMap<usize, Running>,
+    /// The conflicts foreseen and said: (writer, with).
+    foreseen: std::collections::BTreeSet<(String, Option<String>)>,
     /// Resolver attempts running, and their events.
     resolvers: BTreeMap<usize, (Duration, u64)>,
     /// Attempts stopped by swarm: they end cut short.
@@ -451,6 +459,7 @@ impl Sim {
             board: Board::new(&plan, &base, &initial),
             base,
             local: BTreeMap::new(),
+            foreseen: std::collections::BTreeSet::new(),
             resolvers: BTreeMap::new(),
             cut: BTreeSet::new(),
             gate: None,
@@ -548,6 +557,8 @@ impl Sim {
         });
         self.local.clear();
         self.resolvers.clear();
+        // A new swarm says each pair once again.
+        self.foreseen.clear();
         self.cut.clear();
         self.gate = None;
         self.hooks = 0;
@@ -930,6 +941,23 @@ impl Sim {
                     self.unrecorded(&rec);
                     return Ok(false);
                 }
+                if let Rec::Task(id, crate::store::RunEvent::ConflictForecast { with, .. }) = &rec {
+                    let running = |id: &str| {
+                        (0..core.plan.len())
+                            .any(|i| core.id(i) == id && self.local.contains_key(&i))
+                    };
+                    if !running(id) || with.as_deref().is_some_and(|w| !running(w)) {
+                        return Err(format!(
+                            "a conflict of {id} with {with:?} was foreseen when one of them was not running"
+                        )
+                        .into());
+                    }
+                    if !self.foreseen.insert((id.clone(), with.clone())) {
+                        return Err(
+                            format!("the conflict of {id} with {with:?} was said twice").into()
+                        );
+                    }
+                }
                 self.board.take(&rec);
                 if let Rec::Interrupted { id, report, .. } = &rec {
                     self.undealt(id, &report.verdict);
@@ -968,6 +996,43 @@ impl Sim {
                 self.schedule(after, Event::Planned(gi));
             }
             Effect::StopPlanning => self.planning_stopped = true,
+            Effect::Forecast { writers, tip } => {
+                // Only writers running here, each once, and a look only at a tip swarm is at.
+                let ok = writers.windows(2).all(|w| w[0] < w[1])
+                    && writers.iter().all(|i| {
+                        self.local.get(i).is_some_and(|r| r.writes)
+                            && core.plan.tasks[*i].mode == Mode::Write
+                    })
+                    && tip == *core.tip();
+                if !ok {
+                    return Err(format!(
+                        "a forecast of {writers:?} at {tip}, not the running writers at the tip"
+                    )
+                    .into());
+                }
+                // The world foresees a conflict for writers whose first merge conflicts.
+                let foreseen = writers
+                    .iter()
+                    .filter(|&&i| self.fate(core.id(i)).conflicts)
+                    .map(|&i| crate::schedule::core::Foreseen {
+                        later: i,
+                        with: writers.iter().copied().find(|&j| j != i),
+                        paths: vec![format!("{}.txt", core.id(i))],
+                    })
+                    .collect();
+                inputs.push_back(Input::Forecast(crate::schedule::core::Looked {
+                    writers: writers.len(),
+                    probes: writers.len(),
+                    foreseen,
+                }));
+            }
+            Effect::Note { task, .. } => {
+                if !self.local.contains_key(&task) {
+                    return Err(
+                        format!("a note for {}, which is not running", core.id(task)).into(),
+                    );
+                }
+            }
             Effect::PollQueue => {
                 let due = self.sc.queued.iter().filter(|&&at| at <= self.now).count();
                 let first = self.sc.goals.map_or(0, |(n, _)| n);
