@@ -240,6 +240,12 @@ impl Site {
             "timeline": report::timeline(&spans),
             "merges": merges,
             "parked": parked,
+            "foreseen": super::facts::foreseen(&events).into_iter().map(|f| json!({
+                "task": f.task,
+                "with": f.with,
+                "paths": f.paths,
+                "came": f.came,
+            })).collect::<Vec<_>>(),
         }))
     }
 
