@@ -1543,3 +1543,53 @@ fn a_refused_result_under_an_ended_lease_has_its_attempt_published_again() {
     assert_only_the_real_change_landed(&c, &forged, &remote_main);
     assert_eq!(events(&c.user, "result_arrived")[0].1["generation"], 2);
 }
+
+#[test]
+fn a_conflict_between_two_workers_writers_is_merged_by_the_structural_rung_on_the_coordinator() {
+    let Some(tool) = crate::ci_templates::installed(
+        "SWARM_TEST_MERGIRAF",
+        ".ci/tools/bin/mergiraf",
+        "mergiraf",
+        "a_conflict_between_two_workers_writers_is_merged_by_the_structural_rung_on_the_coordinator",
+    ) else {
+        return;
+    };
+    let c = Cluster::new();
+    let base = "pub struct S;\n\nimpl S {\n    pub fn a(&self) -> u32 {\n        1\n    }\n}\n";
+    c.user.write("src/lib.rs", base);
+    c.user.commit_all("impl S");
+    c.user.git(&["push", "-q", "origin", "main"]);
+    // Each adds a method at the same place; `second` ends after `first` is merged.
+    let method = |name: &str, v: u32| {
+        let text = base.replace(
+            "        1\n    }\n}\n",
+            &format!("        1\n    }}\n\n    pub fn {name}(&self) -> u32 {{\n        {v}\n    }}\n}}\n"),
+        );
+        format!("printf '%s' '{text}' > src/lib.rs")
+    };
+    let tasks = c.tasks(&[
+        serde_json::json!({"id": "first", "mode": "write", "run": method("b", 2)}).to_string(),
+        serde_json::json!({
+            "id": "second",
+            "mode": "write",
+            "run": format!("{}; {}", crate::after_event(&c.user, "merged", "first"), method("c", 3)),
+        })
+        .to_string(),
+    ]);
+    let worker = c.runner("w").start(&["-j", "2"]);
+
+    let out = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .env("SWARM_MERGIRAF", &tool)
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    assert_exit(&finish(worker), 0);
+    let merged = c.user.read("src/lib.rs");
+    assert!(merged.contains("pub fn b(&self)") && merged.contains("pub fn c(&self)"), "{merged}");
+    let resolved = events(&c.user, "resolved");
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    assert_eq!(resolved[0].1["rung"], "structural", "{resolved:?}");
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+}
