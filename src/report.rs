@@ -443,7 +443,7 @@ fn run_summary(f: &Facts<'_>) -> String {
                     by.trim_end().to_owned()
                 }
                 Some(("redo", _)) => {
-                    " after a conflict, done again on the integration tip by its agent".to_owned()
+                    " after a conflict, done again on the integration tip".to_owned()
                 }
                 Some(_) => " after a conflict, resolved by its agent".to_owned(),
                 None => String::new(),

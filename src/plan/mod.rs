@@ -156,6 +156,9 @@ pub struct Task {
     /// The most tasks this task, and the tasks it adds, may add to the run in all while it
     /// runs (see the README's "Tasks that add tasks"); none may when unset.
     pub spawn: Option<u32>,
+    /// A `run` task whose command may run again on a newer tip: after its merge conflicts, the
+    /// conflict ladder's `redo` rung runs it again there.
+    pub repeat: bool,
     /// 1-based line in the task file it came from.
     pub line: usize,
 }
@@ -201,6 +204,9 @@ impl Task {
         }
         if let Some(n) = self.spawn {
             m.insert("spawn".into(), n.into());
+        }
+        if self.repeat {
+            m.insert("repeat".into(), true.into());
         }
         Value::Object(m)
     }

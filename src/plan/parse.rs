@@ -10,7 +10,7 @@ use super::{Action, Lane, Mode, Problem, Task, TaskId};
 
 const FIELDS: &[&str] = &[
     "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check", "files",
-    "then", "parent", "spawn",
+    "then", "parent", "spawn", "repeat",
 ];
 
 /// The most a task's `spawn` may say: far past any run's `max-spawned`, and a typo beyond.
@@ -199,6 +199,21 @@ pub(super) fn task(
             None
         }
     };
+    let repeat = match obj.get("repeat") {
+        None | Some(Value::Null | Value::Bool(false)) => false,
+        Some(Value::Bool(true)) if matches!(action, Some(Action::Run(_))) => true,
+        Some(Value::Bool(true)) => {
+            problem(
+                "\"repeat\" is for a `run` task: a prompt task is done again by its agent, told what it did before"
+                    .into(),
+            );
+            false
+        }
+        Some(_) => {
+            problem("\"repeat\" must be true or false".into());
+            false
+        }
+    };
     if problems.len() > before {
         return None;
     }
@@ -216,6 +231,7 @@ pub(super) fn task(
         then: then.map(Box::new),
         parent,
         spawn,
+        repeat,
         line,
     })
 }

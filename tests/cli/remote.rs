@@ -1563,7 +1563,9 @@ fn a_conflict_between_two_workers_writers_is_merged_by_the_structural_rung_on_th
     let method = |name: &str, v: u32| {
         let text = base.replace(
             "        1\n    }\n}\n",
-            &format!("        1\n    }}\n\n    pub fn {name}(&self) -> u32 {{\n        {v}\n    }}\n}}\n"),
+            &format!(
+                "        1\n    }}\n\n    pub fn {name}(&self) -> u32 {{\n        {v}\n    }}\n}}\n"
+            ),
         );
         format!("printf '%s' '{text}' > src/lib.rs")
     };
@@ -1587,7 +1589,10 @@ fn a_conflict_between_two_workers_writers_is_merged_by_the_structural_rung_on_th
     assert_exit(&out, 0);
     assert_exit(&finish(worker), 0);
     let merged = c.user.read("src/lib.rs");
-    assert!(merged.contains("pub fn b(&self)") && merged.contains("pub fn c(&self)"), "{merged}");
+    assert!(
+        merged.contains("pub fn b(&self)") && merged.contains("pub fn c(&self)"),
+        "{merged}"
+    );
     let resolved = events(&c.user, "resolved");
     assert_eq!(resolved.len(), 1, "{resolved:?}");
     assert_eq!(resolved[0].1["rung"], "structural", "{resolved:?}");

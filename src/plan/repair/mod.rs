@@ -247,6 +247,7 @@ pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> anyhow::Result<(Plan,
             then: None,
             parent: None,
             spawn: n.spawn,
+            repeat: false,
             line: pos + 1,
         }
     });

@@ -322,14 +322,17 @@ impl Core<'_> {
                 Rung::Structural if self.settings.structural.is_none() => Some(
                     "no structural merge tool: mergiraf is not on PATH (install it, or name it with the `mergiraf` key)",
                 ),
-                Rung::Redo
-                    if !matches!(self.plan.tasks[i].action, crate::plan::Action::Prompt(_)) =>
-                {
-                    Some("a `run` task is not redone: its command would do the same again")
-                }
-                Rung::Redo if !self.resolvable(i) => Some("no agent to redo it with"),
+                Rung::Redo => match self.plan.tasks[i].action {
+                    crate::plan::Action::Run(_) if !self.plan.tasks[i].repeat => {
+                        Some("a `run` task is run again only when it is marked `\"repeat\": true`")
+                    }
+                    crate::plan::Action::Prompt(_) if !self.resolvable(i) => {
+                        Some("no agent to redo it with")
+                    }
+                    crate::plan::Action::Run(_) | crate::plan::Action::Prompt(_) => None,
+                },
                 Rung::Resolve if !self.resolvable(i) => Some("no agent to resolve it with"),
-                Rung::Structural | Rung::Redo | Rung::Resolve => None,
+                Rung::Structural | Rung::Resolve => None,
             };
             match cannot {
                 Some(why) => self.slots[i].climbed.push((rung, why.to_owned())),

@@ -1232,7 +1232,9 @@ fn a_rung_the_run_cannot_climb_is_passed_over_and_said_in_the_park() {
         "{climbed:?}"
     );
     assert!(
-        climbed[1].1.starts_with("a `run` task is not redone"),
+        climbed[1]
+            .1
+            .starts_with("a `run` task is run again only when"),
         "{climbed:?}"
     );
 }

@@ -185,9 +185,17 @@ fn resolver(
         ex.out.settings,
         ex.out.layout,
     );
-    let agent = settings
-        .resolver_agent(task.agent.as_deref(), slot.member.as_deref())
-        .context("a resolver needs an agent")?;
+    // A `run` task marked `repeat` is done again by running its command.
+    let rerun = match &task.action {
+        crate::plan::Action::Run(cmd) if redo => Some(cmd.clone()),
+        _ => None,
+    };
+    let agent = match &rerun {
+        Some(cmd) => Agent::Exec(cmd.clone()),
+        None => settings
+            .resolver_agent(task.agent.as_deref(), slot.member.as_deref())
+            .context("a resolver needs an agent")?,
+    };
     let id = task.id.as_str();
     let theirs = slot
         .commit
@@ -208,7 +216,7 @@ fn resolver(
     let mut cli = None;
     let mut acp = None;
     let (command, stdin, builtin) = match agent {
-        Agent::Exec(cmd) => (cmd, Some(prompt), None),
+        Agent::Exec(cmd) => (cmd, Some(prompt).filter(|_| rerun.is_none()), None),
         Agent::Cli(profile) => {
             let profile = if settings.confine.confines() {
                 profile.under_confinement()

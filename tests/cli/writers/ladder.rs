@@ -289,11 +289,62 @@ fn a_conflict_no_merge_settles_is_redone_on_the_tip_by_the_agent_told_its_earlie
     );
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(
-        text.contains("after a conflict, done again on the integration tip by its agent"),
+        text.contains("after a conflict, done again on the integration tip"),
         "{text}"
     );
     // The earlier attempt's commit is kept on the task's branch.
     let run = run_id(&repo);
     let earlier = show(&repo, &format!("swarm/{run}-second"), "src/lib.rs");
     assert!(earlier.contains("        3\n"), "{earlier}");
+}
+
+#[test]
+fn a_run_task_marked_repeat_is_run_again_on_the_tip_and_one_not_marked_is_parked() {
+    for repeat in [true, false] {
+        let repo = TestRepo::new();
+        repo.write("log.txt", "start\n");
+        repo.commit_all("log");
+        let tasks = repo.tasks(&[
+            r#"{"id":"first","run":"echo first >> log.txt"}"#,
+            &serde_json::json!({
+                "id": "second",
+                "run": format!(
+                    "{}; echo second >> log.txt",
+                    crate::after_event(&repo, "merged", "first")
+                ),
+                "repeat": repeat,
+            })
+            .to_string(),
+        ]);
+
+        let out = repo.swarm(&["run", path_str(&tasks), "-j", "2"]);
+
+        if repeat {
+            assert_exit(&out, 0);
+            assert_eq!(repo.read("log.txt"), "start\nfirst\nsecond\n");
+            let run = run_id(&repo);
+            let transcript = repo
+                .swarm_dir()
+                .join("runs")
+                .join(&run)
+                .join("attempts")
+                .join("second.redo.log");
+            assert!(transcript.exists(), "{}", transcript.display());
+        } else {
+            assert_exit(&out, 3);
+            assert_eq!(tasks_of(&repo)["second"]["status"], "parked");
+        }
+    }
+}
+
+#[test]
+fn repeat_on_a_prompt_task_is_refused_with_the_line() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[r#"{"id":"p","prompt":"do it","repeat":true}"#]);
+
+    let out = repo.swarm(&["run", path_str(&tasks), "--agent", "exec:true"]);
+
+    assert_exit(&out, 2);
+    let err = crate::stderr(&out);
+    assert!(err.contains("\"repeat\" is for a `run` task"), "{err}");
 }
