@@ -348,3 +348,126 @@ fn repeat_on_a_prompt_task_is_refused_with_the_line() {
     let err = crate::stderr(&out);
     assert!(err.contains("\"repeat\" is for a `run` task"), "{err}");
 }
+
+#[test]
+fn edits_to_two_adjacent_functions_in_rust_python_and_typescript_are_merged_by_the_structural_rung()
+{
+    let Some(tool) = mergiraf(
+        "edits_to_two_adjacent_functions_in_rust_python_and_typescript_are_merged_by_the_structural_rung",
+    ) else {
+        return;
+    };
+    // One file per language with two adjacent functions: `first` changes what `a` returns,
+    // `second` gives `b` a parameter. Adjacent lines: git's line merge conflicts.
+    let cases = [
+        (
+            "src/lib.rs",
+            "pub fn a() -> u32 { 1 }\npub fn b() -> u32 { 2 }\n",
+            "s/{ 1 }/{ 10 }/",
+            "s/b()/b(x: u32)/",
+            "pub fn a() -> u32 { 10 }\npub fn b(x: u32) -> u32 { 2 }\n",
+        ),
+        (
+            "app.py",
+            "def a():\n    return 1\ndef b():\n    return 2\n",
+            "s/return 1/return 10/",
+            "s/b()/b(x)/",
+            "def a():\n    return 10\ndef b(x):\n    return 2\n",
+        ),
+        (
+            "app.ts",
+            "function a(): number { return 1; }\nfunction b(): number { return 2; }\n",
+            "s/return 1;/return 10;/",
+            "s/b()/b(x: number)/",
+            "function a(): number { return 10; }\nfunction b(x: number): number { return 2; }\n",
+        ),
+    ];
+    for (path, base, first, second, merged) in cases {
+        let repo = TestRepo::new();
+        repo.write(path, base);
+        repo.commit_all("two functions");
+        let tasks = repo.tasks(&[
+            &serde_json::json!({"id": "first", "run": format!("sed -i '{first}' {path}")})
+                .to_string(),
+            &serde_json::json!({
+                "id": "second",
+                "run": format!(
+                    "{}; sed -i '{second}' {path}",
+                    crate::after_event(&repo, "merged", "first")
+                ),
+            })
+            .to_string(),
+        ]);
+
+        let out = repo
+            .swarm_cmd()
+            .env("SWARM_MERGIRAF", &tool)
+            .args(["run", path_str(&tasks), "-j", "2"])
+            .output()
+            .unwrap();
+
+        assert_exit(&out, 0);
+        assert_eq!(repo.read(path), merged, "{path}");
+        let run = run_id(&repo);
+        let resolved: Vec<serde_json::Value> = super::events(&repo, &run)
+            .into_iter()
+            .filter(|e| e["kind"] == "resolved")
+            .collect();
+        assert_eq!(resolved.len(), 1, "{path}: {resolved:?}");
+        assert_eq!(resolved[0]["detail"]["rung"], "structural", "{path}");
+        assert_eq!(
+            resolved[0]["detail"]["paths"],
+            serde_json::json!([path]),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn a_swarm_killed_during_a_redo_climbs_the_ladder_again_on_resume_and_merges_once() {
+    let repo = TestRepo::new();
+    repo.write("log.txt", "start\n");
+    repo.commit_all("log");
+    let mark = repo.shared.join("redo-started");
+    // The first redo says it started and hangs; the one after the resume goes on.
+    let tasks = repo.tasks(&[
+        r#"{"id":"first","run":"echo first >> log.txt"}"#,
+        &serde_json::json!({
+            "id": "second",
+            "run": format!(
+                "if [ -n \"${{SWARM_REDO:-}}\" ] && [ ! -e '{m}' ]; then touch '{m}'; sleep 60; fi; {}; echo second >> log.txt",
+                crate::after_event(&repo, "merged", "first"),
+                m = mark.display()
+            ),
+            "repeat": true,
+        })
+        .to_string(),
+    ]);
+    let mut swarm = repo
+        .swarm_cmd()
+        .args(["run", path_str(&tasks), "-j", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..6000 {
+        if mark.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(mark.exists(), "the redo never started");
+    swarm.kill().unwrap();
+    swarm.wait().unwrap();
+
+    let out = repo.swarm(&["resume"]);
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("log.txt"), "start\nfirst\nsecond\n");
+    let run = run_id(&repo);
+    let merged = super::events(&repo, &run)
+        .into_iter()
+        .filter(|e| e["kind"] == "merged" && e["task"] == "second")
+        .count();
+    assert_eq!(merged, 1);
+}
