@@ -145,6 +145,8 @@ choice! {
         Watch = "watch": "Says so: an event, a line, the report",
         Tell = "tell": "Says so, and tells the later writer's agent in its notes file \
             (SWARM_NOTES)",
+        Hold = "hold": "Says so, and merges the later writer only once the other is merged \
+            (its conflict then climbs the ladder on a tip that holds the other's change)",
     }
 }
 

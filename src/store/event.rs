@@ -196,6 +196,10 @@ pub enum RunEvent {
         with: Option<String>,
         paths: Vec<String>,
     },
+    /// This committed writer's merge waits for writer `with`'s end (`forecast = "hold"`).
+    HeldForMerge {
+        with: String,
+    },
     /// A rung of the conflict ladder did not merge the writer, for `why`.
     RungFailed {
         rung: String,

@@ -162,6 +162,11 @@ pub enum Told {
         with: Option<String>,
         paths: Vec<String>,
     },
+    /// A committed writer's merge waits for another writer's end.
+    HeldForMerge {
+        id: String,
+        with: String,
+    },
     /// A resolver attempt started.
     ResolverStarted(String),
     /// A resolver attempt ended.
@@ -424,6 +429,10 @@ impl Ui {
                     &format!("{id}: a conflict {with} in {}", paths.join(", ")),
                 );
             }
+            Told::HeldForMerge { id, with } => self.note(
+                Verb::Foreseen,
+                &format!("{id}: its merge waits for {with}'s, with which it would conflict"),
+            ),
             Told::ResolverStarted(id) => self.task_started(&format!("{id} (resolving)"), 1),
             Told::ResolverEnded { id, elapsed } => self.task_finished(
                 &format!("{id} (resolving)"),

@@ -5,7 +5,7 @@
 //! conflict is recorded and said once; with `forecast = "tell"` the later writer's agent is
 //! told too.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::config::Forecast as Mode;
@@ -32,12 +32,17 @@ pub(in crate::schedule) struct Looked {
     pub(in crate::schedule) foreseen: Vec<Foreseen>,
 }
 
-/// When the next look is due, whether one is out, and which pairs were said.
+/// When the next look is due, whether one is out, which pairs were said, and (with `hold`)
+/// the writers whose merge waits for another's.
 #[derive(Debug, Default)]
 pub(super) struct Forecasts {
     next: Option<Instant>,
     out: bool,
     said: BTreeSet<(usize, Option<usize>)>,
+    /// Later writers foreseen to conflict with a running writer, and that writer.
+    against: BTreeMap<usize, usize>,
+    /// Committed writers whose merge waits for that writer's end.
+    held: BTreeMap<usize, usize>,
 }
 
 impl Forecasts {
@@ -49,6 +54,11 @@ impl Forecasts {
     /// The look asked for was not made.
     pub(super) fn not_looked(&mut self) {
         self.out = false;
+    }
+
+    /// Whether a committed writer's merge waits for another's.
+    pub(super) fn holds(&self) -> bool {
+        !self.held.is_empty()
     }
 }
 
@@ -134,6 +144,9 @@ impl Core<'_> {
                 with: with.clone(),
                 paths: f.paths.clone(),
             }));
+            if let Some(w) = f.with {
+                self.forecasts.against.insert(f.later, w);
+            }
             if self.settings.forecast == Mode::Tell {
                 let other = match &with {
                     Some(w) => format!("the change of task {w}, running beside you,"),
@@ -146,6 +159,55 @@ impl Core<'_> {
                         f.paths.join(", ")
                     ),
                 });
+            }
+        }
+    }
+}
+
+impl Core<'_> {
+    /// Whether writer `w` may still be merged in this run: it runs, waits for its merge or its
+    /// retry, or climbs the conflict ladder.
+    fn may_merge(&self, w: usize) -> bool {
+        matches!(
+            self.dag.state(w),
+            State::Running | State::Committed | State::Resolving | State::Ready | State::Delayed(_)
+        )
+    }
+
+    /// Writer `i` is committed: with `forecast = "hold"`, when it was foreseen to conflict with
+    /// a writer that may still be merged (and that writer's merge does not wait for it), its
+    /// merge waits for that writer's end, said; else it joins the merge queue.
+    pub(super) fn to_merge(&mut self, i: usize, fx: &mut Vec<Effect>) {
+        if self.settings.forecast == Mode::Hold
+            && let Some(&w) = self.forecasts.against.get(&i)
+            && self.may_merge(w)
+            && self.forecasts.held.get(&w) != Some(&i)
+        {
+            self.forecasts.held.insert(i, w);
+            let (id, with) = (self.id(i).to_owned(), self.id(w).to_owned());
+            fx.push(Effect::Record(Rec::Task(
+                id.clone(),
+                RunEvent::HeldForMerge { with: with.clone() },
+            )));
+            fx.push(Effect::Tell(Told::HeldForMerge { id, with }));
+            return;
+        }
+        self.enqueue(i, fx);
+    }
+
+    /// Held writers whose other writer has ended (merged, or not to be) join the merge queue.
+    pub(super) fn release_held(&mut self, fx: &mut Vec<Effect>) {
+        let free: Vec<usize> = self
+            .forecasts
+            .held
+            .iter()
+            .filter(|&(_, &w)| !self.may_merge(w))
+            .map(|(&i, _)| i)
+            .collect();
+        for i in free {
+            self.forecasts.held.remove(&i);
+            if self.dag.state(i) == State::Committed {
+                self.enqueue(i, fx);
             }
         }
     }

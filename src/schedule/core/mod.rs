@@ -970,6 +970,7 @@ impl<'s> Core<'s> {
         }
         self.transition(Transition::Tick(now), fx);
         self.forecast(now, fx);
+        self.release_held(fx);
         if self.stopping() {
             return;
         }
@@ -1115,6 +1116,7 @@ impl<'s> Core<'s> {
         let idle = !self.dag.has_ready()
             && self.dag.next_delay().is_none()
             && !self.merges.busy()
+            && !self.forecasts.holds()
             && !self.goals.as_ref().is_some_and(goals::Goals::busy)
             && self.counts.remote.is_empty();
         if !idle {

@@ -1368,3 +1368,54 @@ fn a_lone_writer_at_the_tip_is_not_looked_at_and_off_never_looks() {
     run.core.prepared(1, Some(commit("base")), None);
     assert!(run.at(1000).on(Input::Tick).is_empty());
 }
+
+#[test]
+fn with_hold_the_later_writer_is_merged_only_once_the_other_is() {
+    let mut settings = Settings::sample(2);
+    settings.forecast = crate::config::Forecast::Hold;
+    settings.forecast_interval = Duration::from_secs(10);
+    let mut run = Run::new(
+        &settings,
+        &[
+            r#"{"id":"w","run":"x","mode":"write"}"#,
+            r#"{"id":"v","run":"x","mode":"write"}"#,
+        ],
+    );
+    run.open();
+    run.core.prepared(0, Some(commit("base")), None);
+    run.core.prepared(1, Some(commit("base")), None);
+    assert!(run.at(1).on(Input::Tick).is_empty());
+    assert_eq!(run.at(11).on(Input::Tick), ["forecast [w v] at base"]);
+    run.on(Input::Forecast(super::Looked {
+        writers: 2,
+        probes: 1,
+        foreseen: vec![super::Foreseen {
+            later: 1,
+            with: Some(0),
+            paths: vec!["f.rs".to_owned()],
+        }],
+    }));
+    // v ends first: its merge waits for w.
+    assert_eq!(
+        run.ended(committed(1, 1, "cv")),
+        [
+            "record v committed cv",
+            "record v HeldForMerge",
+            "tell HeldForMerge { id: \"v\", with: \"w\" }",
+        ]
+    );
+    assert_eq!(
+        run.ended(committed(0, 1, "cw")),
+        ["record w committed cw", "merge w into base"]
+    );
+    // Once w is merged, v joins the queue, and its merge is made on the tip that holds w's.
+    let fx = run.on(Input::Merge {
+        task: 0,
+        outcome: merged("base", "m1"),
+    });
+    assert_eq!(
+        fx.last().map(String::as_str),
+        Some("merge v into m1"),
+        "{fx:?}"
+    );
+}

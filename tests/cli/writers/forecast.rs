@@ -186,3 +186,58 @@ fn with_tell_the_later_writer_finds_the_note_in_swarm_notes() {
         "{note}"
     );
 }
+
+#[test]
+fn with_hold_the_later_writer_is_merged_after_the_other_and_redone_on_its_tip() {
+    let repo = TestRepo::new();
+    repo.write("log.txt", "start\n");
+    repo.commit_all("log");
+    let runs = repo.swarm_dir().join("runs");
+    // Both append a line (git's merge of the two conflicts). Once the conflict is foreseen,
+    // the later writer ends at once and the other only once the later one is held, so the
+    // later one is committed first. Both may run again on a newer tip.
+    let writer = |name: &str| {
+        serde_json::json!({
+            "id": name,
+            "run": format!(
+                "echo {name} >> log.txt; {}; \
+                 if grep -q '\"kind\":\"conflict_forecast\",\"seq\":[0-9]*,\"task\":\"{name}\"' '{runs}'/\"$SWARM_RUN_ID\"/events.jsonl; then exit 0; fi; {}",
+                wait_for(&repo, "\"kind\":\"conflict_forecast\""),
+                wait_for(&repo, "\"kind\":\"held_for_merge\""),
+                runs = runs.display()
+            ),
+            "repeat": true,
+        })
+        .to_string()
+    };
+    let tasks = repo.tasks(&[&writer("a"), &writer("b")]);
+
+    let out = repo
+        .swarm_cmd()
+        .env("SWARM_FORECAST_INTERVAL", "100ms")
+        .env("SWARM_FORECAST", "hold")
+        .args(["run", path_str(&tasks), "-j", "2"])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    let kinds = kinds(&repo);
+    let (_, held) = kinds
+        .iter()
+        .find(|(k, _)| k == "held_for_merge")
+        .expect("a held_for_merge event");
+    let later = held["task"].as_str().unwrap().to_owned();
+    let other = held["detail"]["with"].as_str().unwrap().to_owned();
+    let merged: Vec<String> = kinds
+        .iter()
+        .filter(|(k, _)| k == "merged")
+        .map(|(_, e)| e["task"].as_str().unwrap().to_owned())
+        .collect();
+    // The other first, then the later one, done again on the tip that holds the other's line.
+    assert_eq!(merged, [other.clone(), later.clone()]);
+    let redone = kinds.iter().any(|(k, e)| {
+        k == "resolved" && e["task"] == later.as_str() && e["detail"]["rung"] == "redo"
+    });
+    assert!(redone, "{kinds:?}");
+    assert_eq!(repo.read("log.txt"), format!("start\n{other}\n{later}\n"));
+}

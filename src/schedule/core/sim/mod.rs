@@ -228,10 +228,11 @@ impl Scenario {
             program: "mergiraf".into(),
             version: "mergiraf 0.20.0".to_owned(),
         });
-        s.forecast = match ladder.u32(0..3) {
+        s.forecast = match ladder.u32(0..4) {
             0 => crate::config::Forecast::Off,
             1 => crate::config::Forecast::Watch,
-            _ => crate::config::Forecast::Tell,
+            2 => crate::config::Forecast::Tell,
+            _ => crate::config::Forecast::Hold,
         };
         s.forecast_interval = Duration::from_secs(ladder.u64(5..120));
         let confined = fastrand::Rng::with_seed(seed ^ 0x00c0_f14e).u32(0..100) < 75;
@@ -389,6 +390,8 @@ struct Sim {
     local: BTreeMap<usize, Running>,
     /// The conflicts foreseen and said: (writer, with).
     foreseen: std::collections::BTreeSet<(String, Option<String>)>,
+    /// Writers whose merge was held for another's end, and that other.
+    held: BTreeMap<String, String>,
     /// Resolver attempts running, and their events.
     resolvers: BTreeMap<usize, (Duration, u64)>,
     /// Attempts stopped by swarm: they end cut short.
@@ -460,6 +463,7 @@ impl Sim {
             base,
             local: BTreeMap::new(),
             foreseen: std::collections::BTreeSet::new(),
+            held: BTreeMap::new(),
             resolvers: BTreeMap::new(),
             cut: BTreeSet::new(),
             gate: None,
@@ -557,8 +561,9 @@ impl Sim {
         });
         self.local.clear();
         self.resolvers.clear();
-        // A new swarm says each pair once again.
+        // A new swarm says each pair once again, and holds none.
         self.foreseen.clear();
+        self.held.clear();
         self.cut.clear();
         self.gate = None;
         self.hooks = 0;
@@ -882,6 +887,22 @@ impl Sim {
                 self.limits(core)?;
             }
             Effect::Merge { task, tip, onto } => {
+                // A writer held for another is merged only once that one may merge no more.
+                if let Some(with) = self.held.get(core.id(task)) {
+                    let w = (0..core.plan.len()).find(|&w| core.id(w) == with);
+                    if w.is_some_and(|w| {
+                        matches!(
+                            core.dag.state(w),
+                            State::Running | State::Committed | State::Resolving
+                        )
+                    }) {
+                        return Err(format!(
+                            "{} was merged while {with}, which it was held for, may still merge",
+                            core.id(task)
+                        )
+                        .into());
+                    }
+                }
                 if self.moved_under_rewind {
                     return Err(format!(
                         "{} merged after the branch was found moved",
@@ -940,6 +961,9 @@ impl Sim {
                     self.note("the disk is full".to_owned());
                     self.unrecorded(&rec);
                     return Ok(false);
+                }
+                if let Rec::Task(id, crate::store::RunEvent::HeldForMerge { with }) = &rec {
+                    self.held.insert(id.clone(), with.clone());
                 }
                 if let Rec::Task(id, crate::store::RunEvent::ConflictForecast { with, .. }) = &rec {
                     let running = |id: &str| {
