@@ -214,7 +214,7 @@ impl Core<'_> {
         if let Some(c) = commit {
             self.slots[i].commit = Some(c);
             self.transition(Transition::Committed(i), fx);
-            self.to_merge(i, fx);
+            self.merge_when_due(i, fx);
         } else {
             if writes {
                 fx.push(Effect::CleanUp {

@@ -177,7 +177,7 @@ impl Core<'_> {
     /// Writer `i` is committed: with `forecast = "hold"`, when it was foreseen to conflict with
     /// a writer that may still be merged (and that writer's merge does not wait for it), its
     /// merge waits for that writer's end, said; else it joins the merge queue.
-    pub(super) fn to_merge(&mut self, i: usize, fx: &mut Vec<Effect>) {
+    pub(super) fn merge_when_due(&mut self, i: usize, fx: &mut Vec<Effect>) {
         if self.settings.forecast == Mode::Hold
             && let Some(&w) = self.forecasts.against.get(&i)
             && self.may_merge(w)
