@@ -221,22 +221,67 @@ fn push_answer(messages: &mut Vec<Value>, message: &Value) {
 }
 
 /// The draft in a model's answer: the arguments of a `submit_plan` call, else the first JSON
-/// object or array in its text (fenced or not).
+/// value in its text (fenced or not) shaped as a plan. A plan with no task is no plan.
 fn read_answer(message: &Value) -> Result<(Vec<DraftTask>, Vec<Repair>), String> {
-    repair::parse_draft(&answer_json(message)?)
+    let what = "a plan (a list of tasks, each with an id and a prompt or a command)";
+    let (draft, repairs) = repair::parse_draft(&answer_json(message, plan_shaped, what)?)?;
+    if draft.is_empty() {
+        return Err("the plan has no task".to_owned());
+    }
+    Ok((draft, repairs))
 }
 
 /// The JSON a model answered with (`choices[0].message`): the arguments of its function call,
-/// else the first JSON object or array in its text (fenced or not).
-fn answer_json(message: &Value) -> Result<Value, String> {
+/// else the first JSON value in its text that is `shaped` as the answer asked for (`what`): a
+/// stray `[]` or `{}` in a code sample is not taken for a plan.
+fn answer_json(
+    message: &Value,
+    shaped: impl Fn(&Value) -> bool,
+    what: &str,
+) -> Result<Value, String> {
     match call_arguments(message) {
         Some(Ok(v)) => Ok(v),
         Some(Err(e)) => Err(format!("the function arguments are not valid JSON: {e}")),
         None => {
             let text = message["content"].as_str().unwrap_or_default();
-            first_json(text).ok_or_else(|| "the answer holds no JSON".to_owned())
+            let mut found = json_values(text).peekable();
+            if found.peek().is_none() {
+                return Err("the answer holds no JSON".to_owned());
+            }
+            found
+                .find(|v| shaped(v))
+                .ok_or_else(|| format!("the answer holds JSON but not {what}"))
         }
     }
+}
+
+/// Whether `v` is a plan: a non-empty list of task objects (or an object holding one under
+/// `tasks` or `plan`), each with an `id` and a `prompt` or a `run`.
+fn plan_shaped(v: &Value) -> bool {
+    let items = match v {
+        Value::Array(items) => items,
+        Value::Object(o) => match o.get("tasks").or_else(|| o.get("plan")) {
+            Some(Value::Array(items)) => items,
+            _ => return false,
+        },
+        _ => return false,
+    };
+    !items.is_empty()
+        && items.iter().all(|t| {
+            t.get("id").is_some() && (t.get("prompt").is_some() || t.get("run").is_some())
+        })
+}
+
+/// Every JSON object or array in `text` that parses, in order, from each `{` or `[`.
+fn json_values(text: &str) -> impl Iterator<Item = Value> + '_ {
+    text.char_indices()
+        .filter(|(_, c)| *c == '{' || *c == '[')
+        .filter_map(|(i, _)| {
+            serde_json::Deserializer::from_str(&text[i..])
+                .into_iter::<Value>()
+                .next()
+                .and_then(Result::ok)
+        })
 }
 
 /// The arguments of the first function call in a model's answer, parsed (some servers send
@@ -260,14 +305,7 @@ fn call_arguments(message: &Value) -> Option<Result<Value, String>> {
 
 /// The first JSON object or array in `text` that parses.
 pub fn first_json(text: &str) -> Option<Value> {
-    text.char_indices()
-        .filter(|(_, c)| *c == '{' || *c == '[')
-        .find_map(|(i, _)| {
-            serde_json::Deserializer::from_str(&text[i..])
-                .into_iter::<Value>()
-                .next()
-                .and_then(Result::ok)
-        })
+    json_values(text).next()
 }
 
 #[cfg(test)]
@@ -290,5 +328,18 @@ mod tests {
         });
         let (draft, _) = read_answer(&message).unwrap();
         assert_eq!(draft[0].id, "x");
+    }
+
+    #[test]
+    fn stray_json_in_prose_is_not_taken_for_a_plan_and_an_empty_plan_is_none() {
+        let prose = json!({"content": "Use this:\n```python\nitems = []\nconf = {\"a\": 1}\n```\nThat is all."});
+        let why = read_answer(&prose).unwrap_err();
+        assert!(why.contains("but not a plan"), "{why}");
+        let later = json!({"content": "x = [] then the plan: [{\"id\": \"a\", \"prompt\": \"do a\"}]"});
+        assert_eq!(read_answer(&later).unwrap().0[0].id, "a");
+        let empty = json!({"content": "", "tool_calls": [{"id": "1", "function": {"name": "submit_plan", "arguments": "{\"tasks\": []}"}}]});
+        assert_eq!(read_answer(&empty).unwrap_err(), "the plan has no task");
+        let none = json!({"content": "I cannot plan this."});
+        assert_eq!(read_answer(&none).unwrap_err(), "the answer holds no JSON");
     }
 }

@@ -190,7 +190,7 @@ pub fn infer(
 /// `{"dependencies": [...]}` or the bare list is accepted; ids are trimmed, a missing reason
 /// is empty. Nothing is checked against the goals here: [`settle`] does that.
 fn read_answer(message: &Value) -> Result<Vec<Edge>, String> {
-    let value = answer_json(message)?;
+    let value = answer_json(message, |_| true, "an answer")?;
     let items = match &value {
         Value::Array(items) => items,
         other => other["dependencies"]

@@ -821,3 +821,28 @@ fn a_model_repeating_a_call_that_fails_the_same_way_is_stopped_with_that_reason(
         );
     }
 }
+
+#[test]
+fn prose_with_stray_json_is_not_a_plan_and_a_plan_with_no_task_fails_the_goal() {
+    // Prose holding a Python snippet, then a plan after it is asked for again.
+    let prose = Reply::Text("Use a list:\n```python\nitems = []\n```\nThat is all.".into());
+    let (_, text, out) = run_defective_plan(prose, plan_call(&good_plan()));
+    assert_exit(&out, 0);
+    assert!(text.contains("the answer holds JSON but not a plan"), "{text}");
+
+    // Only empty plans: the goal fails, with the reason, and nothing runs.
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            plan_call(&json!([]))
+        } else {
+            Reply::Text("done".into())
+        }
+    });
+    let before = repo.state();
+    let out = goal_cmd(&repo, &llm, &["--goal", "Do it"]);
+    assert_exit(&out, 1);
+    let err = crate::stderr(&out);
+    assert!(err.contains("the plan has no task"), "{err}");
+    assert_eq!(repo.state(), before);
+}
