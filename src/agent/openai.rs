@@ -23,6 +23,8 @@ pub struct Builtin {
     pub max_turns: u32,
     pub max_tokens: u64,
     pub allowed_programs: Vec<String>,
+    /// A writer's attempt that ends without a single tool call made no change: it fails.
+    pub must_change: bool,
 }
 
 /// How long one allowed command may run.
@@ -126,6 +128,10 @@ fn turns(
     // The final answer, when the model gives it in parts (each cut at its output limit).
     let mut answer = String::new();
     let mut errors = Repeats::default();
+    // Whether the model has called a tool in this attempt.
+    let mut called = false;
+    // Answers cut at the output limit in a row.
+    let mut cut = 0;
     let stop = || watchdog.is_stopping() || Instant::now() >= deadline;
     for turn in 1..=b.max_turns {
         let body = json!({
@@ -145,30 +151,54 @@ fn turns(
             }
         };
         *tokens += reply.usage.total_tokens;
-        let message = reply.message;
+        let mut message = reply.message;
         let text = message["content"].as_str().unwrap_or_default().to_owned();
-        let calls = message["tool_calls"]
+        let mut calls = message["tool_calls"]
             .as_array()
             .cloned()
             .unwrap_or_default();
+        // A model whose server does not pass function calls on often writes them as text.
+        if calls.is_empty() {
+            calls = calls_in_text(&text, turn);
+            if !calls.is_empty() {
+                log.line("swarm: tool calls written as text, read as calls");
+                message["tool_calls"] = Value::Array(calls.clone());
+            }
+        }
         log.line(&format!("--- turn {turn} ({} tokens so far) ---", *tokens));
         if !text.is_empty() {
             log.line(&format!("assistant: {text}"));
         }
         messages.push(assistant_message(&message));
         if calls.is_empty() && reply.finish_reason.as_deref() == Some("length") {
-            // Cut at the output limit: not the final answer, which the model continues.
+            // Cut at the output limit: not the final answer, which the model continues, a few
+            // times at most (a text cut again and again only degenerates).
+            cut += 1;
+            if cut > MAX_CONTINUATIONS {
+                let why = format!(
+                    "the model's answer was cut at the server's output limit {cut} times in a row; swarm stopped asking it to continue"
+                );
+                log.line(&format!("swarm: {why}"));
+                return Err(Outcome::Failed(why));
+            }
             answer.push_str(&text);
             messages.push(json!({ "role": "user", "content": CONTINUE }));
             continue;
         }
+        cut = 0;
         if calls.is_empty() {
             answer.push_str(&text);
+            if b.must_change && !called {
+                let why = "the agent made no change: the model answered without calling a tool (a model or server without function calls? see Local models in the README)";
+                log.line(&format!("swarm: {why}"));
+                return Err(Outcome::Failed(why.to_owned()));
+            }
             if answer.trim().is_empty() {
                 return Err(Outcome::Failed("the model ended without an answer".into()));
             }
             return Ok(answer);
         }
+        called = true;
         for call in &calls {
             let id = call["id"].as_str().unwrap_or_default();
             let name = call["function"]["name"].as_str().unwrap_or_default();
@@ -224,6 +254,52 @@ impl Repeats {
     }
 }
 
+/// Tool calls a model wrote in its text instead of as function calls: each
+/// `<tool_call>{"name": …, "arguments": …}</tool_call>`, or the whole text as one such object
+/// (fenced or not). They get ids of their own (`text-<turn>-<k>`), for the tool messages.
+fn calls_in_text(text: &str, turn: u32) -> Vec<Value> {
+    let call = |v: &Value, k: usize| -> Option<Value> {
+        let name = v["name"].as_str()?;
+        let args = match &v["arguments"] {
+            Value::String(s) => s.clone(),
+            Value::Object(_) => v["arguments"].to_string(),
+            Value::Null => "{}".to_owned(),
+            _ => return None,
+        };
+        Some(json!({
+            "id": format!("text-{turn}-{k}"),
+            "type": "function",
+            "function": { "name": name, "arguments": args },
+        }))
+    };
+    let tagged: Vec<Value> = text
+        .split("<tool_call>")
+        .skip(1)
+        .filter_map(|rest| rest.split("</tool_call>").next())
+        .filter_map(|body| serde_json::from_str::<Value>(body.trim()).ok())
+        .enumerate()
+        .filter_map(|(k, v)| call(&v, k))
+        .collect();
+    if !tagged.is_empty() {
+        return tagged;
+    }
+    let bare = text
+        .trim()
+        .trim_start_matches("```json")
+        .trim_start_matches("```")
+        .trim_end_matches("```")
+        .trim();
+    serde_json::from_str::<Value>(bare)
+        .ok()
+        .filter(|v| v.get("arguments").is_some())
+        .and_then(|v| call(&v, 0))
+        .into_iter()
+        .collect()
+}
+
+/// The most times in a row a cut answer is continued.
+const MAX_CONTINUATIONS: u32 = 3;
+
 /// What the model is told when its answer was cut at the output limit.
 const CONTINUE: &str = "Your answer was cut off at the output limit. Continue it exactly where it stopped, without repeating anything.";
 
@@ -268,5 +344,25 @@ impl Log {
         };
         transcript.end(turns)?;
         transcript.note(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls_in_text;
+
+    #[test]
+    fn tool_calls_written_as_text_are_read_tagged_or_bare() {
+        let tagged = "ok <tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}</tool_call> and <tool_call>{\"name\": \"list_files\", \"arguments\": \"{}\"}</tool_call>";
+        let calls = calls_in_text(tagged, 2);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0]["id"], "text-2-0");
+        assert_eq!(calls[0]["function"]["name"], "read_file");
+        assert_eq!(calls[0]["function"]["arguments"], "{\"path\":\"a\"}");
+        assert_eq!(calls[1]["function"]["arguments"], "{}");
+        let bare = "```json\n{\"name\": \"search\", \"arguments\": {\"pattern\": \"x\"}}\n```";
+        assert_eq!(calls_in_text(bare, 1)[0]["function"]["name"], "search");
+        assert!(calls_in_text("Here is {\"a\": 1} and no call.", 1).is_empty());
+        assert!(calls_in_text("{\"name\": \"x\"}", 1).is_empty());
     }
 }

@@ -476,6 +476,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         )
         .map_err(|e| Usage::new(format!("forecast-interval: {e}")))?,
         fresh_retries: o.fresh_retries,
+        allow_no_change: o.allow_no_change,
         llm,
         named_agents,
         pool: pool.map(str::to_owned),

@@ -245,6 +245,14 @@ macro_rules! run_options {
                 key: "resolve-conflicts", flag: switch, var: "SWARM_RESOLVE_CONFLICTS", file: yes,
                 shape: Switch, listed: 18,
             }
+            /// Take a writer whose agent changed nothing (a Claude, Codex or ACP agent with no
+            /// change, the built-in agent with no tool call) as done; without it the attempt fails
+            /// with "the agent made no change" and is retried (a task may say
+            /// `"may-be-empty": true`).
+            allow_no_change: bool {
+                key: "allow-no-change", flag: switch, var: "SWARM_ALLOW_NO_CHANGE", file: yes,
+                shape: Switch, listed: 47,
+            }
             /// Start every retry afresh. Without it, a retry after a timeout, a usage-limit pause,
             /// an interruption or a crash continues the Claude or Codex session of the attempt it
             /// follows, in the same checkout, so the work already paid for is not redone.

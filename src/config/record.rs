@@ -109,7 +109,7 @@ mod tests {
             "budget_tokens": 1000, "allow_program": ["cargo"], "task_timeout": "10m",
             "stall_timeout": null, "kill_grace": null, "retries": null, "check": "true",
             "final_out": "/tmp/opt-report.md", "final_out_dir": null, "base": null,
-            "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true, "fresh_retries": false,
+            "land": "branch", "worktree_dir": "/tmp/optwt", "resolve_conflicts": true, "fresh_retries": false, "allow_no_change": false,
             "on_escalate": null, "include": [], "setup": null, "gate": null, "cache": [], "cache_key": [], "remote": null, "report_format": null, "web": false,
             "max_children": null, "max_depth": null, "max_spawned": null, "spawns_per_minute": null,
             "spawning": null, "transcript_cap": null,

@@ -514,6 +514,7 @@ conflicts = ["merge", "structural", "resolve"]
 mergiraf = "/opt/mergiraf/bin/mergiraf"
 forecast = "tell"
 forecast-interval = "10s"
+allow-no-change = true
 
 [agents.all]
 command = "a"

@@ -159,6 +159,8 @@ pub struct Task {
     /// A `run` task whose command may run again on a newer tip: after its merge conflicts, the
     /// conflict ladder's `redo` rung runs it again there.
     pub repeat: bool,
+    /// A writer that may end with no change: its agent's doing nothing is not a failure.
+    pub may_be_empty: bool,
     /// 1-based line in the task file it came from.
     pub line: usize,
 }
@@ -207,6 +209,9 @@ impl Task {
         }
         if self.repeat {
             m.insert("repeat".into(), true.into());
+        }
+        if self.may_be_empty {
+            m.insert("may-be-empty".into(), true.into());
         }
         Value::Object(m)
     }

@@ -9,8 +9,22 @@ use serde_json::{Map, Value};
 use super::{Action, Lane, Mode, Problem, Task, TaskId};
 
 const FIELDS: &[&str] = &[
-    "id", "prompt", "run", "deps", "lane", "mode", "title", "agent", "timeout", "check", "files",
-    "then", "parent", "spawn", "repeat",
+    "id",
+    "prompt",
+    "run",
+    "deps",
+    "lane",
+    "mode",
+    "title",
+    "agent",
+    "timeout",
+    "check",
+    "files",
+    "then",
+    "parent",
+    "spawn",
+    "repeat",
+    "may-be-empty",
 ];
 
 /// The most a task's `spawn` may say: far past any run's `max-spawned`, and a typo beyond.
@@ -214,6 +228,14 @@ pub(super) fn task(
             false
         }
     };
+    let may_be_empty = match obj.get("may-be-empty") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            problem("\"may-be-empty\" must be true or false".into());
+            false
+        }
+    };
     if problems.len() > before {
         return None;
     }
@@ -232,6 +254,7 @@ pub(super) fn task(
         parent,
         spawn,
         repeat,
+        may_be_empty,
         line,
     })
 }

@@ -267,9 +267,9 @@ fn plan_shaped(v: &Value) -> bool {
         _ => return false,
     };
     !items.is_empty()
-        && items.iter().all(|t| {
-            t.get("id").is_some() && (t.get("prompt").is_some() || t.get("run").is_some())
-        })
+        && items
+            .iter()
+            .all(|t| t.get("id").is_some() && (t.get("prompt").is_some() || t.get("run").is_some()))
 }
 
 /// Every JSON object or array in `text` that parses, in order, from each `{` or `[`.
@@ -303,11 +303,6 @@ fn call_arguments(message: &Value) -> Option<Result<Value, String>> {
         })
 }
 
-/// The first JSON object or array in `text` that parses.
-pub fn first_json(text: &str) -> Option<Value> {
-    json_values(text).next()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,8 +310,8 @@ mod tests {
     #[test]
     fn json_is_found_in_fenced_text() {
         let text = "Here is the plan:\n```json\n{\"tasks\": [{\"id\": \"a\"}]}\n```\nDone.";
-        assert_eq!(first_json(text).unwrap()["tasks"][0]["id"], "a");
-        assert!(first_json("no plan [here").is_none());
+        assert_eq!(json_values(text).next().unwrap()["tasks"][0]["id"], "a");
+        assert!(json_values("no plan [here").next().is_none());
     }
 
     #[test]
@@ -335,7 +330,8 @@ mod tests {
         let prose = json!({"content": "Use this:\n```python\nitems = []\nconf = {\"a\": 1}\n```\nThat is all."});
         let why = read_answer(&prose).unwrap_err();
         assert!(why.contains("but not a plan"), "{why}");
-        let later = json!({"content": "x = [] then the plan: [{\"id\": \"a\", \"prompt\": \"do a\"}]"});
+        let later =
+            json!({"content": "x = [] then the plan: [{\"id\": \"a\", \"prompt\": \"do a\"}]"});
         assert_eq!(read_answer(&later).unwrap().0[0].id, "a");
         let empty = json!({"content": "", "tool_calls": [{"id": "1", "function": {"name": "submit_plan", "arguments": "{\"tasks\": []}"}}]});
         assert_eq!(read_answer(&empty).unwrap_err(), "the plan has no task");

@@ -66,6 +66,8 @@ pub struct Settings {
     pub forecast_interval: Duration,
     /// A retry never continues the session of the attempt it follows.
     pub fresh_retries: bool,
+    /// A writer whose agent changed nothing is done (else its attempt fails).
+    pub allow_no_change: bool,
     /// The model client of the built-in agent, when it is configured.
     pub llm: Option<crate::llm::Client>,
     pub builtin: BuiltinLimits,
@@ -192,6 +194,7 @@ impl Settings {
             forecast: crate::config::Forecast::Off,
             forecast_interval: Duration::from_secs(30),
             fresh_retries: false,
+            allow_no_change: false,
             llm: None,
             builtin: BuiltinLimits {
                 max_turns: 50,

@@ -502,3 +502,53 @@ fn a_codex_writer_cut_short_by_kill_9_continues_its_thread_on_resume() {
     assert!(!attempts.join("w.1.stdout").exists());
     assert!(!attempts.join("w.2.stdout").exists());
 }
+
+#[test]
+fn a_cli_writer_that_changes_nothing_fails_and_is_retried_unless_it_may_be_empty() {
+    // The fake claude in `no-edit` mode writes nothing and answers as a success.
+    for may_be_empty in [false, true] {
+        let agent = "claude";
+        let repo = TestRepo::new();
+        let fakes = FakeAgents::beside(&repo);
+        let tasks = repo.tasks(&[&serde_json::json!({
+            "id": "w",
+            "prompt": "FAKE_MODE: no-edit\nRESULT: nothing to change",
+            "mode": "write",
+            "may-be-empty": may_be_empty,
+        })
+        .to_string()]);
+
+        let out = fakes.swarm(&repo, &["run", tasks.to_str().unwrap(), "--agent", agent]);
+
+        let s = status_json(&repo);
+        if may_be_empty {
+            assert_exit(&out, 0);
+            assert_eq!(s["tasks"][0]["attempts"], 1, "{s}");
+        } else {
+            assert_exit(&out, 1);
+            assert_eq!(s["tasks"][0]["attempts"], 2, "{agent}: {s}");
+            assert!(
+                stdout(&out).contains("the agent made no change"),
+                "{agent}: {}",
+                stdout(&out)
+            );
+        }
+    }
+    // The key turns the rule off.
+    let repo = TestRepo::new();
+    let fakes = FakeAgents::beside(&repo);
+    let tasks = repo.tasks(&[
+        r#"{"id":"w","prompt":"FAKE_MODE: no-edit\nRESULT: nothing to change","mode":"write"}"#,
+    ]);
+    let out = fakes.swarm(
+        &repo,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "claude",
+            "--allow-no-change",
+        ],
+    );
+    assert_exit(&out, 0);
+}

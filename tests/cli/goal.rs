@@ -828,7 +828,10 @@ fn prose_with_stray_json_is_not_a_plan_and_a_plan_with_no_task_fails_the_goal() 
     let prose = Reply::Text("Use a list:\n```python\nitems = []\n```\nThat is all.".into());
     let (_, text, out) = run_defective_plan(prose, plan_call(&good_plan()));
     assert_exit(&out, 0);
-    assert!(text.contains("the answer holds JSON but not a plan"), "{text}");
+    assert!(
+        text.contains("the answer holds JSON but not a plan"),
+        "{text}"
+    );
 
     // Only empty plans: the goal fails, with the reason, and nothing runs.
     let repo = TestRepo::new();
@@ -845,4 +848,102 @@ fn prose_with_stray_json_is_not_a_plan_and_a_plan_with_no_task_fails_the_goal() 
     let err = crate::stderr(&out);
     assert!(err.contains("the plan has no task"), "{err}");
     assert_eq!(repo.state(), before);
+}
+
+#[test]
+fn a_writer_whose_model_calls_no_tool_fails_as_no_change_unless_it_may_be_empty() {
+    for may_be_empty in [false, true] {
+        let repo = TestRepo::new();
+        let llm = FakeLlm::start(|_, _| Reply::Text("I would change the README.".into()));
+        let tasks = repo.tasks(&[&json!({
+            "id": "w",
+            "prompt": "Improve the README",
+            "mode": "write",
+            "may-be-empty": may_be_empty,
+        })
+        .to_string()]);
+        let out = goal_cmd(
+            &repo,
+            &llm,
+            &["run", tasks.to_str().unwrap(), "--agent", "openai"],
+        );
+        if may_be_empty {
+            assert_exit(&out, 0);
+        } else {
+            assert_exit(&out, 1);
+            let text = crate::stdout(&out);
+            assert!(text.contains("the agent made no change"), "{text}");
+            // Tried, and retried once.
+            let failed = events(&repo)
+                .iter()
+                .filter(|e| e["kind"] == "task_failed")
+                .count();
+            assert_eq!(failed, 2);
+        }
+    }
+}
+
+#[test]
+fn an_answer_cut_again_and_again_is_continued_three_times_then_the_attempt_fails() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|_, _| {
+        let cut = json!({
+            "choices": [{"index": 0, "finish_reason": "length",
+                         "message": {"role": "assistant", "content": "more and more "}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 512, "total_tokens": 517}
+        });
+        Reply::Status {
+            status: 200,
+            body: cut.to_string(),
+            headers: Vec::new(),
+        }
+    });
+    let tasks = repo.tasks(&[r#"{"id":"r","prompt":"Summarise","mode":"read"}"#]);
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "openai",
+            "--retries",
+            "0",
+        ],
+    );
+
+    assert_exit(&out, 1);
+    let text = crate::stdout(&out);
+    assert!(
+        text.contains("cut at the server's output limit 4 times in a row"),
+        "{text}"
+    );
+    // The first answer and three continuations.
+    assert_eq!(llm.requests().len(), 4);
+}
+
+#[test]
+fn a_tool_call_written_as_text_is_executed() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if tool_results(req).is_empty() {
+            Reply::Text(
+                "I will write it.\n<tool_call>{\"name\": \"write_file\", \"arguments\": {\"path\": \"hello.txt\", \"content\": \"hi\\n\"}}</tool_call>"
+                    .into(),
+            )
+        } else {
+            Reply::Text("Wrote hello.txt.".into())
+        }
+    });
+    let tasks = repo.tasks(&[r#"{"id":"w","prompt":"Write hello.txt","mode":"write"}"#]);
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["run", tasks.to_str().unwrap(), "--agent", "openai"],
+    );
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("hello.txt"), "hi\n");
 }

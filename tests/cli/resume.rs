@@ -66,6 +66,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     let mut expected = old.clone();
     expected["endpoint_wait"] = serde_json::Value::Null;
     expected["fresh_retries"] = false.into();
+    expected["allow_no_change"] = false.into();
     expected["kill_grace"] = serde_json::Value::Null;
     expected["include"] = serde_json::json!([]);
     expected["setup"] = serde_json::Value::Null;

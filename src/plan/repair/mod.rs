@@ -248,6 +248,7 @@ pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> anyhow::Result<(Plan,
             parent: None,
             spawn: n.spawn,
             repeat: false,
+            may_be_empty: false,
             line: pos + 1,
         }
     });

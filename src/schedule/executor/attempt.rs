@@ -82,6 +82,7 @@ pub(super) fn prepare(
                         ex.checkouts.take_set_aside()
                     },
                     in_place: continuing.is_some(),
+                    must_change: !task.may_be_empty && !settings.allow_no_change,
                 },
             )
         }
@@ -246,6 +247,9 @@ pub(super) fn prepare(
                         max_turns: settings.builtin.max_turns,
                         max_tokens: settings.builtin.max_tokens,
                         allowed_programs: settings.builtin.allowed_programs.clone(),
+                        must_change: task.mode == Mode::Write
+                            && !task.may_be_empty
+                            && !settings.allow_no_change,
                     });
                     ("(built-in agent)".to_owned(), None, None)
                 }

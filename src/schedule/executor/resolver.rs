@@ -251,6 +251,7 @@ fn resolver(
                 max_turns: settings.builtin.max_turns,
                 max_tokens: settings.builtin.max_tokens,
                 allowed_programs: settings.builtin.allowed_programs.clone(),
+                must_change: false,
             }),
         ),
     };

@@ -141,6 +141,9 @@ pub(super) enum JobKind {
         keep_as: String,
         /// The attempt continues an earlier one's session in the checkout it left.
         in_place: bool,
+        /// Its agent changing nothing fails the attempt (a Claude, Codex or ACP agent: no
+        /// commit; the built-in agent decides it by its tool calls).
+        must_change: bool,
     },
     /// A conflicting writer's one attempt at resolving its merge.
     Resolver {
@@ -440,6 +443,7 @@ impl Job {
                 check,
                 message,
                 keep_as,
+                must_change,
                 ..
             } => {
                 let left = git::take_result(
@@ -455,6 +459,13 @@ impl Job {
                     Ok(commit) => commit,
                     Err(refused) => return Ok(refused),
                 };
+                let agent = self.parser.is_some() || self.acp.is_some();
+                if commit.is_none() && *must_change && agent {
+                    return Ok(Verdict::Failed(
+                        "the agent made no change (a task that may end so says \"may-be-empty\": true)"
+                            .to_owned(),
+                    ));
+                }
                 if let (Some(check), Some(_)) = (check, &commit)
                     && let Some(failed) = self.check(inv, check, watchdog, spent)
                 {

@@ -43,6 +43,7 @@
 //!   seconds.`, exit 1 (real codex prints minutes or a clock time; seconds keep tests fast);
 //! - `denied`: claude: a writer whose `Write` of the file was refused: it writes nothing and
 //!   answers as a success, with the refusal only in `permission_denials`, as Claude Code does;
+//! - `no-edit`: claude: a writer that edits nothing and answers as a success;
 //! - `hang-after-result`: a normal run, then ten minutes of sleep;
 //! - `hang-after-edit`: a writer edits, then hangs (`sleep 600`) before its result (codex: after
 //!   its `thread.started`), as an agent cut short by a timeout or a crash;
@@ -370,6 +371,7 @@ claude_run() {
         error-exit-0) MSG='API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}'; IS_ERROR=true ;;
         usage-limit) MSG="Claude AI usage limit reached|$RESET"; IS_ERROR=true ;;
         hang-after-edit) edit; sleep 600; MSG=$R; IS_ERROR=false ;;
+        no-edit) MSG=$R; IS_ERROR=false ;;
         denied)
             DENIALS="[{\"tool_name\":\"Write\",\"tool_use_id\":\"toolu_fake\",\"tool_input\":{\"file_path\":\"$(json_str "$(pwd)/$FILE")\",\"content\":\"$(json_str "$EDIT")\"}}]"
             MSG="I could not write $F: permission was denied."; IS_ERROR=false ;;
