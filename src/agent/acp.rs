@@ -197,9 +197,8 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         .unwrap_or_else(PoisonError::into_inner);
     transcript.end(conversation)?;
     transcript.note(&format!(
-        "--- end: {} after {:.2}s, {tokens} tokens ---\n",
-        outcome.describe(),
-        started.elapsed().as_secs_f64()
+        "--- end: {}, {tokens} tokens ---\n",
+        outcome.ended(started.elapsed())
     ))?;
     transcript.redact()?;
     let mut text = client.text;

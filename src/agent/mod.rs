@@ -172,6 +172,19 @@ impl Outcome {
             Self::Fault(f) => format!("cut short ({})", f.why),
         }
     }
+
+    /// How an attempt that took `elapsed` ended, for its transcript's last line: a timeout
+    /// says its time and its limit once each.
+    pub fn ended(&self, elapsed: Duration) -> String {
+        match self {
+            Self::TimedOut(t) => format!(
+                "timed out after {:.2}s (its limit: {})",
+                elapsed.as_secs_f64(),
+                crate::ui::duration(*t)
+            ),
+            other => format!("{} after {:.2}s", other.describe(), elapsed.as_secs_f64()),
+        }
+    }
 }
 
 /// How an attempt ended.
@@ -351,11 +364,7 @@ fn spawn_and_wait(
         None if status.success() => Outcome::Succeeded,
         None => Outcome::Failed(describe(status)),
     };
-    transcript.note(&format!(
-        "\n--- end: {} after {:.2}s ---\n",
-        outcome.describe(),
-        elapsed.as_secs_f64()
-    ))?;
+    transcript.note(&format!("\n--- end: {} ---\n", outcome.ended(elapsed)))?;
     if let Some(confine) = &inv.confine {
         let refused = refusals(confine, inv, &stdout);
         if !refused.is_empty() {

@@ -79,9 +79,8 @@ pub fn run(
         Err(outcome) => (outcome, String::new()),
     };
     let closed = log.close(&format!(
-        "\n--- end: {} after {:.2}s, {tokens} tokens ---\n",
-        outcome.describe(),
-        started.elapsed().as_secs_f64()
+        "\n--- end: {}, {tokens} tokens ---\n",
+        outcome.ended(started.elapsed())
     ));
     // A transcript the disk had no room for: the machine's fault, not the task's.
     if let Err(e) = closed
@@ -138,6 +137,7 @@ fn turns(
             "messages": messages,
             "tools": definitions,
             "tool_choice": "auto",
+            "max_tokens": TURN_TOKENS,
         });
         let reply = match b.client.chat(&body, &stop, notify) {
             Ok(r) => r,
@@ -296,6 +296,10 @@ fn calls_in_text(text: &str, turn: u32) -> Vec<Value> {
         .into_iter()
         .collect()
 }
+
+/// The most tokens one turn's answer may take: a tool call or a final answer fits; a runaway
+/// answer stops there (and is continued, a few times at most) instead of filling the context.
+const TURN_TOKENS: u32 = 4096;
 
 /// The most times in a row a cut answer is continued.
 const MAX_CONTINUATIONS: u32 = 3;

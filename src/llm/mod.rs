@@ -134,6 +134,52 @@ pub enum Notice {
     Concurrency {
         limit: usize,
     },
+    /// A model's answer, as it came (secrets hidden, cut at `ANSWER_CAP`), for the record:
+    /// `what` asked for it (`planning`, `needs`), in its `request`th request.
+    Answer {
+        what: &'static str,
+        request: u32,
+        text: String,
+    },
+    /// A request that offered tools (or forced one) came back without a function call: the
+    /// server may not pass tools to the model. Said once by whoever asked.
+    NoFunctionCall {
+        what: &'static str,
+    },
+}
+
+/// The most bytes of a model's answer kept on record.
+pub const ANSWER_CAP: usize = 16 * 1024;
+
+impl Notice {
+    /// The answer in `message` (`choices[0].message`) as a notice: its text, then its function
+    /// calls, secrets hidden, cut at `ANSWER_CAP`.
+    pub fn answer(what: &'static str, request: u32, message: &serde_json::Value) -> Self {
+        let mut text = message["content"].as_str().unwrap_or_default().to_owned();
+        if let Some(calls) = message["tool_calls"].as_array().filter(|c| !c.is_empty()) {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&serde_json::Value::Array(calls.clone()).to_string());
+        }
+        let mut text = crate::secret::redact(&text).into_owned();
+        if text.len() > ANSWER_CAP {
+            let mut end = ANSWER_CAP;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let more = text.len() - end;
+            text.truncate(end);
+            text.push_str("\n[");
+            text.push_str(&more.to_string());
+            text.push_str(" more bytes cut]");
+        }
+        Notice::Answer {
+            what,
+            request,
+            text,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -472,7 +518,13 @@ impl Client {
     }
 
     fn transport_failure(&self, err: &ureq::Error) -> Try {
-        let cause = self.endpoint.scrub(&err.to_string());
+        let cause = match err {
+            ureq::Error::Timeout(_) => format!(
+                "no answer within the request timeout ({}); a slow model may need a longer --request-timeout",
+                crate::ui::duration(self.limits.read_timeout)
+            ),
+            _ => self.endpoint.scrub(&err.to_string()),
+        };
         // No connection at all, as opposed to one that broke or timed out.
         let unanswered = match err {
             ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => true,

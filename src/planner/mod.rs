@@ -102,6 +102,29 @@ fn tools() -> Value {
     }])
 }
 
+/// How the planner asks for the plan: as a function call; as JSON following a schema (where
+/// the server takes `response_format`); as JSON in text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asking {
+    Call,
+    Structured,
+    Text,
+}
+
+impl Asking {
+    fn as_str(self) -> &'static str {
+        match self {
+            Asking::Call => "a function call",
+            Asking::Structured => "structured output",
+            Asking::Text => "text",
+        }
+    }
+}
+
+/// The most tokens a planning answer may take: a plan of a hundred tasks fits; a runaway
+/// answer stops there instead of filling the model's context.
+const PLAN_TOKENS: u32 = 8192;
+
 /// Plans `goal`. `max_fan_in` bounds a reducer's inputs (wider becomes a tree of reducers).
 pub fn plan(
     client: &Client,
@@ -118,30 +141,45 @@ pub fn plan(
     let mut usage = Usage::default();
     let mut repairs = Vec::new();
     let mut requests = 0;
-    let mut with_tools = true;
+    let mut asking = Asking::Call;
     loop {
-        let body = if with_tools {
-            json!({
+        let body = match asking {
+            Asking::Call => json!({
                 "messages": messages,
                 "tools": tools(),
                 "tool_choice": { "type": "function", "function": { "name": "submit_plan" } },
-            })
-        } else {
-            json!({ "messages": messages })
+                "max_tokens": PLAN_TOKENS,
+            }),
+            // The answer valid by construction, where the server follows a JSON schema.
+            Asking::Structured => json!({
+                "messages": messages,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": { "name": "plan", "schema": plan_schema() },
+                },
+                "max_tokens": PLAN_TOKENS,
+            }),
+            Asking::Text => json!({ "messages": messages, "max_tokens": PLAN_TOKENS }),
         };
         requests += 1;
         let reply = match client.chat(&body, stop, notify) {
             Ok(r) => r,
-            // Some servers take no tools (or no forced tool choice): ask for the JSON in text.
+            // Some servers take no tools (or no forced tool choice), some no JSON schema: ask
+            // for the JSON the next way.
             Err(LlmError::Rejected {
                 status: 400 | 422, ..
-            }) if with_tools => {
-                with_tools = false;
+            }) if asking != Asking::Text => {
+                let (next, how) = match asking {
+                    Asking::Call => (Asking::Structured, "the function call"),
+                    _ => (Asking::Text, "structured output"),
+                };
+                asking = next;
                 repairs.push(Repair {
                     kind: "no_function_call",
-                    message:
-                        "the endpoint refused the function call; asked for the plan as JSON text"
-                            .into(),
+                    message: format!(
+                        "the endpoint refused {how}; asked for the plan as JSON {}",
+                        asking.as_str()
+                    ),
                 });
                 messages.push(json!({
                     "role": "user",
@@ -155,6 +193,20 @@ pub fn plan(
         usage.prompt_tokens += reply.usage.prompt_tokens;
         usage.completion_tokens += reply.usage.completion_tokens;
         usage.total_tokens += reply.usage.total_tokens;
+        notify(Notice::answer("planning", requests, &reply.message));
+        let no_call = reply.message["tool_calls"]
+            .as_array()
+            .is_none_or(Vec::is_empty);
+        if asking == Asking::Call && no_call {
+            // Asked for a call and answered in prose: the server is likely to have left the
+            // tools out. Said once; the next request asks for structured output.
+            notify(Notice::NoFunctionCall { what: "planning" });
+            asking = Asking::Structured;
+            repairs.push(Repair {
+                kind: "no_function_call",
+                message: "the model answered without the function call; asked for the plan as structured output".into(),
+            });
+        }
         let replans_left = requests <= MAX_REPLANS;
         let (draft, parse_repairs) = match read_answer(&reply.message) {
             Ok(found) => found,
@@ -164,9 +216,13 @@ pub fn plan(
                     message: format!("the plan could not be read ({why}); asked again"),
                 });
                 push_answer(&mut messages, &reply.message);
+                let how = match asking {
+                    Asking::Call => "Call submit_plan with the whole plan as valid JSON.",
+                    _ => "Answer with the whole plan as one JSON object only.",
+                };
                 messages.push(json!({
                     "role": "user",
-                    "content": format!("Your plan could not be read: {why}. Call submit_plan with the whole plan as valid JSON."),
+                    "content": format!("Your plan could not be read: {why}. {how}"),
                 }));
                 continue;
             }

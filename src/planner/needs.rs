@@ -13,6 +13,9 @@ use super::answer_json;
 use crate::llm::{Client, LlmError, Notice, Usage};
 
 /// A goal as the dependency pass sees it.
+/// The most tokens the dependency pass's answer may take.
+const NEEDS_TOKENS: u32 = 4096;
+
 #[derive(Debug, Clone, Copy)]
 pub struct GoalText<'a> {
     pub id: &'a str,
@@ -146,9 +149,10 @@ pub fn infer(
                 "messages": messages,
                 "tools": tools(),
                 "tool_choice": { "type": "function", "function": { "name": FUNCTION } },
+                "max_tokens": NEEDS_TOKENS,
             })
         } else {
-            json!({ "messages": messages })
+            json!({ "messages": messages, "max_tokens": NEEDS_TOKENS })
         };
         requests += 1;
         match client.chat(&body, stop, notify) {
@@ -171,6 +175,7 @@ pub fn infer(
             }
         }
     };
+    notify(Notice::answer("needs", requests, &reply.message));
     let proposed = read_answer(&reply.message).map_err(|why| {
         anyhow::anyhow!(
             "the goal-dependency pass gave no readable answer after {requests} request(s): {why}"

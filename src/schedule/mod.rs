@@ -459,8 +459,23 @@ pub fn notice_event(notice: &crate::llm::Notice) -> RunEvent {
             attempt: *attempt,
         },
         Notice::Concurrency { limit } => RunEvent::LlmConcurrency { limit: *limit },
+        Notice::Answer {
+            what,
+            request,
+            text,
+        } => RunEvent::ModelAnswer {
+            what: (*what).to_owned(),
+            request: *request,
+            text: text.clone(),
+        },
+        Notice::NoFunctionCall { what } => RunEvent::NoFunctionCall {
+            what: (*what).to_owned(),
+        },
     }
 }
+
+/// What the terminal says when a request that offered tools came back without a call.
+const NO_CALL: &str = "the model answered without a function call: the server may not pass tools on (llama.cpp: start it with --jinja; Ollama: a model with tool support); asking for JSON in text";
 
 /// A model client's notice as a line for the terminal, when it is a retry:
 /// `model retry 2/8 in 4.0s: connection refused`.
@@ -484,7 +499,8 @@ pub fn notice_line(notice: &crate::llm::Notice) -> Option<String> {
             attempt,
             attempts,
         } => (why.clone(), wait, attempt, attempts),
-        Notice::Concurrency { .. } => return None,
+        Notice::Concurrency { .. } | Notice::Answer { .. } => return None,
+        Notice::NoFunctionCall { .. } => return Some(NO_CALL.to_owned()),
     };
     Some(format!(
         "model retry {}/{attempts} in {}: {}",

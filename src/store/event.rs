@@ -200,6 +200,17 @@ pub enum RunEvent {
     HeldForMerge {
         with: String,
     },
+    /// A model's answer, as it came (secrets hidden, cut at 16 KiB), to `what` asked
+    /// (`planning`, `needs`) in its `request`th request.
+    ModelAnswer {
+        what: String,
+        request: u32,
+        text: String,
+    },
+    /// A request that offered tools came back without a function call (`what` asked).
+    NoFunctionCall {
+        what: String,
+    },
     /// A rung of the conflict ladder did not merge the writer, for `why`.
     RungFailed {
         rung: String,

@@ -643,6 +643,18 @@ fn planning_server(port: u16, key: &'static str) -> FakeLlm {
                 "submit_plan".into(),
                 serde_json::json!({"tasks": [{"id": "a", "prompt": "TASK a: say hi", "deps": []}]}),
             )])
+        } else if crate::fake_llm::tool_results(req).is_empty()
+            && crate::fake_llm::system_text(req).contains("write")
+            && req.body["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "write_file"))
+        {
+            // The writer writes its greeting.
+            Reply::ToolCalls(vec![(
+                "w".into(),
+                "write_file".into(),
+                serde_json::json!({"path": "hi.txt", "content": "hi\n"}),
+            )])
         } else {
             Reply::text("hi")
         }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::fake_llm::{FakeLlm, Reply, Request, has_tool, tool_results};
+use crate::fake_llm::{FakeLlm, Reply, Request, has_tool, is_planning, tool_results};
 use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
 
 /// The user message of an agent request: the task's prompt.
@@ -302,7 +302,7 @@ fn run_defective_plan(first: Reply, then: Reply) -> (TestRepo, String, Output) {
     let then = Arc::new(Mutex::new(Some(then)));
     let first = Arc::new(Mutex::new(Some(first)));
     let llm = FakeLlm::start(move |req, _| {
-        if has_tool(req, "submit_plan") {
+        if is_planning(req) {
             if let Some(r) = first.lock().unwrap().take() {
                 return r;
             }
@@ -311,10 +311,7 @@ fn run_defective_plan(first: Reply, then: Reply) -> (TestRepo, String, Output) {
             }
             return plan_call(&good_plan());
         }
-        Reply::Text(format!(
-            "done: {}",
-            &task_prompt(req)[..8.min(task_prompt(req).len())]
-        ))
+        agent_reply(req)
     });
     let report = outside(&repo, "report.md");
     let out = goal_cmd(
@@ -836,7 +833,7 @@ fn prose_with_stray_json_is_not_a_plan_and_a_plan_with_no_task_fails_the_goal() 
     // Only empty plans: the goal fails, with the reason, and nothing runs.
     let repo = TestRepo::new();
     let llm = FakeLlm::start(|req, _| {
-        if has_tool(req, "submit_plan") {
+        if is_planning(req) {
             plan_call(&json!([]))
         } else {
             Reply::Text("done".into())
@@ -946,4 +943,56 @@ fn a_tool_call_written_as_text_is_executed() {
 
     assert_exit(&out, 0);
     assert_eq!(repo.read("hello.txt"), "hi\n");
+}
+
+#[test]
+fn a_server_that_drops_the_tools_is_said_once_then_asked_for_structured_output_and_the_plan_runs() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            // The server left the tools out of the prompt: the model answers in prose.
+            return Reply::Text("Sure! First I would look at the files, then write notes.".into());
+        }
+        if req.body.get("response_format").is_some() {
+            return Reply::Text(json!({ "tasks": good_plan() }).to_string());
+        }
+        agent_reply(req)
+    });
+
+    let out = goal_cmd(&repo, &llm, &["--goal", "Do it"]);
+
+    assert_exit(&out, 0);
+    let err = crate::stderr(&out);
+    assert_eq!(
+        err.matches("the model answered without a function call")
+            .count(),
+        1,
+        "{err}"
+    );
+    let structured: Vec<Request> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.get("response_format").is_some())
+        .collect();
+    assert_eq!(structured.len(), 1);
+    assert_eq!(structured[0].body["response_format"]["type"], "json_schema");
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+    // What the model answered is on record, in `swarm logs`.
+    let logs = crate::stdout(&repo.swarm(&["logs"]));
+    assert!(
+        logs.contains("model_answer") && logs.contains("First I would look at the files"),
+        "{logs}"
+    );
+}
+
+#[test]
+fn every_planning_request_caps_its_answer() {
+    let llm = good_server();
+    let repo = TestRepo::new();
+    let out = goal_cmd(&repo, &llm, &["--goal", "Do it"]);
+    assert_exit(&out, 0);
+    for r in llm.requests() {
+        let cap = if is_planning(&r) { 8192 } else { 4096 };
+        assert_eq!(r.body["max_tokens"], cap, "{}", r.body);
+    }
 }

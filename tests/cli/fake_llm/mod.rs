@@ -417,6 +417,13 @@ pub fn system_text(req: &Request) -> String {
         .join("\n")
 }
 
+/// Whether the request is the planner's: it offers `submit_plan`, or (once the model answered
+/// without the call) asks for the plan as structured output or text under the planner's
+/// system prompt.
+pub fn is_planning(req: &Request) -> bool {
+    has_tool(req, "submit_plan") || system_text(req).starts_with("You plan work for swarm")
+}
+
 /// Whether `body.tools` offers a function with this name.
 pub fn has_tool(req: &Request, name: &str) -> bool {
     req.body["tools"]
