@@ -146,6 +146,84 @@ pub enum Notice {
     NoFunctionCall {
         what: &'static str,
     },
+    /// A request was shortened by `cut` bytes to fit the model's context of `context` tokens.
+    Fitted {
+        context: u64,
+        cut: u64,
+    },
+}
+
+/// Whether a server's refusal says the request was too long for the model's context.
+fn too_long(message: &str) -> bool {
+    let m = message.to_lowercase();
+    [
+        "context",
+        "too long",
+        "exceed",
+        "maximum length",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|w| m.contains(w))
+}
+
+/// A request's tokens, estimated from its JSON (three bytes a token: more than most
+/// tokenizers give English or code, so an estimate that fits does).
+fn estimate(body: &serde_json::Value) -> u64 {
+    body.to_string().len() as u64 / 3
+}
+
+/// Fits `body` into a context of `context` tokens: its answer cap at most half of it, then
+/// the longest message contents cut in the middle (their head and tail kept, the cut said)
+/// until the estimate and the cap fit. The bytes cut.
+fn fit(body: &mut serde_json::Value, context: u64) -> u64 {
+    let cap = body["max_tokens"]
+        .as_u64()
+        .unwrap_or(context / 2)
+        .min(context / 2)
+        .max(64);
+    body["max_tokens"] = cap.into();
+    let mut cut = 0;
+    for _ in 0..64 {
+        if estimate(body) + cap <= context {
+            break;
+        }
+        let over = (estimate(body) + cap - context) * 3;
+        let Some(messages) = body["messages"].as_array_mut() else {
+            break;
+        };
+        let Some(longest) = messages
+            .iter_mut()
+            .filter_map(|m| m.get_mut("content"))
+            .filter(|c| c.as_str().is_some_and(|s| s.len() > 400))
+            .max_by_key(|c| c.as_str().map_or(0, str::len))
+        else {
+            break;
+        };
+        let text = longest.as_str().unwrap_or_default();
+        // Cut what is over (and a little more), at most all but 200 bytes of each end.
+        let drop = (over as usize + 64).min(text.len().saturating_sub(400));
+        if drop == 0 {
+            break;
+        }
+        let mut start = (text.len() - drop) / 2;
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = start + drop;
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        let shorter = format!(
+            "{}\n[… {} bytes cut to fit the model's context …]\n{}",
+            &text[..start],
+            end - start,
+            &text[end..]
+        );
+        cut += (end - start) as u64;
+        *longest = shorter.into();
+    }
+    cut
 }
 
 /// The most bytes of a model's answer kept on record.
@@ -232,6 +310,8 @@ pub struct Client {
     limiter: Arc<Limiter>,
     /// Connection failures in a row, shared by every clone; an answer resets it.
     unanswered: Arc<std::sync::atomic::AtomicU32>,
+    /// The model's context in tokens, as the server tells it (read once, shared by clones).
+    context: Arc<std::sync::OnceLock<Option<u64>>>,
 }
 
 impl fmt::Debug for Client {
@@ -271,7 +351,81 @@ impl Client {
             agent: ureq::Agent::new_with_config(config),
             limiter: Arc::new(Limiter::new(limits.max_in_flight)),
             unanswered: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+            context: Arc::new(std::sync::OnceLock::new()),
         }
+    }
+
+    /// The model's context size in tokens, where the server tells it: llama.cpp's `/props`
+    /// (`n_ctx`), vLLM's `/models` (`max_model_len`), Ollama's `/api/show` (`…context_length`).
+    /// Read at the first request, once; `None` where no server says.
+    pub fn context_size(&self) -> Option<u64> {
+        *self.context.get_or_init(|| self.read_context())
+    }
+
+    fn read_context(&self) -> Option<u64> {
+        /// Each look is short: a server that does not know the path answers at once.
+        const LOOK: Duration = Duration::from_secs(3);
+        let base = self.endpoint.base.trim_end_matches('/');
+        let root = base.strip_suffix("/v1").unwrap_or(base);
+        let get = |url: String| -> Option<serde_json::Value> {
+            let mut request = self
+                .agent
+                .get(&url)
+                .config()
+                .timeout_global(Some(LOOK))
+                .build();
+            if let Some(key) = &self.endpoint.key {
+                request = request.header("authorization", format!("Bearer {key}"));
+            }
+            let response = request.call().ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            serde_json::from_str(&response.into_body().read_to_string().ok()?).ok()
+        };
+        let positive = |v: &serde_json::Value| v.as_u64().filter(|n| *n > 0);
+        if let Some(props) = get(format!("{root}/props")) {
+            let n = &props["default_generation_settings"]["n_ctx"];
+            if let Some(n) = positive(n).or_else(|| positive(&props["n_ctx"])) {
+                return Some(n);
+            }
+        }
+        if let Some(models) = get(format!("{base}/models")) {
+            let found = models["data"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|m| {
+                    (m["id"] == self.endpoint.model.as_str()
+                        || models["data"].as_array()?.len() == 1)
+                        .then(|| positive(&m["max_model_len"]))
+                        .flatten()
+                });
+            if found.is_some() {
+                return found;
+            }
+        }
+        let mut request = self
+            .agent
+            .post(&format!("{root}/api/show"))
+            .config()
+            .timeout_global(Some(LOOK))
+            .build()
+            .header("content-type", "application/json");
+        if let Some(key) = &self.endpoint.key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let shown: serde_json::Value = request
+            .send(serde_json::json!({ "model": self.endpoint.model }).to_string())
+            .ok()
+            .filter(|r| r.status().is_success())
+            .and_then(|r| r.into_body().read_to_string().ok())
+            .and_then(|t| serde_json::from_str(&t).ok())?;
+        shown["model_info"]
+            .as_object()?
+            .iter()
+            .find(|(k, _)| k.ends_with(".context_length"))
+            .and_then(|(_, v)| positive(v))
     }
 
     fn unreachable(&self, cause: &str) -> LlmError {
@@ -307,7 +461,17 @@ impl Client {
                 .entry("model")
                 .or_insert_with(|| self.endpoint.model.clone().into());
         }
-        let payload = body.to_string();
+        let mut context = self.context_size();
+        if let Some(tokens) = context {
+            let cut = fit(&mut body, tokens);
+            if cut > 0 {
+                notify(Notice::Fitted {
+                    context: tokens,
+                    cut,
+                });
+            }
+        }
+        let mut payload = body.to_string();
         let attempts = self.limits.max_attempts.max(1);
         let mut last = String::new();
         for attempt in 1..=attempts {
@@ -352,6 +516,28 @@ impl Client {
                     return Ok(reply);
                 }
                 Try::Fatal(LlmError::Stopped) => return Err(LlmError::Stopped),
+                // Refused for its length: shortened to three quarters of what it was, and sent
+                // again once, never as it was.
+                Try::Fatal(LlmError::Rejected {
+                    status: 400,
+                    message,
+                }) if too_long(&message) && attempt < attempts => {
+                    let smaller = (estimate(&body) * 3 / 4).max(256);
+                    if context.is_some_and(|c| c <= smaller) {
+                        return Err(LlmError::Rejected {
+                            status: 400,
+                            message,
+                        });
+                    }
+                    context = Some(smaller);
+                    let cut = fit(&mut body, smaller);
+                    notify(Notice::Fitted {
+                        context: smaller,
+                        cut,
+                    });
+                    payload = body.to_string();
+                    continue;
+                }
                 Try::Fatal(mut err) => {
                     self.limiter.failed();
                     if let LlmError::GaveUp { attempts, .. } = &mut err {

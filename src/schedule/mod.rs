@@ -471,6 +471,10 @@ pub fn notice_event(notice: &crate::llm::Notice) -> RunEvent {
         Notice::NoFunctionCall { what } => RunEvent::NoFunctionCall {
             what: (*what).to_owned(),
         },
+        Notice::Fitted { context, cut } => RunEvent::PromptFitted {
+            context: *context,
+            cut: *cut,
+        },
     }
 }
 
@@ -499,7 +503,9 @@ pub fn notice_line(notice: &crate::llm::Notice) -> Option<String> {
             attempt,
             attempts,
         } => (why.clone(), wait, attempt, attempts),
-        Notice::Concurrency { .. } | Notice::Answer { .. } => return None,
+        Notice::Concurrency { .. } | Notice::Answer { .. } | Notice::Fitted { .. } => {
+            return None;
+        }
         Notice::NoFunctionCall { .. } => return Some(NO_CALL.to_owned()),
     };
     Some(format!(

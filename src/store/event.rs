@@ -207,6 +207,11 @@ pub enum RunEvent {
         request: u32,
         text: String,
     },
+    /// A request was shortened by `cut` bytes to fit the model's context of `context` tokens.
+    PromptFitted {
+        context: u64,
+        cut: u64,
+    },
     /// A request that offered tools came back without a function call (`what` asked).
     NoFunctionCall {
         what: String,

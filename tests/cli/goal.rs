@@ -996,3 +996,78 @@ fn every_planning_request_caps_its_answer() {
         assert_eq!(r.body["max_tokens"], cap, "{}", r.body);
     }
 }
+
+/// Whether a request fits a context of `tokens`, as `fit` estimates it (three bytes a token)
+/// with its answer cap.
+fn fits(req: &Request, tokens: u64) -> bool {
+    let cap = req.body["max_tokens"].as_u64().unwrap_or(0);
+    req.body.to_string().len() as u64 / 3 + cap <= tokens
+}
+
+#[test]
+fn every_request_fits_a_context_of_4096_tokens_the_server_reports() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if !fits(req, 4096) {
+            return Reply::error(400, "the request exceeds the available context size");
+        }
+        Reply::Text("A summary.".into())
+    });
+    llm.set_context(4096);
+    // A prompt of 40 KB: about 13,000 tokens, three times the context.
+    let long = "The quarterly figures of each region, in detail. ".repeat(800);
+    let tasks = repo.tasks(&[&json!({"id": "r", "prompt": long, "mode": "read"}).to_string()]);
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["run", tasks.to_str().unwrap(), "--agent", "openai"],
+    );
+
+    assert_exit(&out, 0);
+    let requests = llm.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert!(
+            fits(r, 4096),
+            "{} bytes, cap {}",
+            r.body.to_string().len(),
+            r.body["max_tokens"]
+        );
+        assert!(r.body["max_tokens"].as_u64().unwrap() <= 2048);
+    }
+    let fitted = events(&repo)
+        .into_iter()
+        .filter(|e| e["kind"] == "prompt_fitted")
+        .count();
+    assert!(fitted >= 1);
+}
+
+#[test]
+fn a_request_refused_for_its_length_is_shortened_and_sent_again_not_as_it_was() {
+    let repo = TestRepo::new();
+    // No context size told: the server refuses what is over 3,000 tokens.
+    let llm = FakeLlm::start(|req, _| {
+        if !fits(req, 3000) {
+            return Reply::error(400, "This model's maximum context length is 3000 tokens");
+        }
+        Reply::Text("A summary.".into())
+    });
+    let long = "The quarterly figures of each region, in detail. ".repeat(400);
+    let tasks = repo.tasks(&[&json!({"id": "r", "prompt": long, "mode": "read"}).to_string()]);
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["run", tasks.to_str().unwrap(), "--agent", "openai"],
+    );
+
+    assert_exit(&out, 0);
+    let sizes: Vec<usize> = llm
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string().len())
+        .collect();
+    assert!(sizes.len() >= 2, "{sizes:?}");
+    assert!(sizes.windows(2).all(|w| w[1] < w[0]), "{sizes:?}");
+}

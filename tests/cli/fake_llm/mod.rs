@@ -112,6 +112,8 @@ struct Shared {
     arrived: Condvar,
     /// A clone of every accepted socket, so `Drop` can shut it down and wake its thread.
     connections: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
+    /// The context size `GET /props` says, as llama.cpp's server does; none: a 404.
+    context: Mutex<Option<u64>>,
 }
 
 impl FakeLlm {
@@ -135,6 +137,7 @@ impl FakeLlm {
             requests: Mutex::new(Vec::new()),
             arrived: Condvar::new(),
             connections: Mutex::new(Vec::new()),
+            context: Mutex::new(None),
         });
         let acceptor_shared = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -146,6 +149,11 @@ impl FakeLlm {
             shared,
             acceptor: Some(acceptor),
         }
+    }
+
+    /// From now on `GET /props` says the model's context is `tokens`, as llama.cpp's does.
+    pub fn set_context(&self, tokens: u64) {
+        *lock(&self.shared.context) = Some(tokens);
     }
 
     /// Replies in order from a list (the last one repeats when the list runs out).
@@ -258,7 +266,17 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         let raw = read_body(&mut reader, &head)?;
         let client_closes = head.has_token("connection", "close");
         let path = head.target.split('?').next().unwrap_or_default();
-        if head.method != "POST" || path != CHAT_PATH {
+        let context = *lock(&shared.context);
+        if let (Some(n), "GET", "/props") = (context, head.method.as_str(), path) {
+            let body = serde_json::json!({"default_generation_settings": {"n_ctx": n}});
+            write_response(
+                &mut writer,
+                200,
+                &[],
+                body.to_string().as_bytes(),
+                client_closes,
+            )?;
+        } else if head.method != "POST" || path != CHAT_PATH {
             let message = format!(
                 "the fake LLM serves only POST {CHAT_PATH}, not {} {}",
                 head.method, head.target
