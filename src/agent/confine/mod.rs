@@ -287,6 +287,15 @@ pub(crate) fn spawn(mut cmd: Command, confine: Option<&Confinement>) -> std::io:
 }
 
 impl Confinement {
+    /// Whether the kernel lets this attempt's processes write anything at or under `dir`:
+    /// a writable path inside it, or one that holds it.
+    pub(crate) fn may_write_in(&self, dir: &Path) -> bool {
+        let dir = real(dir);
+        self.writable
+            .iter()
+            .any(|w| w.starts_with(&dir) || dir.starts_with(w))
+    }
+
     /// The paths the kernel refused in `text` (what an attempt printed), as lines for its
     /// transcript: a line that says a permission was denied, naming a path this confinement
     /// denies (a secret store, another task's checkout) or may not write. Relative paths are

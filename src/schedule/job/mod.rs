@@ -420,8 +420,19 @@ impl Job {
         }
         match &self.kind {
             JobKind::Reader { commit } => {
-                let changed =
-                    git::snapshot_changes(&self.invocation.cwd, commit, &self.prepare.include)?;
+                // Confined, a reader's processes cannot write its snapshot: the kernel refused
+                // each write as it came, so there is nothing to look for. The built-in agent's
+                // file tools run in swarm, unconfined: its snapshot is looked at.
+                let kernel_kept = self.builtin.is_none()
+                    && inv
+                        .confine
+                        .as_ref()
+                        .is_some_and(|c| !c.may_write_in(&self.invocation.cwd));
+                let changed = if kernel_kept {
+                    Vec::new()
+                } else {
+                    git::snapshot_changes(&self.invocation.cwd, commit, &self.prepare.include)?
+                };
                 if !changed.is_empty() {
                     git::restore_snapshot(&self.invocation.cwd, commit)?;
                     // The restore put a tracked included file back to its committed version.
