@@ -18,7 +18,8 @@ fn serve(script: Vec<(u16, &'static str, &'static str)>) -> (String, Receiver<St
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         let mut silent = Vec::new();
-        for (status, header, body) in script {
+        let mut script = script.into_iter();
+        loop {
             let (mut stream, _) = listener.accept().unwrap();
             let mut reader = BufReader::new(&stream);
             let (mut request, mut line, mut length) = (String::new(), String::new(), 0);
@@ -31,6 +32,19 @@ fn serve(script: Vec<(u16, &'static str, &'static str)>) -> (String, Receiver<St
             }
             let mut content = vec![0; length];
             reader.read_exact(&mut content).unwrap();
+            // The client's look for the model's context size (`/props`, `/models`,
+            // `/api/show`): not one of the script's requests.
+            if !request.starts_with("POST /v1/chat/completions ") {
+                write!(
+                    stream,
+                    "HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+                .ok();
+                continue;
+            }
+            let Some((status, header, body)) = script.next() else {
+                break;
+            };
             tx.send(request + &String::from_utf8(content).unwrap()).ok();
             if status == 0 {
                 silent.push(stream);

@@ -500,11 +500,15 @@ mod tests {
         let base = format!("http://{}/v1", listener.local_addr().unwrap());
         let (tx, rx) = channel();
         std::thread::spawn(move || {
-            for (status, body) in script {
+            let mut script = script.into_iter();
+            loop {
                 let (mut stream, _) = listener.accept().unwrap();
                 let mut reader = BufReader::new(&stream);
-                let (mut line, mut length) = (String::new(), 0);
+                let (mut line, mut length, mut first) = (String::new(), 0, String::new());
                 while reader.read_line(&mut line).unwrap() > 2 {
+                    if first.is_empty() {
+                        first.clone_from(&line);
+                    }
                     if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
                         length = n.trim().parse().unwrap();
                     }
@@ -512,6 +516,18 @@ mod tests {
                 }
                 let mut content = vec![0; length];
                 reader.read_exact(&mut content).unwrap();
+                // The client's look for the model's context size: not a scripted request.
+                if !first.starts_with("POST /v1/chat/completions ") {
+                    write!(
+                        stream,
+                        "HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
+                    .ok();
+                    continue;
+                }
+                let Some((status, body)) = script.next() else {
+                    break;
+                };
                 tx.send(serde_json::from_slice(&content).unwrap()).ok();
                 let len = body.len();
                 write!(

@@ -151,15 +151,25 @@ fn structural(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> a
         spawn_file: None,
         confined,
     };
-    let id = id.to_owned();
+    started(ex, id, &path, tip, job)
+}
+
+/// A rung's `job` in the checkout at `path`, from `tip`, recorded and said as started.
+fn started(
+    ex: &mut Exec<'_>,
+    id: &str,
+    path: &std::path::Path,
+    tip: &CommitId,
+    job: Job,
+) -> anyhow::Result<Job> {
     ex.out.record.task_event(
-        &id,
+        id,
         RunEvent::ResolverStarted {
             path: path.display().to_string(),
             tip: tip.to_string(),
         },
     )?;
-    ex.tell(&Told::ResolverStarted(id));
+    ex.tell(&Told::ResolverStarted(id.to_owned()));
     Ok(job)
 }
 
@@ -352,14 +362,5 @@ fn resolver(
         spawn_file: None,
         confined,
     };
-    let id = id.to_owned();
-    ex.out.record.task_event(
-        &id,
-        RunEvent::ResolverStarted {
-            path: path.display().to_string(),
-            tip: tip.to_string(),
-        },
-    )?;
-    ex.tell(&Told::ResolverStarted(id));
-    Ok(job)
+    started(ex, id, &path, tip, job)
 }
