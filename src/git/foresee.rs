@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{DiffOptions, Oid, Repository, Tree};
 
-use super::{CommitId, Repo};
+use super::CommitId;
 
 /// Files larger than this are not trial-merged: a conflict in them is not foreseen.
 const PROBE_CAP: u64 = 1 << 20;
@@ -34,8 +34,12 @@ pub struct Clash {
 /// Compares the running writers with each other and with what was merged since each started
 /// (the integration tip is `tip`): the conflicts foreseen, and how many files were
 /// trial-merged. A checkout that cannot be read now (being made, or gone) is left out.
-pub fn foresee(repo: &Repo, live: &[Live], tip: &CommitId) -> anyhow::Result<(usize, Vec<Clash>)> {
-    let repo = &repo.repo;
+pub fn foresee(
+    common_dir: &Path,
+    live: &[Live],
+    tip: &CommitId,
+) -> anyhow::Result<(usize, Vec<Clash>)> {
+    let repo = &Repository::open(common_dir)?;
     let changed: Vec<(&Live, Changed)> = live
         .iter()
         .filter_map(|w| Some((w, changes(&w.dir, &w.start).ok()?)))

@@ -430,6 +430,8 @@ enum Message {
     /// The model endpoint answers again (`None`), or stayed away for as long as the run waits
     /// (the last cause).
     Endpoint(Option<String>),
+    /// A look for conflicts coming ended, with what it found.
+    Foreseen(core::Looked),
     /// An escalation hook ended: what it did, for the escalation's event.
     Escalated {
         task: Option<String>,

@@ -220,10 +220,7 @@ impl<'a> Exec<'a> {
                 let outcome = merge::merge(core, self, task, &tip, onto)?;
                 inputs.push_back(Input::Merge { task, outcome });
             }
-            Effect::Forecast { writers, tip } => {
-                let looked = forecast::look(core, self, &writers, &tip)?;
-                inputs.push_back(Input::Forecast(looked));
-            }
+            Effect::Forecast { writers, tip } => forecast::look(core, self, &writers, &tip),
             Effect::Note { task, text } => {
                 if let Some(dir) = self.scratch.held(task) {
                     use std::io::Write as _;

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 
 use super::super::Checkout;
 use super::super::core::Core;
-use super::super::job::{Job, JobKind};
+use super::super::job::{Job, JobKind, ResolvedBy};
 use super::super::prompt::{redo_prompt, resolver_prompt};
 use super::Exec;
 use crate::agent::openai::Builtin;
@@ -135,9 +135,7 @@ fn structural(core: &Core<'_>, ex: &mut Exec<'_>, i: usize, tip: &CommitId) -> a
                 "Merge swarm task {id} of run {name}, conflicts resolved by a syntax-aware merge ({})",
                 tool.version
             ),
-            structural: true,
-            unmergeable: sides.err(),
-            redo: false,
+            by: ResolvedBy::Structural(sides.map(drop)),
         },
         invocation,
         builtin: None,
@@ -344,9 +342,11 @@ fn resolver(
             } else {
                 format!("Merge swarm task {id} of run {name}, conflicts resolved")
             },
-            structural: false,
-            unmergeable: None,
-            redo,
+            by: if redo {
+                ResolvedBy::Redo
+            } else {
+                ResolvedBy::Agent
+            },
         },
         invocation,
         builtin,

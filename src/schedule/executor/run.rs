@@ -297,6 +297,7 @@ impl<'a> Dispatcher<'a> {
                     self.ex.tell(&Told::ModelRetry { who, line });
                 }
             }
+            Message::Foreseen(looked) => self.feed(Input::Forecast(looked), workers)?,
             Message::Endpoint(gone) => {
                 self.ex.endpoint.back();
                 self.feed(Input::Endpoint(gone), workers)?;

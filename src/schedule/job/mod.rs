@@ -157,16 +157,24 @@ pub(super) enum JobKind {
         paths: Vec<String>,
         check: Option<String>,
         message: String,
-        /// The structural rung's merge program, not an agent, resolves it.
-        structural: bool,
-        /// Why the structural rung cannot merge a conflicted path, when it cannot.
-        unmergeable: Option<String>,
-        /// The task done again on the tip: its checkout holds the tip as it is, and its result
-        /// is a commit on it, not a merge.
-        redo: bool,
+        /// Which rung of the conflict ladder the job is.
+        by: ResolvedBy,
     },
     /// A run of the gate on this integration tip, in the gate's own checkout (detached).
     Gate { tip: CommitId },
+}
+
+/// What a conflict-ladder job is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ResolvedBy {
+    /// The agent, in the conflicted merge.
+    Agent,
+    /// The structural rung's merge program, in the conflicted merge; `Err` says why it
+    /// cannot merge a conflicted path.
+    Structural(Result<(), String>),
+    /// The task done again on the tip: its checkout holds the tip as it is, and its result
+    /// is a commit on it, not a merge.
+    Redo,
 }
 
 /// One attempt, as handed to a pool thread.
@@ -301,13 +309,13 @@ impl Job {
                 tip,
                 base,
                 theirs,
-                redo,
+                by,
                 ..
             } => {
                 let earlier = Preparer::of(self, &self.invocation).set_earlier_aside();
                 let made = fresh_checkout(&repo, branch, tip, &self.invocation.cwd, None, &[])
                     .and_then(|made| {
-                        if !*redo {
+                        if *by != ResolvedBy::Redo {
                             git::write_conflicted_merge(&self.invocation.cwd, base, theirs)?;
                         }
                         Ok(made)
@@ -344,7 +352,7 @@ impl Job {
         }
         let inv = &inv;
         if let JobKind::Resolver {
-            unmergeable: Some(why),
+            by: ResolvedBy::Structural(Err(why)),
             ..
         } = &self.kind
         {
@@ -496,8 +504,7 @@ impl Job {
                 paths,
                 check,
                 message,
-                structural,
-                redo,
+                by,
                 ..
             } => {
                 let left = git::files_with_conflict_markers(&self.invocation.cwd, paths);
@@ -507,7 +514,7 @@ impl Job {
                         left.join(", ")
                     )));
                 }
-                if *structural {
+                if matches!(by, ResolvedBy::Structural(_)) {
                     let cwd = &self.invocation.cwd;
                     let dropped = git::dropped_lines(&repo, base, tip, theirs, paths, cwd)?;
                     if let Some((path, line)) = dropped.first() {
@@ -516,7 +523,7 @@ impl Job {
                         )));
                     }
                 }
-                let made = if *redo {
+                let made = if *by == ResolvedBy::Redo {
                     Commit::Plain(message)
                 } else {
                     Commit::MergeOf(theirs, message)
