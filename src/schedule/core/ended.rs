@@ -27,6 +27,9 @@ impl Core<'_> {
         if self.dag.state(i) == State::Resolving {
             self.release(i);
             self.slots[i].started = None;
+            // A rung's agent spends from the run's budget as any attempt does.
+            self.slots[i].tokens += report.tokens;
+            self.budget.used += report.tokens;
             // A fault outside the resolver stops the run as it stops any attempt's.
             if let Verdict::Fault(fault) = &report.verdict {
                 self.stop.fault.get_or_insert_with(|| fault.clone());

@@ -1419,3 +1419,19 @@ fn with_hold_the_later_writer_is_merged_only_once_the_other_is() {
         "{fx:?}"
     );
 }
+
+#[test]
+fn a_rung_of_the_ladder_spends_from_the_runs_budget() {
+    let mut settings = Settings::sample(2);
+    settings.ladder = vec![crate::schedule::Rung::Resolve];
+    settings.budget_tokens = Some(100);
+    let mut run = conflicting_pair(&settings);
+    run.on(Input::Merge {
+        task: 1,
+        outcome: conflicted(),
+    });
+    let mut spent = committed(1, 1, "rv");
+    spent.tokens = 150;
+    let fx = run.ended(spent);
+    assert!(fx.contains(&"record run BudgetSpent".to_owned()), "{fx:?}");
+}
