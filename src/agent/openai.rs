@@ -133,12 +133,12 @@ fn turns(
     let mut cut = 0;
     let stop = || watchdog.is_stopping() || Instant::now() >= deadline;
     for turn in 1..=b.max_turns {
-        let body = json!({
+        let mut body = json!({
             "messages": messages,
             "tools": definitions,
             "tool_choice": "auto",
-            "max_tokens": TURN_TOKENS,
         });
+        crate::llm::AnswerCaps::put(b.client.answers().turn, &mut body);
         let reply = match b.client.chat(&body, &stop, notify) {
             Ok(r) => r,
             Err(LlmError::Stopped) if watchdog.is_stopping() => return Err(Outcome::Interrupted),
@@ -165,19 +165,33 @@ fn turns(
                 message["tool_calls"] = Value::Array(calls.clone());
             }
         }
-        log.line(&format!("--- turn {turn} ({} tokens so far) ---", *tokens));
+        log.line(&format!(
+            "--- turn {turn}: {} prompt tokens, {} answer tokens; {} in the attempt ---",
+            reply.usage.prompt_tokens, reply.usage.completion_tokens, *tokens
+        ));
         if !text.is_empty() {
             log.line(&format!("assistant: {text}"));
         }
+        if let Some(why) = &reply.broken {
+            log.line(&format!("swarm: the answer stopped before its end: {why}"));
+        }
         messages.push(assistant_message(&message));
-        if calls.is_empty() && reply.finish_reason.as_deref() == Some("length") {
-            // Cut at the output limit: not the final answer, which the model continues, a few
-            // times at most (a text cut again and again only degenerates).
+        let stopped_short =
+            reply.finish_reason.as_deref() == Some("length") || reply.broken.is_some();
+        if calls.is_empty() && stopped_short {
+            // Cut at the output limit, or the stream broke off: not the final answer, which
+            // the model continues (never the same request again), a few times at most (a text
+            // cut again and again only degenerates).
             cut += 1;
             if cut > MAX_CONTINUATIONS {
-                let why = format!(
-                    "the model's answer was cut at the server's output limit {cut} times in a row; swarm stopped asking it to continue"
-                );
+                let why = match &reply.broken {
+                    Some(why) => format!(
+                        "the model's answer stopped before its end {cut} times in a row (the last: {why}); swarm stopped asking it to continue"
+                    ),
+                    None => format!(
+                        "the model's answer was cut at the server's output limit {cut} times in a row; swarm stopped asking it to continue"
+                    ),
+                };
                 log.line(&format!("swarm: {why}"));
                 return Err(Outcome::Failed(why));
             }
@@ -296,10 +310,6 @@ fn calls_in_text(text: &str, turn: u32) -> Vec<Value> {
         .into_iter()
         .collect()
 }
-
-/// The most tokens one turn's answer may take: a tool call or a final answer fits; a runaway
-/// answer stops there (and is continued, a few times at most) instead of filling the context.
-const TURN_TOKENS: u32 = 4096;
 
 /// The most times in a row a cut answer is continued.
 const MAX_CONTINUATIONS: u32 = 3;

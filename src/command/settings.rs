@@ -282,6 +282,14 @@ pub(super) fn model_client(o: &Options, jobs: usize) -> anyhow::Result<Option<Cl
             max_attempts: LLM_ATTEMPTS,
             max_wait: LLM_MAX_WAIT,
             max_in_flight: jobs,
+            answers: crate::llm::AnswerCaps {
+                planning: o
+                    .plan_answer_tokens
+                    .unwrap_or(Defaults::plan_answer_tokens()),
+                turn: o
+                    .turn_answer_tokens
+                    .unwrap_or(Defaults::turn_answer_tokens()),
+            },
         },
     )))
 }

@@ -82,8 +82,10 @@ macro_rules! run_options {
                 key: "api-base", flag: "URL", var: "SWARM_API_BASE", file: yes,
                 shape: Text, listed: 4,
             }
-            /// Give up on a model request that has not answered after this long, and retry it
-            /// [default: 5m].
+            /// The longest a model request may stay silent: waiting for its answer to start (the
+            /// server reading the prompt included) or between two pieces of a streamed answer. A
+            /// request that met it with nothing back is sent once more; an answer cut by it is
+            /// kept and continued, never asked for again as it was [default: 5m].
             request_timeout: Option<String> {
                 key: "request-timeout", flag: "DURATION", var: "SWARM_REQUEST_TIMEOUT", file: yes,
                 shape: Duration, check: duration, default: &'static str = "5m", listed: 5,
@@ -104,6 +106,19 @@ macro_rules! run_options {
             max_task_tokens: Option<u64> {
                 key: "max-task-tokens", flag: "N", var: "SWARM_MAX_TASK_TOKENS", file: yes,
                 shape: Tokens, default: u64 = 400_000, listed: 8,
+            }
+            /// The most tokens the planner's answer may take (max_tokens of each planning
+            /// request); 0 sends no cap [default: 8192].
+            plan_answer_tokens: Option<u64> {
+                key: "plan-answer-tokens", flag: "N", var: "SWARM_PLAN_ANSWER_TOKENS", file: yes,
+                shape: Tokens, default: u64 = 8192, listed: 48,
+            }
+            /// The most tokens one answer of the built-in agent may take (max_tokens of each
+            /// turn); an answer cut there is continued, 3 times in a row at most; 0 sends no cap
+            /// [default: 4096].
+            turn_answer_tokens: Option<u64> {
+                key: "turn-answer-tokens", flag: "N", var: "SWARM_TURN_ANSWER_TOKENS", file: yes,
+                shape: Tokens, default: u64 = 4096, listed: 49,
             }
             /// Once the run's tasks have used N tokens in all, start nothing new: running tasks
             /// finish and finished writers are merged, then the run stops, resumable (exit 75);

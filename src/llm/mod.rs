@@ -13,8 +13,11 @@ const POLL: Duration = Duration::from_millis(100);
 const SERVER_TEXT_CAP: usize = 500;
 
 mod limiter;
+mod stream;
 
 use limiter::Limiter;
+use std::io::{BufRead, Read};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Where and how to reach the model. Secrets never appear in Debug output or errors.
 #[derive(Clone)]
@@ -93,7 +96,9 @@ impl Endpoint {
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub connect_timeout: Duration,
-    /// The whole exchange, from connecting to the last byte of the response.
+    /// The longest silence: waiting for the answer to start (the server reading the prompt
+    /// included), or between two pieces of a streamed one. A slow but steady answer is never
+    /// cut by it; its length is bounded by the request's `max_tokens`.
     pub read_timeout: Duration,
     /// Tries per call, e.g. 8.
     pub max_attempts: u32,
@@ -101,6 +106,36 @@ pub struct Limits {
     pub max_wait: Duration,
     /// Never more calls in flight than this (`-j`).
     pub max_in_flight: usize,
+    /// The caps callers put on answers (`max_tokens`).
+    pub answers: AnswerCaps,
+}
+
+/// The most tokens an answer may take, by what asks for it; 0: no cap sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerCaps {
+    /// Each planning request (the plan, the goals' needs).
+    pub planning: u64,
+    /// Each turn of the built-in agent.
+    pub turn: u64,
+}
+
+impl Default for AnswerCaps {
+    /// The defaults of `plan-answer-tokens` and `turn-answer-tokens`.
+    fn default() -> Self {
+        AnswerCaps {
+            planning: crate::config::Defaults::plan_answer_tokens(),
+            turn: crate::config::Defaults::turn_answer_tokens(),
+        }
+    }
+}
+
+impl AnswerCaps {
+    /// Puts `cap` on `body` as its `max_tokens`, unless it is 0.
+    pub fn put(cap: u64, body: &mut serde_json::Value) {
+        if cap > 0 {
+            body["max_tokens"] = cap.into();
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -112,6 +147,24 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+}
+
+impl Usage {
+    /// From an answer's `usage` object. The total is the server's, or else the sum of the two
+    /// parts: never both added.
+    fn of(usage: &serde_json::Value) -> Self {
+        let count = |name: &str| usage[name].as_u64().unwrap_or(0);
+        let (prompt_tokens, completion_tokens) =
+            (count("prompt_tokens"), count("completion_tokens"));
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: usage["total_tokens"]
+                .as_u64()
+                .filter(|t| *t > 0)
+                .unwrap_or(prompt_tokens + completion_tokens),
+        }
+    }
 }
 
 /// What happened on the way, for the caller's event log (never includes the key).
@@ -299,6 +352,9 @@ pub struct Reply {
     pub message: serde_json::Value,
     pub finish_reason: Option<String>,
     pub usage: Usage,
+    /// Why a streamed answer stopped before its end (silence, a broken connection): what came
+    /// is kept, and the request is not sent again as it was.
+    pub broken: Option<String>,
 }
 
 /// Shared by all threads of a run (Clone = same limiter).
@@ -309,9 +365,11 @@ pub struct Client {
     agent: ureq::Agent,
     limiter: Arc<Limiter>,
     /// Connection failures in a row, shared by every clone; an answer resets it.
-    unanswered: Arc<std::sync::atomic::AtomicU32>,
+    unanswered: Arc<AtomicU32>,
     /// The model's context in tokens, as the server tells it (read once, shared by clones).
     context: Arc<std::sync::OnceLock<Option<u64>>>,
+    /// Whether answers are asked for as streams; off for good once the server refuses one.
+    streaming: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for Client {
@@ -334,6 +392,8 @@ enum Try {
         cause: String,
         /// No connection could be made: the server did not answer at all.
         unanswered: bool,
+        /// Nothing came back within the request timeout.
+        silent: bool,
     },
     Fatal(LlmError),
 }
@@ -342,7 +402,7 @@ impl Client {
     pub fn new(endpoint: Endpoint, limits: Limits) -> Self {
         let config = ureq::Agent::config_builder()
             .timeout_connect(Some(limits.connect_timeout))
-            .timeout_global(Some(limits.read_timeout))
+            .timeout_per_read(Some(limits.read_timeout))
             .http_status_as_error(false)
             .build();
         Client {
@@ -350,8 +410,9 @@ impl Client {
             limits,
             agent: ureq::Agent::new_with_config(config),
             limiter: Arc::new(Limiter::new(limits.max_in_flight)),
-            unanswered: Arc::new(std::sync::atomic::AtomicU32::new(0)),
+            unanswered: Arc::new(AtomicU32::new(0)),
             context: Arc::new(std::sync::OnceLock::new()),
+            streaming: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -437,6 +498,11 @@ impl Client {
         }
     }
 
+    /// The caps to put on answers.
+    pub fn answers(&self) -> AnswerCaps {
+        self.limits.answers
+    }
+
     /// The same client (and in-flight limiter) trying each request at most `n` times.
     #[must_use]
     pub fn with_attempts(&self, n: u32) -> Self {
@@ -461,6 +527,9 @@ impl Client {
                 .entry("model")
                 .or_insert_with(|| self.endpoint.model.clone().into());
         }
+        if self.streaming.load(Ordering::SeqCst) {
+            stream_on(&mut body);
+        }
         let mut context = self.context_size();
         if let Some(tokens) = context {
             let cut = fit(&mut body, tokens);
@@ -474,11 +543,14 @@ impl Client {
         let mut payload = body.to_string();
         let attempts = self.limits.max_attempts.max(1);
         let mut last = String::new();
+        // Requests that met the request timeout with nothing back: sent once more at most (a
+        // connection may have been stuck), never eight times (a model that slow stays slow).
+        let mut silences = 0;
         for attempt in 1..=attempts {
             if stop() {
                 return Err(LlmError::Stopped);
             }
-            if self.unanswered.load(std::sync::atomic::Ordering::SeqCst) >= BREAK_AFTER {
+            if self.unanswered.load(Ordering::SeqCst) >= BREAK_AFTER {
                 return Err(self.unreachable("another request's"));
             }
             let slot = self.limiter.acquire(stop)?;
@@ -489,20 +561,13 @@ impl Client {
                     cause,
                     ..
                 } => {
-                    if self
-                        .unanswered
-                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-                        + 1
-                        >= BREAK_AFTER
-                    {
+                    if self.unanswered.fetch_add(1, Ordering::SeqCst) + 1 >= BREAK_AFTER {
                         drop(slot);
                         return Err(self.unreachable(cause));
                     }
                 }
                 Try::Fatal(LlmError::Stopped) => {}
-                _ => self
-                    .unanswered
-                    .store(0, std::sync::atomic::Ordering::SeqCst),
+                _ => self.unanswered.store(0, Ordering::SeqCst),
             }
             // Counted while this request still holds its slot: the server refused it with this
             // many in flight.
@@ -516,6 +581,18 @@ impl Client {
                     return Ok(reply);
                 }
                 Try::Fatal(LlmError::Stopped) => return Err(LlmError::Stopped),
+                // A server that takes no streams (or no `stream_options`): asked as a whole
+                // from now on.
+                Try::Fatal(LlmError::Rejected {
+                    status: 400 | 422,
+                    message,
+                }) if message.to_lowercase().contains("stream")
+                    && self.streaming.swap(false, Ordering::SeqCst) =>
+                {
+                    stream_off(&mut body);
+                    payload = body.to_string();
+                    continue;
+                }
                 // Refused for its length: shortened to three quarters of what it was, and sent
                 // again once, never as it was.
                 Try::Fatal(LlmError::Rejected {
@@ -546,11 +623,29 @@ impl Client {
                     return Err(err);
                 }
                 Try::Again {
+                    silent: true,
+                    cause,
+                    ..
+                } if silences >= 1 => {
+                    self.limiter.failed();
+                    return Err(LlmError::GaveUp {
+                        attempts: attempt,
+                        message: format!(
+                            "{}: {cause} (twice; not sent again)",
+                            self.endpoint.label()
+                        ),
+                    });
+                }
+                Try::Again {
                     throttle,
                     retry_after,
                     cause,
+                    silent,
                     ..
-                } => (throttle, retry_after, cause),
+                } => {
+                    silences += u32::from(silent);
+                    (throttle, retry_after, cause)
+                }
             };
             if throttle.is_none() {
                 self.limiter.failed();
@@ -595,10 +690,14 @@ impl Client {
     fn try_until_stopped(&self, payload: &str, stop: &dyn Fn() -> bool) -> Try {
         let (tx, rx) = std::sync::mpsc::channel();
         let (client, payload) = (self.clone(), payload.to_owned());
+        // Set when the caller stops: a streamed answer is read no further and its connection
+        // closed, which tells the server to stop generating.
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let left = Arc::clone(&abandoned);
         let spawned = std::thread::Builder::new()
             .name("swarm-request".into())
             .spawn(move || {
-                let _ = tx.send(client.try_once(&payload));
+                let _ = tx.send(client.try_once(&payload, &left));
             });
         if let Err(e) = spawned {
             return Try::Fatal(LlmError::GaveUp {
@@ -613,6 +712,7 @@ impl Client {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(outcome) => return outcome,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) if stop() => {
+                    abandoned.store(true, Ordering::SeqCst);
                     return Try::Fatal(LlmError::Stopped);
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
@@ -647,15 +747,14 @@ impl Client {
         }
         match request.call() {
             Ok(_) => {
-                self.unanswered
-                    .store(0, std::sync::atomic::Ordering::SeqCst);
+                self.unanswered.store(0, Ordering::SeqCst);
                 Ok(())
             }
             Err(err) => Err(self.endpoint.scrub(&err.to_string())),
         }
     }
 
-    fn try_once(&self, payload: &str) -> Try {
+    fn try_once(&self, payload: &str, abandoned: &AtomicBool) -> Try {
         let url = format!("{}/chat/completions", self.endpoint.base);
         let mut request = self
             .agent
@@ -674,6 +773,14 @@ impl Client {
             .get("retry-after")
             .and_then(|value| value.to_str().ok())
             .and_then(|value| parse_retry_after(value, SystemTime::now()));
+        let streamed = response
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.contains("text/event-stream"));
+        if streamed && (200..300).contains(&status) {
+            return self.read_stream(response.into_body(), abandoned, payload.len() as u64 / 3);
+        }
         let text = match response.into_body().read_to_string() {
             Ok(text) => text,
             Err(err) if (200..300).contains(&status) => return self.transport_failure(&err),
@@ -688,6 +795,7 @@ impl Client {
                     retry_after: None,
                     cause: format!("unparseable reply: {}", server_text()),
                     unanswered: false,
+                    silent: false,
                 },
             },
             429 | 500..=599 => Try::Again {
@@ -695,6 +803,7 @@ impl Client {
                 retry_after,
                 cause: format!("HTTP {status}: {}", server_text()),
                 unanswered: false,
+                silent: false,
             },
             _ => Try::Fatal(LlmError::Rejected {
                 status,
@@ -703,10 +812,73 @@ impl Client {
         }
     }
 
+    /// Reads a streamed answer to its end. One cut short after some of it came (silence for
+    /// the request timeout, a broken connection, an error sent in the stream) is kept as it is,
+    /// with why; one that brought nothing is a failed try, as an answer that never came.
+    fn read_stream(&self, body: ureq::Body, abandoned: &AtomicBool, prompt: u64) -> Try {
+        let mut reader = std::io::BufReader::new(body.into_reader());
+        let mut assembly = stream::Assembly::default();
+        let mut line = Vec::new();
+        let broken = loop {
+            if abandoned.load(Ordering::SeqCst) {
+                return Try::Fatal(LlmError::Stopped);
+            }
+            line.clear();
+            let read = (&mut reader)
+                .take(stream::ANSWER_LIMIT as u64)
+                .read_until(b'\n', &mut line);
+            let words = match read {
+                Ok(0) if assembly.ended() => break None,
+                Ok(0) => "the stream ended before the answer did".to_owned(),
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line);
+                    match assembly.line(text.trim_end()) {
+                        Ok(()) if assembly.too_big() => format!(
+                            "the answer passed {} MB and was read no further",
+                            stream::ANSWER_LIMIT >> 20
+                        ),
+                        Ok(()) => continue,
+                        Err(words) => format!(
+                            "the server broke off the answer: {}",
+                            self.endpoint.scrub(&words)
+                        ),
+                    }
+                }
+                Err(err) => {
+                    let err = ureq::Error::from(err);
+                    if !assembly.has_tokens() {
+                        return self.transport_failure(&err);
+                    }
+                    match err {
+                        ureq::Error::Timeout(_) => format!(
+                            "no token came for {} (the request timeout)",
+                            crate::ui::duration(self.limits.read_timeout)
+                        ),
+                        _ => format!(
+                            "the stream broke: {}",
+                            self.endpoint.scrub(&err.to_string())
+                        ),
+                    }
+                }
+            };
+            if !assembly.has_tokens() {
+                return Try::Again {
+                    throttle: None,
+                    retry_after: None,
+                    cause: words,
+                    unanswered: false,
+                    silent: false,
+                };
+            }
+            break Some(words);
+        };
+        Try::Done(assembly.reply(broken, prompt))
+    }
+
     fn transport_failure(&self, err: &ureq::Error) -> Try {
         let cause = match err {
             ureq::Error::Timeout(_) => format!(
-                "no answer within the request timeout ({}); a slow model may need a longer --request-timeout",
+                "nothing came back within the request timeout ({}); a slow model may need a longer --request-timeout",
                 crate::ui::duration(self.limits.read_timeout)
             ),
             _ => self.endpoint.scrub(&err.to_string()),
@@ -732,6 +904,7 @@ impl Client {
                 retry_after: None,
                 cause,
                 unanswered,
+                silent: matches!(err, ureq::Error::Timeout(_)),
             },
             _ => Try::Fatal(LlmError::GaveUp {
                 attempts: 1,
@@ -766,25 +939,29 @@ fn parse_reply(text: &str) -> Option<Reply> {
     let value: serde_json::Value = serde_json::from_str(text).ok()?;
     let choice = value.get("choices")?.get(0)?;
     let message = choice.get("message").filter(|m| m.is_object())?.clone();
-    let count = |name: &str| {
-        value
-            .get("usage")
-            .and_then(|usage| usage.get(name))
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
     Some(Reply {
         message,
         finish_reason: choice
             .get("finish_reason")
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned),
-        usage: Usage {
-            prompt_tokens: count("prompt_tokens"),
-            completion_tokens: count("completion_tokens"),
-            total_tokens: count("total_tokens"),
-        },
+        usage: Usage::of(&value["usage"]),
+        broken: None,
     })
+}
+
+/// Asks for the answer as a stream, with its usage in the last chunk.
+fn stream_on(body: &mut serde_json::Value) {
+    body["stream"] = true.into();
+    body["stream_options"] = serde_json::json!({ "include_usage": true });
+}
+
+/// Asks for the answer whole.
+fn stream_off(body: &mut serde_json::Value) {
+    if let Some(fields) = body.as_object_mut() {
+        fields.remove("stream");
+        fields.remove("stream_options");
+    }
 }
 
 /// The server's own words, at most 500 chars: `error.message` or `error` when the body is

@@ -71,6 +71,7 @@ fn client(base: &str, max_wait_ms: u64) -> Client {
         max_attempts: 3,
         max_wait: Duration::from_millis(max_wait_ms),
         max_in_flight: 4,
+        answers: crate::llm::AnswerCaps::default(),
     };
     Client::new(endpoint, limits)
 }
@@ -312,4 +313,206 @@ fn endpoint_resolves_flags_then_swarm_then_openai_and_hides_the_key() {
         model: "m".into(),
     };
     assert_eq!(e.label(), "https://host:1/v1 (model m)");
+}
+
+/// A loopback server for one streamed answer: after the request, each piece is written after
+/// its pause, as server-sent events; then the connection is closed, or held open when `hang`.
+/// A second request gets `OK`. Each request read is sent back to the test.
+fn serve_stream(pieces: Vec<(u64, String)>, hang: bool) -> (String, Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut pieces = Some(pieces);
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(&stream);
+            let (mut request, mut line, mut length) = (String::new(), String::new(), 0);
+            while reader.read_line(&mut line).unwrap() > 2 {
+                if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = n.trim().parse().unwrap();
+                }
+                request.push_str(&std::mem::take(&mut line));
+            }
+            let mut content = vec![0; length];
+            reader.read_exact(&mut content).unwrap();
+            if !request.starts_with("POST /v1/chat/completions ") {
+                write!(
+                    stream,
+                    "HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+                .ok();
+                continue;
+            }
+            tx.send(request + &String::from_utf8(content).unwrap()).ok();
+            let Some(pieces) = pieces.take() else {
+                let len = OK.len();
+                write!(
+                    stream,
+                    "HTTP/1.1 200 X\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n{OK}"
+                )
+                .ok();
+                continue;
+            };
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            )
+            .ok();
+            for (pause, piece) in pieces {
+                std::thread::sleep(Duration::from_millis(pause));
+                if write!(stream, "{piece}").is_err() {
+                    break;
+                }
+            }
+            if hang {
+                held.push(stream);
+            }
+        }
+    });
+    (base, rx)
+}
+
+/// An SSE event with a chunk whose delta is `delta`.
+fn event(delta: &str) -> String {
+    format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":null}}]}}\n\n")
+}
+
+#[test]
+fn a_streamed_answer_is_put_together_with_its_calls_and_usage() {
+    let pieces = vec![
+        (0, ": keep-alive comment\n\n".to_owned()),
+        (0, event(r#"{"role":"assistant","content":"Let me "}"#)),
+        (0, event(r#"{"content":"look."}"#)),
+        (0, event(r#"{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"pa"}}]}"#)),
+        (0, event(r#"{"tool_calls":[{"index":0,"function":{"arguments":"th\": \"a\"}"}}]}"#)),
+        (0, event(r#"{"tool_calls":[{"index":1,"id":"c2","function":{"name":"list_files","arguments":"{}"}}]}"#)),
+        (0, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n".to_owned()),
+        (0, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":9,\"total_tokens\":49}}\n\n".to_owned()),
+        (0, "data: [DONE]\n\n".to_owned()),
+    ];
+    let (base, requests) = serve_stream(pieces, false);
+    let (result, notices) = chat(&client(&base, 50));
+    let reply = result.unwrap();
+    assert_eq!(reply.message["content"], "Let me look.");
+    let calls = reply.message["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0]["id"], "c1");
+    assert_eq!(calls[0]["function"]["name"], "read_file");
+    assert_eq!(calls[0]["function"]["arguments"], r#"{"path": "a"}"#);
+    assert_eq!(calls[1]["function"]["name"], "list_files");
+    assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(reply.usage.total_tokens, 49);
+    assert_eq!(reply.broken, None);
+    assert!(notices.is_empty(), "{notices:?}");
+    let request = requests.recv().unwrap();
+    assert!(
+        request.contains(r#""stream":true"#) && request.contains(r#""include_usage":true"#),
+        "{request}"
+    );
+    assert!(requests.recv_timeout(Duration::from_millis(200)).is_err());
+}
+
+#[test]
+fn a_slow_but_steady_stream_is_not_timed_out_nor_sent_again() {
+    // Five pieces 400 ms apart: 2 s in all against a 1 s request timeout.
+    let mut pieces: Vec<_> = (0..5)
+        .map(|k| (400, event(&format!(r#"{{"content":"part {k}. "}}"#))))
+        .collect();
+    pieces.push((0, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_owned()));
+    let (base, requests) = serve_stream(pieces, false);
+    let (result, notices) = chat(&client(&base, 50));
+    let reply = result.unwrap();
+    assert_eq!(
+        reply.message["content"],
+        "part 0. part 1. part 2. part 3. part 4. "
+    );
+    assert_eq!(reply.broken, None);
+    assert!(notices.is_empty(), "{notices:?}");
+    // No usage in the stream: the answer's pieces are its tokens, the prompt is estimated.
+    assert_eq!(reply.usage.completion_tokens, 5);
+    assert!(reply.usage.prompt_tokens > 0);
+    requests.recv().unwrap();
+    assert!(requests.recv_timeout(Duration::from_millis(300)).is_err());
+}
+
+#[test]
+fn a_stream_that_falls_silent_is_cut_for_silence_and_kept_not_sent_again() {
+    let pieces = vec![(0, event(r#"{"content":"The plan is"}"#))];
+    let (base, requests) = serve_stream(pieces, true);
+    let (result, notices) = chat(&client(&base, 50));
+    let reply = result.unwrap();
+    assert_eq!(reply.message["content"], "The plan is");
+    let broken = reply.broken.expect("cut");
+    assert!(broken.contains("no token came for 1.0s"), "{broken}");
+    assert!(notices.is_empty(), "{notices:?}");
+    requests.recv().unwrap();
+    assert!(requests.recv_timeout(Duration::from_millis(300)).is_err());
+}
+
+#[test]
+fn a_call_cut_mid_arguments_is_left_out_of_a_broken_answer() {
+    let pieces = vec![
+        (
+            0,
+            event(
+                r#"{"tool_calls":[{"index":0,"id":"c1","function":{"name":"list_files","arguments":"{}"}}]}"#,
+            ),
+        ),
+        (
+            0,
+            event(
+                r#"{"tool_calls":[{"index":1,"id":"c2","function":{"name":"write_file","arguments":"{\"path\": \"a\", \"con"}}]}"#,
+            ),
+        ),
+        (
+            0,
+            "data: {\"error\":{\"message\":\"slot unavailable\"}}\n\n".to_owned(),
+        ),
+    ];
+    let (base, _) = serve_stream(pieces, false);
+    let reply = chat(&client(&base, 50)).0.unwrap();
+    let calls = reply.message["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["function"]["name"], "list_files");
+    let broken = reply.broken.unwrap();
+    assert!(broken.contains("slot unavailable"), "{broken}");
+}
+
+#[test]
+fn silence_before_any_token_is_sent_once_more_then_given_up() {
+    let (base, requests) = serve(vec![(0, "", ""), (0, "", ""), (200, "", OK)]);
+    let (result, notices) = chat(&client(&base, 50));
+    let err = result.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("request timeout (1.0s)")
+            && message.contains("--request-timeout")
+            && message.contains("twice; not sent again"),
+        "{message}"
+    );
+    assert!(
+        matches!(&notices[..], [Notice::Retrying { .. }]),
+        "{notices:?}"
+    );
+    requests.recv().unwrap();
+    requests.recv().unwrap();
+    assert!(requests.recv_timeout(Duration::from_millis(300)).is_err());
+}
+
+#[test]
+fn a_server_that_refuses_streams_is_asked_for_whole_answers() {
+    let refused =
+        r#"{"error":{"message":"Unrecognized request argument supplied: stream_options"}}"#;
+    let (base, requests) = serve(vec![(400, "", refused), (200, "", OK), (200, "", OK)]);
+    let client = client(&base, 50);
+    let (result, notices) = chat(&client);
+    assert_eq!(result.unwrap().message["content"], "hi");
+    assert!(notices.is_empty(), "{notices:?}");
+    assert!(requests.recv().unwrap().contains(r#""stream":true"#));
+    assert!(!requests.recv().unwrap().contains("stream"));
+    // For good: the next request is not streamed either.
+    chat(&client).0.unwrap();
+    assert!(!requests.recv().unwrap().contains("stream"));
 }

@@ -8,7 +8,7 @@ pub mod needs;
 
 use serde_json::{Value, json};
 
-use crate::llm::{Client, LlmError, Notice, Usage};
+use crate::llm::{AnswerCaps, Client, LlmError, Notice, Usage};
 use crate::plan::Plan;
 use crate::plan::repair::{self, DraftTask, Repair};
 
@@ -121,10 +121,6 @@ impl Asking {
     }
 }
 
-/// The most tokens a planning answer may take: a plan of a hundred tasks fits; a runaway
-/// answer stops there instead of filling the model's context.
-const PLAN_TOKENS: u32 = 8192;
-
 /// Plans `goal`. `max_fan_in` bounds a reducer's inputs (wider becomes a tree of reducers).
 pub fn plan(
     client: &Client,
@@ -142,13 +138,13 @@ pub fn plan(
     let mut repairs = Vec::new();
     let mut requests = 0;
     let mut asking = Asking::Call;
+    let plan_tokens = client.answers().planning;
     loop {
-        let body = match asking {
+        let mut body = match asking {
             Asking::Call => json!({
                 "messages": messages,
                 "tools": tools(),
                 "tool_choice": { "type": "function", "function": { "name": "submit_plan" } },
-                "max_tokens": PLAN_TOKENS,
             }),
             // The answer valid by construction, where the server follows a JSON schema.
             Asking::Structured => json!({
@@ -157,10 +153,10 @@ pub fn plan(
                     "type": "json_schema",
                     "json_schema": { "name": "plan", "schema": plan_schema() },
                 },
-                "max_tokens": PLAN_TOKENS,
             }),
-            Asking::Text => json!({ "messages": messages, "max_tokens": PLAN_TOKENS }),
+            Asking::Text => json!({ "messages": messages }),
         };
+        AnswerCaps::put(plan_tokens, &mut body);
         requests += 1;
         let reply = match client.chat(&body, stop, notify) {
             Ok(r) => r,
@@ -208,7 +204,14 @@ pub fn plan(
             });
         }
         let replans_left = requests <= MAX_REPLANS;
-        let (draft, parse_repairs) = match read_answer(&reply.message) {
+        let read = read_answer(&reply.message).map_err(|why| match &reply.broken {
+            Some(broken) => format!("{why}; the answer stopped before its end: {broken}"),
+            None if reply.finish_reason.as_deref() == Some("length") => {
+                format!("{why}; the answer was cut at its output limit ({plan_tokens} tokens)")
+            }
+            None => why,
+        });
+        let (draft, parse_repairs) = match read {
             Ok(found) => found,
             Err(why) if replans_left => {
                 repairs.push(Repair {

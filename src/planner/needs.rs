@@ -13,9 +13,6 @@ use super::answer_json;
 use crate::llm::{Client, LlmError, Notice, Usage};
 
 /// A goal as the dependency pass sees it.
-/// The most tokens the dependency pass's answer may take.
-const NEEDS_TOKENS: u32 = 4096;
-
 #[derive(Debug, Clone, Copy)]
 pub struct GoalText<'a> {
     pub id: &'a str,
@@ -144,16 +141,16 @@ pub fn infer(
     let mut requests = 0;
     let mut with_tools = true;
     let reply = loop {
-        let body = if with_tools {
+        let mut body = if with_tools {
             json!({
                 "messages": messages,
                 "tools": tools(),
                 "tool_choice": { "type": "function", "function": { "name": FUNCTION } },
-                "max_tokens": NEEDS_TOKENS,
             })
         } else {
-            json!({ "messages": messages, "max_tokens": NEEDS_TOKENS })
+            json!({ "messages": messages })
         };
+        crate::llm::AnswerCaps::put(client.answers().planning, &mut body);
         requests += 1;
         match client.chat(&body, stop, notify) {
             Ok(reply) => break reply,
@@ -548,6 +545,7 @@ mod tests {
             max_attempts: 1,
             max_wait: Duration::from_millis(10),
             max_in_flight: 1,
+            answers: crate::llm::AnswerCaps::default(),
         };
         (Client::new(endpoint, limits), rx)
     }

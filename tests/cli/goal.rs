@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -995,6 +996,125 @@ fn every_planning_request_caps_its_answer() {
         let cap = if is_planning(&r) { 8192 } else { 4096 };
         assert_eq!(r.body["max_tokens"], cap, "{}", r.body);
     }
+}
+
+#[test]
+fn the_answer_caps_are_keys_and_0_sends_none() {
+    let llm = good_server();
+    let repo = TestRepo::new();
+    let args = [
+        "--goal",
+        "Do it",
+        "--plan-answer-tokens",
+        "2048",
+        "--turn-answer-tokens",
+        "0",
+    ];
+    let out = goal_cmd(&repo, &llm, &args);
+    assert_exit(&out, 0);
+    let requests = llm.requests();
+    assert!(requests.iter().any(|r| !is_planning(r)));
+    for r in requests {
+        let cap = if is_planning(&r) {
+            json!(2048)
+        } else {
+            Value::Null
+        };
+        assert_eq!(r.body["max_tokens"], cap, "{}", r.body);
+    }
+}
+
+#[test]
+fn a_slow_but_steady_stream_outlasts_the_request_timeout_and_is_sent_once() {
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| {
+        if has_tool(req, "submit_plan") {
+            // Six pieces 400 ms apart: 2.4 s in all, against a 1 s request timeout.
+            return Reply::Slow {
+                reply: Box::new(plan_call(&good_plan())),
+                pieces: 6,
+                gap: Duration::from_millis(400),
+            };
+        }
+        agent_reply(req)
+    });
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["--goal", "Survey", "--request-timeout", "1s"],
+    );
+
+    assert_exit(&out, 0);
+    let requests = llm.requests();
+    assert!(requests.iter().all(|r| r.body["stream"] == true));
+    assert_eq!(requests.iter().filter(|r| is_planning(r)).count(), 1);
+    let kinds: Vec<Value> = events(&repo)
+        .into_iter()
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert!(!kinds.contains(&json!("llm_retrying")), "{kinds:?}");
+}
+
+#[test]
+fn an_answer_that_falls_silent_is_cut_kept_and_continued_never_sent_again() {
+    let repo = TestRepo::new();
+    let plan = json!([
+        {"id": "final", "prompt": "TASK final: write the report", "deps": [], "lane": "reducer"}
+    ]);
+    let llm = FakeLlm::start(move |req, _| {
+        if has_tool(req, "submit_plan") {
+            return plan_call(&plan);
+        }
+        let asked_to_go_on = req
+            .messages()
+            .iter()
+            .any(|m| m["content"].as_str().is_some_and(|c| c.contains("cut off")));
+        if asked_to_go_on {
+            Reply::text("and the rest of it.")
+        } else {
+            Reply::Stalled("The report begins ".into())
+        }
+    });
+    let report = outside(&repo, "report.md");
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &[
+            "--goal",
+            "Report",
+            "--request-timeout",
+            "1s",
+            "--final-out",
+            report.to_str().unwrap(),
+        ],
+    );
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("The report begins and the rest of it."),
+        "{text}"
+    );
+    // The stalled request was not sent again as it was: the next one carries what came.
+    let agent: Vec<Request> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| !is_planning(r))
+        .collect();
+    assert_eq!(agent.len(), 2, "{agent:?}");
+    assert_ne!(agent[0].body["messages"], agent[1].body["messages"]);
+    // The attempt's transcript says why the answer stopped.
+    let mut files = Vec::new();
+    collect(&repo.swarm_dir(), &mut files);
+    let said = "swarm: the answer stopped before its end: no token came for 1.0s";
+    assert!(
+        files
+            .iter()
+            .any(|(_, bytes)| String::from_utf8_lossy(bytes).contains(said)),
+        "no file of the run says {said:?}"
+    );
 }
 
 /// Whether a request fits a context of `tokens`, as `fit` estimates it (three bytes a token)

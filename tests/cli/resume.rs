@@ -88,6 +88,8 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "mergiraf",
         "forecast",
         "forecast_interval",
+        "plan_answer_tokens",
+        "turn_answer_tokens",
     ] {
         expected[key] = serde_json::Value::Null;
     }

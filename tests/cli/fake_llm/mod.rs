@@ -57,6 +57,16 @@ pub enum Reply {
     Garbage,
     /// Read the request and never answer (keep the socket open until the server is dropped).
     Hang,
+    /// A slow but steady model: a `Text` or `ToolCalls` reply in `pieces`, each `gap` after
+    /// the one before (as a stream when one is asked for, else whole after the last gap).
+    Slow {
+        reply: Box<Reply>,
+        pieces: usize,
+        gap: Duration,
+    },
+    /// A model stuck mid-answer: `text` streamed, then nothing more, the connection held open
+    /// (asked for a whole answer: no answer at all).
+    Stalled(String),
 }
 
 impl Reply {
@@ -314,6 +324,24 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 )?;
             } else {
                 let reply = (shared.script)(&request, seen);
+                let streamed = request.body["stream"] == true;
+                if streamed && !matches!(reply, Reply::Hang | Reply::Status { .. } | Reply::Garbage)
+                {
+                    // A stream has no length: it ends with the connection.
+                    if write_stream(&mut writer, reply, &request, &raw, seen)? {
+                        io::copy(&mut reader, &mut io::sink())?;
+                        return Ok(());
+                    }
+                    break;
+                }
+                let reply = match reply {
+                    Reply::Slow { reply, pieces, gap } => {
+                        thread::sleep(gap * u32::try_from(pieces).unwrap_or(u32::MAX));
+                        *reply
+                    }
+                    Reply::Stalled(_) => Reply::Hang,
+                    reply => reply,
+                };
                 if matches!(reply, Reply::Hang) {
                     // Keep reading (and ignoring) until the client or `Drop` closes the socket.
                     io::copy(&mut reader, &mut io::sink())?;
@@ -344,6 +372,106 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
 
 fn error_body(message: &str) -> String {
     json!({"error": {"message": message, "type": "fake_llm_error", "code": null}}).to_string()
+}
+
+/// Writes `reply` (text or calls, slow or stalled) as a chat-completions stream: server-sent
+/// events, a delta at a time, the usage last when `stream_options.include_usage` asks. Whether
+/// the stream stalled, its connection to be held open.
+fn write_stream(
+    writer: &mut impl Write,
+    reply: Reply,
+    request: &Request,
+    raw: &[u8],
+    seen: usize,
+) -> io::Result<bool> {
+    let (reply, pieces, gap, stalls) = match reply {
+        Reply::Slow { reply, pieces, gap } => (*reply, pieces, gap, false),
+        Reply::Stalled(text) => (Reply::Text(text), 1, Duration::ZERO, true),
+        reply => (reply, 3, Duration::ZERO, false),
+    };
+    let (deltas, finish) = match reply {
+        Reply::Text(text) => (
+            split(&text, pieces)
+                .into_iter()
+                .map(|part| json!({"content": part}))
+                .collect::<Vec<_>>(),
+            "stop",
+        ),
+        Reply::ToolCalls(calls) => {
+            let deltas = calls
+                .into_iter()
+                .enumerate()
+                .flat_map(|(k, (id, name, arguments))| {
+                    split(&arguments.to_string(), pieces)
+                        .into_iter()
+                        .enumerate()
+                        .map(move |(n, part)| match n {
+                            0 => json!({"tool_calls": [{"index": k, "id": id, "type": "function",
+                                "function": {"name": name, "arguments": part}}]}),
+                            _ => json!({"tool_calls": [{"index": k, "function": {"arguments": part}}]}),
+                        })
+                })
+                .collect();
+            (deltas, "tool_calls")
+        }
+        other => unreachable!("never streamed: {other:?}"),
+    };
+    writer.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
+    )?;
+    let id = format!("chatcmpl-{seen}");
+    let chunk = |choices: Value| {
+        let chunk = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
+            "model": request.body["model"], "choices": choices});
+        format!("data: {chunk}\n\n")
+    };
+    let role = json!([{"index": 0, "delta": {"role": "assistant"}, "finish_reason": null}]);
+    writer.write_all(chunk(role).as_bytes())?;
+    writer.flush()?;
+    // Tokens as a whole answer counts them (`render`): a quarter of its text's length.
+    let chars: usize = deltas
+        .iter()
+        .map(|d| {
+            let text = d["content"]
+                .as_str()
+                .or(d["tool_calls"][0]["function"]["arguments"].as_str());
+            text.map_or(0, str::len)
+        })
+        .sum();
+    let completion_tokens = (chars / 4).max(1);
+    for delta in deltas {
+        thread::sleep(gap);
+        let piece = json!([{"index": 0, "delta": delta, "finish_reason": null}]);
+        writer.write_all(chunk(piece).as_bytes())?;
+        writer.flush()?;
+    }
+    if stalls {
+        return Ok(true);
+    }
+    let end = json!([{"index": 0, "delta": {}, "finish_reason": finish}]);
+    writer.write_all(chunk(end).as_bytes())?;
+    if request.body["stream_options"]["include_usage"] == true {
+        let prompt_tokens = raw.len() / 4;
+        let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
+            "model": request.body["model"], "choices": [],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens}});
+        writer.write_all(format!("data: {usage}\n\n").as_bytes())?;
+    }
+    writer.write_all(b"data: [DONE]\n\n")?;
+    writer.flush()?;
+    Ok(false)
+}
+
+/// `text` in `pieces` parts (one at least: an empty text is one empty part).
+fn split(text: &str, pieces: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(pieces.max(1)).max(1);
+    let mut parts: Vec<String> = chars.chunks(size).map(|p| p.iter().collect()).collect();
+    if parts.is_empty() {
+        parts.push(String::new());
+    }
+    parts
 }
 
 /// Status, headers and body for a reply other than `Hang`.
@@ -384,7 +512,9 @@ fn render(
             let body = b"<html><body>502 upstream sent garbage {\"choices\": [".to_vec();
             return (200, Vec::new(), body);
         }
-        Reply::Hang => unreachable!("a hanging reply is never rendered"),
+        Reply::Hang | Reply::Slow { .. } | Reply::Stalled(_) => {
+            unreachable!("rendered as text or a hang first")
+        }
     };
     let prompt_tokens = raw.len() / 4;
     let completion_tokens = (completion_chars / 4).max(1);

@@ -170,6 +170,7 @@ impl Scenario {
                 max_attempts: 1,
                 max_wait: Duration::from_secs(1),
                 max_in_flight: 1,
+                answers: crate::llm::AnswerCaps::default(),
             };
             s.llm = Some(crate::llm::Client::new(endpoint, limits));
             s.endpoint_wait = Duration::from_secs(rng.u64(0..300));
