@@ -558,23 +558,16 @@ impl Board {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Sets (or clears) the session a task's next attempt continues.
-    pub fn set_session(
+    /// Updates a task with no event: for what the log need not tell (the session a task's next
+    /// attempt continues, its totals after a rung of the conflict ladder).
+    pub fn update_task_quietly(
         &mut self,
         run: &str,
         task: &str,
-        session: Option<&str>,
+        update: &TaskUpdate<'_>,
     ) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
-        apply_update(
-            &tx,
-            run,
-            task,
-            &TaskUpdate {
-                session: Some(session),
-                ..TaskUpdate::default()
-            },
-        )?;
+        apply_update(&tx, run, task, update)?;
         tx.commit()?;
         Ok(())
     }

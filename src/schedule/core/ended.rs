@@ -27,9 +27,19 @@ impl Core<'_> {
         if self.dag.state(i) == State::Resolving {
             self.release(i);
             self.slots[i].started = None;
-            // A rung's agent spends from the run's budget as any attempt does.
+            // A rung's agent spends from the run's budget as any attempt does, and the board
+            // knows it, so that a resumed run's budget counts it too.
             self.slots[i].tokens += report.tokens;
             self.budget.used += report.tokens;
+            if let Some(c) = report.cost {
+                self.slots[i].cost = Some(self.slots[i].cost.unwrap_or(0.0) + c);
+            }
+            if report.tokens > 0 || report.cost.is_some() {
+                fx.push(Effect::Record(Rec::Spent {
+                    id: self.id(i).to_owned(),
+                    totals: self.slots[i].totals(),
+                }));
+            }
             // A fault outside the resolver stops the run as it stops any attempt's.
             if let Verdict::Fault(fault) = &report.verdict {
                 self.stop.fault.get_or_insert_with(|| fault.clone());

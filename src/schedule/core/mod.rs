@@ -350,6 +350,11 @@ pub(in crate::schedule) enum Rec {
     Run(RunEvent),
     Task(String, RunEvent),
     Session(String, Option<String>),
+    /// What a task has used in all, after a rung of the conflict ladder spent more.
+    Spent {
+        id: String,
+        totals: Totals,
+    },
     Succeeded {
         id: String,
         report: Report,

@@ -243,6 +243,7 @@ fn rec_brief(rec: &Rec) -> String {
         Rec::Run(e) => format!("run {}", event(e)),
         Rec::Task(id, e) => format!("{id} {}", event(e)),
         Rec::Session(id, s) => format!("{id} session {s:?}"),
+        Rec::Spent { id, totals } => format!("{id} spent {}", totals.tokens),
         Rec::Succeeded { id, commit, .. } => match commit {
             Some(c) => format!("{id} committed {c}"),
             None => format!("{id} succeeded"),
@@ -1434,4 +1435,6 @@ fn a_rung_of_the_ladder_spends_from_the_runs_budget() {
     spent.tokens = 150;
     let fx = run.ended(spent);
     assert!(fx.contains(&"record run BudgetSpent".to_owned()), "{fx:?}");
+    // The board is told, so that a resumed run counts them too.
+    assert!(fx.contains(&"record v spent 150".to_owned()), "{fx:?}");
 }

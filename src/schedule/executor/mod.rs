@@ -289,6 +289,7 @@ impl<'a> Exec<'a> {
             Rec::Run(e) => r.run_event(e),
             Rec::Task(id, e) => r.task_event(&id, e),
             Rec::Session(id, session) => r.session(&id, session.as_deref()),
+            Rec::Spent { id, totals } => r.spent(&id, totals),
             Rec::Succeeded {
                 id,
                 report,

@@ -112,7 +112,27 @@ impl<'a> Recorder<'a> {
 
     /// The agent's session task `task`'s next attempt continues, or none.
     pub(super) fn session(&mut self, task: &str, session: Option<&str>) -> anyhow::Result<()> {
-        self.board.set_session(&self.run, task, session)
+        self.board.update_task_quietly(
+            &self.run,
+            task,
+            &TaskUpdate {
+                session: Some(session),
+                ..TaskUpdate::default()
+            },
+        )
+    }
+
+    /// What a task has used in all, after a rung of the conflict ladder spent more.
+    pub(super) fn spent(&mut self, task: &str, totals: Totals) -> anyhow::Result<()> {
+        self.board.update_task_quietly(
+            &self.run,
+            task,
+            &TaskUpdate {
+                tokens: Some(totals.tokens),
+                cost: totals.cost,
+                ..TaskUpdate::default()
+            },
+        )
     }
 
     /// A writer's attempt starts from `start` in its checkout `cwd` on `branch`.

@@ -1593,6 +1593,27 @@ impl Sim {
         if core.refused.len() != self.meant_refusals {
             return Err(format!("the core refused an input: {:?}", core.refused.last()).into());
         }
+        // What a task spent is on the board, so that a resumed run's budget counts it (unless
+        // a record failed: the run stops then, and its resume counts what the board holds).
+        for (i, t) in core
+            .plan
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|_| !core.broken())
+        {
+            let Some(row) = self.board.tasks.iter().find(|r| r.id == t.id.as_str()) else {
+                continue;
+            };
+            let (counted, recorded) = (core.slots[i].tokens, row.tokens);
+            if counted != recorded {
+                return Err(format!(
+                    "{} spent {counted} tokens, and the board says {recorded}",
+                    t.id
+                )
+                .into());
+            }
+        }
         Ok(())
     }
 

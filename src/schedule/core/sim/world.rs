@@ -281,6 +281,7 @@ impl Board {
         match rec {
             Rec::Run(_) | Rec::Task(..) => {}
             Rec::Session(id, s) => self.task(id).session.clone_from(s),
+            Rec::Spent { id, totals } => self.task(id).tokens = totals.tokens,
             Rec::Succeeded {
                 id,
                 totals,
