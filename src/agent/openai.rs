@@ -119,11 +119,21 @@ fn turns(
     .spawning(&inv.env)
     .confined(inv.confine.clone());
     let definitions = tools.definitions();
+    // Calls asked for as JSON in the answer, where the server passes no function calls.
+    let mut as_json = b.client.calls_dropped();
+    let mut system = system_prompt(b);
+    if as_json {
+        system.push_str("\n\n");
+        system.push_str(&json_calls(&definitions));
+    }
     let mut messages = vec![
-        json!({ "role": "system", "content": system_prompt(b) }),
+        json!({ "role": "system", "content": system }),
         json!({ "role": "user", "content": b.prompt }),
     ];
     log.line(&format!("--- prompt ---\n{}", b.prompt));
+    if as_json {
+        log.line("swarm: the server passes no function calls; tools are called with JSON answers");
+    }
     // The final answer, when the model gives it in parts (each cut at its output limit).
     let mut answer = String::new();
     let mut errors = Repeats::default();
@@ -133,11 +143,11 @@ fn turns(
     let mut cut = 0;
     let stop = || watchdog.is_stopping() || Instant::now() >= deadline;
     for turn in 1..=b.max_turns {
-        let mut body = json!({
-            "messages": messages,
-            "tools": definitions,
-            "tool_choice": "auto",
-        });
+        let mut body = if as_json {
+            json!({ "messages": messages, "response_format": call_format(&definitions) })
+        } else {
+            json!({ "messages": messages, "tools": definitions, "tool_choice": "auto" })
+        };
         crate::llm::AnswerCaps::put(b.client.answers().turn, &mut body);
         let reply = match b.client.chat(&body, &stop, notify) {
             Ok(r) => r,
@@ -160,11 +170,13 @@ fn turns(
         // A model whose server does not pass function calls on often writes them as text.
         if calls.is_empty() {
             calls = calls_in_text(&text, turn);
-            if !calls.is_empty() {
+            if !calls.is_empty() && !as_json {
                 log.line("swarm: tool calls written as text, read as calls");
                 message["tool_calls"] = Value::Array(calls.clone());
             }
         }
+        // Asked for calls as JSON, the model ends with `finish` and its answer.
+        let finished = as_json.then(|| finish_answer(&calls)).flatten();
         log.line(&format!(
             "--- turn {turn}: {} prompt tokens, {} answer tokens; {} in the attempt ---",
             reply.usage.prompt_tokens, reply.usage.completion_tokens, *tokens
@@ -175,7 +187,11 @@ fn turns(
         if let Some(why) = &reply.broken {
             log.line(&format!("swarm: the answer stopped before its end: {why}"));
         }
-        messages.push(assistant_message(&message));
+        messages.push(if as_json {
+            json!({ "role": "assistant", "content": text })
+        } else {
+            assistant_message(&message)
+        });
         let stopped_short =
             reply.finish_reason.as_deref() == Some("length") || reply.broken.is_some();
         if calls.is_empty() && stopped_short {
@@ -200,8 +216,19 @@ fn turns(
             continue;
         }
         cut = 0;
-        if calls.is_empty() {
-            answer.push_str(&text);
+        if calls.is_empty() || finished.is_some() {
+            if b.must_change && !called && !as_json {
+                // A writer answered in prose: the server may have left the tools out. Said once
+                // for the run; this attempt and later ones ask for the calls as JSON.
+                as_json = true;
+                if b.client.drop_calls() {
+                    notify(Notice::NoFunctionCall { what: "agent" });
+                }
+                log.line("swarm: the model answered without calling a tool; asking for the calls as JSON answers");
+                messages.push(json!({ "role": "user", "content": json_calls(&definitions) }));
+                continue;
+            }
+            answer.push_str(finished.as_deref().unwrap_or(&text));
             if b.must_change && !called {
                 let why = "the agent made no change: the model answered without calling a tool (a model or server without function calls? see Local models in the README)";
                 log.line(&format!("swarm: {why}"));
@@ -219,9 +246,14 @@ fn turns(
             let args = call["function"]["arguments"].as_str().unwrap_or("{}");
             let mut result = tools.call(name, args);
             let seen = errors.seen(name, &result.text);
+            let same = errors.in_a_row(name, &result.text);
             if seen == REPEATS - 1 {
                 result.text.push_str(
                     " (the same call failed this way before: one more such call ends the task)",
+                );
+            } else if same == REPEATS - 1 {
+                result.text.push_str(
+                    "\n(the same answer as the last call's: one more such call in a row ends the task)",
                 );
             }
             log.line(&format!("tool {name}({args}) ->\n{}", result.text));
@@ -233,7 +265,19 @@ fn turns(
                 log.line(&format!("swarm: {why}"));
                 return Err(Outcome::Failed(why));
             }
-            messages.push(json!({ "role": "tool", "tool_call_id": id, "content": result.text }));
+            if same >= REPEATS {
+                let why = format!(
+                    "the model called {name} {same} times in a row and was answered the same each time: it was stopped (a model that repeats itself makes no progress)"
+                );
+                log.line(&format!("swarm: {why}"));
+                return Err(Outcome::Failed(why));
+            }
+            // Without function calls, a tool's answer goes back as the next user message.
+            messages.push(if as_json {
+                json!({ "role": "user", "content": format!("The result of {name}:\n{}", result.text) })
+            } else {
+                json!({ "role": "tool", "tool_call_id": id, "content": result.text })
+            });
         }
         if *tokens > b.max_tokens {
             return Err(Outcome::Failed(format!(
@@ -248,11 +292,30 @@ fn turns(
     )))
 }
 
-/// How many times each tool has answered each error in an attempt.
+/// How many times each tool has answered each error in an attempt, and how many calls in a row
+/// the last answer has been given.
 #[derive(Default)]
-struct Repeats(std::collections::HashMap<(String, String), u32>);
+struct Repeats {
+    errors: std::collections::HashMap<(String, String), u32>,
+    last: Option<(String, String)>,
+    streak: u32,
+}
 
 impl Repeats {
+    /// Counts one call's answer: how many calls in a row, this one included, that tool has
+    /// answered exactly so (a model reading the same lines again and again, listing the same
+    /// directory, makes no progress).
+    fn in_a_row(&mut self, tool: &str, answer: &str) -> u32 {
+        let this = (tool.to_owned(), answer.to_owned());
+        if self.last.as_ref() == Some(&this) {
+            self.streak += 1;
+        } else {
+            self.last = Some(this);
+            self.streak = 1;
+        }
+        self.streak
+    }
+
     /// Counts one call's answer: how many times that tool has now answered that error (0 for
     /// an answer that is no error).
     fn seen(&mut self, tool: &str, answer: &str) -> u32 {
@@ -260,7 +323,7 @@ impl Repeats {
             return 0;
         }
         let n = self
-            .0
+            .errors
             .entry((tool.to_owned(), answer.to_owned()))
             .or_insert(0);
         *n += 1;
@@ -309,6 +372,69 @@ fn calls_in_text(text: &str, turn: u32) -> Vec<Value> {
         .and_then(|v| call(&v, 0))
         .into_iter()
         .collect()
+}
+
+/// What the model is told when its calls are asked for as JSON answers: the form, the tools.
+fn json_calls(definitions: &Value) -> String {
+    let tools: Vec<String> = definitions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            let f = &d["function"];
+            format!(
+                "- {}: {} Arguments: {}",
+                f["name"].as_str().unwrap_or_default(),
+                f["description"].as_str().unwrap_or_default(),
+                f["parameters"]["properties"]
+            )
+        })
+        .collect();
+    format!(
+        "Call one tool per answer by answering with one JSON object only: {{\"name\": TOOL, \"arguments\": {{...}}}}. The result comes back in the next message. When the task is done, answer {{\"name\": \"{FINISH}\", \"arguments\": {{\"answer\": \"your final result\"}}}}. The tools:\n{}",
+        tools.join("\n")
+    )
+}
+
+/// The name of the pseudo-tool that ends an attempt whose calls are JSON answers.
+const FINISH: &str = "finish";
+
+/// The structured output that makes an answer one call: a tool's name (or `finish`) and its
+/// arguments.
+fn call_format(definitions: &Value) -> Value {
+    let mut names: Vec<Value> = definitions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| d["function"]["name"].clone())
+        .collect();
+    names.push(FINISH.into());
+    json!({
+        "type": "json_schema",
+        "json_schema": {
+            "name": "call",
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "name": { "type": "string", "enum": names },
+                    "arguments": { "type": "object" },
+                },
+                "required": ["name", "arguments"],
+            },
+        },
+    })
+}
+
+/// The answer of a `finish` call, when `calls` is one.
+fn finish_answer(calls: &[Value]) -> Option<String> {
+    let call = calls.first().filter(|c| c["function"]["name"] == FINISH)?;
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or("{}")).ok()?;
+    Some(match &args["answer"] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    })
 }
 
 /// The most times in a row a cut answer is continued.

@@ -11,6 +11,8 @@ const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 const DEFAULT_MODEL: &str = "gpt-4o-mini";
 const POLL: Duration = Duration::from_millis(100);
 const SERVER_TEXT_CAP: usize = 500;
+/// The longest a connection waits in the pool to be used again.
+const IDLE_AGE: Duration = Duration::from_secs(4);
 
 mod limiter;
 mod stream;
@@ -370,6 +372,9 @@ pub struct Client {
     context: Arc<std::sync::OnceLock<Option<u64>>>,
     /// Whether answers are asked for as streams; off for good once the server refuses one.
     streaming: Arc<AtomicBool>,
+    /// Set once a request that offered tools came back without a function call: the server (or
+    /// its model) passes none, and callers ask for their calls as JSON from then on.
+    calls_dropped: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for Client {
@@ -403,6 +408,9 @@ impl Client {
         let config = ureq::Agent::config_builder()
             .timeout_connect(Some(limits.connect_timeout))
             .timeout_per_read(Some(limits.read_timeout))
+            // Under the 5 s after which llama.cpp's server closes an idle connection: a pooled
+            // connection the server has closed fails the request that reuses it.
+            .max_idle_age(IDLE_AGE)
             .http_status_as_error(false)
             .build();
         Client {
@@ -413,7 +421,19 @@ impl Client {
             unanswered: Arc::new(AtomicU32::new(0)),
             context: Arc::new(std::sync::OnceLock::new()),
             streaming: Arc::new(AtomicBool::new(true)),
+            calls_dropped: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Whether a request that offered tools has come back without a function call.
+    pub fn calls_dropped(&self) -> bool {
+        self.calls_dropped.load(Ordering::SeqCst)
+    }
+
+    /// Notes that a request that offered tools came back without a function call; true the
+    /// first time, so that whoever notes it first says it, once for the run.
+    pub fn drop_calls(&self) -> bool {
+        !self.calls_dropped.swap(true, Ordering::SeqCst)
     }
 
     /// The model's context size in tokens, where the server tells it: llama.cpp's `/props`

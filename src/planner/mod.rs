@@ -137,7 +137,12 @@ pub fn plan(
     let mut usage = Usage::default();
     let mut repairs = Vec::new();
     let mut requests = 0;
-    let mut asking = Asking::Call;
+    // A server already seen to pass no function calls is asked for structured output at once.
+    let mut asking = if client.calls_dropped() {
+        Asking::Structured
+    } else {
+        Asking::Call
+    };
     let plan_tokens = client.answers().planning;
     loop {
         let mut body = match asking {
@@ -195,8 +200,10 @@ pub fn plan(
             .is_none_or(Vec::is_empty);
         if asking == Asking::Call && no_call {
             // Asked for a call and answered in prose: the server is likely to have left the
-            // tools out. Said once; the next request asks for structured output.
-            notify(Notice::NoFunctionCall { what: "planning" });
+            // tools out. Said once for the run; the next request asks for structured output.
+            if client.drop_calls() {
+                notify(Notice::NoFunctionCall { what: "planning" });
+            }
             asking = Asking::Structured;
             repairs.push(Repair {
                 kind: "no_function_call",

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fake_llm::{FakeLlm, Reply, Request, has_tool, is_planning, tool_results};
+use crate::fake_llm::{
+    FakeLlm, Reply, Request, has_tool, is_planning, last_user_text, tool_results,
+};
 use crate::{TestRepo, assert_exit, outside, status_json, stderr, stdout};
 
 /// The user message of an agent request: the task's prompt.
@@ -740,6 +742,56 @@ fn ctrl_c_while_planning_stops_resumably_and_resume_plans_the_goal_again() {
 }
 
 #[test]
+fn a_model_answered_the_same_three_times_in_a_row_is_stopped_not_left_to_the_turn_cap() {
+    let repo = TestRepo::new();
+    // A weak model reading the same lines again and again, asking each time for one line more
+    // than there is.
+    let llm = FakeLlm::start(|_, n| {
+        Reply::tool_call(
+            &format!("c{n}"),
+            "read_file",
+            json!({"path": "README.md", "start_line": 1, "end_line": 100 + n}),
+        )
+    });
+    let tasks = repo.tasks(&[r#"{"id":"r","prompt":"Summarise the README","mode":"read"}"#]);
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &[
+            "run",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "openai",
+            "--retries",
+            "0",
+        ],
+    );
+
+    assert_exit(&out, 1);
+    let why = status_json(&repo)["tasks"][0]["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        why.starts_with(
+            "the model called read_file 3 times in a row and was answered the same each time"
+        ),
+        "{why}"
+    );
+    // Told before the last call; three calls, not the turn cap's forty.
+    assert_eq!(llm.requests().len(), 3);
+    let told = tool_results(&llm.requests()[2]);
+    assert!(
+        told.last()
+            .unwrap()
+            .1
+            .contains("one more such call in a row ends the task"),
+        "{told:?}"
+    );
+}
+
+#[test]
 fn a_model_repeating_a_call_that_fails_the_same_way_is_stopped_with_that_reason() {
     // (the task's mode, the call the model makes at every turn, the error it gets back).
     let cases = [
@@ -879,6 +931,62 @@ fn a_writer_whose_model_calls_no_tool_fails_as_no_change_unless_it_may_be_empty(
             assert_eq!(failed, 2);
         }
     }
+}
+
+#[test]
+fn writers_whose_server_drops_the_tools_call_them_as_json_and_their_changes_merge() {
+    let repo = TestRepo::new();
+    // The server passes no function calls: offered tools, the model writes prose. Asked for a
+    // call as JSON (structured output), it writes the file, then finishes.
+    let llm = FakeLlm::start(|req, _| {
+        if req.body.get("tools").is_some() {
+            return Reply::text("I would write the file with the greeting in it.");
+        }
+        assert_eq!(req.body["response_format"]["json_schema"]["name"], "call");
+        let prompt = task_prompt(req);
+        let file = if prompt.contains("Write one.txt") {
+            "one.txt"
+        } else {
+            "two.txt"
+        };
+        if last_user_text(req).starts_with("The result of write_file") {
+            Reply::text(
+                json!({"name": "finish", "arguments": {"answer": format!("wrote {file}")}})
+                    .to_string(),
+            )
+        } else {
+            let call =
+                json!({"name": "write_file", "arguments": {"path": file, "content": "hello\n"}});
+            Reply::text(call.to_string())
+        }
+    });
+    let tasks = repo.tasks(&[
+        r#"{"id":"one","prompt":"Write one.txt","mode":"write"}"#,
+        r#"{"id":"two","prompt":"Write two.txt","mode":"write","deps":["one"]}"#,
+    ]);
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["run", tasks.to_str().unwrap(), "--agent", "openai"],
+    );
+
+    assert_exit(&out, 0);
+    assert_eq!(repo.read("one.txt"), "hello\n");
+    assert_eq!(repo.read("two.txt"), "hello\n");
+    let said: Vec<Value> = events(&repo)
+        .into_iter()
+        .filter(|e| e["kind"] == "no_function_call")
+        .collect();
+    assert_eq!(said.len(), 1, "said once for the run: {said:?}");
+    // The first writer found out with one prose answer; the second asked for JSON at once.
+    let offered_tools: Vec<bool> = llm
+        .requests()
+        .iter()
+        .filter(|r| r.body.get("tools").is_some())
+        .map(|r| task_prompt(r).contains("Write one.txt"))
+        .collect();
+    assert_eq!(offered_tools, [true]);
 }
 
 #[test]
