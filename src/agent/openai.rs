@@ -167,6 +167,9 @@ fn turns(
             .as_array()
             .cloned()
             .unwrap_or_default();
+        // Calls that came as JSON answers go back as plain messages, the tools' results as the
+        // next user message; function calls (which a server may send even then) as such.
+        let in_text = as_json && calls.is_empty();
         // A model whose server does not pass function calls on often writes them as text.
         if calls.is_empty() {
             calls = calls_in_text(&text, turn);
@@ -176,7 +179,7 @@ fn turns(
             }
         }
         // Asked for calls as JSON, the model ends with `finish` and its answer.
-        let finished = as_json.then(|| finish_answer(&calls)).flatten();
+        let finished = in_text.then(|| finish_answer(&calls)).flatten();
         log.line(&format!(
             "--- turn {turn}: {} prompt tokens, {} answer tokens; {} in the attempt ---",
             reply.usage.prompt_tokens, reply.usage.completion_tokens, *tokens
@@ -187,7 +190,7 @@ fn turns(
         if let Some(why) = &reply.broken {
             log.line(&format!("swarm: the answer stopped before its end: {why}"));
         }
-        messages.push(if as_json {
+        messages.push(if in_text {
             json!({ "role": "assistant", "content": text })
         } else {
             assistant_message(&message)
@@ -230,7 +233,7 @@ fn turns(
             }
             answer.push_str(finished.as_deref().unwrap_or(&text));
             if b.must_change && !called {
-                let why = "the agent made no change: the model answered without calling a tool (a model or server without function calls? see Local models in the README)";
+                let why = "the agent made no change: the model answered without calling a tool (a model or server without function calls? see docs/local-models.md)";
                 log.line(&format!("swarm: {why}"));
                 return Err(Outcome::Failed(why.to_owned()));
             }
@@ -251,7 +254,7 @@ fn turns(
                 result.text.push_str(
                     " (the same call failed this way before: one more such call ends the task)",
                 );
-            } else if same == REPEATS - 1 {
+            } else if same == REPEATS - 1 && seen < REPEATS {
                 result.text.push_str(
                     "\n(the same answer as the last call's: one more such call in a row ends the task)",
                 );
@@ -273,7 +276,7 @@ fn turns(
                 return Err(Outcome::Failed(why));
             }
             // Without function calls, a tool's answer goes back as the next user message.
-            messages.push(if as_json {
+            messages.push(if in_text {
                 json!({ "role": "user", "content": format!("The result of {name}:\n{}", result.text) })
             } else {
                 json!({ "role": "tool", "tool_call_id": id, "content": result.text })
@@ -332,8 +335,9 @@ impl Repeats {
 }
 
 /// Tool calls a model wrote in its text instead of as function calls: each
-/// `<tool_call>{"name": …, "arguments": …}</tool_call>`, or the whole text as one such object
-/// (fenced or not). They get ids of their own (`text-<turn>-<k>`), for the tool messages.
+/// `<tool_call>{"name": …, "arguments": …}</tool_call>`, or else the first such object in the
+/// text (the whole text, fenced or not, or a fenced block amid prose). They get ids of their own
+/// (`text-<turn>-<k>`), for the tool messages.
 fn calls_in_text(text: &str, turn: u32) -> Vec<Value> {
     let call = |v: &Value, k: usize| -> Option<Value> {
         let name = v["name"].as_str()?;
@@ -360,21 +364,16 @@ fn calls_in_text(text: &str, turn: u32) -> Vec<Value> {
     if !tagged.is_empty() {
         return tagged;
     }
-    let bare = text
-        .trim()
-        .trim_start_matches("```json")
-        .trim_start_matches("```")
-        .trim_end_matches("```")
-        .trim();
-    serde_json::from_str::<Value>(bare)
-        .ok()
-        .filter(|v| v.get("arguments").is_some())
+    crate::llm::json_values(text)
+        .find(|v| v["name"].is_string() && v.get("arguments").is_some())
         .and_then(|v| call(&v, 0))
         .into_iter()
         .collect()
 }
 
-/// What the model is told when its calls are asked for as JSON answers: the form, the tools.
+/// What the model is told when its calls are asked for as JSON answers: the form, and each
+/// tool as a signature (`read_file(path: string, start_line?: integer)`) with what it does and
+/// what its arguments mean; a schema shown as such is copied into the arguments by small models.
 fn json_calls(definitions: &Value) -> String {
     let tools: Vec<String> = definitions
         .as_array()
@@ -382,16 +381,45 @@ fn json_calls(definitions: &Value) -> String {
         .flatten()
         .map(|d| {
             let f = &d["function"];
+            let required = &f["parameters"]["required"];
+            let params: Vec<(String, String, String)> = f["parameters"]["properties"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, p)| {
+                    let optional = if required
+                        .as_array()
+                        .is_some_and(|r| r.iter().any(|n| n == name.as_str()))
+                    {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    (
+                        format!("{name}{optional}: {}", p["type"].as_str().unwrap_or("any")),
+                        name.clone(),
+                        p["description"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let signature: Vec<&str> = params.iter().map(|(s, _, _)| s.as_str()).collect();
+            let meanings: Vec<String> = params
+                .iter()
+                .filter(|(_, _, d)| !d.is_empty())
+                .map(|(_, n, d)| format!("{n}: {d}"))
+                .collect();
             format!(
-                "- {}: {} Arguments: {}",
+                "- {}({}): {}{}{}",
                 f["name"].as_str().unwrap_or_default(),
+                signature.join(", "),
                 f["description"].as_str().unwrap_or_default(),
-                f["parameters"]["properties"]
+                if meanings.is_empty() { "" } else { " " },
+                meanings.join("; ")
             )
         })
         .collect();
     format!(
-        "Call one tool per answer by answering with one JSON object only: {{\"name\": TOOL, \"arguments\": {{...}}}}. The result comes back in the next message. When the task is done, answer {{\"name\": \"{FINISH}\", \"arguments\": {{\"answer\": \"your final result\"}}}}. The tools:\n{}",
+        "Call one tool per answer: answer with one JSON object only, {{\"name\": the tool's name, \"arguments\": an object with its arguments' values}}, for example {{\"name\": \"read_file\", \"arguments\": {{\"path\": \"README.md\"}}}}. The tool's result comes back in the next message. When the task is done, answer with the name \"{FINISH}\" and the arguments {{\"answer\": your final result, in words}}. The tools (a ? marks an optional argument):\n{}",
         tools.join("\n")
     )
 }
@@ -489,7 +517,32 @@ impl Log {
 
 #[cfg(test)]
 mod tests {
-    use super::calls_in_text;
+    use super::{calls_in_text, finish_answer, json_calls};
+    use serde_json::json;
+
+    #[test]
+    fn tools_asked_for_as_json_are_shown_as_signatures_and_finish_carries_the_answer() {
+        let definitions = json!([{"type": "function", "function": {
+            "name": "read_file", "description": "Read a text file.",
+            "parameters": {"type": "object", "required": ["path"], "properties": {
+                "path": {"type": "string", "description": "file to read"},
+                "start_line": {"type": "integer", "description": "first line"},
+            }},
+        }}]);
+        let told = json_calls(&definitions);
+        assert!(
+            told.contains("- read_file(path: string, start_line?: integer): Read a text file. path: file to read; start_line: first line"),
+            "{told}"
+        );
+        assert!(!told.contains("\"type\""), "no schema to copy: {told}");
+        let finish = calls_in_text(
+            r#"{"name": "finish", "arguments": {"answer": "Added subtract."}}"#,
+            4,
+        );
+        assert_eq!(finish_answer(&finish).as_deref(), Some("Added subtract."));
+        let other = calls_in_text(r#"{"name": "read_file", "arguments": {"path": "a"}}"#, 4);
+        assert_eq!(finish_answer(&other), None);
+    }
 
     #[test]
     fn tool_calls_written_as_text_are_read_tagged_or_bare() {
@@ -503,6 +556,11 @@ mod tests {
         let bare = "```json\n{\"name\": \"search\", \"arguments\": {\"pattern\": \"x\"}}\n```";
         assert_eq!(calls_in_text(bare, 1)[0]["function"]["name"], "search");
         assert!(calls_in_text("Here is {\"a\": 1} and no call.", 1).is_empty());
+        // A fenced call amid prose, its strings holding fences of their own.
+        let amid = "To do it:\n\n```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.md\", \"content\": \"```sh\\nrun\\n```\"}}\n```\nThat is all.";
+        let calls = calls_in_text(amid, 3);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(calls[0]["function"]["name"], "write_file");
         assert!(calls_in_text("{\"name\": \"x\"}", 1).is_empty());
     }
 }

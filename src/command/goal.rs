@@ -334,6 +334,9 @@ pub(super) fn plan_and_launch(
         write_plan(out, &plan.to_jsonl())?;
     }
     guard_files(&run.repo, &mut run_settings, config_file)?;
+    // The planner's client runs the tasks too: one in-flight limit, and what it learned of the
+    // server (its context, whether it passes function calls or takes streams) kept.
+    run_settings.llm = Some(client.clone());
     run.launch(g, plan, &run_settings, options, None)
 }
 

@@ -11,8 +11,6 @@ const DEFAULT_BASE: &str = "https://api.openai.com/v1";
 const DEFAULT_MODEL: &str = "gpt-4o-mini";
 const POLL: Duration = Duration::from_millis(100);
 const SERVER_TEXT_CAP: usize = 500;
-/// The longest a connection waits in the pool to be used again.
-const IDLE_AGE: Duration = Duration::from_secs(4);
 
 mod limiter;
 mod stream;
@@ -408,9 +406,10 @@ impl Client {
         let config = ureq::Agent::config_builder()
             .timeout_connect(Some(limits.connect_timeout))
             .timeout_per_read(Some(limits.read_timeout))
-            // Under the 5 s after which llama.cpp's server closes an idle connection: a pooled
-            // connection the server has closed fails the request that reuses it.
-            .max_idle_age(IDLE_AGE)
+            // A connection per request: a pooled one the server has closed meanwhile (llama.cpp's
+            // closes idle ones after 5 s, and sooner when busy) fails the request that reuses
+            // it, and a new one costs little beside a model's answer.
+            .max_idle_connections(0)
             .http_status_as_error(false)
             .build();
         Client {
@@ -968,6 +967,19 @@ fn parse_reply(text: &str) -> Option<Reply> {
         usage: Usage::of(&value["usage"]),
         broken: None,
     })
+}
+
+/// Every JSON object or array in a model's `text` that parses, in order, from each `{` or `[`
+/// (a model's JSON is often inside prose or a fenced block).
+pub fn json_values(text: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
+    text.char_indices()
+        .filter(|(_, c)| *c == '{' || *c == '[')
+        .filter_map(|(i, _)| {
+            serde_json::Deserializer::from_str(&text[i..])
+                .into_iter::<serde_json::Value>()
+                .next()
+                .and_then(Result::ok)
+        })
 }
 
 /// Asks for the answer as a stream, with its usage in the last chunk.

@@ -8,7 +8,7 @@ pub mod needs;
 
 use serde_json::{Value, json};
 
-use crate::llm::{AnswerCaps, Client, LlmError, Notice, Usage};
+use crate::llm::{AnswerCaps, Client, LlmError, Notice, Usage, json_values};
 use crate::plan::Plan;
 use crate::plan::repair::{self, DraftTask, Repair};
 
@@ -336,18 +336,6 @@ fn plan_shaped(v: &Value) -> bool {
         && items
             .iter()
             .all(|t| t.get("id").is_some() && (t.get("prompt").is_some() || t.get("run").is_some()))
-}
-
-/// Every JSON object or array in `text` that parses, in order, from each `{` or `[`.
-fn json_values(text: &str) -> impl Iterator<Item = Value> + '_ {
-    text.char_indices()
-        .filter(|(_, c)| *c == '{' || *c == '[')
-        .filter_map(|(i, _)| {
-            serde_json::Deserializer::from_str(&text[i..])
-                .into_iter::<Value>()
-                .next()
-                .and_then(Result::ok)
-        })
 }
 
 /// The arguments of the first function call in a model's answer, parsed (some servers send

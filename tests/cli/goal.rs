@@ -71,6 +71,28 @@ pub(crate) fn agent_reply(req: &Request) -> Reply {
     }
 }
 
+/// `agent_reply` for an agent that asks for its calls as JSON answers (structured output).
+fn json_agent_reply(req: &Request) -> Reply {
+    let prompt = task_prompt(req);
+    let done = last_user_text(req).starts_with("The result of");
+    let (name, arguments) = if prompt.contains("TASK final") {
+        (
+            "finish",
+            json!({"answer": "# Final report\n\nEverything was surveyed."}),
+        )
+    } else if done {
+        ("finish", json!({"answer": "done"}))
+    } else if prompt.contains("TASK notes") {
+        (
+            "write_file",
+            json!({"path": "NOTES.md", "content": "notes from the agent\n"}),
+        )
+    } else {
+        ("read_file", json!({"path": "README.md"}))
+    };
+    Reply::text(json!({ "name": name, "arguments": arguments }).to_string())
+}
+
 /// A server that plans `good_plan` and answers agents with `agent_reply`.
 pub(crate) fn good_server() -> FakeLlm {
     FakeLlm::start(|req, _| {
@@ -1062,10 +1084,11 @@ fn a_server_that_drops_the_tools_is_said_once_then_asked_for_structured_output_a
             // The server left the tools out of the prompt: the model answers in prose.
             return Reply::Text("Sure! First I would look at the files, then write notes.".into());
         }
-        if req.body.get("response_format").is_some() {
-            return Reply::Text(json!({ "tasks": good_plan() }).to_string());
+        match req.body["response_format"]["json_schema"]["name"].as_str() {
+            Some("plan") => Reply::Text(json!({ "tasks": good_plan() }).to_string()),
+            Some("call") => json_agent_reply(req),
+            _ => agent_reply(req),
         }
-        agent_reply(req)
     });
 
     let out = goal_cmd(&repo, &llm, &["--goal", "Do it"]);
@@ -1081,11 +1104,24 @@ fn a_server_that_drops_the_tools_is_said_once_then_asked_for_structured_output_a
     let structured: Vec<Request> = llm
         .requests()
         .into_iter()
-        .filter(|r| r.body.get("response_format").is_some())
+        .filter(|r| r.body["response_format"]["json_schema"]["name"] == "plan")
         .collect();
     assert_eq!(structured.len(), 1);
     assert_eq!(structured[0].body["response_format"]["type"], "json_schema");
     assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+    // The run's agents share what the planner found: they ask for their calls as JSON at once.
+    let agents: Vec<Request> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| !is_planning(r))
+        .collect();
+    assert!(!agents.is_empty());
+    assert!(
+        agents
+            .iter()
+            .all(|r| r.body["response_format"]["json_schema"]["name"] == "call"),
+        "{agents:?}"
+    );
     // What the model answered is on record, in `swarm logs`.
     let logs = crate::stdout(&repo.swarm(&["logs"]));
     assert!(
