@@ -21,31 +21,13 @@ fn serve(script: Vec<(u16, &'static str, &'static str)>) -> (String, Receiver<St
         let mut script = script.into_iter();
         loop {
             let (mut stream, _) = listener.accept().unwrap();
-            let mut reader = BufReader::new(&stream);
-            let (mut request, mut line, mut length) = (String::new(), String::new(), 0);
-            while reader.read_line(&mut line).unwrap() > 2 {
-                let lower = line.to_ascii_lowercase();
-                if let Some(n) = lower.strip_prefix("content-length:") {
-                    length = n.trim().parse().unwrap();
-                }
-                request.push_str(&std::mem::take(&mut line));
-            }
-            let mut content = vec![0; length];
-            reader.read_exact(&mut content).unwrap();
-            // The client's look for the model's context size (`/props`, `/models`,
-            // `/api/show`): not one of the script's requests.
-            if !request.starts_with("POST /v1/chat/completions ") {
-                write!(
-                    stream,
-                    "HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                )
-                .ok();
+            let Some(request) = read_request(&mut stream) else {
                 continue;
-            }
+            };
             let Some((status, header, body)) = script.next() else {
                 break;
             };
-            tx.send(request + &String::from_utf8(content).unwrap()).ok();
+            tx.send(request).ok();
             if status == 0 {
                 silent.push(stream);
                 continue;
@@ -57,6 +39,31 @@ fn serve(script: Vec<(u16, &'static str, &'static str)>) -> (String, Receiver<St
         std::thread::sleep(Duration::from_secs(5));
     });
     (base, rx)
+}
+
+/// A request's head and body as text; `None` (answered with a 404) for anything but a chat
+/// request, such as the client's look for the model's context size (`/props`, `/models`,
+/// `/api/show`).
+fn read_request(stream: &mut std::net::TcpStream) -> Option<String> {
+    let mut reader = BufReader::new(&*stream);
+    let (mut request, mut line, mut length) = (String::new(), String::new(), 0);
+    while reader.read_line(&mut line).unwrap() > 2 {
+        if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = n.trim().parse().unwrap();
+        }
+        request.push_str(&std::mem::take(&mut line));
+    }
+    let mut content = vec![0; length];
+    reader.read_exact(&mut content).unwrap();
+    if !request.starts_with("POST /v1/chat/completions ") {
+        write!(
+            stream,
+            "HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .ok();
+        return None;
+    }
+    Some(request + &String::from_utf8(content).unwrap())
 }
 
 fn client(base: &str, max_wait_ms: u64) -> Client {
@@ -327,25 +334,10 @@ fn serve_stream(pieces: Vec<(u64, String)>, hang: bool) -> (String, Receiver<Str
         let mut held = Vec::new();
         for stream in listener.incoming() {
             let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(&stream);
-            let (mut request, mut line, mut length) = (String::new(), String::new(), 0);
-            while reader.read_line(&mut line).unwrap() > 2 {
-                if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = n.trim().parse().unwrap();
-                }
-                request.push_str(&std::mem::take(&mut line));
-            }
-            let mut content = vec![0; length];
-            reader.read_exact(&mut content).unwrap();
-            if !request.starts_with("POST /v1/chat/completions ") {
-                write!(
-                    stream,
-                    "HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                )
-                .ok();
+            let Some(request) = read_request(&mut stream) else {
                 continue;
-            }
-            tx.send(request + &String::from_utf8(content).unwrap()).ok();
+            };
+            tx.send(request).ok();
             let Some(pieces) = pieces.take() else {
                 let len = OK.len();
                 write!(
