@@ -852,6 +852,8 @@ impl Client {
                 Ok(_) => {
                     let text = String::from_utf8_lossy(&line);
                     match assembly.line(text.trim_end()) {
+                        // `[DONE]`: what follows it, if anything, is not waited for.
+                        Ok(()) if assembly.done() => break None,
                         Ok(()) if assembly.too_big() => format!(
                             "the answer passed {} MB and was read no further",
                             stream::ANSWER_LIMIT >> 20

@@ -112,7 +112,12 @@ impl Assembly {
         self.pieces > 0
     }
 
-    /// Whether the stream said it is over.
+    /// Whether `data: [DONE]` came.
+    pub(super) fn done(&self) -> bool {
+        self.done
+    }
+
+    /// Whether the stream said it is over (`[DONE]`, or a reason the answer finished).
     pub(super) fn ended(&self) -> bool {
         self.done || self.finish_reason.is_some()
     }

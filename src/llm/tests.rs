@@ -384,7 +384,8 @@ fn a_streamed_answer_is_put_together_with_its_calls_and_usage() {
         (0, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":9,\"total_tokens\":49}}\n\n".to_owned()),
         (0, "data: [DONE]\n\n".to_owned()),
     ];
-    let (base, requests) = serve_stream(pieces, false);
+    // The connection held open after `[DONE]`: the answer is complete without waiting for it.
+    let (base, requests) = serve_stream(pieces, true);
     let (result, notices) = chat(&client(&base, 50));
     let reply = result.unwrap();
     assert_eq!(reply.message["content"], "Let me look.");
