@@ -139,7 +139,8 @@ pub fn infer(
         json!({ "role": "user", "content": user_prompt(goals, known) }),
     ];
     let mut requests = 0;
-    let mut with_tools = true;
+    // A server already seen to pass no function calls is asked for the JSON in text at once.
+    let mut with_tools = !client.calls_dropped();
     let reply = loop {
         let mut body = if with_tools {
             json!({
