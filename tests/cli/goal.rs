@@ -1335,3 +1335,50 @@ fn a_request_refused_for_its_length_is_shortened_and_sent_again_not_as_it_was() 
     assert!(sizes.len() >= 2, "{sizes:?}");
     assert!(sizes.windows(2).all(|w| w[1] < w[0]), "{sizes:?}");
 }
+
+#[test]
+fn a_lanes_requests_share_their_prefix_and_each_conversation_is_only_appended_to() {
+    // What lets a server's prompt cache work: the part every task of a lane shares comes first
+    // and is byte-identical (the instructions, the tools), the task's own part after it, and a
+    // conversation is re-sent only with more appended.
+    let repo = TestRepo::new();
+    let llm = FakeLlm::start(|req, _| agent_reply(req));
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","prompt":"TASK a: read the README","mode":"read","lane":"analyst"}"#,
+        r#"{"id":"b","prompt":"TASK b: read the README","mode":"read","lane":"analyst"}"#,
+        r#"{"id":"c","prompt":"TASK c: sum up","mode":"read","lane":"analyst","deps":["a","b"]}"#,
+    ]);
+
+    let out = goal_cmd(
+        &repo,
+        &llm,
+        &["run", tasks.to_str().unwrap(), "--agent", "openai"],
+    );
+
+    assert_exit(&out, 0);
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 6, "a read and an answer for each task");
+    let first = &requests[0];
+    for r in &requests {
+        assert_eq!(
+            r.messages()[0],
+            first.messages()[0],
+            "the system message differs"
+        );
+        assert_eq!(r.body["tools"], first.body["tools"], "the tools differ");
+    }
+    let mut by_task: std::collections::BTreeMap<String, Vec<&Request>> = Default::default();
+    for r in &requests {
+        by_task.entry(task_prompt(r)).or_default().push(r);
+    }
+    assert_eq!(by_task.len(), 3);
+    for (task, turns) in by_task {
+        for pair in turns.windows(2) {
+            let (before, after) = (pair[0].messages(), pair[1].messages());
+            assert!(
+                after.len() > before.len() && after[..before.len()] == *before,
+                "{task}: a later request does not begin with the earlier one"
+            );
+        }
+    }
+}
