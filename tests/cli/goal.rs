@@ -1367,7 +1367,7 @@ fn a_lanes_requests_share_their_prefix_and_each_conversation_is_only_appended_to
         );
         assert_eq!(r.body["tools"], first.body["tools"], "the tools differ");
     }
-    let mut by_task: std::collections::BTreeMap<String, Vec<&Request>> = Default::default();
+    let mut by_task = std::collections::BTreeMap::<String, Vec<&Request>>::new();
     for r in &requests {
         by_task.entry(task_prompt(r)).or_default().push(r);
     }
