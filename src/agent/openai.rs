@@ -180,8 +180,12 @@ fn turns(
         }
         // Asked for calls as JSON, the model ends with `finish` and its answer.
         let finished = in_text.then(|| finish_answer(&calls)).flatten();
+        let cached = match reply.usage.cached_tokens {
+            0 => String::new(),
+            n => format!(" ({n} cached)"),
+        };
         log.line(&format!(
-            "--- turn {turn}: {} prompt tokens, {} answer tokens; {} in the attempt ---",
+            "--- turn {turn}: {} prompt tokens{cached}, {} answer tokens; {} in the attempt ---",
             reply.usage.prompt_tokens, reply.usage.completion_tokens, *tokens
         ));
         if !text.is_empty() {

@@ -147,6 +147,9 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Of the prompt's tokens, those the server had cached
+    /// (`prompt_tokens_details.cached_tokens`).
+    pub cached_tokens: u64,
 }
 
 impl Usage {
@@ -163,6 +166,9 @@ impl Usage {
                 .as_u64()
                 .filter(|t| *t > 0)
                 .unwrap_or(prompt_tokens + completion_tokens),
+            cached_tokens: usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0),
         }
     }
 }

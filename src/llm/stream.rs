@@ -163,6 +163,7 @@ impl Assembly {
             prompt_tokens: prompt_estimate,
             completion_tokens: self.pieces,
             total_tokens: prompt_estimate + self.pieces,
+            cached_tokens: 0,
         });
         Reply {
             message,

@@ -101,6 +101,7 @@ fn ok_reply_is_parsed_with_usage_and_request_carries_key_and_model() {
         prompt_tokens: 3,
         completion_tokens: 2,
         total_tokens: 5,
+        cached_tokens: 0,
     };
     assert_eq!(reply.usage, usage);
     assert!(notices.is_empty());
@@ -381,7 +382,7 @@ fn a_streamed_answer_is_put_together_with_its_calls_and_usage() {
         (0, event(r#"{"tool_calls":[{"index":0,"function":{"arguments":"th\": \"a\"}"}}]}"#)),
         (0, event(r#"{"tool_calls":[{"index":1,"id":"c2","function":{"name":"list_files","arguments":"{}"}}]}"#)),
         (0, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n".to_owned()),
-        (0, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":9,\"total_tokens\":49}}\n\n".to_owned()),
+        (0, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":9,\"total_tokens\":49,\"prompt_tokens_details\":{\"cached_tokens\":32}}}\n\n".to_owned()),
         (0, "data: [DONE]\n\n".to_owned()),
     ];
     // The connection held open after `[DONE]`: the answer is complete without waiting for it.
@@ -397,6 +398,7 @@ fn a_streamed_answer_is_put_together_with_its_calls_and_usage() {
     assert_eq!(calls[1]["function"]["name"], "list_files");
     assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(reply.usage.total_tokens, 49);
+    assert_eq!(reply.usage.cached_tokens, 32);
     assert_eq!(reply.broken, None);
     assert!(notices.is_empty(), "{notices:?}");
     let request = requests.recv().unwrap();

@@ -194,6 +194,7 @@ pub fn plan(
         usage.prompt_tokens += reply.usage.prompt_tokens;
         usage.completion_tokens += reply.usage.completion_tokens;
         usage.total_tokens += reply.usage.total_tokens;
+        usage.cached_tokens += reply.usage.cached_tokens;
         notify(Notice::answer("planning", requests, &reply.message));
         let no_call = reply.message["tool_calls"]
             .as_array()
