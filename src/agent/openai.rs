@@ -242,6 +242,10 @@ fn turns(
                 return Err(Outcome::Failed(why.to_owned()));
             }
             if answer.trim().is_empty() {
+                // A writer's change is its result; a reader's answer is all it gives.
+                if b.access == Access::Write && called {
+                    return Ok(NO_ANSWER.to_owned());
+                }
                 return Err(Outcome::Failed("the model ended without an answer".into()));
             }
             return Ok(answer);
@@ -468,6 +472,10 @@ fn finish_answer(calls: &[Value]) -> Option<String> {
         other => other.to_string(),
     })
 }
+
+/// A writer's result when its model worked with the tools and then ended without a word: its
+/// change, if any, is what it did.
+const NO_ANSWER: &str = "(the agent worked with the tools and gave no final answer)";
 
 /// The most times in a row a cut answer is continued.
 const MAX_CONTINUATIONS: u32 = 3;

@@ -972,10 +972,13 @@ fn writers_whose_server_drops_the_tools_call_them_as_json_and_their_changes_merg
             "two.txt"
         };
         if last_user_text(req).starts_with("The result of write_file") {
-            Reply::text(
-                json!({"name": "finish", "arguments": {"answer": format!("wrote {file}")}})
-                    .to_string(),
-            )
+            // The second ends without a word: its change is its result.
+            let answer = if file == "one.txt" {
+                "wrote one.txt"
+            } else {
+                ""
+            };
+            Reply::text(json!({"name": "finish", "arguments": {"answer": answer}}).to_string())
         } else {
             let call =
                 json!({"name": "write_file", "arguments": {"path": file, "content": "hello\n"}});
@@ -996,6 +999,21 @@ fn writers_whose_server_drops_the_tools_call_them_as_json_and_their_changes_merg
     assert_exit(&out, 0);
     assert_eq!(repo.read("one.txt"), "hello\n");
     assert_eq!(repo.read("two.txt"), "hello\n");
+    let status = status_json(&repo);
+    let result = |id: &str| {
+        status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .map(|t| t["result"].clone())
+            .unwrap()
+    };
+    assert_eq!(result("one"), "wrote one.txt");
+    assert_eq!(
+        result("two"),
+        "(the agent worked with the tools and gave no final answer)"
+    );
     let said: Vec<Value> = events(&repo)
         .into_iter()
         .filter(|e| e["kind"] == "no_function_call")
