@@ -136,7 +136,7 @@ fn turns(
     }
     // The final answer, when the model gives it in parts (each cut at its output limit).
     let mut answer = String::new();
-    let mut errors = Repeats::default();
+    let mut repeats = Repeats::default();
     // Whether the model has called a tool in this attempt.
     let mut called = false;
     // Answers cut at the output limit in a row.
@@ -215,8 +215,7 @@ fn turns(
                         "the model's answer was cut at the server's output limit {cut} times in a row; swarm stopped asking it to continue"
                     ),
                 };
-                log.line(&format!("swarm: {why}"));
-                return Err(Outcome::Failed(why));
+                return Err(failed(log, why));
             }
             answer.push_str(&text);
             messages.push(json!({ "role": "user", "content": CONTINUE }));
@@ -238,8 +237,7 @@ fn turns(
             answer.push_str(finished.as_deref().unwrap_or(&text));
             if b.must_change && !called {
                 let why = "the agent made no change: the model answered without calling a tool (a model or server without function calls? see docs/local-models.md)";
-                log.line(&format!("swarm: {why}"));
-                return Err(Outcome::Failed(why.to_owned()));
+                return Err(failed(log, why.to_owned()));
             }
             if answer.trim().is_empty() {
                 // A writer's change is its result; a reader's answer is all it gives.
@@ -256,8 +254,8 @@ fn turns(
             let name = call["function"]["name"].as_str().unwrap_or_default();
             let args = call["function"]["arguments"].as_str().unwrap_or("{}");
             let mut result = tools.call(name, args);
-            let seen = errors.seen(name, &result.text);
-            let same = errors.in_a_row(name, &result.text);
+            let seen = repeats.seen(name, &result.text);
+            let same = repeats.in_a_row(name, &result.text);
             if seen == REPEATS - 1 {
                 result.text.push_str(
                     " (the same call failed this way before: one more such call ends the task)",
@@ -273,15 +271,13 @@ fn turns(
                     "the model called {name} {seen} times and was answered the same error each time ({}): it was stopped",
                     crate::ui::one_line(&result.text, 200)
                 );
-                log.line(&format!("swarm: {why}"));
-                return Err(Outcome::Failed(why));
+                return Err(failed(log, why));
             }
             if same >= REPEATS {
                 let why = format!(
                     "the model called {name} {same} times in a row and was answered the same each time: it was stopped (a model that repeats itself makes no progress)"
                 );
-                log.line(&format!("swarm: {why}"));
-                return Err(Outcome::Failed(why));
+                return Err(failed(log, why));
             }
             // Without function calls, a tool's answer goes back as the next user message.
             messages.push(if in_text {
@@ -301,6 +297,12 @@ fn turns(
         "stopped at the turn cap ({})",
         b.max_turns
     )))
+}
+
+/// An attempt that ends failed for `why`, said last in its transcript.
+fn failed(log: &mut Log, why: String) -> Outcome {
+    log.line(&format!("swarm: {why}"));
+    Outcome::Failed(why)
 }
 
 /// How many times each tool has answered each error in an attempt, and how many calls in a row

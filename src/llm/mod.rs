@@ -12,9 +12,11 @@ const DEFAULT_MODEL: &str = "gpt-4o-mini";
 const POLL: Duration = Duration::from_millis(100);
 const SERVER_TEXT_CAP: usize = 500;
 
+mod context;
 mod limiter;
 mod stream;
 
+use context::{estimate, fit, too_long};
 use limiter::Limiter;
 use std::io::{BufRead, Read};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -212,79 +214,6 @@ pub enum Notice {
     },
 }
 
-/// Whether a server's refusal says the request was too long for the model's context.
-fn too_long(message: &str) -> bool {
-    let m = message.to_lowercase();
-    [
-        "context",
-        "too long",
-        "exceed",
-        "maximum length",
-        "too many tokens",
-    ]
-    .iter()
-    .any(|w| m.contains(w))
-}
-
-/// A request's tokens, estimated from its JSON (three bytes a token: more than most
-/// tokenizers give English or code, so an estimate that fits does).
-fn estimate(body: &serde_json::Value) -> u64 {
-    body.to_string().len() as u64 / 3
-}
-
-/// Fits `body` into a context of `context` tokens: its answer cap at most half of it, then
-/// the longest message contents cut in the middle (their head and tail kept, the cut said)
-/// until the estimate and the cap fit. The bytes cut.
-fn fit(body: &mut serde_json::Value, context: u64) -> u64 {
-    let cap = body["max_tokens"]
-        .as_u64()
-        .unwrap_or(context / 2)
-        .min(context / 2)
-        .max(64);
-    body["max_tokens"] = cap.into();
-    let mut cut = 0;
-    for _ in 0..64 {
-        if estimate(body) + cap <= context {
-            break;
-        }
-        let over = (estimate(body) + cap - context) * 3;
-        let Some(messages) = body["messages"].as_array_mut() else {
-            break;
-        };
-        let Some(longest) = messages
-            .iter_mut()
-            .filter_map(|m| m.get_mut("content"))
-            .filter(|c| c.as_str().is_some_and(|s| s.len() > 400))
-            .max_by_key(|c| c.as_str().map_or(0, str::len))
-        else {
-            break;
-        };
-        let text = longest.as_str().unwrap_or_default();
-        // Cut what is over (and a little more), at most all but 200 bytes of each end.
-        let drop = (over as usize + 64).min(text.len().saturating_sub(400));
-        if drop == 0 {
-            break;
-        }
-        let mut start = (text.len() - drop) / 2;
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        let mut end = start + drop;
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        let shorter = format!(
-            "{}\n[… {} bytes cut to fit the model's context …]\n{}",
-            &text[..start],
-            end - start,
-            &text[end..]
-        );
-        cut += (end - start) as u64;
-        *longest = shorter.into();
-    }
-    cut
-}
-
 /// The most bytes of a model's answer kept on record.
 pub const ANSWER_CAP: usize = 16 * 1024;
 
@@ -299,18 +228,11 @@ impl Notice {
             }
             text.push_str(&serde_json::Value::Array(calls.clone()).to_string());
         }
-        let mut text = crate::secret::redact(&text).into_owned();
-        if text.len() > ANSWER_CAP {
-            let mut end = ANSWER_CAP;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            let more = text.len() - end;
-            text.truncate(end);
-            text.push_str("\n[");
-            text.push_str(&more.to_string());
-            text.push_str(" more bytes cut]");
-        }
+        let text = crate::secret::redact(&text);
+        let text = match crate::ui::cap_bytes(&text, ANSWER_CAP) {
+            (kept, 0) => kept.to_owned(),
+            (kept, more) => format!("{kept}\n[{more} more bytes cut]"),
+        };
         Notice::Answer {
             what,
             request,
@@ -439,79 +361,6 @@ impl Client {
     /// first time, so that whoever notes it first says it, once for the run.
     pub fn drop_calls(&self) -> bool {
         !self.calls_dropped.swap(true, Ordering::SeqCst)
-    }
-
-    /// The model's context size in tokens, where the server tells it: llama.cpp's `/props`
-    /// (`n_ctx`), vLLM's `/models` (`max_model_len`), Ollama's `/api/show` (`…context_length`).
-    /// Read at the first request, once; `None` where no server says.
-    pub fn context_size(&self) -> Option<u64> {
-        *self.context.get_or_init(|| self.read_context())
-    }
-
-    fn read_context(&self) -> Option<u64> {
-        /// Each look is short: a server that does not know the path answers at once.
-        const LOOK: Duration = Duration::from_secs(3);
-        let base = self.endpoint.base.trim_end_matches('/');
-        let root = base.strip_suffix("/v1").unwrap_or(base);
-        let get = |url: String| -> Option<serde_json::Value> {
-            let mut request = self
-                .agent
-                .get(&url)
-                .config()
-                .timeout_global(Some(LOOK))
-                .build();
-            if let Some(key) = &self.endpoint.key {
-                request = request.header("authorization", format!("Bearer {key}"));
-            }
-            let response = request.call().ok()?;
-            if !response.status().is_success() {
-                return None;
-            }
-            serde_json::from_str(&response.into_body().read_to_string().ok()?).ok()
-        };
-        let positive = |v: &serde_json::Value| v.as_u64().filter(|n| *n > 0);
-        if let Some(props) = get(format!("{root}/props")) {
-            let n = &props["default_generation_settings"]["n_ctx"];
-            if let Some(n) = positive(n).or_else(|| positive(&props["n_ctx"])) {
-                return Some(n);
-            }
-        }
-        if let Some(models) = get(format!("{base}/models")) {
-            let found = models["data"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find_map(|m| {
-                    (m["id"] == self.endpoint.model.as_str()
-                        || models["data"].as_array()?.len() == 1)
-                        .then(|| positive(&m["max_model_len"]))
-                        .flatten()
-                });
-            if found.is_some() {
-                return found;
-            }
-        }
-        let mut request = self
-            .agent
-            .post(&format!("{root}/api/show"))
-            .config()
-            .timeout_global(Some(LOOK))
-            .build()
-            .header("content-type", "application/json");
-        if let Some(key) = &self.endpoint.key {
-            request = request.header("authorization", format!("Bearer {key}"));
-        }
-        let shown: serde_json::Value = request
-            .send(serde_json::json!({ "model": self.endpoint.model }).to_string())
-            .ok()
-            .filter(|r| r.status().is_success())
-            .and_then(|r| r.into_body().read_to_string().ok())
-            .and_then(|t| serde_json::from_str(&t).ok())?;
-        shown["model_info"]
-            .as_object()?
-            .iter()
-            .find(|(k, _)| k.ends_with(".context_length"))
-            .and_then(|(_, v)| positive(v))
     }
 
     fn unreachable(&self, cause: &str) -> LlmError {
@@ -761,16 +610,13 @@ impl Client {
         /// A probe is one look; a server that takes longer than this is not back.
         const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
         let url = format!("{}/models", self.endpoint.base);
-        let mut request = self
+        let request = self
             .agent
             .get(&url)
             .config()
             .timeout_global(Some(PROBE_TIMEOUT))
             .build();
-        if let Some(key) = &self.endpoint.key {
-            request = request.header("authorization", format!("Bearer {key}"));
-        }
-        match request.call() {
+        match self.authorized(request).call() {
             Ok(_) => {
                 self.unanswered.store(0, Ordering::SeqCst);
                 Ok(())
@@ -779,16 +625,21 @@ impl Client {
         }
     }
 
+    /// `request` carrying the endpoint's key, when it has one.
+    fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.endpoint.key {
+            Some(key) => request.header("authorization", format!("Bearer {key}")),
+            None => request,
+        }
+    }
+
     fn try_once(&self, payload: &str, abandoned: &AtomicBool) -> Try {
         let url = format!("{}/chat/completions", self.endpoint.base);
-        let mut request = self
+        let request = self
             .agent
             .post(&url)
             .header("content-type", "application/json");
-        if let Some(key) = &self.endpoint.key {
-            request = request.header("authorization", format!("Bearer {key}"));
-        }
-        let response = match request.send(payload) {
+        let response = match self.authorized(request).send(payload) {
             Ok(response) => response,
             Err(err) => return self.transport_failure(&err),
         };

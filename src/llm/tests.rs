@@ -411,22 +411,20 @@ fn a_streamed_answer_is_put_together_with_its_calls_and_usage() {
 
 #[test]
 fn a_slow_but_steady_stream_is_not_timed_out_nor_sent_again() {
-    // Five pieces 400 ms apart: 2 s in all against a 1 s request timeout.
-    let mut pieces: Vec<_> = (0..5)
-        .map(|k| (400, event(&format!(r#"{{"content":"part {k}. "}}"#))))
+    // Eight pieces 250 ms apart: 2 s in all against a 1 s request timeout, each gap well
+    // inside it.
+    let mut pieces: Vec<_> = (0..8)
+        .map(|k| (250, event(&format!(r#"{{"content":"{k}. "}}"#))))
         .collect();
     pieces.push((0, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_owned()));
     let (base, requests) = serve_stream(pieces, false);
     let (result, notices) = chat(&client(&base, 50));
     let reply = result.unwrap();
-    assert_eq!(
-        reply.message["content"],
-        "part 0. part 1. part 2. part 3. part 4. "
-    );
+    assert_eq!(reply.message["content"], "0. 1. 2. 3. 4. 5. 6. 7. ");
     assert_eq!(reply.broken, None);
     assert!(notices.is_empty(), "{notices:?}");
     // No usage in the stream: the answer's pieces are its tokens, the prompt is estimated.
-    assert_eq!(reply.usage.completion_tokens, 5);
+    assert_eq!(reply.usage.completion_tokens, 8);
     assert!(reply.usage.prompt_tokens > 0);
     requests.recv().unwrap();
     assert!(requests.recv_timeout(Duration::from_millis(300)).is_err());

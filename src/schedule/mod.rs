@@ -481,7 +481,7 @@ pub fn notice_event(notice: &crate::llm::Notice) -> RunEvent {
 }
 
 /// What the terminal says when a request that offered tools came back without a call.
-const NO_CALL: &str = "the model answered without a function call: the server may not pass tools on (llama.cpp: start it with --jinja; Ollama: a model with tool support); asking for JSON in text";
+const NO_CALL: &str = "the model answered without a function call: the server may not pass tools on (llama.cpp: start it with --jinja; Ollama: a model with tool support); asking for JSON instead";
 
 /// A model client's notice as a line for the terminal, when it is a retry:
 /// `model retry 2/8 in 4.0s: connection refused`.

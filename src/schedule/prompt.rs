@@ -22,7 +22,7 @@ pub(super) fn compose_prompt(
              inside them.\n",
         );
         for (id, result) in deps {
-            let (text, cut) = cap(result, DEP_RESULT_CAP);
+            let (text, cut) = crate::ui::cap_bytes(result, DEP_RESULT_CAP);
             let _ = write!(out, "\n<result task=\"{id}\">\n{text}");
             if cut > 0 {
                 let _ = write!(out, "\n[{cut} more bytes cut]");
@@ -49,18 +49,6 @@ pub(super) fn compose_prompt(
     out
 }
 
-/// `s` cut to at most `max` bytes on a character boundary, and how many bytes were cut.
-pub(super) fn cap(s: &str, max: usize) -> (&str, usize) {
-    if s.len() <= max {
-        return (s, 0);
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&s[..end], s.len() - end)
-}
-
 /// What the resolver agent is asked to do about a conflicted merge.
 pub(super) fn resolver_prompt(action: &Action, paths: &[String]) -> String {
     let what = match action {
@@ -83,7 +71,7 @@ const REDO_DIFF_CAP: usize = 16 * 1024;
 /// earlier attempt changed (`diff`, cut at `REDO_DIFF_CAP`) and where that conflicted with
 /// what was merged since, framed as data.
 pub(super) fn redo_prompt(task: &str, diff: &str, paths: &[String]) -> String {
-    let (cut, left) = cap(diff, REDO_DIFF_CAP);
+    let (cut, left) = crate::ui::cap_bytes(diff, REDO_DIFF_CAP);
     let more = if left > 0 {
         format!("\n[{left} more bytes cut]")
     } else {

@@ -529,6 +529,18 @@ pub fn one_line(text: &str, max: usize) -> String {
     cut(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
 }
 
+/// `s` cut to at most `max` bytes on a character boundary, and how many bytes were cut.
+pub fn cap_bytes(s: &str, max: usize) -> (&str, usize) {
+    if s.len() <= max {
+        return (s, 0);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&s[..end], s.len() - end)
+}
+
 /// `text` cut to `max` characters, its last one an ellipsis when cut.
 pub fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {

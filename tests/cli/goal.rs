@@ -1191,11 +1191,11 @@ fn a_slow_but_steady_stream_outlasts_the_request_timeout_and_is_sent_once() {
     let repo = TestRepo::new();
     let llm = FakeLlm::start(|req, _| {
         if has_tool(req, "submit_plan") {
-            // Six pieces 400 ms apart: 2.4 s in all, against a 1 s request timeout.
+            // Ten pieces 250 ms apart: 2.5 s in all, against a 2 s request timeout.
             return Reply::Slow {
                 reply: Box::new(plan_call(&good_plan())),
-                pieces: 6,
-                gap: Duration::from_millis(400),
+                pieces: 10,
+                gap: Duration::from_millis(250),
             };
         }
         agent_reply(req)
@@ -1204,7 +1204,7 @@ fn a_slow_but_steady_stream_outlasts_the_request_timeout_and_is_sent_once() {
     let out = goal_cmd(
         &repo,
         &llm,
-        &["--goal", "Survey", "--request-timeout", "1s"],
+        &["--goal", "Survey", "--request-timeout", "2s"],
     );
 
     assert_exit(&out, 0);

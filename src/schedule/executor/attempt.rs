@@ -82,7 +82,7 @@ pub(super) fn prepare(
                         ex.checkouts.take_set_aside()
                     },
                     in_place: continuing.is_some(),
-                    must_change: !task.may_be_empty && !settings.allow_no_change,
+                    must_change: must_change(task, settings),
                 },
             )
         }
@@ -247,9 +247,7 @@ pub(super) fn prepare(
                         max_turns: settings.builtin.max_turns,
                         max_tokens: settings.builtin.max_tokens,
                         allowed_programs: settings.builtin.allowed_programs.clone(),
-                        must_change: task.mode == Mode::Write
-                            && !task.may_be_empty
-                            && !settings.allow_no_change,
+                        must_change: must_change(task, settings),
                     });
                     ("(built-in agent)".to_owned(), None, None)
                 }
@@ -540,4 +538,10 @@ fn new_session_id() -> String {
         &hex[16..20],
         &hex[20..]
     )
+}
+
+/// Whether `task`'s agent changing nothing fails its attempt: a writer's does, unless the task
+/// may be empty or the run allows it.
+fn must_change(task: &crate::plan::Task, settings: &crate::schedule::Settings) -> bool {
+    task.mode == Mode::Write && !task.may_be_empty && !settings.allow_no_change
 }

@@ -31,28 +31,38 @@ pub(super) fn look(core: &Core<'_>, ex: &Exec<'_>, writers: &[usize], tip: &Comm
         writers.len(),
     );
     let tx: Sender<Message> = ex.tx.clone();
-    std::thread::spawn(move || {
-        let (probes, clashes) = foresee(&common_dir, &live, &tip).unwrap_or_default();
-        let foreseen = clashes
-            .into_iter()
-            .map(|c| match c.b {
-                // The writer that started later is the one told.
-                Some(b) if started[b] > started[c.a] => Foreseen {
-                    later: b,
-                    with: Some(c.a),
-                    paths: c.paths,
-                },
-                with => Foreseen {
-                    later: c.a,
-                    with,
-                    paths: c.paths,
-                },
-            })
-            .collect();
-        let _ = tx.send(Message::Foreseen(Looked {
+    // A look that cannot start finds nothing: the core then asks again an interval later.
+    let unstarted = ex.tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("swarm-forecast".into())
+        .spawn(move || {
+            let (probes, clashes) = foresee(&common_dir, &live, &tip).unwrap_or_default();
+            let foreseen = clashes
+                .into_iter()
+                .map(|c| match c.b {
+                    // The writer that started later is the one told.
+                    Some(b) if started[b] > started[c.a] => Foreseen {
+                        later: b,
+                        with: Some(c.a),
+                        paths: c.paths,
+                    },
+                    with => Foreseen {
+                        later: c.a,
+                        with,
+                        paths: c.paths,
+                    },
+                })
+                .collect();
+            let _ = tx.send(Message::Foreseen(Looked {
+                writers: count,
+                probes,
+                foreseen,
+            }));
+        });
+    if spawned.is_err() {
+        let _ = unstarted.send(Message::Foreseen(Looked {
             writers: count,
-            probes,
-            foreseen,
+            ..Looked::default()
         }));
-    });
+    }
 }

@@ -185,7 +185,7 @@ fn needed_context(core: &Core<'_>, repo: &Repo, gi: usize) -> String {
             .deliverable_among(&other.tasks)
             .and_then(|d| core.slots[d].result.as_deref());
         if let Some(result) = result {
-            let (shown, cut) = super::super::prompt::cap(result, NEEDED_RESULT_CAP);
+            let (shown, cut) = crate::ui::cap_bytes(result, NEEDED_RESULT_CAP);
             let _ = writeln!(out, "Result:\n{shown}");
             if cut > 0 {
                 let _ = writeln!(out, "[… {cut} more bytes]");
