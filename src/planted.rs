@@ -121,16 +121,22 @@ pub(crate) fn read_start(path: &Path, most: u64) -> Result<Vec<u8>, Refused> {
 /// A new, empty file at `path` for swarm to write and read back, in place of whatever was
 /// there (a task's link or FIFO is removed, not followed or opened).
 pub(crate) fn replace(path: &Path) -> std::io::Result<File> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
+    clear(path)?;
     // `create_new` follows no link: what a task put there since is an error, not a target.
     OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
         .open(path)
+}
+
+/// Removes whatever is at `path` (a file, or a link, never followed); nothing there is no
+/// error.
+pub(crate) fn clear(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

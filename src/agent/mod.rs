@@ -93,6 +93,13 @@ pub(crate) struct Invocation {
     pub transcript_cap: u64,
     /// First lines of the transcript.
     pub header: String,
+    /// Whether its stdout is an attempt's result, which the board holds: its transcript is
+    /// then made only when it has more to say (see `spawn_and_wait`). Else (a check, a setup,
+    /// a hook) it is always made.
+    pub result_on_board: bool,
+    /// Whether `header` holds more than the board does (what preparing the checkout did):
+    /// the transcript is then made even when the attempt has nothing else to say.
+    pub header_notes: bool,
     /// Where stdout goes while the attempt runs, when a swarm killed meanwhile must find what
     /// the agent printed (Codex's thread id); removed when the attempt ends. Else stdout goes
     /// to an unnamed file.
@@ -128,6 +135,8 @@ impl Invocation {
             transcript,
             transcript_cap,
             header,
+            result_on_board: false,
+            header_notes: false,
             stdout_file: None,
             confine: None,
         }
@@ -269,7 +278,13 @@ fn spawn_and_wait(
     way: reap::Wait,
 ) -> anyhow::Result<Finished> {
     let started = Instant::now();
-    let mut transcript = Transcript::create(&inv.transcript, inv.transcript_cap)?;
+    // Made when the attempt has something the board will not hold: a line on stderr (as it
+    // comes), a failure, more of a result than the board keeps, a path the kernel refused.
+    let mut transcript = Transcript::when_needed(&inv.transcript, inv.transcript_cap);
+    if !inv.result_on_board {
+        // From the start: what a killed swarm's next attempt reads of this one goes there.
+        transcript.keep()?;
+    }
     transcript.note(&inv.header)?;
     transcript.note(STDERR_MARK)?;
     // Stdout goes to a file, not a pipe: a grandchild that keeps the pipe open could otherwise
@@ -343,19 +358,10 @@ fn spawn_and_wait(
         .take(RESULT_CAP as u64)
         .read_to_end(&mut bytes)?;
     let mut stdout = String::from_utf8_lossy(&bytes).into_owned();
-    if out.read(&mut [0u8; 1])? > 0 {
+    let whole = out.read(&mut [0u8; 1])? == 0;
+    if !whole {
         stdout.push_str("\n[result cut at 1 MiB; the transcript keeps more of it]\n");
     }
-    out.rewind()?;
-    transcript.note("--- stdout ---\n")?;
-    let mut kept = transcript.stream(transcript.room())?;
-    kept.copy_from(&mut out)?;
-    transcript.end(kept)?;
-    if let Some(path) = &inv.stdout_file {
-        drop(out);
-        let _ = std::fs::remove_file(path);
-    }
-
     let elapsed = started.elapsed();
     let outcome = match reason {
         Some(KillReason::Timeout) => Outcome::TimedOut(inv.timeout),
@@ -364,14 +370,36 @@ fn spawn_and_wait(
         None if status.success() => Outcome::Succeeded,
         None => Outcome::Failed(describe(status)),
     };
-    transcript.note(&format!("\n--- end: {} ---\n", outcome.ended(elapsed)))?;
-    if let Some(confine) = &inv.confine {
-        let refused = refusals(confine, inv, &stdout);
-        if !refused.is_empty() {
-            transcript.note(&refused)?;
-        }
+    let refused = inv
+        .confine
+        .as_ref()
+        .map(|confine| refusals(confine, inv, transcript.kept(), &stdout))
+        .unwrap_or_default();
+    // An attempt that succeeded, printed nothing on stderr and whose whole result the board
+    // takes has nothing more to say: it leaves no transcript.
+    let needed = transcript.kept()
+        || inv.header_notes
+        || !whole
+        || !refused.is_empty()
+        || !matches!(outcome, Outcome::Succeeded);
+    if needed {
+        out.rewind()?;
+        transcript.note("--- stdout ---\n")?;
+        let mut kept = transcript.stream(transcript.room())?;
+        kept.copy_from(&mut out)?;
+        transcript.end(kept)?;
+        transcript.note(&format!("\n--- end: {} ---\n", outcome.ended(elapsed)))?;
+        transcript.note(&refused)?;
+        transcript.keep()?;
+        transcript.redact()?;
+    } else {
+        // Nor anything a task put at its path.
+        crate::planted::clear(&inv.transcript)?;
     }
-    transcript.redact()?;
+    if let Some(path) = &inv.stdout_file {
+        drop(out);
+        let _ = std::fs::remove_file(path);
+    }
     let stdout = crate::secret::redact(&stdout).into_owned();
     Ok(Finished {
         outcome,
@@ -389,10 +417,11 @@ const STDERR_MARK: &str = "--- stderr ---\n";
 const REFUSALS_READ: u64 = 1 << 20;
 
 /// The lines for the transcript on the paths the kernel refused the attempt, as far as what it
-/// printed (its stderr in the transcript, its stdout) names them; empty when none.
-fn refusals(confine: &confine::Confinement, inv: &Invocation, stdout: &str) -> String {
+/// printed (its stderr in the transcript, when that was `kept`, its stdout) names them; empty
+/// when none.
+fn refusals(confine: &confine::Confinement, inv: &Invocation, kept: bool, stdout: &str) -> String {
     let mut text = Vec::new();
-    if let Ok(mut f) = File::open(&inv.transcript) {
+    if kept && let Ok(mut f) = File::open(&inv.transcript) {
         // What the attempt printed, after the header (which holds its command).
         let len = f.metadata().map_or(0, |m| m.len());
         let printed = (inv.header.len() + STDERR_MARK.len()) as u64;

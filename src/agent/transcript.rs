@@ -17,25 +17,82 @@ const CHUNK: usize = 64 * 1024;
 
 /// An attempt's transcript file, held to its cap.
 pub(crate) struct Transcript {
-    file: File,
+    sink: Sink,
     path: PathBuf,
     dir: PathBuf,
     cap: u64,
-    /// Bytes in the file so far.
+    /// Bytes in the file so far (or waiting for it).
     written: u64,
+}
+
+/// Where a transcript's bytes go: its file, or, for a transcript made only when something
+/// needs it (`Transcript::when_needed`), the bytes waiting for the file until then. Shared by
+/// the transcript and its streams.
+#[derive(Clone)]
+struct Sink(Arc<Mutex<Held>>);
+
+struct Held {
+    path: PathBuf,
+    file: Option<File>,
+    waiting: Vec<u8>,
+}
+
+impl Sink {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Held {
+    /// The file, made now if it was not (whatever a task left at its path is replaced, never
+    /// written through), with what waited for it written first.
+    fn file(&mut self) -> std::io::Result<&mut File> {
+        if self.file.is_none() {
+            let mut file = crate::planted::replace(&self.path)?;
+            file.write_all(&std::mem::take(&mut self.waiting))?;
+            self.file = Some(file);
+        }
+        Ok(self.file.as_mut().expect("made above"))
+    }
+}
+
+impl std::io::Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.held().file()?.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Transcript {
     /// A new transcript at `path` (whatever a task left there is replaced, never written
     /// through), to hold at most `cap` bytes of what processes print.
     pub(crate) fn create(path: &Path, cap: u64) -> std::io::Result<Self> {
-        Ok(Self {
-            file: crate::planted::replace(path).map_err(|e| crate::disk::name(path, e))?,
+        let t = Self::when_needed(path, cap);
+        t.sink
+            .held()
+            .file()
+            .map_err(|e| crate::disk::name(path, e))?;
+        Ok(t)
+    }
+
+    /// A transcript at `path` whose file is made only when something is written into it
+    /// through a stream, or `keep` says so: until then swarm's own lines wait in memory, and
+    /// a transcript never needed leaves no file (nor anything a task left at its path).
+    pub(crate) fn when_needed(path: &Path, cap: u64) -> Self {
+        Self {
+            sink: Sink(Arc::new(Mutex::new(Held {
+                path: path.to_owned(),
+                file: None,
+                waiting: Vec::new(),
+            }))),
             path: path.to_owned(),
             dir: path.parent().unwrap_or(Path::new(".")).to_owned(),
             cap,
             written: 0,
-        })
+        }
     }
 
     /// The transcript at `path` as it is, to add to (that of an attempt a killed swarm never
@@ -45,7 +102,11 @@ impl Transcript {
             crate::planted::open_with(path, std::fs::OpenOptions::new().read(true).write(true))?;
         let written = file.seek(SeekFrom::End(0))?;
         Ok(Self {
-            file,
+            sink: Sink(Arc::new(Mutex::new(Held {
+                path: path.to_owned(),
+                file: Some(file),
+                waiting: Vec::new(),
+            }))),
             path: path.to_owned(),
             dir: path.parent().unwrap_or(Path::new(".")).to_owned(),
             cap,
@@ -53,11 +114,29 @@ impl Transcript {
         })
     }
 
+    /// Makes its file now, if it was waiting to be needed.
+    pub(crate) fn keep(&mut self) -> std::io::Result<()> {
+        self.sink
+            .held()
+            .file()
+            .map(drop)
+            .map_err(|e| crate::disk::name(&self.path, e))
+    }
+
+    /// Whether its file was made.
+    pub(crate) fn kept(&self) -> bool {
+        self.sink.held().file.is_some()
+    }
+
     /// Writes swarm's own text, whole.
     pub(crate) fn note(&mut self, text: &str) -> std::io::Result<()> {
-        self.file
-            .write_all(text.as_bytes())
-            .map_err(|e| crate::disk::name(&self.path, e))?;
+        let mut held = self.sink.held();
+        match &mut held.file {
+            Some(file) => file
+                .write_all(text.as_bytes())
+                .map_err(|e| crate::disk::name(&self.path, e))?,
+            None => held.waiting.extend_from_slice(text.as_bytes()),
+        }
         self.written += text.len() as u64;
         Ok(())
     }
@@ -70,7 +149,7 @@ impl Transcript {
     /// A stream of printed output that keeps at most `share` bytes of it here.
     pub(crate) fn stream(&self, share: u64) -> std::io::Result<Stream> {
         Ok(Stream {
-            out: self.file.try_clone()?,
+            out: self.sink.clone(),
             dir: self.dir.clone(),
             head_left: share / 2,
             head_ends_line: true,
@@ -96,9 +175,16 @@ impl Transcript {
         Ok(())
     }
 
-    /// Hides the secrets it holds, through the file swarm has open.
-    pub(crate) fn redact(mut self) -> std::io::Result<()> {
-        crate::secret::redact_in(&mut self.file).map_err(|e| crate::disk::name(&self.path, e))
+    /// Hides the secrets it holds, through the file swarm has open (a transcript never made
+    /// holds none).
+    pub(crate) fn redact(self) -> std::io::Result<()> {
+        let mut held = self.sink.held();
+        match &mut held.file {
+            Some(file) => {
+                crate::secret::redact_in(file).map_err(|e| crate::disk::name(&self.path, e))
+            }
+            None => Ok(()),
+        }
     }
 }
 
@@ -106,7 +192,7 @@ impl Transcript {
 /// at once (ended at a line's end where the line allows), the rest held in the ring, of which
 /// the last half-share is written when the stream ends.
 pub(crate) struct Stream {
-    out: File,
+    out: Sink,
     dir: PathBuf,
     /// Bytes the first part may still take.
     head_left: u64,
@@ -324,7 +410,7 @@ impl Ring {
     }
 
     /// Writes what follows the first chunk into `out`; the bytes written.
-    fn copy_rest(&self, out: &mut File) -> std::io::Result<u64> {
+    fn copy_rest(&self, out: &mut impl std::io::Write) -> std::io::Result<u64> {
         let mut from = self.held().min(CHUNK as u64);
         let held = self.held();
         while from < held {

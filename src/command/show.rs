@@ -544,9 +544,19 @@ fn text(s: &Shown) -> String {
         }
     }
     if let Some(t) = &s.transcript {
+        if !Path::new(&t.path).exists() {
+            // An attempt that succeeded with nothing on stderr and its whole result on the
+            // board writes none.
+            let _ = writeln!(
+                out,
+                "\nTranscript: none ({} was not written: the attempt printed nothing but its result; or it was removed since)",
+                t.path
+            );
+            return out;
+        }
         let _ = writeln!(out, "\nTranscript (last {TAIL_LINES} lines of {}):", t.path);
         if t.tail.is_empty() {
-            out.push_str("  (empty, or no longer there)\n");
+            out.push_str("  (empty)\n");
         }
         for line in &t.tail {
             indented(&mut out, line);

@@ -51,7 +51,7 @@ impl Goals<&Board> {
 impl Goals<&mut Board> {
     /// Adds goals to a run, after its existing ones.
     pub fn add(&mut self, run: &str, goals: &[GoalRecord]) -> anyhow::Result<()> {
-        let tx = self.board.conn.transaction()?;
+        let tx = self.board.conn.savepoint()?;
         let lines = insert_goals(&tx, run, goals)?;
         tx.commit()?;
         self.board.write_log(run, &lines)
@@ -64,7 +64,7 @@ impl Goals<&mut Board> {
         needs: &[(String, Vec<Need>)],
         events: &[Event<'_>],
     ) -> anyhow::Result<()> {
-        let tx = self.board.conn.transaction()?;
+        let tx = self.board.conn.savepoint()?;
         for (goal, goal_needs) in needs {
             let changed = tx.execute(
                 "UPDATE goals SET needs = ?1 WHERE run_id = ?2 AND id = ?3",
@@ -89,7 +89,7 @@ impl Goals<&mut Board> {
         reason: Option<&str>,
         event: &Event<'_>,
     ) -> anyhow::Result<()> {
-        let tx = self.board.conn.transaction()?;
+        let tx = self.board.conn.savepoint()?;
         let reason = reason.map(|r| crate::secret::redact(r).into_owned());
         let changed = tx.execute(
             "UPDATE goals SET status = ?1, reason = ?2 WHERE run_id = ?3 AND id = ?4",

@@ -59,6 +59,8 @@ pub struct Board {
     log: Option<(String, File)>,
     /// Where the event log's lines go besides its file (`--progress json`).
     echo: Option<Echo>,
+    /// The event-log lines of a batch not yet committed, by run (see `begin_batch`).
+    batch: Option<Vec<(String, Vec<String>)>>,
 }
 
 /// Where the event log's lines are copied as they are written.
@@ -108,7 +110,43 @@ impl Board {
             dir: swarm_dir.to_owned(),
             log: None,
             echo: None,
+            batch: None,
         })
+    }
+
+    /// Opens a batch: every write until `commit_batch` goes into one transaction, each still
+    /// whole on its own (a savepoint), and their event-log lines wait for the commit. The run
+    /// loop writes a pass's records this way; nothing that depends on them may happen before
+    /// the commit. Opening a batch while one is open changes nothing.
+    pub fn begin_batch(&mut self) -> anyhow::Result<()> {
+        if self.batch.is_none() {
+            self.conn.execute_batch("BEGIN")?;
+            self.batch = Some(Vec::new());
+        }
+        Ok(())
+    }
+
+    /// Commits the open batch, if one is open, then writes its event-log lines. A commit that
+    /// fails rolls the whole batch back: none of it is on record.
+    pub fn commit_batch(&mut self) -> anyhow::Result<()> {
+        let Some(held) = self.batch.take() else {
+            return Ok(());
+        };
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            if !self.conn.is_autocommit() {
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+            return Err(e.into());
+        }
+        for (run, lines) in held {
+            self.write_log(&run, &lines)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a batch is open.
+    pub fn batching(&self) -> bool {
+        self.batch.is_some()
     }
 
     /// The board's database file.
@@ -153,7 +191,7 @@ impl Board {
     /// Records a new run and its tasks.
     pub fn create_run(&mut self, run: &RunRecord, tasks: &[(String, Value)]) -> anyhow::Result<()> {
         std::fs::create_dir_all(self.run_dir(&run.id).join("attempts"))?;
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         tx.execute(
             "INSERT INTO runs (id, created_at, status, source, base_commit, integration_ref, options, tip)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?5)",
@@ -189,7 +227,7 @@ impl Board {
 
     /// Adds the tasks of a run whose plan came after the run was recorded (a planned goal).
     pub fn add_tasks(&mut self, run: &str, tasks: &[(String, Value)]) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         insert_tasks(&tx, run, tasks)?;
         let line = append_event(
             &tx,
@@ -208,7 +246,7 @@ impl Board {
         update: &TaskUpdate<'_>,
         event: &Event<'_>,
     ) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         apply_update(&tx, run, task, update)?;
         let line = append_event(&tx, run, event)?;
         tx.commit()?;
@@ -225,7 +263,7 @@ impl Board {
         tip: &str,
         event: &Event<'_>,
     ) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         apply_update(&tx, run, task, update)?;
         tx.prepare_cached("UPDATE runs SET tip = ?1 WHERE id = ?2")?
             .execute(params![tip, run])?;
@@ -236,7 +274,7 @@ impl Board {
 
     /// Sets the integration tip swarm recorded, with the event that says why.
     pub fn set_tip(&mut self, run: &str, tip: &str, event: &Event<'_>) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         tx.execute("UPDATE runs SET tip = ?1 WHERE id = ?2", params![tip, run])?;
         let line = append_event(&tx, run, event)?;
         tx.commit()?;
@@ -245,7 +283,7 @@ impl Board {
 
     /// Records the newest tip the gate passed on, with its event.
     pub fn set_green(&mut self, run: &str, tip: &str, event: &Event<'_>) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         tx.execute(
             "UPDATE runs SET green = ?1 WHERE id = ?2",
             params![tip, run],
@@ -262,7 +300,7 @@ impl Board {
         tip: &str,
         event: &Event<'_>,
     ) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         tx.execute(
             "UPDATE runs SET tip = ?1, green = ?1 WHERE id = ?2",
             params![tip, run],
@@ -308,7 +346,7 @@ impl Board {
             continued,
         } = *start;
         let now = now_ms();
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         tx.prepare_cached(
             "INSERT OR REPLACE INTO attempts
                  (run_id, task_id, number, started_at, transcript, session, continued)
@@ -345,7 +383,7 @@ impl Board {
         update: &TaskUpdate<'_>,
         events: &[Event<'_>],
     ) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         // The tasks the attempt spawned join with its end: both, or neither, are on record.
         insert_tasks(&tx, run, end.spawned)?;
         tx.prepare_cached(
@@ -380,7 +418,7 @@ impl Board {
         if changes.is_empty() {
             return Ok(());
         }
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let mut lines = Vec::with_capacity(changes.len());
         for (task, status, why) in changes {
             apply_update(
@@ -402,7 +440,7 @@ impl Board {
 
     /// Records a run-level event.
     pub fn event(&mut self, run: &str, event: &Event<'_>) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let line = append_event(&tx, run, event)?;
         tx.commit()?;
         self.write_log(run, &[line])
@@ -415,7 +453,7 @@ impl Board {
         exit_code: Option<i32>,
         event: &Event<'_>,
     ) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let finished = (status == RunStatus::Finished).then(now_ms);
         tx.execute(
             "UPDATE runs SET status = ?1, exit_code = ?2, finished_at = ?3 WHERE id = ?4",
@@ -566,7 +604,7 @@ impl Board {
         task: &str,
         update: &TaskUpdate<'_>,
     ) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         apply_update(&tx, run, task, update)?;
         tx.commit()?;
         Ok(())
@@ -585,6 +623,13 @@ impl Board {
     }
 
     fn write_log(&mut self, run: &str, lines: &[String]) -> anyhow::Result<()> {
+        if let Some(held) = &mut self.batch {
+            match held.last_mut() {
+                Some((r, kept)) if r == run => kept.extend_from_slice(lines),
+                _ => held.push((run.to_owned(), lines.to_vec())),
+            }
+            return Ok(());
+        }
         let (_, file) = match self.log.take() {
             Some(open) if open.0 == run => self.log.insert(open),
             _ => {

@@ -51,6 +51,8 @@ impl Queue<&mut Board> {
     /// than the one running, hence the immediate transaction: it waits for the write lock up
     /// front instead of failing on a lock upgrade.
     pub fn add(&mut self, text: &str) -> anyhow::Result<i64> {
+        // Another process waits on this one's lock: what a batch holds is committed first.
+        self.board.commit_batch()?;
         let tx = self
             .board
             .conn
@@ -66,6 +68,8 @@ impl Queue<&mut Board> {
 
     /// Removes a queue item no run has taken yet.
     pub fn remove(&mut self, id: i64) -> anyhow::Result<QueueRemoval> {
+        // Another process waits on this one's lock: what a batch holds is committed first.
+        self.board.commit_batch()?;
         let tx = self
             .board
             .conn
@@ -95,6 +99,8 @@ impl Queue<&mut Board> {
     /// Makes every item nobody took yet a pending goal of `run`, in one immediate transaction
     /// so that two runs never take the same item; returns the new goals.
     pub fn take(&mut self, run: &str) -> anyhow::Result<Vec<GoalRecord>> {
+        // Another process waits on this one's lock: what a batch holds is committed first.
+        self.board.commit_batch()?;
         let tx = self
             .board
             .conn

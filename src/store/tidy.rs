@@ -34,7 +34,7 @@ impl Board {
     /// The goals it took from the queue go back to the queue, waiting for the next run that
     /// drains it. Its files (the run's directory) are the caller's.
     pub fn drop_run(&mut self, run: &str) -> anyhow::Result<Dropped> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let tasks: i64 =
             tx.query_row("SELECT COUNT(*) FROM tasks WHERE run_id = ?1", [run], |r| {
                 r.get(0)
@@ -67,7 +67,7 @@ impl Board {
     /// counted, no error, no session to continue, no commit; its skipped dependents and the
     /// goals given go back with it. A resume then runs them.
     pub fn reopen_task(&mut self, run: &str, r: &Reopening<'_>) -> anyhow::Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let changed = tx.execute(
             "UPDATE tasks SET status = ?1, attempts = ?2, failures = 0, result = NULL,
                     error = NULL, started_at = NULL, finished_at = NULL, start_commit = NULL,

@@ -2,13 +2,13 @@
 //! appended to the board (returning its `events.jsonl` line). Each runs inside a transaction its
 //! caller opened and commits.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, params};
 
 use super::{Event, GoalRecord, RunEvent, TaskUpdate, now_ms};
 
 /// Sets the fields `u` gives on one task; an update that gives none writes nothing.
 pub(super) fn apply_update(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &str,
     task: &str,
     u: &TaskUpdate<'_>,
@@ -93,7 +93,7 @@ pub(super) fn apply_update(
 /// Adds tasks to a run, after its tasks so far (goals planned and tasks spawned one after
 /// another keep their order), each pending.
 pub(super) fn insert_tasks(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     run: &str,
     tasks: &[(String, serde_json::Value)],
 ) -> anyhow::Result<()> {
@@ -121,7 +121,7 @@ pub(super) fn insert_tasks(
 
 /// Inserts goals after the run's existing ones and returns their `goal_added` event lines.
 pub(super) fn insert_goals(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     run: &str,
     goals: &[GoalRecord],
 ) -> anyhow::Result<Vec<String>> {
@@ -157,11 +157,7 @@ pub(super) fn insert_goals(
 }
 
 /// Appends an event to the board and returns its `events.jsonl` line.
-pub(super) fn append_event(
-    tx: &Transaction<'_>,
-    run: &str,
-    e: &Event<'_>,
-) -> anyhow::Result<String> {
+pub(super) fn append_event(tx: &Connection, run: &str, e: &Event<'_>) -> anyhow::Result<String> {
     let at = now_ms();
     let seq: i64 = tx
         .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1")?

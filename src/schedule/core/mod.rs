@@ -252,6 +252,22 @@ impl Effect {
         }
     }
 
+    /// Whether carrying it out changes something beyond the board that a later look at the
+    /// board must find recorded: a ref moved, a checkout removed, a hook run, an attempt
+    /// offered to another machine. What the board took before it is committed first. (An
+    /// attempt started here waits for its pass's commit instead.)
+    pub(in crate::schedule) fn acts_beyond_the_board(&self) -> bool {
+        matches!(
+            self,
+            Effect::Merge { .. }
+                | Effect::Rewind { .. }
+                | Effect::Park { .. }
+                | Effect::CleanUp { .. }
+                | Effect::Escalate(_)
+                | Effect::Publish { .. }
+        )
+    }
+
     /// What it leaves undone if carrying it out fails.
     pub(in crate::schedule) fn undone_if_failed(&self, settings: &Settings) -> Option<Undone> {
         match self {
@@ -322,6 +338,12 @@ impl Carrying {
     /// stops at once, before the core hears of it).
     pub(in crate::schedule) fn rewound(&mut self, inputs: &std::collections::VecDeque<Input>) {
         self.moved |= matches!(inputs.back(), Some(Input::Moved(_)));
+    }
+
+    /// A commit of the board that failed lost these, recorded or started before this
+    /// effect.
+    pub(in crate::schedule) fn lost(&mut self, undone: Vec<Undone>) {
+        self.undone.extend(undone);
     }
 
     /// The effect whose `stakes` these are met `fault`.
@@ -440,6 +462,20 @@ pub(in crate::schedule) enum Rec {
 
 impl Rec {
     /// The task whose attempt's end this records, if it is one.
+    /// Whether it records what git already holds (a merge made, a tip moved): the board
+    /// must have it at once, not with the rest of its pass.
+    pub(in crate::schedule) fn follows_git(&self) -> bool {
+        matches!(
+            self,
+            Rec::Merged { .. }
+                | Rec::MergeRecovered { .. }
+                | Rec::TipRecovered { .. }
+                | Rec::Resolved { .. }
+                | Rec::GatePassed { .. }
+                | Rec::MergeAgain(_)
+        )
+    }
+
     pub(in crate::schedule) fn attempt_end(&self) -> Option<usize> {
         match self {
             Rec::Succeeded { report, .. }

@@ -288,6 +288,9 @@ pub(super) fn prepare(
         settings.transcript_cap,
         header,
     );
+    // A command's stdout is its result, on the board; a coding agent's is its events.
+    invocation.result_on_board = cli.is_none() && acp.is_none() && builtin.is_none();
+    invocation.header_notes = !notes.is_empty();
     let confined = settings.confine.confines().then(|| {
         let may_write = spawn_file
             .iter()

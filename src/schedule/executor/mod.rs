@@ -16,6 +16,7 @@ mod remote;
 mod resolver;
 mod run;
 mod view;
+mod watch;
 mod worker;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -30,7 +31,7 @@ use self::record::{Failure, Recorder};
 use self::remote::Coordinator;
 use super::checkouts::Checkouts;
 use super::core::dag::State;
-use super::core::{Carry, Carrying, Core, Effect, Input, Rec};
+use super::core::{Carry, Carrying, Core, Effect, Input, Rec, Undone};
 use super::job::Workers;
 use super::ports::Ports;
 use super::scratch::Scratch;
@@ -78,6 +79,12 @@ struct Exec<'a> {
     endpoint: EndpointWatch,
     /// Spread over machines: the tasks out with workers.
     coordinator: Option<Coordinator>,
+    /// The user's checkout, looked at as attempts start and end.
+    watch: watch::Watch,
+    /// In a pass: what its records and starts not yet committed would leave undone, lost.
+    batch: Option<Vec<Undone>>,
+    /// What a commit that failed lost, for the core to hear with the failure.
+    lost: Vec<Undone>,
 }
 
 impl<'a> Exec<'a> {
@@ -107,6 +114,9 @@ impl<'a> Exec<'a> {
             planner,
             endpoint: EndpointWatch::default(),
             coordinator,
+            watch: watch::Watch::default(),
+            batch: None,
+            lost: Vec::new(),
             out,
         })
     }
@@ -132,6 +142,77 @@ impl<'a> Exec<'a> {
                 .checkouts
                 .release_snapshot(&commit, tip.unwrap_or(&commit)),
             None => Ok(()),
+        }
+    }
+
+    /// The attempt `key` (a task, or the gate's) of this process ended with `report`: a
+    /// change to the user's checkout while it ran makes it a fault of the environment, and
+    /// nothing of it is kept (see `watch`). Call after `watch.ended`, once for the reports
+    /// of a pass.
+    fn checked(&mut self, key: usize, mut report: super::job::Report) -> super::job::Report {
+        use super::job::Verdict;
+        let Some(verdict) = self.watch.verdict(key, self.out.repo.workdir()) else {
+            return report;
+        };
+        if !matches!(report.verdict, Verdict::Fault(_)) {
+            report.verdict = verdict;
+            report.session = None;
+        }
+        report
+    }
+
+    /// A pass of the loop begins: its records go to the board in one commit (`end_pass`),
+    /// and the attempts it starts wait for it.
+    fn begin_pass(&mut self, workers: &Workers) -> anyhow::Result<()> {
+        self.watch.next_pass();
+        self.out.record.begin_batch()?;
+        workers.hold();
+        self.batch = Some(Vec::new());
+        Ok(())
+    }
+
+    /// Commits what the pass recorded so far, and starts the attempts held for it; the pass
+    /// goes on. A commit that fails loses all of it: the attempts held never start, and what
+    /// was lost is kept for the core (`lost`).
+    fn make_durable(&mut self, workers: &Workers) -> anyhow::Result<()> {
+        let Some(batch) = &mut self.batch else {
+            return Ok(());
+        };
+        match self.out.record.make_durable() {
+            Ok(()) => {
+                batch.clear();
+                workers.flush();
+                Ok(())
+            }
+            Err(e) => {
+                self.lost.append(batch);
+                workers.drop_held();
+                Err(e)
+            }
+        }
+    }
+
+    /// The pass ends: what it recorded is committed, then the attempts it started begin. A
+    /// commit that fails starts none of them, and the core hears what was lost; the failure
+    /// is returned, to stop the run.
+    fn end_pass(&mut self, core: &mut Core<'_>, workers: &Workers) -> anyhow::Result<()> {
+        let Some(mut batch) = self.batch.take() else {
+            return Ok(());
+        };
+        match self.out.record.commit_batch() {
+            Ok(()) => {
+                workers.release();
+                Ok(())
+            }
+            Err(e) => {
+                workers.drop_held();
+                workers.release();
+                batch.append(&mut self.lost);
+                for undone in batch {
+                    self.feed(core, Input::Undone(undone), workers)?;
+                }
+                Err(e)
+            }
         }
     }
 
@@ -166,10 +247,15 @@ impl<'a> Exec<'a> {
                     if rewind {
                         carrying.rewound(&inputs);
                     }
+                    if let (Some(batch), Some(undone)) = (&mut self.batch, stakes.0) {
+                        batch.push(undone);
+                    }
                     continue;
                 };
                 // Any other error is swarm's own, and ends the run.
-                carrying.failed(stakes, fault_of(self, e)?);
+                let fault = fault_of(self, e)?;
+                carrying.lost(std::mem::take(&mut self.lost));
+                carrying.failed(stakes, fault);
             }
             carrying.into_inputs(&mut inputs);
             let Some(input) = inputs.pop_front() else {
@@ -187,6 +273,11 @@ impl<'a> Exec<'a> {
         workers: &Workers,
         inputs: &mut VecDeque<Input>,
     ) -> anyhow::Result<()> {
+        if effect.acts_beyond_the_board() {
+            // What it does outside the board (a ref moved, a hook run, an attempt offered to
+            // another machine) must never be ahead of what the board has.
+            self.make_durable(workers)?;
+        }
         match effect {
             Effect::Start {
                 task,
@@ -195,6 +286,7 @@ impl<'a> Exec<'a> {
                 running,
             } => {
                 let job = attempt::prepare(core, self, task, attempt, &tip, running)?;
+                self.watch.started(self.out.repo, task);
                 workers.spawn(job);
             }
             Effect::Publish { task, attempt, tip } => {
@@ -203,7 +295,9 @@ impl<'a> Exec<'a> {
                 }
             }
             Effect::StartResolver { task, tip } => {
-                workers.spawn(resolver::job(core, self, task, &tip)?);
+                let job = resolver::job(core, self, task, &tip)?;
+                self.watch.started(self.out.repo, task);
+                workers.spawn(job);
             }
             Effect::StartGate {
                 number,
@@ -214,6 +308,7 @@ impl<'a> Exec<'a> {
                 let batch: Vec<String> = batch.iter().map(|&i| core.id(i).to_owned()).collect();
                 let (job, shown) = gate::job(self, number, &probe, &tip, &batch)?;
                 self.gate_shown = Some(shown);
+                self.watch.started(self.out.repo, gate::GATE_KEY);
                 workers.spawn(job);
             }
             Effect::Merge { task, tip, onto } => {
@@ -242,7 +337,13 @@ impl<'a> Exec<'a> {
                     inputs.push_back(Input::Moved(Box::new(moved)));
                 }
             }
-            Effect::Record(rec) => self.record(rec)?,
+            Effect::Record(rec) => {
+                let follows_git = rec.follows_git();
+                self.record(rec)?;
+                if follows_git {
+                    self.make_durable(workers)?;
+                }
+            }
             Effect::Tell(told) => self.tell(&told),
             Effect::StopAttempts => workers.stop_all(),
             Effect::WatchEndpoint(wait) => {

@@ -41,6 +41,26 @@ impl<'a> Recorder<'a> {
         crate::store::name_full_board(e, &self.board.path())
     }
 
+    /// Opens a batch of records: they are committed together by `commit_batch`.
+    pub(super) fn begin_batch(&mut self) -> anyhow::Result<()> {
+        self.board.begin_batch()
+    }
+
+    /// Commits the open batch of records, if any: from now on they survive a `kill -9`.
+    pub(super) fn commit_batch(&mut self) -> anyhow::Result<()> {
+        self.board.commit_batch().map_err(|e| self.name_full(e))
+    }
+
+    /// Commits what an open batch holds so far and opens the next: what follows depends on
+    /// it.
+    pub(super) fn make_durable(&mut self) -> anyhow::Result<()> {
+        if self.board.batching() {
+            self.commit_batch()?;
+            self.board.begin_batch()?;
+        }
+        Ok(())
+    }
+
     /// The integration tip swarm recorded (`None` for runs recorded before swarm kept it).
     pub(super) fn tip(&self) -> anyhow::Result<Option<CommitId>> {
         Ok(self.board.tip(&self.run)?.as_deref().map(CommitId::new))

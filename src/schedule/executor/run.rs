@@ -3,6 +3,7 @@
 //! carried out. Owns the threads and lines the run uses besides the pool: the planner's, the
 //! endpoint's watch, the coordinator of a run spread over machines.
 
+use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -22,6 +23,10 @@ use crate::git::{CommitId, Repo};
 use crate::plan::Plan;
 use crate::store::{Board, TaskRecord};
 use crate::ui::{Told, Ui};
+
+/// The most messages one pass takes in: enough that attempts ending together share a commit,
+/// few enough that the display and the clocks are never kept waiting long.
+const MESSAGES_A_PASS: usize = 64;
 
 /// How long the run pauses for a usage limit whose reset the agent did not say.
 const DEFAULT_LIMIT_WAIT: Duration = Duration::from_secs(60);
@@ -45,6 +50,8 @@ pub struct Dispatcher<'a> {
     core: Core<'a>,
     ex: Exec<'a>,
     rx: Receiver<Message>,
+    /// Messages taken from `rx` and not yet handled: a pass takes in all that wait.
+    waiting: VecDeque<Message>,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -108,6 +115,7 @@ impl<'a> Dispatcher<'a> {
             ex: Exec::new(out, watchdog, tx, planner, coordinator)?,
             core,
             rx,
+            waiting: VecDeque::new(),
         })
     }
 
@@ -210,15 +218,20 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// One turn of the loop: what is due is done, then it waits for the next message (or the
-    /// next thing due). Whether the run is done.
+    /// next thing due) and takes it in, with every other message already waiting. Each half is
+    /// one pass: its records go to the board in one commit, and the attempts it starts begin
+    /// once that commit is made. Whether the run is done.
     fn turn(&mut self, workers: &Workers) -> anyhow::Result<bool> {
-        if let Some(c) = &mut self.ex.coordinator
-            && !self.core.stopping()
-        {
-            c.expire(&self.core, &mut self.ex.out)?;
-        }
-        self.feed(Input::Tick, workers)?;
-        if self.core.done() {
+        let done = self.pass(workers, |d, workers| {
+            if let Some(c) = &mut d.ex.coordinator
+                && !d.core.stopping()
+            {
+                c.expire(&d.core, &mut d.ex.out)?;
+            }
+            d.feed(Input::Tick, workers)?;
+            Ok(d.core.done())
+        })?;
+        if done {
             return Ok(true);
         }
         let now = Instant::now();
@@ -239,10 +252,48 @@ impl<'a> Dispatcher<'a> {
         }
         // A timeout means something came due; the loop holds a sender, so the channel never
         // closes.
-        if let Ok(message) = self.rx.recv_timeout(wait) {
-            self.message(message, workers)?;
+        if self.waiting.is_empty()
+            && let Ok(first) = self.rx.recv_timeout(wait)
+        {
+            self.waiting.push_back(first);
+        }
+        let room = MESSAGES_A_PASS.saturating_sub(self.waiting.len());
+        self.waiting.extend(self.rx.try_iter().take(room));
+        if !self.waiting.is_empty() {
+            self.pass(workers, |d, workers| {
+                // One look at the user's checkout after every attempt these reports end.
+                if d.waiting
+                    .iter()
+                    .any(|m| matches!(m, Message::Done(_) | Message::Gated(_)))
+                {
+                    d.ex.watch.ended(d.ex.out.repo);
+                }
+                // What an error leaves waits for the next pass.
+                while let Some(message) = d.waiting.pop_front() {
+                    d.message(message, workers)?;
+                }
+                Ok(())
+            })?;
         }
         Ok(false)
+    }
+
+    /// Runs `body` as one pass: the board's records it makes are committed together at its
+    /// end, and the attempts it starts are held until then (the board has every start before
+    /// its process runs, and every end before a dependent starts). A commit that fails starts
+    /// none of them, and stops the run.
+    fn pass<T>(
+        &mut self,
+        workers: &Workers,
+        body: impl FnOnce(&mut Self, &Workers) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        self.ex.begin_pass(workers)?;
+        let out = body(self, workers);
+        let ended = self.ex.end_pass(&mut self.core, workers);
+        match (out, ended) {
+            (Ok(out), Ok(())) => Ok(out),
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+        }
     }
 
     /// Takes one message in.
@@ -258,6 +309,7 @@ impl<'a> Dispatcher<'a> {
         }
         match message {
             Message::Done(report) => {
+                let report = self.ex.checked(report.task, report);
                 self.ex.release(report.task, Some(self.core.tip()))?;
                 self.ended(report, workers)?;
             }
@@ -270,6 +322,7 @@ impl<'a> Dispatcher<'a> {
                 }
             }
             Message::Gated(report) => {
+                let report = self.ex.checked(GATE_KEY, report);
                 self.ex.ports.release(GATE_KEY);
                 self.ex.scratch.release(GATE_KEY);
                 self.ex.gate_shown = None;

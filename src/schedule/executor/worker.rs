@@ -150,6 +150,7 @@ impl Worker<'_> {
         let mut next_poll = Instant::now();
         let mut fails = 0;
         loop {
+            self.ex.watch.next_pass();
             let now = Instant::now();
             let stopping = self.core.stopping();
             if now >= next_poll && !stopping {
@@ -183,8 +184,14 @@ impl Worker<'_> {
                 });
             }
             let wait = next_poll.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(wait) {
-                Ok(Message::Done(report)) => self.finished(report, workers)?,
+            let message = rx.recv_timeout(wait);
+            self.ex.watch.next_pass();
+            match message {
+                Ok(Message::Done(report)) => {
+                    self.ex.watch.ended(self.ex.out.repo);
+                    let report = self.ex.checked(report.task, report);
+                    self.finished(report, workers)?;
+                }
                 Ok(Message::Signal) => self.ex.feed(&mut self.core, Input::Signal, workers)?,
                 Ok(Message::Notice { task, notice }) => {
                     if let Some(line) = notice_line(&notice) {

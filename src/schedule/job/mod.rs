@@ -26,6 +26,8 @@ pub(super) struct Workers {
     pool: rayon::ThreadPool,
     tx: Sender<Message>,
     watchdog: Watchdog,
+    /// Jobs held until the board has their start (see `hold`).
+    held: std::cell::RefCell<Option<Vec<Job>>>,
 }
 
 impl Workers {
@@ -39,12 +41,57 @@ impl Workers {
             .thread_name(|i| format!("swarm-attempt-{i}"))
             .build()
             .context("could not start the attempt pool")?;
-        Ok(Self { pool, tx, watchdog })
+        Ok(Self {
+            pool,
+            tx,
+            watchdog,
+            held: std::cell::RefCell::new(None),
+        })
     }
 
-    /// Runs a job on the pool; its report arrives on the loop's channel. A panic in it fails
-    /// the attempt as an internal error instead of taking the process down.
+    /// From now on, jobs handed to `spawn` wait for `release`: the loop holds them while the
+    /// board's records of a pass (their starts among them) are not yet committed.
+    pub(super) fn hold(&self) {
+        self.held.borrow_mut().get_or_insert_with(Vec::new);
+    }
+
+    /// Runs the jobs held since `hold`, and runs the next ones at once again.
+    pub(super) fn release(&self) {
+        let held = self.held.borrow_mut().take();
+        for job in held.into_iter().flatten() {
+            self.run(job);
+        }
+    }
+
+    /// Runs the jobs held so far, and holds the next ones still.
+    pub(super) fn flush(&self) {
+        let held = self.held.borrow_mut().as_mut().map(std::mem::take);
+        for job in held.into_iter().flatten() {
+            self.run(job);
+        }
+    }
+
+    /// Drops the jobs held so far unrun: the board never took their starts (the core hears
+    /// that they never started), and holds the next ones still.
+    pub(super) fn drop_held(&self) {
+        if let Some(held) = self.held.borrow_mut().as_mut() {
+            held.clear();
+        }
+    }
+
+    /// Runs a job on the pool (or holds it, see `hold`); its report arrives on the loop's
+    /// channel.
     pub(super) fn spawn(&self, job: Job) {
+        if let Some(held) = self.held.borrow_mut().as_mut() {
+            held.push(job);
+            return;
+        }
+        self.run(job);
+    }
+
+    /// Runs a job on the pool now. A panic in it fails the attempt as an internal error
+    /// instead of taking the process down.
+    fn run(&self, job: Job) {
         let tx = self.tx.clone();
         let watchdog = self.watchdog.clone();
         self.pool.spawn(move || {
@@ -340,7 +387,10 @@ impl Job {
                 let _ = git::remove_checkout(&earlier);
             }
             match made? {
-                Ok(notes) => inv.header.push_str(&notes),
+                Ok(notes) => {
+                    inv.header_notes |= !notes.is_empty();
+                    inv.header.push_str(&notes);
+                }
                 Err(verdict) => return Ok(verdict),
             }
         }
@@ -358,7 +408,6 @@ impl Job {
         {
             return Ok(Verdict::Failed(why.clone()));
         }
-        let before = repo.fingerprint()?;
         let finished = match (&self.builtin, self.parser, &self.acp) {
             (None, None, Some(acp)) => agent::acp::run(inv, acp, watchdog),
             (None, None, None) => agent::run(inv, watchdog),
@@ -391,22 +440,6 @@ impl Job {
             .clone()
             .or_else(|| self.session.clone())
             .filter(|_| cut_short);
-        let touched = before.changed_paths(&repo.fingerprint()?);
-        if !touched.is_empty() {
-            spent.session = None;
-        }
-        if !touched.is_empty() {
-            // Whether the user or an agent reaching out of its directory made the change, the
-            // attempt cannot be trusted, and a retry would not do better: the run stops.
-            return Ok(Verdict::Fault(Fault {
-                kind: crate::agent::FaultKind::Environment,
-                why: format!(
-                    "your checkout {} changed while an attempt ran ({}); swarm cannot tell whether you or an agent changed it, so nothing of that attempt is merged (an agent that did will do it again: fix its task before resuming)",
-                    self.user_checkout.display(),
-                    touched.join(", ")
-                ),
-            }));
-        }
         match finished.outcome {
             Outcome::Succeeded => {}
             Outcome::Interrupted => return Ok(Verdict::Interrupted),

@@ -386,6 +386,11 @@ struct Sim {
     seq: u64,
     git: Git,
     board: Board,
+    /// The board as its last commit left it: the loop commits what a pass recorded at the
+    /// pass's end (or before it acts beyond the board); a kill loses what came after.
+    committed: Board,
+    /// The attempts' ends recorded since the last commit, as `undealt` takes them.
+    uncommitted_ends: Vec<(String, Lost)>,
     base: CommitId,
     /// Local attempts running.
     local: BTreeMap<usize, Running>,
@@ -430,6 +435,26 @@ struct Sim {
     remote_unknown: bool,
 }
 
+/// What an attempt's end the board did not keep takes back of what its agent was dealt.
+#[derive(Debug, Clone, Copy)]
+enum Lost {
+    ReachedOut,
+    Failure,
+    Hiccup,
+    Nothing,
+}
+
+impl Lost {
+    fn of(verdict: &Verdict) -> Self {
+        match verdict {
+            Verdict::Fault(f) if f.why.starts_with(REACHED_OUT) => Lost::ReachedOut,
+            Verdict::Failed(_) => Lost::Failure,
+            Verdict::Limited(_) | Verdict::Fault(_) => Lost::Hiccup,
+            Verdict::Succeeded { .. } | Verdict::Interrupted => Lost::Nothing,
+        }
+    }
+}
+
 /// Why a run of the core stopped early.
 enum Cut {
     Killed,
@@ -461,6 +486,8 @@ impl Sim {
             seq: 0,
             git: Git::new(&base),
             board: Board::new(&plan, &base, &initial),
+            committed: Board::new(&plan, &base, &initial),
+            uncommitted_ends: Vec::new(),
             base,
             local: BTreeMap::new(),
             foreseen: std::collections::BTreeSet::new(),
@@ -541,6 +568,7 @@ impl Sim {
                 Err(Cut::Killed) => {
                     self.figures.kills += 1;
                     self.note("kill -9".to_owned());
+                    self.lose_uncommitted()?;
                     self.killed();
                 }
                 Err(Cut::Violated(what)) => return Err(what),
@@ -598,6 +626,7 @@ impl Sim {
         self.note(format!("begin: {found:?}"));
         let fx = core.begin(found);
         self.carry(&mut core, fx)?;
+        self.commit();
         let adopted: Vec<usize> = self
             .remote
             .iter()
@@ -685,7 +714,42 @@ impl Sim {
         Ok(())
     }
 
-    /// Hands `input` to the core and plays its effects.
+    /// What the board took since its last commit is committed.
+    fn commit(&mut self) {
+        self.committed.clone_from(&self.board);
+        self.uncommitted_ends.clear();
+    }
+
+    /// A kill lost what the board took since its last commit: the ends it held never
+    /// happened. No task whose start the board kept may wait for a dep whose end it lost.
+    fn lose_uncommitted(&mut self) -> Result<(), String> {
+        self.board.clone_from(&self.committed);
+        for (id, lost) in std::mem::take(&mut self.uncommitted_ends) {
+            self.undeal(&id, lost);
+        }
+        let board = &self.board;
+        for (i, t) in board.tasks.iter().enumerate() {
+            if t.status != TaskStatus::Running || board.plan.tasks[i].lane.runs_on_what_finished() {
+                continue;
+            }
+            for d in board.plan.deps(i) {
+                let dep = &board.tasks[d];
+                if matches!(
+                    dep.status,
+                    TaskStatus::Pending | TaskStatus::Running | TaskStatus::Interrupted
+                ) {
+                    return Err(format!(
+                        "the board kept {}'s start and lost the end of its dep {} ({:?})",
+                        t.id, dep.id, dep.status
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands `input` to the core and plays its effects: one pass of the loop, committed at
+    /// its end.
     fn feed(&mut self, core: &mut Core<'_>, input: Input) -> Step<()> {
         self.step += 1;
         self.figures.steps += 1;
@@ -700,7 +764,9 @@ impl Sim {
             one_line(&shown),
             fx.iter().map(|e| brief(core, e)).collect::<Vec<_>>()
         ));
-        self.carry(core, fx)
+        self.carry(core, fx)?;
+        self.commit();
+        Ok(())
     }
 
     /// Sends an impossible input on purpose: it must be refused, changing nothing.
@@ -801,15 +867,18 @@ impl Sim {
     /// by a fault of the machine, took it as cut short): the task runs again, and its agent
     /// does as it did.
     fn undealt(&mut self, id: &str, verdict: &Verdict) {
-        if matches!(verdict, Verdict::Fault(f) if f.why.starts_with(REACHED_OUT)) {
-            self.reached.remove(id);
-            return;
-        }
+        self.undeal(id, Lost::of(verdict));
+    }
+
+    fn undeal(&mut self, id: &str, lost: Lost) {
         let dealt = self.dealt.entry(id.to_owned()).or_default();
-        match verdict {
-            Verdict::Failed(_) => dealt.1 = dealt.1.saturating_sub(1),
-            Verdict::Limited(_) | Verdict::Fault(_) => dealt.0 = dealt.0.saturating_sub(1),
-            Verdict::Succeeded { .. } | Verdict::Interrupted => {}
+        match lost {
+            Lost::ReachedOut => {
+                self.reached.remove(id);
+            }
+            Lost::Failure => dealt.1 = dealt.1.saturating_sub(1),
+            Lost::Hiccup => dealt.0 = dealt.0.saturating_sub(1),
+            Lost::Nothing => {}
         }
     }
 
@@ -820,6 +889,9 @@ impl Sim {
         effect: Effect,
         inputs: &mut VecDeque<Input>,
     ) -> Step<bool> {
+        if effect.acts_beyond_the_board() {
+            self.commit();
+        }
         match effect {
             Effect::Start {
                 task, attempt, tip, ..
@@ -984,8 +1056,18 @@ impl Sim {
                     }
                 }
                 self.board.take(&rec);
-                if let Rec::Interrupted { id, report, .. } = &rec {
-                    self.undealt(id, &report.verdict);
+                match &rec {
+                    Rec::Interrupted { id, report, .. } => self.undealt(id, &report.verdict),
+                    Rec::Failed { id, report, .. }
+                    | Rec::Limited { id, report, .. }
+                    | Rec::Faulted { id, report, .. } => {
+                        self.uncommitted_ends
+                            .push((id.clone(), Lost::of(&report.verdict)));
+                    }
+                    _ => {}
+                }
+                if rec.follows_git() {
+                    self.commit();
                 }
                 if let Rec::Succeeded { joined, .. } = &rec
                     && !joined.specs.is_empty()
