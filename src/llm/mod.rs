@@ -175,6 +175,16 @@ impl Usage {
     }
 }
 
+/// The usage of several answers: each count summed.
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, more: Self) {
+        self.prompt_tokens += more.prompt_tokens;
+        self.completion_tokens += more.completion_tokens;
+        self.total_tokens += more.total_tokens;
+        self.cached_tokens += more.cached_tokens;
+    }
+}
+
 /// What happened on the way, for the caller's event log (never includes the key).
 #[derive(Debug, Clone)]
 pub enum Notice {

@@ -191,10 +191,7 @@ pub fn plan(
             Err(LlmError::Stopped) => anyhow::bail!("planning was interrupted"),
             Err(e) => return Err(anyhow::Error::new(e).context("the planner's model call failed")),
         };
-        usage.prompt_tokens += reply.usage.prompt_tokens;
-        usage.completion_tokens += reply.usage.completion_tokens;
-        usage.total_tokens += reply.usage.total_tokens;
-        usage.cached_tokens += reply.usage.cached_tokens;
+        usage += reply.usage;
         notify(Notice::answer("planning", requests, &reply.message));
         let no_call = reply.message["tool_calls"]
             .as_array()
