@@ -15,7 +15,9 @@ it arrives). It drives swarm's built-in agent through real tool calls against a 
 Measured: cached ÷ prompt tokens over the run, from the figures swarm's report and `--json`
 give (target ≥ 90 %), checked against the server's own count; per lane; of the tasks' first
 requests (what the lane's shared prefix brings); and, for comparison, what the cache would give
-if no two tasks shared a prefix (each conversation cached only against itself).
+if no two tasks shared a prefix (each conversation cached only against itself). Then the same
+50 tasks made larger (each researcher on four files: 19 tool calls; each analyst on four: 10),
+for how the figure grows with the length of the conversations.
 
 Run alone: `python3 benches/cache.py [--quick]`.
 """
@@ -94,11 +96,25 @@ def first_user(body: dict) -> str:
     return ""
 
 
+def own_part(task: str) -> str:
+    """The task's own prompt, without its deps' results that swarm puts after it."""
+    return task.split("\n\n---\n", 1)[0]
+
+
 def steps_of(task: str) -> list[tuple[str, dict]]:
-    """The tool calls the model makes for a task, read from its prompt: the files it names
+    """The tool calls the model makes for a task, read from its own prompt: the files it names
     and the names it is to look for."""
+    task = own_part(task)
     files = re.findall(r"src/mod_\d+\.rs", task)
     names = re.findall(r"`(\w+)`", task)
+    read = lambda f, first: ("read_file", {"path": f, "start_line": first, "end_line": first + 39})  # noqa: E731
+    if len(files) > 2 and task.startswith("Survey"):
+        return ([("list_files", {"path": "src"})]
+                + [("search", {"pattern": f"fn {n}" if n[0].islower() else n}) for n in names]
+                + [read(f, first) for first in (1, 41, 81) for f in files])
+    if len(files) > 2:
+        return ([("search", {"pattern": names[0]})] + [read(f, 121) for f in files]
+                + [("search", {"pattern": f"fn {names[1]}"})] + [read(f, 1) for f in files])
     if task.startswith("Survey"):
         f1, f2 = files[0], files[1]
         return [
@@ -126,6 +142,7 @@ def steps_of(task: str) -> list[tuple[str, dict]]:
 
 def answer_of(task: str) -> str:
     """The model's final answer: a few hundred characters of findings about its files."""
+    task = own_part(task)
     files = re.findall(r"src/mod_\d+\.rs", task)
     names = re.findall(r"`(\w+)`", task)
     lines = [f"Findings for {', '.join(files[:2])}:"]
@@ -185,6 +202,11 @@ class FakeServer:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             request_queue_size = 256
+
+            def handle_error(self, request, client_address):
+                # swarm closing a kept-alive connection as it exits is no error of the bench.
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
 
         self.httpd = Server(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
@@ -298,30 +320,39 @@ def make_repo(repo: Path) -> None:
     subprocess.run([*git, "commit", "-q", "-m", "init"], check=True, env=env)
 
 
-def write_tasks(path: Path) -> None:
+def write_tasks(path: Path, larger: bool) -> None:
+    """The 50 tasks; `larger`, each on four files instead of two."""
+    paths = lambda ns: " and ".join(f"src/mod_{n:02}.rs" for n in ns)  # noqa: E731
     with path.open("w") as f:
         for i in range(RESEARCHERS):
-            a, b = i % FILES, (i + 7) % FILES
-            prompt = (f"Survey of src/mod_{a:02}.rs and src/mod_{b:02}.rs for the module map. "
-                      f"Find where `handle_{a:02}`, `Config{b:02}` and `parse_{b:02}` are defined "
+            a, b, c, d = (i % FILES, (i + 7) % FILES, (i + 13) % FILES, (i + 19) % FILES)
+            ns = (a, b, c, d) if larger else (a, b)
+            names = f"`handle_{a:02}`, `Config{b:02}` and `parse_{b:02}`"
+            if larger:
+                names = f"`handle_{a:02}`, `Config{b:02}`, `parse_{b:02}`, `handle_{c:02}`, " \
+                        f"`Config{d:02}` and `parse_{d:02}`"
+            prompt = (f"Survey of {paths(ns)} for the module map. Find where {names} are defined "
                       f"and what they do; report each public function with one line on what it "
                       f"does and anything surprising.")
             f.write(json.dumps({"id": f"r{i:02}", "prompt": prompt, "lane": "researcher"}) + "\n")
         for j in range(ANALYSTS):
             deps = [f"r{DEPS_PER_ANALYST * j + k:02}" for k in range(DEPS_PER_ANALYST)]
             a, b = (3 * j) % FILES, (3 * j + 11) % FILES
+            ns = (a, b, (a + 5) % FILES, (b + 5) % FILES) if larger else (a, b)
             prompt = (f"Analysis of the surveys of {', '.join(deps)}: check their findings against "
-                      f"src/mod_{a:02}.rs and src/mod_{b:02}.rs, where `Config{a:02}` and "
-                      f"`helper_{b:02}_0` live, and report which findings hold and which do not.")
+                      f"{paths(ns)}, where `Config{a:02}` and `helper_{b:02}_0` live, and report "
+                      f"which findings hold and which do not.")
             f.write(json.dumps({"id": f"a{j:02}", "prompt": prompt, "lane": "analyst",
                                 "deps": deps}) + "\n")
 
 
-def run_once(swarm: str, work: Path) -> dict:
+def run_once(swarm: str, work: Path, larger: bool) -> dict:
+    work = work / ("larger" if larger else "run")
+    work.mkdir()
     repo = work / "repo"
     make_repo(repo)
     plan = work / "tasks.jsonl"
-    write_tasks(plan)
+    write_tasks(plan, larger)
     report = work / "report.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "SWARM_", "OPENAI_"))}
     with FakeServer() as server:
@@ -368,7 +399,7 @@ def rows_for(r: dict) -> list[dict]:
           and prompt is not None)
     figure = pct(cached or 0, prompt or 0)
     agrees = r["swarm"] == r["server"] and r["report"] is not None \
-        and (int(r["report"][0]), int(r["report"][1])) == r["server"]
+        and (int(r["report"][1]), int(r["report"][0])) == r["server"]
     alone = pct(r["alone"], r["server"][0])
     trouble = "" if ok else f"; PROBLEM: exit {r['exit']}, done {r['done']}/{r['tasks']}, " \
                             f"{r['server_errors']} {r['stderr']}"
@@ -405,12 +436,25 @@ def info(case, value, note, target="none (for information)", met=None) -> dict:
             "ratio": None, "target": target, "met": met, "note": note}
 
 
+def larger_row(r: dict) -> dict:
+    prompt, cached = r["swarm"]
+    ok = r["exit"] == 0 and r["done"] == RESEARCHERS + ANALYSTS and prompt is not None
+    trouble = "" if ok else f"; PROBLEM: exit {r['exit']}, done {r['done']}/{r['tasks']}"
+    lane_notes = "; ".join(f"{lane} {pct(c, p)} %" for lane, (p, c) in sorted(r["lanes"].items()))
+    return info("the same tasks, larger (19 and 10 tool calls a task), cached ÷ prompt, %",
+                pct(cached or 0, prompt or 0),
+                f"{cached or 0:,} of {prompt or 0:,}; per lane: {lane_notes}; without a prefix "
+                f"shared across tasks {pct(r['alone'], r['server'][0])} %{trouble}")
+
+
 def run(swarm: str, quick: bool) -> list[dict]:
-    # The run is deterministic (the same requests whatever the timing), so one is enough.
+    # Each run is deterministic (what is cached in all does not depend on the order requests
+    # arrive in), so one of each is enough.
     swarm = str(Path(swarm).resolve())
     work = Path(tempfile.mkdtemp(prefix="swarm-bench-cache-"))
     try:
-        return rows_for(run_once(swarm, work))
+        rows = rows_for(run_once(swarm, work, larger=False))
+        return rows + [larger_row(run_once(swarm, work, larger=True))]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
