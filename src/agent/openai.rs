@@ -99,7 +99,7 @@ pub fn run(
         tokens: usage.total_tokens,
         prompt_tokens: usage.prompt_tokens,
         cached_tokens: usage.cached_tokens,
-        cost: None,
+        cost: b.client.cost(&usage),
         session: None,
     }
 }

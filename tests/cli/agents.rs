@@ -88,7 +88,10 @@ fn fake_codex_runs_the_same_plan_with_unknown_cost() {
     assert_eq!(fakes.invocations("codex").len(), 5);
     let task = &status_json(&repo)["tasks"][0];
     assert_eq!(task["tokens"], 1000 + 150, "the cached input counted once");
-    assert_eq!((&task["prompt_tokens"], &task["cached_tokens"]), (&1000.into(), &200.into()));
+    assert_eq!(
+        (&task["prompt_tokens"], &task["cached_tokens"]),
+        (&1000.into(), &200.into())
+    );
 }
 
 #[test]

@@ -47,7 +47,7 @@ fn u64_of(v: &Value) -> u64 {
 }
 
 #[test]
-fn cached_tokens_are_summed_per_attempt_task_and_run_in_the_report_show_and_json() {
+fn cached_tokens_are_summed_per_attempt_task_and_run_and_priced_in_the_report_show_and_json() {
     let repo = TestRepo::new();
     let llm = FakeLlm::start(|req, _| agent_reply(req));
     llm.cache_prefixes();
@@ -64,6 +64,8 @@ fn cached_tokens_are_summed_per_attempt_task_and_run_in_the_report_show_and_json
             "openai",
             "-j",
             "1",
+            "--price",
+            "2,1,8",
             "--json",
             "--final-out",
             report.to_str().unwrap(),
@@ -100,7 +102,20 @@ fn cached_tokens_are_summed_per_attempt_task_and_run_in_the_report_show_and_json
             (u64_of(&row["prompt_tokens"]), u64_of(&row["cached_tokens"]))
         );
         assert!(p > 0, "{t}");
-        let cell = format!(" | {} | {c} ({} %) | unknown |", t["tokens"], c * 100 / p);
+        // With a price, the cached tokens cost theirs ($1 a million), the rest of the prompt
+        // $2 and the answer $8.
+        let answer = u64_of(&t["tokens"]) - p;
+        let cost = ((p - c) * 2 + c + answer * 8) as f64 / 1e6;
+        let recorded = t["cost"].as_f64().unwrap();
+        assert!(
+            (recorded - cost).abs() < 1e-12,
+            "{recorded} for {cost}: {t}"
+        );
+        let cell = format!(
+            " | {} | {c} ({} %) | ${cost:.4} |",
+            t["tokens"],
+            c * 100 / p
+        );
         assert!(text.contains(&cell), "{cell} not in {text}");
         summed = (summed.0 + p, summed.1 + c);
     }
