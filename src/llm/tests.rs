@@ -525,8 +525,16 @@ fn a_price_bills_cached_prompt_tokens_at_their_own_price_and_reads_two_or_three_
     };
     // 200,000 fresh at $2.50, 800,000 cached at $1.25, 100,000 answered at $10 a million.
     assert!((price.cost(&usage) - (0.5 + 1.0 + 1.0)).abs() < 1e-9);
-    let flat = super::Price::parse("2,8").unwrap();
-    assert_eq!(flat.cached, 2.0, "without a cached price, the prompt's");
+    let flat = super::Price {
+        prompt: 2.0,
+        cached: 2.0,
+        answer: 8.0,
+    };
+    assert_eq!(
+        super::Price::parse("2,8"),
+        Ok(flat),
+        "without a cached price, the prompt's"
+    );
     for bad in ["", "1", "1,2,3,4", "-1,2", "a,b", "inf,1"] {
         assert!(super::Price::parse(bad).is_err(), "{bad:?}");
     }

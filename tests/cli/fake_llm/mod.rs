@@ -555,8 +555,8 @@ fn render(
     (200, Vec::new(), body.to_string().into_bytes())
 }
 
-/// An answer's `usage`; the cached tokens only when there are some, as OpenAI's API leaves
-/// `prompt_tokens_details` out of many answers.
+/// An answer's `usage`; the cached tokens only when there are some: many servers leave
+/// `prompt_tokens_details` out, which must read as none cached.
 fn usage_json(prompt_tokens: u64, cached_tokens: u64, completion_tokens: u64) -> Value {
     let mut usage = json!({
         "prompt_tokens": prompt_tokens,
