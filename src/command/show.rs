@@ -390,7 +390,6 @@ fn tail(text: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// A short commit id, as the rest of swarm shows them.
 /// ` (900 of 1000 prompt tokens cached: 90 %)`, or nothing where no prompt token is known.
 fn cached(prompt: u64, cached: u64) -> String {
     ui::cached_share(cached, prompt)
@@ -398,6 +397,7 @@ fn cached(prompt: u64, cached: u64) -> String {
         .unwrap_or_default()
 }
 
+/// A short commit id, as the rest of swarm shows them.
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
