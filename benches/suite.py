@@ -11,8 +11,9 @@ Standard Task Graph Set (against the lower bound and a zero-overhead simulation 
 priority rule), 3 merges and 4 LLM (from benches/merges.py and benches/llm.py when present),
 5 start-up and size, 6 real builds (from benches/builds.py: a registry crate's own test suite as
 every writer's check, with and without `cache`), 7 remote (from benches/remote.py: a run spread
-over two workers through an on-disk remote, against git's own push and fetch). Results go to target/bench/results.json and
-target/bench/results.md.
+over two workers through an on-disk remote, against git's own push and fetch), 8 prompt cache
+(from benches/cache.py: the share of prompt tokens a server's prefix cache serves). Results go to
+target/bench/results.json and target/bench/results.md.
 
 Standard library only.
 """
@@ -483,13 +484,13 @@ def machine() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="each part once, at small sizes")
-    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5", "6", "7"],
+    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5", "6", "7", "8"],
                     help="run only this part (repeatable)")
     ap.add_argument("--runs", type=int, help="runs per measurement (default 5, quick 1)")
     ap.add_argument("--swarm", default=str(ROOT / "target" / "release" / "swarm"))
     args = ap.parse_args()
     runs = args.runs or (1 if args.quick else 5)
-    parts = set(args.only or ["1", "2", "3", "4", "5", "6", "7"])
+    parts = set(args.only or ["1", "2", "3", "4", "5", "6", "7", "8"])
     OUT.mkdir(parents=True, exist_ok=True)
     for tool in ("floor", "hello"):
         if not (OUT / tool).exists():
@@ -509,7 +510,7 @@ def main() -> int:
         if "2" in parts:
             rows += part_makespan(args.swarm, args.quick, 1 if args.quick else min(runs, 3), work)
         sys.path.insert(0, str(ROOT / "benches"))
-        for part, name in (("3", "merges"), ("4", "llm")):
+        for part, name in (("3", "merges"), ("4", "llm"), ("8", "cache")):
             if part not in parts:
                 continue
             if not (ROOT / "benches" / f"{name}.py").exists():

@@ -357,13 +357,13 @@ fn run_summary(f: &Facts<'_>) -> String {
     }
 
     out.push_str(
-        "| task | lane | mode | status | attempts | time | tokens | cost |\n|---|---|---|---|---|---|---|---|\n",
+        "| task | lane | mode | status | attempts | time | tokens | cached | cost |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for (t, spec) in f.tasks.iter().zip(&f.plan.tasks) {
         let continued = continued_of(f, &t.id);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             named(f.plan, &t.id),
             escape::markdown(spec.lane.as_str()),
             spec.mode.as_str(),
@@ -376,6 +376,7 @@ fn run_summary(f: &Facts<'_>) -> String {
             },
             crate::ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
             t.tokens,
+            cached(t.cached_tokens, t.prompt_tokens),
             if is_command(spec) {
                 "-".to_owned()
             } else {
@@ -468,10 +469,14 @@ fn run_summary(f: &Facts<'_>) -> String {
 }
 
 /// What the run used in all: its wall time, the tasks' tokens (and the planner's, when it
-/// planned) and the tasks' cost.
+/// planned), of the tasks' prompt tokens those cached, and the tasks' cost.
 struct Totals {
     wall: Duration,
     task_tokens: u64,
+    /// Of the tasks' tokens, their prompts' (0 where no agent said).
+    task_prompt_tokens: u64,
+    /// Of the prompts' tokens, those the provider had cached.
+    task_cached_tokens: u64,
     planning_tokens: Option<u64>,
     /// Commands cost nothing; any agent task of unknown cost makes it unknown.
     cost: Option<f64>,
@@ -481,6 +486,8 @@ fn totals(f: &Facts<'_>) -> Totals {
     Totals {
         wall: f.wall,
         task_tokens: f.tasks.iter().map(|t| t.tokens).sum(),
+        task_prompt_tokens: f.tasks.iter().map(|t| t.prompt_tokens).sum(),
+        task_cached_tokens: f.tasks.iter().map(|t| t.cached_tokens).sum(),
         planning_tokens: f.planning_tokens,
         cost: f
             .tasks
@@ -491,15 +498,24 @@ fn totals(f: &Facts<'_>) -> Totals {
     }
 }
 
-/// `Wall time 1m02s; tokens: 1200 by the tasks, 300 for planning; cost of the tasks: $0.0100.`
+/// `Wall time 1m02s; tokens: 1200 by the tasks (900 of their 1000 prompt tokens cached: 90 %),
+/// 300 for planning; cost of the tasks: $0.0100.`
 fn totals_line(f: &Facts<'_>) -> String {
     let t = totals(f);
+    let cached = crate::ui::cached_share(t.task_cached_tokens, t.task_prompt_tokens)
+        .map(|share| {
+            format!(
+                " ({} of their {} prompt tokens cached: {share})",
+                t.task_cached_tokens, t.task_prompt_tokens
+            )
+        })
+        .unwrap_or_default();
     let planning = t
         .planning_tokens
         .map(|n| format!(", {n} for planning"))
         .unwrap_or_default();
     format!(
-        "Wall time {}; tokens: {} by the tasks{planning}; cost of the tasks: {}.",
+        "Wall time {}; tokens: {} by the tasks{cached}{planning}; cost of the tasks: {}.",
         crate::ui::duration(t.wall),
         t.task_tokens,
         cost(t.cost)
@@ -580,6 +596,10 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "continued": continued_of(f, &t.id),
             "elapsed_ms": t.elapsed_ms,
             "error": t.error,
+            "tokens": t.tokens,
+            "prompt_tokens": t.prompt_tokens,
+            "cached_tokens": t.cached_tokens,
+            "cost": t.cost,
             "kept_branches": f.kept.iter().filter(|(k, _)| *k == t.id).map(|(_, b)| b).collect::<Vec<_>>(),
             "transcript": t.transcript,
             "stderr_tail": f.output_tails.iter().find(|(task, ..)| task == &t.id).map_or(&[][..], |(.., l)| l.as_slice()),
@@ -604,6 +624,8 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
         "totals": {
             "elapsed_ms": totals.wall.as_millis() as u64,
             "task_tokens": totals.task_tokens,
+            "task_prompt_tokens": totals.task_prompt_tokens,
+            "task_cached_tokens": totals.task_cached_tokens,
             "planning_tokens": totals.planning_tokens,
             "cost": totals.cost,
         },
@@ -613,6 +635,13 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
 
 fn is_command(task: &crate::plan::Task) -> bool {
     matches!(task.action, crate::plan::Action::Run(_))
+}
+
+/// A task's cached tokens and their share of its prompt tokens (`900 (90 %)`), or `-` where
+/// no prompt token is known.
+fn cached(cached: u64, prompt: u64) -> String {
+    crate::ui::cached_share(cached, prompt)
+        .map_or_else(|| "-".to_owned(), |s| format!("{cached} ({s})"))
 }
 
 /// A cost in dollars, or "unknown" (never shown as zero when the agent did not say).

@@ -214,6 +214,9 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         outcome,
         stdout: crate::secret::redact(&text).into_owned(),
         tokens,
+        // ACP's usage does not yet say which of the prompt's tokens were cached.
+        prompt_tokens: 0,
+        cached_tokens: 0,
         cost: client.cost,
         session: client.session.filter(|_| resumable),
     })

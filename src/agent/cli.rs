@@ -253,6 +253,10 @@ pub struct Parsed {
     /// `Some(reason)` when the output reports an error (even if the process exited 0).
     pub error: Option<String>,
     pub tokens: u64,
+    /// Of them, the prompts' tokens (cached, written to the cache or neither).
+    pub prompt_tokens: u64,
+    /// Of the prompts' tokens, those read from the provider's cache.
+    pub cached_tokens: u64,
     /// Dollars; `None` when the agent does not report it.
     pub cost: Option<f64>,
     pub usage_limit: Option<UsageLimit>,
@@ -285,6 +289,8 @@ pub fn parse(parser: Parser, stdout: &str, now: &Now) -> Parsed {
             result: stdout.to_owned(),
             error: None,
             tokens: 0,
+            prompt_tokens: 0,
+            cached_tokens: 0,
             cost: None,
             usage_limit: None,
             complete: true,
@@ -301,6 +307,8 @@ fn unreadable() -> Parsed {
         result: String::new(),
         error: Some(UNREADABLE.to_owned()),
         tokens: 0,
+        prompt_tokens: 0,
+        cached_tokens: 0,
         cost: None,
         usage_limit: None,
         complete: false,
@@ -359,12 +367,16 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
     // One API message is streamed as several lines (one per content block) with the same id
     // and usage: count each id once.
     let mut seen = std::collections::HashSet::new();
-    let tokens = messages
+    let usage = messages
         .iter()
         .filter(|m| seen.insert(text(m, "id").unwrap_or_default().to_owned()))
         .filter_map(|m| m.get("usage"))
-        .map(claude_tokens)
-        .sum();
+        .map(claude_usage)
+        .fold(ClaudeUsage::default(), |sum, u| ClaudeUsage {
+            tokens: sum.tokens + u.tokens,
+            prompt: sum.prompt + u.prompt,
+            cached: sum.cached + u.cached,
+        });
     let result = messages
         .iter()
         .rev()
@@ -381,7 +393,9 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
     Parsed {
         result,
         error: Some("the agent stopped before reporting its result".to_owned()),
-        tokens,
+        tokens: usage.tokens,
+        prompt_tokens: usage.prompt,
+        cached_tokens: usage.cached,
         cost: None,
         usage_limit: None,
         complete: false,
@@ -393,11 +407,26 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
     }
 }
 
-fn claude_tokens(usage: &Value) -> u64 {
-    count(usage, "input_tokens")
-        + count(usage, "output_tokens")
-        + count(usage, "cache_creation_input_tokens")
-        + count(usage, "cache_read_input_tokens")
+/// The tokens of a claude `usage` object.
+#[derive(Default)]
+struct ClaudeUsage {
+    tokens: u64,
+    prompt: u64,
+    cached: u64,
+}
+
+/// Anthropic counts a prompt's tokens in three parts, none inside another: `input_tokens`
+/// (neither read from nor written to the cache), `cache_creation_input_tokens` and
+/// `cache_read_input_tokens`.
+fn claude_usage(usage: &Value) -> ClaudeUsage {
+    let cached = count(usage, "cache_read_input_tokens");
+    let prompt =
+        count(usage, "input_tokens") + count(usage, "cache_creation_input_tokens") + cached;
+    ClaudeUsage {
+        tokens: prompt + count(usage, "output_tokens"),
+        prompt,
+        cached,
+    }
 }
 
 fn claude_result(r: &Value, now: &Now) -> Parsed {
@@ -409,7 +438,7 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let tokens = r.get("usage").map_or(0, claude_tokens);
+    let usage = r.get("usage").map(claude_usage).unwrap_or_default();
     // `cost_usd` is the name older versions used.
     let cost = r
         .get("total_cost_usd")
@@ -460,7 +489,9 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
     Parsed {
         result,
         error,
-        tokens,
+        tokens: usage.tokens,
+        prompt_tokens: usage.prompt,
+        cached_tokens: usage.cached,
         cost,
         usage_limit,
         complete: true,
@@ -535,7 +566,7 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
     let mut message = None;
     let mut ending = None;
     let mut errors = Vec::new();
-    let mut tokens = 0;
+    let (mut tokens, mut prompt_tokens, mut cached_tokens) = (0, 0, 0);
     let mut thread = None;
     for event in &events {
         match text(event, "type").unwrap_or_default() {
@@ -552,7 +583,9 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
                 // `event_processor_with_jsonl_output.rs`), so the last one counts, not the sum.
                 // Cached input is part of input_tokens, hence counted once.
                 if let Some(usage) = event.get("usage") {
-                    tokens = count(usage, "input_tokens") + count(usage, "output_tokens");
+                    prompt_tokens = count(usage, "input_tokens");
+                    cached_tokens = count(usage, "cached_input_tokens");
+                    tokens = prompt_tokens + count(usage, "output_tokens");
                 }
                 ending = Some(Ending::Completed);
             }
@@ -590,6 +623,8 @@ fn parse_codex(stdout: &str, now: &Now) -> Parsed {
         result: message.unwrap_or_default(),
         error,
         tokens,
+        prompt_tokens,
+        cached_tokens,
         cost: None,
         usage_limit,
         complete,

@@ -85,6 +85,12 @@ fn claude_success_counts_every_kind_of_token_and_the_cost() {
     assert_eq!(p.result, "Added the retry to src/net.rs.");
     assert_eq!(p.error, None);
     assert_eq!(p.tokens, 12 + 2048 + 10240 + 345);
+    assert_eq!(
+        p.prompt_tokens,
+        12 + 2048 + 10240,
+        "input, cache writes and cache reads"
+    );
+    assert_eq!(p.cached_tokens, 10240, "the cache reads");
     assert_eq!(p.cost, Some(0.0421));
     assert!(p.complete);
     assert_eq!(p.usage_limit, None);
@@ -251,6 +257,7 @@ fn claude_stream_cut_before_its_result_is_incomplete() {
     assert!(p.error.is_some());
     assert_eq!(p.result, "Half way.");
     assert_eq!(p.tokens, 15, "one message, counted once");
+    assert_eq!((p.prompt_tokens, p.cached_tokens), (10, 0));
 }
 
 #[test]
@@ -297,6 +304,7 @@ fn codex_success_takes_the_last_agent_message_and_counts_cached_input_once() {
     assert_eq!(p.result, "Fixed the off-by-one in src/lib.rs.");
     assert_eq!(p.error, None);
     assert_eq!(p.tokens, 24763 + 122);
+    assert_eq!((p.prompt_tokens, p.cached_tokens), (24763, 24448));
     assert_eq!(p.cost, None);
     assert!(p.complete);
 }

@@ -218,6 +218,11 @@ pub(crate) struct Finished {
     pub stdout: String,
     /// LLM tokens used, where the agent says; 0 otherwise.
     pub tokens: u64,
+    /// Of them, the prompts' (input) tokens, where the agent says; 0 otherwise.
+    pub prompt_tokens: u64,
+    /// Of the prompts' tokens, those the provider had cached, where the agent says; 0
+    /// otherwise.
+    pub cached_tokens: u64,
     /// Cost in dollars, where the agent says.
     pub cost: Option<f64>,
     /// The agent's own session, where its output names one.
@@ -260,6 +265,8 @@ fn could_not_run(inv: &Invocation, e: &anyhow::Error) -> Finished {
         },
         stdout: String::new(),
         tokens: 0,
+        prompt_tokens: 0,
+        cached_tokens: 0,
         cost: None,
         session: None,
     }
@@ -405,6 +412,8 @@ fn spawn_and_wait(
         outcome,
         stdout,
         tokens: 0,
+        prompt_tokens: 0,
+        cached_tokens: 0,
         cost: None,
         session: None,
     })
@@ -577,6 +586,8 @@ pub(crate) fn run_cli(
         &transcript_stderr(&inv.transcript, DENIAL_SCAN),
     ));
     done.tokens = parsed.tokens;
+    done.prompt_tokens = parsed.prompt_tokens;
+    done.cached_tokens = parsed.cached_tokens;
     done.cost = parsed.cost;
     done.session.clone_from(&parsed.session);
     if !parsed.denials.is_empty() {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::tools::{Access, Tools};
 use super::transcript::{Stream, Transcript};
 use super::{Finished, Invocation, Outcome, Watchdog};
-use crate::llm::{Client, LlmError, Notice};
+use crate::llm::{Client, LlmError, Notice, Usage};
 
 /// What the built-in agent needs beyond the invocation's directory, timeout and transcript.
 #[derive(Clone)]
@@ -72,15 +72,20 @@ pub fn run(
 ) -> Finished {
     let started = Instant::now();
     let mut log = Log::open(inv);
-    let mut tokens = 0;
-    let outcome = turns(inv, b, watchdog, notify, &mut log, &mut tokens, started);
+    let mut usage = Usage::default();
+    let outcome = turns(inv, b, watchdog, notify, &mut log, &mut usage, started);
     let (mut outcome, stdout) = match outcome {
         Ok(text) => (Outcome::Succeeded, text),
         Err(outcome) => (outcome, String::new()),
     };
+    let cached = match usage.cached_tokens {
+        0 => String::new(),
+        n => format!(" ({n} of {} prompt tokens cached)", usage.prompt_tokens),
+    };
     let closed = log.close(&format!(
-        "\n--- end: {}, {tokens} tokens ---\n",
-        outcome.ended(started.elapsed())
+        "\n--- end: {}, {} tokens{cached} ---\n",
+        outcome.ended(started.elapsed()),
+        usage.total_tokens,
     ));
     // A transcript the disk had no room for: the machine's fault, not the task's.
     if let Err(e) = closed
@@ -91,8 +96,10 @@ pub fn run(
     Finished {
         outcome,
         stdout: crate::secret::redact(&stdout).into_owned(),
-        tokens,
-        cost: None,
+        tokens: usage.total_tokens,
+        prompt_tokens: usage.prompt_tokens,
+        cached_tokens: usage.cached_tokens,
+        cost: b.client.cost(&usage),
         session: None,
     }
 }
@@ -103,7 +110,7 @@ fn turns(
     watchdog: &Watchdog,
     notify: &mut dyn FnMut(Notice),
     log: &mut Log,
-    tokens: &mut u64,
+    usage: &mut Usage,
     started: Instant,
 ) -> Result<String, Outcome> {
     let deadline = crate::time::deadline(started, inv.timeout);
@@ -160,7 +167,7 @@ fn turns(
                 });
             }
         };
-        *tokens += reply.usage.total_tokens;
+        *usage += reply.usage;
         let mut message = reply.message;
         let text = message["content"].as_str().unwrap_or_default().to_owned();
         let mut calls = message["tool_calls"]
@@ -186,7 +193,7 @@ fn turns(
         };
         log.line(&format!(
             "--- turn {turn}: {} prompt tokens{cached}, {} answer tokens; {} in the attempt ---",
-            reply.usage.prompt_tokens, reply.usage.completion_tokens, *tokens
+            reply.usage.prompt_tokens, reply.usage.completion_tokens, usage.total_tokens
         ));
         if !text.is_empty() {
             log.line(&format!("assistant: {text}"));
@@ -286,10 +293,10 @@ fn turns(
                 json!({ "role": "tool", "tool_call_id": id, "content": result.text })
             });
         }
-        if *tokens > b.max_tokens {
+        if usage.total_tokens > b.max_tokens {
             return Err(Outcome::Failed(format!(
                 "stopped at the token cap ({} of {})",
-                *tokens, b.max_tokens
+                usage.total_tokens, b.max_tokens
             )));
         }
     }

@@ -448,6 +448,8 @@ mod tests {
             start_commit: None,
             commit_id: None,
             tokens: 0,
+            prompt_tokens: 0,
+            cached_tokens: 0,
             cost: None,
             session: None,
         }

@@ -268,30 +268,39 @@ pub(super) fn model_client(o: &Options, jobs: usize) -> anyhow::Result<Option<Cl
             .unwrap_or(Defaults::request_timeout()),
     )
     .map_err(|e| Usage::new(format!("--request-timeout: {e}")))?;
+    let price = o
+        .price
+        .as_deref()
+        .map(crate::llm::Price::parse)
+        .transpose()
+        .map_err(|e| Usage::new(format!("--price: {e}")))?;
     let Some(endpoint) = endpoint(o) else {
         return Ok(None);
     };
     if let Some(key) = &endpoint.key {
         crate::secret::init(&[key.as_str()]);
     }
-    Ok(Some(Client::new(
-        endpoint,
-        Limits {
-            connect_timeout: Duration::from_secs(10),
-            read_timeout,
-            max_attempts: LLM_ATTEMPTS,
-            max_wait: LLM_MAX_WAIT,
-            max_in_flight: jobs,
-            answers: crate::llm::AnswerCaps {
-                planning: o
-                    .plan_answer_tokens
-                    .unwrap_or(Defaults::plan_answer_tokens()),
-                turn: o
-                    .turn_answer_tokens
-                    .unwrap_or(Defaults::turn_answer_tokens()),
+    Ok(Some(
+        Client::new(
+            endpoint,
+            Limits {
+                connect_timeout: Duration::from_secs(10),
+                read_timeout,
+                max_attempts: LLM_ATTEMPTS,
+                max_wait: LLM_MAX_WAIT,
+                max_in_flight: jobs,
+                answers: crate::llm::AnswerCaps {
+                    planning: o
+                        .plan_answer_tokens
+                        .unwrap_or(Defaults::plan_answer_tokens()),
+                    turn: o
+                        .turn_answer_tokens
+                        .unwrap_or(Defaults::turn_answer_tokens()),
+                },
             },
-        },
-    )))
+        )
+        .priced(price),
+    ))
 }
 
 /// What plans: only the built-in agent's model.

@@ -40,6 +40,10 @@ struct Shown {
     error: Option<String>,
     result: Option<String>,
     tokens: u64,
+    /// Of the tokens, the prompts' (0 where the agent does not say).
+    prompt_tokens: u64,
+    /// Of the prompts' tokens, those the provider had cached.
+    cached_tokens: u64,
     cost: Option<f64>,
     branch: Option<String>,
     /// Whether the branch is still there (a merged writer's goes once merged).
@@ -66,6 +70,8 @@ struct Attempt {
     #[serde(skip_serializing_if = "Option::is_none")]
     agent: Option<String>,
     tokens: u64,
+    prompt_tokens: u64,
+    cached_tokens: u64,
     cost: Option<f64>,
     transcript: String,
 }
@@ -260,6 +266,8 @@ fn gather(
         error: t.error.clone(),
         result: t.result.clone(),
         tokens: t.tokens,
+        prompt_tokens: t.prompt_tokens,
+        cached_tokens: t.cached_tokens,
         cost: t.cost,
         branch: t.branch.clone(),
         branch_exists: t
@@ -317,6 +325,8 @@ fn attempt(a: &AttemptRecord, events: &[(i64, RunEvent)], now: Option<i64>) -> A
         continued: a.continued,
         agent: member,
         tokens: a.tokens,
+        prompt_tokens: a.prompt_tokens,
+        cached_tokens: a.cached_tokens,
         cost: a.cost,
         transcript: a.transcript.clone(),
     }
@@ -378,6 +388,13 @@ fn tail(text: &str, n: usize) -> Vec<String> {
         .iter()
         .map(|l| crate::agent::shown_line(&crate::secret::redact(l)))
         .collect()
+}
+
+/// ` (900 of 1000 prompt tokens cached: 90 %)`, or nothing where no prompt token is known.
+fn cached(prompt: u64, cached: u64) -> String {
+    ui::cached_share(cached, prompt)
+        .map(|share| format!(" ({cached} of {prompt} prompt tokens cached: {share})"))
+        .unwrap_or_default()
 }
 
 /// A short commit id, as the rest of swarm shows them.
@@ -468,7 +485,8 @@ fn text(s: &Shown) -> String {
     }
     if s.tokens > 0 || s.cost.is_some() {
         let cost = s.cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
-        field(&mut out, "tokens", &format!("{}{cost}", s.tokens));
+        let cached = cached(s.prompt_tokens, s.cached_tokens);
+        field(&mut out, "tokens", &format!("{}{cached}{cost}", s.tokens));
     }
     out.push_str("\nAttempts:\n");
     if s.attempts.is_empty() {
@@ -494,6 +512,10 @@ fn text(s: &Shown) -> String {
         }
         if a.continued {
             how.push_str(" (continued the session of the attempt before)");
+        }
+        if a.tokens > 0 {
+            let cached = cached(a.prompt_tokens, a.cached_tokens);
+            let _ = write!(how, "; {} tokens{cached}", a.tokens);
         }
         let _ = writeln!(
             out,

@@ -161,6 +161,11 @@ pub(super) fn wait(text: &str) -> Result<(), String> {
     crate::plan::parse_wait(text).map(drop)
 }
 
+/// Dollars per million tokens: prompt, cached and answer, or prompt and answer.
+pub(super) fn price(text: &str) -> Result<(), String> {
+    crate::llm::Price::parse(text).map(drop)
+}
+
 /// A size no smaller than a transcript needs.
 pub(super) fn transcript_cap(text: &str) -> Result<(), String> {
     super::parse_transcript_cap(text).map(drop)

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::check::Shape;
 use super::choice::{Choice, Confine, ConfineNet, Forecast, Land, ReportFormat, Spawning};
 use super::key::{
-    Key, Spec, duration, machine_paths, repo_paths, rungs, slots, transcript_cap, wait,
+    Key, Spec, duration, machine_paths, price, repo_paths, rungs, slots, transcript_cap, wait,
 };
 use super::pool::PoolSpec;
 use super::setting::Setting;
@@ -126,6 +126,15 @@ macro_rules! run_options {
             budget_tokens: Option<u64> {
                 key: "budget-tokens", flag: "N", var: "SWARM_BUDGET_TOKENS", file: yes,
                 shape: Tokens, listed: 9,
+            }
+            /// What the built-in agent's model costs, in dollars per million tokens:
+            /// PROMPT,CACHED,ANSWER (prompt tokens, those of them the provider read from its
+            /// cache, answer tokens; e.g. 2.5,1.25,10), or PROMPT,ANSWER when cached tokens cost
+            /// the same. Its attempts' cost is then known: the report, `swarm show` and the JSON
+            /// give it [default: none; the cost is unknown].
+            price: Option<String> {
+                key: "price", flag: "PRICES", var: "SWARM_PRICE", file: yes,
+                shape: Text, check: price, listed: 50,
             }
             /// Let the built-in agent run PROGRAM (no shell; repeat for several).
             allow_program: Vec<String> {

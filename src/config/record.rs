@@ -120,7 +120,7 @@ mod tests {
         });
         let ladder = json!({
             "conflicts": [], "mergiraf": null, "forecast": null, "forecast_interval": null,
-            "plan_answer_tokens": null, "turn_answer_tokens": null,
+            "plan_answer_tokens": null, "turn_answer_tokens": null, "price": null,
         });
         let confinement = {
             let mut c = confinement;

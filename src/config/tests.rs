@@ -440,6 +440,27 @@ fn per_run_keys_are_refused_in_files() {
 }
 
 #[test]
+fn a_bad_price_is_refused_with_its_line_and_what_a_price_is() {
+    let fx = Fixture::new();
+    fx.write_repo("jobs = 2\nprice = \"cheap\"\n");
+    let err = fx.problem();
+    assert_eq!(err.line, Some(2));
+    assert!(
+        err.message
+            .contains("`cheap` is not a price (0 or more dollars)"),
+        "{err}"
+    );
+    fx.write_repo("price = \"1,2,3,4\"\n");
+    assert!(
+        fx.problem()
+            .message
+            .contains("PROMPT,CACHED,ANSWER or PROMPT,ANSWER"),
+        "{}",
+        fx.problem()
+    );
+}
+
+#[test]
 fn bad_env_value_names_the_variable() {
     let mut fx = Fixture::new();
     fx.set("SWARM_JOBS", "lots");
@@ -491,6 +512,7 @@ max-task-tokens = 100000
 plan-answer-tokens = 2048
 turn-answer-tokens = 1024
 budget-tokens = 5000000
+price = "2.5,1.25,10"
 stall-timeout = "10m"
 kill-grace = "5s"
 allow-program = ["cargo"]

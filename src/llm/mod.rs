@@ -175,6 +175,67 @@ impl Usage {
     }
 }
 
+/// The usage of several answers: each count summed.
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, more: Self) {
+        self.prompt_tokens += more.prompt_tokens;
+        self.completion_tokens += more.completion_tokens;
+        self.total_tokens += more.total_tokens;
+        self.cached_tokens += more.cached_tokens;
+    }
+}
+
+/// What the endpoint's model costs (`price`), in dollars per million tokens: a prompt's
+/// tokens, those of them the provider read from its cache, and an answer's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub prompt: f64,
+    pub cached: f64,
+    pub answer: f64,
+}
+
+impl Price {
+    /// `PROMPT,CACHED,ANSWER`, or `PROMPT,ANSWER` where cached tokens cost what others do.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let numbers: Vec<f64> = text
+            .split(',')
+            .map(|n| {
+                let n = n.trim();
+                n.parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| format!("`{n}` is not a price (0 or more dollars)"))
+            })
+            .collect::<Result<_, _>>()?;
+        match numbers[..] {
+            [prompt, cached, answer] => Ok(Price {
+                prompt,
+                cached,
+                answer,
+            }),
+            [prompt, answer] => Ok(Price {
+                prompt,
+                cached: prompt,
+                answer,
+            }),
+            _ => Err(format!(
+                "`{text}` is not PROMPT,CACHED,ANSWER or PROMPT,ANSWER (dollars per million tokens)"
+            )),
+        }
+    }
+
+    /// What `usage` cost, in dollars: the cached tokens at their price, the rest of the
+    /// prompt's at the prompt's.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let cached = usage.cached_tokens.min(usage.prompt_tokens);
+        let fresh = usage.prompt_tokens - cached;
+        (fresh as f64 * self.prompt
+            + cached as f64 * self.cached
+            + usage.completion_tokens as f64 * self.answer)
+            / 1e6
+    }
+}
+
 /// What happened on the way, for the caller's event log (never includes the key).
 #[derive(Debug, Clone)]
 pub enum Notice {
@@ -301,6 +362,8 @@ pub struct Client {
     /// Set once a request that offered tools came back without a function call: the server (or
     /// its model) passes none, and callers ask for their calls as JSON from then on.
     calls_dropped: Arc<AtomicBool>,
+    /// What its model costs, where the user said (`price`).
+    price: Option<Price>,
 }
 
 impl fmt::Debug for Client {
@@ -349,7 +412,20 @@ impl Client {
             context: Arc::new(std::sync::OnceLock::new()),
             streaming: Arc::new(AtomicBool::new(true)),
             calls_dropped: Arc::new(AtomicBool::new(false)),
+            price: None,
         }
+    }
+
+    /// The same client, its model costing `price`.
+    #[must_use]
+    pub fn priced(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
+    }
+
+    /// What `usage` cost, where the price is known.
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.price.map(|p| p.cost(usage))
     }
 
     /// Whether a request that offered tools has come back without a function call.

@@ -509,3 +509,33 @@ fn a_server_that_refuses_streams_is_asked_for_whole_answers() {
     chat(&client).0.unwrap();
     assert!(!requests.recv().unwrap().contains("stream"));
 }
+
+#[test]
+fn a_price_bills_cached_prompt_tokens_at_their_own_price_and_reads_two_or_three_numbers() {
+    let price = super::Price::parse("2.5, 1.25,10").unwrap();
+    assert_eq!(
+        (price.prompt, price.cached, price.answer),
+        (2.5, 1.25, 10.0)
+    );
+    let usage = Usage {
+        prompt_tokens: 1_000_000,
+        completion_tokens: 100_000,
+        total_tokens: 1_100_000,
+        cached_tokens: 800_000,
+    };
+    // 200,000 fresh at $2.50, 800,000 cached at $1.25, 100,000 answered at $10 a million.
+    assert!((price.cost(&usage) - (0.5 + 1.0 + 1.0)).abs() < 1e-9);
+    let flat = super::Price {
+        prompt: 2.0,
+        cached: 2.0,
+        answer: 8.0,
+    };
+    assert_eq!(
+        super::Price::parse("2,8"),
+        Ok(flat),
+        "without a cached price, the prompt's"
+    );
+    for bad in ["", "1", "1,2,3,4", "-1,2", "a,b", "inf,1"] {
+        assert!(super::Price::parse(bad).is_err(), "{bad:?}");
+    }
+}

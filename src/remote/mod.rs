@@ -212,6 +212,12 @@ pub(crate) struct Outcome {
     pub(crate) fault: Option<String>,
     pub(crate) limit: Option<Limit>,
     pub(crate) tokens: u64,
+    /// Of the tokens, the prompts' and, of those, the cached ones (absent from a worker's
+    /// result made before swarm carried them).
+    #[serde(default)]
+    pub(crate) prompt_tokens: u64,
+    #[serde(default)]
+    pub(crate) cached_tokens: u64,
     pub(crate) cost: Option<f64>,
     pub(crate) elapsed_ms: u64,
     pub(crate) stderr_tail: Vec<String>,

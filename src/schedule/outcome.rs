@@ -5,6 +5,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use super::core::slot::Totals;
 use super::job::{Report, Verdict};
 use crate::agent::cli::UsageLimit;
 use crate::agent::{Fault, FaultKind};
@@ -24,8 +25,10 @@ pub(super) fn outcome(task: &str, generation: u32, worker: &str, report: &Report
         why: None,
         fault: None,
         limit: None,
-        tokens: report.tokens,
-        cost: report.cost,
+        tokens: report.used.tokens,
+        prompt_tokens: report.used.prompt_tokens,
+        cached_tokens: report.used.cached_tokens,
+        cost: report.used.cost,
         elapsed_ms: u64::try_from(report.elapsed.as_millis()).unwrap_or(u64::MAX),
         stderr_tail: report.stderr_tail.clone(),
         spawn: report.spawn.clone(),
@@ -104,8 +107,12 @@ pub(super) fn report(i: usize, o: &Outcome) -> Report {
         attempt: o.attempt,
         verdict,
         elapsed: Duration::from_millis(o.elapsed_ms),
-        tokens: o.tokens,
-        cost: o.cost,
+        used: Totals {
+            tokens: o.tokens,
+            prompt_tokens: o.prompt_tokens,
+            cached_tokens: o.cached_tokens,
+            cost: o.cost,
+        },
         // A session lives on the worker's machine: a later attempt starts afresh.
         session: None,
         stderr_tail: o.stderr_tail.clone(),
@@ -128,6 +135,7 @@ pub(super) fn status_name(s: Status) -> &'static str {
 mod tests {
     use super::{outcome, report};
     use crate::git::CommitId;
+    use crate::schedule::core::slot::Totals;
     use crate::schedule::job::{Report, Verdict};
     use std::time::Duration;
 
@@ -137,8 +145,12 @@ mod tests {
             attempt: 2,
             verdict,
             elapsed: Duration::from_millis(1500),
-            tokens: 40,
-            cost: Some(0.5),
+            used: Totals {
+                tokens: 40,
+                prompt_tokens: 30,
+                cached_tokens: 20,
+                cost: Some(0.5),
+            },
             session: Some("s".into()),
             stderr_tail: vec!["boom".into()],
             spawn: Some(Ok("{\"id\":\"c\",\"run\":\"true\"}\n".into())),
@@ -155,8 +167,8 @@ mod tests {
         let o = outcome("t", 7, "w1", &ok);
         let json = serde_json::to_string(&o).unwrap();
         let back = report(5, &serde_json::from_str(&json).unwrap());
-        assert_eq!((back.task, back.attempt, back.tokens), (5, 2, 40));
-        assert_eq!(back.cost, Some(0.5));
+        assert_eq!((back.task, back.attempt), (5, 2));
+        assert_eq!(back.used, ok.used, "tokens, cached tokens and cost");
         assert_eq!(back.elapsed, Duration::from_millis(1500));
         assert!(back.session.is_none());
         assert_eq!(back.spawn, ok.spawn);

@@ -114,7 +114,7 @@ impl History<'_> {
     pub fn attempts(&self, run: &str, task: &str) -> anyhow::Result<Vec<AttemptRecord>> {
         let mut stmt = self.board.conn.prepare(
             "SELECT number, started_at, finished_at, outcome, transcript, session, continued,
-                    tokens, cost
+                    tokens, cost, prompt_tokens, cached_tokens
              FROM attempts WHERE run_id = ?1 AND task_id = ?2 ORDER BY number",
         )?;
         let rows = stmt.query_map([run, task], |r| {
@@ -128,6 +128,8 @@ impl History<'_> {
                 continued: r.get::<_, i64>(6)? != 0,
                 tokens: r.get::<_, i64>(7)?.max(0) as u64,
                 cost: r.get(8)?,
+                prompt_tokens: r.get::<_, i64>(9)?.max(0) as u64,
+                cached_tokens: r.get::<_, i64>(10)?.max(0) as u64,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

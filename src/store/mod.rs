@@ -387,14 +387,17 @@ impl Board {
         // The tasks the attempt spawned join with its end: both, or neither, are on record.
         insert_tasks(&tx, run, end.spawned)?;
         tx.prepare_cached(
-            "UPDATE attempts SET finished_at = ?1, outcome = ?2, tokens = ?3, cost = ?4
-             WHERE run_id = ?5 AND task_id = ?6 AND number = ?7",
+            "UPDATE attempts SET finished_at = ?1, outcome = ?2, tokens = ?3, cost = ?4,
+                 prompt_tokens = ?5, cached_tokens = ?6
+             WHERE run_id = ?7 AND task_id = ?8 AND number = ?9",
         )?
         .execute(params![
             now_ms(),
             end.outcome,
             end.tokens as i64,
             end.cost,
+            end.prompt_tokens as i64,
+            end.cached_tokens as i64,
             run,
             task,
             number
@@ -536,7 +539,7 @@ impl Board {
         let mut stmt = self.conn.prepare(
             "SELECT id, spec, status, attempts, failures, result, error, transcript, started_at,
                     finished_at, elapsed_ms, branch, start_commit, commit_id, tokens, cost,
-                    session
+                    session, prompt_tokens, cached_tokens
              FROM tasks WHERE run_id = ?1 ORDER BY position",
         )?;
         let rows = stmt.query_map([run], |r| {
@@ -562,6 +565,8 @@ impl Board {
                     tokens: r.get::<_, i64>(14)?.max(0) as u64,
                     cost: r.get(15)?,
                     session: r.get(16)?,
+                    prompt_tokens: r.get::<_, i64>(17)?.max(0) as u64,
+                    cached_tokens: r.get::<_, i64>(18)?.max(0) as u64,
                 },
             ))
         })?;

@@ -116,6 +116,10 @@ pub struct TaskRecord {
     pub commit_id: Option<String>,
     /// LLM tokens used by all attempts.
     pub tokens: u64,
+    /// Of them, the prompts' tokens, where the agent says (0 otherwise).
+    pub prompt_tokens: u64,
+    /// Of the prompts' tokens, those the provider had cached, where the agent says.
+    pub cached_tokens: u64,
     /// Cost in US dollars where the agent reports it; `None` is unknown, never zero.
     pub cost: Option<f64>,
     /// The agent's own session its next attempt continues, if any.
@@ -154,6 +158,8 @@ pub struct AttemptRecord {
     /// Whether it continued an earlier attempt's session.
     pub continued: bool,
     pub tokens: u64,
+    pub prompt_tokens: u64,
+    pub cached_tokens: u64,
     pub cost: Option<f64>,
 }
 
@@ -281,6 +287,8 @@ pub struct TaskUpdate<'a> {
     pub start_commit: Option<&'a str>,
     pub commit_id: Option<&'a str>,
     pub tokens: Option<u64>,
+    pub prompt_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
     pub cost: Option<f64>,
     /// The session the next attempt continues; `Some(None)` clears it.
     #[expect(
@@ -305,6 +313,8 @@ pub struct AttemptStart<'a> {
 pub struct AttemptEnd<'a> {
     pub outcome: &'a str,
     pub tokens: u64,
+    pub prompt_tokens: u64,
+    pub cached_tokens: u64,
     pub cost: Option<f64>,
     /// The tasks it spawned, each with its task-file line: they join the board with its end.
     pub spawned: &'a [(String, serde_json::Value)],

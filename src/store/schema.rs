@@ -111,6 +111,14 @@ ALTER TABLE attempts ADD COLUMN continued INTEGER NOT NULL DEFAULT 0;
     r"
 ALTER TABLE runs ADD COLUMN green TEXT;
 ",
+    // Of the tokens, the prompts' and, of those, the ones the provider had cached (0 where the
+    // agent does not say, and for what was recorded before swarm kept them).
+    r"
+ALTER TABLE tasks ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {

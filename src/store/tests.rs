@@ -96,6 +96,82 @@ fn a_board_at_version_2_migrates_and_keeps_its_runs() {
 }
 
 #[test]
+fn an_attempts_tokens_and_its_tasks_totals_with_their_cached_share_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut board = Board::open(dir.path()).unwrap();
+    let record = RunRecord {
+        id: "r1".to_owned(),
+        created_at: now_ms(),
+        finished_at: None,
+        status: RunStatus::Running,
+        exit_code: None,
+        source: "tasks.jsonl".to_owned(),
+        base_commit: "0000000".to_owned(),
+        integration_ref: "refs/swarm/r1".to_owned(),
+        options: Value::Null,
+    };
+    let spec = serde_json::json!({"id": "t", "prompt": "p"});
+    board
+        .create_run(&record, &[("t".to_owned(), spec)])
+        .unwrap();
+    let start = AttemptStart {
+        number: 1,
+        transcript: "t-1.log",
+        session: None,
+        continued: false,
+    };
+    let started = RunEvent::TaskStarted {
+        attempt: 1,
+        cwd: ".".to_owned(),
+        agent: None,
+    };
+    board
+        .start_attempt("r1", "t", &start, &Event::task("t", started))
+        .unwrap();
+    let end = AttemptEnd {
+        outcome: "succeeded",
+        tokens: 1200,
+        prompt_tokens: 1000,
+        cached_tokens: 900,
+        cost: Some(0.01),
+        spawned: &[],
+    };
+    let totals = TaskUpdate {
+        status: Some(TaskStatus::Done),
+        tokens: Some(1500),
+        prompt_tokens: Some(1250),
+        cached_tokens: Some(1000),
+        cost: Some(0.02),
+        ..TaskUpdate::default()
+    };
+    let succeeded = RunEvent::TaskSucceeded {
+        attempt: 1,
+        elapsed_ms: 5,
+    };
+    board
+        .finish_attempt("r1", "t", 1, &end, &totals, &[Event::task("t", succeeded)])
+        .unwrap();
+    drop(board);
+
+    let board = Board::open(dir.path()).unwrap();
+    let task = &board.load_tasks("r1").unwrap()[0];
+    assert_eq!(
+        (
+            task.tokens,
+            task.prompt_tokens,
+            task.cached_tokens,
+            task.cost
+        ),
+        (1500, 1250, 1000, Some(0.02))
+    );
+    let attempt = &board.history().attempts("r1", "t").unwrap()[0];
+    assert_eq!(
+        (attempt.tokens, attempt.prompt_tokens, attempt.cached_tokens),
+        (1200, 1000, 900)
+    );
+}
+
+#[test]
 fn goals_round_trip_with_and_without_needs() {
     let dir = tempfile::tempdir().unwrap();
     let mut board = board_with_run(dir.path(), "r1");

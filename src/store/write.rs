@@ -60,6 +60,12 @@ pub(super) fn apply_update(
     if let Some(t) = u.tokens {
         set("tokens", V::Integer(t as i64));
     }
+    if let Some(t) = u.prompt_tokens {
+        set("prompt_tokens", V::Integer(t as i64));
+    }
+    if let Some(t) = u.cached_tokens {
+        set("cached_tokens", V::Integer(t as i64));
+    }
     if let Some(c) = u.cost {
         set("cost", V::Real(c));
     }

@@ -634,6 +634,15 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The share of `prompt` tokens the provider had cached, in whole percent rounded down
+/// (`90 %`; `100 %` only when every one was); `None` when no prompt token is known.
+pub fn cached_share(cached: u64, prompt: u64) -> Option<String> {
+    (prompt > 0).then(|| {
+        let percent = u128::from(cached.min(prompt)) * 100 / u128::from(prompt);
+        format!("{percent} %")
+    })
+}
+
 /// `text` without the class and code libgit2 appends to its messages (`; class=Reference (4);
 /// code=NotFound (-3)`), which say nothing to a user.
 pub fn without_libgit2_codes(text: &str) -> String {
@@ -662,6 +671,17 @@ mod tests {
         assert!(super::colors_by_env(None, on("1"), None, false));
         assert!(!super::colors_by_env(None, on("0"), None, false));
         assert!(!super::colors_by_env(None, None, on("0"), true));
+    }
+
+    #[test]
+    fn the_cached_share_is_rounded_down_and_unknown_without_prompt_tokens() {
+        assert_eq!(super::cached_share(900, 1000).as_deref(), Some("90 %"));
+        assert_eq!(super::cached_share(999, 1000).as_deref(), Some("99 %"));
+        assert_eq!(super::cached_share(1000, 1000).as_deref(), Some("100 %"));
+        assert_eq!(super::cached_share(0, 1000).as_deref(), Some("0 %"));
+        assert_eq!(super::cached_share(0, 0), None);
+        // A provider that says more were cached than sent does not make it more than all.
+        assert_eq!(super::cached_share(12, 10).as_deref(), Some("100 %"));
     }
 
     #[test]

@@ -255,7 +255,7 @@ fn acp_usage_update_tokens_and_cost_are_reported() {
     assert_exit(&out, 0);
     assert_eq!(status_json(&repo)["tasks"][0]["tokens"], 3456);
     let text = std::fs::read_to_string(&report).unwrap();
-    assert!(text.contains("| 3456 | $0.2500 |"), "{text}");
+    assert!(text.contains("| 3456 | - | $0.2500 |"), "{text}");
 }
 
 #[test]

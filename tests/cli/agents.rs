@@ -64,10 +64,13 @@ fn run_mixed(repo: &TestRepo, agent: &str) -> (FakeAgents, String) {
 fn fake_claude_readers_and_writers_merge_and_report_tokens_and_cost() {
     let repo = TestRepo::new();
     let (fakes, text) = run_mixed(&repo, "claude");
-    // Each of the five tasks reports 150 tokens and $0.0125.
-    assert!(text.contains("| 150 | $0.0125 |"), "{text}");
+    // Each of the five tasks reports 150 tokens, 60 of its 100 prompt tokens read from the
+    // cache, and $0.0125.
+    assert!(text.contains("| 150 | 60 (60 %) | $0.0125 |"), "{text}");
     assert!(
-        text.contains("tokens: 750 by the tasks; cost of the tasks: $0.0625."),
+        text.contains(
+            "tokens: 750 by the tasks (300 of their 500 prompt tokens cached: 60 %); cost of the tasks: $0.0625."
+        ),
         "{text}"
     );
     let calls = fakes.invocations("claude");
@@ -83,8 +86,12 @@ fn fake_codex_runs_the_same_plan_with_unknown_cost() {
     assert!(text.contains("cost of the tasks: unknown."), "{text}");
     assert!(!text.contains("$0.0000"), "{text}");
     assert_eq!(fakes.invocations("codex").len(), 5);
-    let tokens = status_json(&repo)["tasks"][0]["tokens"].as_u64().unwrap();
-    assert!(tokens > 0);
+    let task = &status_json(&repo)["tasks"][0];
+    assert_eq!(task["tokens"], 1000 + 150, "the cached input counted once");
+    assert_eq!(
+        (&task["prompt_tokens"], &task["cached_tokens"]),
+        (&1000.into(), &200.into())
+    );
 }
 
 #[test]

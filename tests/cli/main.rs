@@ -4,6 +4,7 @@
 mod acp;
 mod agents;
 mod browser;
+mod cache;
 mod ci_templates;
 mod completions;
 mod confine;

@@ -4,8 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::fake_llm::{FakeLlm, Reply, Request, has_tool};
-use crate::goals::user_text;
+use crate::fake_llm::{FakeLlm, Reply, Request, has_tool, planned_goal};
 use crate::{TestRepo, assert_exit, outside, stderr, stdout};
 
 /// A secret in the environment that a failing agent prints.
@@ -27,11 +26,6 @@ esac
 
 fn tool_call(name: &str, args: Value) -> Reply {
     Reply::ToolCalls(vec![("call-1".into(), name.into(), args)])
-}
-
-/// The second line of a planning request names the goal it plans.
-fn planned_goal(req: &Request) -> String {
-    user_text(req).lines().nth(1).unwrap_or_default().to_owned()
 }
 
 /// Goal A's writer fails; goal B's reader and reducer finish. Titles and goal texts hold

@@ -90,6 +90,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "forecast_interval",
         "plan_answer_tokens",
         "turn_answer_tokens",
+        "price",
     ] {
         expected[key] = serde_json::Value::Null;
     }

@@ -29,12 +29,9 @@ impl Core<'_> {
             self.slots[i].started = None;
             // A rung's agent spends from the run's budget as any attempt does, and the board
             // knows it, so that a resumed run's budget counts it too.
-            self.slots[i].tokens += report.tokens;
-            self.budget.used += report.tokens;
-            if let Some(c) = report.cost {
-                self.slots[i].cost = Some(self.slots[i].cost.unwrap_or(0.0) + c);
-            }
-            if report.tokens > 0 || report.cost.is_some() {
+            self.slots[i].spent.add(report.used);
+            self.budget.used += report.used.tokens;
+            if report.used.any() {
                 fx.push(Effect::Record(Rec::Spent {
                     id: self.id(i).to_owned(),
                     totals: self.slots[i].totals(),
@@ -73,11 +70,8 @@ impl Core<'_> {
             )));
         }
         let slot = &mut self.slots[i];
-        slot.tokens += report.tokens;
-        self.budget.used += report.tokens;
-        if let Some(c) = report.cost {
-            slot.cost = Some(slot.cost.unwrap_or(0.0) + c);
-        }
+        slot.spent.add(report.used);
+        self.budget.used += report.used.tokens;
         let totals = slot.totals();
         match report.verdict {
             Verdict::Succeeded {
@@ -148,10 +142,7 @@ impl Core<'_> {
     fn cut_short_while_broken(&mut self, report: Report, fx: &mut Vec<Effect>) {
         let i = report.task;
         let slot = &mut self.slots[i];
-        slot.tokens += report.tokens;
-        if let Some(c) = report.cost {
-            slot.cost = Some(slot.cost.unwrap_or(0.0) + c);
-        }
+        slot.spent.add(report.used);
         let totals = slot.totals();
         let id = self.id(i).to_owned();
         let told = told_end(&id, Ended::Interrupted, &report, None);

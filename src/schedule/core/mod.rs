@@ -1475,10 +1475,7 @@ impl<'s> Core<'s> {
         self.transition(Transition::Interrupted(i), fx);
         let task = &self.plan.tasks[i];
         let (id, writes) = (task.id.to_string(), task.mode == Mode::Write);
-        let totals = Totals {
-            tokens: report.tokens,
-            cost: report.cost,
-        };
+        let totals = report.used;
         let rec = match &report.verdict {
             Verdict::Succeeded { result, commit } if taken => Rec::Succeeded {
                 id,

@@ -18,10 +18,8 @@ pub(in crate::schedule) struct Slot {
     pub(in crate::schedule) result: Option<String>,
     pub(in crate::schedule) start_commit: Option<CommitId>,
     pub(in crate::schedule) commit: Option<CommitId>,
-    /// LLM tokens used by all attempts so far.
-    pub(in crate::schedule) tokens: u64,
-    /// Their cost in dollars, where the agent says.
-    pub(in crate::schedule) cost: Option<f64>,
+    /// What all its attempts so far used: tokens, cached tokens, cost.
+    pub(in crate::schedule) spent: Totals,
     /// Conflicting paths of a merge waiting for its resolver; empty otherwise.
     pub(in crate::schedule) conflict: Vec<String>,
     pub(in crate::schedule) resolver_tried: bool,
@@ -55,8 +53,7 @@ impl Slot {
             result: None,
             start_commit: None,
             commit: None,
-            tokens: 0,
-            cost: None,
+            spent: Totals::default(),
             conflict: Vec::new(),
             resolver_tried: false,
             rung: None,
@@ -78,26 +75,50 @@ impl Slot {
             result: r.result.clone(),
             start_commit: r.start_commit.as_deref().map(CommitId::new),
             commit: r.commit_id.as_deref().map(CommitId::new),
-            tokens: r.tokens,
-            cost: r.cost,
+            spent: Totals {
+                tokens: r.tokens,
+                prompt_tokens: r.prompt_tokens,
+                cached_tokens: r.cached_tokens,
+                cost: r.cost,
+            },
             session: r.session.clone(),
             ..Self::waiting()
         }
     }
 
     pub(in crate::schedule) fn totals(&self) -> Totals {
-        Totals {
-            tokens: self.tokens,
-            cost: self.cost,
-        }
+        self.spent
     }
 }
 
-/// What a task has used over all its attempts so far.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What an attempt used, or a task over all its attempts so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(in crate::schedule) struct Totals {
+    /// LLM tokens, where the agent says (0 otherwise).
     pub(in crate::schedule) tokens: u64,
+    /// Of them, the prompts' tokens, where the agent says (0 otherwise).
+    pub(in crate::schedule) prompt_tokens: u64,
+    /// Of the prompts' tokens, those the provider had cached, where the agent says.
+    pub(in crate::schedule) cached_tokens: u64,
+    /// The cost in dollars, where the agent says.
     pub(in crate::schedule) cost: Option<f64>,
+}
+
+impl Totals {
+    /// Adds `more` (a task's next attempt, say): each count summed, a cost known if either is.
+    pub(in crate::schedule) fn add(&mut self, more: Totals) {
+        self.tokens += more.tokens;
+        self.prompt_tokens += more.prompt_tokens;
+        self.cached_tokens += more.cached_tokens;
+        if let Some(c) = more.cost {
+            self.cost = Some(self.cost.unwrap_or(0.0) + c);
+        }
+    }
+
+    /// Whether anything was used that the board should know.
+    pub(in crate::schedule) fn any(&self) -> bool {
+        self.tokens > 0 || self.prompt_tokens > 0 || self.cost.is_some()
+    }
 }
 
 /// A task's state in the dag as the board left it: what had not ended waits.

@@ -13,6 +13,7 @@ use crate::store::{GoalRecord, GoalStatus, Moved};
 use crate::ui::Told;
 
 use super::backoff;
+use super::slot::Totals;
 use super::{Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start};
 
 pub(super) fn plan(lines: &[&str]) -> Plan {
@@ -134,8 +135,7 @@ pub(super) fn report(task: usize, attempt: u32, verdict: Verdict) -> Report {
         attempt,
         verdict,
         elapsed: Duration::from_secs(1),
-        tokens: 0,
-        cost: None,
+        used: Totals::default(),
         session: None,
         stderr_tail: Vec::new(),
         spawn: None,
@@ -383,6 +383,78 @@ fn a_failed_attempt_is_retried_after_its_backoff_then_fails_for_good_and_skips_b
     assert_eq!(run.finish(), (Ending::Finished, lines(&[])));
 }
 
+/// The totals the records among `fx` carry for their tasks, in order.
+fn recorded_totals(fx: &[Effect]) -> Vec<Totals> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Record(
+                Rec::Succeeded { totals, .. }
+                | Rec::Failed { totals, .. }
+                | Rec::Interrupted { totals, .. }
+                | Rec::Spent { totals, .. },
+            ) => Some(*totals),
+            _ => None,
+        })
+        .collect()
+}
+
+fn used(tokens: u64, prompt_tokens: u64, cached_tokens: u64, cost: Option<f64>) -> Totals {
+    Totals {
+        tokens,
+        prompt_tokens,
+        cached_tokens,
+        cost,
+    }
+}
+
+#[test]
+fn a_tasks_totals_add_up_its_attempts_cached_tokens_among_them_and_go_on_after_a_resume() {
+    let settings = Settings::sample(2);
+    let tasks = [r#"{"id":"a","prompt":"p","mode":"read"}"#];
+    let mut run = Run::new(&settings, &tasks);
+    assert_eq!(run.open(), ["start a#1 at base"]);
+    let mut first = failed(0, 1, "boom");
+    first.used = used(100, 80, 60, None);
+    let fx = run.core.on(
+        Input::Ended {
+            report: first,
+            limit_wait: Duration::ZERO,
+        },
+        run.t0,
+    );
+    assert_eq!(recorded_totals(&fx), [used(100, 80, 60, None)]);
+    assert_eq!(run.at(3).on(Input::Tick), ["start a#2 at base"]);
+    let mut second = ok(0, 2);
+    second.used = used(50, 40, 30, Some(0.02));
+    let fx = run.core.on(
+        Input::Ended {
+            report: second,
+            limit_wait: Duration::ZERO,
+        },
+        run.t0 + Duration::from_secs(4),
+    );
+    assert_eq!(recorded_totals(&fx), [used(150, 120, 90, Some(0.02))]);
+
+    // Resumed from what the board holds of an attempt cut short, the next attempt adds to it.
+    let mut a = super::sim::world::record("a", serde_json::json!({"id": "a"}));
+    a.status = crate::store::TaskStatus::Interrupted;
+    a.attempts = 1;
+    (a.tokens, a.prompt_tokens, a.cached_tokens, a.cost) = (150, 120, 90, Some(0.02));
+    let (mut run, begun) = Run::resumed(&settings, &tasks, &[a], "base", Found::default());
+    assert!(begun.is_empty(), "{begun:?}");
+    assert_eq!(run.open(), ["start a#2 at base"]);
+    let mut third = ok(0, 2);
+    third.used = used(10, 8, 8, Some(0.01));
+    let fx = run.core.on(
+        Input::Ended {
+            report: third,
+            limit_wait: Duration::ZERO,
+        },
+        run.t0,
+    );
+    assert_eq!(recorded_totals(&fx), [used(160, 128, 98, Some(0.03))]);
+}
+
 #[test]
 fn a_budget_spent_by_an_attempt_lets_the_others_finish_and_starts_nothing() {
     let mut settings = Settings::sample(2);
@@ -397,7 +469,7 @@ fn a_budget_spent_by_an_attempt_lets_the_others_finish_and_starts_nothing() {
     );
     assert_eq!(run.open(), ["start a#1 at base", "start b#1 at base"]);
     let mut spent = ok(0, 1);
-    spent.tokens = 150;
+    spent.used.tokens = 150;
     assert_eq!(
         run.ended(spent),
         [
@@ -1432,7 +1504,7 @@ fn a_rung_of_the_ladder_spends_from_the_runs_budget() {
         outcome: conflicted(),
     });
     let mut spent = committed(1, 1, "rv");
-    spent.tokens = 150;
+    spent.used.tokens = 150;
     let fx = run.ended(spent);
     assert!(fx.contains(&"record run BudgetSpent".to_owned()), "{fx:?}");
     // The board is told, so that a resumed run counts them too.

@@ -144,15 +144,8 @@ impl<'a> Recorder<'a> {
 
     /// What a task has used in all, after a rung of the conflict ladder spent more.
     pub(super) fn spent(&mut self, task: &str, totals: Totals) -> anyhow::Result<()> {
-        self.board.update_task_quietly(
-            &self.run,
-            task,
-            &TaskUpdate {
-                tokens: Some(totals.tokens),
-                cost: totals.cost,
-                ..TaskUpdate::default()
-            },
-        )
+        self.board
+            .update_task_quietly(&self.run, task, &spending(totals))
     }
 
     /// A writer's attempt starts from `start` in its checkout `cwd` on `branch`.
@@ -198,8 +191,10 @@ impl<'a> Recorder<'a> {
             report.attempt,
             &AttemptEnd {
                 outcome,
-                tokens: report.tokens,
-                cost: report.cost,
+                tokens: report.used.tokens,
+                prompt_tokens: report.used.prompt_tokens,
+                cached_tokens: report.used.cached_tokens,
+                cost: report.used.cost,
                 spawned: added,
             },
             update,
@@ -266,10 +261,8 @@ impl<'a> Recorder<'a> {
             error: Some(None),
             finished_at: Some(now_ms()),
             elapsed_ms: Some(elapsed_ms),
-            tokens: Some(totals.tokens),
-            cost: totals.cost,
             commit_id: commit.map(CommitId::as_str),
-            ..TaskUpdate::default()
+            ..spending(totals)
         };
         self.finish_attempt(task, report, "succeeded", &update, &events, &spawned.specs)
     }
@@ -288,9 +281,7 @@ impl<'a> Recorder<'a> {
             error: Some(Some(failure.why)),
             finished_at: Some(now_ms()),
             elapsed_ms: Some(report.elapsed.as_millis() as i64),
-            tokens: Some(totals.tokens),
-            cost: totals.cost,
-            ..TaskUpdate::default()
+            ..spending(totals)
         };
         let event = Event::task(
             task,
@@ -328,9 +319,7 @@ impl<'a> Recorder<'a> {
     ) -> anyhow::Result<()> {
         let update = TaskUpdate {
             status: Some(TaskStatus::Interrupted),
-            tokens: Some(totals.tokens),
-            cost: totals.cost,
-            ..TaskUpdate::default()
+            ..spending(totals)
         };
         self.finish_attempt(
             task,
@@ -359,9 +348,7 @@ impl<'a> Recorder<'a> {
             } else {
                 TaskStatus::Pending
             }),
-            tokens: Some(totals.tokens),
-            cost: totals.cost,
-            ..TaskUpdate::default()
+            ..spending(totals)
         };
         let event = Event::task(
             task,
@@ -585,5 +572,16 @@ impl<'a> Recorder<'a> {
         specs: &[(String, serde_json::Value)],
     ) -> anyhow::Result<()> {
         self.board.add_tasks(&self.run, specs)
+    }
+}
+
+/// The change to a task's record that says what it has used in all.
+fn spending<'a>(totals: Totals) -> TaskUpdate<'a> {
+    TaskUpdate {
+        tokens: Some(totals.tokens),
+        prompt_tokens: Some(totals.prompt_tokens),
+        cached_tokens: Some(totals.cached_tokens),
+        cost: totals.cost,
+        ..TaskUpdate::default()
     }
 }

@@ -897,6 +897,8 @@ mod tests {
             fault: None,
             limit: None,
             tokens: 0,
+            prompt_tokens: 0,
+            cached_tokens: 0,
             cost: None,
             elapsed_ms: 0,
             stderr_tail: Vec::new(),

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 
 use self::ready::Preparer;
 use super::Message;
+use super::core::slot::Totals;
 
 use crate::agent::openai::Builtin;
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
@@ -104,8 +105,7 @@ impl Workers {
                     attempt,
                     verdict: Verdict::Failed(format!("internal error in swarm: {why}")),
                     elapsed: started.elapsed(),
-                    tokens: 0,
-                    cost: None,
+                    used: Totals::default(),
                     session: None,
                     stderr_tail: Vec::new(),
                     spawn: None,
@@ -131,10 +131,8 @@ pub(super) struct Report {
     pub(super) attempt: u32,
     pub(super) verdict: Verdict,
     pub(super) elapsed: Duration,
-    /// LLM tokens the attempt used, where the agent says (0 otherwise).
-    pub(super) tokens: u64,
-    /// Its cost in dollars, where the agent says.
-    pub(super) cost: Option<f64>,
+    /// The tokens (cached among them) and the cost the attempt used, where the agent says.
+    pub(super) used: Totals,
     /// The agent's own session, when the next attempt is to continue it: the attempt was cut
     /// short (a timeout, a usage limit, a stop), not failed by what the agent did.
     pub(super) session: Option<String>,
@@ -153,8 +151,7 @@ pub(super) const STDERR_TAIL_LINES: usize = 20;
 /// What an attempt's agent reported besides its verdict.
 #[derive(Default)]
 struct Spent {
-    tokens: u64,
-    cost: Option<f64>,
+    used: Totals,
     session: Option<String>,
     /// The transcript of a writer's check that failed: its stderr is what failed.
     failed_check: Option<PathBuf>,
@@ -311,8 +308,7 @@ impl Job {
             attempt: self.attempt,
             verdict,
             elapsed: started.elapsed(),
-            tokens: spent.tokens,
-            cost: spent.cost,
+            used: spent.used,
             session: spent.session,
             stderr_tail,
             spawn,
@@ -423,8 +419,12 @@ impl Job {
                 agent::openai::run(inv, builtin, watchdog, &mut notify)
             }
         };
-        spent.tokens = finished.tokens;
-        spent.cost = finished.cost;
+        spent.used = Totals {
+            tokens: finished.tokens,
+            prompt_tokens: finished.prompt_tokens,
+            cached_tokens: finished.cached_tokens,
+            cost: finished.cost,
+        };
         // Only an attempt cut short from outside is worth continuing: one the agent failed
         // starts afresh.
         let cut_short = matches!(

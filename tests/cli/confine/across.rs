@@ -101,9 +101,10 @@ fn planner() -> FakeLlm {
             )]);
         }
         if has_tool(req, "submit_plan") {
-            // The goal planned is named on the line after the first, or alone in the text.
+            // The goal planned is named on the line after `Goal:`, or alone in the text.
             let text = crate::goals::user_text(req);
-            let named = text.lines().nth(1).unwrap_or_default();
+            let named = crate::fake_llm::planned_goal(req);
+            let named = named.as_str();
             let on = |t: &str| {
                 ["a", "b"]
                     .into_iter()

@@ -361,9 +361,9 @@ RESET_IN=$(line_of RESET_IN)
 RESET=$(( $(date +%s) + RESET_IN ))
 
 DENIALS='[]'
-claude_result() { # subtype is_error result cost input output
-    printf '{"type":"result","subtype":"%s","is_error":%s,"duration_ms":1234,"duration_api_ms":1100,"num_turns":2,"result":"%s","session_id":"fake-session-%s","total_cost_usd":%s,"usage":{"input_tokens":%s,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%s},"permission_denials":%s}\n' \
-        "$1" "$2" "$3" "$N" "$4" "$5" "$6" "$DENIALS"
+claude_result() { # subtype is_error result cost input output; three fifths of input cached
+    printf '{"type":"result","subtype":"%s","is_error":%s,"duration_ms":1234,"duration_api_ms":1100,"num_turns":2,"result":"%s","session_id":"fake-session-%s","total_cost_usd":%s,"usage":{"input_tokens":%s,"cache_creation_input_tokens":0,"cache_read_input_tokens":%s,"output_tokens":%s},"permission_denials":%s}\n' \
+        "$1" "$2" "$3" "$N" "$4" $(( $5 * 2 / 5 )) $(( $5 - $5 * 2 / 5 )) "$6" "$DENIALS"
 }
 
 claude_run() {

@@ -124,6 +124,10 @@ struct Shared {
     connections: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
     /// The context size `GET /props` says, as llama.cpp's server does; none: a 404.
     context: Mutex<Option<u64>>,
+    /// With a prefix cache (`cache_prefixes`), every prompt it has seen.
+    prefixes: Mutex<Option<Vec<String>>>,
+    /// The usage of every answer that had one: (prompt tokens, cached tokens).
+    reported: Mutex<Vec<(u64, u64)>>,
 }
 
 impl FakeLlm {
@@ -148,6 +152,8 @@ impl FakeLlm {
             arrived: Condvar::new(),
             connections: Mutex::new(Vec::new()),
             context: Mutex::new(None),
+            prefixes: Mutex::new(None),
+            reported: Mutex::new(Vec::new()),
         });
         let acceptor_shared = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -164,6 +170,21 @@ impl FakeLlm {
     /// From now on `GET /props` says the model's context is `tokens`, as llama.cpp's does.
     pub fn set_context(&self, tokens: u64) {
         *lock(&self.shared.context) = Some(tokens);
+    }
+
+    /// From now on the server models a prefix cache, as vLLM's, llama.cpp's and the hosted
+    /// APIs' do: the prompt is what a chat template makes of the request (`prompt_text`), its
+    /// tokens are its length in bytes over 4, and the tokens it reports as cached are the
+    /// longest prefix it shares with a prompt seen before, in the same tokens.
+    pub fn cache_prefixes(&self) {
+        *lock(&self.shared.prefixes) = Some(Vec::new());
+    }
+
+    /// The usage of every answer so far that had one, summed: (prompt tokens, cached tokens).
+    pub fn reported_usage(&self) -> (u64, u64) {
+        lock(&self.shared.reported)
+            .iter()
+            .fold((0, 0), |(p, c), (prompt, cached)| (p + prompt, c + cached))
     }
 
     /// Replies in order from a list (the last one repeats when the list runs out).
@@ -313,6 +334,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 shared.arrived.notify_all();
                 requests.len() - 1
             };
+            let usage = usage_of(shared, &request.body, &raw);
             if let Err(e) = parsed {
                 let message = format!("the request body is not JSON: {e}");
                 write_response(
@@ -328,9 +350,12 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 if streamed && !matches!(reply, Reply::Hang | Reply::Status { .. } | Reply::Garbage)
                 {
                     // A stream has no length: it ends with the connection.
-                    if write_stream(&mut writer, reply, &request, &raw, seen)? {
+                    if write_stream(&mut writer, reply, &request, usage, seen)? {
                         io::copy(&mut reader, &mut io::sink())?;
                         return Ok(());
+                    }
+                    if request.body["stream_options"]["include_usage"] == true {
+                        lock(&shared.reported).push(usage);
                     }
                     break;
                 }
@@ -347,7 +372,11 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                     io::copy(&mut reader, &mut io::sink())?;
                     return Ok(());
                 }
-                let (status, headers, body) = render(reply, &request, &raw, seen);
+                let answers = matches!(reply, Reply::Text(_) | Reply::ToolCalls(_));
+                let (status, headers, body) = render(reply, &request, usage, seen);
+                if answers {
+                    lock(&shared.reported).push(usage);
+                }
                 let server_closes = headers.iter().any(|(n, v)| {
                     n.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close")
                 });
@@ -381,7 +410,7 @@ fn write_stream(
     writer: &mut impl Write,
     reply: Reply,
     request: &Request,
-    raw: &[u8],
+    (prompt_tokens, cached_tokens): (u64, u64),
     seen: usize,
 ) -> io::Result<bool> {
     let (reply, pieces, gap, stalls) = match reply {
@@ -438,7 +467,7 @@ fn write_stream(
             text.map_or(0, str::len)
         })
         .sum();
-    let completion_tokens = (chars / 4).max(1);
+    let completion_tokens = (chars as u64 / 4).max(1);
     for delta in deltas {
         thread::sleep(gap);
         let piece = json!([{"index": 0, "delta": delta, "finish_reason": null}]);
@@ -451,11 +480,9 @@ fn write_stream(
     let end = json!([{"index": 0, "delta": {}, "finish_reason": finish}]);
     writer.write_all(chunk(end).as_bytes())?;
     if request.body["stream_options"]["include_usage"] == true {
-        let prompt_tokens = raw.len() / 4;
         let usage = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
             "model": request.body["model"], "choices": [],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens}});
+            "usage": usage_json(prompt_tokens, cached_tokens, completion_tokens)});
         writer.write_all(format!("data: {usage}\n\n").as_bytes())?;
     }
     writer.write_all(b"data: [DONE]\n\n")?;
@@ -478,7 +505,7 @@ fn split(text: &str, pieces: usize) -> Vec<String> {
 fn render(
     reply: Reply,
     request: &Request,
-    raw: &[u8],
+    (prompt_tokens, cached_tokens): (u64, u64),
     seen: usize,
 ) -> (u16, Vec<(String, String)>, Vec<u8>) {
     let (message, finish_reason, completion_chars) = match reply {
@@ -516,21 +543,71 @@ fn render(
             unreachable!("rendered as text or a hang first")
         }
     };
-    let prompt_tokens = raw.len() / 4;
-    let completion_tokens = (completion_chars / 4).max(1);
+    let completion_tokens = (completion_chars as u64 / 4).max(1);
     let body = json!({
         "id": format!("chatcmpl-{seen}"),
         "object": "chat.completion",
         "created": 0,
         "model": request.body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": usage_json(prompt_tokens, cached_tokens, completion_tokens),
     });
     (200, Vec::new(), body.to_string().into_bytes())
+}
+
+/// An answer's `usage`; the cached tokens only when there are some: many servers leave
+/// `prompt_tokens_details` out, which must read as none cached.
+fn usage_json(prompt_tokens: u64, cached_tokens: u64, completion_tokens: u64) -> Value {
+    let mut usage = json!({
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    });
+    if cached_tokens > 0 {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": cached_tokens});
+    }
+    usage
+}
+
+/// The prompt tokens of a request and those of them cached: without a prefix cache, a quarter
+/// of the body's length and none; with one, as `FakeLlm::cache_prefixes` says.
+fn usage_of(shared: &Shared, body: &Value, raw: &[u8]) -> (u64, u64) {
+    let mut prefixes = lock(&shared.prefixes);
+    let Some(seen) = prefixes.as_mut() else {
+        return (raw.len() as u64 / 4, 0);
+    };
+    let prompt = prompt_text(body);
+    let shared_bytes = seen
+        .iter()
+        .map(|earlier| common_prefix(earlier.as_bytes(), prompt.as_bytes()))
+        .max()
+        .unwrap_or(0);
+    let usage = (prompt.len() as u64 / 4, shared_bytes as u64 / 4);
+    seen.push(prompt);
+    usage
+}
+
+/// The prompt a chat template makes of a request: the system message, the tool definitions,
+/// then the other messages in order, each as its JSON.
+pub fn prompt_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+    let (system, rest) = match messages.split_first() {
+        Some((first, rest)) if first["role"] == "system" => (first.to_string(), rest),
+        _ => (String::new(), messages),
+    };
+    let mut text = system;
+    if let Some(tools) = body.get("tools") {
+        text.push_str(&tools.to_string());
+    }
+    for m in rest {
+        text.push_str(&m.to_string());
+    }
+    text
+}
+
+/// How many bytes `a` and `b` begin with in common.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -563,6 +640,20 @@ pub fn system_text(req: &Request) -> String {
         .map(|m| content_text(&m["content"]))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The goal a planning request plans: the line after `Goal:` in its user message (empty when
+/// there is none).
+pub fn planned_goal(req: &Request) -> String {
+    let first = req.messages().iter().find(|m| m["role"] == "user");
+    first
+        .map(|m| content_text(&m["content"]))
+        .unwrap_or_default()
+        .lines()
+        .skip_while(|l| *l != "Goal:")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Whether the request is the planner's: it offers `submit_plan`, or (once the model answered

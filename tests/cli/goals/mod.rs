@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::fake_llm::{FakeLlm, Reply, Request, has_tool};
+use crate::fake_llm::{FakeLlm, Reply, Request, has_tool, planned_goal};
 use crate::{TestRepo, outside};
 
 const GOAL_A: &str = "GOAL-A: add alpha.txt";
@@ -113,8 +113,7 @@ fn server(
         }
         if has_tool(req, "submit_plan") {
             let text = user_text(req);
-            let first = text.lines().nth(1).unwrap_or_default().to_owned();
-            let goal = letter(&first).expect("a planning request names its goal");
+            let goal = letter(&planned_goal(req)).expect("a planning request names its goal");
             seen.lock().unwrap().push((goal, now_ms(), text));
             return plans(goal);
         }

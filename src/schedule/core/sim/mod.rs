@@ -27,6 +27,7 @@ use crate::schedule::{Remote, Settings};
 use crate::store::{GoalRecord, GoalStatus, Moved, TaskStatus};
 
 use super::dag::State;
+use super::slot::Totals;
 use super::tests::brief;
 use super::{
     Carry, Carrying, Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start,
@@ -1687,10 +1688,16 @@ impl Sim {
             let Some(row) = self.board.tasks.iter().find(|r| r.id == t.id.as_str()) else {
                 continue;
             };
-            let (counted, recorded) = (core.slots[i].tokens, row.tokens);
+            let counted = core.slots[i].totals();
+            let recorded = Totals {
+                tokens: row.tokens,
+                prompt_tokens: row.prompt_tokens,
+                cached_tokens: row.cached_tokens,
+                cost: row.cost,
+            };
             if counted != recorded {
                 return Err(format!(
-                    "{} spent {counted} tokens, and the board says {recorded}",
+                    "{} spent {counted:?}, and the board says {recorded:?}",
                     t.id
                 )
                 .into());
@@ -1767,15 +1774,21 @@ impl Sim {
     }
 }
 
-/// An attempt's report.
+/// An attempt's report: `tokens` in all, three quarters of them the prompts', two thirds of
+/// those cached, and a cost per token.
 fn report(task: usize, attempt: u32, verdict: Verdict, tokens: u64) -> Report {
+    let prompt_tokens = tokens * 3 / 4;
     Report {
         task,
         attempt,
         verdict,
         elapsed: Duration::from_secs(1),
-        tokens,
-        cost: None,
+        used: Totals {
+            tokens,
+            prompt_tokens,
+            cached_tokens: prompt_tokens * 2 / 3,
+            cost: Some(tokens as f64 * 1e-6),
+        },
         session: None,
         stderr_tail: Vec::new(),
         spawn: None,

@@ -12,6 +12,7 @@ use crate::store::{GoalRecord, GoalStatus, Need, TaskRecord, TaskStatus};
 
 use super::super::Rec;
 use super::super::found::History;
+use super::super::slot::Totals;
 
 /// A deterministic 64-bit mix of the seed and a name.
 pub(super) fn hash(seed: u64, name: &str) -> u64 {
@@ -215,6 +216,8 @@ pub(in crate::schedule::core) fn record(id: &str, spec: serde_json::Value) -> Ta
         start_commit: None,
         commit_id: None,
         tokens: 0,
+        prompt_tokens: 0,
+        cached_tokens: 0,
         cost: None,
         session: None,
     }
@@ -281,7 +284,7 @@ impl Board {
         match rec {
             Rec::Run(_) | Rec::Task(..) => {}
             Rec::Session(id, s) => self.task(id).session.clone_from(s),
-            Rec::Spent { id, totals } => self.task(id).tokens = totals.tokens,
+            Rec::Spent { id, totals } => spend(self.task(id), totals),
             Rec::Succeeded {
                 id,
                 totals,
@@ -297,7 +300,7 @@ impl Board {
                     TaskStatus::Done
                 };
                 t.result = Some(result.clone());
-                t.tokens = totals.tokens;
+                spend(t, totals);
                 t.commit_id = commit.as_ref().map(ToString::to_string);
                 self.add(&joined.specs);
             }
@@ -312,13 +315,13 @@ impl Board {
                 let t = self.task(id);
                 t.status = *status;
                 t.failures = *failures;
-                t.tokens = totals.tokens;
+                spend(t, totals);
                 t.error = Some(why.clone());
             }
             Rec::Interrupted { id, totals, .. } | Rec::Faulted { id, totals, .. } => {
                 let t = self.task(id);
                 t.status = TaskStatus::Interrupted;
-                t.tokens = totals.tokens;
+                spend(t, totals);
             }
             Rec::Limited {
                 id,
@@ -332,7 +335,7 @@ impl Board {
                 } else {
                     TaskStatus::Pending
                 };
-                t.tokens = totals.tokens;
+                spend(t, totals);
             }
             Rec::MarkInterrupted(ids) => {
                 for id in ids {
@@ -477,4 +480,12 @@ pub(super) fn needs_of(
             (ids[g].clone(), needs)
         })
         .collect()
+}
+
+/// What the store writes of a task's totals.
+fn spend(t: &mut TaskRecord, totals: &Totals) {
+    t.tokens = totals.tokens;
+    t.prompt_tokens = totals.prompt_tokens;
+    t.cached_tokens = totals.cached_tokens;
+    t.cost = totals.cost;
 }
