@@ -116,16 +116,21 @@ fn stamp_files(
 ) -> std::io::Result<()> {
     // Gone between listing and reading is no error: it is not there.
     let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if gone(&e) => return Ok(()),
-        Err(e) => return Err(e),
-    };
     let rel = path.strip_prefix(common).unwrap_or(path);
     // swarm's own: its branches, and the refs of runs spread over machines (`remote`).
     if rel == Path::new("refs/heads/swarm") || rel == Path::new("refs/swarm") {
         return Ok(());
     }
+    // git never runs a sample hook (`git init` leaves a dozen): only its name counts, when it
+    // is renamed to run.
+    if rel.starts_with("hooks") && path.extension().is_some_and(|e| e == "sample") {
+        return Ok(());
+    }
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if gone(&e) => return Ok(()),
+        Err(e) => return Err(e),
+    };
     if meta.is_dir() {
         let entries = match std::fs::read_dir(path) {
             Ok(entries) => entries,

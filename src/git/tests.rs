@@ -297,3 +297,26 @@ fn a_checkout_whose_git_files_became_links_is_neither_set_aside_nor_updated_thro
     let _ = crate::git::prepare::record_setup(&aside, "key");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "yours\n");
 }
+
+#[test]
+fn a_sample_hook_edited_changes_no_fingerprint_and_a_hook_made_to_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, _) = repo_with_commit(&dir.path().join("repo"));
+    let hooks = repo.common_dir().join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(hooks.join("pre-commit.sample"), "#!/bin/sh\n").unwrap();
+    let before = repo.fingerprint().unwrap();
+
+    std::fs::write(hooks.join("pre-commit.sample"), "#!/bin/sh\nexit 1\n").unwrap();
+    assert!(
+        before
+            .changed_paths(&repo.fingerprint().unwrap())
+            .is_empty()
+    );
+
+    std::fs::rename(hooks.join("pre-commit.sample"), hooks.join("pre-commit")).unwrap();
+    assert_eq!(
+        before.changed_paths(&repo.fingerprint().unwrap()),
+        [".git/hooks/pre-commit"]
+    );
+}

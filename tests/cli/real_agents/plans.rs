@@ -76,8 +76,9 @@ fn plan_lands_the_writer_and_reports_tokens(cli: Cli, test: &str) -> Option<(Rig
     }
     assert!(
         report_text.contains(&format!(
-            "tokens: {} by the tasks; cost of the tasks: ",
-            per_request * 5
+            "tokens: {} by the tasks (0 of their {} prompt tokens cached: 0 %); cost of the tasks: ",
+            per_request * 5,
+            INPUT_TOKENS * 5
         )),
         "{report_text}"
     );
