@@ -2,7 +2,6 @@
 //! summed per attempt, task and run into the board, the report, `swarm show` and the JSON, kept
 //! across a `kill -9`; and the order of what swarm sends that lets a server's cache work.
 
-use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,19 +10,8 @@ use serde_json::Value;
 use crate::fake_llm::{
     FakeLlm, Reply, Request, has_tool, is_planning, planned_goal, prompt_text, tool_results,
 };
-use crate::goal::agent_reply;
+use crate::goal::{agent_reply, goal_cmd};
 use crate::{TestRepo, assert_exit, outside, run_report, status_json, stdout};
-
-fn swarm_with(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
-    repo.swarm_cmd()
-        .env("SWARM_API_BASE", llm.base_url())
-        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .args(args)
-        .output()
-        .expect("running swarm")
-}
 
 /// The user message of an agent request: the task's own part.
 fn task_part(req: &Request) -> String {
@@ -54,7 +42,7 @@ fn cached_tokens_are_summed_per_attempt_task_and_run_and_priced_in_the_report_sh
     let tasks = repo.tasks(&THREE_ANALYSTS);
     let report = outside(&repo, "report.md");
 
-    let out = swarm_with(
+    let out = goal_cmd(
         &repo,
         &llm,
         &[
@@ -212,7 +200,7 @@ fn cached_tokens_on_the_board_survive_a_kill_9_and_count_in_the_resumed_run() {
     assert_eq!(a_cached, reported);
 
     open.store(true, Ordering::SeqCst);
-    let out = swarm_with(&repo, &llm, &["resume"]);
+    let out = goal_cmd(&repo, &llm, &["resume"]);
 
     assert_exit(&out, 0);
     let after = status_json(&repo);
@@ -263,7 +251,7 @@ fn a_lanes_requests_share_their_prefix_and_each_conversation_is_only_appended_to
     lines.push(r#"{"id":"w2","prompt":"TASK write two.md","lane":"coder","deps":["w1"]}"#);
     let tasks = repo.tasks(&lines);
 
-    let out = swarm_with(
+    let out = goal_cmd(
         &repo,
         &llm,
         &["run", tasks.to_str().unwrap(), "--agent", "openai"],
@@ -356,7 +344,7 @@ fn the_plans_of_two_goals_share_the_instructions_tools_and_repository_summary_be
         Reply::text("done")
     });
 
-    let out = swarm_with(
+    let out = goal_cmd(
         &repo,
         &llm,
         &[

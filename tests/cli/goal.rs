@@ -104,7 +104,7 @@ pub(crate) fn good_server() -> FakeLlm {
     })
 }
 
-fn goal_cmd(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
+pub(crate) fn goal_cmd(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
     repo.swarm_cmd()
         .env("SWARM_API_BASE", llm.base_url())
         .env("SWARM_API_KEY", "sk-canary-key-0123456789")
