@@ -1,7 +1,8 @@
 //! The OpenAI-compatible chat-completions client: one POST per call, with retries, jittered
-//! backoff, `Retry-After`, and a concurrency limit shared by every thread of a run that shrinks
-//! on throttling and grows back on success. It is the only user of ureq. It must not know about
-//! tasks, prompts or tools, and must never put the API key in `Debug` output, errors or notices.
+//! backoff, `Retry-After`, and a limit on requests in flight shared by every thread of a run
+//! (`limiter`: cut to what the server took when it refuses one more, grown back on success).
+//! It is the only user of ureq. It must not know about tasks, prompts or tools, and must never
+//! put the API key in `Debug` output, errors or notices.
 
 use std::fmt;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ mod limiter;
 mod stream;
 
 use context::{estimate, fit, too_long};
-use limiter::Limiter;
+use limiter::{Limiter, Refusal};
 use std::io::{BufRead, Read};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -519,13 +520,21 @@ impl Client {
                 Try::Fatal(LlmError::Stopped) => {}
                 _ => self.unanswered.store(0, Ordering::SeqCst),
             }
-            // Counted while this request still holds its slot: the server refused it with this
-            // many in flight.
-            let sent = (slot.sent.0, self.limiter.in_flight());
-            drop(slot);
+            // The slot goes back with what the answer says of the server's capacity.
+            let changed = match &result {
+                Try::Done(_) => slot.succeeded(),
+                Try::Again {
+                    throttle: Some(status),
+                    ..
+                } => slot.refused(Refusal::of(*status)),
+                _ => {
+                    drop(slot);
+                    None
+                }
+            };
             let (throttle, retry_after, cause) = match result {
                 Try::Done(reply) => {
-                    if let Some(limit) = self.limiter.succeeded() {
+                    if let Some(limit) = changed {
                         notify(Notice::Concurrency { limit });
                     }
                     return Ok(reply);
@@ -599,7 +608,7 @@ impl Client {
             };
             if throttle.is_none() {
                 self.limiter.failed();
-            } else if let Some(limit) = self.limiter.throttled(sent) {
+            } else if let Some(limit) = changed {
                 notify(Notice::Concurrency { limit });
             }
             if attempt == attempts {

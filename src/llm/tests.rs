@@ -1,5 +1,6 @@
 //! Tests of the parent module.
 
+use super::limiter::{Refusal, Slot};
 use super::{Client, Endpoint, Limiter, Limits, LlmError, Notice, Reply, Usage};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -128,10 +129,15 @@ fn throttled_twice_honours_retry_after_and_cuts_concurrency() {
     assert!(start.elapsed() >= Duration::from_secs(2));
     let throttled = |n: &&Notice| matches!(n, Notice::Throttled { status: 429, .. });
     assert_eq!(notices.iter().filter(throttled).count(), 2, "{notices:?}");
-    assert!(
-        matches!(notices[0], Notice::Concurrency { limit: 2 }),
-        "{notices:?}"
-    );
+    // Alone in flight, the count says nothing: halved, and halved again for the next round.
+    let limits: Vec<_> = notices
+        .iter()
+        .filter_map(|n| match n {
+            Notice::Concurrency { limit } => Some(*limit),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(limits, [2, 1], "{notices:?}");
 }
 
 #[test]
@@ -246,53 +252,237 @@ fn retry_after_accepts_seconds_and_http_dates() {
     assert_eq!(parse("soon"), None);
 }
 
+/// `n` slots of `limiter`, held.
+fn hold(limiter: &Limiter, n: usize) -> Vec<Slot<'_>> {
+    (0..n)
+        .map(|_| limiter.acquire(&|| false).unwrap())
+        .collect()
+}
+
+/// With `n` requests in flight, the last one is refused with `status`; the others are then
+/// dropped with nothing to say.
+fn refuse_at(limiter: &Limiter, n: usize, status: u16) -> Option<usize> {
+    let mut slots = hold(limiter, n);
+    slots.pop().unwrap().refused(Refusal::of(status))
+}
+
+/// `n` successes, each answered with the limit all in use; the limits it changed to.
+fn grow(limiter: &Limiter, n: usize) -> Vec<usize> {
+    (0..n)
+        .filter_map(|_| {
+            let mut slots = hold(limiter, limiter.limit());
+            slots.pop().unwrap().succeeded()
+        })
+        .collect()
+}
+
 #[test]
-fn limiter_cuts_once_per_round_then_climbs_back_fast_and_probes_slowly() {
+fn a_429_cuts_the_limit_to_the_others_in_flight_and_a_refusal_without_a_count_halves_it() {
+    // (-j, requests in flight with the refused one, status, the limit after)
+    let cases = [
+        (16, 9, 429, 8),
+        (16, 12, 429, 11),
+        (16, 2, 429, 1),
+        // Alone in flight: the count says nothing; halved.
+        (16, 1, 429, 8),
+        // The server short for everyone: halved, whatever the count.
+        (16, 12, 503, 8),
+        (16, 12, 529, 8),
+        (3, 3, 503, 1),
+        // Never below 1.
+        (1, 1, 429, 1),
+        (1, 1, 503, 1),
+    ];
+    for (max, in_flight, status, after) in cases {
+        let limiter = Limiter::new(max);
+        refuse_at(&limiter, in_flight, status);
+        let case = (max, in_flight, status);
+        assert_eq!(limiter.limit(), after, "{case:?}");
+    }
+}
+
+#[test]
+fn refusals_to_one_round_leave_the_limit_at_what_the_server_took_whatever_their_order() {
+    // A round of 16: the server took the first 8 and refused the other 8, each refusal
+    // answered while the 8 it took were still in flight.
+    let refused: [&[usize]; 3] = [
+        &[8, 9, 10, 11, 12, 13, 14, 15],
+        &[15, 14, 13, 12, 11, 10, 9, 8],
+        &[9, 15, 8, 12, 10, 14, 11, 13],
+    ];
+    for order in refused {
+        let limiter = Limiter::new(16);
+        let mut slots: Vec<_> = hold(&limiter, 16).into_iter().map(Some).collect();
+        let cuts: Vec<_> = order
+            .iter()
+            .filter_map(|&i| slots[i].take().unwrap().refused(Refusal::TooMany))
+            .collect();
+        assert_eq!(limiter.limit(), 8, "{order:?}: {cuts:?}");
+        assert!(cuts.iter().all(|&limit| limit >= 8), "{order:?}: {cuts:?}");
+    }
+    // The same round refused with 503s: halved once, not once per answer.
     let limiter = Limiter::new(16);
-    // A round of 16 requests: the server took 8 and refused the other 8, answering each
-    // refusal while the 8 it took were still in flight.
-    let slots: Vec<_> = (0..16)
-        .map(|_| limiter.acquire(&|| false).unwrap())
+    let mut slots = hold(&limiter, 16);
+    let cuts: Vec<_> = slots
+        .drain(8..)
+        .filter_map(|slot| slot.refused(Refusal::Overloaded))
         .collect();
-    let generation = slots[0].sent.0;
-    drop(slots);
-    let cuts: Vec<_> = (9..=16)
-        .rev()
-        .map(|n| limiter.throttled((generation, n)))
-        .collect();
-    assert_eq!(cuts[0], Some(8), "one cut for the round");
-    assert!(cuts[1..].iter().all(Option::is_none), "{cuts:?}");
-    // The server took 8 in flight: back there quickly, past it only slowly.
-    let grow = |n| {
-        (0..n)
-            .filter_map(|_| limiter.succeeded())
-            .collect::<Vec<usize>>()
-    };
-    assert!(grow(24).is_empty(), "at the ceiling, growth waits");
-    assert_eq!(grow(1), [9]);
-    // A refusal at 9 in flight halves once, then the climb back to 8 is quick.
-    let at_nine: Vec<_> = (0..9)
-        .map(|_| limiter.acquire(&|| false).unwrap())
-        .collect();
-    let last = at_nine.last().unwrap().sent;
+    assert_eq!(cuts, [8]);
+}
+
+#[test]
+fn after_a_refused_try_past_the_ceiling_the_limit_climbs_back_fast_and_tries_again_rarely() {
+    let limiter = Limiter::new(16);
+    // The server takes 8: a 9th in flight is refused.
+    assert_eq!(refuse_at(&limiter, 9, 429), Some(8));
+    // One more than it took is tried after 100 successes.
+    assert!(grow(&limiter, 99).is_empty());
+    assert_eq!(grow(&limiter, 1), [9]);
+    // Refused again, and the count read one low: a request the server took was answered just
+    // before the refusal.
+    let mut at_nine = hold(&limiter, 9);
+    assert_eq!(at_nine.remove(0).succeeded(), None);
+    assert_eq!(at_nine.pop().unwrap().refused(Refusal::TooMany), Some(7));
     drop(at_nine);
-    assert_eq!(limiter.throttled(last), Some(4));
-    assert_eq!(grow(8), [5, 6, 7, 8]);
+    // Back to the 8 it took quickly; the next try waits twice as long.
+    assert_eq!(grow(&limiter, 2), [8]);
+    assert!(grow(&limiter, 199).is_empty());
+    assert_eq!(grow(&limiter, 1), [9]);
+    assert_eq!(refuse_at(&limiter, 9, 429), Some(8));
+    assert!(grow(&limiter, 399).is_empty());
+    // A failure starts the count over.
     limiter.failed();
-    assert!(grow(1).is_empty());
+    assert!(grow(&limiter, 1).is_empty());
+    assert_eq!(grow(&limiter, 399), [9]);
+}
+
+#[test]
+fn a_try_past_the_ceiling_taken_for_a_whole_round_forgets_the_ceiling() {
+    let limiter = Limiter::new(16);
+    assert_eq!(refuse_at(&limiter, 9, 429), Some(8));
+    assert_eq!(grow(&limiter, 100), [9]);
+    // Nine successes with 9 in flight: the server takes more now.
+    assert!(grow(&limiter, 8).is_empty());
+    assert_eq!(grow(&limiter, 1), [10]);
+    assert_eq!(grow(&limiter, 4), [11, 12]);
+}
+
+#[test]
+fn successes_with_the_limit_not_all_in_use_raise_nothing() {
+    let limiter = Limiter::new(16);
+    // Halved without a count: the ceiling stays at -j, growth is quick.
+    assert_eq!(refuse_at(&limiter, 9, 503), Some(8));
+    for _ in 0..10 {
+        let mut four = hold(&limiter, 4);
+        assert_eq!(four.pop().unwrap().succeeded(), None);
+    }
+    assert_eq!(grow(&limiter, 4), [9, 10]);
+    // A round of 16 of which the server took 8: the 8 answered one after another, each with
+    // fewer in flight than the last, raise nothing, however many were in flight before.
+    let limiter = Limiter::new(16);
+    let mut slots = hold(&limiter, 16);
+    for slot in slots.drain(8..) {
+        slot.refused(Refusal::TooMany);
+    }
+    let grown: Vec<_> = slots.into_iter().filter_map(Slot::succeeded).collect();
+    assert!(grown.is_empty(), "{grown:?}");
+    assert_eq!(limiter.limit(), 8);
 }
 
 #[test]
 fn full_limiter_makes_callers_wait_until_stopped() {
     let limiter = Limiter::new(2);
-    let first = limiter.acquire(&|| false).unwrap().sent;
-    limiter.throttled(first);
-    let held = limiter.acquire(&|| false).unwrap();
+    let mut slots = hold(&limiter, 2);
+    assert_eq!(slots.pop().unwrap().refused(Refusal::TooMany), Some(1));
     let start = Instant::now();
     let stop = || start.elapsed() > Duration::from_millis(150);
     assert!(matches!(limiter.acquire(&stop), Err(LlmError::Stopped)));
-    drop(held);
+    drop(slots);
     assert!(limiter.acquire(&|| true).is_ok());
+}
+
+/// A loopback server that takes `took` chat requests and holds them unanswered, refuses the
+/// next with a 429 (`Retry-After: 0`), and answers every request once `release` says so.
+fn serve_capacity(took: usize, release: Receiver<()>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let answer = |stream: &mut std::net::TcpStream, status: u16, header: &str, body: &str| {
+        let len = body.len();
+        let head = format!("HTTP/1.1 {status} X\r\n{header}Content-Length: {len}\r\n");
+        write!(stream, "{head}Connection: close\r\n\r\n{body}").ok();
+    };
+    std::thread::spawn(move || {
+        let (mut held, mut refused) = (Vec::new(), false);
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            if read_request(&mut stream).is_none() {
+                continue;
+            }
+            if refused {
+                answer(&mut stream, 200, "", OK);
+            } else if held.len() < took {
+                held.push(stream);
+            } else {
+                answer(&mut stream, 429, "Retry-After: 0\r\n", "{}");
+                refused = true;
+                // A test that ends early lets them go too.
+                release.recv().ok();
+                for mut taken in held.drain(..) {
+                    answer(&mut taken, 200, "", OK);
+                }
+            }
+        }
+    });
+    base
+}
+
+#[test]
+fn a_429_with_others_in_flight_cuts_the_limit_to_them_not_to_half() {
+    let (release, released) = channel();
+    let base = serve_capacity(3, released);
+    let endpoint = Endpoint {
+        base,
+        key: None,
+        model: "m".into(),
+    };
+    // No request may time out while the server holds it: nothing here waits on the clock.
+    let limits = Limits {
+        connect_timeout: Duration::from_secs(60),
+        read_timeout: Duration::from_secs(600),
+        max_attempts: 3,
+        max_wait: Duration::from_secs(1),
+        max_in_flight: 4,
+        answers: crate::llm::AnswerCaps::default(),
+    };
+    let client = Client::new(endpoint, limits);
+    let (tx, notices) = channel();
+    let body = serde_json::json!({"messages": [{"role": "user", "content": "hello"}]});
+    let first = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..4)
+            .map(|_| {
+                let (client, tx, body) = (&client, tx.clone(), &body);
+                scope.spawn(move || client.chat(body, &|| false, &mut |n| tx.send(n).unwrap()))
+            })
+            .collect();
+        // The refusal is counted before the server lets the 3 it took go; every call ends
+        // before anything is asserted, so that a failure cannot leave one waiting.
+        let first = notices.recv().unwrap();
+        release.send(()).unwrap();
+        for call in calls {
+            call.join().unwrap().unwrap();
+        }
+        first
+    });
+    drop(tx);
+    let rest: Vec<_> = notices.iter().collect();
+    assert!(
+        matches!(first, Notice::Concurrency { limit: 3 }),
+        "{first:?} {rest:?}"
+    );
+    assert!(
+        matches!(&rest[..], [Notice::Throttled { status: 429, .. }]),
+        "{rest:?}"
+    );
 }
 
 #[test]
