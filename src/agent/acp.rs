@@ -87,7 +87,7 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
     transcript.note(&crate::secret::redact(&inv.header))?;
     transcript.note("--- conversation (> to the agent, < from it; its stderr between) ---\n")?;
     // The conversation and the agent's stderr, as they come, within the cap.
-    let conversation = Arc::new(Mutex::new(transcript.stream(transcript.room())?));
+    let conversation = Arc::new(Mutex::new(transcript.stream(transcript.room())));
     let printed = conversation
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

@@ -304,7 +304,7 @@ fn spawn_and_wait(
     // of the room left (stdout has the rest); the copier stops once the process has ended,
     // whoever else holds the pipe.
     let (stderr_pipe, stderr_end) = std::io::pipe()?;
-    let stderr = Arc::new(Mutex::new(transcript.stream(transcript.room() / 2)?));
+    let stderr = Arc::new(Mutex::new(transcript.stream(transcript.room() / 2)));
     let printed = stderr.lock().unwrap_or_else(PoisonError::into_inner).seen();
     let copier = transcript::Copier::start(stderr_pipe, Arc::clone(&stderr))?;
 
@@ -392,7 +392,7 @@ fn spawn_and_wait(
     if needed {
         out.rewind()?;
         transcript.note("--- stdout ---\n")?;
-        let mut kept = transcript.stream(transcript.room())?;
+        let mut kept = transcript.stream(transcript.room());
         kept.copy_from(&mut out)?;
         transcript.end(kept)?;
         transcript.note(&format!("\n--- end: {} ---\n", outcome.ended(elapsed)))?;

@@ -47,12 +47,14 @@ impl Held {
     /// The file, made now if it was not (whatever a task left at its path is replaced, never
     /// written through), with what waited for it written first.
     fn file(&mut self) -> std::io::Result<&mut File> {
-        if self.file.is_none() {
+        let file = if let Some(file) = self.file.take() {
+            file
+        } else {
             let mut file = crate::planted::replace(&self.path)?;
             file.write_all(&std::mem::take(&mut self.waiting))?;
-            self.file = Some(file);
-        }
-        Ok(self.file.as_mut().expect("made above"))
+            file
+        };
+        Ok(self.file.insert(file))
     }
 }
 
@@ -147,8 +149,8 @@ impl Transcript {
     }
 
     /// A stream of printed output that keeps at most `share` bytes of it here.
-    pub(crate) fn stream(&self, share: u64) -> std::io::Result<Stream> {
-        Ok(Stream {
+    pub(crate) fn stream(&self, share: u64) -> Stream {
+        Stream {
             out: self.sink.clone(),
             dir: self.dir.clone(),
             head_left: share / 2,
@@ -163,7 +165,7 @@ impl Transcript {
             kept: 0,
             seen: Arc::new(AtomicU64::new(0)),
             error: None,
-        })
+        }
     }
 
     /// Ends `stream`: its cut is marked and its last part written. A write that found the
@@ -509,7 +511,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.log");
         let mut t = Transcript::create(&path, 1 << 20).unwrap();
-        let mut s = t.stream(share).unwrap();
+        let mut s = t.stream(share);
         for c in chunks {
             s.write(c);
         }
@@ -563,7 +565,7 @@ mod tests {
         let path = dir.path().join("t.log");
         let mut t = Transcript::create(&path, 1 << 20).unwrap();
         t.note("--- stdout ---\n").unwrap();
-        let mut s = t.stream(64).unwrap();
+        let mut s = t.stream(64);
         s.copy_from(&mut out).unwrap();
         t.end(s).unwrap();
         assert_eq!(
@@ -578,7 +580,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.log");
         let mut t = Transcript::create(&path, 1 << 20).unwrap();
-        let stream = Arc::new(Mutex::new(t.stream(1 << 20).unwrap()));
+        let stream = Arc::new(Mutex::new(t.stream(1 << 20)));
         let (read, mut write) = std::io::pipe().unwrap();
         let copier = super::Copier::start(read, Arc::clone(&stream)).unwrap();
         write.write_all(b"said before the end\n").unwrap();

@@ -503,7 +503,7 @@ fn file_left_stdout(layout: &super::super::Layout, id: &str, attempt: u32, cap: 
     // Within what the cap leaves of the transcript, as the attempt's own stdout would be.
     let kept = Transcript::reopen(&transcript, cap).and_then(|mut t| {
         t.note("--- stdout (the attempt was cut short by the end of swarm) ---\n")?;
-        let mut stdout = t.stream(t.room())?;
+        let mut stdout = t.stream(t.room());
         stdout.copy_from(&mut text)?;
         t.end(stdout)?;
         t.redact()
