@@ -520,6 +520,29 @@ mod tests {
     }
 
     #[test]
+    fn a_transcript_made_when_needed_is_no_file_until_a_stream_writes_and_then_opens_with_its_notes()
+     {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.1.log");
+        // What a task left at the path is never read as the transcript.
+        std::fs::write(&path, "planted").unwrap();
+        let mut t = Transcript::when_needed(&path, 1 << 20);
+        t.note("header\n").unwrap();
+        assert!(!t.kept());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "planted");
+
+        let mut s = t.stream(1024);
+        s.write(b"on stderr\n");
+        assert!(t.kept());
+        t.end(s).unwrap();
+        t.note("end\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "header\non stderr\nend\n"
+        );
+    }
+
+    #[test]
     fn output_within_its_share_is_kept_whole() {
         assert_eq!(kept(100, &[b"one\n", b"two\n"]), "one\ntwo\n");
         assert_eq!(kept(8, &[b"one\n", b"two\n"]), "one\ntwo\n");

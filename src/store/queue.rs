@@ -47,16 +47,21 @@ impl Queue<&Board> {
 }
 
 impl Queue<&mut Board> {
+    /// An immediate transaction: it takes the write lock up front. None can open inside a
+    /// batch (see `Board::begin_batch`), so what a batch holds is committed first.
+    fn immediate(&mut self) -> anyhow::Result<rusqlite::Transaction<'_>> {
+        self.board.commit_batch()?;
+        Ok(self
+            .board
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?)
+    }
+
     /// Queues a goal for the next run to take; returns its id. Called from another process
     /// than the one running, hence the immediate transaction: it waits for the write lock up
     /// front instead of failing on a lock upgrade.
     pub fn add(&mut self, text: &str) -> anyhow::Result<i64> {
-        // Another process waits on this one's lock: what a batch holds is committed first.
-        self.board.commit_batch()?;
-        let tx = self
-            .board
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.immediate()?;
         tx.execute(
             "INSERT INTO queue (text, added_at) VALUES (?1, ?2)",
             params![text, now_ms()],
@@ -68,12 +73,7 @@ impl Queue<&mut Board> {
 
     /// Removes a queue item no run has taken yet.
     pub fn remove(&mut self, id: i64) -> anyhow::Result<QueueRemoval> {
-        // Another process waits on this one's lock: what a batch holds is committed first.
-        self.board.commit_batch()?;
-        let tx = self
-            .board
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.immediate()?;
         let taken: Option<(Option<String>, Option<String>)> = tx
             .query_row(
                 "SELECT run_id, goal_id FROM queue WHERE id = ?1",
@@ -99,12 +99,7 @@ impl Queue<&mut Board> {
     /// Makes every item nobody took yet a pending goal of `run`, in one immediate transaction
     /// so that two runs never take the same item; returns the new goals.
     pub fn take(&mut self, run: &str) -> anyhow::Result<Vec<GoalRecord>> {
-        // Another process waits on this one's lock: what a batch holds is committed first.
-        self.board.commit_batch()?;
-        let tx = self
-            .board
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.immediate()?;
         let items: Vec<(i64, String)> = {
             let mut stmt =
                 tx.prepare("SELECT id, text FROM queue WHERE run_id IS NULL ORDER BY id")?;

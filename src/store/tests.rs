@@ -22,7 +22,11 @@ fn board_with_run(dir: &Path, run: &str) -> Board {
 }
 
 fn create_run(board: &mut Board, run: &str) {
-    let record = RunRecord {
+    board.create_run(&run_record(run), &[]).unwrap();
+}
+
+fn run_record(run: &str) -> RunRecord {
+    RunRecord {
         id: run.to_owned(),
         created_at: now_ms(),
         finished_at: None,
@@ -32,8 +36,35 @@ fn create_run(board: &mut Board, run: &str) {
         base_commit: "0000000".to_owned(),
         integration_ref: format!("refs/swarm/{run}"),
         options: Value::Null,
+    }
+}
+
+/// A board with run `run` of one task, `t`.
+fn board_with_task(dir: &Path, run: &str) -> Board {
+    let mut board = Board::open(dir).unwrap();
+    let spec = serde_json::json!({"id": "t", "prompt": "p"});
+    board
+        .create_run(&run_record(run), &[("t".to_owned(), spec)])
+        .unwrap();
+    board
+}
+
+/// Task `t`'s first attempt starts.
+fn start_t(board: &mut Board, run: &str) {
+    let start = AttemptStart {
+        number: 1,
+        transcript: "t-1.log",
+        session: None,
+        continued: false,
     };
-    board.create_run(&record, &[]).unwrap();
+    let started = RunEvent::TaskStarted {
+        attempt: 1,
+        cwd: ".".to_owned(),
+        agent: None,
+    };
+    board
+        .start_attempt(run, "t", &start, &Event::task("t", started))
+        .unwrap();
 }
 
 fn goal(id: &str, needs: Option<Vec<Need>>) -> GoalRecord {
@@ -98,36 +129,8 @@ fn a_board_at_version_2_migrates_and_keeps_its_runs() {
 #[test]
 fn an_attempts_tokens_and_its_tasks_totals_with_their_cached_share_survive_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let mut board = Board::open(dir.path()).unwrap();
-    let record = RunRecord {
-        id: "r1".to_owned(),
-        created_at: now_ms(),
-        finished_at: None,
-        status: RunStatus::Running,
-        exit_code: None,
-        source: "tasks.jsonl".to_owned(),
-        base_commit: "0000000".to_owned(),
-        integration_ref: "refs/swarm/r1".to_owned(),
-        options: Value::Null,
-    };
-    let spec = serde_json::json!({"id": "t", "prompt": "p"});
-    board
-        .create_run(&record, &[("t".to_owned(), spec)])
-        .unwrap();
-    let start = AttemptStart {
-        number: 1,
-        transcript: "t-1.log",
-        session: None,
-        continued: false,
-    };
-    let started = RunEvent::TaskStarted {
-        attempt: 1,
-        cwd: ".".to_owned(),
-        agent: None,
-    };
-    board
-        .start_attempt("r1", "t", &start, &Event::task("t", started))
-        .unwrap();
+    let mut board = board_with_task(dir.path(), "r1");
+    start_t(&mut board, "r1");
     let end = AttemptEnd {
         outcome: "succeeded",
         tokens: 1200,
@@ -169,6 +172,35 @@ fn an_attempts_tokens_and_its_tasks_totals_with_their_cached_share_survive_a_reo
         (attempt.tokens, attempt.prompt_tokens, attempt.cached_tokens),
         (1200, 1000, 900)
     );
+}
+
+#[test]
+fn a_batch_is_on_record_with_its_log_lines_once_committed_and_not_at_all_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut board = board_with_task(dir.path(), "r1");
+    let running = |board: &Board| board.load_tasks("r1").unwrap()[0].status == TaskStatus::Running;
+
+    // Killed before its commit (the connection closed with the batch open): none of it.
+    board.begin_batch().unwrap();
+    start_t(&mut board, "r1");
+    assert!(running(&board), "the batch reads its own writes");
+    drop(board);
+    let mut board = Board::open(dir.path()).unwrap();
+    assert!(!running(&board));
+    assert_eq!(event_kinds(&board, "r1"), ["run_started"]);
+
+    board.begin_batch().unwrap();
+    start_t(&mut board, "r1");
+    assert_eq!(
+        event_kinds(&board, "r1"),
+        ["run_started"],
+        "no line before the commit"
+    );
+    board.commit_batch().unwrap();
+    drop(board);
+    let board = Board::open(dir.path()).unwrap();
+    assert!(running(&board));
+    assert_eq!(event_kinds(&board, "r1"), ["run_started", "task_started"]);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::fake_llm::{
     FakeLlm, Reply, Request, has_tool, is_planning, planned_goal, prompt_text, tool_results,
 };
-use crate::goal::{agent_reply, goal_cmd};
+use crate::goal::{agent_reply, goal_cmd, llm_cmd};
 use crate::{TestRepo, assert_exit, outside, run_report, status_json, stdout};
 
 /// The user message of an agent request: the task's own part.
@@ -168,12 +168,7 @@ fn cached_tokens_on_the_board_survive_a_kill_9_and_count_in_the_resumed_run() {
     });
     llm.cache_prefixes();
     let tasks = repo.tasks(&[THREE_ANALYSTS[0], THREE_ANALYSTS[1]]);
-    let mut swarm = repo
-        .swarm_cmd()
-        .env("SWARM_API_BASE", llm.base_url())
-        .env("SWARM_API_KEY", "sk-canary-key-0123456789")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
+    let mut swarm = llm_cmd(&repo, &llm)
         .args([
             "run",
             tasks.to_str().unwrap(),

@@ -104,12 +104,18 @@ pub(crate) fn good_server() -> FakeLlm {
     })
 }
 
-pub(crate) fn goal_cmd(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
-    repo.swarm_cmd()
-        .env("SWARM_API_BASE", llm.base_url())
+/// swarm pointed at the fake model server, with a key the tests look for where it must not be.
+pub(crate) fn llm_cmd(repo: &TestRepo, llm: &FakeLlm) -> std::process::Command {
+    let mut cmd = repo.swarm_cmd();
+    cmd.env("SWARM_API_BASE", llm.base_url())
         .env("SWARM_API_KEY", "sk-canary-key-0123456789")
         .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_BASE_URL");
+    cmd
+}
+
+pub(crate) fn goal_cmd(repo: &TestRepo, llm: &FakeLlm, args: &[&str]) -> Output {
+    llm_cmd(repo, llm)
         .args(args)
         .output()
         .expect("running swarm")

@@ -243,11 +243,22 @@ impl<'a> Exec<'a> {
                 }
                 let stakes = Carrying::stakes(core, &effect);
                 let rewind = matches!(effect, Effect::Rewind { .. });
+                // Only a record and a start held for the pass's commit are lost with it: what
+                // acts beyond the board was done after a commit.
+                let lost_with_commit = matches!(
+                    effect,
+                    Effect::Record(_)
+                        | Effect::Start { .. }
+                        | Effect::StartResolver { .. }
+                        | Effect::StartGate { .. }
+                );
                 let Err(e) = self.apply(core, effect, workers, &mut inputs) else {
                     if rewind {
                         carrying.rewound(&inputs);
                     }
-                    if let (Some(batch), Some(undone)) = (&mut self.batch, stakes.0) {
+                    if let (Some(batch), Some(undone), true) =
+                        (&mut self.batch, stakes.0, lost_with_commit)
+                    {
                         batch.push(undone);
                     }
                     continue;
