@@ -33,6 +33,7 @@ use std::time::SystemTime;
 
 use super::limits::{LIMIT_OPENING, limit_of, usage_limit};
 
+use crate::llm::Usage;
 pub use crate::time::Now;
 use serde_json::Value;
 
@@ -372,10 +373,9 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
         .filter(|m| seen.insert(text(m, "id").unwrap_or_default().to_owned()))
         .filter_map(|m| m.get("usage"))
         .map(claude_usage)
-        .fold(ClaudeUsage::default(), |sum, u| ClaudeUsage {
-            tokens: sum.tokens + u.tokens,
-            prompt: sum.prompt + u.prompt,
-            cached: sum.cached + u.cached,
+        .fold(Usage::default(), |mut sum, u| {
+            sum += u;
+            sum
         });
     let result = messages
         .iter()
@@ -393,9 +393,9 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
     Parsed {
         result,
         error: Some("the agent stopped before reporting its result".to_owned()),
-        tokens: usage.tokens,
-        prompt_tokens: usage.prompt,
-        cached_tokens: usage.cached,
+        tokens: usage.total_tokens,
+        prompt_tokens: usage.prompt_tokens,
+        cached_tokens: usage.cached_tokens,
         cost: None,
         usage_limit: None,
         complete: false,
@@ -407,25 +407,19 @@ fn parse_claude(stdout: &str, now: &Now) -> Parsed {
     }
 }
 
-/// The tokens of a claude `usage` object.
-#[derive(Default)]
-struct ClaudeUsage {
-    tokens: u64,
-    prompt: u64,
-    cached: u64,
-}
-
 /// Anthropic counts a prompt's tokens in three parts, none inside another: `input_tokens`
 /// (neither read from nor written to the cache), `cache_creation_input_tokens` and
 /// `cache_read_input_tokens`.
-fn claude_usage(usage: &Value) -> ClaudeUsage {
+fn claude_usage(usage: &Value) -> Usage {
     let cached = count(usage, "cache_read_input_tokens");
     let prompt =
         count(usage, "input_tokens") + count(usage, "cache_creation_input_tokens") + cached;
-    ClaudeUsage {
-        tokens: prompt + count(usage, "output_tokens"),
-        prompt,
-        cached,
+    let answer = count(usage, "output_tokens");
+    Usage {
+        prompt_tokens: prompt,
+        completion_tokens: answer,
+        total_tokens: prompt + answer,
+        cached_tokens: cached,
     }
 }
 
@@ -489,9 +483,9 @@ fn claude_result(r: &Value, now: &Now) -> Parsed {
     Parsed {
         result,
         error,
-        tokens: usage.tokens,
-        prompt_tokens: usage.prompt,
-        cached_tokens: usage.cached,
+        tokens: usage.total_tokens,
+        prompt_tokens: usage.prompt_tokens,
+        cached_tokens: usage.cached_tokens,
         cost,
         usage_limit,
         complete: true,

@@ -391,7 +391,7 @@ fn tail(text: &str, n: usize) -> Vec<String> {
 }
 
 /// ` (900 of 1000 prompt tokens cached: 90 %)`, or nothing where no prompt token is known.
-fn cached(prompt: u64, cached: u64) -> String {
+fn cached(cached: u64, prompt: u64) -> String {
     ui::cached_share(cached, prompt)
         .map(|share| format!(" ({cached} of {prompt} prompt tokens cached: {share})"))
         .unwrap_or_default()
@@ -485,7 +485,7 @@ fn text(s: &Shown) -> String {
     }
     if s.tokens > 0 || s.cost.is_some() {
         let cost = s.cost.map(|c| format!(", ${c:.4}")).unwrap_or_default();
-        let cached = cached(s.prompt_tokens, s.cached_tokens);
+        let cached = cached(s.cached_tokens, s.prompt_tokens);
         field(&mut out, "tokens", &format!("{}{cached}{cost}", s.tokens));
     }
     out.push_str("\nAttempts:\n");
@@ -514,7 +514,7 @@ fn text(s: &Shown) -> String {
             how.push_str(" (continued the session of the attempt before)");
         }
         if a.tokens > 0 {
-            let cached = cached(a.prompt_tokens, a.cached_tokens);
+            let cached = cached(a.cached_tokens, a.prompt_tokens);
             let _ = write!(how, "; {} tokens{cached}", a.tokens);
         }
         let _ = writeln!(
