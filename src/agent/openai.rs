@@ -243,7 +243,7 @@ fn turns(
             }
             answer.push_str(finished.as_deref().unwrap_or(&text));
             if b.must_change && !called {
-                let why = "the agent made no change: the model answered without calling a tool (a model or server without function calls? see docs/local-models.md)";
+                let why = "the agent made no change: the model answered without calling a tool (a model or server without function calls? see docs/src/local-models.md)";
                 return Err(failed(log, why.to_owned()));
             }
             if answer.trim().is_empty() {

@@ -260,7 +260,7 @@ ended, or an unknown task is refused (exit 2).\n\n",
     /// (and, for a signed run, the coordinator's SWARM_REMOTE_KEY). It exits 0 once the run has no work left for it (the run ended, or none appeared on the
     /// remote within --wait), 75 when a signal stopped it (its attempts are given back to the
     /// run) or the remote did not answer within --wait, and 2 on bad input. See "Runs over
-    /// many machines" in the README.
+    /// many machines" in the manual.
     ///
     /// It has no JSON output: with --json, swarm says so and exits 2.
     Worker {

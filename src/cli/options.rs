@@ -442,18 +442,28 @@ mod declared {
     }
 
     #[test]
-    fn the_readme_names_every_key_flag_and_variable() {
-        let readme = include_str!("../../README.md");
+    fn the_manual_names_every_key_flag_and_variable() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src");
+        let mut manual = String::new();
+        for page in std::fs::read_dir(&dir).unwrap() {
+            let page = page.unwrap().path();
+            if page.extension().is_some_and(|e| e == "md") {
+                manual += &std::fs::read_to_string(&page).unwrap();
+            }
+        }
         for option in table() {
             let key = format!("`{}`", option.key);
-            assert!(!option.file || readme.contains(&key), "README: no {key}");
+            assert!(
+                !option.file || manual.contains(&key),
+                "the manual: no {key}"
+            );
             let flag = format!("--{}", option.key);
             assert!(
-                option.flag.is_none() || readme.contains(&flag),
-                "README: no {flag}"
+                option.flag.is_none() || manual.contains(&flag),
+                "the manual: no {flag}"
             );
             let var = option.var.unwrap_or_default();
-            assert!(readme.contains(var), "README: no {var}");
+            assert!(manual.contains(var), "the manual: no {var}");
         }
     }
 }

@@ -269,7 +269,7 @@ fn find_run(
                             transport.remote()
                         ))
                         .hint(format!(
-                            "set {KEY_VAR} here to the coordinator's (the README's \"Runs over many machines\" says how CI gives it)"
+                            "set {KEY_VAR} here to the coordinator's (the manual's \"Runs over many machines\" says how CI gives it)"
                         ))
                         .into());
                     }

@@ -101,7 +101,7 @@ choice! {
 }
 
 choice! {
-    /// Which tasks may add tasks while they run (see the README's "Tasks that add tasks").
+    /// Which tasks may add tasks while they run (see the manual's "Tasks that add tasks" (docs/src/task-files.md)).
     #[derive(Default)]
     pub enum Spawning {
         Off = "off": "No task adds tasks, whatever the plan says",
@@ -113,8 +113,8 @@ choice! {
 }
 
 choice! {
-    /// Whether the processes of tasks run confined by the kernel (see the README's "What an
-    /// agent can and cannot do to your machine").
+    /// Whether the processes of tasks run confined by the kernel (see the manual's "What an
+    /// agent can and cannot do to your machine", docs/src/checkouts.md).
     #[derive(Default)]
     pub enum Confine {
         #[default]

@@ -212,7 +212,7 @@ macro_rules! run_options {
             /// bisected to the first merge that fails it, which is taken out, parked (exit 3) and
             /// its dependents skipped; the merges after it are merged again. A writer's dependents
             /// start once the gate passed on a tip holding it. A gate failing on the base stops the
-            /// run (exit 2). See "The gate" in the README.
+            /// run (exit 2). See "The gate" in the manual.
             gate: Option<String> {
                 key: "gate", flag: "CMD", var: "SWARM_GATE", file: yes, shape: Text, listed: 23,
             }
@@ -232,7 +232,7 @@ macro_rules! run_options {
             /// published under refs/swarm/<run>/ there, `swarm worker --remote` on other machines
             /// runs its tasks, and this swarm merges their results and lands as a local run does.
             /// It runs no task itself unless --jobs says how many. See "Runs over many machines" in
-            /// the README.
+            /// the manual.
             remote: Option<String> {
                 key: "remote", flag: "NAME|URL", var: none, file: no, shape: Text, listed: 29,
             }

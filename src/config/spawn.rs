@@ -1,11 +1,12 @@
-//! The limits on tasks that add tasks while they run (see the README's "Tasks that add
-//! tasks"): which tasks may, how many, how deep and how fast, as the run's options set them.
+//! The limits on tasks that add tasks while they run (see the manual's "Tasks that add
+//! tasks", docs/src/task-files.md): which tasks may, how many, how deep and how fast, as the run's
+//! options set them.
 //! What a running plan does within them is the run loop's (`schedule::core::spawn`).
 
 use super::{Defaults, Options, Spawning};
 use crate::plan::Task;
 
-/// Which tasks may add tasks, how many, and how fast; each a run option (README).
+/// Which tasks may add tasks, how many, and how fast; each a run option (docs/src/task-files.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpawnLimits {
     /// Tasks one task may spawn.

@@ -154,7 +154,7 @@ pub struct Task {
     /// The task whose attempt spawned this one.
     pub parent: Option<TaskId>,
     /// The most tasks this task, and the tasks it adds, may add to the run in all while it
-    /// runs (see the README's "Tasks that add tasks"); none may when unset.
+    /// runs (see the manual's "Tasks that add tasks" (docs/src/task-files.md)); none may when unset.
     pub spawn: Option<u32>,
     /// A `run` task whose command may run again on a newer tip: after its merge conflicts, the
     /// conflict ladder's `redo` rung runs it again there.

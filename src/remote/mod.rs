@@ -1,5 +1,5 @@
-//! A run spread over machines, coordinated through a git remote (see the README's "Runs over
-//! many machines"). Everything the coordinator and its workers tell each other is a commit
+//! A run spread over machines, coordinated through a git remote (see the manual's "Runs over
+//! many machines" (docs/src/remote.md)). Everything the coordinator and its workers tell each other is a commit
 //! under `refs/swarm/<run>/` on the remote, holding one JSON file (and a transcript):
 //!
 //! - `run`: the plan and the options the run started with; removed when the run ends;

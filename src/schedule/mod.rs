@@ -90,7 +90,7 @@ pub struct Settings {
     pub budget_tokens: Option<u64>,
     /// How new checkouts are made ready for their tasks.
     pub prepare: Prepare,
-    /// Run with `sh -c` on the integration tip after merges (see the README's "The gate").
+    /// Run with `sh -c` on the integration tip after merges (see the manual's "The gate" (docs/src/gate.md)).
     pub gate: Option<String>,
     /// How many tasks running tasks may add, and how fast.
     pub spawn: SpawnLimits,
@@ -115,7 +115,7 @@ pub struct Remote {
 }
 
 /// How a checkout is made ready to build: files copied in, directories kept and seeded, a
-/// setup command run (see the README's "Checkouts that build").
+/// setup command run (see the manual's "Checkouts that build" (docs/src/checkouts.md)).
 #[derive(Debug, Clone, Default)]
 pub struct Prepare {
     /// Files copied from the user's checkout into every new checkout and snapshot; never

@@ -313,7 +313,7 @@ fn a_submodule_moved_by_a_writer_lands_in_the_index_and_its_checkout_is_left_alo
 
 /// A clone of `source` made the way CI checks a repository out: one commit deep
 /// (`git clone --depth 1`), with the test identity.
-fn shallow_clone(source: &TestRepo) -> TestRepo {
+pub(crate) fn shallow_clone(source: &TestRepo) -> TestRepo {
     let clone = TestRepo::new();
     std::fs::remove_dir_all(&clone.root).unwrap();
     let url = format!("file://{}", source.root.display());

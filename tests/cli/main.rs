@@ -10,6 +10,7 @@ mod completions;
 mod confine;
 mod display;
 mod engine;
+mod examples;
 pub mod fake_agents;
 pub mod fake_llm;
 mod faults;

@@ -1,5 +1,5 @@
 //! `cargo xtask structure [--src DIR]`: which of swarm's rooms (the top-level modules of `src/`)
-//! refers to which, the references that point back up the floors of the README's architecture,
+//! refers to which, the references that point back up the floors of the architecture (ARCHITECTURE.md),
 //! and the circles, between rooms and between the parts of each room. Reads the sources as text (a small
 //! lexer, no compiler), so it sees what a reader sees: `crate::` paths, `super::` paths and the
 //! bare paths a module uses for its own children. Test modules are left out. Changes nothing.
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-/// The floors, top first: a room may refer to rooms on its own floor and below. The README's
+/// The floors, top first: a room may refer to rooms on its own floor and below. ARCHITECTURE.md's
 /// flow (plan → schedule → agent → git → store/report → ui) with the command line on top and
 /// the small rooms every other may use (errors, time, disks, secrets, signals) on the ground;
 /// `plan` is on the ground too, as the vocabulary (`Task`, `TaskId`, `Mode`) the whole flow

@@ -5,7 +5,7 @@
 //! the user's git directory (beyond the objects its checkout borrows) and other tasks'
 //! checkouts. The rules are made in swarm, kept for the attempts that share them, and put in
 //! force on a thread of swarm's that then starts those attempts' processes (see
-//! `rules::Starter`); see the README's "What an agent can and cannot do to your machine".
+//! `rules::Starter`); see the manual's "What an agent can and cannot do to your machine" (docs/src/checkouts.md).
 //!
 //! Landlock allows by path and cannot deny one, so a denied path is made by allowing its
 //! siblings, and theirs up to `/` (see `walk`); the directories on the way are only listable.

@@ -1,7 +1,7 @@
 //! The built-in agent's `add_tasks` and `capacity` tools: the tasks it adds are checked as
 //! task-file lines and against what its attempt may spawn (`$SWARM_CAPACITY`, as it was when
 //! the attempt started, less what it added since), then written to `$SWARM_SPAWN`, which swarm
-//! reads once the attempt succeeds (see the README's "Tasks that add tasks"). swarm checks them
+//! reads once the attempt succeeds (see the manual's "Tasks that add tasks" (docs/src/task-files.md)). swarm checks them
 //! again then: a refusal there (another task spawned first) is an event of the run.
 
 use std::fmt::Write as _;

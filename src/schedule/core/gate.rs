@@ -1,7 +1,7 @@
 //! The gate's bookkeeping, on the owner thread, and pure: which merges since the last green tip
 //! wait for the gate, which tip it runs on next, and the bisection of a red batch down to the
 //! first merge whose tip fails. No git, no board, no processes: the merge queue carries out
-//! what it decides (see the README's "The gate").
+//! what it decides (see the manual's "The gate" (docs/src/gate.md)).
 
 use crate::git::CommitId;
 

@@ -1,4 +1,4 @@
-//! Tasks a running task adds to the run (see the README's "Tasks that add tasks"): what an
+//! Tasks a running task adds to the run (see the manual's "Tasks that add tasks" (docs/src/task-files.md)): what an
 //! attempt that succeeded asked to spawn (the lines its agent wrote to `$SWARM_SPAWN`, or gave
 //! the built-in agent's `add_tasks` tool), checked as a task file is and against the limits,
 //! then joined to the plan with the task's continuation (`then`). Owned by the owner thread,

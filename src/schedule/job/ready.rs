@@ -1,6 +1,6 @@
 //! Making a writer's (or resolver's) checkout ready for its agent, on the pool thread: the
 //! included files copied in, the caches kept or seeded from a checkout with the same cache key,
-//! the setup command run. See the README's "Checkouts that build".
+//! the setup command run. See the manual's "Checkouts that build" (docs/src/checkouts.md).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

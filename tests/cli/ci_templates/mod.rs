@@ -45,7 +45,7 @@ fn generate(repo: &TestRepo, target: &str, args: &[&str]) -> String {
 }
 
 /// Every YAML document of `text`, as JSON values.
-fn documents(text: &str) -> Vec<Value> {
+pub(crate) fn documents(text: &str) -> Vec<Value> {
     use serde::Deserialize as _;
     serde_yaml_ng::Deserializer::from_str(text)
         .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("not YAML: {e}\n{text}")))
@@ -255,7 +255,7 @@ fn the_github_workflow_uses_actions_that_run_on_node_24() {
 }
 
 /// The schema in `tests/cli/ci_templates/schemas/NAME`, compiled.
-fn schema(name: &str) -> (boon::Schemas, boon::SchemaIndex) {
+pub(crate) fn schema(name: &str) -> (boon::Schemas, boon::SchemaIndex) {
     let path = root().join("tests/cli/ci_templates/schemas").join(name);
     let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let url = format!("file://{}", path.display());

@@ -1,6 +1,6 @@
 //! The hand-written sections of each command's page, as data. Text uses `**bold**` and
 //! `_italic_`; everything else is escaped for roff. Facts here are the code's: keep them true
-//! when the behaviour changes (the README says the same things at more length).
+//! when the behaviour changes (the manual in docs/src says the same things at more length).
 //!
 //! Here: the list of pages and the blocks several pages share. The pages themselves are grouped
 //! by what their commands do: running work (`run`), looking at runs (`inspect`), setting swarm
@@ -215,7 +215,7 @@ const RUN_FILES: &[Item] = &[
 const CONFIG_FILES: &[Item] = &[
     item(
         ".swarm.toml",
-        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**spawning**, **max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the README), and **transcript-cap**. It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
+        "At the top of the repository: settings (TOML, the flags' names as keys: **jobs**, **max-writers**, **agent**, **check**, **land**, …) and agent profiles (**[agents.**_name_**]** with **kind**, **command**, **args**, **reader-args**, **writer-args**, **parser**, **pass-env**, **drop-env**, **set-env**, **max-concurrent**) and pools (**[pools.**_name_**]** with **members**, used as **--agent pool:**_name_), and the limits on tasks that add tasks (**spawning**, **max-children**, **max-depth**, **max-spawned**, **spawns-per-minute**; see the manual), and **transcript-cap**. It names commands swarm runs: read it before running swarm in a repository you did not write. A writer that changes it is parked for review.",
     ),
     item(
         "~/.config/swarm/config.toml",
