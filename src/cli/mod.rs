@@ -1,43 +1,21 @@
-//! The command line: clap definitions and `command()`. Holds no logic; every value is handed on
-//! as parsed (run options as `config::Options`), and defaults that depend on configuration are
-//! applied by the caller.
+//! The command line: clap definitions and `command()`, which lays out every command's help with
+//! the examples and exit codes its manual page gives too (`examples`, `exit_status`). Holds no
+//! logic; every value is handed on as parsed (run options as `config::Options`), and defaults
+//! that depend on configuration are applied by the caller.
 #![expect(
     clippy::doc_markdown,
     reason = "doc comments here are --help text for users, not rustdoc"
 )]
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser, ValueEnum};
-
-const EXIT_CODES: &str = "\
-Exit codes:
-  0   every task done and merged
-  1   some tasks or goals failed or were skipped (a deadlock too), or swarm itself failed
-  2   usage or input error; nothing ran
-  3   needs a human: parked conflicts, work parked for review, a moved integration branch
-  4   another run holds the repository
-  75  stopped early and resumable (interrupt, budget); continue with `swarm resume`
-  130 Ctrl-C at the question before a goal's plan runs; nothing ran";
-
-/// The summary a run prints with `--json` (`swarm --goal`, `run`, `resume`, `queue run`).
-macro_rules! summary_json {
-    () => {
-        "With --json, the summary is one JSON object on stdout: `run` (its id), `status`, \
-`exit_code`, `base`, `integration_branch`, `counts` (the number of tasks in each status), `tasks` \
-(each with `id`, `status`, `attempts`, `continued` (the numbers of the attempts that continued an \
-agent's session), `elapsed_ms`, `error` and `transcript`), `goals` (each with `id`, `text`, \
-`status`, `reason`, `needs` and `tasks`), `parked` (each with `task`, `branch`, `paths` and \
-`reason`), `landing` and `report` (the path of the report). `landing` says what became of the \
-merged work: `action` (fast-forwarded, kept, nothing-merged, interrupted, stopped, halted or \
-over-budget), `branch` (the branch that holds the work; null when nothing was merged), `commit`, \
-`reason` (why it was not landed), `command` (what to run next: the `git merge` that takes the \
-work, or the `swarm resume` that continues the run) and `message` (the sentence the text \
-summary prints; null with --land none)."
-    };
-}
+use clap::builder::StyledStr;
+use clap::{CommandFactory, FromArgMatches as _, Parser, ValueEnum};
 
 mod command;
+pub mod examples;
+pub mod exit_status;
 mod options;
 
 pub use command::{CiTarget, Command, GraphFormat, QueueAction};
@@ -50,15 +28,6 @@ pub use options::{Declared, RunOptions, declared};
 #[command(
     name = "swarm",
     version,
-    long_about = concat!(
-        "Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding \
-agents run them many at a time (readers in a shared snapshot, writers in checkouts of their own), \
-and the writers are merged back one at a time.\n\n",
-        summary_json!(),
-        "\n\nEvery command takes --json; each one's help says what it prints then. `swarm \
-completions` and `swarm worker` have no JSON output and say so."
-    ),
-    after_help = EXIT_CODES,
     max_term_width = 100,
     subcommand_negates_reqs = true,
     arg_required_else_help = true
@@ -76,7 +45,7 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     pub quiet: bool,
 
-    /// Print JSON on stdout instead of text (each command's --help says what).
+    /// Print JSON on stdout instead of text (each command's manual page says what).
     #[arg(long, global = true)]
     pub json: bool,
 
@@ -150,11 +119,79 @@ pub enum ProgressHow {
     Json,
 }
 
-/// The clap command, for parsing, completions and man pages.
+/// The clap command, for parsing, completions and man pages: the definition above, with each
+/// command's help laid out as `help_layout` says.
 pub fn command() -> clap::Command {
-    Cli::command()
+    help_layout(Cli::command(), "swarm")
 }
 
 pub fn parse() -> Cli {
-    Cli::parse()
+    let mut matches = command().get_matches();
+    Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.format(&mut command()).exit())
+}
+
+/// Every command's help: the usage first, then what it does, then its examples (`examples`),
+/// then its commands and options; last, the top command's exit codes (`exit_status`) with
+/// `--help`, and where its manual page is.
+const TEMPLATE: &str =
+    "{usage-heading} {usage}\n\n{about-with-newline}\n{before-help}{all-args}{after-help}";
+
+/// The top command's usage in its help. What clap makes of the definition (`swarm [OPTIONS]`)
+/// does not say that a run needs --goal, --goals-file or a command; errors keep clap's, which
+/// names the arguments the error is about.
+const TOP_USAGE: &str = "\
+swarm [OPTIONS] --goal <TEXT>...
+       swarm [OPTIONS] --goals-file <FILE>
+       swarm [OPTIONS] <COMMAND>";
+
+/// `cmd`, named by `words` (`swarm queue add`), and its subcommands, with their help laid out.
+fn help_layout(cmd: clap::Command, words: &str) -> clap::Command {
+    let header = *cmd.get_styles().get_header();
+    let heading = |title: &str| format!("{}{title}:{}", header.render(), header.render_reset());
+    let mut examples = heading("Examples");
+    for example in examples::of(words)
+        .iter()
+        .filter(|e| e.shown == examples::Shown::InHelp)
+    {
+        let _ = write!(examples, "\n  # {}", example.text);
+        for line in example.line.lines() {
+            let _ = write!(examples, "\n  {}", line.trim());
+        }
+        examples.push('\n');
+    }
+    let page = words.replace(' ', "-");
+    // A sentence, not under a styled heading: clap_builder 4.6 takes a blank line followed by a
+    // change of style for the indentation of what it wraps after it, which would put blank lines
+    // into the text.
+    let manual = format!(
+        "Manual page: `man {page}`, or docs/src/reference/{page}.md in swarm's source (what \
+         --json prints, the exit status, environment and files)."
+    );
+    let template = if words == "swarm" {
+        TEMPLATE.replace("{usage}", TOP_USAGE)
+    } else {
+        TEMPLATE.to_owned()
+    };
+    let mut cmd = cmd
+        .help_template(template)
+        .before_help(StyledStr::from(examples.trim_end().to_owned()))
+        .after_help(StyledStr::from(manual.clone()));
+    if words == "swarm" {
+        let codes = exit_status::of(words);
+        let width = codes.iter().map(|c| c.code.len()).max().unwrap_or(0);
+        let mut list = heading("Exit codes");
+        for exit in codes {
+            let _ = write!(list, "\n  {:width$}  {}", exit.code, exit.summary);
+        }
+        cmd = cmd.after_long_help(StyledStr::from(format!("{list}\n\n{manual}")));
+    }
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        let inner = format!("{words} {name}");
+        cmd = cmd.mut_subcommand(&name, |sub| help_layout(sub, &inner));
+    }
+    cmd
 }

@@ -1,5 +1,6 @@
-//! Generated files: the shell completions in `completions/` and the man pages in `man/` are
-//! produced from the clap definition (`swarm::cli::command()`), and the CI configurations in
+//! Generated files: the shell completions in `completions/`, the man pages in `man/` and the
+//! reference in `docs/src/reference/` are produced from the clap definition
+//! (`swarm::cli::command()`) and the manual's sections, and the CI configurations in
 //! `examples/ci/` by `swarm ci` (all made by `xtask::generated`, outside the shipped binary).
 //! The test fails when a committed file differs from what swarm produces; with
 //! `SWARM_UPDATE_GENERATED=1` it rewrites them instead, as `cargo xtask generate` does.
@@ -38,7 +39,7 @@ fn completions_and_man_pages_match_the_clap_definition() {
     let drift = xtask::generated::drift(&root()).unwrap();
     assert!(
         drift.is_empty(),
-        "generated files are out of date:\n  {}\nto fix: run `{FIX}` and commit completions/, man/ and examples/ci/",
+        "generated files are out of date:\n  {}\nto fix: run `{FIX}` and commit completions/, man/, docs/src/reference/ and examples/ci/",
         drift.join("\n  ")
     );
 }

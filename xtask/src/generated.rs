@@ -1,6 +1,7 @@
 //! The files generated from swarm's definitions and committed: the shell completions in
-//! `completions/` and the man pages in `man/` (from the clap definition), and the CI
-//! configurations in `examples/ci/` (what `swarm ci TARGET` prints). Makes them, writes them
+//! `completions/`, the man pages in `man/` and the reference in `docs/src/reference/` (from the
+//! clap definition and the manual's sections), and the CI configurations in `examples/ci/` (what
+//! `swarm ci TARGET` prints). Makes them, writes them
 //! (`cargo xtask generate`), and lists where the committed ones drifted (the test in
 //! `tests/cli/generated.rs`, and `cargo xtask generate --check`).
 
@@ -11,7 +12,7 @@ use anyhow::Context as _;
 use clap_complete::Shell;
 
 /// The directories whose every file is generated.
-pub const DIRS: &[&str] = &["completions", "man"];
+pub const DIRS: &[&str] = &["completions", "man", "docs/src/reference"];
 
 /// The CI configurations in `examples/ci/`, beside files of its own that are not generated.
 const CI_EXAMPLES: &[(swarm::ci::Target, &str)] = &[
@@ -32,6 +33,9 @@ pub fn files() -> anyhow::Result<BTreeMap<String, Vec<u8>>> {
     }
     for (name, page) in crate::manual::pages(swarm::cli::command()) {
         files.insert(format!("man/{name}"), page);
+    }
+    for (name, page) in crate::manual::markdown::pages(swarm::cli::command()) {
+        files.insert(format!("docs/src/reference/{name}"), page);
     }
     // What `swarm ci TARGET` prints (tests/cli/ci_templates checks that it does).
     for (target, path) in CI_EXAMPLES {

@@ -16,8 +16,8 @@ struct Args {
 
 #[derive(Subcommand)]
 enum Task {
-    /// Rewrite the completions (completions/), the man pages (man/) and the CI examples
-    /// (examples/ci/) from swarm's definitions
+    /// Rewrite the completions (completions/), the man pages (man/), the reference
+    /// (docs/src/reference/) and the CI examples (examples/ci/) from swarm's definitions
     Generate {
         /// Change nothing: list the files that differ and fail if any does
         #[arg(long)]
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
                 Ok(String::new())
             } else {
                 anyhow::bail!(
-                    "generated files are out of date:\n  {}\nto fix: run `cargo xtask generate` and commit completions/, man/ and examples/ci/",
+                    "generated files are out of date:\n  {}\nto fix: run `cargo xtask generate` and commit completions/, man/, docs/src/reference/ and examples/ci/",
                     drift.join("\n  ")
                 )
             }

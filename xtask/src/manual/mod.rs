@@ -1,24 +1,33 @@
-//! The manual: one man page per command, made from the clap definition (NAME, SYNOPSIS,
-//! DESCRIPTION, OPTIONS and SUBCOMMANDS, by `clap_mangen`) and followed by the sections written
-//! here as data (`pages`: EXIT STATUS, ENVIRONMENT, FILES, EXAMPLES, SEE ALSO), plus
-//! `swarm-tasks(5)`, the task-file format (`tasks`). Holds text and its layout only;
-//! `cargo xtask generate` writes the pages to `man/`, and the test in `tests/cli/generated.rs`
-//! fails when they drift.
+//! The manual, in two forms made from the same definitions: one man page per command (`roff`:
+//! NAME, SYNOPSIS, DESCRIPTION, OPTIONS and SUBCOMMANDS by `clap_mangen`) and one Markdown page
+//! per command for the reference in docs/src/reference (`markdown`), each followed by the
+//! sections written here as data (`pages`: more description, JSON OUTPUT, ENVIRONMENT, FILES,
+//! SEE ALSO) and by the examples and exit codes that `--help` shows too (`swarm::cli::examples`,
+//! `swarm::cli::exit_status`); plus the task-file format, `swarm-tasks(5)` (`tasks`). Holds text
+//! and its layout only; `cargo xtask generate` writes the pages, and the test in
+//! `tests/cli/generated.rs` fails when they drift.
 //!
-//! A command without an entry in `pages::PAGES` gets the generated sections, the exit codes of
-//! `swarm --help` and a SEE ALSO naming swarm(1). To give it more, add a `Sections` there
-//! (`Sections { page: "swarm-show", examples: &[…], ..Sections::NONE }`) and list it in `PAGES`.
+//! A command without an entry in `pages::PAGES` gets the generated sections, its examples and
+//! exit codes, and a SEE ALSO naming swarm(1). To give it more, add a `Sections` there
+//! (`Sections { page: "swarm-show", files: &[…], ..Sections::NONE }`) and list it in `PAGES`.
+//!
+//! Text is marked up as `**bold**`, `_italic_` and `` `code` ``; everything else is text, escaped
+//! for each form.
 
-use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
-// What the pages are made with, for their tests.
-pub use clap_mangen::{Man, roff};
+use swarm::cli::examples::Example;
+use swarm::cli::exit_status::Exit;
 
+mod man;
+pub mod markdown;
 mod pages;
 mod tasks;
 
+pub use man::{command_page, inline, pages};
 pub use pages::PAGES;
+// What the pages are made with, for their tests.
+pub use clap_mangen::{Man, roff};
 
-/// A term and what it means: an exit code, a variable, a file, a command line.
+/// A term and what it means: a variable, a file, a field.
 pub struct Item {
     pub term: &'static str,
     pub text: &'static str,
@@ -42,19 +51,16 @@ pub enum Env {
 pub struct Sections {
     /// The page's name: `swarm`, `swarm-run`, `swarm-queue-add`.
     pub page: &'static str,
-    /// Paragraphs after the generated description.
+    /// Paragraphs after the description that `--help` shows too.
     pub description: &'static [&'static str],
-    /// Sections of the page's own after the options (`JSON OUTPUT`, say): a title and its
-    /// paragraphs; a paragraph whose lines start with two spaces is shown as written.
+    /// Sections of the page's own after the options (`JSON output`, say): a title, as the
+    /// reference writes it, and its paragraphs; a paragraph whose lines start with two spaces is
+    /// shown as written.
     pub more: &'static [(&'static str, &'static [&'static str])],
-    /// What each exit code means for this command; empty: the codes `swarm --help` lists.
-    pub exit_status: &'static [Item],
     /// Lists of variables, shared between pages where commands share them.
     pub environment: &'static [Env],
     /// Lists of files, likewise.
     pub files: &'static [&'static [Item]],
-    /// A command line (without the prompt) and what it does.
-    pub examples: &'static [Item],
     /// Other pages, as `swarm-run(1)`.
     pub see_also: &'static [&'static str],
 }
@@ -65,150 +71,180 @@ impl Sections {
         page: "",
         description: &[],
         more: &[],
-        exit_status: &[],
         environment: &[],
         files: &[],
-        examples: &[],
         see_also: &[],
     };
+
+    /// The sections written for the page `page` (`swarm-run`), or none.
+    pub fn of(page: &str) -> &'static Self {
+        PAGES.iter().find(|s| s.page == page).unwrap_or(&Self::NONE)
+    }
 }
 
-/// Every page of the manual: `(file name, contents)`, `swarm.1` first, then each command's page
-/// in the order of the definition, then `swarm-tasks.5`. `cmd` is `swarm::cli::command()`.
-pub fn pages(cmd: clap::Command) -> Vec<(String, Vec<u8>)> {
-    // The `help` subcommand is clap's, not swarm's: no page for it (as `clap_mangen::generate_to`).
-    let mut cmd = cmd.disable_help_subcommand(true);
-    cmd.build();
-    let common = exit_codes(&cmd);
-    let mut out = Vec::new();
-    command_pages(&cmd, &common, &mut out);
-    out.push(("swarm-tasks.5".to_owned(), tasks::page(&cmd)));
-    out
+/// A section of a page after the generated ones, as both forms show it.
+pub struct Section {
+    /// Its title as the reference writes it (`Exit status`); the man page's is in capitals.
+    pub title: &'static str,
+    pub blocks: Vec<Block>,
 }
 
-/// The page of `cmd` and of each of its subcommands (subcommands get their display names,
-/// `swarm-run`, from `build`).
-fn command_pages(
-    cmd: &clap::Command,
-    common: &[(String, String)],
-    out: &mut Vec<(String, Vec<u8>)>,
-) {
-    let man = clap_mangen::Man::new(cmd.clone());
-    let name = man.get_filename();
-    let page = name.trim_end_matches(".1");
-    let sections = pages::PAGES
+/// What a section holds.
+pub enum Block {
+    /// A paragraph of marked-up text.
+    Paragraph(String),
+    /// Lines shown as written.
+    Verbatim(String),
+    /// Terms, each with its paragraphs: exit codes, variables, files, fields.
+    Terms(Vec<Term>),
+    /// Lines of a language (`sh`, `json`), each after what it does.
+    Examples(&'static str, Vec<(String, String)>),
+    /// Other pages, as `swarm-run(1)`.
+    Pages(Vec<String>),
+}
+
+/// A term and its paragraphs, marked up.
+pub struct Term {
+    pub term: String,
+    pub text: Vec<String>,
+}
+
+impl Term {
+    fn of(item: &Item) -> Self {
+        Self {
+            term: item.term.to_owned(),
+            text: vec![item.text.to_owned()],
+        }
+    }
+}
+
+/// The page of a command (`swarm-queue-add`) as `swarm::cli` knows it (`swarm queue add`).
+pub fn command_words(page: &str) -> String {
+    page.replace('-', " ")
+}
+
+/// The description a page adds to the one `--help` shows, as paragraphs.
+pub fn description(sections: &Sections) -> Vec<String> {
+    sections
+        .description
         .iter()
-        .find(|s| s.page == page)
-        .unwrap_or(&Sections::NONE);
-    out.push((name, command_page(&man, cmd, sections, common)));
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        command_pages(sub, common, out);
-    }
+        .map(|p| (*p).to_owned())
+        .collect()
 }
 
-/// A page as `Man::render` makes it, except that the exit codes of `after_help` (which
-/// `Man::render` would fold into one paragraph under "EXTRA") become an "EXIT STATUS" section,
-/// and the hand-written sections follow the generated ones.
-#[expect(clippy::expect_used, reason = "writing into a Vec cannot fail")]
-pub fn command_page(
-    man: &clap_mangen::Man,
-    cmd: &clap::Command,
-    sections: &Sections,
-    common: &[(String, String)],
-) -> Vec<u8> {
+/// The sections of the page `page` after its options and commands: those of `sections`, then
+/// EXIT STATUS, ENVIRONMENT, FILES, EXAMPLES and SEE ALSO.
+pub fn written(page: &str, sections: &Sections) -> Vec<Section> {
+    let words = command_words(page);
     let mut out = Vec::new();
-    let fail = "rendering a man page into memory";
-    man.render_title(&mut out).expect(fail);
-    man.render_name_section(&mut out).expect(fail);
-    man.render_synopsis_section(&mut out).expect(fail);
-    man.render_description_section(&mut out).expect(fail);
-    let mut roff = Roff::new();
-    for paragraph in sections.description {
-        roff.control("PP", []).text(inline(paragraph));
-    }
-    if !sections.description.is_empty() {
-        roff.to_writer(&mut out).expect(fail);
-    }
-    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
-        man.render_options_section(&mut out).expect(fail);
-    }
-    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
-        man.render_subcommands_section(&mut out).expect(fail);
-    }
-    let mut roff = Roff::new();
     for (title, paragraphs) in sections.more {
-        roff.control("SH", [*title]);
-        for paragraph in *paragraphs {
-            if paragraph.starts_with("  ") {
-                roff.control("RS", ["4"]).control("nf", []);
-                for line in paragraph.lines() {
-                    roff.text([roman(line.strip_prefix("  ").unwrap_or(line))]);
+        let blocks = paragraphs
+            .iter()
+            .map(|p| {
+                if p.starts_with("  ") {
+                    let lines: Vec<&str> = p
+                        .lines()
+                        .map(|l| l.strip_prefix("  ").unwrap_or(l))
+                        .collect();
+                    Block::Verbatim(lines.join("\n"))
+                } else {
+                    Block::Paragraph((*p).to_owned())
                 }
-                roff.control("fi", []).control("RE", []);
-            } else {
-                roff.control("PP", []).text(inline(paragraph));
-            }
-        }
+            })
+            .collect();
+        out.push(Section { title, blocks });
     }
-    roff.control("SH", ["EXIT STATUS"]);
-    if sections.exit_status.is_empty() {
-        for (code, meaning) in common {
-            roff.control("TP", []).text([bold(code.as_str())]);
-            roff.text(inline(meaning));
-        }
-    } else {
-        list(&mut roff, sections.exit_status);
-    }
+    out.push(Section {
+        title: "Exit status",
+        blocks: vec![Block::Terms(
+            swarm::cli::exit_status::of(&words)
+                .iter()
+                .map(exit_term)
+                .collect(),
+        )],
+    });
     if !sections.environment.is_empty() {
-        roff.control("SH", ["ENVIRONMENT"]);
+        let mut terms = Vec::new();
         for block in sections.environment {
             match block {
-                Env::Items(items) => list(&mut roff, items),
+                Env::Items(items) => terms.extend(items.iter().map(Term::of)),
                 Env::Settings(items) => {
-                    list(&mut roff, items);
-                    settings(&mut roff);
+                    terms.extend(items.iter().map(Term::of));
+                    terms.extend(settings());
                 }
             }
         }
+        out.push(Section {
+            title: "Environment",
+            blocks: vec![Block::Terms(terms)],
+        });
     }
     if !sections.files.is_empty() {
-        roff.control("SH", ["FILES"]);
-        for block in sections.files {
-            list(&mut roff, block);
+        let terms = sections.files.iter().flat_map(|b| b.iter().map(Term::of));
+        out.push(Section {
+            title: "Files",
+            blocks: vec![Block::Terms(terms.collect())],
+        });
+    }
+    let examples = swarm::cli::examples::of(&words);
+    if !examples.is_empty() {
+        out.push(Section {
+            title: "Examples",
+            blocks: vec![Block::Examples(
+                "sh",
+                examples.iter().map(example).collect(),
+            )],
+        });
+    }
+    let mut names: Vec<String> = Vec::new();
+    if page != "swarm" {
+        names.push("swarm(1)".to_owned());
+    }
+    for name in sections.see_also {
+        if !names.iter().any(|n| n == name) && (*name != "swarm(1)" || page != "swarm") {
+            names.push((*name).to_owned());
         }
     }
-    if !sections.examples.is_empty() {
-        roff.control("SH", ["EXAMPLES"]);
-        examples(&mut roff, sections.examples);
-    }
-    see_also(&mut roff, sections.see_also, cmd.get_name() == "swarm");
-    roff.to_writer(&mut out).expect(fail);
-    if cmd.get_version().is_some() {
-        man.render_version_section(&mut out).expect(fail);
-    }
+    out.push(Section {
+        title: "See also",
+        blocks: vec![Block::Pages(names)],
+    });
     out
 }
 
-/// Items as a tagged list, the term in bold.
-fn list(roff: &mut Roff, items: &[Item]) {
-    for i in items {
-        roff.control("TP", [])
-            .text(inline(&format!("**{}**", i.term)));
-        roff.text(inline(i.text));
+/// An exit code: its summary as a sentence, then its detail.
+fn exit_term(exit: &Exit) -> Term {
+    let mut summary = exit.summary.to_owned();
+    // swarm's name stays as it is written.
+    if let Some(first) = summary.get(..1).filter(|_| !summary.starts_with("swarm ")) {
+        summary.replace_range(..1, &first.to_uppercase());
     }
+    summary.push('.');
+    let mut text = vec![summary];
+    if !exit.detail.is_empty() {
+        text.push(exit.detail.to_owned());
+    }
+    Term {
+        term: exit.code.to_owned(),
+        text,
+    }
+}
+
+/// An example as `(what it does, its lines)`.
+fn example(example: &Example) -> (String, String) {
+    (example.text.to_owned(), example.line.to_owned())
 }
 
 /// Each setting's variable and what it sets: the flag, whose help is in OPTIONS, or, for a key
 /// without one, what it does; how a list or a switch is written.
-fn settings(roff: &mut Roff) {
+fn settings() -> Vec<Term> {
+    let mut terms = Vec::new();
     for option in swarm::cli::declared() {
         let Some(var) = option.var else { continue };
         let mut text = if option.flag.is_some() {
             format!("**--{}**.", option.key)
         } else {
-            // The help's `code` in bold, as the pages write it.
-            let help = option.help.split_whitespace().collect::<Vec<_>>().join(" ");
-            let mut help = help.replace('`', "**");
+            let mut help = option.help.split_whitespace().collect::<Vec<_>>().join(" ");
             if let Some(first) = help.get(..1) {
                 help.replace_range(..1, &first.to_lowercase());
             }
@@ -217,51 +253,30 @@ fn settings(roff: &mut Roff) {
         if let Some(form) = option.var_form {
             text = format!("{text} As a variable: {form}.");
         }
-        roff.control("TP", []).text([bold(var)]);
-        roff.text(inline(&text));
+        terms.push(Term {
+            term: var.to_owned(),
+            text: vec![text],
+        });
     }
+    terms
 }
 
-/// Each example: what it does, then the command line, indented and in bold.
-fn examples(roff: &mut Roff, items: &[Item]) {
-    for i in items {
-        roff.control("PP", []).text(inline(i.text));
-        roff.control("RS", ["4"]).control("nf", []);
-        for line in i.term.lines() {
-            roff.text([bold(line)]);
-        }
-        roff.control("fi", []).control("RE", []);
-    }
+/// A span of marked-up text.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Span<'a> {
+    Text(&'a str),
+    Bold(&'a str),
+    Italic(&'a str),
+    Code(&'a str),
 }
 
-/// The SEE ALSO section: `pages`, and swarm(1) on every other page.
-fn see_also(roff: &mut Roff, pages: &[&str], top: bool) {
-    let mut names: Vec<&str> = Vec::new();
-    if !top {
-        names.push("swarm(1)");
-    }
-    names.extend(pages.iter().filter(|p| **p != "swarm(1)" || !top));
-    names.dedup();
-    roff.control("SH", ["SEE ALSO"]);
-    let mut line = Vec::new();
-    for (n, name) in names.iter().enumerate() {
-        let (page, section) = name.split_once('(').unwrap_or((name, ""));
-        if n > 0 {
-            line.push(roman(", "));
-        }
-        line.push(bold(page));
-        line.push(roman(format!("({section}")));
-    }
-    roff.text(line);
-}
-
-/// Text with `**bold**` and `_italic_` spans, for a line of roff. Spans do not nest; a lone
+/// Text with `**bold**`, `_italic_` and `` `code` `` spans, as spans. Spans do not nest; a lone
 /// marker is text.
-pub fn inline(text: &str) -> Vec<Inline> {
+pub fn spans(text: &str) -> Vec<Span<'_>> {
     let mut out = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
-        let next = [("**", 0), ("_", 1)]
+        let next = [("**", 0), ("_", 1), ("`", 2)]
             .into_iter()
             .filter_map(|(mark, kind)| {
                 let start = rest.find(mark)?;
@@ -274,57 +289,35 @@ pub fn inline(text: &str) -> Vec<Inline> {
             })
             .min_by_key(|&(start, ..)| start);
         let Some((start, end, len, kind)) = next else {
-            out.push(roman(rest));
+            out.push(Span::Text(rest));
             break;
         };
         if start > 0 {
-            out.push(roman(&rest[..start]));
+            out.push(Span::Text(&rest[..start]));
         }
         let span = &rest[start + len..end];
-        out.push(if kind == 0 { bold(span) } else { italic(span) });
+        out.push(match kind {
+            0 => Span::Bold(span),
+            1 => Span::Italic(span),
+            _ => Span::Code(span),
+        });
         rest = &rest[end + len..];
     }
     out
 }
 
 /// Whether the `_` at `at` starts an italic span: at the start of the text, or after a space, an
-/// opening bracket, a quote or a colon (`"_id_"`, `exec:_command_`).
+/// opening bracket or brace, a quote or a colon (`"_id_"`, `exec:_command_`).
 fn opens_italic(text: &str, at: usize) -> bool {
     text[..at]
         .chars()
         .next_back()
-        .is_none_or(|c| c.is_whitespace() || "([\":".contains(c))
+        .is_none_or(|c| c.is_whitespace() || "([{\":".contains(c))
 }
 
-/// The exit codes listed in the top command's `after_help` ("Exit codes:" then `  N   meaning`),
-/// the same list `swarm --help` shows.
-fn exit_codes(cmd: &clap::Command) -> Vec<(String, String)> {
-    let text = cmd
-        .get_after_help()
-        .map(ToString::to_string)
-        .unwrap_or_default();
-    let mut codes = Vec::new();
-    for line in text
-        .lines()
-        .skip_while(|l| !l.starts_with("Exit codes:"))
-        .skip(1)
-    {
-        let line = line.trim();
-        let Some((code, meaning)) = line.split_once(char::is_whitespace) else {
-            break;
-        };
-        if code.parse::<u8>().is_err() {
-            break;
-        }
-        codes.push((code.to_owned(), meaning.trim().to_owned()));
-    }
-    codes
-}
-
-/// `text` as roff paragraphs, one per block of lines between blank lines.
-pub(crate) fn paragraphs(roff: &mut Roff, text: &str) {
-    for block in text.split("\n\n") {
-        let joined = block.split_whitespace().collect::<Vec<_>>().join(" ");
-        roff.control("PP", []).text(inline(&joined));
-    }
+/// `text` as paragraphs, one per block of lines between blank lines, each on one line.
+pub(crate) fn paragraphs(text: &str) -> Vec<String> {
+    text.split("\n\n")
+        .map(|block| block.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
 }

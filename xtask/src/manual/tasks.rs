@@ -1,9 +1,12 @@
 //! `swarm-tasks(5)`: the task-file format, as `plan::parse` reads it and `Plan::to_jsonl`
 //! writes it. Keep it true to those two.
 
-use clap_mangen::roff::{Roff, bold, roman};
+use clap_mangen::roff::{Roff, roman};
 
-use super::{Item, inline, item, paragraphs};
+use super::{Block, Item, Section, Term, inline, item};
+
+/// What the page is about, after its name.
+pub(super) const NAME: &str = "the task files of swarm: one JSON task a line";
 
 /// One task, a line of the file, spread over lines here.
 const SYNOPSIS: &[&str] = &[
@@ -154,15 +157,86 @@ const EXAMPLES: &[Item] = &[
         "{\"id\":\"summary\",\"prompt\":\"Write the release notes from these results.\",\"deps\":[\"survey\",\"fix-docs\"],\"lane\":\"reducer\",\"agent\":\"claude\"}",
         "Instead of the reducer above: one that asks an agent (Claude Code here) to combine the results.",
     ),
-    item(
-        "swarm graph tasks.jsonl",
-        "Check a task file without running it: its problems, or its DAG.",
-    ),
 ];
 
-/// The page, in the manual's layout; `cmd` gives the version.
+/// The page's sections after its synopsis, as both forms show them.
+pub(super) fn sections() -> Vec<Section> {
+    let paragraphs = |text: &str| -> Vec<Block> {
+        super::paragraphs(text)
+            .into_iter()
+            .map(Block::Paragraph)
+            .collect()
+    };
+    let mut validation = paragraphs(VALIDATION);
+    validation.push(Block::Paragraph("For example:".to_owned()));
+    validation.push(Block::Verbatim(PROBLEMS.to_owned()));
+    let mut fields = vec![Block::Paragraph(
+        "Only **id** and one of **prompt** and **run** are required.".to_owned(),
+    )];
+    fields.push(Block::Terms(FIELDS.iter().map(Term::of).collect()));
+    vec![
+        Section {
+            title: "Description",
+            blocks: paragraphs(DESCRIPTION),
+        },
+        Section {
+            title: "Fields",
+            blocks: fields,
+        },
+        Section {
+            title: "Validation",
+            blocks: validation,
+        },
+        Section {
+            title: "Results and dependencies",
+            blocks: paragraphs(RESULTS),
+        },
+        Section {
+            title: "Plans written by swarm",
+            blocks: paragraphs(PLAN_OUT),
+        },
+        Section {
+            title: "Examples",
+            blocks: vec![
+                Block::Paragraph(
+                    "The first four lines below make one task file, tasks.jsonl, which **swarm run tasks.jsonl** runs."
+                        .to_owned(),
+                ),
+                Block::Examples(
+                    "json",
+                    EXAMPLES
+                        .iter()
+                        .map(|e| (e.text.to_owned(), e.term.to_owned()))
+                        .collect(),
+                ),
+                Block::Paragraph(
+                    "To check a task file without running it (its problems, or its DAG):".to_owned(),
+                ),
+                Block::Examples(
+                    "sh",
+                    vec![(String::new(), "swarm graph tasks.jsonl".to_owned())],
+                ),
+            ],
+        },
+        Section {
+            title: "See also",
+            blocks: vec![Block::Pages(
+                ["swarm(1)", "swarm-run(1)", "swarm-graph(1)"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            )],
+        },
+    ]
+}
+
+/// The synopsis: one task, spread over lines, marked up.
+pub(super) fn synopsis() -> &'static [&'static str] {
+    SYNOPSIS
+}
+
+/// The man page; `cmd` gives the version.
 #[expect(clippy::expect_used, reason = "writing into a Vec cannot fail")]
-pub(super) fn page(cmd: &clap::Command) -> Vec<u8> {
+pub(super) fn man_page(cmd: &clap::Command) -> Vec<u8> {
     let source = format!("swarm {}", cmd.get_version().unwrap_or_default());
     let mut roff = Roff::new();
     // No date, as on the other pages; roff writes an empty argument as nothing, so quote it.
@@ -170,50 +244,15 @@ pub(super) fn page(cmd: &clap::Command) -> Vec<u8> {
         "TH",
         ["swarm-tasks", "5", "\"\"", source.as_str(), "File Formats"],
     );
-    roff.control("SH", ["NAME"]).text([roman(
-        "swarm-tasks - the task files of swarm: one JSON task a line",
-    )]);
+    roff.control("SH", ["NAME"])
+        .text([roman(format!("swarm-tasks - {NAME}"))]);
     roff.control("SH", ["SYNOPSIS"]);
     roff.control("nf", []);
     for line in SYNOPSIS {
         roff.text(inline(line));
     }
     roff.control("fi", []);
-    roff.control("SH", ["DESCRIPTION"]);
-    paragraphs(&mut roff, DESCRIPTION);
-    roff.control("SH", ["FIELDS"]);
-    roff.control("PP", []).text(inline(
-        "Only **id** and one of **prompt** and **run** are required.",
-    ));
-    for f in FIELDS {
-        roff.control("TP", []).text([bold(f.term)]);
-        roff.text(inline(f.text));
-    }
-    roff.control("SH", ["VALIDATION"]);
-    paragraphs(&mut roff, VALIDATION);
-    roff.control("PP", []).text([roman("For example:")]);
-    roff.control("RS", ["4"]).control("nf", []);
-    for line in PROBLEMS.lines() {
-        roff.text([roman(line)]);
-    }
-    roff.control("fi", []).control("RE", []);
-    roff.control("SH", ["RESULTS AND DEPENDENCIES"]);
-    paragraphs(&mut roff, RESULTS);
-    roff.control("SH", ["PLANS WRITTEN BY SWARM"]);
-    paragraphs(&mut roff, PLAN_OUT);
-    roff.control("SH", ["EXAMPLES"]);
-    roff.control("PP", []).text([roman(
-        "The first four lines below make one task file, tasks.jsonl, which swarm run tasks.jsonl runs.",
-    )]);
-    super::examples(&mut roff, EXAMPLES);
-    roff.control("SH", ["SEE ALSO"]).text([
-        bold("swarm"),
-        roman("(1), "),
-        bold("swarm-run"),
-        roman("(1), "),
-        bold("swarm-graph"),
-        roman("(1)"),
-    ]);
+    super::man::render(&mut roff, &sections());
     let mut out = Vec::new();
     roff.to_writer(&mut out).expect("writing into a Vec");
     out

@@ -1,23 +1,20 @@
 //! The pages of the commands that look at runs and change nothing: `runs`, `show`, `status`,
-//! `logs`, `graph`.
+//! `logs`, `graph`, `web`.
 
-use super::{BOARD_FILES, READ_EXIT, RUN_FILES};
-use crate::manual::{Sections, item};
+use super::{BOARD_FILES, NO_JSON, RUN_FILES};
+use crate::manual::Sections;
 
 pub(super) const RUNS: Sections = Sections {
     page: "swarm-runs",
     description: &[],
-    more: &[],
-    exit_status: READ_EXIT,
+    more: &[(
+        "JSON output",
+        &[
+            "With **--json**, an array of objects, newest first, each with `id`, `started_at` and `finished_at` (milliseconds since the Unix epoch; `finished_at` is null until the run finishes), `status`, `reason` (null while it runs), `exit_code` (null while it runs), `duration_ms`, `tasks` and `source`. No runs: an empty array.",
+        ],
+    )],
     environment: &[],
     files: &[BOARD_FILES],
-    examples: &[
-        item("swarm runs", "Every run of this repository, newest first."),
-        item(
-            "swarm runs --json | jq -r '.[] | select(.status != \"finished\") | \"\\(.id) \\(.reason)\"'",
-            "The runs a **swarm resume** (or **swarm drop**) would take, and why each stopped.",
-        ),
-    ],
     see_also: &[
         "swarm-status(1)",
         "swarm-show(1)",
@@ -29,105 +26,66 @@ pub(super) const RUNS: Sections = Sections {
 pub(super) const SHOW: Sections = Sections {
     page: "swarm-show",
     description: &[],
-    more: &[],
-    exit_status: READ_EXIT,
+    more: &[(
+        "JSON output",
+        &[
+            "With **--json**, one object: `run`, `id`, `title`, `lane`, `mode`, `deps`, `files`, `prompt` and `run_command` (one of them null), `spec` (the task in the task-file format), `status`, `error`, `result`, `tokens`, `cost`, `branch` and `branch_exists` (a merged writer's branch is deleted once merged), `start_commit`, `commit`, `changed_files` (null for a reader), `merge` (null, or an object with `state` (merged, parked or no-changes), `commit` and `paths`), `attempts` (each with `number`, `started_at`, `finished_at`, `duration_ms`, `outcome`, `reason`, `continued`, `tokens`, `cost` and `transcript`) and `transcript` (null, or an object with `path` and `tail`, its last lines).",
+        ],
+    )],
     environment: &[],
     files: &[BOARD_FILES, RUN_FILES],
-    examples: &[
-        item(
-            "swarm show t4",
-            "Task t4 of the newest run: what it was asked, each attempt and why it ended, its result, its branch and changed files, and the end of its transcript.",
-        ),
-        item(
-            "swarm show t4 --run 20261129-071300-ab12",
-            "The same task of an older run (TAB completes run ids).",
-        ),
-        item(
-            "swarm show t4 --json | jq -r '.attempts[] | .reason'",
-            "Why each of its attempts ended.",
-        ),
-    ],
     see_also: &["swarm-status(1)", "swarm-logs(1)", "swarm-runs(1)"],
 };
 
 pub(super) const STATUS: Sections = Sections {
     page: "swarm-status",
-    description: &[
-        "Prints the run (id, status and exit code, base commit, what it ran), its goals with their status and needs, and each task with its status, attempts, time and error. With **--json**: one object with **run**, **goals** and **tasks** as the board holds them.",
-    ],
-    more: &[],
-    exit_status: READ_EXIT,
+    description: &[],
+    more: &[(
+        "JSON output",
+        &[
+            "With **--json**, one object: `run` (the run as recorded: `id`, `created_at`, `finished_at`, `status`, `exit_code`, `source`, `base_commit`, `integration_ref` and `options`), `goals` (each with `id`, `text`, `needs`, `status`, `reason` and `queue_id`), `tasks` (each as recorded: `id`, `spec` (the task in the task-file format), `status`, `attempts`, `failures`, `result`, `error`, `transcript`, `started_at`, `finished_at`, `elapsed_ms` (so far, for a running task), `branch`, `start_commit`, `commit_id`, `tokens`, `cost` and `session`) and `counts` (the number of tasks in each status). Times are milliseconds since the Unix epoch.",
+        ],
+    )],
     environment: &[],
     files: &[BOARD_FILES],
-    examples: &[
-        item("swarm status", "The newest run."),
-        item(
-            "swarm status 20261129-071300-ab12",
-            "A given run (TAB completes run ids).",
-        ),
-        item(
-            "swarm status --json | jq -r '.tasks[] | select(.status == \"failed\") | .id'",
-            "The ids of the newest run's failed tasks.",
-        ),
-    ],
     see_also: &["swarm-logs(1)", "swarm-resume(1)"],
 };
 
 pub(super) const LOGS: Sections = Sections {
     page: "swarm-logs",
-    description: &[
-        "Each event is a line: its time (UTC), its kind, its task and its details. With **--json**, the events as stored, one JSON object a line. **--follow** keeps printing until the run is no longer running.",
-    ],
-    more: &[],
-    exit_status: READ_EXIT,
+    description: &[],
+    more: &[(
+        "JSON output",
+        &[
+            "With **--json**, one JSON object per line, as the log **events.jsonl** holds them: `seq`, `at` (milliseconds since the Unix epoch), `kind`, and `task` and `detail` where they apply. With **--path** and **--json**, one object: `events` (the log's path) and `transcripts` (with **--errors**, the paths of the failed attempts' transcripts; else empty).",
+        ],
+    )],
     environment: &[],
     files: &[BOARD_FILES, RUN_FILES],
-    examples: &[
-        item(
-            "swarm logs --errors",
-            "The newest run's failures and errors, then the transcripts of its failed attempts.",
-        ),
-        item(
-            "swarm logs --follow --tail 20",
-            "The last 20 events, then new ones as they come, until the run ends.",
-        ),
-        item(
-            "less \"$(swarm logs --errors --path | sed -n 2p)\"",
-            "Read the transcript of the first failed attempt.",
-        ),
-        item(
-            "swarm logs --json | jq -c 'select(.kind == \"merged\")'",
-            "The merges of the newest run, as JSON.",
-        ),
-    ],
     see_also: &["swarm-status(1)"],
 };
 
 pub(super) const GRAPH: Sections = Sections {
     page: "swarm-graph",
-    description: &[
-        "For a run, each task is coloured by its status. A task file is validated first, as **swarm run** would.",
-    ],
-    more: &[],
-    exit_status: &[
-        item("0", "The graph was printed."),
-        item("1", "swarm itself failed (the board could not be read)."),
-        item(
-            "2",
-            "Usage or input error: a task file with problems (each listed with its line), no run of that id, no runs yet, or not a git repository.",
-        ),
-    ],
+    description: &[],
+    more: &[(
+        "JSON output",
+        &[
+            "With **--json** (instead of **--format**), one object: `nodes` (each with `id`, `title`, `lane`, `mode`, `parent`, the task that spawned it or null, and, for a run, `status`; null for a task file) and `edges` (each with `from`, a dependency, and `to`, the task that needs it).",
+        ],
+    )],
     environment: &[],
     files: &[BOARD_FILES],
-    examples: &[
-        item(
-            "swarm graph",
-            "The newest run's DAG as a Mermaid flowchart.",
-        ),
-        item(
-            "swarm graph tasks.jsonl --format dot | dot -Tsvg > plan.svg",
-            "A task file's DAG drawn by Graphviz.",
-        ),
-    ],
     see_also: &["swarm-tasks(5)", "dot(1)"],
+};
+
+pub(super) const WEB: Sections = Sections {
+    page: "swarm-web",
+    description: &[
+        "A request without the URL's token is refused (403), so other users of the machine cannot read the run. A request whose Host header is not the page's own address (127.0.0.1, localhost, [::1] or the **--bind** address, with the port) is refused (421), so a page of another site that makes its name point at this machine (DNS rebinding) reads nothing. The page is embedded in swarm and fetches nothing from elsewhere; a running run's page follows it live (its events are streamed as server-sent events), a finished run's shows how it ended. At most an eighth of the file descriptor limit of pages (128 at most) follow a run at once; one more is refused (503) and asks again a few seconds later.",
+    ],
+    more: &[NO_JSON],
+    environment: &[],
+    files: &[BOARD_FILES, RUN_FILES],
+    see_also: &["swarm-status(1)", "swarm-show(1)", "swarm-graph(1)"],
 };

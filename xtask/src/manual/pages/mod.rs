@@ -1,6 +1,7 @@
-//! The hand-written sections of each command's page, as data. Text uses `**bold**` and
-//! `_italic_`; everything else is escaped for roff. Facts here are the code's: keep them true
-//! when the behaviour changes (the manual in docs/src says the same things at more length).
+//! The hand-written sections of each command's page, as data. Text uses `**bold**`, `_italic_`
+//! and `` `code` ``; everything else is escaped for roff and for Markdown. Facts here are the
+//! code's: keep them true when the behaviour changes (the guide in docs/src says the same things at
+//! more length). The examples and the exit codes are `swarm::cli`'s, which `--help` shows too.
 //!
 //! Here: the list of pages and the blocks several pages share. The pages themselves are grouped
 //! by what their commands do: running work (`run`), looking at runs (`inspect`), setting swarm
@@ -12,12 +13,12 @@ mod inspect;
 mod run;
 mod setup;
 
-use inspect::{GRAPH, LOGS, RUNS, SHOW, STATUS};
-use run::{QUEUE, QUEUE_ADD, QUEUE_LIST, QUEUE_RM, QUEUE_RUN, RESUME, RETRY, RUN, SWARM};
+use inspect::{GRAPH, LOGS, RUNS, SHOW, STATUS, WEB};
+use run::{QUEUE, QUEUE_ADD, QUEUE_LIST, QUEUE_RM, QUEUE_RUN, RESUME, RETRY, RUN, SWARM, WORKER};
 use setup::{CI, COMPLETIONS, CONFIG, DROP, GC};
 
-/// Every page with sections of its own. A command missing here gets the generated sections and
-/// the common exit codes.
+/// Every page with sections of its own. A command missing here gets the generated sections, its
+/// examples and its exit codes.
 pub const PAGES: &[Sections] = &[
     SWARM,
     RUN,
@@ -36,57 +37,28 @@ pub const PAGES: &[Sections] = &[
     QUEUE_RM,
     QUEUE_RUN,
     GC,
+    WEB,
+    WORKER,
     COMPLETIONS,
     CI,
 ];
 
 // ---- Blocks shared by several pages ----
 
-/// What a run (from a goal, a task file, the queue or a resume) exits with.
-const RUN_EXIT: &[Item] = &[
-    item(
-        "0",
-        "Every task is done and every writer merged into the integration branch **swarm/**_run_ (landed on your branch, or left there, as **--land** says). Also: **--plan-only** once the plan is written; a **queue run** with an empty queue; and a swarm started inside a swarm task or hook (**SWARM_ACTIVE** set), which does nothing and says why.",
-    ),
-    item(
-        "1",
-        "Some tasks failed (their attempts and retries used up) or were skipped (a dependency failed), a goal failed or its planning did, or nothing could become ready any more (a deadlock, named in the report); the other tasks ran and their work was merged. Also: swarm itself failed (an error that is none of the below, printed as **error:** with its causes). An internal error (a bug, printed as **error: internal error:**) exits 1 too; what ran is on record and **swarm resume** goes on from there.",
-    ),
-    item(
-        "2",
-        "Usage or input error; nothing ran: a bad flag or value, a task file with problems (each listed with its line), a bad config file or **SWARM_*** variable, no agent or model configured for prompt tasks, a bad output file (**--final-out**, **--final-out-dir**, **--plan-out**), a **--base** that names no commit, a **--worktree-dir** inside the checkout, not a git repository, an empty repository, or a merge, rebase, cherry-pick, revert or bisect open in a checkout the run would land on. Also, during a run: a model endpoint that refuses swarm's key (HTTP 401 or 403): the run stops at once and is resumable once **SWARM_API_KEY** is fixed.",
-    ),
-    item(
-        "3",
-        "Needs a human. A writer was parked: its merge conflicted, or it changed a file swarm reads commands from (**.swarm.toml**, the run's task file or **--config** file when tracked) or wrote a secret's value, so it waits for review. Or something other than swarm moved the integration branch: the run stopped starting tasks and did not land. Parked branches **swarm/**_run_**-**_task_ are kept; the report's \"Needs attention\" section gives the commands to inspect and merge them, and **--on-escalate** ran once for each. Parking comes before failures: a run with both exits 3.",
-    ),
-    item(
-        "4",
-        "Another swarm holds the repository (its lock **.git/swarm/lock**); the message names its process and run. Nothing ran. Wait for it, or stop it with Ctrl-C and **swarm resume** it later.",
-    ),
-    item(
-        "75",
-        "Stopped early, resumable: **swarm resume** continues where it stopped, running no finished task again and repeating no merge. Causes: the first Ctrl-C or SIGTERM (a second one kills the running attempts at once, and also exits 75); the token budget (**--budget-tokens**) spent; an agent's usage limit that resets more than an hour away, or never by itself (for a pool, once every member's does); a fault of the machine (a full disk, named with the path and the disk, wherever swarm or a task met it, the board included; too few file descriptors); a model endpoint that stopped answering for longer than **--endpoint-wait**; your checkout changing while a task ran. A goal stopped while it was planned is planned again by the resume.",
-    ),
-    item(
-        "130, 143",
-        "A signal (128 plus its number: 130 for SIGINT, 143 for SIGTERM) ended swarm before a run had started, when there was nothing to stop and nothing to resume.",
-    ),
-];
+/// What a run prints with **--json** (`swarm --goal`, `run`, `resume`, `retry`, `queue run`).
+const SUMMARY_JSON: &str = "With **--json**, the summary is one JSON object on stdout: `run` (its id), `status`, `exit_code`, `base`, `integration_branch`, `counts` (the number of tasks in each status), `tasks` (each with `id`, `status`, `attempts`, `continued` (the numbers of the attempts that continued an agent's session), `elapsed_ms`, `error` and `transcript`), `goals` (each with `id`, `text`, `status`, `reason`, `needs` and `tasks`), `parked` (each with `task`, `branch`, `paths` and `reason`), `landing` and `report` (the path of the report).";
 
-/// What the commands that only read the board exit with.
-const READ_EXIT: &[Item] = &[
-    item("0", "The answer was printed."),
-    item(
-        "1",
-        "swarm itself failed: the board could not be read (a damaged board is named, with what to do), or a run's files are missing.",
-    ),
-    item(
-        "2",
-        "Usage error: a bad flag, not a git repository, no runs in this repository yet, or no run of that id.",
-    ),
-    item("130, 143", "Interrupted by a signal (128 plus its number)."),
-];
+/// The summary's `landing`.
+const LANDING_JSON: &str = "`landing` says what became of the merged work: `action` (fast-forwarded, kept, nothing-merged, interrupted, stopped, halted or over-budget), `branch` (the branch that holds the work; null when nothing was merged), `commit`, `reason` (why it was not landed), `command` (what to run next: the `git merge` that takes the work, or the `swarm resume` that continues the run) and `message` (the sentence the text summary prints; null with **--land none**).";
+
+/// The JSON OUTPUT of the commands that run work.
+const RUN_JSON: (&str, &[&str]) = ("JSON output", &[SUMMARY_JSON, LANDING_JSON]);
+
+/// What a command without JSON output says of it.
+const NO_JSON: (&str, &[&str]) = (
+    "JSON output",
+    &["None: with **--json**, swarm says so and exits 2."],
+);
 
 /// The variables every run reads: one per setting, below flags and above the config files. The
 /// list of them is made from the options' declaration (`Env::Settings`).
@@ -151,7 +123,7 @@ const PROCESS_ENV: &[Item] = &[
     ),
     item(
         "COMPLETE",
-        "Set by the completion script (**COMPLETE=bash swarm -- **_words_): swarm prints the completions of the words and exits. See **swarm-completions**(1).",
+        "Set by the completion script (**COMPLETE=bash swarm --** _words_): swarm prints the completions of the words and exits. See **swarm-completions**(1).",
     ),
 ];
 
