@@ -163,7 +163,8 @@ ended, or an unknown task is refused (exit 2).\n\n",
         /// The run id.
         #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
-        /// Only failures and errors, with their transcript paths.
+        /// Only failures and errors, with their transcript paths (when there are none, a line
+        /// on stderr says so).
         #[arg(long)]
         errors: bool,
         /// Only the last N events.

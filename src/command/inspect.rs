@@ -15,7 +15,7 @@ use crate::git::Repo;
 use crate::plan::Plan;
 use crate::report;
 use crate::store::{Board, Logged, RunRecord, RunStatus, TaskRecord, TaskStatus, now_ms};
-use crate::ui;
+use crate::ui::{self, Verb};
 
 /// Who holds the repository's run lock, if anyone; takes nothing.
 pub(super) fn lock_holder(repo: &Repo) -> Option<String> {
@@ -324,6 +324,18 @@ pub(super) fn logs(
                 let _ = writeln!(t, "  {task} attempt {n} ({outcome}): {path}");
             }
             ui::out(&t)?;
+        } else if selected.is_empty() {
+            // Said on stderr, as `swarm runs` says it has none: stdout holds events only.
+            let yet = if run.status == RunStatus::Running {
+                " so far"
+            } else {
+                ""
+            };
+            ui::say(
+                g.quiet,
+                Verb::Empty,
+                &format!("no errors in run {}{yet}", run.id),
+            );
         }
     }
     if follow {

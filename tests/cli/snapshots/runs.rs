@@ -67,6 +67,11 @@ fn a_finished_run_shows_its_summary_report_status_logs_and_graph() {
     assert_output!("finished_logs_of_the_run", logs_of_run);
     assert_output!("finished_logs_tail", swarm(&repo, &["logs", "--tail", "2"]));
     assert_output!("finished_logs_path", swarm(&repo, &["logs", "--path"]));
+    assert_output!("finished_logs_errors", swarm(&repo, &["logs", "--errors"]));
+    assert_output!(
+        "finished_logs_errors_json",
+        swarm(&repo, &["logs", "--errors", "--json"])
+    );
     assert_output!(
         "finished_graph",
         swarm(&repo, &["graph", "--format", "dot"])
