@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::context::{Globals, open_board, open_repo};
+use super::context::{Globals, START_A_RUN, open_board, open_repo};
 use super::stored::{read_events, stored_plan};
 use crate::cli::GraphFormat;
 use crate::error::{Usage, exit};
@@ -93,9 +93,10 @@ fn task_elapsed_ms(task: &TaskRecord, live: bool, now: i64) -> i64 {
 pub(super) fn pick_run(board: &Board, run: Option<&str>) -> anyhow::Result<RunRecord> {
     let id = match run {
         Some(r) => r.to_owned(),
-        None => board
-            .latest_run(false)?
-            .ok_or_else(|| Usage::new("there are no runs in this repository yet"))?,
+        None => board.latest_run(false)?.ok_or_else(|| {
+            Usage::new("there are no runs in this repository yet")
+                .hint(format!("{START_A_RUN} starts one"))
+        })?,
     };
     if let Some(record) = board.load_run(&id)? {
         return Ok(record);
