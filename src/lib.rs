@@ -27,6 +27,7 @@ pub(crate) mod remote;
 pub(crate) mod report;
 pub(crate) mod schedule;
 pub(crate) mod secret;
+pub(crate) mod shell;
 pub(crate) mod signal;
 pub(crate) mod store;
 pub mod time;
