@@ -374,7 +374,9 @@ pub(super) fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> a
                         .is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) =>
             {
                 return Err(
-                    Usage::new(format!("no task file {s:?}, and no run of that name")).into(),
+                    Usage::new(format!("no task file {s:?}, and no run of that name"))
+                        .hint("`swarm runs` lists the runs of this repository")
+                        .into(),
                 );
             }
             (Err(e), _) => return Err(e),
