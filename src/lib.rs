@@ -27,6 +27,7 @@ pub(crate) mod remote;
 pub(crate) mod report;
 pub(crate) mod schedule;
 pub(crate) mod secret;
+pub(crate) mod shell;
 pub(crate) mod signal;
 pub(crate) mod store;
 pub mod time;
@@ -78,8 +79,8 @@ fn classify(err: &anyhow::Error) -> (u8, Option<String>) {
         if let Some(u) = cause.downcast_ref::<Usage>() {
             return (exit::USAGE, u.hint.clone());
         }
-        if cause.downcast_ref::<plan::Invalid>().is_some() {
-            return (exit::USAGE, None);
+        if let Some(invalid) = cause.downcast_ref::<plan::Invalid>() {
+            return (exit::USAGE, invalid.hint.clone());
         }
         if cause.downcast_ref::<Internal>().is_some() {
             return (

@@ -7,6 +7,17 @@ pub(crate) fn is_near(typed: &str, known: &str) -> bool {
     distance(typed, known) <= (known.chars().count() / 3).max(2)
 }
 
+/// The known name nearest to `name` in spelling, case and `_` for `-` aside (config keys and
+/// task fields are kebab-case), if one is near.
+pub(crate) fn nearest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    let kebab = name.to_ascii_lowercase().replace('_', "-");
+    known
+        .iter()
+        .filter(|k| is_near(&kebab, k))
+        .min_by_key(|k| distance(&kebab, k))
+        .copied()
+}
+
 /// The edit distance between two names (insertions, deletions, substitutions).
 pub(crate) fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -29,7 +40,7 @@ pub(crate) fn distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{distance, is_near};
+    use super::{distance, is_near, nearest};
 
     #[test]
     fn distance_counts_insertions_deletions_and_substitutions() {
@@ -48,5 +59,14 @@ mod tests {
         assert!(is_near("max-writer", "max-writers"));
         assert!(!is_near("flavour", "parser"));
         assert!(is_near("spawns-per-minite", "spawns-per-minute"));
+    }
+
+    #[test]
+    fn the_nearest_name_is_found_whatever_its_case_and_underscores() {
+        let known = ["deps", "mode", "may-be-empty"];
+        assert_eq!(nearest("dpes", &known), Some("deps"));
+        assert_eq!(nearest("Deps", &known), Some("deps"));
+        assert_eq!(nearest("may_be_empty", &known), Some("may-be-empty"));
+        assert_eq!(nearest("colour", &known), None);
     }
 }

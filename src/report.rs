@@ -377,10 +377,9 @@ fn run_summary(f: &Facts<'_>) -> String {
             crate::ui::duration(Duration::from_millis(t.elapsed_ms.max(0) as u64)),
             t.tokens,
             cached(t.cached_tokens, t.prompt_tokens),
-            if is_command(spec) {
-                "-".to_owned()
-            } else {
-                cost(t.cost)
+            match Priced::of(t, spec) {
+                Priced::Free => "-".to_owned(),
+                _ => cost(t.cost),
             },
         );
     }
@@ -478,8 +477,77 @@ struct Totals {
     /// Of the prompts' tokens, those the provider had cached.
     task_cached_tokens: u64,
     planning_tokens: Option<u64>,
-    /// Commands cost nothing; any agent task of unknown cost makes it unknown.
-    cost: Option<f64>,
+    cost: Cost,
+}
+
+/// What the tasks cost, as far as their agents said.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Cost {
+    /// The sum of the costs the agents gave.
+    known: f64,
+    /// The tasks whose agents gave a cost.
+    priced: usize,
+    /// The tasks whose agents ran and gave none.
+    unknown: usize,
+}
+
+impl Cost {
+    fn of(f: &Facts<'_>) -> Self {
+        let mut c = Self::default();
+        for (t, spec) in f.tasks.iter().zip(&f.plan.tasks) {
+            match Priced::of(t, spec) {
+                Priced::Known(cost) => {
+                    c.known += cost;
+                    c.priced += 1;
+                }
+                Priced::Unknown => c.unknown += 1,
+                Priced::Free => {}
+            }
+        }
+        c
+    }
+
+    /// The sum of the known costs; `None` when no task's cost is known.
+    fn sum(self) -> Option<f64> {
+        (self.priced > 0).then_some(self.known)
+    }
+
+    /// `$0.0300`; with tasks of unknown cost among them, `$0.0300, not counting 1 task of
+    /// unknown cost`; `unknown` when no agent said; `-` when no agent ran (commands cost
+    /// nothing, as their rows say).
+    fn line(self) -> String {
+        match (self.priced, self.unknown) {
+            (0, 0) => "-".to_owned(),
+            (0, _) => "unknown".to_owned(),
+            (_, 0) => cost(Some(self.known)),
+            (_, n) => format!(
+                "{}, not counting {} of unknown cost",
+                cost(Some(self.known)),
+                crate::ui::count(n, "task", "tasks")
+            ),
+        }
+    }
+}
+
+/// Whether a task's cost is known, unknown, or nothing to know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Priced {
+    /// Its agent said what it cost.
+    Known(f64),
+    /// An agent ran it and did not say.
+    Unknown,
+    /// A command, or a task that never ran: no model was paid for it.
+    Free,
+}
+
+impl Priced {
+    fn of(t: &TaskRecord, spec: &crate::plan::Task) -> Self {
+        match t.cost {
+            Some(cost) => Self::Known(cost),
+            None if is_command(spec) || t.attempts == 0 => Self::Free,
+            None => Self::Unknown,
+        }
+    }
 }
 
 fn totals(f: &Facts<'_>) -> Totals {
@@ -489,12 +557,7 @@ fn totals(f: &Facts<'_>) -> Totals {
         task_prompt_tokens: f.tasks.iter().map(|t| t.prompt_tokens).sum(),
         task_cached_tokens: f.tasks.iter().map(|t| t.cached_tokens).sum(),
         planning_tokens: f.planning_tokens,
-        cost: f
-            .tasks
-            .iter()
-            .zip(&f.plan.tasks)
-            .filter(|(_, spec)| !is_command(spec))
-            .try_fold(0.0, |sum, (t, _)| t.cost.map(|c| sum + c)),
+        cost: Cost::of(f),
     }
 }
 
@@ -518,7 +581,7 @@ fn totals_line(f: &Facts<'_>) -> String {
         "Wall time {}; tokens: {} by the tasks{cached}{planning}; cost of the tasks: {}.",
         crate::ui::duration(t.wall),
         t.task_tokens,
-        cost(t.cost)
+        t.cost.line()
     )
 }
 
@@ -627,7 +690,8 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             "task_prompt_tokens": totals.task_prompt_tokens,
             "task_cached_tokens": totals.task_cached_tokens,
             "planning_tokens": totals.planning_tokens,
-            "cost": totals.cost,
+            "cost": totals.cost.sum(),
+            "tasks_of_unknown_cost": totals.cost.unknown,
         },
         "report": report_path,
     })

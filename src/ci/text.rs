@@ -7,32 +7,7 @@ use std::fmt::Write as _;
 /// How wide the comments are.
 const WIDTH: usize = 98;
 
-/// `word` as one shell word on one line: as it is when that is safe, else in single quotes, or
-/// for a word with a newline or another control character, in bash's `$'…'`.
-pub(super) fn shell_word(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        return word.to_owned();
-    }
-    if !word.chars().any(char::is_control) {
-        return format!("'{}'", word.replace('\'', r"'\''"));
-    }
-    let mut out = String::from("$'");
-    for c in word.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
+pub(super) use crate::shell::word as shell_word;
 
 /// Whether `text` is a plain YAML scalar that every reader takes for this very string.
 fn plain(text: &str) -> bool {
@@ -145,7 +120,7 @@ pub(super) fn numbers(n: u16, indent: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{block, comment, numbers, scalar, shell_word};
+    use super::{block, comment, numbers, scalar};
 
     #[test]
     fn scalars_that_a_reader_would_take_for_something_else_are_quoted() {
@@ -180,15 +155,6 @@ mod tests {
             block("a \"$X\" | b\n\n  c\n", 4),
             " |\n      a \"$X\" | b\n\n        c"
         );
-    }
-
-    #[test]
-    fn shell_words_are_quoted_unless_plain() {
-        assert_eq!(shell_word("origin"), "origin");
-        assert_eq!(shell_word("git@host:o/r.git"), "git@host:o/r.git");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
-        assert_eq!(shell_word("a\nb's \\"), r"$'a\nb\'s \\'");
     }
 
     #[test]

@@ -118,7 +118,8 @@ pub enum Command {
         /// The run id.
         #[arg(add = ArgValueCandidates::new(crate::complete::run_ids))]
         run: Option<String>,
-        /// Only failures and errors, with their transcript paths.
+        /// Only failures and errors, with their transcript paths (when there are none, a line
+        /// on stderr says so).
         #[arg(long)]
         errors: bool,
         /// Only the last N events.

@@ -10,6 +10,9 @@ use crate::store::Board;
 use crate::ui;
 use crate::ui::Verb;
 
+/// The commands that start a run, as hints name them.
+pub(super) const START_A_RUN: &str = "`swarm run TASKS.jsonl` or `swarm --goal TEXT`";
+
 /// Global flags every subcommand sees.
 pub(super) struct Globals {
     pub(super) dir: PathBuf,

@@ -433,15 +433,9 @@ fn write_plan(out: &Path, text: &str) -> anyhow::Result<()> {
         .map_err(|e| e.context(format!("could not write the plan to {}", out.display())))
 }
 
-/// `path` as a shell word: quoted when it holds anything but plain path characters.
+/// `path` as a shell word.
 fn shell_word(path: &Path) -> String {
-    let text = path.display().to_string();
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
-    if !text.is_empty() && text.chars().all(plain) {
-        text
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
+    crate::shell::word(&path.display().to_string())
 }
 
 /// `swarm --goal A --goal B …`, `--goals-file`, and `swarm queue run`: records the goals (or

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::context::{Globals, open_board, open_repo};
+use super::context::{Globals, START_A_RUN, open_board, open_repo};
 use super::stored::{read_events, stored_plan};
 use crate::cli::GraphFormat;
 use crate::error::{Usage, exit};
@@ -15,7 +15,7 @@ use crate::git::Repo;
 use crate::plan::Plan;
 use crate::report;
 use crate::store::{Board, Logged, RunRecord, RunStatus, TaskRecord, TaskStatus, now_ms};
-use crate::ui;
+use crate::ui::{self, Verb};
 
 /// Who holds the repository's run lock, if anyone; takes nothing.
 pub(super) fn lock_holder(repo: &Repo) -> Option<String> {
@@ -93,9 +93,10 @@ fn task_elapsed_ms(task: &TaskRecord, live: bool, now: i64) -> i64 {
 pub(super) fn pick_run(board: &Board, run: Option<&str>) -> anyhow::Result<RunRecord> {
     let id = match run {
         Some(r) => r.to_owned(),
-        None => board
-            .latest_run(false)?
-            .ok_or_else(|| Usage::new("there are no runs in this repository yet"))?,
+        None => board.latest_run(false)?.ok_or_else(|| {
+            Usage::new("there are no runs in this repository yet")
+                .hint(format!("{START_A_RUN} starts one"))
+        })?,
     };
     if let Some(record) = board.load_run(&id)? {
         return Ok(record);
@@ -324,6 +325,18 @@ pub(super) fn logs(
                 let _ = writeln!(t, "  {task} attempt {n} ({outcome}): {path}");
             }
             ui::out(&t)?;
+        } else if selected.is_empty() {
+            // Said on stderr, as `swarm runs` says it has none: stdout holds events only.
+            let yet = if run.status == RunStatus::Running {
+                " so far"
+            } else {
+                ""
+            };
+            ui::say(
+                g.quiet,
+                Verb::Empty,
+                &format!("no errors in run {}{yet}", run.id),
+            );
         }
     }
     if follow {
@@ -361,7 +374,9 @@ pub(super) fn graph(g: &Globals, source: Option<&str>, format: GraphFormat) -> a
                         .is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) =>
             {
                 return Err(
-                    Usage::new(format!("no task file {s:?}, and no run of that name")).into(),
+                    Usage::new(format!("no task file {s:?}, and no run of that name"))
+                        .hint("`swarm runs` lists the runs of this repository")
+                        .into(),
                 );
             }
             (Err(e), _) => return Err(e),

@@ -7,10 +7,11 @@ use anyhow::{Context as _, bail};
 use crate::config::{Options, from_record, overlay, to_record};
 use crate::error::{Usage, exit};
 use crate::git::CommitId;
+use crate::plan::Mode;
 use crate::schedule::Layout;
-use crate::store::{Board, Event, RunEvent, RunStatus};
+use crate::store::{Board, Event, RunEvent, RunRecord, RunStatus, TaskStatus};
 
-use super::context::{Globals, open_repo, open_run_board, refuse_when_nested};
+use super::context::{Globals, START_A_RUN, open_repo, open_run_board, refuse_when_nested};
 use super::goal;
 use super::layout::{Lock, deps_root, worktree_root};
 use super::run::{GUARDED_FILE, NewRun, Reads, check_before_run, execute};
@@ -31,13 +32,65 @@ pub(super) fn resume(
     let board = open_run_board(g, &repo)?;
     let run_id = match run {
         Some(r) => r.to_owned(),
-        None => board
-            .latest_run(true)?
-            .ok_or_else(|| Usage::new("there is no unfinished run to resume"))?,
+        None => match board.latest_run(true)? {
+            Some(run) => run,
+            None => bail!(no_unfinished_run(&board)?),
+        },
     };
     let lock = Lock::acquire(&repo, &run_id)?;
     let held = Held { repo, board, lock };
     resume_held(g, held, &run_id, newer, profiles, asked)
+}
+
+/// There is no run to resume: what to do instead.
+fn no_unfinished_run(board: &Board) -> anyhow::Result<Usage> {
+    let error = Usage::new("there is no unfinished run to resume");
+    Ok(if board.latest_run(false)?.is_some() {
+        error.hint(format!(
+            "every run of this repository finished; `swarm runs` lists them, and {START_A_RUN} starts a new one"
+        ))
+    } else {
+        error.hint(format!(
+            "there are no runs in this repository yet; {START_A_RUN} starts one"
+        ))
+    })
+}
+
+/// `run` finished: nothing of it is left to resume. What can go on is a writer of it that was
+/// parked or failed, by `swarm retry`; else a new run.
+fn finished_already(board: &Board, run: &RunRecord) -> anyhow::Result<Usage> {
+    let error = Usage::new(format!(
+        "run {} finished already (exit code {}); nothing to resume",
+        run.id,
+        run.exit_code.unwrap_or_default()
+    ));
+    let records = board.load_tasks(&run.id)?;
+    let plan = stored_plan(&records)?;
+    let again: Vec<(&str, TaskStatus)> = records
+        .iter()
+        .zip(&plan.tasks)
+        .filter(|(r, t)| {
+            matches!(r.status, TaskStatus::Parked | TaskStatus::Failed) && t.mode == Mode::Write
+        })
+        .map(|(r, _)| (r.id.as_str(), r.status))
+        .collect();
+    let shows = format!("`swarm status {}` shows how it ended", run.id);
+    Ok(match again.as_slice() {
+        [] => error.hint(format!("{shows}; {START_A_RUN} starts a new run")),
+        [(one, status)] => error.hint(format!(
+            "`swarm retry {one} --run {}` runs its {} writer again; {shows}",
+            run.id,
+            status.as_str()
+        )),
+        more => {
+            let ids: Vec<&str> = more.iter().map(|(id, _)| *id).collect();
+            error.hint(format!(
+                "`swarm retry TASK --run {}` runs one of its parked or failed writers ({}) again; {shows}",
+                run.id,
+                ids.join(", ")
+            ))
+        }
+    })
 }
 
 /// The repository, its board and its lock, taken for a run.
@@ -65,13 +118,10 @@ pub(super) fn resume_held(
     let run_id = run_id.to_owned();
     let record = board.load_run(&run_id)?.ok_or_else(|| {
         Usage::new(format!("no run {run_id:?} in this repository"))
-            .hint("`swarm status` shows the newest run")
+            .hint("`swarm runs` lists the runs of this repository")
     })?;
     if record.status == RunStatus::Finished {
-        bail!(Usage::new(format!(
-            "run {run_id} finished already (exit code {}); nothing to resume",
-            record.exit_code.unwrap_or_default()
-        )));
+        bail!(finished_already(&board, &record)?);
     }
     let stored = from_record(&record.options)
         .with_context(|| format!("run {run_id} in the board {}", board.path().display()))?;

@@ -390,10 +390,17 @@ pub(super) fn execute(
     };
     let integration = layout.integration_ref.trim_start_matches("refs/heads/");
     let resume = format!("swarm resume {}", layout.run);
+    // A run stopped early says where its merged work is, or that there is none yet.
+    let any_merged = tip != layout.base;
+    let so_far = if any_merged {
+        format!("merged work so far is on `{integration}`")
+    } else {
+        "nothing was merged yet".to_owned()
+    };
     let stopped = |action, reason: Option<&str>, command: String, message: String| Landing {
         action,
-        branch: Some(integration.to_owned()),
-        commit: Some(tip.to_string()),
+        branch: any_merged.then(|| integration.to_owned()),
+        commit: any_merged.then(|| tip.to_string()),
         reason: reason.map(str::to_owned),
         command: Some(command),
         message: Some(message),
@@ -403,9 +410,7 @@ pub(super) fn execute(
             LandingAction::Interrupted,
             None,
             resume.clone(),
-            format!(
-                "Interrupted: `{resume}` continues the run; merged work so far is on `{integration}`."
-            ),
+            format!("Interrupted: `{resume}` continues the run; {so_far}."),
         )
     } else if let Some(why) = fault {
         stopped(
@@ -413,7 +418,7 @@ pub(super) fn execute(
             Some(why),
             resume.clone(),
             format!(
-                "Stopped: {why}. Once that is fixed, `{resume}` runs again what it cut short, with no retry spent; merged work so far is on `{integration}`."
+                "Stopped: {why}. Once that is fixed, `{resume}` runs again what it cut short, with no retry spent; {so_far}."
             ),
         )
     } else if let Some(why) = halted.filter(|_| ending == Ending::Halted) {
@@ -432,7 +437,7 @@ pub(super) fn execute(
             None,
             command.clone(),
             format!(
-                "Stopped at the token budget ({} tokens): `{command}` with a larger N continues the run; merged work so far is on `{integration}`.",
+                "Stopped at the token budget ({} tokens): `{command}` with a larger N continues the run; {so_far}.",
                 options.budget_tokens.unwrap_or_default(),
             ),
         )

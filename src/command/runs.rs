@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::context::{Globals, open_board, open_repo};
+use super::context::{Globals, START_A_RUN, open_board, open_repo};
 use super::inspect::{RunState, lock_holder, run_duration};
 use crate::error::exit;
 use crate::store::{RunListing, now_ms};
@@ -74,7 +74,7 @@ pub(super) fn runs(g: &Globals) -> anyhow::Result<u8> {
         ui::say(
             g.quiet,
             Verb::Empty,
-            "no runs in this repository yet (`swarm run TASKS.jsonl` or `swarm --goal TEXT` starts one)",
+            &format!("no runs in this repository yet ({START_A_RUN} starts one)"),
         );
         return Ok(exit::OK);
     }

@@ -269,18 +269,8 @@ fn take_out(table: &mut DeTable<'_>, names: &[String]) {
 
 /// "unknown key `incldue`; did you mean `include`?", or with the known keys when none is near.
 pub(super) fn unknown(name: &str, known: &[&str]) -> String {
-    match nearest(name, known) {
+    match near::nearest(name, known) {
         Some(near) => format!("unknown key `{name}`; did you mean `{near}`?"),
         None => format!("unknown key `{name}` (known: {})", known.join(", ")),
     }
-}
-
-/// The known name nearest to `name` in spelling, case and `_` for `-` aside, if one is near.
-pub(super) fn nearest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
-    let kebab = name.to_ascii_lowercase().replace('_', "-");
-    known
-        .iter()
-        .filter(|k| near::is_near(&kebab, k))
-        .min_by_key(|k| near::distance(&kebab, k))
-        .copied()
 }

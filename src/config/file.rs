@@ -162,7 +162,7 @@ fn meant(written: &DeTable<'_>, path: &[&str], key: &str) -> bool {
     table_at(written, path).is_some_and(|table| {
         table
             .iter()
-            .any(|(k, _)| check::nearest(k.get_ref(), &[key]).is_some())
+            .any(|(k, _)| crate::near::nearest(k.get_ref(), &[key]).is_some())
     })
 }
 

@@ -235,11 +235,13 @@ impl Problem {
     }
 }
 
-/// A task file that cannot run: every problem found, in line order.
+/// A task file that cannot run: every problem found, in line order, and what to do about them
+/// when swarm knows.
 #[derive(Debug)]
 pub struct Invalid {
     pub source: String,
     pub problems: Vec<Problem>,
+    pub hint: Option<String>,
 }
 
 impl fmt::Display for Invalid {
@@ -259,6 +261,63 @@ impl fmt::Display for Invalid {
 }
 
 impl std::error::Error for Invalid {}
+
+/// A task file in another shape of JSON than JSONL, read whole: one array of tasks, or task
+/// objects over several lines each (as JSON is pretty-printed). The problem that says so and a
+/// hint with the `jq` command that writes the file as JSONL; `None` for a file of any other
+/// shape, whose lines are then read one by one.
+fn not_jsonl(text: &str, source: &str) -> Option<Invalid> {
+    let first = text.lines().position(|l| !l.trim().is_empty())? + 1;
+    let what = |message: &str| Problem {
+        line: first,
+        task: None,
+        message: format!("{message}; a task file is JSONL: one task object per line"),
+    };
+    let (problems, filter) = if text.trim_start().starts_with('[') {
+        let mut problems = vec![what("the file is a JSON array")];
+        if let Err(e) = serde_json::from_str::<Value>(text) {
+            problems.push(Problem {
+                line: e.line(),
+                task: None,
+                message: format!("not valid JSON: {e}"),
+            });
+        }
+        (problems, "'.[]'")
+    } else if spread_objects(text) {
+        (vec![what("a task in this file spans several lines")], ".")
+    } else {
+        return None;
+    };
+    let path = Path::new(source);
+    let mut jsonl = path.with_extension("jsonl");
+    if jsonl == path {
+        jsonl = path.with_extension("lines.jsonl");
+    }
+    Some(Invalid {
+        source: source.to_owned(),
+        problems,
+        hint: Some(format!(
+            "`jq -c {filter} {} > {}` writes it as JSONL",
+            crate::shell::word(source),
+            crate::shell::word(&jsonl.display().to_string())
+        )),
+    })
+}
+
+/// Whether `text` is JSON objects one after the other, one of them over several lines.
+fn spread_objects(text: &str) -> bool {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let (mut start, mut spread) = (0, false);
+    while let Some(value) = stream.next() {
+        let Ok(Value::Object(_)) = value else {
+            return false;
+        };
+        let end = stream.byte_offset();
+        spread |= text[start..end].trim().contains('\n');
+        start = end;
+    }
+    spread
+}
 
 /// A validated DAG of tasks. Node `i` of the graph is `tasks[i]`; edges run from a dep to its
 /// dependent.
@@ -281,6 +340,9 @@ impl Plan {
 
     /// Parses JSONL text; `source` names it in problems.
     pub fn parse(text: &str, source: &str) -> Result<Self, Invalid> {
+        if let Some(invalid) = not_jsonl(text, source) {
+            return Err(invalid);
+        }
         let (tasks, mut problems) = Self::read(text);
         if tasks.is_empty() && problems.is_empty() {
             problems.push(Problem {
@@ -297,6 +359,7 @@ impl Plan {
             Err(Invalid {
                 source: source.to_owned(),
                 problems,
+                hint: None,
             })
         }
     }

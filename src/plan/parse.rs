@@ -65,10 +65,10 @@ pub(super) fn task(
     };
     for key in obj.keys() {
         if !FIELDS.contains(&key.as_str()) {
-            problem(format!(
-                "unknown field {key:?} (known: {})",
-                FIELDS.join(", ")
-            ));
+            problem(match crate::near::nearest(key, FIELDS) {
+                Some(near) => format!("unknown field {key:?}; did you mean {near:?}?"),
+                None => format!("unknown field {key:?} (known: {})", FIELDS.join(", ")),
+            });
         }
     }
     let id = match obj.get("id") {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+mod echo;
 mod told;
 
 pub use told::{Ended, GoalEnd, Limit, Parked, Stop, Told};
@@ -208,6 +209,21 @@ pub struct Frame {
     /// How long the rest of the run should take, once something has finished to go by.
     pub eta: Option<Duration>,
     pub rows: Vec<Row>,
+    pub standing: Standing,
+}
+
+/// Where the run stands, as the header says it before its counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Standing {
+    /// Going on, or over with every task ended: the header counts the running attempts.
+    #[default]
+    Running,
+    /// A signal or a fault asked it to stop; the running attempts are being stopped.
+    Stopping,
+    /// A signal stopped it; `swarm resume` goes on.
+    Interrupted,
+    /// Something else stopped it early (a fault, the token budget, a moved integration branch).
+    Stopped,
 }
 
 /// One running attempt.
@@ -273,6 +289,7 @@ impl Ui {
             EVENTS.store(true, Ordering::Relaxed);
             Self { mode: Mode::Events }
         } else if bars {
+            echo::off();
             Self::drawing_to(ProgressDrawTarget::stderr_with_hz(8))
         } else {
             Self { mode: Mode::Plain }
@@ -422,6 +439,7 @@ impl Ui {
             bars.header.disable_steady_tick();
             bars.header.abandon();
             *SCREEN.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            echo::restore();
             self.mode = Mode::Plain;
         }
     }
@@ -442,9 +460,11 @@ pub fn leave_screen() {
     {
         let _ = multi.clear();
     }
+    echo::restore();
 }
 
-/// `· 3 running · 2 merged · 0 parked · 1 failed · ETA 1m20s`, coloured.
+/// `· 3 running · 2 merged · 0 parked · 1 failed · ETA 1m20s`, coloured; `· stopping · 3
+/// running · …` while the run stops, `· interrupted · 2 merged · …` once a signal stopped it.
 fn header_text(f: &Frame) -> String {
     let paint = |n: usize, what: &str, style: console::Style| {
         let text = format!("{n} {what}");
@@ -454,14 +474,29 @@ fn header_text(f: &Frame) -> String {
             style.for_stderr().apply_to(text).to_string()
         }
     };
+    let warn = |word: &str| {
+        console::Style::new()
+            .yellow()
+            .for_stderr()
+            .apply_to(word)
+            .to_string()
+    };
+    let standing = match f.standing {
+        Standing::Running => format!("{} running", f.running),
+        Standing::Stopping => format!("{} · {} running", warn("stopping"), f.running),
+        Standing::Interrupted => warn("interrupted"),
+        Standing::Stopped => warn("stopped"),
+    };
     let mut text = format!(
-        "· {} running · {} · {} · {}",
-        f.running,
+        "· {standing} · {} · {} · {}",
         paint(f.merged, "merged", console::Style::new().green()),
         paint(f.parked, "parked", console::Style::new().yellow()),
         paint(f.failed, "failed", console::Style::new().red()),
     );
-    if let Some(eta) = f.eta.filter(|_| f.finished < f.total) {
+    if let Some(eta) = f
+        .eta
+        .filter(|_| f.finished < f.total && f.standing == Standing::Running)
+    {
         let _ = write!(text, " · ETA {}", duration_short(eta));
     }
     text
@@ -695,6 +730,7 @@ mod tests {
             failed: 0,
             eta: Some(Duration::from_secs(125)),
             rows: Vec::new(),
+            standing: super::Standing::Running,
         };
         assert_eq!(
             super::header_text(&frame),
@@ -704,6 +740,34 @@ mod tests {
         assert_eq!(
             super::header_text(&frame),
             "· 3 running · 2 merged · 1 parked · 0 failed"
+        );
+    }
+
+    #[test]
+    fn the_header_says_when_the_run_stops_and_how_it_stopped() {
+        let mut frame = super::Frame {
+            finished: 7,
+            total: 20,
+            running: 3,
+            merged: 2,
+            eta: Some(Duration::from_secs(125)),
+            standing: super::Standing::Stopping,
+            ..super::Frame::default()
+        };
+        assert_eq!(
+            super::header_text(&frame),
+            "· stopping · 3 running · 2 merged · 0 parked · 0 failed"
+        );
+        frame.running = 0;
+        frame.standing = super::Standing::Interrupted;
+        assert_eq!(
+            super::header_text(&frame),
+            "· interrupted · 2 merged · 0 parked · 0 failed"
+        );
+        frame.standing = super::Standing::Stopped;
+        assert_eq!(
+            super::header_text(&frame),
+            "· stopped · 2 merged · 0 parked · 0 failed"
         );
     }
 

@@ -95,6 +95,47 @@ fn fake_codex_runs_the_same_plan_with_unknown_cost() {
 }
 
 #[test]
+fn a_run_with_some_costs_unknown_totals_the_known_ones_and_counts_the_others() {
+    let repo = TestRepo::new();
+    let fakes = FakeAgents::beside(&repo);
+    // Claude says what a task cost ($0.0125), Codex does not; a command costs nothing.
+    let tasks = repo.tasks(&[
+        r#"{"id":"look","prompt":"Look around.\nRESULT: the code is small","lane":"researcher"}"#,
+        r#"{"id":"judge","prompt":"Review it.\nRESULT: looks fine","lane":"reviewer","agent":"codex"}"#,
+        r#"{"id":"count","run":"echo 2 files","mode":"read"}"#,
+    ]);
+    let report = outside(&repo, "report.md");
+
+    let out = run_claude(
+        &repo,
+        &fakes,
+        &tasks,
+        &["--json", "-q", "--final-out", report.to_str().unwrap()],
+    );
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains("; cost of the tasks: $0.0125, not counting 1 task of unknown cost."),
+        "{text}"
+    );
+    let cost_of = |id: &str| {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{id}` |")))
+            .unwrap_or_else(|| panic!("no row of {id}: {text}"));
+        row.rsplit('|').nth(1).unwrap().trim().to_owned()
+    };
+    assert_eq!(
+        [cost_of("look"), cost_of("judge"), cost_of("count")],
+        ["$0.0125", "unknown", "-"]
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["totals"]["cost"], 0.0125, "{summary}");
+    assert_eq!(summary["totals"]["tasks_of_unknown_cost"], 1, "{summary}");
+}
+
+#[test]
 fn an_error_reported_with_exit_0_is_a_failed_attempt_and_retried() {
     for agent in ["claude", "codex"] {
         let repo = TestRepo::new();

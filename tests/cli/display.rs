@@ -173,21 +173,40 @@ fn progress_json_prints_each_event_of_the_log_as_one_line() {
 
 /// Six readers that run `run`, three at once, on a terminal; returns once three rows show.
 fn sleeping_run(repo: &TestRepo, run: &str, kill_grace: &str) -> Terminal {
+    let mut cmd = repo.swarm_cmd();
+    cmd.args(sleeping_args(repo, run, kill_grace));
+    on_screen(cmd)
+}
+
+/// `sleeping_run` with the terminal as swarm's controlling terminal, as a user's shell makes it:
+/// Ctrl-C typed there is echoed (`^C`) and sent to swarm by the terminal itself.
+fn sleeping_run_at_its_terminal(repo: &TestRepo, run: &str) -> Terminal {
+    let mut cmd = repo.command("setsid");
+    cmd.args(["--ctty", "--wait", env!("CARGO_BIN_EXE_swarm")])
+        .args(sleeping_args(repo, run, "0"));
+    on_screen(cmd)
+}
+
+fn sleeping_args(repo: &TestRepo, run: &str, kill_grace: &str) -> Vec<String> {
     let lines: Vec<String> = (1..=6)
         .map(|n| format!(r#"{{"id":"s{n}","title":"Sleep {n}","mode":"read","run":"{run}"}}"#))
         .collect();
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     let tasks = repo.tasks(&lines);
-    let mut cmd = repo.swarm_cmd();
-    cmd.args([
+    [
         "run",
         tasks.to_str().unwrap(),
         "-j",
         "3",
         "--kill-grace",
         kill_grace,
-    ])
-    .env("TERM", "xterm-256color");
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn on_screen(mut cmd: std::process::Command) -> Terminal {
+    cmd.env("TERM", "xterm-256color");
     let mut terminal = Terminal::start(cmd, 120, 100);
     terminal.read_until("Running s3 — Sleep 3");
     terminal
@@ -201,6 +220,15 @@ fn interrupt(terminal: &Terminal) {
     .unwrap();
 }
 
+/// The header lines on the screen (`[00:00:01] [    ] 0/6 · 3 running · …`).
+fn headers(screen: &Screen) -> Vec<&str> {
+    screen
+        .text
+        .lines()
+        .filter(|l| l.contains("/6 · "))
+        .collect()
+}
+
 #[test]
 fn ctrl_c_leaves_no_row_and_no_stale_copy_of_the_display() {
     let repo = TestRepo::new();
@@ -210,20 +238,52 @@ fn ctrl_c_leaves_no_row_and_no_stale_copy_of_the_display() {
     let screen = terminal.finish();
 
     assert_eq!(screen.code(), 75, "{}", screen.text);
-    let lines: Vec<&str> = screen.text.lines().collect();
-    let rows: Vec<&&str> = lines.iter().filter(|l| l.contains(" — ")).collect();
+    let rows: Vec<&str> = screen.text.lines().filter(|l| l.contains(" — ")).collect();
     assert!(rows.is_empty(), "rows left: {rows:#?}\n{}", screen.text);
-    let headers = lines.iter().filter(|l| l.contains("running ·")).count();
+    let headers = headers(&screen);
     assert_eq!(
-        headers, 1,
+        headers.len(),
+        1,
         "one header, not a frozen copy:\n{}",
         screen.text
     );
     assert!(
-        lines.iter().any(|l| l.contains("0/6 · 0 running")),
+        headers[0].contains("0/6 · interrupted · 0 merged"),
         "{}",
         screen.text
     );
+}
+
+#[test]
+fn ctrl_c_typed_at_the_terminal_leaves_one_header_that_says_the_run_was_interrupted() {
+    let repo = TestRepo::new();
+    let mut terminal = sleeping_run_at_its_terminal(&repo, "sleep 30");
+
+    terminal.type_bytes(b"\x03");
+    let screen = terminal.finish();
+
+    assert_eq!(screen.code(), 75, "{}", screen.text);
+    let headers = headers(&screen);
+    assert_eq!(
+        headers.len(),
+        1,
+        "one header, not a frozen copy:\n{}",
+        screen.text
+    );
+    assert!(
+        headers[0].contains("0/6 · interrupted · 0 merged · 0 parked · 0 failed"),
+        "{}",
+        screen.text
+    );
+    assert!(!screen.text.contains(" — "), "rows left:\n{}", screen.text);
+    assert!(
+        screen
+            .text
+            .contains("continues the run; nothing was merged yet."),
+        "{}",
+        screen.text
+    );
+    assert!(screen.echoctl, "the terminal's echo of Ctrl-C was left off");
 }
 
 #[test]

@@ -21,6 +21,9 @@ pub struct Screen {
     pub printed: String,
     /// The screen as it was left, row by row (make it tall enough that nothing scrolls off).
     pub text: String,
+    /// Whether the terminal echoes control characters as `^C` (its ECHOCTL mode) once swarm
+    /// has exited.
+    pub echoctl: bool,
 }
 
 impl Screen {
@@ -104,9 +107,12 @@ impl Terminal {
     }
 
     pub fn type_line(&mut self, line: &str) {
-        self.input
-            .write_all(format!("{line}\n").as_bytes())
-            .expect("typing on the terminal");
+        self.type_bytes(format!("{line}\n").as_bytes());
+    }
+
+    /// Types `bytes` as they are: `b"\x03"` is Ctrl-C.
+    pub fn type_bytes(&mut self, bytes: &[u8]) {
+        self.input.write_all(bytes).expect("typing on the terminal");
     }
 
     /// Waits for swarm to exit and the terminal to close.
@@ -115,6 +121,11 @@ impl Terminal {
             self.bytes.extend(bytes);
         }
         let status = self.child.wait().expect("waiting for swarm");
+        // Asked of the terminal's other side, as Linux answers for its pair.
+        let echoctl = nix::sys::termios::tcgetattr(&self.input)
+            .expect("the terminal's modes")
+            .local_flags
+            .contains(nix::sys::termios::LocalFlags::ECHOCTL);
         let nonzero = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal has a size");
         let mut parser = vt100::Parser::new(nonzero(self.rows), nonzero(self.cols), 0);
         parser.process(&self.bytes);
@@ -129,6 +140,7 @@ impl Terminal {
             printed: printed(&self.bytes),
             bytes: self.bytes,
             text,
+            echoctl,
         }
     }
 }

@@ -181,7 +181,7 @@ impl<'a> Dispatcher<'a> {
         let (ending, fx) = self.core.finish();
         self.ex.carry_out(&mut self.core, fx, workers)?;
         if self.ex.out.ui.shows_frames() {
-            self.show();
+            self.show(Some(&ending));
         }
         Ok(ending)
     }
@@ -246,7 +246,7 @@ impl<'a> Dispatcher<'a> {
             wait = wait.min(c.poll);
         }
         if self.ex.out.ui.shows_frames() {
-            self.show();
+            self.show(None);
             // The display's clocks (elapsed, ETA) move on while nothing happens.
             wait = wait.min(Duration::from_secs(1));
         }
@@ -377,13 +377,14 @@ impl<'a> Dispatcher<'a> {
         self.ex.feed(&mut self.core, input, workers)
     }
 
-    /// Hands the display the run as it is now.
-    fn show(&mut self) {
+    /// Hands the display the run as it is now, and once it is over, how it `ended`.
+    fn show(&mut self, ended: Option<&Ending>) {
         view::show(
             &self.core,
             self.ex.out.ui,
             self.core.running(),
             self.ex.gate_shown.clone(),
+            ended,
         );
     }
 }

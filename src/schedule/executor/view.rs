@@ -4,18 +4,30 @@
 use std::time::{Duration, Instant};
 
 use crate::plan::Mode;
-use crate::ui::{Frame, Row};
+use crate::ui::{Frame, Row, Standing};
 
-use super::super::core::Core;
 use super::super::core::dag::State;
+use super::super::core::{Core, Ending};
 use crate::ui::Ui;
 
 /// Hands the display the run as it is now: `running` attempts (this process's and those out
-/// with workers, whose rows are there too), and the gate's run, if one goes on, as a row of its
-/// own with the id `gate`.
-pub(super) fn show(core: &Core<'_>, ui: &mut Ui, running: usize, gate: Option<(String, Instant)>) {
+/// with workers, whose rows are there too), the gate's run, if one goes on, as a row of its
+/// own with the id `gate`, and once the run is over, how it `ended`.
+pub(super) fn show(
+    core: &Core<'_>,
+    ui: &mut Ui,
+    running: usize,
+    gate: Option<(String, Instant)>,
+    ended: Option<&Ending>,
+) {
     let now = Instant::now();
     let mut frame = frame(core, running, now);
+    frame.standing = match ended {
+        None if core.stopping() => Standing::Stopping,
+        None | Some(Ending::Finished) => Standing::Running,
+        Some(Ending::Interrupted) => Standing::Interrupted,
+        Some(Ending::OverBudget | Ending::Halted | Ending::Faulted(_)) => Standing::Stopped,
+    };
     if let Some((what, started)) = gate {
         frame.rows.push(Row {
             key: usize::MAX,

@@ -52,6 +52,11 @@ fn sigint_interrupts_the_run_and_resume_completes_it() {
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 75);
     assert!(!ended.exists(), "the interrupt waited for the tasks to end");
+    assert!(
+        stdout(&out).contains("continues the run; nothing was merged yet."),
+        "{}",
+        stdout(&out)
+    );
 
     let shown = repo.swarm(&["status"]);
     assert_exit(&shown, 0);
@@ -75,6 +80,43 @@ fn sigint_interrupts_the_run_and_resume_completes_it() {
     for id in ["a", "b", "c"] {
         assert_eq!(task_status(&status, id), "done", "{id}");
     }
+}
+
+#[test]
+fn an_interrupted_run_that_merged_work_says_where_it_is() {
+    let repo = TestRepo::new();
+    let gate = Gate::new(&outside(&repo, "gates"), "slow");
+    let tasks = task_file(
+        &repo,
+        &[
+            json!({"id": "w", "run": "echo done > w.txt"}),
+            json!({
+                "id": "slow",
+                "run": format!("{}; sleep 30", gate.shell()),
+                "deps": ["w"],
+                "mode": "read",
+            }),
+        ],
+    );
+    let mut child = repo.spawn(&["run", path_arg(&tasks), "--json", "-q"]);
+    // `slow` starts once `w` is merged.
+    gate.reached(&mut child);
+    gate.release();
+    signal(&child, Signal::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 75);
+
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let landing = &summary["landing"];
+    let branch = format!("swarm/{}", summary["run"].as_str().unwrap());
+    assert_eq!(landing["action"], "interrupted", "{landing}");
+    assert_eq!(landing["branch"], branch.as_str(), "{landing}");
+    assert!(
+        landing["message"].as_str().unwrap().ends_with(&format!(
+            "continues the run; merged work so far is on `{branch}`."
+        )),
+        "{landing}"
+    );
 }
 
 #[test]

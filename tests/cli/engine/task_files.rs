@@ -134,6 +134,9 @@ fn the_example_report_plan_runs_and_names_the_repository() {
     for section in ["## Layout", "## Lines by file type", "## Run summary"] {
         assert!(text.contains(section), "{section}: {text}");
     }
+    // Commands cost nothing: each row's cost is `-`, and so is the total.
+    assert!(text.contains("; cost of the tasks: -.  \n"), "{text}");
+    assert!(!text.contains("$0.0000"), "{text}");
 }
 
 #[test]

@@ -5,6 +5,8 @@
 
 use std::io::Write as _;
 
+use serde_json::json;
+
 use super::{CommandOutput, assert_output, swarm, swarm_with};
 use crate::{TestRepo, outside};
 
@@ -28,6 +30,35 @@ fn task_files_and_goals_files_with_nothing_to_run_are_refused() {
     let missing = outside(&repo, "missing.jsonl");
     let empty = file(&repo, "empty.jsonl", "\n\n");
     let array = file(&repo, "array.jsonl", "[{\"id\":\"a\",\"run\":\"true\"}]\n");
+    let marker = outside(&repo, "ran");
+    let touch = format!("touch {}", marker.display());
+    let tasks = [
+        json!({"id": "a", "run": touch}),
+        json!({"id": "b", "run": touch, "deps": ["a"]}),
+    ];
+    let pretty_array = file(
+        &repo,
+        "tasks.json",
+        &serde_json::to_string_pretty(&tasks).unwrap(),
+    );
+    let pretty_tasks = file(
+        &repo,
+        "pretty.jsonl",
+        &tasks
+            .iter()
+            .map(|t| serde_json::to_string_pretty(t).unwrap() + "\n")
+            .collect::<String>(),
+    );
+    let misspelt = file(
+        &repo,
+        "misspelt.jsonl",
+        &format!(
+            "{}\n{}\n{}\n",
+            json!({"id": "a", "run": touch}),
+            json!({"id": "b", "run": touch, "Mode": "read"}),
+            json!({"id": "c", "run": touch, "dpes": ["a"]}),
+        ),
+    );
     let agent = file(
         &repo,
         "agent.jsonl",
@@ -41,6 +72,22 @@ fn task_files_and_goals_files_with_nothing_to_run_are_refused() {
         ),
         ("task_file_empty", swarm(&repo, &["run", &empty])),
         ("task_file_with_an_array", swarm(&repo, &["run", &array])),
+        (
+            "task_file_with_a_pretty_printed_array",
+            swarm(&repo, &["run", &pretty_array]),
+        ),
+        (
+            "task_file_with_pretty_printed_tasks",
+            swarm(&repo, &["run", &pretty_tasks]),
+        ),
+        (
+            "task_file_with_misspelt_fields",
+            swarm(&repo, &["run", &misspelt]),
+        ),
+        (
+            "graph_of_a_pretty_printed_array",
+            swarm(&repo, &["graph", &pretty_array]),
+        ),
         (
             "task_file_naming_an_unknown_agent",
             swarm(&repo, &["run", &agent]),
@@ -67,6 +114,7 @@ fn task_files_and_goals_files_with_nothing_to_run_are_refused() {
         ),
     ];
     check(&cases, 2);
+    assert!(!marker.exists(), "a task ran");
 }
 
 #[test]

@@ -67,12 +67,21 @@ fn a_finished_run_shows_its_summary_report_status_logs_and_graph() {
     assert_output!("finished_logs_of_the_run", logs_of_run);
     assert_output!("finished_logs_tail", swarm(&repo, &["logs", "--tail", "2"]));
     assert_output!("finished_logs_path", swarm(&repo, &["logs", "--path"]));
+    assert_output!("finished_logs_errors", swarm(&repo, &["logs", "--errors"]));
+    assert_output!(
+        "finished_logs_errors_json",
+        swarm(&repo, &["logs", "--errors", "--json"])
+    );
     assert_output!(
         "finished_graph",
         swarm(&repo, &["graph", "--format", "dot"])
     );
-    assert_output!("finished_resume_newest", swarm(&repo, &["resume"]));
-    assert_output!("finished_resume_by_id", swarm(&repo, &["resume", &run]));
+    let newest = swarm(&repo, &["resume"]);
+    assert_eq!(newest.code(), Some(2), "{newest}");
+    assert_output!("finished_resume_newest", newest);
+    let by_id = swarm(&repo, &["resume", &run]);
+    assert_eq!(by_id.code(), Some(2), "{by_id}");
+    assert_output!("finished_resume_by_id", by_id);
 }
 
 #[test]
@@ -159,6 +168,9 @@ fn a_failed_task_and_a_parked_writer_show_in_the_summary_report_status_and_logs(
         "failed_and_parked_gc_dry_run_json",
         swarm(&repo, &["gc", "--dry-run", "--json"])
     );
+    let resumed = swarm(&repo, &["resume", &run_id(&repo)]);
+    assert_eq!(resumed.code(), Some(2), "{resumed}");
+    assert_output!("failed_and_parked_resume_by_id", resumed);
 }
 
 #[test]

@@ -87,8 +87,8 @@ The whole file is read before anything runs, and every problem found is reported
 with its line number and, when it has one, the task's id; then swarm exits with status 2 and runs \
 nothing:
 
-A line is a problem when it is not valid JSON, not a JSON object, has a field not listed above, \
-lacks **id**, has both or neither of **prompt** and **run** (or an empty one), has a field of the \
+A line is a problem when it is not valid JSON, not a JSON object, has a field not listed above \
+(the problem names the listed field nearest in spelling, when one is near), lacks **id**, has both or neither of **prompt** and **run** (or an empty one), has a field of the \
 wrong type (every field is a string but **deps** and **files**, lists of strings, **timeout**, \
 a number or a string, and **spawn**, a whole number), a text with a NUL byte, a text over its limit (1 MiB for **prompt**, \
 64 KiB for **run** and **check**, 4 KiB for the others), a **mode** other than **read** and \
@@ -96,11 +96,13 @@ a number or a string, and **spawn**, a whole number), a text with a NUL byte, a 
 
 Among the tasks whose lines are good, the links are checked: an id defined twice (naming the \
 line of the first), a dep naming no task, and every cycle, shown as its path. A file with no \
-task at all is a problem too.";
+task at all is a problem too, and so is a file that is one JSON array of tasks, or tasks spread \
+over several lines each: it is reported as one problem, with the **jq** command that writes it \
+as JSONL (**jq -c \'.[]\'** _file_ for an array, **jq -c .** _file_ for spread objects).";
 
 const PROBLEMS: &str = "\
 error: tasks.jsonl has 3 problems; nothing ran
-  tasks.jsonl:2: task \"b\": unknown field \"colour\" (known: id, prompt, run, deps, lane, mode, title, agent, timeout, check, files, then, parent, spawn)
+  tasks.jsonl:2: task \"b\": unknown field \"dpes\"; did you mean \"deps\"?
   tasks.jsonl:3: task \"c\": dependency cycle: c → d → c
   tasks.jsonl:6: not valid JSON: expected ident at line 1 column 2";
 
