@@ -340,3 +340,104 @@ fn every_page_of_the_reference_renders_its_marks_and_holds_no_html() {
         }
     }
 }
+
+/// The ids mdBook gives the headings of a Markdown text: the heading's text, lower case, spaces
+/// as `-`, and only letters, digits, `-` and `_` kept.
+fn anchors(text: &str) -> BTreeSet<String> {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let mut ids = BTreeSet::new();
+    let mut heading: Option<String> = None;
+    for event in Parser::new(text) {
+        match event {
+            Event::Start(Tag::Heading { .. }) => heading = Some(String::new()),
+            Event::End(TagEnd::Heading(_)) => {
+                let text = heading.take().unwrap_or_default();
+                let id: String = text
+                    .trim()
+                    .chars()
+                    .filter_map(|c| match c {
+                        c if c.is_whitespace() => Some('-'),
+                        c if c.is_alphanumeric() || c == '-' || c == '_' => {
+                            Some(c.to_ascii_lowercase())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                ids.insert(id);
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+            }
+            _ => {}
+        }
+    }
+    ids
+}
+
+/// Every page of the manual's guide and design, the reference, and the top-level documents
+/// that link into it.
+fn documents() -> Vec<PathBuf> {
+    let mut pages = markdown_files(&root().join("docs/src"));
+    pages.extend(markdown_files(&reference()));
+    pages.extend(
+        ["README.md", "ARCHITECTURE.md", "benches/README.md"]
+            .iter()
+            .map(|p| root().join(p)),
+    );
+    pages
+}
+
+#[test]
+fn every_relative_link_of_the_manual_and_the_readme_names_a_file_and_a_heading_there() {
+    let mut checked = 0;
+    for page in documents() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for link in links(&text) {
+            if link.contains("://") {
+                continue;
+            }
+            let (file, anchor) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            assert!(target.exists(), "{}: {link} names no file", page.display());
+            if !anchor.is_empty() {
+                let there = std::fs::read_to_string(&target).unwrap();
+                assert!(
+                    anchors(&there).contains(anchor),
+                    "{}: {link}: {} has no heading #{anchor}",
+                    page.display(),
+                    target.display()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
+    // The check does look.
+    assert!(anchors("# The gate\n\n## Checkouts that build\n").contains("checkouts-that-build"));
+    assert!(!anchors("## Checkouts that build\n").contains("the-gate"));
+}
+
+#[test]
+fn every_page_of_the_manual_is_in_its_summary() {
+    let summary = std::fs::read_to_string(root().join("docs/src/SUMMARY.md")).unwrap();
+    let linked: BTreeSet<PathBuf> = links(&summary)
+        .into_iter()
+        .map(|l| root().join("docs/src").join(l))
+        .collect();
+    for page in markdown_files(&root().join("docs/src")) {
+        if page.ends_with("SUMMARY.md") {
+            continue;
+        }
+        assert!(
+            linked.contains(&page),
+            "{} is not in docs/src/SUMMARY.md: no reader of the manual finds it",
+            page.display()
+        );
+    }
+}
