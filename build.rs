@@ -7,10 +7,13 @@
 //!
 //! Each is looked for where its tests look (`PATH`, the install locations of `.ci/run`, the
 //! variables that name a program). The script runs again only when an answer may change: when
-//! one of those variables changes, or a file it looked at does. For a file that is missing it
-//! watches the nearest directory above it that exists, and for a program missing from `PATH`
-//! each directory of `PATH` that exists, since cargo runs a build script at every build while
-//! a path it watches is missing.
+//! one of those variables changes, or a path it looked at does. A path that is missing is not
+//! watched (cargo would run the script at every build), and a directory is watched whole (cargo
+//! walks it, following links), so what is watched for a missing one is chosen small: in the
+//! repository, the nearest directory above it that exists, below the repository itself (`.ci`,
+//! `.ci/agents`, …); for a program missing from `PATH`, each directory of `PATH`; for
+//! Chromium, `/usr/bin`. A program a variable names somewhere else is watched only once it is
+//! there: setting the variable is what turns its tests on.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -65,8 +68,8 @@ type Probe = fn(&mut Look) -> bool;
 const PROBES: [(&str, Probe); 10] = [
     ("has_python3", |look| look.program("python3")),
     ("has_chromium", |look| {
-        let browser = look.file(Path::new("/usr/bin/chromium"));
-        let driver = look.file(Path::new("/usr/bin/chromedriver"));
+        let browser = look.system_file(Path::new("/usr/bin/chromium"));
+        let driver = look.system_file(Path::new("/usr/bin/chromedriver"));
         browser && driver
     }),
     ("can_mount_tmpfs", |look| {
@@ -109,6 +112,19 @@ impl Look {
         found
     }
 
+    /// Whether the program at `path`, in a directory of the system's, is there; that directory
+    /// is watched while it is not.
+    fn system_file(&mut self, path: &Path) -> bool {
+        let found = executable(path);
+        match path.parent() {
+            Some(dir) if !found && dir.is_dir() && dir.parent().is_some() => {
+                self.watched.push(dir.to_owned());
+            }
+            _ => self.watch(path),
+        }
+        found
+    }
+
     /// Whether `name` is a program on `PATH`.
     fn program(&mut self, name: &str) -> bool {
         let dirs: Vec<PathBuf> = env::var_os("PATH")
@@ -118,9 +134,11 @@ impl Look {
             self.watched.push(found);
             return true;
         }
-        // It may be installed into any of them.
-        self.watched
-            .extend(dirs.into_iter().filter(|d| d.is_absolute() && d.is_dir()));
+        // It may be installed into any of them (but `/`, which cargo would walk whole).
+        self.watched.extend(
+            dirs.into_iter()
+                .filter(|d| d.is_absolute() && d.is_dir() && d.parent().is_some()),
+        );
         false
     }
 
@@ -146,10 +164,18 @@ impl Look {
         self.file(&dir.join(name))
     }
 
-    /// Watches `path` if it exists, else the nearest directory above it that does.
+    /// Watches `path` if it exists; else, in the repository, the nearest directory above it
+    /// that does, below the repository itself (which holds `target/`).
     fn watch(&mut self, path: &Path) {
-        if let Some(there) = path.ancestors().find(|p| p.exists()) {
-            self.watched.push(there.to_owned());
+        if path.exists() {
+            self.watched.push(path.to_owned());
+        } else if let Ok(inside) = path.strip_prefix(&self.root) {
+            let there = inside
+                .ancestors()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| self.root.join(p))
+                .find(|p| p.exists());
+            self.watched.extend(there);
         }
     }
 }

