@@ -14,6 +14,7 @@ mod layout;
 mod svg;
 mod usage;
 
+pub use escape::xml as escape_xml;
 pub use graph::{dot, mermaid};
 pub use html::{html, timeline};
 pub use svg::{html as graph_html, svg};

@@ -12,7 +12,7 @@ use super::{Facts, Span, escape};
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45;color:#212121}\
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
 code,pre{background:#f5f5f5;font-size:90%}pre{padding:.6em;overflow-x:auto}\
-figure{margin:1em 0;overflow-x:auto}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}";
+figure{margin:1em 0}figure svg{display:block;max-width:100%;height:auto}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}";
 
 /// The report of `f` as an HTML document.
 pub fn html(f: &Facts<'_>) -> String {
@@ -32,12 +32,17 @@ pub fn html(f: &Facts<'_>) -> String {
             Event::End(TagEnd::CodeBlock) if in_block.is_some() => {
                 let lang = in_block.take().unwrap_or_default();
                 let html = if lang == "mermaid" && block == task_graph {
-                    // The task graph, drawn: with the timeline after it.
+                    // The task graph, drawn: with the timeline after it, under a heading of
+                    // its own (the live page puts the timeline under its own).
                     let mut fig = format!(
                         "<figure class=\"graph\">{}</figure>\n",
                         super::svg(f.plan, Some(f.tasks))
                     );
-                    fig.push_str(&timeline(f.spans));
+                    let attempts = timeline(f.spans);
+                    if !attempts.is_empty() {
+                        fig.push_str("<h3>Timeline</h3>\n");
+                        fig.push_str(&attempts);
+                    }
                     fig
                 } else {
                     format!("<pre><code>{}</code></pre>\n", escape::xml(&block))
@@ -63,7 +68,8 @@ const WIDTH: i64 = 900;
 
 /// The attempts as a Gantt chart: one row per slot (an attempt takes the first row free when
 /// it starts, as a slot of the pool would), time running left to right, each bar coloured by
-/// how its attempt ended.
+/// how its attempt ended. A figure without a heading (each page puts its own above it), drawn
+/// smaller where its page is narrower (its `viewBox`).
 pub fn timeline(spans: &[Span]) -> String {
     let (Some(t0), Some(t1)) = (
         spans.iter().map(|s| s.start).min(),
@@ -111,7 +117,7 @@ pub fn timeline(spans: &[Span]) -> String {
     let slots = rows_end.len();
     let height = i64::try_from(slots).unwrap_or(0) * ROW + 30;
     let mut out = format!(
-        "<h3>Timeline</h3>\n<figure class=\"timeline\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+        "<figure class=\"timeline\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n"
     );
     for r in 0..slots {
         let _ = writeln!(
@@ -154,5 +160,9 @@ mod tests {
         assert_eq!(t.matches("<text x=\"4\"").count(), 2, "{t}");
         assert_eq!(t.matches("data-outcome=\"succeeded\"").count(), 3);
         assert!(timeline(&[]).is_empty());
+        assert!(
+            !t.contains("<h3"),
+            "the page that shows it gives it its heading: {t}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The live page and the HTML report in a real browser: Debian's Chromium, driven headless
-//! through the `WebDriver` protocol of `chromedriver` (plain HTTP on 127.0.0.1). Skipped, loudly, where
-//! they are not installed; with `CI` set their absence fails the test (`.ci/run` installs
-//! them).
+//! through the `WebDriver` protocol of `chromedriver` (plain HTTP on 127.0.0.1). Where they are
+//! not installed the tests are reported as ignored, saying so (build.rs); with `CI` set they
+//! run, and their absence fails them (`.ci/run` installs them).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -24,22 +24,13 @@ struct Browser {
 }
 
 impl Browser {
-    /// `None` (after saying so) where Chromium is not installed and this is not CI.
-    fn start() -> Option<Self> {
-        if !std::path::Path::new(CHROMIUM).exists() || !std::path::Path::new(CHROMEDRIVER).exists()
-        {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{CHROMIUM} or {CHROMEDRIVER} is missing: .ci/run installs Debian's chromium and chromium-driver"
-            );
-            #[expect(clippy::print_stderr, reason = "a skipped test says so")]
-            {
-                eprintln!(
-                    "SKIPPED: Chromium or chromedriver is not installed (apt-get install chromium chromium-driver)"
-                );
-            }
-            return None;
-        }
+    /// Started; a test that comes here needs them (where they are missing it is ignored,
+    /// but under CI), so their absence fails it.
+    fn start() -> Self {
+        assert!(
+            std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(CHROMEDRIVER).exists(),
+            "{CHROMIUM} or {CHROMEDRIVER} is missing: apt-get install chromium chromium-driver (.ci/run does)"
+        );
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -85,7 +76,7 @@ impl Browser {
             .as_str()
             .unwrap_or_else(|| panic!("no session: {answer}"))
             .clone_into(&mut b.session);
-        Some(b)
+        b
     }
 
     /// One command of the `WebDriver` protocol; its JSON answer.
@@ -151,6 +142,40 @@ impl Browser {
         );
     }
 
+    /// Makes the window `width` pixels wide (and 900 high), as a user's would be.
+    fn resize(&self, width: u32) {
+        self.call(
+            "POST",
+            &format!("/session/{}/window/rect", self.session),
+            &json!({"width": width, "height": 900}),
+        );
+        assert_eq!(
+            self.eval("return window.innerWidth"),
+            json!(width),
+            "the window did not take the width"
+        );
+    }
+
+    /// What the window shows now, as PNG, written as `name.png` to the directory named by
+    /// `SWARM_SCREENSHOTS` when it is set (for a person to look at); else nothing is written.
+    fn screenshot(&self, name: &str) {
+        use base64::Engine as _;
+        let Some(dir) = std::env::var_os("SWARM_SCREENSHOTS") else {
+            return;
+        };
+        let shot = self.call(
+            "GET",
+            &format!("/session/{}/screenshot", self.session),
+            &json!({}),
+        );
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["value"].as_str().unwrap_or_else(|| panic!("{shot}")))
+            .unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+    }
+
     /// Clicks the first element `css` finds, as a user would.
     fn click(&self, css: &str) {
         let found = self.call(
@@ -192,10 +217,12 @@ fn class_is(id: &str, class: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "needs Chromium: /usr/bin/chromium or /usr/bin/chromedriver not found; install with apt-get install chromium chromium-driver"
+)]
 fn the_live_page_follows_a_run_of_ten_tasks_without_a_reload() {
-    let Some(browser) = Browser::start() else {
-        return;
-    };
+    let browser = Browser::start();
     let repo = TestRepo::new();
     let go = outside(&repo, "go");
     let task = |i: usize| {
@@ -253,10 +280,12 @@ fn the_live_page_follows_a_run_of_ten_tasks_without_a_reload() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "needs Chromium: /usr/bin/chromium or /usr/bin/chromedriver not found; install with apt-get install chromium chromium-driver"
+)]
 fn a_page_refused_its_event_stream_asks_again_and_follows_the_run() {
-    let Some(browser) = Browser::start() else {
-        return;
-    };
+    let browser = Browser::start();
     let repo = TestRepo::new();
     let run = crate::web::WaitingRun::start(&repo);
     // With 128 descriptors, 16 streams at most: these take them all.
@@ -280,10 +309,12 @@ fn a_page_refused_its_event_stream_asks_again_and_follows_the_run() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "needs Chromium: /usr/bin/chromium or /usr/bin/chromedriver not found; install with apt-get install chromium chromium-driver"
+)]
 fn the_html_report_of_a_parked_writer_opens_with_its_graph_and_needs_attention() {
-    let Some(browser) = Browser::start() else {
-        return;
-    };
+    let browser = Browser::start();
     let repo = TestRepo::new();
     let tasks = crate::graph_svg::parked_plan(&repo, false);
     let page = outside(&repo, "report.html");
@@ -308,4 +339,165 @@ fn the_html_report_of_a_parked_writer_opens_with_its_graph_and_needs_attention()
         "the timeline",
         "return document.querySelectorAll('rect.attempt').length >= 2",
     );
+}
+
+/// A plan four levels deep, as a planner makes one: three researchers, two analysts over them,
+/// a writer of prose over those and the reducer last, each a `run` task that only prints.
+fn four_levels(repo: &TestRepo) -> std::path::PathBuf {
+    let task = |id: &str, title: &str, lane: &str, deps: &[&str]| {
+        json!({"id": id, "title": title, "lane": lane, "mode": "read", "deps": deps, "run": format!("echo {id} did its part")})
+            .to_string()
+    };
+    repo.tasks(&[
+        &task(
+            "gather-sources",
+            "collect the sources of the claim",
+            "researcher",
+            &[],
+        ),
+        &task(
+            "read-the-code",
+            "read how the code does it now",
+            "researcher",
+            &[],
+        ),
+        &task(
+            "survey-issues",
+            "survey the open issues about it",
+            "researcher",
+            &[],
+        ),
+        &task(
+            "weigh-options",
+            "weigh the options found",
+            "analyst",
+            &["gather-sources", "read-the-code"],
+        ),
+        &task(
+            "find-risks",
+            "find the risks of each option",
+            "analyst",
+            &["read-the-code", "survey-issues"],
+        ),
+        &task(
+            "draft-proposal",
+            "draft the proposal",
+            "writer",
+            &["weigh-options", "find-risks"],
+        ),
+        &task(
+            "final-report",
+            "the report for the user",
+            "reducer",
+            &["draft-proposal"],
+        ),
+    ])
+}
+
+/// How the graph of the page open in `browser` fits its window: each box of the graph checked
+/// against the window and every box around it that clips what overflows it (the graph's own
+/// holder, the SVG itself). A JSON object: `nodes`, `clipped` (the ids of boxes not wholly
+/// shown), `sideways` (how far the document scrolls sideways), `scale` (a box's drawn width
+/// over its width in the SVG: its text is drawn that much smaller), `timelines` (how often
+/// "Timeline" is written on the page).
+fn fit(browser: &Browser) -> Value {
+    browser.eval(
+        "const view = document.documentElement.clientWidth;
+         const nodes = [...document.querySelectorAll('svg rect.node')];
+         const clipped = nodes.filter((r) => {
+           const b = r.getBoundingClientRect();
+           let left = 0, right = view;
+           for (let p = r.parentElement; p && p !== document.documentElement; p = p.parentElement) {
+             if (getComputedStyle(p).overflowX !== 'visible') {
+               const pb = p.getBoundingClientRect();
+               left = Math.max(left, pb.left);
+               right = Math.min(right, pb.right);
+             }
+           }
+           return b.width === 0 || b.left < left - 0.5 || b.right > right + 0.5;
+         }).map((r) => r.getAttribute('data-id'));
+         const scale = nodes.length ? Math.min(...nodes.map((r) => r.getBoundingClientRect().width / r.width.baseVal.value)) : 0;
+         return {
+           nodes: nodes.length,
+           clipped,
+           sideways: document.documentElement.scrollWidth - view,
+           scale,
+           timelines: (document.body.innerText.match(/Timeline/g) || []).length,
+         };",
+    )
+}
+
+/// Asserts that the whole graph of `nodes` boxes shows at the window's width, drawn large
+/// enough to read, and that "Timeline" is written once.
+fn assert_fits(browser: &Browser, width: u32, nodes: u64) {
+    let fit = fit(browser);
+    assert_eq!(fit["nodes"], nodes, "at {width} px: {fit}");
+    assert_eq!(
+        fit["clipped"],
+        json!([]),
+        "at {width} px, boxes cut off: {fit}"
+    );
+    assert_eq!(
+        fit["sideways"], 0,
+        "at {width} px the page scrolls sideways: {fit}"
+    );
+    // 12 px text drawn at 9 px or more.
+    assert!(
+        fit["scale"].as_f64().unwrap() >= 0.75,
+        "at {width} px the graph is drawn too small to read: {fit}"
+    );
+    assert_eq!(fit["timelines"], 1, "at {width} px: {fit}");
+}
+
+#[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "needs Chromium: /usr/bin/chromium or /usr/bin/chromedriver not found; install with apt-get install chromium chromium-driver"
+)]
+fn the_live_page_shows_the_whole_graph_at_1400_and_1000_pixels_and_one_timeline() {
+    let browser = Browser::start();
+    let repo = TestRepo::new();
+    let tasks = four_levels(&repo);
+    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    let web = crate::web::Page::start(&repo, &[]);
+    browser.open(&web.url());
+    browser.wait_for(
+        "the header the script keeps",
+        "return document.getElementById('counts').innerText === '7 done' && document.querySelectorAll('rect.attempt').length === 7",
+    );
+    for width in [1400, 1000] {
+        browser.resize(width);
+        assert_fits(&browser, width, 7);
+        browser.screenshot(&format!("live-page-{width}"));
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(has_chromium),
+    ignore = "needs Chromium: /usr/bin/chromium or /usr/bin/chromedriver not found; install with apt-get install chromium chromium-driver"
+)]
+fn the_html_report_shows_the_whole_graph_at_1400_and_1000_pixels_and_one_timeline() {
+    let browser = Browser::start();
+    let repo = TestRepo::new();
+    let tasks = four_levels(&repo);
+    let page = outside(&repo, "report.html");
+    let out = repo.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--final-out",
+        page.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    browser.open(&format!("file://{}", page.display()));
+    browser.wait_for(
+        "the graph",
+        "return document.querySelectorAll('svg rect.node').length === 7",
+    );
+    for width in [1400, 1000] {
+        browser.resize(width);
+        assert_fits(&browser, width, 7);
+        browser.eval("document.querySelector('figure.graph').scrollIntoView(); return true");
+        browser.screenshot(&format!("html-report-{width}"));
+    }
 }

@@ -435,16 +435,14 @@ fn the_users_checkout_changing_under_a_task_stops_the_run_and_resume_reruns_it_u
 }
 
 #[test]
+#[cfg_attr(
+    not(can_mount_tmpfs),
+    ignore = "needs root: mounting a tmpfs needs CAP_SYS_ADMIN, not held here; run the tests as root"
+)]
 fn a_disk_that_fills_under_a_writer_stops_the_run_and_resume_finishes_it_unspent() {
     let repo = TestRepo::new();
     let mount = repo.cache.parent().unwrap().join("small");
-    let Some(disk) = crate::SmallDisk::mount(
-        &mount,
-        "2m",
-        "a_disk_that_fills_under_a_writer_stops_the_run_and_resume_finishes_it_unspent",
-    ) else {
-        return;
-    };
+    let disk = crate::SmallDisk::mount(&mount, "2m");
     // The writer's checkout is on the small disk; its file does not fit there.
     let tasks = repo.tasks(&[r#"{"id":"big","run":"head -c 3000000 /dev/zero > big.bin"}"#]);
     let worktrees = mount.join("worktrees");
@@ -481,8 +479,8 @@ fn a_disk_that_fills_under_a_writer_stops_the_run_and_resume_finishes_it_unspent
 
 /// The repository's swarm directory (the board, the runs' records and the attempts'
 /// `TMPDIR`s) on a small disk of its own, mounted for the test.
-fn records_on_a_small_disk(repo: &TestRepo, test: &str) -> Option<crate::SmallDisk> {
-    crate::SmallDisk::mount(&repo.swarm_dir(), "8m", test)
+fn records_on_a_small_disk(repo: &TestRepo) -> crate::SmallDisk {
+    crate::SmallDisk::mount(&repo.swarm_dir(), "8m")
 }
 
 /// What a run stopped by a full disk says of it: the disk holding a path of the small disk
@@ -499,12 +497,13 @@ fn assert_names_the_full_disk(said: &str, mount: &std::path::Path) {
 }
 
 #[test]
+#[cfg_attr(
+    not(can_mount_tmpfs),
+    ignore = "needs root: mounting a tmpfs needs CAP_SYS_ADMIN, not held here; run the tests as root"
+)]
 fn a_task_filling_its_tmpdir_stops_the_run_naming_the_disk_and_resume_finishes_it() {
     let repo = TestRepo::new();
-    let test = "a_task_filling_its_tmpdir_stops_the_run_naming_the_disk_and_resume_finishes_it";
-    let Some(disk) = records_on_a_small_disk(&repo, test) else {
-        return;
-    };
+    let disk = records_on_a_small_disk(&repo);
     let filled = crate::outside(&repo, "filled");
     // The first attempt fills its TMPDIR, which is on the disk of the run's records.
     let fill = format!(
@@ -529,12 +528,13 @@ fn a_task_filling_its_tmpdir_stops_the_run_naming_the_disk_and_resume_finishes_i
 }
 
 #[test]
+#[cfg_attr(
+    not(can_mount_tmpfs),
+    ignore = "needs root: mounting a tmpfs needs CAP_SYS_ADMIN, not held here; run the tests as root"
+)]
 fn a_board_that_meets_a_full_disk_stops_the_run_resumably_with_its_tasks_interrupted() {
     let repo = TestRepo::new();
-    let test = "a_board_that_meets_a_full_disk_stops_the_run_resumably_with_its_tasks_interrupted";
-    let Some(disk) = records_on_a_small_disk(&repo, test) else {
-        return;
-    };
+    let disk = records_on_a_small_disk(&repo);
     let (ran, filled) = (
         crate::outside(&repo, "hog-ran"),
         crate::outside(&repo, "filled"),

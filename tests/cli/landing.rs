@@ -232,18 +232,16 @@ fn a_stale_index_lock_keeps_the_checkout_as_it_was_and_the_printed_command_then_
 }
 
 #[test]
+#[cfg_attr(
+    not(can_mount_tmpfs),
+    ignore = "needs root: mounting a tmpfs needs CAP_SYS_ADMIN, not held here; run the tests as root"
+)]
 fn a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was() {
     let (repo, _) = many_files();
     // A file system of its own, small enough that the landing's copy of a large new file
     // does not fit after the repository and the merged objects.
     let mount = repo.cache.parent().unwrap().join("small");
-    let Some(disk) = crate::SmallDisk::mount(
-        &mount,
-        "6m",
-        "a_disk_that_fills_during_the_landing_keeps_the_checkout_as_it_was",
-    ) else {
-        return;
-    };
+    let disk = crate::SmallDisk::mount(&mount, "6m");
     let small = TestRepo::at(&mount.join("repo"));
     let tasks = small.tasks(&[r#"{"id":"big","run":"head -c 3500000 /dev/urandom > big.bin"}"#]);
     let before = small.state();

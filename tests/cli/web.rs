@@ -237,6 +237,53 @@ fn the_page_of_a_finished_run_answers_only_with_its_token() {
 }
 
 #[test]
+fn the_page_reads_right_before_its_script_runs() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[
+        r#"{"id":"ok","title":"fine","mode":"read","run":"echo fine"}"#,
+        r#"{"id":"bad","title":"breaks","mode":"read","run":"exit 4"}"#,
+        r#"{"id":"after","title":"never","mode":"read","deps":["bad"],"run":"true"}"#,
+    ]);
+    assert_exit(
+        &repo.swarm(&["run", tasks.to_str().unwrap(), "--retries", "0"]),
+        1,
+    );
+    let run = crate::run_id(&repo);
+    let page = Page::start(&repo, &[]);
+    let (status, html) = page.get(&page.with_token("/"));
+    assert_eq!(status, 200);
+    // The page as a browser without JavaScript shows it: no script has run.
+    let header = &html[html.find("<header>").unwrap()..html.find("</header>").unwrap()];
+    let text_of = |id: &str| {
+        let open = format!("id=\"{id}\"");
+        let from = header
+            .find(&open)
+            .unwrap_or_else(|| panic!("no #{id}: {header}"));
+        let from = from + header[from..].find('>').unwrap() + 1;
+        header[from..from + header[from..].find('<').unwrap()].to_owned()
+    };
+    assert_eq!(text_of("run"), format!("swarm run {run} (finished)"));
+    assert_eq!(text_of("counts"), "1 done, 1 failed, 1 skipped");
+    let elapsed = text_of("elapsed");
+    assert!(
+        elapsed.ends_with("s elapsed") && elapsed[..elapsed.len() - 9].parse::<f64>().is_ok(),
+        "{elapsed}"
+    );
+    assert!(html.contains(&format!("<title>swarm run {run}</title>")));
+    assert!(!html.contains("{{"), "a place of the page is left unfilled");
+    // The graph and the timeline are drawn in it too, the timeline under one heading.
+    assert_eq!(html.matches("<rect class=\"node ").count(), 3, "{html}");
+    assert!(html.contains("data-task=\"bad\""), "{html}");
+    assert_eq!(html.matches("Timeline").count(), 1, "{html}");
+    // What the script writes there is what the page was made with.
+    let (_, state) = page.get(&page.with_token("/state"));
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(state["header"]["run"], text_of("run"));
+    assert_eq!(state["header"]["counts"], text_of("counts"));
+    assert_eq!(state["header"]["title"], format!("swarm run {run}"));
+}
+
+#[test]
 fn a_running_runs_page_streams_each_change_as_it_happens() {
     let repo = TestRepo::new();
     let go = outside(&repo, "go");

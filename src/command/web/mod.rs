@@ -24,7 +24,7 @@ use crate::store::{Board, Logged, RunStatus};
 use crate::ui::Verb;
 use crate::{report, ui};
 
-/// The page, as embedded.
+/// The page, as embedded: its `{{…}}` places are filled when it is asked for (`Site::page`).
 pub(crate) const PAGE: &str = include_str!("page.html");
 
 pub(super) fn web(g: &Globals, run: Option<&str>, bind: &str, port: u16) -> anyhow::Result<u8> {
@@ -154,7 +154,7 @@ impl Site {
             return Answer::Reply(Reply::text(403, "forbidden\n"));
         }
         let answer = match path {
-            "/" => Ok(Some(Reply::new("text/html; charset=utf-8", PAGE))),
+            "/" => Ok(Some(Reply::new("text/html; charset=utf-8", self.page()))),
             "/graph.svg" => self
                 .graph()
                 .map(|svg| Some(Reply::new("image/svg+xml", svg))),
@@ -172,6 +172,36 @@ impl Site {
         })
     }
 
+    /// The page as it reads before its script runs (and without one): the header, the graph
+    /// and the timeline of the run as it is now. The script then keeps them up to date.
+    fn page(&self) -> String {
+        let (header, graph, timeline, live) = match self.look().and_then(|(header, state)| {
+            let timeline = state["timeline"].as_str().unwrap_or_default().to_owned();
+            Ok((header, self.graph()?, timeline))
+        }) {
+            Ok((header, graph, timeline)) => (header, graph, timeline, String::new()),
+            // The script tries again and says what fails; the page says it at once.
+            Err(e) => (
+                Header::of_run(&self.run),
+                String::new(),
+                String::new(),
+                format!("{e:#}"),
+            ),
+        };
+        fill(
+            PAGE,
+            &[
+                ("title", &report::escape_xml(&header.title)),
+                ("run", &report::escape_xml(&header.run)),
+                ("counts", &report::escape_xml(&header.counts)),
+                ("elapsed", &report::escape_xml(&header.elapsed)),
+                ("live", &report::escape_xml(&live)),
+                ("graph", &graph),
+                ("timeline", &timeline),
+            ],
+        )
+    }
+
     fn board(&self) -> anyhow::Result<Board> {
         Board::open(&self.git_dir.join("swarm"))
     }
@@ -183,8 +213,15 @@ impl Site {
         Ok(report::svg(&plan, Some(&records)))
     }
 
-    /// The run as the page's header and side show it.
+    /// The run as the page's header and side show it, the header's texts made (`header`).
     fn state(&self) -> anyhow::Result<Value> {
+        let (header, mut state) = self.look()?;
+        state["header"] = json!(header);
+        Ok(state)
+    }
+
+    /// The run now: the header's texts, and the rest as `/state` gives it.
+    fn look(&self) -> anyhow::Result<(Header, Value)> {
         let board = self.board()?;
         let record = board
             .load_run(&self.run)?
@@ -193,8 +230,9 @@ impl Site {
         let events: Vec<Logged> = read_events(&board.events_path(&self.run))?;
         let now = crate::store::now_ms();
         let spans = attempt_spans(&events, now);
-        let counts: serde_json::Map<String, Value> = report::counts(&records)
-            .into_iter()
+        let by_status = report::counts(&records);
+        let counts: serde_json::Map<String, Value> = by_status
+            .iter()
             .map(|(s, n)| (s.as_str().to_owned(), json!(n)))
             .collect();
         let merges: Vec<Value> = merges(&events, &records)
@@ -227,7 +265,17 @@ impl Site {
             })
             .flatten()
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        Ok(json!({
+        let header = Header {
+            title: format!("swarm run {}", record.id),
+            run: format!("swarm run {} ({})", record.id, record.status.as_str()),
+            counts: by_status
+                .iter()
+                .map(|(status, n)| format!("{n} {}", status.as_str()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            elapsed: elapsed_text(elapsed, eta),
+        };
+        let state = json!({
             "run": {"id": record.id, "status": record.status.as_str(), "exit_code": record.exit_code},
             "counts": counts,
             "elapsed_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
@@ -246,13 +294,55 @@ impl Site {
                 "paths": f.paths,
                 "came": f.came,
             })).collect::<Vec<_>>(),
-        }))
+        });
+        Ok((header, state))
     }
 
     fn task(&self, id: &str) -> anyhow::Result<Option<Value>> {
         let repo = crate::git::Repo::discover(&self.workdir)?;
         super::show::task_json(&repo, &self.board()?, &self.run, id)
     }
+}
+
+/// The texts of the page's header, made once for the page the server renders and for the
+/// script that keeps it up to date (`/state`'s `header`).
+#[derive(Debug, serde::Serialize)]
+struct Header {
+    /// The document's title.
+    title: String,
+    /// The run and its status.
+    run: String,
+    /// How many tasks are in each status.
+    counts: String,
+    /// How long the run has taken, and how long it may still take while it runs.
+    elapsed: String,
+}
+
+impl Header {
+    /// What the header says of run `run` when nothing more can be read.
+    fn of_run(run: &str) -> Self {
+        Self {
+            title: format!("swarm run {run}"),
+            run: format!("swarm run {run}"),
+            counts: String::new(),
+            elapsed: String::new(),
+        }
+    }
+}
+
+/// `12.3s elapsed`, and `, about 40s left` when an estimate is given (milliseconds).
+fn elapsed_text(elapsed: std::time::Duration, eta_ms: Option<u64>) -> String {
+    let left = eta_ms.map_or(String::new(), |ms| {
+        format!(", about {}s left", ms.saturating_add(500) / 1000)
+    });
+    format!("{:.1}s elapsed{left}", elapsed.as_secs_f64())
+}
+
+/// `page` with each `{{name}}` replaced by its value (already HTML).
+fn fill(page: &str, values: &[(&str, &str)]) -> String {
+    values.iter().fold(page.to_owned(), |page, (name, value)| {
+        page.replace(&format!("{{{{{name}}}}}"), value)
+    })
 }
 
 /// `%XX` and `+` in a query value.
@@ -265,7 +355,33 @@ fn percent_decode(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::percent_decode;
+    use super::{PAGE, elapsed_text, fill, percent_decode};
+
+    #[test]
+    fn every_place_of_the_page_is_filled_once() {
+        let names = [
+            "title", "run", "counts", "elapsed", "live", "graph", "timeline",
+        ];
+        for name in names {
+            assert_eq!(
+                PAGE.matches(&format!("{{{{{name}}}}}")).count(),
+                1,
+                "{name}"
+            );
+        }
+        let filled = fill(PAGE, &names.map(|n| (n, "x")));
+        assert!(!filled.contains("{{"), "a place is left unfilled");
+    }
+
+    #[test]
+    fn elapsed_time_is_said_with_what_is_left_when_known() {
+        let d = std::time::Duration::from_millis(12_345);
+        assert_eq!(elapsed_text(d, None), "12.3s elapsed");
+        assert_eq!(
+            elapsed_text(d, Some(39_600)),
+            "12.3s elapsed, about 40s left"
+        );
+    }
 
     #[test]
     fn query_values_are_decoded() {

@@ -13,7 +13,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use super::{AWS_CANARY, SSH_CANARY, confining, hostile_script, nothing_escaped, plant_canaries};
+use super::{
+    AWS_CANARY, SSH_CANARY, assert_confining, hostile_script, nothing_escaped, plant_canaries,
+};
 use crate::fake_llm::{FakeLlm, Reply, has_tool};
 use crate::gate::Gate;
 use crate::remote::git;
@@ -230,11 +232,12 @@ fn landed_and_nothing_escaped(repo: &TestRepo, home: &Path, tags: &[&str], elsew
 }
 
 #[test]
+#[cfg_attr(
+    not(has_landlock),
+    ignore = "needs Landlock: this kernel does not confine (Linux 5.13 or later, with landlock in its lsm= list)"
+)]
 fn in_a_goal_run_the_planned_hostile_agent_is_refused_and_its_work_lands() {
-    let test = "in_a_goal_run_the_planned_hostile_agent_is_refused_and_its_work_lands";
-    if !confining(test) {
-        return;
-    }
+    assert_confining();
     let repo = TestRepo::new();
     let home = plant_canaries(&repo);
     let agent = agent(&outside(&repo, "agent"), &repo.root, &home, &["a"]);
@@ -260,11 +263,12 @@ fn in_a_goal_run_the_planned_hostile_agent_is_refused_and_its_work_lands() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_landlock),
+    ignore = "needs Landlock: this kernel does not confine (Linux 5.13 or later, with landlock in its lsm= list)"
+)]
 fn in_a_run_of_two_goals_each_goals_hostile_agent_is_refused_and_both_land() {
-    let test = "in_a_run_of_two_goals_each_goals_hostile_agent_is_refused_and_both_land";
-    if !confining(test) {
-        return;
-    }
+    assert_confining();
     let repo = TestRepo::new();
     let home = plant_canaries(&repo);
     let agent = agent(&outside(&repo, "agent"), &repo.root, &home, &["a", "b"]);
@@ -290,11 +294,12 @@ fn in_a_run_of_two_goals_each_goals_hostile_agent_is_refused_and_both_land() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_landlock),
+    ignore = "needs Landlock: this kernel does not confine (Linux 5.13 or later, with landlock in its lsm= list)"
+)]
 fn in_the_queue_each_queued_goals_hostile_agent_is_refused_and_both_land() {
-    let test = "in_the_queue_each_queued_goals_hostile_agent_is_refused_and_both_land";
-    if !confining(test) {
-        return;
-    }
+    assert_confining();
     let repo = TestRepo::new();
     let home = plant_canaries(&repo);
     let agent = agent(&outside(&repo, "agent"), &repo.root, &home, &["a", "b"]);
@@ -359,11 +364,12 @@ fn still_waiting(gate: &Path) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_landlock),
+    ignore = "needs Landlock: this kernel does not confine (Linux 5.13 or later, with landlock in its lsm= list)"
+)]
 fn after_kill_9_mid_try_the_resumed_attempts_are_refused_as_the_first_were_and_land() {
-    let test = "after_kill_9_mid_try_the_resumed_attempts_are_refused_as_the_first_were_and_land";
-    if !confining(test) {
-        return;
-    }
+    assert_confining();
     let repo = TestRepo::new();
     let home = plant_canaries(&repo);
     let gates = outside(&repo, "gates");
@@ -444,12 +450,12 @@ fn after_kill_9_mid_try_the_resumed_attempts_are_refused_as_the_first_were_and_l
 }
 
 #[test]
+#[cfg_attr(
+    not(has_landlock),
+    ignore = "needs Landlock: this kernel does not confine (Linux 5.13 or later, with landlock in its lsm= list)"
+)]
 fn under_remote_the_workers_hostile_agent_is_refused_on_its_machine_and_its_work_lands() {
-    let test =
-        "under_remote_the_workers_hostile_agent_is_refused_on_its_machine_and_its_work_lands";
-    if !confining(test) {
-        return;
-    }
+    assert_confining();
     // A bare repository is the remote; the user's repository runs the coordinator; the worker
     // runs in a clone of its own with a home of its own (with its own secrets), as on another
     // machine.

@@ -2,16 +2,16 @@
 
 use serde_json::json;
 
-use super::{confining, hostile_script, nothing_escaped, plant_canaries};
+use super::{assert_confining, hostile_script, nothing_escaped, plant_canaries};
 use crate::{TestRepo, assert_exit, outside, status_json};
 
 #[test]
+#[cfg_attr(
+    not(has_landlock),
+    ignore = "needs Landlock: this kernel does not confine (Linux 5.13 or later, with landlock in its lsm= list)"
+)]
 fn hostile_tasks_are_refused_everything_outside_their_checkouts_and_the_good_writer_lands() {
-    let test =
-        "hostile_tasks_are_refused_everything_outside_their_checkouts_and_the_good_writer_lands";
-    if !confining(test) {
-        return;
-    }
+    assert_confining();
     let repo = TestRepo::new();
     let home = plant_canaries(&repo);
     let agent = outside(&repo, "hostile-agent.sh");
@@ -97,11 +97,12 @@ fn hostile_tasks_are_refused_everything_outside_their_checkouts_and_the_good_wri
 }
 
 #[test]
+#[cfg_attr(
+    not(has_landlock),
+    ignore = "needs Landlock: this kernel does not confine (Linux 5.13 or later, with landlock in its lsm= list)"
+)]
 fn unconfined_the_same_tries_reach_the_home_which_is_what_the_rules_stop() {
-    let test = "unconfined_the_same_tries_reach_the_home_which_is_what_the_rules_stop";
-    if !confining(test) {
-        return;
-    }
+    assert_confining();
     let repo = TestRepo::new();
     let home = plant_canaries(&repo);
     let tasks = repo.tasks(&[&json!({

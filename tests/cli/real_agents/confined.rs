@@ -105,7 +105,7 @@ fn escape(
     test: &str,
     profile: Option<fn(&Path) -> String>,
     env: &[(&str, &str)],
-) -> Option<Escape> {
+) -> Escape {
     let wanted = Arc::new(OnceLock::<Targets>::new());
     let known = Arc::clone(&wanted);
     let rig = Rig::start(cli, test, move |req, _| {
@@ -114,7 +114,7 @@ fn escape(
             req,
             known.get().expect("the targets are set before swarm runs"),
         )
-    })?;
+    });
     let targets = Targets::of(&rig);
     wanted.set(targets.clone()).unwrap();
     if let Some(profile) = profile {
@@ -138,14 +138,14 @@ fn escape(
     let task = task_status(&status, "w");
     let transcript = std::fs::read_to_string(task["transcript"].as_str().unwrap()).unwrap();
     rig.assert_no_other_host();
-    Some(Escape {
+    Escape {
         rig,
         targets,
         out,
         task,
         transcript,
         before,
-    })
+    }
 }
 
 /// Claude Code's writer arguments with its own checks out of the way: `Bash` allowed, and
@@ -264,15 +264,17 @@ impl Escape {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_claude, has_landlock)),
+    ignore = "needs the claude CLI and Landlock: one is missing here; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN), on a kernel that confines"
+)]
 fn claude_writer_confined_lands_its_edit_and_is_refused_writes_outside() {
-    let Some(e) = escape(
+    let e = escape(
         Cli::Claude,
         "claude_writer_confined_lands_its_edit_and_is_refused_writes_outside",
         Some(claude_allows_everything),
         &[],
-    ) else {
-        return;
-    };
+    );
     e.assert_confined();
     // `Write` writes a temporary file beside its target, then renames it: refused at the
     // first.
@@ -294,28 +296,32 @@ fn claude_writer_confined_lands_its_edit_and_is_refused_writes_outside() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_claude),
+    ignore = "needs the claude CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn claude_writer_unconfined_writes_outside_its_checkout() {
-    let Some(e) = escape(
+    let e = escape(
         Cli::Claude,
         "claude_writer_unconfined_writes_outside_its_checkout",
         Some(claude_allows_everything),
         &[("SWARM_CONFINE", "off")],
-    ) else {
-        return;
-    };
+    );
     e.assert_unconfined();
 }
 
 #[test]
+#[cfg_attr(
+    not(all(has_codex, has_landlock)),
+    ignore = "needs the codex CLI and Landlock: one is missing here; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN), on a kernel that confines"
+)]
 fn codex_writer_confined_lands_its_edit_and_is_refused_writes_outside() {
-    let Some(e) = escape(
+    let e = escape(
         Cli::Codex,
         "codex_writer_confined_lands_its_edit_and_is_refused_writes_outside",
         None,
         &[],
-    ) else {
-        return;
-    };
+    );
     e.assert_confined();
     assert!(
         e.transcript
@@ -334,14 +340,16 @@ fn codex_writer_confined_lands_its_edit_and_is_refused_writes_outside() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_codex),
+    ignore = "needs the codex CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn codex_writer_unconfined_without_its_sandbox_writes_outside_its_checkout() {
-    let Some(e) = escape(
+    let e = escape(
         Cli::Codex,
         "codex_writer_unconfined_without_its_sandbox_writes_outside_its_checkout",
         Some(codex_without_its_sandbox),
         &[("SWARM_CONFINE", "off")],
-    ) else {
-        return;
-    };
+    );
     e.assert_unconfined();
 }

@@ -6,7 +6,8 @@
 //!
 //! The CLIs are looked for in `.ci/agents/node_modules/.bin` of this repository (`npm ci
 //! --prefix .ci/agents`), or in the directory `SWARM_TEST_AGENTS_BIN` names. When one is
-//! missing its tests say they are skipped and pass; with `CI` set they fail instead.
+//! missing its tests are reported as ignored, saying so (build.rs); with `CI` set they run,
+//! and fail.
 
 mod acp;
 mod captures;
@@ -67,33 +68,23 @@ pub enum Retries {
     Default,
 }
 
-/// The directory holding the real `cli`, or `None` when it is not installed (the test is then
-/// said to be skipped; with `CI` set it fails).
-pub fn installed(cli: Cli, test: &str) -> Option<PathBuf> {
+/// The directory holding the real `cli`. A test that comes here needs it (where it is missing
+/// the test is ignored, but under CI), so its absence fails `test`.
+pub fn installed(cli: Cli, test: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = std::env::var_os("SWARM_TEST_AGENTS_BIN").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/agents/node_modules/.bin"),
         PathBuf::from,
     );
     let program = dir.join(cli.name());
-    if std::fs::metadata(&program).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    {
-        return Some(dir);
-    }
     assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run the real {} CLI, and {} is not there: run `npm ci --prefix .ci/agents --no-audit --no-fund` first (or name the CLIs' directory in SWARM_TEST_AGENTS_BIN)",
+        std::fs::metadata(&program)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0),
+        "{test} needs the real {} CLI, and {} is not there: run `npm ci --prefix .ci/agents --no-audit --no-fund` first (or name the CLIs' directory in SWARM_TEST_AGENTS_BIN)",
         cli.name(),
         program.display()
     );
-    #[expect(clippy::print_stderr, reason = "a skipped test says so")]
-    {
-        eprintln!(
-            "SKIPPED {test}: the real {} CLI is not installed; run npm ci --prefix .ci/agents to enable",
-            cli.name()
-        );
-    }
-    None
+    dir
 }
 
 /// A test repository, a model server and a refusing proxy, and the environment that points
@@ -122,12 +113,12 @@ pub const CLAUDE_SWITCHES: [&str; 4] = [
 const CODEX_KEY_VAR: &str = "LOOPBACK_MODEL_KEY";
 
 impl Rig {
-    /// The rig for `cli` with an API key and no retries, or `None` when `cli` is not installed.
+    /// The rig for `cli` with an API key and no retries.
     pub fn start(
         cli: Cli,
         test: &str,
         script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static,
-    ) -> Option<Self> {
+    ) -> Self {
         Self::start_with(cli, test, ClaudeAuth::ApiKey, Retries::Never, script)
     }
 
@@ -137,8 +128,8 @@ impl Rig {
         auth: ClaudeAuth,
         retries: Retries,
         script: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static,
-    ) -> Option<Self> {
-        let bin = installed(cli, test)?;
+    ) -> Self {
+        let bin = installed(cli, test);
         let rig = Self {
             repo: TestRepo::new(),
             server: ModelServer::start(script),
@@ -153,7 +144,7 @@ impl Rig {
             std::fs::create_dir_all(rig.codex_home()).unwrap();
             std::fs::write(rig.codex_home().join("config.toml"), rig.codex_config()).unwrap();
         }
-        Some(rig)
+        rig
     }
 
     /// The test's HOME (the repository's parent, outside it).

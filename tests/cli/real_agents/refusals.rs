@@ -11,13 +11,13 @@ use crate::model_server::{Reply, Request};
 use crate::{assert_exit, outside, status_json};
 
 /// A reader whose model tries `attempts` in turn, then answers.
-fn reader_tries_to_write(cli: Cli, test: &str, attempts: Vec<Reply>) -> Option<Rig> {
+fn reader_tries_to_write(cli: Cli, test: &str, attempts: Vec<Reply>) -> Rig {
     let rig = Rig::start(cli, test, move |req: &Request, _| {
         attempts
             .get(req.tool_results().len())
             .cloned()
             .unwrap_or_else(|| Reply::text("REFUSED: I could not write sneaky.txt"))
-    })?;
+    });
 
     let out = rig.run(
         &[
@@ -39,7 +39,7 @@ fn reader_tries_to_write(cli: Cli, test: &str, attempts: Vec<Reply>) -> Option<R
     let everywhere = rig.repo.git(&["log", "--all", "--name-only", "--format="]);
     assert!(!everywhere.contains("sneaky.txt"), "{everywhere}");
     rig.assert_no_other_host();
-    Some(rig)
+    rig
 }
 
 /// The tool results the model got, in order.
@@ -52,8 +52,12 @@ fn results(rig: &Rig) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_claude),
+    ignore = "needs the claude CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn claude_reader_has_no_tool_to_write_with() {
-    let Some(rig) = reader_tries_to_write(
+    let rig = reader_tries_to_write(
         Cli::Claude,
         "claude_reader_has_no_tool_to_write_with",
         vec![
@@ -63,9 +67,7 @@ fn claude_reader_has_no_tool_to_write_with() {
             ),
             Reply::tool_call("Bash", json!({"command": "echo sneaky > sneaky.txt"})),
         ],
-    ) else {
-        return;
-    };
+    );
     // `--disallowedTools` takes the tools away: the model is not offered them, and a call of
     // one is answered as a call of a tool that does not exist (no permission denial).
     let offered = rig.server.model_requests()[0].tool_names();
@@ -92,8 +94,12 @@ fn claude_reader_has_no_tool_to_write_with() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_codex),
+    ignore = "needs the codex CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn codex_reader_is_refused_the_command_and_the_patch() {
-    let Some(rig) = reader_tries_to_write(
+    let rig = reader_tries_to_write(
         Cli::Codex,
         "codex_reader_is_refused_the_command_and_the_patch",
         vec![
@@ -103,9 +109,7 @@ fn codex_reader_is_refused_the_command_and_the_patch() {
                 "*** Begin Patch\n*** Add File: sneaky.txt\n+sneaky\n*** End Patch\n",
             ),
         ],
-    ) else {
-        return;
-    };
+    );
     // Confined by swarm, Codex runs without its own sandbox, and the kernel refuses both: a
     // reader may not write its snapshot.
     let results = results(&rig);
@@ -121,21 +125,23 @@ fn codex_reader_is_refused_the_command_and_the_patch() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_claude),
+    ignore = "needs the claude CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn claude_writer_writing_outside_its_checkout_is_denied() {
     let test = "claude_writer_writing_outside_its_checkout_is_denied";
     // The path is known once the rig (and its HOME) is.
     let target = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
     let wanted = std::sync::Arc::clone(&target);
-    let Some(rig) = Rig::start(Cli::Claude, test, move |req, _| {
+    let rig = Rig::start(Cli::Claude, test, move |req, _| {
         if req.tool_results().is_empty() {
             let path = wanted.get().expect("the target is set before swarm runs");
             Reply::tool_call("Write", json!({"file_path": path, "content": "escaped\n"}))
         } else {
             Reply::text("DENIED: wrote nothing")
         }
-    }) else {
-        return;
-    };
+    });
     let escape = outside(&rig.repo, "escaped.txt");
     target.set(escape.display().to_string()).unwrap();
 
@@ -173,11 +179,15 @@ fn claude_writer_writing_outside_its_checkout_is_denied() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_codex),
+    ignore = "needs the codex CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn codex_writer_patching_outside_its_checkout_is_refused_and_fails() {
     let test = "codex_writer_patching_outside_its_checkout_is_refused_and_fails";
     let target = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
     let wanted = std::sync::Arc::clone(&target);
-    let Some(rig) = Rig::start(Cli::Codex, test, move |req, _| {
+    let rig = Rig::start(Cli::Codex, test, move |req, _| {
         if req.tool_results().is_empty() {
             let path = wanted.get().expect("the target is set before swarm runs");
             Reply::freeform(
@@ -187,9 +197,7 @@ fn codex_writer_patching_outside_its_checkout_is_refused_and_fails() {
         } else {
             Reply::text("DONE: wrote it")
         }
-    }) else {
-        return;
-    };
+    });
     let escape = std::path::PathBuf::from(format!("/etc/swarm-escape-{}.txt", std::process::id()));
     target.set(escape.display().to_string()).unwrap();
 

@@ -33,14 +33,16 @@ fn files_naming(dir: &std::path::Path, id: &str) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_claude),
+    ignore = "needs the claude CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn claude_resume_of_a_named_session_continues_the_conversation() {
-    let Some(rig) = Rig::start(
+    let rig = Rig::start(
         Cli::Claude,
         "claude_resume_of_a_named_session_continues_the_conversation",
         |_, seen| Reply::text(format!("ANSWER {seen}")),
-    ) else {
-        return;
-    };
+    );
     let session = "6a0c6f2e-4c5d-4f43-9a55-6e0f2a1b7c11";
     let reader = rig.profile_args(Mode::Read);
     let first = reader
@@ -79,14 +81,16 @@ fn claude_resume_of_a_named_session_continues_the_conversation() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_codex),
+    ignore = "needs the codex CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn codex_exec_resume_of_a_thread_continues_the_conversation() {
-    let Some(rig) = Rig::start(
+    let rig = Rig::start(
         Cli::Codex,
         "codex_exec_resume_of_a_thread_continues_the_conversation",
         |_, seen| Reply::text(format!("ANSWER {seen}")),
-    ) else {
-        return;
-    };
+    );
 
     let one = rig.run_cli(rig.profile_args(Mode::Read), "first question ALPHA");
     assert_exit(&one, 0);
@@ -140,14 +144,14 @@ fn codex_exec_resume_of_a_thread_continues_the_conversation() {
 
 /// A task whose first attempt meets a model that never answers and is stopped at the timeout;
 /// the second attempt continues the first one's session, and the model answers it.
-fn attempt_cut_short_is_continued(cli: Cli, test: &str, lane: &str) -> Option<Rig> {
+fn attempt_cut_short_is_continued(cli: Cli, test: &str, lane: &str) -> Rig {
     let rig = Rig::start(cli, test, |_, seen| {
         if seen == 0 {
             Reply::Hang
         } else {
             Reply::text("DONE after all")
         }
-    })?;
+    });
 
     let out = rig.run(
         &[
@@ -175,18 +179,20 @@ fn attempt_cut_short_is_continued(cli: Cli, test: &str, lane: &str) -> Option<Ri
     );
     assert!(seen[1].contains("was cut short"), "{}", seen[1]);
     rig.assert_no_other_host();
-    Some(rig)
+    rig
 }
 
 #[test]
+#[cfg_attr(
+    not(has_claude),
+    ignore = "needs the claude CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn claude_reader_cut_short_by_the_timeout_is_continued_in_its_session() {
-    let Some(rig) = attempt_cut_short_is_continued(
+    let rig = attempt_cut_short_is_continued(
         Cli::Claude,
         "claude_reader_cut_short_by_the_timeout_is_continued_in_its_session",
         "analyst",
-    ) else {
-        return;
-    };
+    );
     let requests = rig.server.model_requests();
     let session = requests[0].header("x-claude-code-session-id");
     assert!(session.is_some());
@@ -194,6 +200,10 @@ fn claude_reader_cut_short_by_the_timeout_is_continued_in_its_session() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_claude),
+    ignore = "needs the claude CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn claude_writer_cut_short_by_the_timeout_is_continued_in_its_session() {
     attempt_cut_short_is_continued(
         Cli::Claude,
@@ -203,14 +213,16 @@ fn claude_writer_cut_short_by_the_timeout_is_continued_in_its_session() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_codex),
+    ignore = "needs the codex CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn codex_reader_cut_short_by_the_timeout_is_continued_in_its_thread() {
-    let Some(rig) = attempt_cut_short_is_continued(
+    let rig = attempt_cut_short_is_continued(
         Cli::Codex,
         "codex_reader_cut_short_by_the_timeout_is_continued_in_its_thread",
         "analyst",
-    ) else {
-        return;
-    };
+    );
     let requests = rig.server.model_requests();
     let thread = requests[0].header("thread-id");
     assert!(thread.is_some());
@@ -221,13 +233,11 @@ fn codex_reader_cut_short_by_the_timeout_is_continued_in_its_thread() {
 /// answers and is stopped at the timeout; the second attempt continues the session in the same
 /// checkout, where the file still is, and the file lands.
 fn writer_cut_short_after_writing_lands_its_file(cli: Cli, test: &str, write: Reply) {
-    let Some(rig) = Rig::start(cli, test, move |_, seen| match seen {
+    let rig = Rig::start(cli, test, move |_, seen| match seen {
         0 => write.clone(),
         1 => Reply::Hang,
         _ => Reply::text("DONE: notes.txt is written"),
-    }) else {
-        return;
-    };
+    });
 
     let out = rig.run(
         &[serde_json::json!({"id": "w", "prompt": "Write notes.txt. (task: w)", "lane": "coder"})],
@@ -255,6 +265,10 @@ fn writer_cut_short_after_writing_lands_its_file(cli: Cli, test: &str, write: Re
 }
 
 #[test]
+#[cfg_attr(
+    not(has_claude),
+    ignore = "needs the claude CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn claude_writer_cut_short_after_writing_is_continued_and_its_file_lands() {
     writer_cut_short_after_writing_lands_its_file(
         Cli::Claude,
@@ -267,6 +281,10 @@ fn claude_writer_cut_short_after_writing_is_continued_and_its_file_lands() {
 }
 
 #[test]
+#[cfg_attr(
+    not(has_codex),
+    ignore = "needs the codex CLI: not found; install with npm ci --prefix .ci/agents (or set SWARM_TEST_AGENTS_BIN)"
+)]
 fn codex_writer_cut_short_after_writing_is_continued_and_its_file_lands() {
     writer_cut_short_after_writing_lands_its_file(
         Cli::Codex,
