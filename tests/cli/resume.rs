@@ -145,7 +145,9 @@ fn after_plan_only_there_is_nothing_to_resume() {
     assert_exit(&out, 2);
     assert_eq!(
         stderr(&out),
-        "error: there is no unfinished run to resume\n"
+        "error: there is no unfinished run to resume\n\
+         hint: every run of this repository finished; `swarm runs` lists them, and `swarm run \
+         TASKS.jsonl` or `swarm --goal TEXT` starts a new one\n"
     );
     assert_eq!(repo.state(), before);
     let runs = repo.swarm(&["runs", "--json"]);
