@@ -15,6 +15,7 @@ pub mod complete;
 pub(crate) mod config;
 pub(crate) mod disk;
 pub mod error;
+pub mod forge;
 pub(crate) mod git;
 pub(crate) mod llm;
 pub(crate) mod near;

@@ -14,6 +14,34 @@ pub const MASK: &str = "[redacted]";
 /// What names a secret given by a flag or a config file rather than a variable.
 const THE_API_KEY: &str = "the API key";
 
+/// A secret held in memory (a forge's token): its `Debug` and `Display` show `[redacted]`, so
+/// no error, log line or debug print of what holds it can show its value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value, for the one place it is sent.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(MASK)
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(MASK)
+    }
+}
+
 /// Each secret with the name of the variable it came from.
 static SECRETS: OnceLock<Vec<(String, String)>> = OnceLock::new();
 

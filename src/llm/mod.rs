@@ -955,7 +955,7 @@ fn server_words(body: &str) -> String {
 }
 
 /// `Retry-After` is either delta-seconds or an HTTP date (RFC 9110 §10.2.3).
-fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
