@@ -24,7 +24,7 @@ pub const FLOORS: &[(&str, &[&str])] = &[
         &["cli", "command", "complete", "manual", "ci", "preview"],
     ),
     ("loop", &["planner", "schedule"]),
-    ("attempt", &["agent", "llm", "remote"]),
+    ("attempt", &["agent", "llm", "remote", "forge"]),
     ("git", &["git"]),
     ("records", &["store", "report"]),
     ("ui", &["ui"]),
