@@ -454,14 +454,17 @@ fn forge_every_answer_of_the_fake_has_the_forges_published_shape() {
         }
     }
     assert!(checked.contains(&(Flavour::GitHub, Route::Reviewers)));
-    // The schemas do look: a pull request without its number, or with a number for a state,
-    // is refused.
+    // The schemas do look: a pull request in a state GitHub never gives, or without its
+    // number, and a merge request with a number for its state, are refused.
     let mut pr = fake
         .answers()
         .into_iter()
         .find(|a| a.0 == Flavour::GitHub && a.1 == Route::Create)
         .unwrap()
         .2;
+    let mut merged = pr.clone();
+    merged["state"] = "merged".into();
+    assert!(whole.0.validate(&merged, whole.1).is_err());
     pr.as_object_mut().unwrap().remove("number");
     assert!(whole.0.validate(&pr, whole.1).is_err());
     let mut mr = fake
