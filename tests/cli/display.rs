@@ -240,18 +240,19 @@ fn ctrl_c_leaves_no_row_and_no_stale_copy_of_the_display() {
     assert_eq!(screen.code(), 75, "{}", screen.text);
     let rows: Vec<&str> = screen.text.lines().filter(|l| l.contains(" — ")).collect();
     assert!(rows.is_empty(), "rows left: {rows:#?}\n{}", screen.text);
-    let headers = headers(&screen);
+    assert_one_header_saying(&screen, "0/6 · interrupted · 0 merged");
+}
+
+/// The screen holds one header, not a frozen copy of an earlier one, and it says `words`.
+fn assert_one_header_saying(screen: &Screen, words: &str) {
+    let headers = headers(screen);
     assert_eq!(
         headers.len(),
         1,
         "one header, not a frozen copy:\n{}",
         screen.text
     );
-    assert!(
-        headers[0].contains("0/6 · interrupted · 0 merged"),
-        "{}",
-        screen.text
-    );
+    assert!(headers[0].contains(words), "{}", screen.text);
 }
 
 #[test]
@@ -263,17 +264,9 @@ fn ctrl_c_typed_at_the_terminal_leaves_one_header_that_says_the_run_was_interrup
     let screen = terminal.finish();
 
     assert_eq!(screen.code(), 75, "{}", screen.text);
-    let headers = headers(&screen);
-    assert_eq!(
-        headers.len(),
-        1,
-        "one header, not a frozen copy:\n{}",
-        screen.text
-    );
-    assert!(
-        headers[0].contains("0/6 · interrupted · 0 merged · 0 parked · 0 failed"),
-        "{}",
-        screen.text
+    assert_one_header_saying(
+        &screen,
+        "0/6 · interrupted · 0 merged · 0 parked · 0 failed",
     );
     assert!(!screen.text.contains(" — "), "rows left:\n{}", screen.text);
     assert!(

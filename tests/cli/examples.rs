@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::landing::shallow_clone;
+use crate::writers::swarm_branches;
 use crate::{TestRepo, assert_exit, rev, stderr, stdout};
 
 /// This repository's `examples/NAME`.
@@ -38,18 +39,6 @@ fn run_in(repo: &TestRepo, program: &str, args: &[&str]) -> Output {
         .env("GIT_COMMITTER_EMAIL", "test@example.com")
         .output()
         .expect("running the example")
-}
-
-/// The branches swarm left, as `refs/heads/swarm/…` names shortened.
-fn swarm_branches(repo: &TestRepo) -> Vec<String> {
-    repo.git(&[
-        "for-each-ref",
-        "--format=%(refname:short)",
-        "refs/heads/swarm/",
-    ])
-    .lines()
-    .map(str::to_owned)
-    .collect()
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn events(repo: &TestRepo, run: &str) -> Vec<Value> {
 }
 
 /// Local branches under `swarm/`.
-fn swarm_branches(repo: &TestRepo) -> Vec<String> {
+pub(crate) fn swarm_branches(repo: &TestRepo) -> Vec<String> {
     repo.git(&[
         "for-each-ref",
         "--format=%(refname:short)",
