@@ -1,7 +1,7 @@
 //! The OpenAI-compatible chat-completions client: one POST per call, with retries, jittered
 //! backoff, `Retry-After`, and a limit on requests in flight shared by every thread of a run
 //! (`limiter`: cut to what the server took when it refuses one more, grown back on success).
-//! It is the only user of ureq. It must not know about tasks, prompts or tools, and must never
+//! It and `forge` (plain JSON requests to a forge's API) are the users of ureq. It must not know about tasks, prompts or tools, and must never
 //! put the API key in `Debug` output, errors or notices.
 
 use std::fmt;

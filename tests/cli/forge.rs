@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use swarm::forge::{Change, Edit, Error, Forge, Kind, Patience, Proposal, Setup, State};
 
 use crate::fake_forge::{Failure, FakeForge, Flavour, Route, TOKEN};
@@ -392,15 +391,7 @@ fn schema(file: &str, name: &str) -> (boon::Schemas, boon::SchemaIndex) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/cli/fake_forge/schemas")
         .join(file);
-    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let url = format!("file://{}", path.display());
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler.add_resource(&url, json).unwrap();
-    let index = compiler
-        .compile(&format!("{url}#/$defs/{name}"), &mut schemas)
-        .unwrap_or_else(|e| panic!("{file}: {e:#}"));
-    (schemas, index)
+    crate::compiled_schema(&path, &format!("#/$defs/{name}"))
 }
 
 #[test]

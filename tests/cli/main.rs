@@ -412,3 +412,17 @@ pub fn run_report(repo: &TestRepo) -> String {
     let dir = repo.swarm_dir().join("runs").join(run_id(repo));
     std::fs::read_to_string(dir.join("report.md")).expect("the run's report")
 }
+
+/// The JSON schema in the file at `path`, compiled, and the index of the part `fragment` names
+/// (`#/$defs/NAME`; empty: the whole).
+pub fn compiled_schema(path: &Path, fragment: &str) -> (boon::Schemas, boon::SchemaIndex) {
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let url = format!("file://{}", path.display());
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource(&url, json).unwrap();
+    let index = compiler
+        .compile(&format!("{url}{fragment}"), &mut schemas)
+        .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+    (schemas, index)
+}

@@ -248,16 +248,10 @@ fn the_github_workflow_uses_actions_that_run_on_node_24() {
 
 /// The schema in `tests/cli/ci_templates/schemas/NAME`, compiled.
 pub(crate) fn schema(name: &str) -> (boon::Schemas, boon::SchemaIndex) {
-    let path = root().join("tests/cli/ci_templates/schemas").join(name);
-    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let url = format!("file://{}", path.display());
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler.add_resource(&url, json).unwrap();
-    let index = compiler
-        .compile(&url, &mut schemas)
-        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
-    (schemas, index)
+    crate::compiled_schema(
+        &root().join("tests/cli/ci_templates/schemas").join(name),
+        "",
+    )
 }
 
 #[test]
