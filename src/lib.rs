@@ -13,6 +13,7 @@ pub mod cli;
 mod command;
 pub mod complete;
 pub(crate) mod config;
+pub(crate) mod deliver;
 pub(crate) mod disk;
 pub mod error;
 pub mod forge;

@@ -80,6 +80,37 @@ pub struct Landing {
     pub message: Option<String>,
 }
 
+/// A change request the run's result was delivered as (`--deliver pr`, `pr-per-task`,
+/// `stack`), as the report, the summary, `swarm status` and the JSON name it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PullRequest {
+    /// The task whose change it holds; `None` for the whole run's result.
+    pub task: Option<String>,
+    pub number: u64,
+    pub url: String,
+    /// Its branch on the remote, and the branch it is to be merged into.
+    pub head: String,
+    pub base: String,
+    /// The commit its branch holds.
+    pub commit: String,
+    /// `opened`, `updated`, `unchanged`, `closed`, `merged` or `not swarm's`.
+    pub outcome: String,
+}
+
+impl PullRequest {
+    /// `#3 (a) https://…`: what the summary and the report list.
+    pub fn line(&self) -> String {
+        let what = self
+            .task
+            .as_deref()
+            .map_or_else(|| "the run's result".to_owned(), |t| format!("task {t}"));
+        format!(
+            "#{} {what}: {} into {}, {} ({})",
+            self.number, self.head, self.base, self.outcome, self.url
+        )
+    }
+}
+
 /// What landing did, or why it did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -99,6 +130,8 @@ pub enum LandingAction {
     Halted,
     /// The token budget was spent.
     OverBudget,
+    /// Pushed and opened as change requests on the forge (`--deliver pr` and the like).
+    Delivered,
 }
 
 /// One goal of a multi-goal run, with its tasks (indices into the run's tasks).
@@ -126,6 +159,8 @@ pub struct Facts<'a> {
     pub repairs: &'a [(String, String)],
     /// What happened to the integration branch.
     pub landing: Option<&'a Landing>,
+    /// The change requests the result was delivered as.
+    pub pull_requests: &'a [PullRequest],
     /// Why the run stopped merging for a human, when it did.
     pub halted: Option<&'a str>,
     pub exit_code: i32,
@@ -338,6 +373,13 @@ fn run_summary(f: &Facts<'_>) -> String {
     let _ = writeln!(out, "{}\n", f.confinement);
     if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}\n");
+    }
+    if !f.pull_requests.is_empty() {
+        let _ = writeln!(out, "Pull requests:\n");
+        for pr in f.pull_requests {
+            let _ = writeln!(out, "- {}", escape::markdown(&pr.line()));
+        }
+        let _ = writeln!(out);
     }
     if !f.goals.is_empty() {
         let done = f
@@ -635,6 +677,9 @@ pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
     if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}");
     }
+    for pr in f.pull_requests {
+        let _ = writeln!(out, "pull request {}", pr.line());
+    }
     let _ = writeln!(out, "report: {report_path}");
     out
 }
@@ -685,6 +730,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
             v
         }).collect::<Vec<_>>(),
         "landing": f.landing,
+        "pull_requests": f.pull_requests,
         "totals": {
             "elapsed_ms": totals.wall.as_millis() as u64,
             "task_tokens": totals.task_tokens,

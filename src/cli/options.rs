@@ -12,8 +12,8 @@ use clap::{Arg, Args};
 use clap_complete::engine::ArgValueCandidates;
 
 use crate::config::{
-    Choice, Confine, ConfineNet, Defaults, Forecast, Land, MAX_SLOTS, Options, ReportFormat,
-    Spawning,
+    Choice, Confine, ConfineNet, Defaults, Deliver, Forecast, Land, MAX_SLOTS, Options,
+    ReportFormat, Spawning,
 };
 
 /// Makes [`RunOptions`] and its conversion from the options' table, one entry at a time: the

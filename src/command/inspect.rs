@@ -146,6 +146,8 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     let state = RunState::of(&run.id, run.status, holder.as_deref());
     let alive = state == RunState::Running;
     let now = now_ms();
+    let pull_requests =
+        super::deliver::recorded(&super::stored::read_events(&board.events_path(&run.id))?);
     if g.json {
         let mut run = run;
         // The options as they read, without the record's version; a record this swarm cannot
@@ -164,6 +166,7 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
             "goals": goals,
             "tasks": shown,
             "counts": counts_json(&tasks),
+            "pull_requests": pull_requests,
         }))?)?;
         return Ok(exit::OK);
     }
@@ -242,6 +245,9 @@ pub(super) fn status(g: &Globals, run: Option<&str>) -> anyhow::Result<u8> {
     }
     out.push_str(&counts_line(&tasks));
     out.push('\n');
+    for pr in &pull_requests {
+        let _ = writeln!(out, "pull request {}", pr.line());
+    }
     ui::out(&out)?;
     Ok(exit::OK)
 }

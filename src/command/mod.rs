@@ -14,6 +14,7 @@ use crate::ui;
 
 mod ci;
 mod context;
+mod deliver;
 mod drop;
 mod facts;
 mod gc;

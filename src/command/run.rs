@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 
-use crate::config::{Land, Options, to_record};
+use crate::config::{Deliver, Land, Options, to_record};
 use crate::error::{Usage, exit};
 use crate::git::{CommitId, Repo};
 use crate::plan::Plan;
@@ -39,6 +39,10 @@ pub(super) fn check_before_run(
         Usage::new(format!("`include`: {why}"))
             .hint("name the files and directories of the repository to copy into each checkout")
     })?;
+    if crate::deliver::opens_requests(options.deliver) {
+        // Refused now, before any model time is spent, rather than once the work is done.
+        crate::deliver::target(repo, options, &|n| std::env::var(n).ok())?;
+    }
     if let Some(remote) = &options.remote {
         crate::remote::poll()?;
         crate::remote::Key::from_env()?;
@@ -93,7 +97,7 @@ const REMOTE_TRIES: u32 = 2;
 
 /// Refuses a run that would land while git has an operation open in the checkout.
 fn check_open_operation(repo: &Repo, options: &Options) -> anyhow::Result<()> {
-    if !matches!(options.land, None | Some(Land::Auto)) {
+    if landing_of(options) != Land::Auto {
         return Ok(());
     }
     if let Some(op) = repo.open_operation() {
@@ -442,7 +446,7 @@ pub(super) fn execute(
             ),
         )
     } else {
-        let how = options.land.unwrap_or(Land::Auto);
+        let how = landing_of(options);
         if how == Land::Auto && tip != layout.base {
             board.event(
                 &layout.run,
@@ -463,26 +467,13 @@ pub(super) fn execute(
         }
         landing
     };
-    let status = match ending {
+    let mut status = match ending {
         Ending::Interrupted | Ending::OverBudget | Ending::Halted | Ending::Faulted(_) => {
             RunStatus::Interrupted
         }
         Ending::Finished => RunStatus::Finished,
     };
-    board.set_run_status(
-        &layout.run,
-        status,
-        Some(i32::from(code)),
-        &Event::run(RunEvent::RunEnded {
-            status: status.as_str().to_owned(),
-            exit_code: code,
-            landing: landing.message.clone(),
-            reason: super::reason::of_ending(&ending, halted, &events),
-        }),
-    )?;
-    let run = board
-        .load_run(&layout.run)?
-        .context("the run vanished from the board")?;
+    let mut code = code;
     let failed_attempts = board.failed_attempts(&layout.run)?;
     let continued = board.continued_attempts(&layout.run)?;
     let merges = merges(&events, &records);
@@ -498,8 +489,17 @@ pub(super) fn execute(
     let output_tails = output_tails(&events, &records);
     let spans = super::facts::attempt_spans(&events, crate::store::now_ms());
     let agents = super::facts::agent_usage(board, &layout.run, &events)?;
-    let facts = Facts {
-        run: &run,
+    let confinement = confinement_summary(settings);
+    let pull_requests = super::deliver::recorded(&events);
+    // The run as it ends, for a report written before its end is recorded (the description of
+    // a pull request).
+    let mut ending_run = board
+        .load_run(&layout.run)?
+        .context("the run vanished from the board")?;
+    ending_run.status = status;
+    ending_run.exit_code = Some(i32::from(code));
+    let mut facts = Facts {
+        run: &ending_run,
         plan,
         tasks: &records,
         failed_attempts: &failed_attempts,
@@ -508,13 +508,14 @@ pub(super) fn execute(
         merges: &merges,
         repairs: &repairs,
         landing: Some(&landing),
+        pull_requests: &pull_requests,
         halted,
         exit_code: i32::from(code),
         goals: &goals,
         goal_notes: &goal_notes,
         output_tails: &output_tails,
         wall: run_time(
-            run.created_at,
+            ending_run.created_at,
             &time_marks(&events),
             events.last().map(|e| e.at),
             None,
@@ -526,8 +527,59 @@ pub(super) fn execute(
         spans: &spans,
         agents: &agents,
         kept: &kept,
-        confinement: &confinement_summary(settings),
+        confinement: &confinement,
     };
+    let delivery = if ending == Ending::Finished
+        && crate::deliver::opens_requests(options.deliver)
+        && tip != layout.base
+    {
+        let run = super::deliver::Run {
+            repo,
+            layout,
+            options,
+            plan,
+            record: &ending_run,
+            tasks: &records,
+            events: &events,
+            goals: goals.iter().map(|g| g.record.text.as_str()).collect(),
+            tip: &tip,
+        };
+        Some(super::deliver::deliver(
+            board,
+            &run,
+            &report::markdown(&facts),
+        )?)
+    } else {
+        None
+    };
+    let (landing, pull_requests) = match delivery {
+        Some(delivery) => {
+            if let Some(stopped) = delivery.stopped {
+                code = stopped;
+                status = RunStatus::Interrupted;
+            }
+            (delivery.landing, delivery.pull_requests)
+        }
+        None => (landing.clone(), pull_requests.clone()),
+    };
+    board.set_run_status(
+        &layout.run,
+        status,
+        Some(i32::from(code)),
+        &Event::run(RunEvent::RunEnded {
+            status: status.as_str().to_owned(),
+            exit_code: code,
+            landing: landing.message.clone(),
+            reason: super::reason::of_ending(&ending, halted, &events),
+        }),
+    )?;
+    let run = board
+        .load_run(&layout.run)?
+        .context("the run vanished from the board")?;
+    facts.run = &run;
+    facts.landing = Some(&landing);
+    facts.pull_requests = &pull_requests;
+    facts.exit_code = i32::from(code);
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
     output::write_atomic(&report_path, text.as_bytes())?;
@@ -627,6 +679,17 @@ fn left_out_writers(records: &[TaskRecord]) -> Option<String> {
         writers.len() - out.len(),
         writers.len()
     ))
+}
+
+/// What becomes of the integration branch here: as `--land` says when the run lands, kept
+/// (`--deliver branch`), or kept quietly when pull requests take the result (the delivery then
+/// says where it went).
+fn landing_of(options: &Options) -> Land {
+    match options.deliver {
+        None | Some(Deliver::Land) => options.land.unwrap_or(Land::Auto),
+        Some(Deliver::Branch) => Land::Branch,
+        Some(Deliver::Pr | Deliver::PrPerTask | Deliver::Stack) => Land::None,
+    }
 }
 
 /// Takes the integration branch to the user per `--land`; returns what became of it. The

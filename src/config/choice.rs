@@ -93,6 +93,31 @@ choice! {
 }
 
 choice! {
+    /// How a run's result reaches the user (see the manual's "Delivery", docs/src/delivery.md).
+    pub enum Deliver {
+        Land = "land": "As --land says: landed on your branch (auto), or kept on the integration \
+            branch",
+        Branch = "branch": "Kept on the integration branch, which the summary names",
+        Pr = "pr": "Pushed and opened as one pull request against your branch, its description \
+            the run's report",
+        PrPerTask = "pr-per-task": "Each merged writer pushed and opened as its own pull request \
+            against your branch; writers that build on other writers go in one pull request of \
+            the whole result",
+        Stack = "stack": "Writers along a chain of dependencies opened as stacked pull requests, \
+            each against the one it builds on; a writer that builds on several goes in one pull \
+            request of the whole result",
+    }
+}
+
+choice! {
+    /// Which forge a remote is on, where its URL does not say.
+    pub enum ForgeKind {
+        GitHub = "github": "GitHub or GitHub Enterprise (its API at /api/v3 of the remote's host)",
+        GitLab = "gitlab": "GitLab (its API at /api/v4 of the remote's host)",
+    }
+}
+
+choice! {
     /// The form of the report `--final-out` writes.
     pub enum ReportFormat {
         Markdown = "markdown": "",

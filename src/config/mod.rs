@@ -41,7 +41,7 @@ mod tests;
 
 use check::Shape;
 pub(crate) use choice::Choice;
-pub use choice::{Confine, ConfineNet, Forecast, Land, ReportFormat, Spawning};
+pub use choice::{Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, ReportFormat, Spawning};
 use file::read_file;
 #[cfg(test)]
 use key::Key;

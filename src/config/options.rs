@@ -13,9 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::check::Shape;
-use super::choice::{Choice, Confine, ConfineNet, Forecast, Land, ReportFormat, Spawning};
+use super::choice::{
+    Choice, Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, ReportFormat, Spawning,
+};
 use super::key::{
-    Key, Spec, duration, machine_paths, price, repo_paths, rungs, slots, transcript_cap, wait,
+    Key, Spec, branch_name, duration, machine_paths, price, repo_paths, rungs, slots,
+    transcript_cap, wait,
 };
 use super::pool::PoolSpec;
 use super::setting::Setting;
@@ -364,6 +367,53 @@ macro_rules! run_options {
             forecast_interval: Option<String> {
                 key: "forecast-interval", flag: none, var: "SWARM_FORECAST_INTERVAL", file: yes,
                 shape: Duration, check: duration, default: &'static str = "30s", listed: 46,
+            }
+            /// How the run's result reaches you: landed on your branch as --land says (land), kept on
+            /// its branch (branch), or pushed to the remote and opened as one pull request (pr), one
+            /// per merged writer (pr-per-task) or stacked along the chains of writers (stack)
+            /// [default: land].
+            deliver: Option<Deliver> {
+                key: "deliver", flag: "HOW", var: "SWARM_DELIVER", file: yes,
+                shape: OneOf(Deliver), default: Deliver = Deliver::Land, listed: 51,
+            }
+            /// The remote that pull requests' branches are pushed to, a remote's name or a URL; its
+            /// URL (as written, before any insteadOf) tells the forge [default: origin].
+            deliver_remote: Option<String> {
+                key: "deliver-remote", flag: "REMOTE", var: "SWARM_DELIVER_REMOTE", file: yes,
+                shape: Text, default: &'static str = "origin", listed: 52,
+            }
+            /// The forge of the delivery remote, where its host does not say (github or gitlab).
+            forge: Option<ForgeKind> {
+                key: "forge", flag: none, var: "SWARM_FORGE", file: yes,
+                shape: OneOf(ForgeKind), listed: 53,
+            }
+            /// The name of the pull requests' branch on the remote; a task's is NAME/<task id>
+            /// [default: swarm/ and the task file's name, or the goal's first words].
+            pr_branch: Option<String> {
+                key: "pr-branch", flag: "NAME", var: "SWARM_PR_BRANCH", file: yes,
+                shape: Text, check: branch_name, listed: 54,
+            }
+            /// The title of each pull request: {title} is the run's (the goal, or the task file's
+            /// name) or the task's (its id and first line), {run} the run's id, {task} the task's id
+            /// [default: {title}].
+            pr_title: Option<String> {
+                key: "pr-title", flag: none, var: "SWARM_PR_TITLE", file: yes,
+                shape: Text, default: &'static str = "{title}", listed: 55,
+            }
+            /// Open pull requests as drafts.
+            pr_draft: bool {
+                key: "pr-draft", flag: switch, var: "SWARM_PR_DRAFT", file: yes,
+                shape: Switch, listed: 56,
+            }
+            /// Labels put on each pull request swarm opens.
+            pr_labels: Vec<String> {
+                key: "pr-labels", flag: none, var: "SWARM_PR_LABELS", file: yes,
+                shape: Strings, listed: 57,
+            }
+            /// Reviewers asked on each pull request swarm opens (logins, or GitLab usernames).
+            pr_reviewers: Vec<String> {
+                key: "pr-reviewers", flag: none, var: "SWARM_PR_REVIEWERS", file: yes,
+                shape: Strings, listed: 58,
             }
             /// The syntax-aware merge program of the structural rung [default: mergiraf, found on
             /// PATH].

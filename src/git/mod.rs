@@ -304,6 +304,61 @@ impl Repo {
         Ok(from == commit || self.repo.graph_descendant_of(from, commit)?)
     }
 
+    /// The branch HEAD is on (`main`), or `None` when it is detached.
+    pub fn head_branch(&self) -> Option<String> {
+        let head = self.repo.head().ok()?;
+        head.is_branch()
+            .then(|| head.shorthand().map(str::to_owned))
+            .flatten()
+    }
+
+    /// The URL of the remote `name` as its configuration writes it, before any `insteadOf`
+    /// (what tells a forge's project); `None` when there is no such remote.
+    pub fn remote_url(&self, name: &str) -> Option<String> {
+        self.repo
+            .config()
+            .ok()?
+            .get_string(&format!("remote.{name}.url"))
+            .ok()
+    }
+
+    /// The change from `before` to `after` made again on `onto`, as one commit with `message`
+    /// and `after`'s author and committer (so the same replay makes the same commit); `None`
+    /// when it does not apply there without a conflict. Its objects are written, no ref is set.
+    pub fn replay(
+        &self,
+        before: &CommitId,
+        after: &CommitId,
+        onto: &CommitId,
+        message: &str,
+    ) -> anyhow::Result<Option<CommitId>> {
+        let find = |c: &CommitId| -> anyhow::Result<git2::Commit<'_>> {
+            Ok(self.repo.find_commit(c.oid()?)?)
+        };
+        let (ancestor, theirs, ours) = (find(before)?, find(after)?, find(onto)?);
+        let mut options = git2::MergeOptions::new();
+        options.fail_on_conflict(false);
+        let mut index = self.repo.merge_trees(
+            &ancestor.tree()?,
+            &ours.tree()?,
+            &theirs.tree()?,
+            Some(&options),
+        )?;
+        if index.has_conflicts() {
+            return Ok(None);
+        }
+        let tree = self.repo.find_tree(index.write_tree_to(&self.repo)?)?;
+        let oid = self.repo.commit(
+            None,
+            &theirs.author(),
+            &theirs.committer(),
+            message,
+            &tree,
+            &[&ours],
+        )?;
+        Ok(Some(CommitId::from(oid)))
+    }
+
     /// Removes a worktree made by `add_worktree`: its files and its admin directory.
     pub fn remove_worktree(&self, name: &str, path: &Path) -> anyhow::Result<()> {
         if path.exists() {

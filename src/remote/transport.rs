@@ -93,6 +93,35 @@ impl Transport {
         }
     }
 
+    /// What the remote's refs `names` (full names) point at; a ref it does not have is not in
+    /// the map.
+    pub(crate) fn list(&self, names: &[String]) -> Result<BTreeMap<String, CommitId>, Unreachable> {
+        if names.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let out = self
+            .git()
+            .args(["ls-remote", "--quiet"])
+            .arg(&self.remote)
+            .args(names)
+            .output()
+            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
+        if !out.status.success() {
+            return Err(Unreachable(said(&out.stderr)));
+        }
+        // `ls-remote` matches names by their tail: keep the exact ones.
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| {
+                let (oid, name) = line.split_once('\t')?;
+                names
+                    .iter()
+                    .any(|n| n == name)
+                    .then(|| (name.to_owned(), CommitId::new(oid)))
+            })
+            .collect())
+    }
+
     /// Makes the local refs under `prefix` (`refs/swarm/<run>/`, or `refs/swarm/` for every
     /// run) what the remote has there, objects included, and returns them by name relative to
     /// `prefix`.

@@ -254,6 +254,24 @@ pub enum RunEvent {
         from: String,
         to: String,
     },
+    /// A change request of the run's result on the forge (`--deliver pr`, `pr-per-task`,
+    /// `stack`): opened, updated, or found as it is; the task's, or the whole run's when the
+    /// event names no task. `outcome`: `opened`, `updated`, `unchanged`, `closed`, `merged` or
+    /// `not swarm's`.
+    Delivered {
+        number: u64,
+        url: String,
+        head: String,
+        base: String,
+        commit: String,
+        outcome: String,
+    },
+    /// Delivery stopped before it was done (`--deliver` with pull requests): why, and whether
+    /// it is a fault of the environment that a resume may get past.
+    DeliveryStopped {
+        why: String,
+        environment: bool,
+    },
     LlmThrottled {
         status: u16,
         wait_ms: u64,

@@ -4,9 +4,9 @@
 //! the forges document (`schemas/`), and can be told to fail the next requests of a route, or
 //! to hang up after opening a change (an answer lost on the way).
 
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
@@ -49,6 +49,9 @@ pub enum Failure {
     HangUpAfterCreating,
     /// 400 whose message quotes the token sent (as a proxy that repeats the request might).
     EchoToken,
+    /// No answer at all: the connection is held until the client goes away (a client killed
+    /// while it waits). `FakeForge::wait_stalled` tells when it came.
+    Stall,
 }
 
 /// Which forge's routes a change was made through.
@@ -83,19 +86,30 @@ struct World {
     requests: Vec<(Option<Route>, String, String)>,
     /// Every 2xx answer's body, by route.
     answers: Vec<(Flavour, Route, Value)>,
+    /// Told of each request stalled.
+    stalls: Option<mpsc::Sender<Route>>,
 }
 
 pub struct FakeForge {
     server: Loopback,
     world: Arc<Mutex<World>>,
+    stalled: Mutex<mpsc::Receiver<Route>>,
 }
 
 impl FakeForge {
     pub fn start() -> Self {
-        let world = Arc::new(Mutex::new(World::default()));
+        let (tell, stalled) = mpsc::channel();
+        let world = Arc::new(Mutex::new(World {
+            stalls: Some(tell),
+            ..World::default()
+        }));
         let shared = Arc::clone(&world);
         let server = Loopback::start("fake-forge", move |stream| serve(stream, &shared));
-        FakeForge { server, world }
+        FakeForge {
+            server,
+            world,
+            stalled: Mutex::new(stalled),
+        }
     }
 
     /// The address as a base: `http://127.0.0.1:PORT`.
@@ -142,6 +156,13 @@ impl FakeForge {
         world.requests.iter().filter(|r| r.0 == Some(route)).count()
     }
 
+    /// Waits for a request that `Failure::Stall` holds, and returns its route.
+    pub fn wait_stalled(&self) -> Route {
+        lock(&self.stalled)
+            .recv_timeout(Duration::from_secs(600))
+            .expect("no request was stalled")
+    }
+
     /// Every successful answer's body, with its forge and route.
     pub fn answers(&self) -> Vec<(Flavour, Route, Value)> {
         lock(&self.world).answers.clone()
@@ -173,6 +194,11 @@ fn serve(stream: TcpStream, world: &Mutex<World>) {
                 drop(writer.shutdown(Shutdown::Both));
                 return;
             }
+            Answer::Stall => {
+                let mut sink = [0u8; 256];
+                while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+                return;
+            }
             Answer::Reply {
                 status,
                 headers,
@@ -196,6 +222,7 @@ enum Answer {
         body: Value,
     },
     HangUp,
+    Stall,
 }
 
 fn reply(status: u16, body: Value) -> Answer {
@@ -254,6 +281,12 @@ impl World {
             slot.1 -= 1;
             match slot.2 {
                 Failure::HangUpAfterCreating => hang_up = true,
+                Failure::Stall => {
+                    if let Some(tell) = &self.stalls {
+                        tell.send(route).ok();
+                    }
+                    return Answer::Stall;
+                }
                 Failure::EchoToken => {
                     let message = format!("bad header: the token {TOKEN} is malformed");
                     return reply(400, json!({ "message": message }));
@@ -488,7 +521,9 @@ fn failed(flavour: Flavour, failure: Failure) -> Answer {
                 body: json!({"message": "API rate limit exceeded"}),
             }
         }
-        Failure::HangUpAfterCreating | Failure::EchoToken => unreachable!("handled by the caller"),
+        Failure::HangUpAfterCreating | Failure::EchoToken | Failure::Stall => {
+            unreachable!("handled by the caller")
+        }
     }
 }
 
