@@ -4,6 +4,7 @@
 //! and what it did as the run's landing, its pull requests and its records.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use crate::config::Options;
 use crate::deliver::{self, Dress, Job, Merged, Stop, Why, Writer};
@@ -129,9 +130,9 @@ pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow:
                 target.transport.remote()
             );
             for pr in &pull_requests {
-                message.push_str(&format!(" #{} {}", pr.number, pr.url));
+                let _ = write!(message, " #{} {}", pr.number, pr.url);
                 if !matches!(pr.outcome.as_str(), "opened" | "updated" | "unchanged") {
-                    message.push_str(&format!(" ({})", pr.outcome));
+                    let _ = write!(message, " ({})", pr.outcome);
                 }
                 message.push(',');
             }
@@ -240,10 +241,18 @@ fn in_whole(writers: &[(String, Why)]) -> Option<String> {
     ))
 }
 
-/// What names the run: its first goal, or its task file's name without the extension.
+/// The run's goal: its first goal's text, or a single goal's as its source names it.
+fn goal_of<'r>(run: &'r Run<'_>) -> Option<&'r str> {
+    run.goals
+        .first()
+        .copied()
+        .or_else(|| run.record.source.strip_prefix("goal: "))
+}
+
+/// What names the run: its goal, or its task file's name without the extension.
 fn run_words(run: &Run<'_>) -> String {
-    match run.goals.first() {
-        Some(goal) => goal.to_string(),
+    match goal_of(run) {
+        Some(goal) => goal.to_owned(),
         None => std::path::Path::new(&run.record.source)
             .file_stem()
             .map_or_else(
@@ -253,17 +262,14 @@ fn run_words(run: &Run<'_>) -> String {
     }
 }
 
-/// The run's title: its goal (the first, with how many more), or its task file's name.
+/// The run's title: its goal (the first, with how many more), or `swarm: ` and its task file's
+/// name.
 fn run_title(run: &Run<'_>) -> String {
-    let first_line = |s: &str| s.lines().next().unwrap_or_default().trim().to_owned();
-    match run.goals.as_slice() {
-        [] => format!("swarm: {}", run_words(run)),
-        [one] => cut(&first_line(one)),
-        [first, rest @ ..] => cut(&format!(
-            "{} (and {} more goals)",
-            first_line(first),
-            rest.len()
-        )),
+    let first_line = goal_of(run).map(|g| g.lines().next().unwrap_or_default().trim());
+    match (first_line, run.goals.len()) {
+        (None, _) => format!("swarm: {}", run_words(run)),
+        (Some(goal), 0 | 1) => cut(goal),
+        (Some(goal), n) => cut(&format!("{goal} (and {} more goals)", n - 1)),
     }
 }
 
@@ -364,18 +370,23 @@ fn task_body(run: &Run<'_>, task: &str) -> String {
     );
     if let Some(t) = run.plan.tasks.iter().find(|t| t.id.as_str() == task) {
         match &t.action {
-            Action::Prompt(p) => out.push_str(&format!("\n## Prompt\n\n{p}\n")),
-            Action::Run(c) => out.push_str(&format!("\n## Command\n\n```\n{c}\n```\n")),
+            Action::Prompt(p) => {
+                let _ = write!(out, "\n## Prompt\n\n{p}\n");
+            }
+            Action::Run(c) => {
+                let _ = write!(out, "\n## Command\n\n```\n{c}\n```\n");
+            }
         }
     }
     if let Some(record) = run.tasks.iter().find(|t| t.id == task) {
         if let Some(result) = record.result.as_deref().filter(|r| !r.trim().is_empty()) {
-            out.push_str(&format!("\n## Result\n\n{}\n", result.trim()));
+            let _ = write!(out, "\n## Result\n\n{}\n", result.trim());
         }
         if let Some(check) = record.spec["check"].as_str() {
-            out.push_str(&format!(
+            let _ = write!(
+                out,
                 "\n## Check\n\n`{check}` passed on the task's checkout before it was merged.\n"
-            ));
+            );
         }
     }
     out

@@ -387,7 +387,7 @@ macro_rules! run_options {
                 key: "forge", flag: none, var: "SWARM_FORGE", file: yes,
                 shape: OneOf(ForgeKind), listed: 53,
             }
-            /// The name of the pull requests' branch on the remote; a task's is NAME/<task id>
+            /// The name of the pull requests' branch on the remote; a task's is NAME-<task id>
             /// [default: swarm/ and the task file's name, or the goal's first words].
             pr_branch: Option<String> {
                 key: "pr-branch", flag: "NAME", var: "SWARM_PR_BRANCH", file: yes,

@@ -121,6 +121,8 @@ mod tests {
         let ladder = json!({
             "conflicts": [], "mergiraf": null, "forecast": null, "forecast_interval": null,
             "plan_answer_tokens": null, "turn_answer_tokens": null, "price": null,
+            "deliver": null, "deliver_remote": null, "forge": null, "pr_branch": null,
+            "pr_title": null, "pr_draft": false, "pr_labels": [], "pr_reviewers": [],
         });
         let confinement = {
             let mut c = confinement;

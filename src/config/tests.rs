@@ -539,6 +539,14 @@ mergiraf = "/opt/mergiraf/bin/mergiraf"
 forecast = "tell"
 forecast-interval = "10s"
 allow-no-change = true
+deliver = "stack"
+deliver-remote = "upstream"
+forge = "gitlab"
+pr-branch = "swarm/nightly"
+pr-title = "deps: {title}"
+pr-draft = true
+pr-labels = ["automated"]
+pr-reviewers = ["alice"]
 
 [agents.all]
 command = "a"

@@ -323,7 +323,7 @@ pub(crate) fn deliver(
             Stop::Environment(format!("could not replay a writer's change: {e:#}")),
         );
     }
-    done.in_whole = planned.in_whole.clone();
+    done.in_whole.clone_from(&planned.in_whole);
     let target = job.target;
     let head = |task: Option<&str>| head_of(&job.name, task);
     if let Err(why) = push(job, &planned.requests, &head) {

@@ -82,7 +82,7 @@ pub(crate) fn plan<C: Clone>(
                     }
                     many => Err(Why::BuildsOn(many.to_vec())),
                 };
-                let made = on.and_then(|on| {
+                let replayed = on.and_then(|on| {
                     let onto = match &on {
                         On::Base => None,
                         On::Task(t) => requests
@@ -94,7 +94,7 @@ pub(crate) fn plan<C: Clone>(
                         .map(|commit| (on, commit))
                         .ok_or(Why::DoesNotApply)
                 });
-                match made {
+                match replayed {
                     Ok((on, commit)) => requests.push(Request {
                         task: Some(w.id.clone()),
                         on,

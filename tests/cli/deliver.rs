@@ -447,3 +447,53 @@ fn deliver_refuses_before_running_without_a_token_a_forge_or_a_branch() {
     assert_eq!(p.repo.git(&["branch", "--list", "swarm/*"]), "");
     assert!(p.changes().is_empty());
 }
+
+#[test]
+fn deliver_pr_from_a_goal_run_and_from_the_queue_names_the_branch_after_the_goal() {
+    let p = Project::new(Flavour::GitHub);
+    let llm = crate::goal::good_server();
+    let out = crate::goal::llm_cmd(&p.repo, &llm)
+        .args([
+            "--goal",
+            "Survey the repository and leave notes",
+            "--deliver",
+            "pr",
+        ])
+        .envs(p.fake.github_env())
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let changes = p.changes();
+    assert_eq!(
+        heads_and_bases(&changes),
+        owned(&[("swarm/survey-the-repository-and-leave-notes", "main")])
+    );
+    assert_eq!(changes[0].title, "Survey the repository and leave notes");
+    // The notes are in the pull request's branch, not on the user's.
+    assert!(
+        p.files_on("swarm/survey-the-repository-and-leave-notes")
+            .contains(&"NOTES.md".to_owned())
+    );
+    assert!(!p.repo.root.join("NOTES.md").exists());
+
+    // The queue: its goal's words name the branch too.
+    let queued = crate::goal::llm_cmd(&p.repo, &llm)
+        .args(["queue", "add", "Write the notes again"])
+        .output()
+        .unwrap();
+    assert_exit(&queued, 0);
+    let out = crate::goal::llm_cmd(&p.repo, &llm)
+        .args(["queue", "run", "--deliver", "pr"])
+        .envs(p.fake.github_env())
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let heads: Vec<String> = p.changes().into_iter().map(|c| c.head).collect();
+    assert_eq!(
+        heads,
+        [
+            "swarm/survey-the-repository-and-leave-notes",
+            "swarm/write-the-notes-again"
+        ]
+    );
+}

@@ -91,12 +91,25 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "plan_answer_tokens",
         "turn_answer_tokens",
         "price",
+        "deliver",
+        "deliver_remote",
+        "forge",
+        "pr_branch",
+        "pr_title",
     ] {
         expected[key] = serde_json::Value::Null;
     }
-    for key in ["read_deny", "read_allow", "write_allow", "conflicts"] {
+    for key in [
+        "read_deny",
+        "read_allow",
+        "write_allow",
+        "conflicts",
+        "pr_labels",
+        "pr_reviewers",
+    ] {
         expected[key] = serde_json::json!([]);
     }
+    expected["pr_draft"] = false.into();
     assert_eq!(now, expected);
     // `status --json` shows them so too, without the record's version.
     assert_eq!(status_json(&repo)["run"]["options"], expected);

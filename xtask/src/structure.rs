@@ -23,7 +23,7 @@ pub const FLOORS: &[(&str, &[&str])] = &[
         "front",
         &["cli", "command", "complete", "manual", "ci", "preview"],
     ),
-    ("loop", &["planner", "schedule"]),
+    ("loop", &["planner", "schedule", "deliver"]),
     ("attempt", &["agent", "llm", "remote", "forge"]),
     ("git", &["git"]),
     ("records", &["store", "report"]),
@@ -32,7 +32,7 @@ pub const FLOORS: &[(&str, &[&str])] = &[
         "ground",
         &[
             "plan", "config", "error", "time", "disk", "near", "panic", "planted", "secret",
-            "signal",
+            "signal", "shell",
         ],
     ),
 ];

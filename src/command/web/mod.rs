@@ -288,6 +288,7 @@ impl Site {
             "timeline": report::timeline(&spans),
             "merges": merges,
             "parked": parked,
+            "pull_requests": super::deliver::recorded(&events),
             "foreseen": super::facts::foreseen(&events).into_iter().map(|f| json!({
                 "task": f.task,
                 "with": f.with,
