@@ -72,12 +72,8 @@ pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow:
             return Ok(stopped(&why, exit::USAGE, Vec::new()));
         }
     };
-    let title = run_title(run);
-    let name = run
-        .options
-        .pr_branch
-        .clone()
-        .unwrap_or_else(|| deliver::default_name(&run_words(run)));
+    let title = run_title(run.record, &run.goals);
+    let name = name_of(run.options, run.record, &run.goals);
     let job = Job {
         repo: run.repo,
         target: &target,
@@ -242,21 +238,21 @@ fn in_whole(writers: &[(String, Why)]) -> Option<String> {
 }
 
 /// The run's goal: its first goal's text, or a single goal's as its source names it.
-fn goal_of<'r>(run: &'r Run<'_>) -> Option<&'r str> {
-    run.goals
+fn goal_of<'r>(record: &'r RunRecord, goals: &[&'r str]) -> Option<&'r str> {
+    goals
         .first()
         .copied()
-        .or_else(|| run.record.source.strip_prefix("goal: "))
+        .or_else(|| record.source.strip_prefix("goal: "))
 }
 
 /// What names the run: its goal, or its task file's name without the extension.
-fn run_words(run: &Run<'_>) -> String {
-    match goal_of(run) {
+fn run_words(record: &RunRecord, goals: &[&str]) -> String {
+    match goal_of(record, goals) {
         Some(goal) => goal.to_owned(),
-        None => std::path::Path::new(&run.record.source)
+        None => std::path::Path::new(&record.source)
             .file_stem()
             .map_or_else(
-                || run.record.source.clone(),
+                || record.source.clone(),
                 |s| s.to_string_lossy().into_owned(),
             ),
     }
@@ -264,13 +260,47 @@ fn run_words(run: &Run<'_>) -> String {
 
 /// The run's title: its goal (the first, with how many more), or `swarm: ` and its task file's
 /// name.
-fn run_title(run: &Run<'_>) -> String {
-    let first_line = goal_of(run).map(|g| g.lines().next().unwrap_or_default().trim());
-    match (first_line, run.goals.len()) {
-        (None, _) => format!("swarm: {}", run_words(run)),
+fn run_title(record: &RunRecord, goals: &[&str]) -> String {
+    let first_line = goal_of(record, goals).map(|g| g.lines().next().unwrap_or_default().trim());
+    match (first_line, goals.len()) {
+        (None, _) => format!("swarm: {}", run_words(record, goals)),
         (Some(goal), 0 | 1) => cut(goal),
         (Some(goal), n) => cut(&format!("{goal} (and {} more goals)", n - 1)),
     }
+}
+
+/// The name of the run's branch on the remote: `pr-branch`, else made of the run's words.
+fn name_of(options: &Options, record: &RunRecord, goals: &[&str]) -> String {
+    options
+        .pr_branch
+        .clone()
+        .unwrap_or_else(|| deliver::default_name(&run_words(record, goals)))
+}
+
+/// Where a run that opens pull requests delivers, for the `--on-escalate` hook's JSON
+/// (`deliver`): the mode, the remote, the branch its requests go into, the run's branch there
+/// (a task's is it, `-` and the task's id), and the pull requests recorded so far (a resumed
+/// run's); `None` for a run that opens none.
+pub(super) fn note(
+    options: &Options,
+    record: &RunRecord,
+    goals: &[&str],
+    base_branch: Option<String>,
+    events: &[Logged],
+) -> Option<serde_json::Value> {
+    if !deliver::opens_requests(options.deliver) {
+        return None;
+    }
+    Some(serde_json::json!({
+        "mode": options.deliver.map(crate::config::Choice::word),
+        "remote": options
+            .deliver_remote
+            .clone()
+            .unwrap_or_else(|| crate::config::Defaults::deliver_remote().to_owned()),
+        "base": base_branch,
+        "branch": name_of(options, record, goals),
+        "pull_requests": recorded(events),
+    }))
 }
 
 /// At most 72 characters, as titles are.

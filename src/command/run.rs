@@ -343,6 +343,24 @@ pub(super) fn execute(
         let url = super::web::spawn(repo, &layout.run)?;
         ui.note(crate::ui::Verb::Started, &format!("the run's page: {url}"));
     }
+    // A run that opens pull requests tells its `--on-escalate` hook where they go.
+    let with_delivery;
+    let settings = if crate::deliver::opens_requests(options.deliver) {
+        let record = board
+            .load_run(&layout.run)?
+            .context("the run vanished from the board")?;
+        let goal_records = board.goals().load(&layout.run)?;
+        let texts: Vec<&str> = goal_records.iter().map(|g| g.text.as_str()).collect();
+        let events = read_events(&board.events_path(&layout.run))?;
+        let base_branch = options.base.clone().or_else(|| repo.head_branch());
+        with_delivery = Settings {
+            delivery: super::deliver::note(options, &record, &texts, base_branch, &events),
+            ..settings.clone()
+        };
+        &with_delivery
+    } else {
+        settings
+    };
     let records = board.load_tasks(&layout.run)?;
     // Around the run loop (which handles signals itself while it runs): the run is recorded,
     // landed and reported after it, each step whole. A first signal then waits for them (the

@@ -483,6 +483,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         agent,
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
+        delivery: None,
         ladder: ladder(o),
         structural: structural(o)?,
         forecast: o.forecast.unwrap_or(Defaults::forecast()),

@@ -54,6 +54,9 @@ pub struct Settings {
     pub agent: Option<Agent>,
     pub check: Option<String>,
     pub on_escalate: Option<String>,
+    /// Where the run's result is to be delivered as pull requests, given to the
+    /// `--on-escalate` hook as `deliver`; `None` when it opens none.
+    pub delivery: Option<serde_json::Value>,
     /// The rungs a conflicting writer's merge climbs after git's merge, in order, each once,
     /// before the writer is parked.
     pub ladder: Vec<Rung>,
@@ -189,6 +192,7 @@ impl Settings {
             agent: Some(Agent::Exec("agent".to_owned())),
             check: None,
             on_escalate: None,
+            delivery: None,
             ladder: vec![Rung::Structural, Rung::Redo],
             structural: None,
             forecast: crate::config::Forecast::Off,

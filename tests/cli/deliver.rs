@@ -21,32 +21,45 @@ struct Project {
     _dir: tempfile::TempDir,
 }
 
+/// Makes `origin` of `repo`, as written, the project of `flavour` on `fake` (`octo/hello` on
+/// GitHub, `group/sub/project` on GitLab), which git reaches as a bare repository in `dir`
+/// holding `main`; returns that repository's path.
+pub(crate) fn project_remote(
+    repo: &TestRepo,
+    fake: &FakeForge,
+    flavour: Flavour,
+    dir: &std::path::Path,
+) -> PathBuf {
+    let remote = dir.join("remote.git");
+    repo.git(&[
+        "init",
+        "-q",
+        "--bare",
+        "-b",
+        "main",
+        remote.to_str().unwrap(),
+    ]);
+    let project = match flavour {
+        Flavour::GitHub => "octo/hello",
+        Flavour::GitLab => "group/sub/project",
+    };
+    let url = format!("{}/{project}.git", fake.base());
+    repo.git(&["remote", "add", "origin", &url]);
+    repo.git(&[
+        "config",
+        &format!("url.{}.insteadOf", remote.display()),
+        &url,
+    ]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    remote
+}
+
 impl Project {
     fn new(flavour: Flavour) -> Self {
         let repo = TestRepo::new();
         let fake = FakeForge::start();
         let dir = tempfile::tempdir().unwrap();
-        let remote = dir.path().join("remote.git");
-        repo.git(&[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            remote.to_str().unwrap(),
-        ]);
-        let project = match flavour {
-            Flavour::GitHub => "octo/hello",
-            Flavour::GitLab => "group/sub/project",
-        };
-        let url = format!("{}/{project}.git", fake.base());
-        repo.git(&["remote", "add", "origin", &url]);
-        repo.git(&[
-            "config",
-            &format!("url.{}.insteadOf", remote.display()),
-            &url,
-        ]);
-        repo.git(&["push", "-q", "origin", "main"]);
+        let remote = project_remote(&repo, &fake, flavour, dir.path());
         Project {
             repo,
             fake,
@@ -496,4 +509,43 @@ fn deliver_pr_from_a_goal_run_and_from_the_queue_names_the_branch_after_the_goal
             "swarm/write-the-notes-again"
         ]
     );
+}
+
+#[test]
+fn deliver_tells_the_escalation_hook_where_the_work_goes_and_opens_the_request_with_the_park() {
+    let p = Project::new(Flavour::GitHub);
+    let tasks = p.repo.tasks(&[
+        &json!({"id": "a", "run": "echo a > same.txt"}).to_string(),
+        &json!({"id": "b", "run": "echo b > same.txt"}).to_string(),
+    ]);
+    let told = p.repo.shared.join("escalation.json");
+    let hook = format!("cat > {}", told.display());
+    let out = p.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--deliver",
+        "pr",
+        "--on-escalate",
+        &hook,
+    ]);
+    // One writer is parked: a human is needed, and the merged one is delivered meanwhile.
+    assert_exit(&out, 3);
+    let told: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&told).unwrap()).unwrap();
+    assert_eq!(
+        told["deliver"],
+        json!({
+            "mode": "pr",
+            "remote": "origin",
+            "base": "main",
+            "branch": "swarm/tasks",
+            "pull_requests": [],
+        }),
+        "{told}"
+    );
+    let changes = p.changes();
+    assert_eq!(changes.len(), 1);
+    let parked = told["task"].as_str().unwrap();
+    assert!(changes[0].body.contains("parked"), "{}", changes[0].body);
+    assert!(changes[0].body.contains(parked), "{}", changes[0].body);
 }

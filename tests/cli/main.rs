@@ -8,7 +8,7 @@ mod cache;
 mod ci_templates;
 mod completions;
 mod confine;
-mod deliver;
+pub mod deliver;
 mod display;
 mod engine;
 mod examples;

@@ -1596,3 +1596,64 @@ fn a_conflict_between_two_workers_writers_is_merged_by_the_structural_rung_on_th
     assert_eq!(resolved[0].1["rung"], "structural", "{resolved:?}");
     assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
 }
+
+/// `--deliver stack` under `--remote`: the workers run the writers, the coordinator merges them
+/// and delivers the stack to the project's remote (`forge`, the same bare repository written as
+/// a project's URL on the fake forge), and the run's records on the remote are gone after.
+#[test]
+fn a_run_spread_over_workers_delivers_its_stack_once() {
+    let c = Cluster::new();
+    let fake = crate::fake_forge::FakeForge::start();
+    let url = format!("{}/octo/hello.git", fake.base());
+    c.user.git(&["remote", "add", "forge", &url]);
+    c.user.git(&[
+        "config",
+        &format!("url.{}.insteadOf", c.remote.display()),
+        &url,
+    ]);
+    let tasks = c.tasks(&[
+        r#"{"id":"a","mode":"write","run":"echo a > a.txt"}"#.to_owned(),
+        r#"{"id":"b","mode":"write","deps":["a"],"run":"echo b > b.txt"}"#.to_owned(),
+    ]);
+    let worker = c.runner("w1").start(&["-j", "2"]);
+    let out = c
+        .swarm(&[
+            "run",
+            tasks.to_str().unwrap(),
+            "--remote",
+            "origin",
+            "--deliver",
+            "stack",
+            "--deliver-remote",
+            "forge",
+        ])
+        .envs(fake.github_env())
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_exit(&finish(worker), 0);
+    let mut got: Vec<(String, String)> = fake
+        .changes()
+        .into_iter()
+        .map(|c| (c.head, c.base))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("swarm/tasks-a".to_owned(), "main".to_owned()),
+            ("swarm/tasks-b".to_owned(), "swarm/tasks-a".to_owned()),
+        ]
+    );
+    let branches = git(
+        &c.remote,
+        &["for-each-ref", "--format=%(refname)", "refs/heads/swarm/"],
+    );
+    assert_eq!(
+        branches,
+        "refs/heads/swarm/tasks-a\nrefs/heads/swarm/tasks-b\n"
+    );
+    assert!(c.remote_refs().is_empty(), "{:?}", c.remote_refs());
+    // Nothing landed on the user's branch: the work goes through review.
+    assert!(!c.user.root.join("a.txt").exists());
+}

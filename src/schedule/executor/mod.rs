@@ -509,6 +509,9 @@ impl<'a> Exec<'a> {
         let (settings, layout) = (self.out.settings, self.out.layout);
         info["run"] = layout.run.clone().into();
         info["task"] = task.into();
+        if let Some(delivery) = &settings.delivery {
+            info["deliver"] = delivery.clone();
+        }
         let Some(cmd) = settings.on_escalate.clone() else {
             let escalated = RunEvent::Escalated {
                 hook: serde_json::Value::Null,

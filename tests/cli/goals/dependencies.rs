@@ -393,3 +393,57 @@ fn a_goal_whose_writer_failed_still_gets_its_reducer_told_what_is_missing() {
     assert!(a.contains("Status: **failed**"), "{text}");
     assert!(a.contains("RESULT-A: goal A is finished"), "{text}");
 }
+
+#[test]
+fn two_goals_delivered_per_task_open_one_pull_request_per_goal_writer() {
+    let s = setup();
+    let fake = crate::fake_forge::FakeForge::start();
+    let dir = tempfile::tempdir().unwrap();
+    let remote = crate::deliver::project_remote(
+        &s.repo,
+        &fake,
+        crate::fake_forge::Flavour::GitHub,
+        dir.path(),
+    );
+    let (llm, _) = server(
+        || needs_call(&json!([])),
+        |goal| match goal {
+            'A' => plan_for('A', &["alpha.txt"]),
+            _ => plan_for('C', &["gamma.txt"]),
+        },
+    );
+    let report = outside(&s.repo, "report.md");
+    let out = s
+        .cmd(&llm)
+        .args(goals_args(
+            &[GOAL_A, GOAL_C],
+            &report,
+            &["--deliver", "pr-per-task"],
+        ))
+        .envs(fake.github_env())
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let mut heads: Vec<(String, String)> = fake
+        .changes()
+        .into_iter()
+        .map(|c| (c.head, c.title))
+        .collect();
+    heads.sort();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    // Each goal's writer alone, on the base: its file and not the other goal's.
+    for ((head, title), (file, other)) in heads
+        .iter()
+        .zip([("alpha.txt", "gamma.txt"), ("gamma.txt", "alpha.txt")])
+    {
+        assert!(head.starts_with("swarm/goal-a-add-alpha-txt-"), "{head}");
+        assert!(title.contains(&format!("WRITE {file}")), "{title}");
+        let files = crate::remote::git(&remote, &["ls-tree", "-r", "--name-only", head]);
+        assert!(files.lines().any(|f| f == file), "{head}: {files}");
+        assert!(!files.lines().any(|f| f == other), "{head}: {files}");
+    }
+    // The report names them.
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("Pull requests:"), "{text}");
+    assert!(!s.repo.root.join("alpha.txt").exists());
+}
