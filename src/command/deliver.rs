@@ -285,7 +285,7 @@ pub(super) fn note(
     options: &Options,
     record: &RunRecord,
     goals: &[&str],
-    base_branch: Option<String>,
+    base_branch: Option<&str>,
     events: &[Logged],
 ) -> Option<serde_json::Value> {
     if !deliver::opens_requests(options.deliver) {

@@ -353,6 +353,7 @@ pub(super) fn execute(
         let texts: Vec<&str> = goal_records.iter().map(|g| g.text.as_str()).collect();
         let events = read_events(&board.events_path(&layout.run))?;
         let base_branch = options.base.clone().or_else(|| repo.head_branch());
+        let base_branch = base_branch.as_deref();
         with_delivery = Settings {
             delivery: super::deliver::note(options, &record, &texts, base_branch, &events),
             ..settings.clone()
