@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::config::Options;
-use crate::deliver::{self, Dress, Job, Merged, Stop, Why, Writer};
+use crate::deliver::{self, Dress, Job, Merged, Stop, Why};
 use crate::error::exit;
 use crate::git::{CommitId, Repo};
-use crate::plan::{Action, Mode, Plan};
+use crate::plan::{Action, Plan};
 use crate::report::{Landing, LandingAction, PullRequest};
 use crate::schedule::Layout;
 use crate::store::{Board, Event, Logged, RunEvent, RunRecord, TaskRecord, TaskStatus};
@@ -338,58 +338,27 @@ fn merged_writers(run: &Run<'_>) -> Vec<Merged> {
             order.push((task.clone(), CommitId::new(before), CommitId::new(after)));
         }
     }
-    let index: BTreeMap<&str, usize> = run
-        .plan
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i))
-        .collect();
     let merged: Vec<&str> = order
         .iter()
         .map(|(t, ..)| t.as_str())
         .filter(|t| done(t))
         .collect();
-    order
+    let changes: BTreeMap<&str, (&CommitId, &CommitId)> = order
         .iter()
-        .filter(|(t, ..)| done(t))
-        .map(|(task, before, after)| Merged {
-            writer: Writer {
-                id: task.clone(),
-                needs: index
-                    .get(task.as_str())
-                    .map(|&i| builds_on(run.plan, i, &merged))
-                    .unwrap_or_default(),
-            },
-            before: before.clone(),
-            after: after.clone(),
-            title: task_title(run.plan, task),
+        .map(|(t, before, after)| (t.as_str(), (before, after)))
+        .collect();
+    deliver::plan::writers(run.plan, &merged)
+        .into_iter()
+        .map(|writer| {
+            let (before, after) = changes[writer.id.as_str()];
+            Merged {
+                before: before.clone(),
+                after: after.clone(),
+                title: task_title(run.plan, &writer.id),
+                writer,
+            }
         })
         .collect()
-}
-
-/// The merged writers task `i` builds on: the nearest writers up its deps, through readers.
-fn builds_on(plan: &Plan, i: usize, merged: &[&str]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut seen = vec![false; plan.tasks.len()];
-    let mut stack: Vec<usize> = plan.deps(i).collect();
-    stack.reverse();
-    while let Some(d) = stack.pop() {
-        if std::mem::replace(&mut seen[d], true) {
-            continue;
-        }
-        let task = &plan.tasks[d];
-        if task.mode == Mode::Write && merged.contains(&task.id.as_str()) {
-            if !out.iter().any(|o| o == task.id.as_str()) {
-                out.push(task.id.as_str().to_owned());
-            }
-        } else if task.mode == Mode::Read {
-            let mut up: Vec<usize> = plan.deps(d).collect();
-            up.reverse();
-            stack.extend(up);
-        }
-    }
-    out
 }
 
 /// A task's request's description: its prompt (or command), its result and its check.

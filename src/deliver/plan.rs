@@ -3,6 +3,7 @@
 //! writer's change applies on top of a commit (and what it makes there).
 
 use crate::config::Deliver;
+use crate::plan::{Mode, Plan};
 
 /// A merged writer, as delivery sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,6 +11,51 @@ pub(crate) struct Writer {
     pub(crate) id: String,
     /// The merged writers it builds on: its nearest writers up its deps (through readers).
     pub(crate) needs: Vec<String>,
+}
+
+/// The writers of `plan` named in `merged` (the writers merged and standing, in the order they
+/// merged), each with the merged writers it builds on: the nearest writers up its deps,
+/// looking through readers.
+pub(crate) fn writers(plan: &Plan, merged: &[&str]) -> Vec<Writer> {
+    merged
+        .iter()
+        .filter_map(|id| {
+            let i = plan.tasks.iter().position(|t| t.id.as_str() == *id)?;
+            Some(Writer {
+                id: (*id).to_owned(),
+                needs: builds_on(plan, i, merged),
+            })
+        })
+        .collect()
+}
+
+/// The merged writers task `i` builds on.
+fn builds_on(plan: &Plan, i: usize, merged: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = vec![false; plan.tasks.len()];
+    let mut stack: Vec<usize> = plan.deps(i).collect();
+    stack.reverse();
+    while let Some(d) = stack.pop() {
+        if std::mem::replace(&mut seen[d], true) {
+            continue;
+        }
+        let task = &plan.tasks[d];
+        let id = task.id.as_str();
+        match task.mode {
+            Mode::Write if merged.contains(&id) => {
+                if !out.iter().any(|o| o == id) {
+                    out.push(id.to_owned());
+                }
+            }
+            Mode::Write => {}
+            Mode::Read => {
+                let mut up: Vec<usize> = plan.deps(d).collect();
+                up.reverse();
+                stack.extend(up);
+            }
+        }
+    }
+    out
 }
 
 /// What a change request is to be merged into.
@@ -44,7 +90,7 @@ pub(crate) enum Why {
 /// The requests, in the order they are opened (a stack's lower ones first, the whole run's
 /// last), and the writers that went into the whole run's request, with why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Plan<C> {
+pub(crate) struct Requests<C> {
     pub(crate) requests: Vec<Request<C>>,
     pub(crate) in_whole: Vec<(String, Why)>,
 }
@@ -58,7 +104,7 @@ pub(crate) fn plan<C: Clone>(
     writers: &[Writer],
     whole: C,
     replay: &mut dyn FnMut(&str, Option<&C>) -> Option<C>,
-) -> Plan<C> {
+) -> Requests<C> {
     let mut requests: Vec<Request<C>> = Vec::new();
     let mut in_whole: Vec<(String, Why)> = Vec::new();
     let whole_request = |commit: C| Request {
@@ -108,12 +154,12 @@ pub(crate) fn plan<C: Clone>(
             }
         }
     }
-    Plan { requests, in_whole }
+    Requests { requests, in_whole }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Deliver, On, Plan, Request, Why, Writer, plan};
+    use super::{Deliver, On, Request, Requests, Why, Writer, plan};
 
     fn writer(id: &str, needs: &[&str]) -> Writer {
         Writer {
@@ -124,7 +170,7 @@ mod tests {
 
     /// A replay whose commit is `task@onto` (`base` for the base); tasks in `refuse` do not
     /// apply.
-    fn planned(mode: Deliver, writers: &[Writer], refuse: &[&str]) -> Plan<String> {
+    fn planned(mode: Deliver, writers: &[Writer], refuse: &[&str]) -> Requests<String> {
         plan(mode, writers, "tip".to_owned(), &mut |task, onto| {
             (!refuse.contains(&task))
                 .then(|| format!("{task}@{}", onto.map_or("base", String::as_str)))

@@ -76,6 +76,8 @@ pub(super) struct Outcome {
     merged: BTreeSet<String>,
     /// Each goal's end.
     goals: BTreeMap<String, GoalStatus>,
+    /// What the run delivers as pull requests, in each mode that opens them (`delivered`).
+    delivered: BTreeSet<String>,
 }
 
 /// What the simulations did.
@@ -1770,8 +1772,154 @@ impl Sim {
             }
             outcome.goals.insert(g.id.clone(), g.status);
         }
+        let merged: Vec<&str> = plan
+            .tasks
+            .iter()
+            .map(|t| t.id.as_str())
+            .filter(|t| outcome.merged.contains(*t))
+            .collect();
+        outcome.delivered = delivered(self.sc.seed, &plan, &merged)?;
         Ok(outcome)
     }
+}
+
+/// What a finished run with these merged writers delivers in each mode that opens pull
+/// requests, as lines (`Stack b on a`, `Pr (the whole result)`), checked: every merged writer
+/// is in exactly one request (its own, or the whole result's, with why), no other writer is in
+/// any; a task's request starts where its mode says (the base; in a stack, the request of the
+/// one writer it builds on, opened before it); the whole result's request is opened last, and
+/// only when `pr` asks for it or a writer is in it. Whether a change applies where its request
+/// starts is the world's, from the seed.
+fn delivered(
+    seed: u64,
+    plan: &crate::plan::Plan,
+    merged: &[&str],
+) -> Result<BTreeSet<String>, String> {
+    use crate::config::Deliver;
+    use crate::deliver::plan::{On, Why, plan as requests, writers};
+    // In an order they could have merged in: each after the writers it builds on.
+    let mut pending = writers(plan, merged);
+    let mut order: Vec<crate::deliver::Writer> = Vec::new();
+    while !pending.is_empty() {
+        let ready = pending
+            .iter()
+            .position(|w| w.needs.iter().all(|n| order.iter().any(|o| &o.id == n)))
+            .ok_or("merged writers build on each other in a circle")?;
+        order.push(pending.remove(ready));
+    }
+    let applies = |task: &str, onto: Option<&str>| {
+        let key = format!("{seed} {task} {}", onto.unwrap_or("base"));
+        let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        hash % 8 != 0
+    };
+    let mut out = BTreeSet::new();
+    for mode in [Deliver::Pr, Deliver::PrPerTask, Deliver::Stack] {
+        let made = requests(mode, &order, "tip".to_owned(), &mut |task, onto| {
+            applies(task, onto.map(String::as_str))
+                .then(|| format!("{task}@{}", onto.map_or("base", String::as_str)))
+        });
+        let fail = |what: String| Err(format!("{mode:?} delivery: {what}"));
+        let wholes = made.requests.iter().filter(|r| r.task.is_none()).count();
+        let wants_whole = mode == Deliver::Pr || !made.in_whole.is_empty();
+        if wholes != usize::from(wants_whole)
+            || (wants_whole && made.requests.last().is_some_and(|r| r.task.is_some()))
+        {
+            return fail(format!(
+                "{wholes} requests of the whole result, where {} was wanted, last",
+                usize::from(wants_whole)
+            ));
+        }
+        let mut placed: Vec<&str> = Vec::new();
+        for (k, r) in made.requests.iter().enumerate() {
+            let Some(task) = r.task.as_deref() else {
+                continue;
+            };
+            let Some(w) = order.iter().find(|w| w.id == task) else {
+                return fail(format!("{task}, not a merged writer, has a request"));
+            };
+            match (&r.on, mode) {
+                (On::Base, Deliver::PrPerTask | Deliver::Stack) if w.needs.is_empty() => {}
+                (On::Task(p), Deliver::Stack) if w.needs == [p.clone()] => {
+                    let before = made.requests[..k]
+                        .iter()
+                        .any(|q| q.task.as_deref() == Some(p.as_str()));
+                    if !before {
+                        return fail(format!(
+                            "{task} is stacked on {p}, opened after it or never"
+                        ));
+                    }
+                }
+                (on, _) => {
+                    return fail(format!(
+                        "{task} builds on {:?} and starts on {on:?}",
+                        w.needs
+                    ));
+                }
+            }
+            let onto = match &r.on {
+                On::Base => "base".to_owned(),
+                On::Task(p) => made
+                    .requests
+                    .iter()
+                    .find(|q| q.task.as_deref() == Some(p.as_str()))
+                    .map(|q| q.commit.clone())
+                    .unwrap_or_default(),
+            };
+            if r.commit != format!("{task}@{onto}") {
+                return fail(format!(
+                    "{task}'s branch is {}, not its change on {onto}",
+                    r.commit
+                ));
+            }
+            placed.push(task);
+            out.insert(format!("{mode:?} {task} on {:?}", r.on));
+        }
+        for (task, why) in &made.in_whole {
+            let Some(w) = order.iter().find(|w| &w.id == task) else {
+                return fail(format!(
+                    "{task}, not a merged writer, is in the whole result's"
+                ));
+            };
+            let fits = match why {
+                Why::BuildsOn(on) => {
+                    *on == w.needs
+                        && (w.needs.len() >= 2 || (mode == Deliver::PrPerTask && !on.is_empty()))
+                }
+                Why::AfterWhole(on) => {
+                    mode == Deliver::Stack
+                        && w.needs == [on.clone()]
+                        && made.in_whole.iter().any(|(t, _)| t == on)
+                }
+                Why::DoesNotApply => true,
+            };
+            if !fits {
+                return fail(format!(
+                    "{task} is in the whole result's as {why:?}, building on {:?}",
+                    w.needs
+                ));
+            }
+            placed.push(task);
+            out.insert(format!("{mode:?} {task} in the whole result's: {why:?}"));
+        }
+        let mut placed_sorted = placed.clone();
+        placed_sorted.sort_unstable();
+        placed_sorted.dedup();
+        let wanted = if mode == Deliver::Pr { 0 } else { order.len() };
+        if placed_sorted.len() != placed.len() || placed.len() != wanted {
+            return fail(format!(
+                "{} of {} merged writers placed, {} of them more than once",
+                placed_sorted.len(),
+                order.len(),
+                placed.len() - placed_sorted.len()
+            ));
+        }
+        if wants_whole {
+            out.insert(format!("{mode:?} the whole result"));
+        }
+    }
+    Ok(out)
 }
 
 /// An attempt's report: `tokens` in all, three quarters of them the prompts', two thirds of
