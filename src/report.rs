@@ -86,27 +86,22 @@ pub struct Landing {
 pub struct PullRequest {
     /// The task whose change it holds; `None` for the whole run's result.
     pub task: Option<String>,
-    pub number: u64,
-    pub url: String,
-    /// Its branch on the remote, and the branch it is to be merged into.
-    pub head: String,
-    pub base: String,
-    /// The commit its branch holds.
-    pub commit: String,
-    /// `opened`, `updated`, `unchanged`, `closed`, `merged` or `not swarm's`.
-    pub outcome: String,
+    #[serde(flatten)]
+    pub delivery: crate::store::Delivery,
 }
 
 impl PullRequest {
-    /// `#3 (a) https://…`: what the summary and the report list.
+    /// `#3 task a: swarm/tasks-a into main, opened (https://…)`: what the summary and the
+    /// report list.
     pub fn line(&self) -> String {
         let what = self
             .task
             .as_deref()
             .map_or_else(|| "the run's result".to_owned(), |t| format!("task {t}"));
+        let d = &self.delivery;
         format!(
             "#{} {what}: {} into {}, {} ({})",
-            self.number, self.head, self.base, self.outcome, self.url
+            d.number, d.head, d.base, d.outcome, d.url
         )
     }
 }

@@ -13,11 +13,11 @@ use crate::git::{CommitId, Repo};
 use crate::plan::{Action, Plan};
 use crate::report::{Landing, LandingAction, PullRequest};
 use crate::schedule::Layout;
-use crate::store::{Board, Event, Logged, RunEvent, RunRecord, TaskRecord, TaskStatus};
+use crate::store::{Board, Delivery, Event, Logged, RunEvent, RunRecord, TaskRecord, TaskStatus};
 
 /// What delivery came to: the landing the summary says, the requests, and the exit code when
 /// it stopped (75 for the environment, 2 for what the user must change).
-pub(super) struct Delivery {
+pub(super) struct Outcome {
     pub(super) landing: Landing,
     pub(super) pull_requests: Vec<PullRequest>,
     pub(super) stopped: Option<u8>,
@@ -39,7 +39,7 @@ pub(super) struct Run<'a> {
 
 /// Delivers the finished run `run`, its report `report` the whole run's description; records
 /// each request in the board as it is made.
-pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow::Result<Delivery> {
+pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow::Result<Outcome> {
     let layout = run.layout;
     let integration = layout.integration_ref.trim_start_matches("refs/heads/");
     let resume = format!("swarm resume {}", layout.run);
@@ -49,7 +49,7 @@ pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow:
         } else {
             format!("once that is fixed, `{resume}` delivers it")
         };
-        Delivery {
+        Outcome {
             landing: Landing {
                 action: LandingAction::Stopped,
                 branch: Some(integration.to_owned()),
@@ -100,14 +100,7 @@ pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow:
         Some(task) => task_body(run, task),
     };
     let mut record = |d: &deliver::Delivered| -> anyhow::Result<()> {
-        let event = RunEvent::Delivered {
-            number: d.number,
-            url: d.url.clone(),
-            head: d.head.clone(),
-            base: d.base.clone(),
-            commit: d.commit.to_string(),
-            outcome: d.outcome.as_str().to_owned(),
-        };
+        let event = RunEvent::Delivered(shown(d).delivery);
         match &d.task {
             Some(task) => board.event(&layout.run, &Event::task(task, event)),
             None => board.event(&layout.run, &Event::run(event)),
@@ -126,9 +119,10 @@ pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow:
                 target.transport.remote()
             );
             for pr in &pull_requests {
-                let _ = write!(message, " #{} {}", pr.number, pr.url);
-                if !matches!(pr.outcome.as_str(), "opened" | "updated" | "unchanged") {
-                    let _ = write!(message, " ({})", pr.outcome);
+                let d = &pr.delivery;
+                let _ = write!(message, " #{} {}", d.number, d.url);
+                if !matches!(d.outcome.as_str(), "opened" | "updated" | "unchanged") {
+                    let _ = write!(message, " ({})", d.outcome);
                 }
                 message.push(',');
             }
@@ -138,7 +132,7 @@ pub(super) fn deliver(board: &mut Board, run: &Run<'_>, report: &str) -> anyhow:
                 message.push(' ');
                 message.push_str(&whole);
             }
-            Ok(Delivery {
+            Ok(Outcome {
                 landing: Landing {
                     action: LandingAction::Delivered,
                     branch: Some(integration.to_owned()),
@@ -178,15 +172,18 @@ fn record_stop(board: &mut Board, run: &str, why: &str, environment: bool) -> an
     )
 }
 
+/// A request delivered, as its record and the summary and the report show it.
 fn shown(d: &deliver::Delivered) -> PullRequest {
     PullRequest {
         task: d.task.clone(),
-        number: d.number,
-        url: d.url.clone(),
-        head: d.head.clone(),
-        base: d.base.clone(),
-        commit: d.commit.to_string(),
-        outcome: d.outcome.as_str().to_owned(),
+        delivery: Delivery {
+            number: d.number,
+            url: d.url.clone(),
+            head: d.head.clone(),
+            base: d.base.clone(),
+            commit: d.commit.to_string(),
+            outcome: d.outcome.as_str().to_owned(),
+        },
     }
 }
 
@@ -194,24 +191,11 @@ fn shown(d: &deliver::Delivered) -> PullRequest {
 pub(super) fn recorded(events: &[Logged]) -> Vec<PullRequest> {
     let mut out: Vec<PullRequest> = Vec::new();
     for e in events {
-        if let RunEvent::Delivered {
-            number,
-            url,
-            head,
-            base,
-            commit,
-            outcome,
-        } = &e.event
-        {
-            out.retain(|pr| pr.task != e.task);
+        if let RunEvent::Delivered(delivery) = &e.event {
+            out.retain(|p| p.task != e.task);
             out.push(PullRequest {
                 task: e.task.clone(),
-                number: *number,
-                url: url.clone(),
-                head: head.clone(),
-                base: base.clone(),
-                commit: commit.clone(),
-                outcome: outcome.clone(),
+                delivery: delivery.clone(),
             });
         }
     }

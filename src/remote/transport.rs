@@ -78,19 +78,12 @@ impl Transport {
 
     /// Whether git reaches the remote at all (it lists its refs).
     pub(crate) fn probe(&self) -> Result<(), Unreachable> {
-        let out = self
-            .git()
-            .args(["ls-remote", "--quiet"])
+        let mut cmd = self.git();
+        cmd.args(["ls-remote", "--quiet"])
             .arg(&self.remote)
             .arg("refs/swarm/")
-            .stdout(Stdio::null())
-            .output()
-            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(Unreachable(said(&out.stderr)))
-        }
+            .stdout(Stdio::null());
+        ran(&mut cmd).map(drop)
     }
 
     /// What the remote's refs `names` (full names) point at; a ref it does not have is not in
@@ -99,18 +92,13 @@ impl Transport {
         if names.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let out = self
+        let out = ran(self
             .git()
             .args(["ls-remote", "--quiet"])
             .arg(&self.remote)
-            .args(names)
-            .output()
-            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
-        if !out.status.success() {
-            return Err(Unreachable(said(&out.stderr)));
-        }
+            .args(names))?;
         // `ls-remote` matches names by their tail: keep the exact ones.
-        Ok(String::from_utf8_lossy(&out.stdout)
+        Ok(out
             .lines()
             .filter_map(|line| {
                 let (oid, name) = line.split_once('\t')?;
@@ -127,7 +115,7 @@ impl Transport {
     /// `prefix`.
     pub(crate) fn fetch(&self, prefix: &str) -> Result<BTreeMap<String, CommitId>, Unreachable> {
         let spec = format!("+{prefix}*:{prefix}*");
-        let out = self
+        ran(self
             .git()
             .args([
                 "fetch",
@@ -137,22 +125,12 @@ impl Transport {
                 "--no-write-fetch-head",
             ])
             .arg(&self.remote)
-            .arg(&spec)
-            .output()
-            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
-        if !out.status.success() {
-            return Err(Unreachable(said(&out.stderr)));
-        }
-        let out = self
+            .arg(&spec))?;
+        let out = ran(self
             .git()
             .args(["for-each-ref", "--format=%(objectname) %(refname)"])
-            .arg(prefix)
-            .output()
-            .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
-        if !out.status.success() {
-            return Err(Unreachable(said(&out.stderr)));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout)
+            .arg(prefix))?;
+        Ok(out
             .lines()
             .filter_map(|line| {
                 let (oid, name) = line.split_once(' ')?;
@@ -245,6 +223,18 @@ impl Transport {
             return Err(Unreachable(why));
         }
         Ok(Some(lines))
+    }
+}
+
+/// Runs `cmd` (a git command): what it printed, or what it said went wrong.
+fn ran(cmd: &mut Command) -> Result<String, Unreachable> {
+    let out = cmd
+        .output()
+        .map_err(|e| Unreachable(format!("could not run git: {e}")))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(Unreachable(said(&out.stderr)))
     }
 }
 

@@ -258,14 +258,7 @@ pub enum RunEvent {
     /// `stack`): opened, updated, or found as it is; the task's, or the whole run's when the
     /// event names no task. `outcome`: `opened`, `updated`, `unchanged`, `closed`, `merged` or
     /// `not swarm's`.
-    Delivered {
-        number: u64,
-        url: String,
-        head: String,
-        base: String,
-        commit: String,
-        outcome: String,
-    },
+    Delivered(Delivery),
     /// Delivery stopped before it was done (`--deliver` with pull requests): why, and whether
     /// it is a fault of the environment that a resume may get past.
     DeliveryStopped {
@@ -415,6 +408,21 @@ pub enum RunEvent {
     RemoteAway {
         why: Option<String>,
     },
+}
+
+/// A change request on the forge that holds the run's result, or a task's change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// GitHub's number, GitLab's `iid`.
+    pub number: u64,
+    pub url: String,
+    /// Its branch on the remote, and the branch it is to be merged into.
+    pub head: String,
+    pub base: String,
+    /// The commit its branch holds.
+    pub commit: String,
+    /// `opened`, `updated`, `unchanged`, `closed`, `merged` or `not swarm's`.
+    pub outcome: String,
 }
 
 /// Where a parked writer's work is and why it waits for a human.

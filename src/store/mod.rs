@@ -20,7 +20,7 @@ mod schema;
 mod tidy;
 mod write;
 
-pub use event::{Logged, Moved, Parking, RunEvent, RungTried};
+pub use event::{Delivery, Logged, Moved, Parking, RunEvent, RungTried};
 pub use goals::Goals;
 pub use history::{History, TimeMark};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};

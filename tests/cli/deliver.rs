@@ -129,11 +129,19 @@ fn two_writers(repo: &TestRepo) -> PathBuf {
     ])
 }
 
+/// Each change's head, base and state, in the order opened.
 fn heads_and_bases(changes: &[Stored]) -> Vec<(String, String, &'static str)> {
     changes
         .iter()
         .map(|c| (c.head.clone(), c.base.clone(), c.state))
         .collect()
+}
+
+/// The same, sorted: writers merge in any order.
+fn sorted_heads(changes: &[Stored]) -> Vec<(String, String, &'static str)> {
+    let mut heads = heads_and_bases(changes);
+    heads.sort();
+    heads
 }
 
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String, &'static str)> {
@@ -201,10 +209,8 @@ fn deliver_pr_per_task_opens_independent_writers_alone_and_the_rest_in_the_whole
     let out = p.swarm(&["run", tasks.to_str().unwrap(), "--deliver", "pr-per-task"]);
     assert_exit(&out, 0);
     let changes = p.changes();
-    let mut got = heads_and_bases(&changes);
-    got.sort();
     assert_eq!(
-        got,
+        sorted_heads(&changes),
         owned(&[
             ("swarm/tasks", "main"),
             ("swarm/tasks-a", "main"),
@@ -244,10 +250,8 @@ fn deliver_stack_follows_the_chain_and_sends_the_fan_in_to_the_whole() {
         let out = p.swarm(&["run", tasks.to_str().unwrap(), "--deliver", "stack"]);
         assert_exit(&out, 0);
         let changes = p.changes();
-        let mut got = heads_and_bases(&changes);
-        got.sort();
         assert_eq!(
-            got,
+            sorted_heads(&changes),
             owned(&[
                 ("swarm/tasks", "main"),
                 ("swarm/tasks-a", "main"),
