@@ -454,8 +454,9 @@ fn open(
                 title: (c.title != wanted.title).then(|| wanted.title.clone()),
                 body: (c.body != wanted.body).then(|| wanted.body.clone()),
                 base: (c.base != wanted.base).then(|| wanted.base.clone()),
+                draft: c.draft,
             };
-            if edit == Edit::default() {
+            if edit.title.is_none() && edit.body.is_none() && edit.base.is_none() {
                 return Ok((c, Outcome::Unchanged));
             }
             Ok((forge.update(c.number, &edit)?, Outcome::Updated))

@@ -79,8 +79,15 @@ fn user_id(forge: &Forge, username: &str) -> Result<u64, Error> {
 
 pub(super) fn update(forge: &Forge, number: u64, edit: &Edit) -> Result<Change, Error> {
     let mut body = json!({});
+    let title = edit.title.as_ref().map(|t| {
+        if edit.draft {
+            format!("{DRAFT}{t}")
+        } else {
+            t.clone()
+        }
+    });
     for (key, value) in [
-        ("title", &edit.title),
+        ("title", &title),
         ("description", &edit.body),
         ("target_branch", &edit.base),
     ] {

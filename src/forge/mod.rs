@@ -227,6 +227,9 @@ pub struct Edit {
     pub title: Option<String>,
     pub body: Option<String>,
     pub base: Option<String>,
+    /// Whether a new title keeps the request a draft: GitLab says so in the title. (GitHub's
+    /// draft state is not an update's to change.)
+    pub draft: bool,
 }
 
 /// How long the client keeps trying while the forge is unavailable.

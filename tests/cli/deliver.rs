@@ -324,6 +324,7 @@ fn deliver_forge_faults_stop_resumably_and_resume_finishes() {
         (Failure::Status(401), Route::List, 1, 2),
         (Failure::Throttled, Route::Create, 1, 0),
         (Failure::RateLimited, Route::List, 1, 0),
+        (Failure::EchoToken, Route::Create, 1, 2),
     ];
     for (failure, route, times, code) in cases {
         let p = Project::new(Flavour::GitHub);
@@ -337,6 +338,13 @@ fn deliver_forge_faults_stop_resumably_and_resume_finishes() {
         assert_eq!(p.remote_branch("swarm/tasks"), Some(tip.trim().to_owned()));
         let said = format!("{}{}", stdout(&out), stderr(&out));
         assert!(!said.contains(crate::fake_forge::TOKEN), "{said}");
+        // Nor is it in the board, the log, a transcript or the report.
+        let mut files = Vec::new();
+        crate::goal::collect(&p.repo.swarm_dir(), &mut files);
+        for (path, bytes) in files {
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains(crate::fake_forge::TOKEN), "{path}");
+        }
         if code == 0 {
             assert_eq!(p.changes().len(), 1, "{failure:?}");
             continue;
@@ -552,4 +560,89 @@ fn deliver_tells_the_escalation_hook_where_the_work_goes_and_opens_the_request_w
     let parked = told["task"].as_str().unwrap();
     assert!(changes[0].body.contains("parked"), "{}", changes[0].body);
     assert!(changes[0].body.contains(parked), "{}", changes[0].body);
+}
+
+#[test]
+fn deliver_leaves_a_request_closed_by_a_human_closed_when_resume_finishes_the_rest() {
+    let p = Project::new(Flavour::GitHub);
+    let tasks = p.repo.tasks(&[
+        &json!({"id": "a", "run": "echo a > a.txt"}).to_string(),
+        &json!({"id": "c", "run": "echo c > c.txt", "deps": ["a"], "mode": "write"}).to_string(),
+        &json!({"id": "e", "run": "echo e > e.txt"}).to_string(),
+    ]);
+    // The first request opens; the forge is down for every try of the second.
+    p.fake.fail_after(Route::Create, 1, 3, Failure::Status(502));
+    let out = p.swarm(&["run", tasks.to_str().unwrap(), "--deliver", "stack"]);
+    assert_exit(&out, 75);
+    let first = p.changes();
+    assert_eq!(first.len(), 1, "{first:?}");
+    // Someone closes it before the resume.
+    p.fake.set_state(first[0].number, "closed");
+    let out = p.swarm(&["resume"]);
+    assert_exit(&out, 0);
+    let changes = p.changes();
+    assert_eq!(changes.len(), 3, "{changes:?}");
+    assert_eq!(changes[0].state, "closed");
+    assert!(changes[1..].iter().all(|c| c.state == "open"));
+    assert!(stdout(&out).contains("(closed)"), "{}", stdout(&out));
+}
+
+#[test]
+fn deliver_dresses_each_request_as_the_keys_say() {
+    for flavour in BOTH {
+        let p = Project::new(flavour);
+        p.repo.write(
+            ".swarm.toml",
+            "pr-title = \"deps: {title} ({task})\"\npr-draft = true\npr-labels = [\"automated\", \"nightly\"]\npr-reviewers = [\"alice\"]\npr-branch = \"bots/nightly\"\n",
+        );
+        p.repo.commit_all("settings");
+        p.repo.git(&["push", "-q", "origin", "main"]);
+        let tasks = p
+            .repo
+            .tasks(&[&json!({"id": "a", "run": "echo a > a.txt", "title": "Write a"}).to_string()]);
+        let out = p.swarm(&["run", tasks.to_str().unwrap(), "--deliver", "pr-per-task"]);
+        assert_exit(&out, 0);
+        let changes = p.changes();
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        let c = &changes[0];
+        assert_eq!(c.head, "bots/nightly-a");
+        // GitLab says a draft in its title.
+        let draft = if flavour == Flavour::GitLab {
+            "Draft: "
+        } else {
+            ""
+        };
+        assert_eq!(c.title, format!("{draft}deps: a: Write a (a)"));
+        assert!(c.draft, "{flavour:?}");
+        assert_eq!(c.labels, ["automated", "nightly"], "{flavour:?}");
+        assert_eq!(c.reviewers, ["alice"], "{flavour:?}");
+    }
+}
+
+#[test]
+fn a_new_title_keeps_a_gitlab_draft_a_draft() {
+    let p = Project::new(Flavour::GitLab);
+    let tasks = two_writers(&p.repo);
+    let out = p.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--deliver",
+        "pr",
+        "--pr-draft",
+    ]);
+    assert_exit(&out, 0);
+    // The next run's title template differs: the request is retitled, still a draft.
+    let out = p
+        .repo
+        .swarm_cmd()
+        .args(["run", tasks.to_str().unwrap(), "--deliver", "pr"])
+        .envs(p.fake.gitlab_env())
+        .env("SWARM_PR_TITLE", "nightly: {title}")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let changes = p.changes();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].title, "Draft: nightly: swarm: tasks");
+    assert!(changes[0].draft);
 }

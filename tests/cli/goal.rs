@@ -512,7 +512,8 @@ fn a_secret_typed_into_a_goal_is_hidden_everywhere_the_goal_goes() {
     }
 }
 
-fn collect(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+/// Every file under `dir`, with its bytes.
+pub(crate) fn collect(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {

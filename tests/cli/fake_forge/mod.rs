@@ -81,7 +81,8 @@ pub struct Stored {
 #[derive(Default)]
 struct World {
     changes: Vec<Stored>,
-    failures: Vec<(Route, usize, Failure)>,
+    /// (route, requests to let through first, requests to fail, how).
+    failures: Vec<(Route, usize, usize, Failure)>,
     /// Every request: its route (if one of ours) and method and path.
     requests: Vec<(Option<Route>, String, String)>,
     /// Every 2xx answer's body, by route.
@@ -135,7 +136,14 @@ impl FakeForge {
 
     /// The next `times` requests of `route` fail so.
     pub fn fail(&self, route: Route, times: usize, failure: Failure) {
-        lock(&self.world).failures.push((route, times, failure));
+        self.fail_after(route, 0, times, failure);
+    }
+
+    /// The next `times` requests of `route` after the next `skip` fail so.
+    pub fn fail_after(&self, route: Route, skip: usize, times: usize, failure: Failure) {
+        lock(&self.world)
+            .failures
+            .push((route, skip, times, failure));
     }
 
     /// Every change, in the order opened.
@@ -277,9 +285,14 @@ impl World {
             return reply(401, unauthorized(flavour));
         }
         let mut hang_up = false;
-        if let Some(slot) = self.failures.iter_mut().find(|f| f.0 == route && f.1 > 0) {
-            slot.1 -= 1;
-            match slot.2 {
+        let mut slot = self.failures.iter_mut().find(|f| f.0 == route && f.2 > 0);
+        if let Some(through) = slot.as_mut().filter(|s| s.1 > 0) {
+            through.1 -= 1;
+            slot = None;
+        }
+        if let Some(slot) = slot {
+            slot.2 -= 1;
+            match slot.3 {
                 Failure::HangUpAfterCreating => hang_up = true,
                 Failure::Stall => {
                     if let Some(tell) = &self.stalls {
