@@ -345,8 +345,10 @@ fn merged_writers(run: &Run<'_>) -> Vec<Merged> {
         .collect()
 }
 
-/// A task's request's description: its prompt (or command), its result and its check.
+/// A task's request's description: its prompt (or command), its result, and its check with
+/// the last lines it printed.
 fn task_body(run: &Run<'_>, task: &str) -> String {
+    const CHECK_LINES: usize = 40;
     let mut out = format!(
         "Task `{task}` of swarm run `{}`, merged into the run's work and opened on its own.\n",
         run.layout.run
@@ -361,16 +363,25 @@ fn task_body(run: &Run<'_>, task: &str) -> String {
             }
         }
     }
-    if let Some(record) = run.tasks.iter().find(|t| t.id == task) {
-        if let Some(result) = record.result.as_deref().filter(|r| !r.trim().is_empty()) {
-            let _ = write!(out, "\n## Result\n\n{}\n", result.trim());
-        }
-        if let Some(check) = record.spec["check"].as_str() {
-            let _ = write!(
-                out,
-                "\n## Check\n\n`{check}` passed on the task's checkout before it was merged.\n"
-            );
-        }
+    let Some(record) = run.tasks.iter().find(|t| t.id == task) else {
+        return out;
+    };
+    if let Some(result) = record.result.as_deref().filter(|r| !r.trim().is_empty()) {
+        let _ = write!(out, "\n## Result\n\n{}\n", result.trim());
+    }
+    // The check of its last attempt, the one merged, beside that attempt's transcript.
+    let log = record
+        .transcript
+        .as_deref()
+        .map(|t| std::path::Path::new(t).with_extension("check.log"));
+    if let Some(text) = log.and_then(|log| std::fs::read_to_string(log).ok()) {
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(CHECK_LINES)..];
+        let _ = write!(
+            out,
+            "\n## Check\n\nIt passed on the task's checkout before the merge; its last lines:\n\n~~~\n{}\n~~~\n",
+            tail.join("\n").replace("~~~", "~ ~ ~")
+        );
     }
     out
 }

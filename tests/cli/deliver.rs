@@ -199,6 +199,11 @@ fn deliver_pr_opens_one_request_holding_the_run_result_and_a_second_run_updates_
         let tip = p.repo.git(&["rev-parse", &format!("swarm/{second}")]);
         assert_eq!(p.remote_branch("swarm/tasks"), Some(tip.trim().to_owned()));
         assert_eq!(p.fake.count(Route::Create), 1);
+        // Every answer swarm read had the forge's published shape.
+        let checked = crate::forge::answers_as_published(&p.fake);
+        for route in [Route::List, Route::Create, Route::Update] {
+            assert!(checked.contains(&(flavour, route)), "{flavour:?} {route:?}");
+        }
     }
 }
 
@@ -206,7 +211,14 @@ fn deliver_pr_opens_one_request_holding_the_run_result_and_a_second_run_updates_
 fn deliver_pr_per_task_opens_independent_writers_alone_and_the_rest_in_the_whole() {
     let p = Project::new(Flavour::GitHub);
     let tasks = four_writers(&p.repo);
-    let out = p.swarm(&["run", tasks.to_str().unwrap(), "--deliver", "pr-per-task"]);
+    let out = p.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--deliver",
+        "pr-per-task",
+        "--check",
+        "echo checked: $(ls *.txt)",
+    ]);
     assert_exit(&out, 0);
     let changes = p.changes();
     assert_eq!(
@@ -233,6 +245,9 @@ fn deliver_pr_per_task_opens_independent_writers_alone_and_the_rest_in_the_whole
     let a = changes.iter().find(|c| c.head == "swarm/tasks-a").unwrap();
     assert_eq!(a.title, "a: Write a");
     assert!(a.body.contains("echo a > a.txt"), "{}", a.body);
+    // Its check's output too.
+    assert!(a.body.contains("## Check"), "{}", a.body);
+    assert!(a.body.contains("checked: a.txt"), "{}", a.body);
     // The whole run's request is opened last, once the tasks' are.
     assert_eq!(changes.last().unwrap().head, "swarm/tasks");
     let said = stdout(&out);

@@ -394,26 +394,9 @@ fn schema(file: &str, name: &str) -> (boon::Schemas, boon::SchemaIndex) {
     crate::compiled_schema(&path, &format!("#/$defs/{name}"))
 }
 
-#[test]
-fn forge_every_answer_of_the_fake_has_the_forges_published_shape() {
-    let fake = FakeForge::start();
-    for flavour in BOTH {
-        let forge = forge(&fake, flavour);
-        forge.find("b").unwrap();
-        let made = forge.create(&proposal("b")).unwrap();
-        forge.find("b").unwrap();
-        forge
-            .update(
-                made.number,
-                &Edit {
-                    title: Some("Done".into()),
-                    ..Edit::default()
-                },
-            )
-            .unwrap();
-        fake.set_state(made.number, "merged");
-        forge.find("b").unwrap();
-    }
+/// Checks every answer `fake` gave against its forge's published shape; panics at the first
+/// it refuses. The forge and route of each answer checked.
+pub(crate) fn answers_as_published(fake: &FakeForge) -> Vec<(Flavour, Route)> {
     let simple = schema("github-pull-request.json", "pull-request-simple");
     let whole = schema("github-pull-request.json", "pull-request");
     let gitlab = schema("gitlab-merge-request.json", "merge-request");
@@ -436,6 +419,30 @@ fn forge_every_answer_of_the_fake_has_the_forges_published_shape() {
             checked.push((flavour, route));
         }
     }
+    checked
+}
+
+#[test]
+fn forge_every_answer_of_the_fake_has_the_forges_published_shape() {
+    let fake = FakeForge::start();
+    for flavour in BOTH {
+        let forge = forge(&fake, flavour);
+        forge.find("b").unwrap();
+        let made = forge.create(&proposal("b")).unwrap();
+        forge.find("b").unwrap();
+        forge
+            .update(
+                made.number,
+                &Edit {
+                    title: Some("Done".into()),
+                    ..Edit::default()
+                },
+            )
+            .unwrap();
+        fake.set_state(made.number, "merged");
+        forge.find("b").unwrap();
+    }
+    let checked = answers_as_published(&fake);
     for flavour in BOTH {
         for route in [Route::List, Route::Create, Route::Update] {
             assert!(
@@ -447,6 +454,8 @@ fn forge_every_answer_of_the_fake_has_the_forges_published_shape() {
     assert!(checked.contains(&(Flavour::GitHub, Route::Reviewers)));
     // The schemas do look: a pull request in a state GitHub never gives, or without its
     // number, and a merge request with a number for its state, are refused.
+    let whole = schema("github-pull-request.json", "pull-request");
+    let gitlab = schema("gitlab-merge-request.json", "merge-request");
     let mut pr = fake
         .answers()
         .into_iter()

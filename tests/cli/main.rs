@@ -16,7 +16,7 @@ pub mod fake_agents;
 pub mod fake_forge;
 pub mod fake_llm;
 mod faults;
-mod forge;
+pub mod forge;
 pub mod gate;
 mod generated;
 pub mod goal;
