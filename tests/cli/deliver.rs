@@ -635,7 +635,7 @@ fn deliver_dresses_each_request_as_the_keys_say() {
 }
 
 #[test]
-fn a_new_title_keeps_a_gitlab_draft_a_draft() {
+fn deliver_a_new_title_keeps_a_gitlab_draft_a_draft() {
     let p = Project::new(Flavour::GitLab);
     let tasks = two_writers(&p.repo);
     let out = p.swarm(&[
