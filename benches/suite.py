@@ -484,13 +484,13 @@ def machine() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="each part once, at small sizes")
-    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5", "6", "7", "8"],
+    ap.add_argument("--only", action="append", choices=["1", "2", "3", "4", "5", "6", "7", "8", "9"],
                     help="run only this part (repeatable)")
     ap.add_argument("--runs", type=int, help="runs per measurement (default 5, quick 1)")
     ap.add_argument("--swarm", default=str(ROOT / "target" / "release" / "swarm"))
     args = ap.parse_args()
     runs = args.runs or (1 if args.quick else 5)
-    parts = set(args.only or ["1", "2", "3", "4", "5", "6", "7", "8"])
+    parts = set(args.only or ["1", "2", "3", "4", "5", "6", "7", "8", "9"])
     OUT.mkdir(parents=True, exist_ok=True)
     for tool in ("floor", "hello"):
         if not (OUT / tool).exists():
@@ -510,7 +510,7 @@ def main() -> int:
         if "2" in parts:
             rows += part_makespan(args.swarm, args.quick, 1 if args.quick else min(runs, 3), work)
         sys.path.insert(0, str(ROOT / "benches"))
-        for part, name in (("3", "merges"), ("4", "llm"), ("8", "cache")):
+        for part, name in (("3", "merges"), ("4", "llm"), ("8", "cache"), ("9", "memory")):
             if part not in parts:
                 continue
             if not (ROOT / "benches" / f"{name}.py").exists():

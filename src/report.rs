@@ -156,6 +156,9 @@ pub struct Facts<'a> {
     pub landing: Option<&'a Landing>,
     /// The change requests the result was delivered as.
     pub pull_requests: &'a [PullRequest],
+    /// What memory gave the planning of each goal (`None`: the run's single goal): the past
+    /// runs whose goals like it it recalled.
+    pub recalled: &'a [(Option<String>, Vec<String>)],
     /// Why the run stopped merging for a human, when it did.
     pub halted: Option<&'a str>,
     pub exit_code: i32,
@@ -368,6 +371,16 @@ fn run_summary(f: &Facts<'_>) -> String {
     let _ = writeln!(out, "{}\n", f.confinement);
     if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}\n");
+    }
+    for (goal, runs) in f.recalled {
+        let whose = goal
+            .as_deref()
+            .map_or_else(|| "The plan".to_owned(), |g| format!("Goal {g}'s plan"));
+        let _ = writeln!(
+            out,
+            "{whose} was made knowing what past goals of runs {} came to (`swarm memory list`).\n",
+            runs.join(", ")
+        );
     }
     if !f.pull_requests.is_empty() {
         let _ = writeln!(out, "Pull requests:\n");
@@ -726,6 +739,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
         }).collect::<Vec<_>>(),
         "landing": f.landing,
         "pull_requests": f.pull_requests,
+        "recalled": f.recalled.iter().map(|(goal, runs)| json!({"goal": goal, "runs": runs})).collect::<Vec<_>>(),
         "totals": {
             "elapsed_ms": totals.wall.as_millis() as u64,
             "task_tokens": totals.task_tokens,

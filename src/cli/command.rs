@@ -162,6 +162,18 @@ pub enum Command {
         #[command(subcommand)]
         action: QueueAction,
     },
+    /// The repository's memory of past goals, which planners are given.
+    ///
+    /// When a goal's run finishes, swarm keeps what it came to: the goal, its plan's skeleton
+    /// (each task's id, lane, mode, files and first words), what became of each task and why,
+    /// and what it cost, with secrets hidden. When a later goal shares at least two words with
+    /// a past one, the planner is given the three most alike, as data. Memory lives in the
+    /// board (.git/swarm/board.db) and never leaves it; --no-memory or SWARM_RECALL=0 turns it
+    /// off for a run.
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+    },
     /// Remove the checkouts of finished tasks and the deps' files killed runs left behind; a branch
     /// with unmerged commits is never deleted.
     ///
@@ -307,6 +319,26 @@ pub enum QueueAction {
     Run {
         #[command(flatten)]
         options: Box<RunOptions>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryAction {
+    /// List what memory keeps, newest first: each past goal's number, run, goal id and text.
+    List,
+    /// Show one past goal as a planner is given it: its plan, its outcome, its cost.
+    Show {
+        /// Its number, as `swarm memory list` shows it.
+        id: i64,
+    },
+    /// Forget one past goal, or all of them.
+    Forget {
+        /// Its number, as `swarm memory list` shows it.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<i64>,
+        /// Forget every past goal.
+        #[arg(long)]
+        all: bool,
     },
 }
 

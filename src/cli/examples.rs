@@ -75,6 +75,10 @@ const EXAMPLES: &[(&str, &[Example])] = &[
     ("swarm queue list", QUEUE_LIST),
     ("swarm queue rm", QUEUE_RM),
     ("swarm queue run", QUEUE_RUN),
+    ("swarm memory", MEMORY),
+    ("swarm memory list", MEMORY_LIST),
+    ("swarm memory show", MEMORY_SHOW),
+    ("swarm memory forget", MEMORY_FORGET),
     ("swarm gc", GC),
     ("swarm web", WEB),
     ("swarm worker", WORKER),
@@ -258,6 +262,35 @@ const CONFIG: &[Example] = &[
         "swarm config --config ci.toml",
         "What a run would use with ci.toml in place of the user's file",
     ),
+];
+
+const MEMORY: &[Example] = &[
+    help(
+        "swarm memory list",
+        "What memory keeps of past goals, newest first",
+    ),
+    help(
+        "swarm --goal \"Add request tracing\" --no-memory",
+        "Plan a goal without the repository's memory, and keep nothing of it",
+    ),
+];
+
+const MEMORY_LIST: &[Example] = &[
+    help("swarm memory list", "Each past goal's number, run and text"),
+    help("swarm memory list --json", "The same, whole, as JSON"),
+];
+
+const MEMORY_SHOW: &[Example] = &[
+    help(
+        "swarm memory show 3",
+        "Past goal 3 as a planner is given it: its plan, what came of it, its cost",
+    ),
+    help("swarm memory show 3 --json", "The same as JSON"),
+];
+
+const MEMORY_FORGET: &[Example] = &[
+    help("swarm memory forget 3", "Forget past goal 3"),
+    help("swarm memory forget --all", "Forget every past goal"),
 ];
 
 const QUEUE: &[Example] = &[

@@ -221,6 +221,47 @@ const STATUS: &[(&str, &[Exit])] = &[
         ],
     ),
     (
+        "swarm memory",
+        &[exit(
+            "2",
+            "no action given: usage error",
+            "Each action (**list**, **show**, **forget**) has its page and its codes.",
+        )],
+    ),
+    (
+        "swarm memory list",
+        &[
+            exit(
+                "0",
+                "the list was printed (a line saying so when memory is empty)",
+                "",
+            ),
+            exit("2", "usage error, or not a git repository", ""),
+        ],
+    ),
+    (
+        "swarm memory show",
+        &[
+            exit("0", "the past goal was printed", ""),
+            exit(
+                "2",
+                "no past goal of that number, or not a git repository",
+                "",
+            ),
+        ],
+    ),
+    (
+        "swarm memory forget",
+        &[
+            exit("0", "the past goal, or all of them, forgotten", ""),
+            exit(
+                "2",
+                "no past goal of that number, or not a git repository",
+                "",
+            ),
+        ],
+    ),
+    (
         "swarm gc",
         &[
             exit(

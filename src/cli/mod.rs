@@ -18,7 +18,7 @@ pub mod examples;
 pub mod exit_status;
 mod options;
 
-pub use command::{CiTarget, Command, GraphFormat, QueueAction};
+pub use command::{CiTarget, Command, GraphFormat, MemoryAction, QueueAction};
 pub use options::{Declared, RunOptions, declared};
 
 /// Turn a goal into finished, merged work: a model plans it into a DAG of tasks, coding agents

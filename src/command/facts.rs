@@ -160,6 +160,18 @@ pub(super) fn planning_tokens(events: &[Logged]) -> Option<u64> {
         .reduce(|a, b| a + b)
 }
 
+/// What memory gave each goal's planning: the goal (`None`: a single goal) and the past runs.
+pub(super) fn recalled(events: &[Logged]) -> Vec<(Option<String>, Vec<String>)> {
+    let mut out: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for e in events {
+        if let RunEvent::Recalled { goal, runs } = &e.event {
+            out.retain(|(g, _)| g != goal);
+            out.push((goal.clone(), runs.clone()));
+        }
+    }
+    out
+}
+
 /// Each goal with its tasks and the task holding its deliverable.
 pub(super) fn goal_facts(plan: &Plan, records: Vec<GoalRecord>) -> Vec<GoalFacts> {
     records

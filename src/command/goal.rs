@@ -176,6 +176,17 @@ pub(super) fn plan_and_launch(
     let summary = summarize(&run.repo)?;
     ui::say(g.quiet, Verb::Planning, &ui::one_line(goal, 100));
     let board = &mut run.board;
+    let recalled = super::memory::recall(board, options, &run_id, None, goal)?;
+    if !recalled.runs.is_empty() {
+        ui::say(
+            g.quiet,
+            Verb::Note,
+            &format!(
+                "the planner is given what {} of this repository came to",
+                ui::count(recalled.runs.len(), "past goal", "past goals")
+            ),
+        );
+    }
     let mut notes = Vec::new();
     // The first Ctrl-C stops planning at its next request; the second ends swarm at once.
     let signals = crate::signal::handle(|| {}, || {});
@@ -183,6 +194,7 @@ pub(super) fn plan_and_launch(
         client,
         goal,
         &summary,
+        &recalled.text,
         MAX_FAN_IN,
         &crate::signal::requested,
         &mut |n| {
@@ -488,7 +500,14 @@ pub(super) fn run_goals(
         run.board.goals_mut().add(&run_id, &records)?;
     }
     let records = run.board.goals().load(&run_id)?;
-    let goals = goal_run(&run.repo, &settings, records)?;
+    let goals = goal_run(
+        &run.repo,
+        &mut run.board,
+        options,
+        &settings,
+        &run_id,
+        records,
+    )?;
     run.launch(g, plan, &settings, options, Some(goals))
 }
 
@@ -503,12 +522,25 @@ fn goal_run_client(settings: &Settings) -> anyhow::Result<crate::llm::Client> {
 }
 
 /// What the scheduler needs to plan a run's goals.
+/// What the scheduler needs to plan run `run`'s goals, with what memory recalls for each goal
+/// still to plan.
 pub(super) fn goal_run(
     repo: &Repo,
+    board: &mut crate::store::Board,
+    options: &crate::config::Options,
     settings: &Settings,
+    run: &str,
     goals: Vec<GoalRecord>,
 ) -> anyhow::Result<GoalRun> {
+    let mut recalled = BTreeMap::new();
+    for goal in goals.iter().filter(|g| g.status == GoalStatus::Pending) {
+        let found = super::memory::recall(board, options, run, Some(&goal.id), &goal.text)?;
+        if !found.text.is_empty() {
+            recalled.insert(goal.id.clone(), found.text);
+        }
+    }
     Ok(GoalRun {
+        recalled,
         client: goal_run_client(settings)?,
         summary: summarize(repo)?,
         max_fan_in: MAX_FAN_IN,

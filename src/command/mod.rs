@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 
-use crate::cli::{Cli, Command, QueueAction};
+use crate::cli::{Cli, Command, MemoryAction, QueueAction};
 use crate::config::Options;
 use crate::error::{Usage, exit};
 use crate::git::Repo;
@@ -21,6 +21,7 @@ mod gc;
 mod goal;
 mod inspect;
 mod layout;
+mod memory;
 mod output;
 mod pools;
 mod queue;
@@ -199,6 +200,14 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
             };
             worker::worker(&g, &asked, &configured.profiles)
         }
+        Command::Memory { action } => memory::memory(
+            &g,
+            &match action {
+                MemoryAction::List => memory::MemoryCommand::List,
+                MemoryAction::Show { id } => memory::MemoryCommand::Show(id),
+                MemoryAction::Forget { id, .. } => memory::MemoryCommand::Forget(id),
+            },
+        ),
         Command::Queue { action } => match action {
             QueueAction::Add { text } => queue::add(&g, &text.join(" ")),
             QueueAction::List => queue::list(&g),

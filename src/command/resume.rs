@@ -200,7 +200,14 @@ pub(super) fn resume_held(
     let goals = if goal_records.is_empty() {
         None
     } else {
-        Some(goal::goal_run(&repo, &settings, goal_records)?)
+        Some(goal::goal_run(
+            &repo,
+            &mut board,
+            &options,
+            &settings,
+            &run_id,
+            goal_records,
+        )?)
     };
     let base = CommitId::new(&record.base_commit);
     mark_resumed(&mut board, &run_id, &options)?;

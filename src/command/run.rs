@@ -510,6 +510,7 @@ pub(super) fn execute(
     let agents = super::facts::agent_usage(board, &layout.run, &events)?;
     let confinement = confinement_summary(settings);
     let pull_requests = super::deliver::recorded(&events);
+    let recalled = super::facts::recalled(&events);
     // The run as it ends, for a report written before its end is recorded (the description of
     // a pull request).
     let mut ending_run = board
@@ -528,6 +529,7 @@ pub(super) fn execute(
         repairs: &repairs,
         landing: Some(&landing),
         pull_requests: &pull_requests,
+        recalled: &recalled,
         halted,
         exit_code: i32::from(code),
         goals: &goals,
@@ -599,6 +601,20 @@ pub(super) fn execute(
     facts.landing = Some(&landing);
     facts.pull_requests = &pull_requests;
     facts.exit_code = i32::from(code);
+    if status == RunStatus::Finished {
+        // What the run's goals came to, for later planners.
+        let single = std::fs::read_to_string(layout.run_dir.join(super::goal::GOAL_FILE)).ok();
+        super::memory::remember(
+            board,
+            options,
+            &layout.run,
+            plan,
+            &records,
+            &goals,
+            single.as_deref(),
+            i64::try_from(facts.wall.as_millis()).unwrap_or(i64::MAX),
+        )?;
+    }
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
     output::write_atomic(&report_path, text.as_bytes())?;

@@ -415,6 +415,12 @@ macro_rules! run_options {
                 key: "pr-reviewers", flag: none, var: "SWARM_PR_REVIEWERS", file: yes,
                 shape: Strings, listed: 58,
             }
+            /// Plan without the repository's memory: no past goal is recalled for the planner,
+            /// and what this run's goals come to is not kept (SWARM_RECALL=0 does the same).
+            no_memory: bool {
+                key: "no-memory", flag: switch, var: "SWARM_NO_MEMORY", file: yes,
+                shape: Switch, listed: 59,
+            }
             /// The syntax-aware merge program of the structural rung [default: mergiraf, found on
             /// PATH].
             mergiraf: Option<PathBuf> {

@@ -547,6 +547,7 @@ pr-title = "deps: {title}"
 pr-draft = true
 pr-labels = ["automated"]
 pr-reviewers = ["alice"]
+no-memory = true
 
 [agents.all]
 command = "a"

@@ -259,6 +259,12 @@ pub enum RunEvent {
     /// event names no task. `outcome`: `opened`, `updated`, `unchanged`, `closed`, `merged` or
     /// `not swarm's`.
     Delivered(Delivery),
+    /// Memory gave the planning of a goal (`None`: the run's single goal) what these past
+    /// runs' goals like it came to.
+    Recalled {
+        goal: Option<String>,
+        runs: Vec<String>,
+    },
     /// Delivery stopped before it was done (`--deliver` with pull requests): why, and whether
     /// it is a fault of the environment that a resume may get past.
     DeliveryStopped {

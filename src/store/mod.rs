@@ -13,6 +13,7 @@ use serde_json::Value;
 mod event;
 mod goals;
 mod history;
+mod memory;
 mod open;
 mod queue;
 mod record;
@@ -23,6 +24,7 @@ mod write;
 pub use event::{Delivery, Logged, Moved, Parking, RunEvent, RungTried};
 pub use goals::Goals;
 pub use history::{History, TimeMark};
+pub use memory::{Memories, Memory};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use open::{damage_hint, is_full};
 pub use queue::Queue;
@@ -181,6 +183,16 @@ impl Board {
     /// The repository's queue of goals, to change.
     pub fn queue_mut(&mut self) -> Queue<&mut Self> {
         Queue { board: self }
+    }
+
+    /// The repository's memory of past goals, to read.
+    pub fn memory(&self) -> Memories<&Self> {
+        Memories { board: self }
+    }
+
+    /// The repository's memory of past goals, to change.
+    pub fn memory_mut(&mut self) -> Memories<&mut Self> {
+        Memories { board: self }
     }
 
     /// Reads for looking back at runs.

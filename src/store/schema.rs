@@ -119,6 +119,33 @@ ALTER TABLE tasks ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
 ",
+    // The repository's memory: what each goal of a past run came to, searched by FTS5 when a
+    // later goal is planned (see `memory`).
+    r"
+CREATE TABLE memory (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    goal_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    goal TEXT NOT NULL,
+    skeleton TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    tokens INTEGER NOT NULL DEFAULT 0,
+    elapsed_ms INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (run_id, goal_id)
+);
+CREATE VIRTUAL TABLE memory_text USING fts5(
+    goal, skeleton, outcome, content = 'memory', content_rowid = 'id'
+);
+CREATE TRIGGER memory_added AFTER INSERT ON memory BEGIN
+    INSERT INTO memory_text (rowid, goal, skeleton, outcome)
+    VALUES (new.id, new.goal, new.skeleton, new.outcome);
+END;
+CREATE TRIGGER memory_removed AFTER DELETE ON memory BEGIN
+    INSERT INTO memory_text (memory_text, rowid, goal, skeleton, outcome)
+    VALUES ('delete', old.id, old.goal, old.skeleton, old.outcome);
+END;
+",
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {

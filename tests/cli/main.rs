@@ -25,6 +25,7 @@ pub mod graph_svg;
 mod landing;
 pub mod lifeline;
 mod manual;
+mod memory;
 mod merge_gate;
 pub mod model_server;
 mod outputs;

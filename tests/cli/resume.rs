@@ -110,6 +110,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         expected[key] = serde_json::json!([]);
     }
     expected["pr_draft"] = false.into();
+    expected["no_memory"] = false.into();
     assert_eq!(now, expected);
     // `status --json` shows them so too, without the record's version.
     assert_eq!(status_json(&repo)["run"]["options"], expected);

@@ -2,6 +2,7 @@
 //! threads of their own and report over the loop's channel; what a dependent goal's planner is
 //! told of the goals it needs is gathered here. The core decides which goal is planned when.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,12 +34,15 @@ pub struct GoalRun {
     /// Goals added to the queue while the run goes join it.
     pub from_queue: bool,
     pub goals: Vec<GoalRecord>,
+    /// What memory recalled for each goal's planning, by goal id (see `command::memory`).
+    pub recalled: BTreeMap<String, String>,
 }
 
 /// The threads that ask the model about goals.
 pub(in crate::schedule) struct Planner {
     client: crate::llm::Client,
     summary: String,
+    recalled: BTreeMap<String, String>,
     max_fan_in: usize,
     /// Set when the run stops: planning threads give up at their next request.
     stop: Arc<AtomicBool>,
@@ -51,6 +55,7 @@ impl Planner {
         let planner = Self {
             client: run.client,
             summary: run.summary,
+            recalled: run.recalled,
             max_fan_in: run.max_fan_in,
             stop: Arc::new(AtomicBool::new(false)),
             tx,
@@ -112,6 +117,11 @@ impl Planner {
             goals.list[gi].text.clone(),
             self.max_fan_in,
         );
+        let recalled = self
+            .recalled
+            .get(&goals.list[gi].id)
+            .cloned()
+            .unwrap_or_default();
         let (stop, tx) = (self.stop.clone(), self.tx.clone());
         std::thread::spawn(move || {
             let notices = tx.clone();
@@ -120,6 +130,7 @@ impl Planner {
                     &client,
                     &text,
                     &summary,
+                    &recalled,
                     fan_in,
                     &|| stop.load(Ordering::Relaxed),
                     &mut |notice| {

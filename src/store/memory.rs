@@ -1,0 +1,174 @@
+//! The repository's memory on the board: what each goal of a past run came to (its text, its
+//! plan's skeleton, its outcome, what it cost), kept for later planners, found again by
+//! full-text search (`SQLite`'s FTS5, in the board, so it never leaves `.git/swarm/`).
+
+use rusqlite::{OptionalExtension as _, params};
+use serde::Serialize;
+
+use super::Board;
+
+/// What a goal of a run came to, as memory keeps it. Nothing in it holds a secret's value:
+/// the caller redacts before it is stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Memory {
+    pub id: i64,
+    pub run_id: String,
+    /// The goal's id in a run of several goals; `goal` for a single goal's run.
+    pub goal_id: String,
+    /// When it was stored, in milliseconds since the epoch.
+    pub at: i64,
+    pub goal: String,
+    /// The plan, a task a line: its id, lane and mode, the files it declared, its first words.
+    pub skeleton: String,
+    /// What became of each task, and why where it did not merge or succeed.
+    pub outcome: String,
+    pub tokens: u64,
+    pub elapsed_ms: i64,
+}
+
+/// The memory, borrowed from the board: `board.memory()` reads it, `board.memory_mut()`
+/// changes it.
+pub struct Memories<B> {
+    pub(super) board: B,
+}
+
+/// How many of a past goal's words a new goal must share with it to recall it.
+const SHARED_WORDS: usize = 2;
+
+/// Words too common to tell goals apart.
+const COMMON: &[&str] = &[
+    "about", "after", "again", "also", "and", "each", "every", "from", "have", "into", "make",
+    "more", "that", "their", "them", "then", "there", "these", "they", "this", "what", "when",
+    "where", "which", "with", "your",
+];
+
+/// The words of `text` that tell goals apart: four letters or more, lower-case, not common,
+/// each once, at most 32.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()) {
+        let w = w.to_lowercase();
+        if w.chars().count() >= 4 && !COMMON.contains(&w.as_str()) && !out.contains(&w) {
+            out.push(w);
+        }
+        if out.len() == 32 {
+            break;
+        }
+    }
+    out
+}
+
+fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+    Ok(Memory {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        goal_id: r.get(2)?,
+        at: r.get(3)?,
+        goal: r.get(4)?,
+        skeleton: r.get(5)?,
+        outcome: r.get(6)?,
+        tokens: r.get::<_, i64>(7)?.try_into().unwrap_or(0),
+        elapsed_ms: r.get(8)?,
+    })
+}
+
+const COLUMNS: &str =
+    "m.id, m.run_id, m.goal_id, m.at, m.goal, m.skeleton, m.outcome, m.tokens, m.elapsed_ms";
+
+impl Memories<&Board> {
+    /// Every memory, newest first.
+    pub fn list(&self) -> anyhow::Result<Vec<Memory>> {
+        let mut stmt = self.board.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM memory m ORDER BY m.at DESC, m.id DESC"
+        ))?;
+        let rows = stmt.query_map([], read)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn get(&self, id: i64) -> anyhow::Result<Option<Memory>> {
+        Ok(self
+            .board
+            .conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM memory m WHERE m.id = ?1"),
+                [id],
+                read,
+            )
+            .optional()?)
+    }
+
+    /// The past goals most like `goal`, best first, at most `most`, none of run `except`: those
+    /// sharing at least two of its words (all of them, when it has fewer), ranked by FTS5's
+    /// bm25 over their goals, plans and outcomes, a goal's words counting most.
+    pub fn recall(&self, goal: &str, except: &str, most: usize) -> anyhow::Result<Vec<Memory>> {
+        let words = words(goal);
+        if words.is_empty() || most == 0 {
+            return Ok(Vec::new());
+        }
+        let needed = SHARED_WORDS.min(words.len());
+        let query = words
+            .iter()
+            .map(|w| format!("\"{}\"", w.replace('"', "")))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let mut stmt = self.board.conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM memory_text
+             JOIN memory m ON m.id = memory_text.rowid
+             WHERE memory_text MATCH ?1 AND m.run_id != ?2
+             ORDER BY bm25(memory_text, 10.0, 1.0, 1.0), m.at DESC
+             LIMIT 50"
+        ))?;
+        let rows = stmt.query_map(params![query, except], read)?;
+        let mut out = Vec::new();
+        for m in rows {
+            let m = m?;
+            let theirs = self::words(&m.goal);
+            if words.iter().filter(|w| theirs.contains(w)).count() >= needed {
+                out.push(m);
+            }
+            if out.len() == most {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Memories<&mut Board> {
+    /// Keeps what goal `m.goal_id` of run `m.run_id` came to, replacing what an earlier end of
+    /// the same run kept (a resumed run ends again). `id` and `at` are the board's.
+    pub fn remember(&mut self, m: &Memory) -> anyhow::Result<()> {
+        let tx = self.board.conn.transaction()?;
+        tx.execute(
+            "DELETE FROM memory WHERE run_id = ?1 AND goal_id = ?2",
+            params![m.run_id, m.goal_id],
+        )?;
+        tx.execute(
+            "INSERT INTO memory (run_id, goal_id, at, goal, skeleton, outcome, tokens, elapsed_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                m.run_id,
+                m.goal_id,
+                super::now_ms(),
+                m.goal,
+                m.skeleton,
+                m.outcome,
+                i64::try_from(m.tokens).unwrap_or(i64::MAX),
+                m.elapsed_ms
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Forgets memory `id`, or all of it: how many were forgotten.
+    pub fn forget(&mut self, id: Option<i64>) -> anyhow::Result<usize> {
+        Ok(match id {
+            Some(id) => self
+                .board
+                .conn
+                .execute("DELETE FROM memory WHERE id = ?1", [id])?,
+            None => self.board.conn.execute("DELETE FROM memory", [])?,
+        })
+    }
+}

@@ -1,0 +1,198 @@
+//! The repository's memory with the scripted model: a finished goal's run is kept (its plan's
+//! skeleton, its outcome, its cost), a later goal like it is planned knowing it and an
+//! unrelated one is not, `swarm memory list|show|forget`, `--no-memory` and `SWARM_RECALL=0`,
+//! and no secret's value kept or sent on.
+
+use serde_json::Value;
+
+use crate::fake_llm::{FakeLlm, Request, has_tool};
+use crate::goal::{good_server, llm_cmd};
+use crate::{TestRepo, assert_exit, stderr, stdout};
+
+/// A goal run on the scripted model; writers that change nothing (the notes are there from
+/// an earlier run) count as done.
+fn goal(repo: &TestRepo, llm: &FakeLlm, text: &str, extra: &[&str]) -> std::process::Output {
+    llm_cmd(repo, llm)
+        .args(["--goal", text])
+        .args(extra)
+        .env("SWARM_ALLOW_NO_CHANGE", "1")
+        .output()
+        .unwrap()
+}
+
+/// The user message of the newest planning request.
+fn last_planning(llm: &FakeLlm) -> String {
+    let requests: Vec<Request> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| has_tool(r, "submit_plan"))
+        .collect();
+    let last = requests.last().expect("a planning request");
+    last.messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn memory_json(repo: &TestRepo) -> Vec<Value> {
+    let out = repo.swarm(&["memory", "list", "--json"]);
+    assert_exit(&out, 0);
+    serde_json::from_str::<Value>(&stdout(&out))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn memory_a_similar_goal_is_planned_knowing_the_first_and_an_unrelated_one_is_not() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let first = goal(&repo, &llm, "Survey the repository and leave notes", &[]);
+    assert_exit(&first, 0);
+    let first_run = crate::run_id(&repo);
+    assert!(!last_planning(&llm).contains("<past-runs>"));
+
+    // What memory kept of it.
+    let kept = memory_json(&repo);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0]["run_id"], first_run.as_str());
+    assert_eq!(kept[0]["goal"], "Survey the repository and leave notes");
+    let skeleton = kept[0]["skeleton"].as_str().unwrap();
+    assert!(
+        skeleton.contains("notes (coder, write; files NOTES.md): TASK notes: write NOTES.md"),
+        "{skeleton}"
+    );
+    assert!(
+        skeleton.contains("final (reducer, read) after survey, readme, notes"),
+        "{skeleton}"
+    );
+    let outcome = kept[0]["outcome"].as_str().unwrap();
+    assert!(outcome.starts_with("done (writers merged): "), "{outcome}");
+
+    // A goal like it: its planner is given the first one's plan and outcome, as data.
+    let second = goal(
+        &repo,
+        &llm,
+        "Survey the repository again and leave fresher notes",
+        &[],
+    );
+    assert_exit(&second, 0);
+    let asked = last_planning(&llm);
+    assert!(asked.contains("<past-runs>"), "{asked}");
+    assert!(
+        asked.contains(&format!("- run {first_run} (goal goal)")),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("notes (coder, write; files NOTES.md)"),
+        "{asked}"
+    );
+    assert!(asked.contains("outcome: done (writers merged)"), "{asked}");
+    // The past comes before the goal, framed as data.
+    assert!(asked.find("<past-runs>") < asked.find("Goal:\nSurvey the repository again"));
+    assert!(
+        stderr(&second)
+            .contains("the planner is given what 1 past goal of this repository came to")
+    );
+    let report = crate::run_report(&repo);
+    assert!(
+        report.contains(&format!(
+            "The plan was made knowing what past goals of runs {first_run} came to"
+        )),
+        "{report}"
+    );
+
+    // An unrelated goal: nothing.
+    let third = goal(&repo, &llm, "Translate the changelog into French", &[]);
+    assert_exit(&third, 0);
+    assert!(!last_planning(&llm).contains("<past-runs>"));
+    assert_eq!(memory_json(&repo).len(), 3);
+}
+
+#[test]
+fn memory_off_recalls_and_keeps_nothing_and_forget_forgets() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    assert_exit(
+        &goal(&repo, &llm, "Survey the repository and leave notes", &[]),
+        0,
+    );
+    assert_eq!(memory_json(&repo).len(), 1);
+
+    // --no-memory and SWARM_RECALL=0: nothing recalled, nothing kept.
+    let off = goal(
+        &repo,
+        &llm,
+        "Survey the repository and leave notes",
+        &["--no-memory"],
+    );
+    assert_exit(&off, 0);
+    assert!(!last_planning(&llm).contains("<past-runs>"));
+    let off = llm_cmd(&repo, &llm)
+        .args(["--goal", "Survey the repository and leave notes"])
+        .env("SWARM_ALLOW_NO_CHANGE", "1")
+        .env("SWARM_RECALL", "0")
+        .output()
+        .unwrap();
+    assert_exit(&off, 0);
+    assert!(!last_planning(&llm).contains("<past-runs>"));
+    assert_eq!(memory_json(&repo).len(), 1);
+
+    // show, then forget.
+    let id = memory_json(&repo)[0]["id"].as_i64().unwrap().to_string();
+    let shown = repo.swarm(&["memory", "show", &id]);
+    assert_exit(&shown, 0);
+    assert!(stdout(&shown).contains("goal: Survey the repository and leave notes"));
+    let missing = repo.swarm(&["memory", "forget", "999"]);
+    assert_exit(&missing, 2);
+    assert!(stderr(&missing).contains("memory 999: there is no such memory"));
+    let forgot = repo.swarm(&["memory", "forget", "--all"]);
+    assert_exit(&forgot, 0);
+    assert_eq!(stdout(&forgot), "forgot 1 memory\n");
+    assert!(memory_json(&repo).is_empty());
+    assert_exit(
+        &goal(
+            &repo,
+            &llm,
+            "Survey the repository and leave notes again",
+            &["--no-memory"],
+        ),
+        0,
+    );
+    assert!(!last_planning(&llm).contains("<past-runs>"));
+}
+
+#[test]
+fn memory_keeps_no_secret_and_passes_none_on() {
+    const CANARY: &str = "canary-token-7f3a9b2c";
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let with_secret = |text: &str| {
+        llm_cmd(&repo, &llm)
+            .args(["--goal", text])
+            .env("SWARM_ALLOW_NO_CHANGE", "1")
+            .env("DEPLOY_TOKEN", CANARY)
+            .output()
+            .unwrap()
+    };
+    let out = with_secret(&format!(
+        "Survey the repository and leave notes for {CANARY}"
+    ));
+    assert_exit(&out, 0);
+    let listed = repo.swarm(&["memory", "list", "--json"]);
+    assert!(!stdout(&listed).contains(CANARY), "{}", stdout(&listed));
+    assert!(
+        stdout(&listed).contains("[redacted]"),
+        "{}",
+        stdout(&listed)
+    );
+    // The next planning is given the past goal, hidden as it was kept.
+    let out = with_secret("Survey the repository and leave notes");
+    assert_exit(&out, 0);
+    let asked = last_planning(&llm);
+    assert!(asked.contains("<past-runs>"), "{asked}");
+    assert!(!asked.contains(CANARY), "{asked}");
+}
