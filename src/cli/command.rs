@@ -324,19 +324,23 @@ pub enum QueueAction {
 
 #[derive(Debug, Subcommand)]
 pub enum MemoryAction {
-    /// List what memory keeps, newest first: each past goal's number, run, goal id and text.
+    /// List what memory keeps, newest first: each past goal's number, run, goal id and text,
+    /// then each lesson's number, how many runs taught it, its files and what it says.
     List,
-    /// Show one past goal as a planner is given it: its plan, its outcome, its cost.
+    /// Show one past goal as a planner is given it (its plan, its outcome, its cost), or one
+    /// lesson.
     Show {
-        /// Its number, as `swarm memory list` shows it.
-        id: i64,
+        /// A past goal's number, or a lesson's (`L` and its number), as `swarm memory list`
+        /// shows them.
+        id: String,
     },
-    /// Forget one past goal, or all of them.
+    /// Forget one past goal or lesson, or all of memory.
     Forget {
-        /// Its number, as `swarm memory list` shows it.
+        /// A past goal's number, or a lesson's (`L` and its number), as `swarm memory list`
+        /// shows them.
         #[arg(required_unless_present = "all", conflicts_with = "all")]
-        id: Option<i64>,
-        /// Forget every past goal.
+        id: Option<String>,
+        /// Forget every past goal and every lesson.
         #[arg(long)]
         all: bool,
     },

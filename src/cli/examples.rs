@@ -289,7 +289,7 @@ const MEMORY_SHOW: &[Example] = &[
 ];
 
 const MEMORY_FORGET: &[Example] = &[
-    help("swarm memory forget 3", "Forget past goal 3"),
+    help("swarm memory forget L2", "Forget lesson L2"),
     help("swarm memory forget --all", "Forget every past goal"),
 ];
 

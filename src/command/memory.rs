@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 use crate::config::Options;
 use crate::error::{Usage, exit};
 use crate::plan::{Action, Plan};
-use crate::report::GoalFacts;
-use crate::store::{Board, Event, Memory, RunEvent, TaskRecord, TaskStatus};
+use crate::report::{GoalFacts, Parked};
+use crate::store::{Board, Event, Lesson, Memory, RunEvent, TaskRecord, TaskStatus};
 use crate::ui;
 
 use super::context::{Globals, open_board, open_repo};
@@ -19,6 +19,8 @@ use super::context::{Globals, open_board, open_repo};
 const RECALLED: usize = 3;
 /// Characters of one past goal given to a planner, at most.
 const ONE_CAP: usize = 1_500;
+/// Lessons of the recalled runs given to a planner, at most.
+const LESSONS_TO_PLANNER: usize = 10;
 /// Lines of a past plan given to a planner, at most.
 const PLAN_LINES: usize = 12;
 
@@ -52,8 +54,19 @@ pub(super) fn recall(
     if found.is_empty() {
         return Ok(Recalled::default());
     }
-    let text = found.iter().map(shown).collect::<Vec<_>>().join("\n");
+    let mut text = found.iter().map(shown).collect::<Vec<_>>().join("\n");
     let runs: Vec<String> = found.iter().map(|m| m.run_id.clone()).collect();
+    let taught: Vec<String> = board
+        .memory()
+        .lessons()?
+        .into_iter()
+        .filter(|l| runs.contains(&l.run_id))
+        .take(LESSONS_TO_PLANNER)
+        .map(|l| format!("- {}", l.text))
+        .collect();
+    if !taught.is_empty() {
+        let _ = write!(text, "\nWhat those runs taught:\n{}", taught.join("\n"));
+    }
     board.event(
         run,
         &Event::run(RunEvent::Recalled {
@@ -105,10 +118,14 @@ pub(super) fn remember(
     tasks: &[TaskRecord],
     goals: &[GoalFacts],
     single: Option<&str>,
+    parked: &[Parked],
     elapsed_ms: i64,
 ) -> anyhow::Result<()> {
     if !enabled(options) {
         return Ok(());
+    }
+    if !goals.is_empty() || single.is_some() {
+        learn(board, options, run, plan, tasks, parked)?;
     }
     let mut kept: Vec<(String, String, Vec<usize>)> = goals
         .iter()
@@ -144,6 +161,112 @@ pub(super) fn remember(
         board.memory_mut().remember(&memory)?;
     }
     Ok(())
+}
+
+/// What the run teaches, with no model call: a check that failed on a writer's files (the
+/// check's last line with it), and writers whose changes conflicted on some files. Lessons
+/// that a check passing on the same files now contradicts are retired.
+fn learn(
+    board: &mut Board,
+    options: &Options,
+    run: &str,
+    plan: &Plan,
+    tasks: &[TaskRecord],
+    parked: &[Parked],
+) -> anyhow::Result<()> {
+    let mut taught: Vec<Lesson> = Vec::new();
+    let mut passed: Vec<(String, Vec<String>)> = Vec::new();
+    for t in &plan.tasks {
+        let Some(record) = tasks.iter().find(|r| r.id == t.id.as_str()) else {
+            continue;
+        };
+        let check = t.check.clone().or_else(|| options.check.clone());
+        match (record.status, check, t.files.is_empty()) {
+            (TaskStatus::Failed, Some(check), false)
+                if record
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with(&format!("check `{check}` failed"))) =>
+            {
+                let said = check_said(record);
+                taught.push(lesson(
+                    run,
+                    &format!(
+                        "The check `{check}` failed on a change to {}: {said}",
+                        t.files.join(", ")
+                    ),
+                    &t.files,
+                    t.lane.as_str(),
+                ));
+            }
+            (TaskStatus::Done, Some(check), false) => passed.push((check, t.files.clone())),
+            _ => {}
+        }
+    }
+    for p in parked
+        .iter()
+        .filter(|p| !p.paths.is_empty() && p.reason.is_none())
+    {
+        let lane = plan
+            .tasks
+            .iter()
+            .find(|t| t.id.as_str() == p.task)
+            .map_or("worker", |t| t.lane.as_str());
+        taught.push(lesson(
+            run,
+            &format!(
+                "Writers changing {} conflicted when merged: plan such writers one after the other, or as one task.",
+                p.paths.join(", ")
+            ),
+            &p.paths,
+            lane,
+        ));
+    }
+    board.memory_mut().retire(&|l: &Lesson| {
+        passed.iter().any(|(check, files)| {
+            l.text.starts_with(&format!("The check `{check}` failed"))
+                && files.iter().any(|f| l.paths.contains(f))
+        })
+    })?;
+    for l in &taught {
+        board.memory_mut().learn(l)?;
+    }
+    Ok(())
+}
+
+fn lesson(run: &str, text: &str, paths: &[String], lane: &str) -> Lesson {
+    Lesson {
+        id: 0,
+        run_id: run.to_owned(),
+        at: 0,
+        text: hidden(text),
+        paths: paths.iter().map(|p| hidden(p)).collect(),
+        lanes: vec![lane.to_owned()],
+        taught: 1,
+    }
+}
+
+/// The last line a failed check printed (from the log beside its attempt's transcript), or
+/// that it printed nothing.
+fn check_said(record: &TaskRecord) -> String {
+    let log = record
+        .transcript
+        .as_deref()
+        .map(|t| std::path::Path::new(t).with_extension("check.log"));
+    let text = log
+        .and_then(|log| std::fs::read_to_string(log).ok())
+        .unwrap_or_default();
+    // The log's first two lines are swarm's (where the check ran, its command), and so are
+    // its `--- … ---` marks (how it ended).
+    text.lines()
+        .skip(2)
+        .map(str::trim)
+        .filter(|l| !(l.is_empty() || (l.starts_with("--- ") && l.ends_with(" ---"))))
+        .last()
+        .map_or_else(
+            || "it printed nothing".to_owned(),
+            |l| format!("it said `{}`", ui::one_line(l, 200)),
+        )
 }
 
 /// `text` with every secret's value hidden.
@@ -230,9 +353,46 @@ fn outcome(records: &[&TaskRecord]) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum MemoryCommand {
     List,
-    Show(i64),
-    /// One memory, or all of it.
-    Forget(Option<i64>),
+    /// A past goal's number, or a lesson's (`L3`).
+    Show(String),
+    /// One past goal or lesson, or all of memory.
+    Forget(Option<String>),
+}
+
+/// What a number names: a past goal (`3`) or a lesson (`L3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Goal(i64),
+    Lesson(i64),
+}
+
+fn which(id: &str) -> anyhow::Result<Which> {
+    let id = id.trim();
+    let lesson = id.strip_prefix(['L', 'l']);
+    lesson
+        .unwrap_or(id)
+        .parse::<i64>()
+        .ok()
+        .map(|n| {
+            if lesson.is_some() {
+                Which::Lesson(n)
+            } else {
+                Which::Goal(n)
+            }
+        })
+        .ok_or_else(|| {
+            Usage::new(format!(
+                "`{id}` is neither a past goal's number (3) nor a lesson's (L3)"
+            ))
+            .hint("`swarm memory list` lists them")
+            .into()
+        })
+}
+
+fn no_such(id: &str) -> anyhow::Error {
+    Usage::new(format!("memory {id}: there is no such memory"))
+        .hint("`swarm memory list` lists them")
+        .into()
 }
 
 /// `swarm memory list|show|forget`.
@@ -241,60 +401,86 @@ pub(super) fn memory(g: &Globals, action: &MemoryCommand) -> anyhow::Result<u8> 
     let mut board = open_board(&repo)?;
     match action {
         MemoryCommand::List => {
-            let all = board.memory().list()?;
+            let goals = board.memory().list()?;
+            let lessons = board.memory().lessons()?;
             if g.json {
-                ui::out(&serde_json::to_string_pretty(&all)?)?;
+                ui::out(&serde_json::to_string_pretty(
+                    &serde_json::json!({ "goals": goals, "lessons": lessons }),
+                )?)?;
                 return Ok(exit::OK);
             }
-            if all.is_empty() {
-                ui::out("memory is empty: no goal's run has ended with memory on\n")?;
+            if goals.is_empty() && lessons.is_empty() {
+                ui::out("memory is empty: no goal's run has finished with memory on\n")?;
                 return Ok(exit::OK);
             }
             let mut out = String::new();
-            for m in &all {
+            if !goals.is_empty() {
+                out.push_str("past goals:\n");
+            }
+            for m in &goals {
                 let _ = writeln!(
                     out,
-                    "{:>4}  {}  {:<6} {}",
+                    "{:>5}  {}  {:<6} {}",
                     m.id,
                     m.run_id,
                     m.goal_id,
                     ui::one_line(&m.goal, 80)
                 );
             }
+            if !lessons.is_empty() {
+                out.push_str("lessons:\n");
+            }
+            for l in &lessons {
+                let _ = writeln!(
+                    out,
+                    "{:>5}  taught {}×  {}",
+                    format!("L{}", l.id),
+                    l.taught,
+                    ui::one_line(&l.text, 120)
+                );
+            }
             ui::out(&out)?;
         }
-        MemoryCommand::Show(id) => {
-            let Some(m) = board.memory().get(*id)? else {
-                anyhow::bail!(
-                    Usage::new(format!("memory {id}: there is no such memory"))
-                        .hint("`swarm memory list` lists them")
-                );
-            };
-            if g.json {
-                ui::out(&serde_json::to_string_pretty(&m)?)?;
-            } else {
-                ui::out(&format!(
-                    "memory {} of run {} (goal {})\ngoal: {}\nplan:\n{}outcome: {}\ncost: {} tokens, {}\n",
-                    m.id,
-                    m.run_id,
-                    m.goal_id,
-                    m.goal,
-                    m.skeleton,
-                    m.outcome,
-                    m.tokens,
-                    ui::duration(std::time::Duration::from_millis(
-                        u64::try_from(m.elapsed_ms).unwrap_or(0)
-                    ))
-                ))?;
+        MemoryCommand::Show(id) => match which(id)? {
+            Which::Goal(n) => {
+                let m = board.memory().get(n)?.ok_or_else(|| no_such(id))?;
+                if g.json {
+                    ui::out(&serde_json::to_string_pretty(&m)?)?;
+                } else {
+                    ui::out(&format!("past goal {}\n{}\n", m.id, shown(&m)))?;
+                }
             }
-        }
+            Which::Lesson(n) => {
+                let lessons = board.memory().lessons()?;
+                let l = lessons
+                    .iter()
+                    .find(|l| l.id == n)
+                    .ok_or_else(|| no_such(id))?;
+                if g.json {
+                    ui::out(&serde_json::to_string_pretty(l)?)?;
+                } else {
+                    ui::out(&format!(
+                        "lesson L{} (taught by {} run{}, the newest {})\nabout: {}\n{}\n",
+                        l.id,
+                        l.taught,
+                        if l.taught == 1 { "" } else { "s" },
+                        l.run_id,
+                        l.paths.join(", "),
+                        l.text
+                    ))?;
+                }
+            }
+        },
         MemoryCommand::Forget(id) => {
-            let gone = board.memory_mut().forget(*id)?;
+            let gone = match id.as_deref().map(which).transpose()? {
+                None => {
+                    board.memory_mut().forget(None)? + board.memory_mut().forget_lessons(None)?
+                }
+                Some(Which::Goal(n)) => board.memory_mut().forget(Some(n))?,
+                Some(Which::Lesson(n)) => board.memory_mut().forget_lessons(Some(n))?,
+            };
             if let (Some(id), 0) = (id, gone) {
-                anyhow::bail!(
-                    Usage::new(format!("memory {id}: there is no such memory"))
-                        .hint("`swarm memory list` lists them")
-                );
+                return Err(no_such(id));
             }
             if g.json {
                 ui::out(&serde_json::json!({ "forgotten": gone }).to_string())?;

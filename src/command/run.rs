@@ -343,9 +343,9 @@ pub(super) fn execute(
         let url = super::web::spawn(repo, &layout.run)?;
         ui.note(crate::ui::Verb::Started, &format!("the run's page: {url}"));
     }
-    // A run that opens pull requests tells its `--on-escalate` hook where they go.
-    let with_delivery;
-    let settings = if crate::deliver::opens_requests(options.deliver) {
+    // A run that opens pull requests tells its `--on-escalate` hook where they go; agents are
+    // told what earlier runs taught about the files their tasks change.
+    let delivery = if crate::deliver::opens_requests(options.deliver) {
         let record = board
             .load_run(&layout.run)?
             .context("the run vanished from the board")?;
@@ -353,12 +353,23 @@ pub(super) fn execute(
         let texts: Vec<&str> = goal_records.iter().map(|g| g.text.as_str()).collect();
         let events = read_events(&board.events_path(&layout.run))?;
         let base_branch = options.base.clone().or_else(|| repo.head_branch());
-        let base_branch = base_branch.as_deref();
-        with_delivery = Settings {
-            delivery: super::deliver::note(options, &record, &texts, base_branch, &events),
+        super::deliver::note(options, &record, &texts, base_branch.as_deref(), &events)
+    } else {
+        None
+    };
+    let lessons = if super::memory::enabled(options) {
+        board.memory().lessons()?
+    } else {
+        Vec::new()
+    };
+    let tuned;
+    let settings = if delivery.is_some() || !lessons.is_empty() {
+        tuned = Settings {
+            delivery,
+            lessons,
             ..settings.clone()
         };
-        &with_delivery
+        &tuned
     } else {
         settings
     };
@@ -612,6 +623,7 @@ pub(super) fn execute(
             &records,
             &goals,
             single.as_deref(),
+            &parked,
             i64::try_from(facts.wall.as_millis()).unwrap_or(i64::MAX),
         )?;
     }

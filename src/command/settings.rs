@@ -484,6 +484,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
         delivery: None,
+        lessons: Vec::new(),
         ladder: ladder(o),
         structural: structural(o)?,
         forecast: o.forecast.unwrap_or(Defaults::forecast()),

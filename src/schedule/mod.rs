@@ -57,6 +57,9 @@ pub struct Settings {
     /// Where the run's result is to be delivered as pull requests, given to the
     /// `--on-escalate` hook as `deliver`; `None` when it opens none.
     pub delivery: Option<serde_json::Value>,
+    /// What earlier runs of the repository taught about some of its files: an agent whose
+    /// task changes one of them is told (see the manual's "Memory").
+    pub lessons: Vec<crate::store::Lesson>,
     /// The rungs a conflicting writer's merge climbs after git's merge, in order, each once,
     /// before the writer is parked.
     pub ladder: Vec<Rung>,
@@ -193,6 +196,7 @@ impl Settings {
             check: None,
             on_escalate: None,
             delivery: None,
+            lessons: Vec::new(),
             ladder: vec![Rung::Structural, Rung::Redo],
             structural: None,
             forecast: crate::config::Forecast::Off,

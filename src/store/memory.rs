@@ -172,3 +172,116 @@ impl Memories<&mut Board> {
         })
     }
 }
+
+/// Something a run taught about some files of the repository (a check that failed on them, a
+/// conflict between writers changing them), for later agents whose tasks change those files
+/// and later planners. Derived from what happened, with no model call; secrets hidden.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lesson {
+    pub id: i64,
+    /// The newest run that taught it.
+    pub run_id: String,
+    pub at: i64,
+    pub text: String,
+    /// The files (or directories, ending in `/`) it is about.
+    pub paths: Vec<String>,
+    /// The lanes of the tasks it came from.
+    pub lanes: Vec<String>,
+    /// How many runs taught it.
+    pub taught: u32,
+}
+
+impl Lesson {
+    /// Whether it is about one of `files`: a file of them, or a directory (ending in `/`)
+    /// holding one.
+    pub fn about(&self, files: &[String]) -> bool {
+        self.paths.iter().any(|p| {
+            files
+                .iter()
+                .any(|f| f == p || (p.ends_with('/') && f.starts_with(p.as_str())))
+        })
+    }
+}
+
+/// Lessons kept at most: past it, the curator forgets the ones taught least, oldest first.
+const MOST_LESSONS: usize = 200;
+
+fn read_lesson(r: &rusqlite::Row<'_>) -> rusqlite::Result<Lesson> {
+    let list = |s: String| serde_json::from_str::<Vec<String>>(&s).unwrap_or_default();
+    Ok(Lesson {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        at: r.get(2)?,
+        text: r.get(3)?,
+        paths: list(r.get(4)?),
+        lanes: list(r.get(5)?),
+        taught: r.get(6)?,
+    })
+}
+
+impl Memories<&Board> {
+    /// Every lesson, newest first.
+    pub fn lessons(&self) -> anyhow::Result<Vec<Lesson>> {
+        let mut stmt = self.board.conn.prepare(
+            "SELECT id, run_id, at, text, paths, lanes, taught FROM lessons ORDER BY at DESC, id DESC",
+        )?;
+        let rows = stmt.query_map([], read_lesson)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+impl Memories<&mut Board> {
+    /// Keeps `lesson` (its `text`, `paths`, `lanes` and `run_id`): the same lesson taught again
+    /// counts once more and is dated anew. Then the curator keeps at most `MOST_LESSONS`.
+    pub fn learn(&mut self, lesson: &Lesson) -> anyhow::Result<()> {
+        let tx = self.board.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO lessons (run_id, at, text, paths, lanes) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (text, paths) DO UPDATE SET
+                 taught = taught + 1, run_id = excluded.run_id, at = excluded.at",
+            params![
+                lesson.run_id,
+                super::now_ms(),
+                lesson.text,
+                serde_json::to_string(&lesson.paths)?,
+                serde_json::to_string(&lesson.lanes)?
+            ],
+        )?;
+        tx.execute(
+            "DELETE FROM lessons WHERE id NOT IN
+                 (SELECT id FROM lessons ORDER BY taught DESC, at DESC, id DESC LIMIT ?1)",
+            [i64::try_from(MOST_LESSONS).unwrap_or(i64::MAX)],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Forgets the lessons `retired` says are no longer true: how many.
+    pub fn retire(&mut self, retired: &dyn Fn(&Lesson) -> bool) -> anyhow::Result<usize> {
+        let gone: Vec<i64> = Memories {
+            board: &*self.board,
+        }
+        .lessons()?
+        .into_iter()
+        .filter(|l| retired(l))
+        .map(|l| l.id)
+        .collect();
+        for id in &gone {
+            self.board
+                .conn
+                .execute("DELETE FROM lessons WHERE id = ?1", [id])?;
+        }
+        Ok(gone.len())
+    }
+
+    /// Forgets lesson `id`, or every lesson: how many were forgotten.
+    pub fn forget_lessons(&mut self, id: Option<i64>) -> anyhow::Result<usize> {
+        Ok(match id {
+            Some(id) => self
+                .board
+                .conn
+                .execute("DELETE FROM lessons WHERE id = ?1", [id])?,
+            None => self.board.conn.execute("DELETE FROM lessons", [])?,
+        })
+    }
+}

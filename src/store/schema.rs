@@ -145,6 +145,16 @@ CREATE TRIGGER memory_removed AFTER DELETE ON memory BEGIN
     INSERT INTO memory_text (memory_text, rowid, goal, skeleton, outcome)
     VALUES ('delete', old.id, old.goal, old.skeleton, old.outcome);
 END;
+CREATE TABLE lessons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    paths TEXT NOT NULL,
+    lanes TEXT NOT NULL,
+    taught INTEGER NOT NULL DEFAULT 1,
+    UNIQUE (text, paths)
+);
 ",
 ];
 

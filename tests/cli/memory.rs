@@ -36,14 +36,18 @@ fn last_planning(llm: &FakeLlm) -> String {
         .join("\n")
 }
 
-fn memory_json(repo: &TestRepo) -> Vec<Value> {
+/// What `swarm memory list --json` lists of `what` (`goals`, `lessons`).
+fn listed(repo: &TestRepo, what: &str) -> Vec<Value> {
     let out = repo.swarm(&["memory", "list", "--json"]);
     assert_exit(&out, 0);
-    serde_json::from_str::<Value>(&stdout(&out))
-        .unwrap()
+    serde_json::from_str::<Value>(&stdout(&out)).unwrap()[what]
         .as_array()
         .unwrap()
         .clone()
+}
+
+fn memory_json(repo: &TestRepo) -> Vec<Value> {
+    listed(repo, "goals")
 }
 
 #[test]
@@ -145,7 +149,11 @@ fn memory_off_recalls_and_keeps_nothing_and_forget_forgets() {
     let id = memory_json(&repo)[0]["id"].as_i64().unwrap().to_string();
     let shown = repo.swarm(&["memory", "show", &id]);
     assert_exit(&shown, 0);
-    assert!(stdout(&shown).contains("goal: Survey the repository and leave notes"));
+    assert!(
+        stdout(&shown).contains("(goal goal): Survey the repository and leave notes"),
+        "{}",
+        stdout(&shown)
+    );
     let missing = repo.swarm(&["memory", "forget", "999"]);
     assert_exit(&missing, 2);
     assert!(stderr(&missing).contains("memory 999: there is no such memory"));
@@ -195,4 +203,75 @@ fn memory_keeps_no_secret_and_passes_none_on() {
     let asked = last_planning(&llm);
     assert!(asked.contains("<past-runs>"), "{asked}");
     assert!(!asked.contains(CANARY), "{asked}");
+}
+
+/// The bodies of the agents' requests whose prompt is task `task`'s.
+fn agent_requests(llm: &FakeLlm, task: &str) -> Vec<String> {
+    llm.requests()
+        .into_iter()
+        .filter(|r| !has_tool(r, "submit_plan"))
+        .map(|r| r.body.to_string())
+        .filter(|b| b.contains(&format!("TASK {task}:")))
+        .collect()
+}
+
+#[test]
+fn memory_a_failed_check_teaches_a_lesson_given_to_later_agents_changing_those_files() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let pass = repo.shared.join("pass");
+    let check = format!(
+        "test -e {} || {{ echo the tests need --offline; false; }}",
+        pass.display()
+    );
+    // The check fails on the writer of NOTES.md: memory learns it.
+    let out = goal(
+        &repo,
+        &llm,
+        "Survey the repository and leave notes",
+        &["--check", &check, "--retries", "0"],
+    );
+    assert_exit(&out, 1);
+    let lessons = listed(&repo, "lessons");
+    assert_eq!(lessons.len(), 1, "{lessons:?}");
+    let text = format!(
+        "The check `{check}` failed on a change to NOTES.md: it said `the tests need --offline`"
+    );
+    assert_eq!(lessons[0]["text"], text.as_str());
+    assert_eq!(lessons[0]["paths"], serde_json::json!(["NOTES.md"]));
+    let list = repo.swarm(&["memory", "list"]);
+    assert!(
+        stdout(&list).contains("   L1  taught 1×  The check `"),
+        "{}",
+        stdout(&list)
+    );
+
+    // A later run: the agent changing NOTES.md is told, the others are not.
+    let out = goal(&repo, &llm, "Leave the notes in the repository", &[]);
+    assert_exit(&out, 0);
+    let notes = agent_requests(&llm, "notes");
+    let survey = agent_requests(&llm, "survey");
+    assert!(!notes.is_empty() && !survey.is_empty());
+    let told = "What earlier runs of this repository taught about the files this task changes";
+    assert!(
+        notes.last().unwrap().contains(told),
+        "{}",
+        notes.last().unwrap()
+    );
+    assert!(notes.last().unwrap().contains("the tests need --offline"));
+    assert!(survey.iter().all(|b| !b.contains(told)));
+    // Its planner, given the first run, is given what it taught too.
+    let asked = last_planning(&llm);
+    assert!(asked.contains("What those runs taught:"), "{asked}");
+
+    // The same check passing on NOTES.md contradicts the lesson: it is retired.
+    std::fs::write(&pass, "").unwrap();
+    let out = goal(
+        &repo,
+        &llm,
+        "Survey the repository and leave notes",
+        &["--check", &check],
+    );
+    assert_exit(&out, 0);
+    assert!(listed(&repo, "lessons").is_empty());
 }

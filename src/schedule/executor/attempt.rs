@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use super::super::Checkout;
 use super::super::core::Core;
 use super::super::job::{DepsDir, Job, JobKind};
-use super::super::prompt::compose_prompt;
+use super::super::prompt::{compose_prompt, with_lessons};
 use super::{Exec, Outlets, changed_paths, missing_deps};
 use crate::agent::acp::{Acp, Resume};
 use crate::agent::cli::{Kind, Session, Sessions};
@@ -187,6 +187,12 @@ pub(super) fn prepare(
                 })
                 .collect();
             let prompt = compose_prompt(prompt, &deps, &missing, &changes);
+            let taught: Vec<&crate::store::Lesson> = settings
+                .lessons
+                .iter()
+                .filter(|l| task.mode == crate::plan::Mode::Write && l.about(&task.files))
+                .collect();
+            let prompt = with_lessons(prompt, &taught);
             match agent {
                 Agent::Exec(cmd) => (cmd, Some(prompt), None),
                 Agent::Cli(profile) => {
