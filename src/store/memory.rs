@@ -285,3 +285,115 @@ impl Memories<&mut Board> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Lesson, MOST_LESSONS, Memory, words};
+    use crate::store::Board;
+
+    fn memory(run: &str, goal: &str) -> Memory {
+        Memory {
+            id: 0,
+            run_id: run.to_owned(),
+            goal_id: "goal".to_owned(),
+            at: 0,
+            goal: goal.to_owned(),
+            skeleton: "a (coder, write; files src/a.rs): change a\n".to_owned(),
+            outcome: "done (writers merged): a".to_owned(),
+            tokens: 10,
+            elapsed_ms: 1,
+        }
+    }
+
+    fn recalled(board: &Board, goal: &str, except: &str) -> Vec<String> {
+        board
+            .memory()
+            .recall(goal, except, 3)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.run_id)
+            .collect()
+    }
+
+    #[test]
+    fn words_are_the_long_uncommon_ones_once() {
+        assert_eq!(
+            words("Add the tracing to EVERY handler, and tracing again"),
+            ["tracing", "handler"]
+        );
+    }
+
+    #[test]
+    fn recall_takes_goals_sharing_two_words_best_first_none_of_the_run_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = Board::open(dir.path()).unwrap();
+        for (run, goal) in [
+            ("r1", "Add request tracing to every handler"),
+            (
+                "r2",
+                "Add request tracing to the billing handler and document tracing",
+            ),
+            ("r3", "Translate the changelog into French"),
+            ("r4", "Document the tracing"),
+        ] {
+            board.memory_mut().remember(&memory(run, goal)).unwrap();
+        }
+        let got = recalled(&board, "Request tracing for every handler", "now");
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.contains(&"r1".to_owned()) && got.contains(&"r2".to_owned()));
+        assert!(recalled(&board, "Translate the changelog", "now") == ["r3"]);
+        assert!(recalled(&board, "Translate the changelog", "r3").is_empty());
+        assert!(recalled(&board, "Refactor the parser", "now").is_empty());
+        // Remembered again, a run's goal replaces what it kept; forgotten, it is gone.
+        board
+            .memory_mut()
+            .remember(&memory("r3", "Translate the changelog into German"))
+            .unwrap();
+        assert_eq!(board.memory().list().unwrap().len(), 4);
+        assert_eq!(board.memory_mut().forget(None).unwrap(), 4);
+        assert!(recalled(&board, "Request tracing for every handler", "now").is_empty());
+    }
+
+    fn lesson(text: &str, paths: &[&str]) -> Lesson {
+        Lesson {
+            id: 0,
+            run_id: "r".to_owned(),
+            at: 0,
+            text: text.to_owned(),
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            lanes: vec!["coder".to_owned()],
+            taught: 1,
+        }
+    }
+
+    #[test]
+    fn lessons_count_again_are_about_files_or_directories_and_stay_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = Board::open(dir.path()).unwrap();
+        let l = lesson("the check failed", &["src/a.rs", "docs/"]);
+        board.memory_mut().learn(&l).unwrap();
+        board.memory_mut().learn(&l).unwrap();
+        let kept = board.memory().lessons().unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].taught, 2);
+        assert!(kept[0].about(&["src/a.rs".to_owned()]));
+        assert!(kept[0].about(&["docs/guide.md".to_owned()]));
+        assert!(!kept[0].about(&["src/b.rs".to_owned()]));
+        for n in 0..MOST_LESSONS + 5 {
+            board
+                .memory_mut()
+                .learn(&lesson(&format!("lesson {n}"), &["x"]))
+                .unwrap();
+        }
+        let kept = board.memory().lessons().unwrap();
+        assert_eq!(kept.len(), MOST_LESSONS);
+        // The one taught twice is kept; the oldest taught once are not.
+        assert!(kept.iter().any(|l| l.text == "the check failed"));
+        assert!(!kept.iter().any(|l| l.text == "lesson 0"));
+        let retired = board
+            .memory_mut()
+            .retire(&|l: &Lesson| l.text == "the check failed")
+            .unwrap();
+        assert_eq!(retired, 1);
+    }
+}

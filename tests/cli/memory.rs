@@ -275,3 +275,45 @@ fn memory_a_failed_check_teaches_a_lesson_given_to_later_agents_changing_those_f
     assert_exit(&out, 0);
     assert!(listed(&repo, "lessons").is_empty());
 }
+
+#[test]
+fn memory_a_queued_goal_is_planned_knowing_a_past_one_like_it() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    assert_exit(
+        &goal(&repo, &llm, "Survey the repository and leave notes", &[]),
+        0,
+    );
+    let first_run = crate::run_id(&repo);
+    let queued = llm_cmd(&repo, &llm)
+        .args([
+            "queue",
+            "add",
+            "Survey the repository once more and leave notes",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&queued, 0);
+    let out = llm_cmd(&repo, &llm)
+        .args(["queue", "run"])
+        .env("SWARM_ALLOW_NO_CHANGE", "1")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let asked = last_planning(&llm);
+    assert!(
+        asked.contains(&format!("- run {first_run} (goal goal)")),
+        "{asked}"
+    );
+    let report = crate::run_report(&repo);
+    assert!(
+        report.contains(&format!(
+            "Goal g1's plan was made knowing what past goals of runs {first_run} came to"
+        )),
+        "{report}"
+    );
+    // The queue's goal is kept too, by its id in its run.
+    let kept = memory_json(&repo);
+    assert_eq!(kept.len(), 2);
+    assert_eq!(kept[0]["goal_id"], "g1");
+}
