@@ -182,11 +182,11 @@ fn learn(
         };
         let check = t.check.clone().or_else(|| options.check.clone());
         match (record.status, check, t.files.is_empty()) {
+            // The board keeps the error with secrets hidden, the check's command included.
             (TaskStatus::Failed, Some(check), false)
-                if record
-                    .error
-                    .as_deref()
-                    .is_some_and(|e| e.starts_with(&format!("check `{check}` failed"))) =>
+                if record.error.as_deref().is_some_and(|e| {
+                    e.starts_with(&format!("check `{}` failed", hidden(&check)))
+                }) =>
             {
                 let said = check_said(record);
                 taught.push(lesson(

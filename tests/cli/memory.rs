@@ -190,19 +190,58 @@ fn memory_keeps_no_secret_and_passes_none_on() {
         "Survey the repository and leave notes for {CANARY}"
     ));
     assert_exit(&out, 0);
-    let listed = repo.swarm(&["memory", "list", "--json"]);
-    assert!(!stdout(&listed).contains(CANARY), "{}", stdout(&listed));
-    assert!(
-        stdout(&listed).contains("[redacted]"),
-        "{}",
-        stdout(&listed)
-    );
+    let kept = repo.swarm(&["memory", "list", "--json"]);
+    assert!(!stdout(&kept).contains(CANARY), "{}", stdout(&kept));
+    assert!(stdout(&kept).contains("[redacted]"), "{}", stdout(&kept));
     // The next planning is given the past goal, hidden as it was kept.
     let out = with_secret("Survey the repository and leave notes");
     assert_exit(&out, 0);
     let asked = last_planning(&llm);
     assert!(asked.contains("<past-runs>"), "{asked}");
     assert!(!asked.contains(CANARY), "{asked}");
+
+    // A check that prints the secret and fails (in a repository where the writer has
+    // something to change): the lesson it teaches hides it, and so does what a later agent is
+    // told.
+    let repo = TestRepo::new();
+    let failing = llm_cmd(&repo, &llm)
+        .args([
+            "--goal",
+            "Survey the repository and leave notes",
+            "--retries",
+            "0",
+        ])
+        .args(["--check", &format!("echo deploying with {CANARY}; false")])
+        .env("SWARM_ALLOW_NO_CHANGE", "1")
+        .env("DEPLOY_TOKEN", CANARY)
+        .output()
+        .unwrap();
+    assert_exit(&failing, 1);
+    let lessons = listed(&repo, "lessons");
+    assert_eq!(lessons.len(), 1, "{lessons:?}");
+    let text = lessons[0]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with("it said `deploying with [redacted]`"),
+        "{text}"
+    );
+    assert!(!text.contains(CANARY));
+    let out = llm_cmd(&repo, &llm)
+        .args(["--goal", "Leave the notes in the repository"])
+        .env("DEPLOY_TOKEN", CANARY)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let notes = agent_requests(&llm, "notes");
+    assert!(
+        notes.last().unwrap().contains("deploying with [redacted]"),
+        "{}",
+        notes.last().unwrap()
+    );
+    for r in llm.requests() {
+        assert!(!r.body.to_string().contains(CANARY), "{}", r.body);
+    }
+    let all = repo.swarm(&["memory", "list", "--json"]);
+    assert!(!stdout(&all).contains(CANARY), "{}", stdout(&all));
 }
 
 /// The bodies of the agents' requests whose prompt is task `task`'s.
