@@ -106,6 +106,23 @@ impl PullRequest {
     }
 }
 
+/// What the repository's memory gave a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recalled {
+    /// Each goal's planning (`None`: a single goal's): the past runs recalled, and the lessons
+    /// they taught, by number.
+    pub plans: Vec<(Option<String>, Vec<String>, Vec<i64>)>,
+    /// Each task whose agent was told lessons, and their numbers.
+    pub told: Vec<(String, Vec<i64>)>,
+}
+
+fn lesson_names(ids: &[i64]) -> String {
+    ids.iter()
+        .map(|n| format!("L{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What landing did, or why it did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -156,9 +173,8 @@ pub struct Facts<'a> {
     pub landing: Option<&'a Landing>,
     /// The change requests the result was delivered as.
     pub pull_requests: &'a [PullRequest],
-    /// What memory gave the planning of each goal (`None`: the run's single goal): the past
-    /// runs whose goals like it it recalled.
-    pub recalled: &'a [(Option<String>, Vec<String>)],
+    /// What memory gave the run's planners and agents.
+    pub recalled: &'a Recalled,
     /// Why the run stopped merging for a human, when it did.
     pub halted: Option<&'a str>,
     pub exit_code: i32,
@@ -372,14 +388,32 @@ fn run_summary(f: &Facts<'_>) -> String {
     if let Some(l) = f.landing.and_then(|l| l.message.as_deref()) {
         let _ = writeln!(out, "{l}\n");
     }
-    for (goal, runs) in f.recalled {
+    for (goal, runs, lessons) in &f.recalled.plans {
         let whose = goal
             .as_deref()
             .map_or_else(|| "The plan".to_owned(), |g| format!("Goal {g}'s plan"));
+        let taught = if lessons.is_empty() {
+            String::new()
+        } else {
+            format!(" and lessons {} they taught", lesson_names(lessons))
+        };
         let _ = writeln!(
             out,
-            "{whose} was made knowing what past goals of runs {} came to (`swarm memory list`).\n",
+            "{whose} was made knowing what past goals of runs {} came to{taught} (`swarm memory list`).\n",
             runs.join(", ")
+        );
+    }
+    if !f.recalled.told.is_empty() {
+        let told: Vec<String> = f
+            .recalled
+            .told
+            .iter()
+            .map(|(task, lessons)| format!("{task} ({})", lesson_names(lessons)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "Agents told lessons of earlier runs about the files they change: {}.\n",
+            told.join(", ")
         );
     }
     if !f.pull_requests.is_empty() {
@@ -739,7 +773,10 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
         }).collect::<Vec<_>>(),
         "landing": f.landing,
         "pull_requests": f.pull_requests,
-        "recalled": f.recalled.iter().map(|(goal, runs)| json!({"goal": goal, "runs": runs})).collect::<Vec<_>>(),
+        "recalled": {
+            "plans": f.recalled.plans.iter().map(|(goal, runs, lessons)| json!({"goal": goal, "runs": runs, "lessons": lessons})).collect::<Vec<_>>(),
+            "told": f.recalled.told.iter().map(|(task, lessons)| json!({"task": task, "lessons": lessons})).collect::<Vec<_>>(),
+        },
         "totals": {
             "elapsed_ms": totals.wall.as_millis() as u64,
             "task_tokens": totals.task_tokens,

@@ -160,13 +160,28 @@ pub(super) fn planning_tokens(events: &[Logged]) -> Option<u64> {
         .reduce(|a, b| a + b)
 }
 
-/// What memory gave each goal's planning: the goal (`None`: a single goal) and the past runs.
-pub(super) fn recalled(events: &[Logged]) -> Vec<(Option<String>, Vec<String>)> {
-    let mut out: Vec<(Option<String>, Vec<String>)> = Vec::new();
+/// What memory gave the run: each goal's planning (the goal, `None` for a single goal; the
+/// past runs; the lessons they taught), and the lessons each task's agent was told.
+pub(super) fn recalled(events: &[Logged]) -> crate::report::Recalled {
+    let mut out = crate::report::Recalled::default();
     for e in events {
-        if let RunEvent::Recalled { goal, runs } = &e.event {
-            out.retain(|(g, _)| g != goal);
-            out.push((goal.clone(), runs.clone()));
+        match &e.event {
+            RunEvent::Recalled {
+                goal,
+                runs,
+                lessons,
+            } => {
+                out.plans.retain(|(g, ..)| g != goal);
+                out.plans
+                    .push((goal.clone(), runs.clone(), lessons.clone()));
+            }
+            RunEvent::Told { lessons } => {
+                if let Some(task) = &e.task {
+                    out.told.retain(|(t, _)| t != task);
+                    out.told.push((task.clone(), lessons.clone()));
+                }
+            }
+            _ => {}
         }
     }
     out

@@ -56,22 +56,23 @@ pub(super) fn recall(
     }
     let mut text = found.iter().map(shown).collect::<Vec<_>>().join("\n");
     let runs: Vec<String> = found.iter().map(|m| m.run_id.clone()).collect();
-    let taught: Vec<String> = board
+    let taught: Vec<Lesson> = board
         .memory()
         .lessons()?
         .into_iter()
         .filter(|l| runs.contains(&l.run_id))
         .take(LESSONS_TO_PLANNER)
-        .map(|l| format!("- {}", l.text))
         .collect();
     if !taught.is_empty() {
-        let _ = write!(text, "\nWhat those runs taught:\n{}", taught.join("\n"));
+        let lines: Vec<String> = taught.iter().map(|l| format!("- {}", l.text)).collect();
+        let _ = write!(text, "\nWhat those runs taught:\n{}", lines.join("\n"));
     }
     board.event(
         run,
         &Event::run(RunEvent::Recalled {
             goal: goal_id.map(str::to_owned),
             runs: runs.clone(),
+            lessons: taught.iter().map(|l| l.id).collect(),
         }),
     )?;
     Ok(Recalled { text, runs })

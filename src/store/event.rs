@@ -264,6 +264,14 @@ pub enum RunEvent {
     Recalled {
         goal: Option<String>,
         runs: Vec<String>,
+        /// The lessons those runs taught that the planner was given, by number.
+        #[serde(default)]
+        lessons: Vec<i64>,
+    },
+    /// The task's agent was told these lessons of earlier runs (by number) about the files
+    /// it changes.
+    Told {
+        lessons: Vec<i64>,
     },
     /// Delivery stopped before it was done (`--deliver` with pull requests): why, and whether
     /// it is a fault of the environment that a resume may get past.

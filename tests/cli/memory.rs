@@ -299,9 +299,20 @@ fn memory_a_failed_check_teaches_a_lesson_given_to_later_agents_changing_those_f
     );
     assert!(notes.last().unwrap().contains("the tests need --offline"));
     assert!(survey.iter().all(|b| !b.contains(told)));
-    // Its planner, given the first run, is given what it taught too.
+    // Its planner, given the first run, is given what it taught too; the report says both.
     let asked = last_planning(&llm);
     assert!(asked.contains("What those runs taught:"), "{asked}");
+    let report = crate::run_report(&repo);
+    assert!(
+        report.contains("came to and lessons L1 they taught"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "Agents told lessons of earlier runs about the files they change: notes (L1)."
+        ),
+        "{report}"
+    );
 
     // The same check passing on NOTES.md contradicts the lesson: it is retired.
     std::fs::write(&pass, "").unwrap();

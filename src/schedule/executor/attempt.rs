@@ -149,6 +149,8 @@ pub(super) fn prepare(
     let mut session = None;
     let mut acp = None;
     let mut argv_run = Vec::new();
+    // The lessons its agent is told, recorded with its start.
+    let mut told: Vec<i64> = Vec::new();
     let (command, stdin, deps_dir) = match &task.action {
         Action::Run(cmd) => {
             // A task without deps shares one empty directory: a directory per task
@@ -192,6 +194,7 @@ pub(super) fn prepare(
                 .iter()
                 .filter(|l| task.mode == crate::plan::Mode::Write && l.about(&task.files))
                 .collect();
+            told = taught.iter().map(|l| l.id).collect();
             let prompt = with_lessons(prompt, &taught);
             match agent {
                 Agent::Exec(cmd) => (cmd, Some(prompt), None),
@@ -285,6 +288,11 @@ pub(super) fn prepare(
         _ => None,
     };
     record_start(core, &mut ex.out, i, &started, writer)?;
+    if !told.is_empty() {
+        ex.out
+            .record
+            .task_event(id, crate::store::RunEvent::Told { lessons: told })?;
+    }
     core.prepared(i, start_commit, session.clone());
     let mut invocation = Invocation::shell(
         &command,
