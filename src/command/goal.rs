@@ -176,7 +176,7 @@ pub(super) fn plan_and_launch(
     let summary = summarize(&run.repo)?;
     ui::say(g.quiet, Verb::Planning, &ui::one_line(goal, 100));
     let board = &mut run.board;
-    let recalled = super::memory::recall(board, options, &run_id, None, goal)?;
+    let recalled = super::memory::recall(g, board, options, &run_id, None, goal)?;
     if !recalled.runs.is_empty() {
         ui::say(
             g.quiet,
@@ -501,6 +501,7 @@ pub(super) fn run_goals(
     }
     let records = run.board.goals().load(&run_id)?;
     let goals = goal_run(
+        g,
         &run.repo,
         &mut run.board,
         options,
@@ -525,6 +526,7 @@ fn goal_run_client(settings: &Settings) -> anyhow::Result<crate::llm::Client> {
 /// What the scheduler needs to plan run `run`'s goals, with what memory recalls for each goal
 /// still to plan.
 pub(super) fn goal_run(
+    g: &Globals,
     repo: &Repo,
     board: &mut crate::store::Board,
     options: &crate::config::Options,
@@ -534,7 +536,7 @@ pub(super) fn goal_run(
 ) -> anyhow::Result<GoalRun> {
     let mut recalled = BTreeMap::new();
     for goal in goals.iter().filter(|g| g.status == GoalStatus::Pending) {
-        let found = super::memory::recall(board, options, run, Some(&goal.id), &goal.text)?;
+        let found = super::memory::recall(g, board, options, run, Some(&goal.id), &goal.text)?;
         if !found.text.is_empty() {
             recalled.insert(goal.id.clone(), found.text);
         }

@@ -39,8 +39,10 @@ pub(crate) struct Recalled {
 }
 
 /// What memory recalls for `goal` of run `run` (none of the run's own), recorded in the run's
-/// log (`recalled`) when it is anything; nothing when memory is off.
+/// log (`recalled`) when it is anything; nothing when memory is off, or when it cannot be read
+/// (memory is a help: the goal is planned without it, and swarm says so).
 pub(super) fn recall(
+    g: &Globals,
     board: &mut Board,
     options: &Options,
     run: &str,
@@ -50,6 +52,50 @@ pub(super) fn recall(
     if !enabled(options) {
         return Ok(Recalled::default());
     }
+    match recalled(board, run, goal_id, goal) {
+        Ok(found) => Ok(found),
+        Err(e) if crate::store::is_full(&e) => Err(e),
+        Err(e) => {
+            ui::say(
+                g.quiet,
+                ui::Verb::Note,
+                &format!("memory could not be read; planning without it: {e:#}"),
+            );
+            Ok(Recalled::default())
+        }
+    }
+}
+
+/// The lessons to tell a run's agents: none when memory is off, or when it cannot be read
+/// (swarm says so and the run goes on without them).
+pub(super) fn lessons(
+    g: &Globals,
+    board: &Board,
+    options: &Options,
+) -> anyhow::Result<Vec<Lesson>> {
+    if !enabled(options) {
+        return Ok(Vec::new());
+    }
+    match board.memory().lessons() {
+        Ok(lessons) => Ok(lessons),
+        Err(e) if crate::store::is_full(&e) => Err(e),
+        Err(e) => {
+            ui::say(
+                g.quiet,
+                ui::Verb::Note,
+                &format!("memory could not be read; agents are told no lesson: {e:#}"),
+            );
+            Ok(Vec::new())
+        }
+    }
+}
+
+fn recalled(
+    board: &mut Board,
+    run: &str,
+    goal_id: Option<&str>,
+    goal: &str,
+) -> anyhow::Result<Recalled> {
     let found = board.memory().recall(goal, run, RECALLED)?;
     if found.is_empty() {
         return Ok(Recalled::default());

@@ -201,6 +201,7 @@ pub(super) fn resume_held(
         None
     } else {
         Some(goal::goal_run(
+            g,
             &repo,
             &mut board,
             &options,

@@ -357,11 +357,7 @@ pub(super) fn execute(
     } else {
         None
     };
-    let lessons = if super::memory::enabled(options) {
-        board.memory().lessons()?
-    } else {
-        Vec::new()
-    };
+    let lessons = super::memory::lessons(g, board, options)?;
     let tuned;
     let settings = if delivery.is_some() || !lessons.is_empty() {
         tuned = Settings {
@@ -613,9 +609,10 @@ pub(super) fn execute(
     facts.pull_requests = &pull_requests;
     facts.exit_code = i32::from(code);
     if status == RunStatus::Finished {
-        // What the run's goals came to, for later planners.
+        // What the run's goals came to, for later planners. Memory is a help, not the run's:
+        // one that cannot keep it says so, and the run ends as it did.
         let single = std::fs::read_to_string(layout.run_dir.join(super::goal::GOAL_FILE)).ok();
-        super::memory::remember(
+        let kept = super::memory::remember(
             board,
             options,
             &layout.run,
@@ -625,7 +622,14 @@ pub(super) fn execute(
             single.as_deref(),
             &parked,
             i64::try_from(facts.wall.as_millis()).unwrap_or(i64::MAX),
-        )?;
+        );
+        if let Err(e) = kept {
+            ui::say(
+                g.quiet,
+                ui::Verb::Note,
+                &format!("memory could not keep what this run came to: {e:#}"),
+            );
+        }
     }
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");

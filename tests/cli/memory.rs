@@ -367,3 +367,36 @@ fn memory_a_queued_goal_is_planned_knowing_a_past_one_like_it() {
     assert_eq!(kept.len(), 2);
     assert_eq!(kept[0]["goal_id"], "g1");
 }
+
+#[test]
+fn memory_that_cannot_be_read_or_kept_leaves_the_run_as_it_was() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    assert_exit(
+        &goal(&repo, &llm, "Survey the repository and leave notes", &[]),
+        0,
+    );
+    // Memory's tables broken (a board copied from elsewhere, say).
+    let db = rusqlite::Connection::open(repo.swarm_dir().join("board.db")).unwrap();
+    db.execute_batch("DROP TABLE memory_text; DROP TABLE lessons;")
+        .unwrap();
+    drop(db);
+    let out = goal(
+        &repo,
+        &llm,
+        "Survey the repository and leave more notes",
+        &[],
+    );
+    assert_exit(&out, 0);
+    let said = stderr(&out);
+    assert!(
+        said.contains("memory could not be read; planning without it"),
+        "{said}"
+    );
+    assert!(
+        said.contains("memory could not keep what this run came to"),
+        "{said}"
+    );
+    assert!(!last_planning(&llm).contains("<past-runs>"));
+    assert!(crate::run_report(&repo).contains("Exit code 0."));
+}
