@@ -52,16 +52,26 @@ pub(super) fn recall(
     if !enabled(options) {
         return Ok(Recalled::default());
     }
-    match recalled(board, run, goal_id, goal) {
+    soft(
+        g,
+        "planning without it",
+        recalled(board, run, goal_id, goal),
+    )
+}
+
+/// `found`, or, when memory could not be read for a reason other than a full disk (which
+/// stops the run as anywhere), nothing, with a note saying so and what the run does instead.
+fn soft<T: Default>(g: &Globals, instead: &str, found: anyhow::Result<T>) -> anyhow::Result<T> {
+    match found {
         Ok(found) => Ok(found),
         Err(e) if crate::store::is_full(&e) => Err(e),
         Err(e) => {
             ui::say(
                 g.quiet,
                 ui::Verb::Note,
-                &format!("memory could not be read; planning without it: {e:#}"),
+                &format!("memory could not be read; {instead}: {e:#}"),
             );
-            Ok(Recalled::default())
+            Ok(T::default())
         }
     }
 }
@@ -76,18 +86,7 @@ pub(super) fn lessons(
     if !enabled(options) {
         return Ok(Vec::new());
     }
-    match board.memory().lessons() {
-        Ok(lessons) => Ok(lessons),
-        Err(e) if crate::store::is_full(&e) => Err(e),
-        Err(e) => {
-            ui::say(
-                g.quiet,
-                ui::Verb::Note,
-                &format!("memory could not be read; agents are told no lesson: {e:#}"),
-            );
-            Ok(Vec::new())
-        }
-    }
+    soft(g, "agents are told no lesson", board.memory().lessons())
 }
 
 fn recalled(

@@ -166,15 +166,6 @@ pub(super) fn price(text: &str) -> Result<(), String> {
     crate::llm::Price::parse(text).map(drop)
 }
 
-/// A branch name git takes (`git check-ref-format --branch`), that is not swarm's own
-/// integration branches' (`swarm/<run id>` locally).
-pub(super) fn branch_name(name: &str) -> Result<(), String> {
-    if !git2::Reference::is_valid_name(&format!("refs/heads/{name}")) || name.starts_with('-') {
-        return Err(format!("`{name}` is not a name git takes for a branch"));
-    }
-    Ok(())
-}
-
 /// A size no smaller than a transcript needs.
 pub(super) fn transcript_cap(text: &str) -> Result<(), String> {
     super::parse_transcript_cap(text).map(drop)

@@ -17,8 +17,7 @@ use super::choice::{
     Choice, Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, ReportFormat, Spawning,
 };
 use super::key::{
-    Key, Spec, branch_name, duration, machine_paths, price, repo_paths, rungs, slots,
-    transcript_cap, wait,
+    Key, Spec, duration, machine_paths, price, repo_paths, rungs, slots, transcript_cap, wait,
 };
 use super::pool::PoolSpec;
 use super::setting::Setting;
@@ -391,7 +390,7 @@ macro_rules! run_options {
             /// [default: swarm/ and the task file's name, or the goal's first words].
             pr_branch: Option<String> {
                 key: "pr-branch", flag: "NAME", var: "SWARM_PR_BRANCH", file: yes,
-                shape: Text, check: branch_name, listed: 54,
+                shape: Text, listed: 54,
             }
             /// The title of each pull request: {title} is the run's (the goal, or the task file's
             /// name) or the task's (its id and first line), {run} the run's id, {task} the task's id

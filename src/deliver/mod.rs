@@ -77,6 +77,18 @@ pub(crate) fn target(
         };
         Usage::new(format!("--deliver {mode}: {e}")).hint(hint)
     })?;
+    if let Some(name) = options
+        .pr_branch
+        .as_deref()
+        .filter(|n| !crate::git::is_branch_name(n))
+    {
+        bail!(
+            Usage::new(format!(
+                "--pr-branch: `{name}` is not a name git takes for a branch"
+            ))
+            .hint("name it as `git check-ref-format --branch` allows: swarm/nightly, say")
+        );
+    }
     let base_branch = match options.base.as_deref() {
         Some(rev) if repo.ref_target(&format!("refs/heads/{rev}"))?.is_some() => rev.to_owned(),
         Some(rev) => bail!(

@@ -517,6 +517,11 @@ impl Repo {
     }
 }
 
+/// Whether git takes `name` for a branch (`git check-ref-format --branch`, and not an option).
+pub fn is_branch_name(name: &str) -> bool {
+    git2::Reference::is_valid_name(&format!("refs/heads/{name}")) && !name.starts_with('-')
+}
+
 /// A new, empty repository at `dir`, for tests of other modules that need one.
 #[cfg(test)]
 pub fn init(dir: &Path) -> anyhow::Result<()> {

@@ -479,6 +479,20 @@ fn deliver_refuses_before_running_without_a_token_a_forge_or_a_branch() {
     assert!(
         stderr(&no_remote).contains("the remote `upstream`, which this repository does not have")
     );
+    let bad_name = p.swarm(&[
+        "run",
+        tasks.to_str().unwrap(),
+        "--deliver",
+        "pr",
+        "--pr-branch",
+        "swarm/bad..name",
+    ]);
+    assert_exit(&bad_name, 2);
+    assert!(
+        stderr(&bad_name).contains("`swarm/bad..name` is not a name git takes for a branch"),
+        "{}",
+        stderr(&bad_name)
+    );
     p.repo.git(&["checkout", "-q", "--detach"]);
     let detached = p.swarm(&["run", tasks.to_str().unwrap(), "--deliver", "pr"]);
     assert_exit(&detached, 2);
