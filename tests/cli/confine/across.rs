@@ -346,6 +346,28 @@ fn gated_hostile(user: &Path, home: &Path, tag: &str, gate: &Gate) -> String {
     lines.join("\n")
 }
 
+/// Waits until the first attempt of task `id`, in the one run of `repo`, has printed `line`
+/// into its transcript, looking every 10 ms for about 60 s.
+fn wait_for_transcript(repo: &TestRepo, id: &str, line: &str) {
+    let runs = repo.swarm_dir().join("runs");
+    for _ in 0..6000 {
+        let printed = std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|run| {
+                std::fs::read_to_string(run.path().join("attempts").join(format!("{id}.1.log")))
+                    .ok()
+            })
+            .any(|text| text.contains(line));
+        if printed {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{id}'s transcript never said {line:?}");
+}
+
 /// Whether a process still waits at `gate` (reads its pipe): if one does, it is let go.
 fn still_waiting(gate: &Path) -> bool {
     let opened = std::fs::OpenOptions::new()
@@ -398,6 +420,11 @@ fn after_kill_9_mid_try_the_resumed_attempts_are_refused_as_the_first_were_and_l
     ]);
     run_gate.reached(&mut swarm);
     agent_gate.reached(&mut swarm);
+    // What an attempt prints reaches its transcript through swarm, a moment after the gate.
+    for id in ["run", "agent"] {
+        let bashrc = format!("cannot create {}/.bashrc", home.display());
+        wait_for_transcript(&repo, id, &bashrc);
+    }
     swarm.kill().unwrap();
     let killed = swarm.wait_with_output().unwrap();
     assert_eq!(killed.status.code(), None, "{}", stderr(&killed));
