@@ -114,6 +114,8 @@ pub struct Recalled {
     pub plans: Vec<(Option<String>, Vec<String>, Vec<i64>)>,
     /// Each task whose agent was told lessons, and their numbers.
     pub told: Vec<(String, Vec<i64>)>,
+    /// The lessons the planner's model distilled from this run (`lessons = "model"`).
+    pub distilled: Vec<i64>,
 }
 
 fn lesson_names(ids: &[i64]) -> String {
@@ -414,6 +416,13 @@ fn run_summary(f: &Facts<'_>) -> String {
             out,
             "Agents told lessons of earlier runs about the files they change: {}.\n",
             told.join(", ")
+        );
+    }
+    if !f.recalled.distilled.is_empty() {
+        let _ = writeln!(
+            out,
+            "The planner's model distilled lessons {} from this run for later ones.\n",
+            lesson_names(&f.recalled.distilled)
         );
     }
     if !f.pull_requests.is_empty() {
@@ -776,6 +785,7 @@ pub fn json(f: &Facts<'_>, report_path: &str) -> Value {
         "recalled": {
             "plans": f.recalled.plans.iter().map(|(goal, runs, lessons)| json!({"goal": goal, "runs": runs, "lessons": lessons})).collect::<Vec<_>>(),
             "told": f.recalled.told.iter().map(|(task, lessons)| json!({"task": task, "lessons": lessons})).collect::<Vec<_>>(),
+            "distilled": f.recalled.distilled,
         },
         "totals": {
             "elapsed_ms": totals.wall.as_millis() as u64,

@@ -334,6 +334,10 @@ pub enum MemoryAction {
         /// shows them.
         id: String,
     },
+    /// Curate the lessons now, as a run's end does once there are more than 100: two lessons
+    /// about a file in common that say mostly the same are merged into the newer, and a lesson
+    /// no planner or agent was given in the 20 runs kept since it was last taught is retired.
+    Curate,
     /// Forget one past goal or lesson, or all of memory.
     Forget {
         /// A past goal's number, or a lesson's (`L` and its number), as `swarm memory list`

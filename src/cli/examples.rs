@@ -78,6 +78,7 @@ const EXAMPLES: &[(&str, &[Example])] = &[
     ("swarm memory", MEMORY),
     ("swarm memory list", MEMORY_LIST),
     ("swarm memory show", MEMORY_SHOW),
+    ("swarm memory curate", MEMORY_CURATE),
     ("swarm memory forget", MEMORY_FORGET),
     ("swarm gc", GC),
     ("swarm web", WEB),
@@ -288,9 +289,23 @@ const MEMORY_SHOW: &[Example] = &[
     help("swarm memory show 3 --json", "The same as JSON"),
 ];
 
+const MEMORY_CURATE: &[Example] = &[
+    help(
+        "swarm memory curate",
+        "Merge duplicate lessons and retire those never used, now",
+    ),
+    help(
+        "swarm memory curate --json",
+        "The same, saying how many were merged, retired and kept as JSON",
+    ),
+];
+
 const MEMORY_FORGET: &[Example] = &[
     help("swarm memory forget L2", "Forget lesson L2"),
-    help("swarm memory forget --all", "Forget every past goal"),
+    help(
+        "swarm memory forget --all",
+        "Forget every past goal and every lesson",
+    ),
 ];
 
 const QUEUE: &[Example] = &[

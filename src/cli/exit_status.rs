@@ -225,7 +225,7 @@ const STATUS: &[(&str, &[Exit])] = &[
         &[exit(
             "2",
             "no action given: usage error",
-            "Each action (**list**, **show**, **forget**) has its page and its codes.",
+            "Each action (**list**, **show**, **curate**, **forget**) has its page and its codes.",
         )],
     ),
     (
@@ -248,6 +248,13 @@ const STATUS: &[(&str, &[Exit])] = &[
                 "no past goal of that number, or not a git repository",
                 "",
             ),
+        ],
+    ),
+    (
+        "swarm memory curate",
+        &[
+            exit("0", "the lessons were curated (or there were none)", ""),
+            exit("2", "usage error, or not a git repository", ""),
         ],
     ),
     (

@@ -12,7 +12,7 @@ use clap::{Arg, Args};
 use clap_complete::engine::ArgValueCandidates;
 
 use crate::config::{
-    Choice, Confine, ConfineNet, Defaults, Deliver, Forecast, Land, MAX_SLOTS, Options,
+    Choice, Confine, ConfineNet, Defaults, Deliver, Forecast, Land, Lessons, MAX_SLOTS, Options,
     ReportFormat, Spawning,
 };
 

@@ -146,7 +146,7 @@ pub(super) fn time_marks(events: &[Logged]) -> Vec<(i64, TimeMark)> {
     marks
 }
 
-/// Tokens the planner's model calls used: plans and dependency passes. `None` when the run
+/// Tokens the planner's model calls used: plans, dependency passes and distilled lessons. `None` when the run
 /// planned nothing (a task file).
 pub(super) fn planning_tokens(events: &[Logged]) -> Option<u64> {
     events
@@ -154,7 +154,8 @@ pub(super) fn planning_tokens(events: &[Logged]) -> Option<u64> {
         .filter_map(|e| match e.event {
             RunEvent::Planned { tokens, .. }
             | RunEvent::GoalPlanned { tokens, .. }
-            | RunEvent::GoalsInferred { tokens, .. } => Some(tokens),
+            | RunEvent::GoalsInferred { tokens, .. }
+            | RunEvent::Distilled { tokens, .. } => Some(tokens),
             _ => None,
         })
         .reduce(|a, b| a + b)
@@ -175,6 +176,7 @@ pub(super) fn recalled(events: &[Logged]) -> crate::report::Recalled {
                 out.plans
                     .push((goal.clone(), runs.clone(), lessons.clone()));
             }
+            RunEvent::Distilled { lessons, .. } => out.distilled.clone_from(lessons),
             RunEvent::Told { lessons } => {
                 if let Some(task) = &e.task {
                     out.told.retain(|(t, _)| t != task);

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::config::Options;
+use crate::config::{Lessons, Options};
 use crate::error::{Usage, exit};
 use crate::plan::{Action, Plan};
 use crate::report::{GoalFacts, Parked};
@@ -23,6 +23,12 @@ const ONE_CAP: usize = 1_500;
 const LESSONS_TO_PLANNER: usize = 10;
 /// Lines of a past plan given to a planner, at most.
 const PLAN_LINES: usize = 12;
+/// Lessons past which a run's end curates them.
+const CURATE_PAST: usize = 100;
+/// Runs after a lesson was taught in which it was never used, for the curator to retire it.
+const UNUSED_RUNS: u32 = 20;
+/// Of two lessons about a file, the share of their words in common that makes them one.
+const SAME_WORDS: f64 = 0.6;
 
 /// Whether memory is on for a run with `options`: not with `--no-memory`, nor with
 /// `SWARM_RECALL=0`.
@@ -149,77 +155,186 @@ fn shown(m: &Memory) -> String {
     }
 }
 
-/// Keeps what each goal of the finished run came to: a run of several goals, each of
-/// `goals`; a single goal's run (`single`), its whole plan. Nothing when memory is off, or
-/// for a task file's run (no goal was planned).
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the pieces of a run's end that memory keeps"
-)]
+/// A finished run's end, as memory sees it.
+pub(super) struct RunEnd<'a> {
+    pub(super) run: &'a str,
+    pub(super) plan: &'a Plan,
+    pub(super) tasks: &'a [TaskRecord],
+    pub(super) goals: &'a [GoalFacts],
+    /// A single goal's run: its goal.
+    pub(super) single: Option<&'a str>,
+    pub(super) parked: &'a [Parked],
+    pub(super) events: &'a [crate::store::Logged],
+    pub(super) elapsed_ms: i64,
+    /// The planner's model, for `lessons = "model"`.
+    pub(super) client: Option<&'a crate::llm::Client>,
+}
+
+/// What keeping a run's end cost: the lessons the planner's model distilled and its tokens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Kept {
+    pub(super) distilled: Vec<i64>,
+    pub(super) tokens: u64,
+}
+
+/// Keeps what each goal of the finished run came to: a run of several goals, each of its
+/// goals; a single goal's run, its whole plan. Counts the lessons the run gave to its planners
+/// and agents as used, learns what it teaches (with `lessons = "model"`, the planner's model
+/// too, a note saying when it could not), and curates the lessons once there are more than
+/// `CURATE_PAST`. Nothing when memory is off, or for a task file's run (no goal was planned).
 pub(super) fn remember(
+    g: &Globals,
     board: &mut Board,
     options: &Options,
-    run: &str,
-    plan: &Plan,
-    tasks: &[TaskRecord],
-    goals: &[GoalFacts],
-    single: Option<&str>,
-    parked: &[Parked],
-    elapsed_ms: i64,
-) -> anyhow::Result<()> {
-    if !enabled(options) {
-        return Ok(());
+    end: &RunEnd<'_>,
+) -> anyhow::Result<Kept> {
+    if !enabled(options) || (end.goals.is_empty() && end.single.is_none()) {
+        return Ok(Kept::default());
     }
-    if !goals.is_empty() || single.is_some() {
-        learn(board, options, run, plan, tasks, parked)?;
-    }
-    let mut kept: Vec<(String, String, Vec<usize>)> = goals
+    let mut used: Vec<i64> = end
+        .events
+        .iter()
+        .flat_map(|e| match &e.event {
+            RunEvent::Recalled { lessons, .. } | RunEvent::Told { lessons } => lessons.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    board.memory_mut().used(&used)?;
+    let taught = learn(board, options, end)?;
+    let mut kept: Vec<(String, String, Vec<usize>)> = end
+        .goals
         .iter()
         .map(|g| (g.record.id.clone(), g.record.text.clone(), g.tasks.clone()))
         .collect();
-    if let Some(goal) = single.filter(|_| goals.is_empty()) {
+    if let Some(goal) = end.single.filter(|_| end.goals.is_empty()) {
         kept.push((
             "goal".to_owned(),
             goal.to_owned(),
-            (0..plan.len()).collect(),
+            (0..end.plan.len()).collect(),
         ));
     }
+    let mut memories = Vec::new();
     for (goal_id, text, of) in kept {
         if of.is_empty() {
             continue;
         }
         let records: Vec<&TaskRecord> = of
             .iter()
-            .filter_map(|&i| plan.tasks.get(i))
-            .filter_map(|t| tasks.iter().find(|r| r.id == t.id.as_str()))
+            .filter_map(|&i| end.plan.tasks.get(i))
+            .filter_map(|t| end.tasks.iter().find(|r| r.id == t.id.as_str()))
             .collect();
         let memory = Memory {
             id: 0,
-            run_id: run.to_owned(),
+            run_id: end.run.to_owned(),
             goal_id,
             at: 0,
             goal: hidden(&text),
-            skeleton: hidden(&skeleton(plan, &of)),
+            skeleton: hidden(&skeleton(end.plan, &of)),
             outcome: hidden(&outcome(&records)),
             tokens: records.iter().map(|r| r.tokens).sum(),
-            elapsed_ms,
+            elapsed_ms: end.elapsed_ms,
         };
         board.memory_mut().remember(&memory)?;
+        memories.push(memory);
     }
-    Ok(())
+    let kept = match (options.lessons.unwrap_or_default(), end.client) {
+        (Lessons::Model, Some(client)) => distil(g, board, end, client, &memories, &taught)?,
+        _ => Kept::default(),
+    };
+    if board.memory().lessons()?.len() > CURATE_PAST {
+        curate(board)?;
+    }
+    Ok(kept)
 }
 
-/// What the run teaches, with no model call: a check that failed on a writer's files (the
+/// One short call to the planner's model for the lessons of the run whose goals came to
+/// `memories` (swarm's own lessons of it, `taught`, with them): those it gives are kept as the
+/// run's lessons, about the files they name. Recorded in the run's log (`distilled`) with
+/// its tokens; a call that fails or an answer that cannot be read is said in a note and
+/// teaches nothing, and the run ends as it would have.
+fn distil(
+    g: &Globals,
+    board: &mut Board,
+    end: &RunEnd<'_>,
+    client: &crate::llm::Client,
+    memories: &[Memory],
+    taught: &[Lesson],
+) -> anyhow::Result<Kept> {
+    let mut facts = String::new();
+    for m in memories {
+        let _ = writeln!(
+            facts,
+            "Goal: {}
+Plan, a task a line:
+{}Outcome: {}",
+            m.goal, m.skeleton, m.outcome
+        );
+    }
+    if !taught.is_empty() {
+        let lines: Vec<String> = taught.iter().map(|l| format!("- {}", l.text)).collect();
+        let _ = writeln!(
+            facts,
+            "Lessons swarm kept of it already (do not repeat them):
+{}",
+            lines.join("\n")
+        );
+    }
+    let stop = crate::signal::requested;
+    let answer = crate::planner::lessons::distil(client, &hidden(&facts), &stop, &mut |_| {});
+    let (found, tokens) = match answer {
+        Ok(answer) => (answer.lessons, answer.usage.total_tokens),
+        Err(e) => (Err(format!("{e:#}")), 0),
+    };
+    let mut kept = Kept {
+        distilled: Vec::new(),
+        tokens,
+    };
+    let error = match found {
+        Ok(lessons) => {
+            for d in lessons {
+                let mut lanes: Vec<String> = Vec::new();
+                for t in &end.plan.tasks {
+                    let about = Lesson {
+                        paths: d.paths.clone(),
+                        ..lesson(end.run, "", &[], "")
+                    };
+                    if about.about(&t.files) && !lanes.iter().any(|l| l == t.lane.as_str()) {
+                        lanes.push(t.lane.as_str().to_owned());
+                    }
+                }
+                let mut l = lesson(end.run, &d.text, &d.paths, "");
+                l.lanes = lanes;
+                kept.distilled.push(board.memory_mut().learn(&l)?);
+            }
+            None
+        }
+        Err(e) => {
+            ui::say(
+                g.quiet,
+                ui::Verb::Note,
+                &format!("the planner's model distilled no lesson from this run: {e}"),
+            );
+            Some(e)
+        }
+    };
+    board.event(
+        end.run,
+        &Event::run(RunEvent::Distilled {
+            lessons: kept.distilled.clone(),
+            tokens,
+            error,
+        }),
+    )?;
+    Ok(kept)
+}
+
+/// What the run teaches, with no model call (its lessons): a check that failed on a writer's files (the
 /// check's last line with it), and writers whose changes conflicted on some files. Lessons
 /// that a check passing on the same files now contradicts are retired.
-fn learn(
-    board: &mut Board,
-    options: &Options,
-    run: &str,
-    plan: &Plan,
-    tasks: &[TaskRecord],
-    parked: &[Parked],
-) -> anyhow::Result<()> {
+fn learn(board: &mut Board, options: &Options, end: &RunEnd<'_>) -> anyhow::Result<Vec<Lesson>> {
+    let (run, plan, tasks, parked) = (end.run, end.plan, end.tasks, end.parked);
     let mut taught: Vec<Lesson> = Vec::new();
     let mut passed: Vec<(String, Vec<String>)> = Vec::new();
     for t in &plan.tasks {
@@ -277,7 +392,87 @@ fn learn(
     for l in &taught {
         board.memory_mut().learn(l)?;
     }
-    Ok(())
+    Ok(taught)
+}
+
+/// What the curator does to the lessons: merges each group of duplicates into its newest
+/// (`into`, `merged`), and retires the lessons never used.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Curation {
+    merges: Vec<(i64, Vec<i64>)>,
+    retired: Vec<i64>,
+}
+
+/// What the curator would do to `lessons` (newest first): two lessons about a file in common
+/// whose words are mostly the same (`SAME_WORDS`) are one, kept as the newer; a lesson no
+/// planner or agent was given in the `UNUSED_RUNS` runs kept since it was last taught
+/// (`runs_since` its time) is retired.
+fn curation(lessons: &[Lesson], runs_since: &dyn Fn(i64) -> u32) -> Curation {
+    let words: Vec<Vec<String>> = lessons
+        .iter()
+        .map(|l| crate::store::words(&l.text))
+        .collect();
+    let mut gone = vec![false; lessons.len()];
+    let mut out = Curation::default();
+    for (i, l) in lessons.iter().enumerate() {
+        if gone[i] {
+            continue;
+        }
+        let mut merged = Vec::new();
+        for (j, other) in lessons.iter().enumerate().skip(i + 1) {
+            if gone[j] || !l.about(&other.paths) && !other.about(&l.paths) {
+                continue;
+            }
+            if alike(&words[i], &words[j]) {
+                gone[j] = true;
+                merged.push(other.id);
+            }
+        }
+        let used = l.used
+            + lessons
+                .iter()
+                .filter(|o| merged.contains(&o.id))
+                .map(|o| o.used)
+                .sum::<u32>();
+        if used == 0 && runs_since(l.at) >= UNUSED_RUNS {
+            out.retired.push(l.id);
+            out.retired.extend(&merged);
+        } else if !merged.is_empty() {
+            out.merges.push((l.id, merged));
+        }
+    }
+    out
+}
+
+/// Whether two lessons' words are mostly the same: the share of all their words that both
+/// have is at least `SAME_WORDS`.
+fn alike(a: &[String], b: &[String]) -> bool {
+    let both = a.iter().filter(|w| b.contains(w)).count();
+    let all = a.len() + b.len() - both;
+    all > 0 && both as f64 / all as f64 >= SAME_WORDS
+}
+
+/// Curates the lessons on the board (see `curation`): how many were merged into others, and
+/// how many retired.
+fn curate(board: &mut Board) -> anyhow::Result<(usize, usize)> {
+    let lessons = board.memory().lessons()?;
+    let found = {
+        let memories = board.memory();
+        let since = |at: i64| memories.runs_since(at).unwrap_or(0);
+        curation(&lessons, &since)
+    };
+    let by_id = |id: i64| lessons.iter().find(|l| l.id == id);
+    let mut merged = 0;
+    for (into, others) in &found.merges {
+        let Some(into) = by_id(*into) else { continue };
+        let others: Vec<&Lesson> = others.iter().filter_map(|&id| by_id(id)).collect();
+        merged += others.len();
+        board.memory_mut().merge(into, &others)?;
+    }
+    let retired = board
+        .memory_mut()
+        .retire(&|l: &Lesson| found.retired.contains(&l.id))?;
+    Ok((merged, retired))
 }
 
 fn lesson(run: &str, text: &str, paths: &[String], lane: &str) -> Lesson {
@@ -289,6 +484,7 @@ fn lesson(run: &str, text: &str, paths: &[String], lane: &str) -> Lesson {
         paths: paths.iter().map(|p| hidden(p)).collect(),
         lanes: vec![lane.to_owned()],
         taught: 1,
+        used: 0,
     }
 }
 
@@ -403,6 +599,8 @@ pub(crate) enum MemoryCommand {
     Show(String),
     /// One past goal or lesson, or all of memory.
     Forget(Option<String>),
+    /// Merge the duplicate lessons and retire those never used.
+    Curate,
 }
 
 /// What a number names: a past goal (`3`) or a lesson (`L3`).
@@ -479,9 +677,10 @@ pub(super) fn memory(g: &Globals, action: &MemoryCommand) -> anyhow::Result<u8> 
             for l in &lessons {
                 let _ = writeln!(
                     out,
-                    "{:>5}  taught {}×  {}",
+                    "{:>5}  taught {}×  used {}×  {}",
                     format!("L{}", l.id),
                     l.taught,
+                    l.used,
                     ui::one_line(&l.text, 120)
                 );
             }
@@ -506,17 +705,35 @@ pub(super) fn memory(g: &Globals, action: &MemoryCommand) -> anyhow::Result<u8> 
                     ui::out(&serde_json::to_string_pretty(l)?)?;
                 } else {
                     ui::out(&format!(
-                        "lesson L{} (taught by {} run{}, the newest {})\nabout: {}\n{}\n",
+                        "lesson L{} (taught by {} run{}, the newest {}; used by {})\nabout: {}\n{}\n",
                         l.id,
                         l.taught,
                         if l.taught == 1 { "" } else { "s" },
                         l.run_id,
+                        ui::count(l.used as usize, "run", "runs"),
                         l.paths.join(", "),
                         l.text
                     ))?;
                 }
             }
         },
+        MemoryCommand::Curate => {
+            let (merged, retired) = curate(&mut board)?;
+            let left = board.memory().lessons()?.len();
+            if g.json {
+                ui::out(
+                    &serde_json::json!({ "merged": merged, "retired": retired, "lessons": left })
+                        .to_string(),
+                )?;
+            } else {
+                ui::out(&format!(
+                    "merged {} into others, retired {} never used in {UNUSED_RUNS} runs; {} kept\n",
+                    ui::count(merged, "duplicate lesson", "duplicate lessons"),
+                    ui::count(retired, "lesson", "lessons"),
+                    ui::count(left, "lesson", "lessons"),
+                ))?;
+            }
+        }
         MemoryCommand::Forget(id) => {
             let gone = match id.as_deref().map(which).transpose()? {
                 None => {
@@ -539,4 +756,91 @@ pub(super) fn memory(g: &Globals, action: &MemoryCommand) -> anyhow::Result<u8> 
         }
     }
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Curation, UNUSED_RUNS, curation};
+    use crate::store::Lesson;
+
+    fn lesson(id: i64, at: i64, text: &str, paths: &[&str], used: u32) -> Lesson {
+        Lesson {
+            id,
+            run_id: format!("r{id}"),
+            at,
+            text: text.to_owned(),
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            lanes: vec!["coder".to_owned()],
+            taught: 1,
+            used,
+        }
+    }
+
+    #[test]
+    fn the_curator_merges_alike_lessons_about_a_file_and_retires_the_unused_after_enough_runs() {
+        let check = |said: &str| {
+            format!("The check `cargo test` failed on a change to src/a.rs: it said `{said}`")
+        };
+        // Newest first, as the board lists them.
+        let lessons = [
+            lesson(
+                5,
+                50,
+                &check("error: the tests need --offline"),
+                &["src/a.rs"],
+                0,
+            ),
+            lesson(
+                4,
+                40,
+                &check("error: the tests need network"),
+                &["src/a.rs"],
+                1,
+            ),
+            // The same words about another file: not the same lesson.
+            lesson(
+                3,
+                30,
+                &check("error: the tests need --offline"),
+                &["src/b.rs"],
+                0,
+            ),
+            // About a directory holding the file, in other words.
+            lesson(
+                2,
+                20,
+                "Writers changing src/ conflicted when merged",
+                &["src/"],
+                0,
+            ),
+            lesson(
+                1,
+                10,
+                "Nothing in this repository needs the network.",
+                &[],
+                0,
+            ),
+        ];
+        // Few runs since: nothing is retired.
+        assert_eq!(
+            curation(&lessons, &|_| UNUSED_RUNS - 1),
+            Curation {
+                merges: vec![(5, vec![4])],
+                retired: vec![],
+            }
+        );
+        // Enough runs since each: those never used go; a merged one used counts for both.
+        assert_eq!(
+            curation(&lessons, &|_| UNUSED_RUNS),
+            Curation {
+                merges: vec![(5, vec![4])],
+                retired: vec![3, 2, 1],
+            }
+        );
+        // Runs counted from each lesson's own time.
+        assert_eq!(
+            curation(&lessons, &|at| if at <= 20 { UNUSED_RUNS } else { 0 }).retired,
+            vec![2, 1]
+        );
+    }
 }

@@ -206,6 +206,7 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
                 MemoryAction::List => memory::MemoryCommand::List,
                 MemoryAction::Show { id } => memory::MemoryCommand::Show(id),
                 MemoryAction::Forget { id, .. } => memory::MemoryCommand::Forget(id),
+                MemoryAction::Curate => memory::MemoryCommand::Curate,
             },
         ),
         Command::Queue { action } => match action {

@@ -590,6 +590,40 @@ pub(super) fn execute(
         }
         None => (landing.clone(), pull_requests.clone()),
     };
+    // What the run's goals came to, for later planners, before the run's end is recorded (a
+    // run stopped in it keeps it when it is resumed). Memory is a help, not the run's: one
+    // that cannot keep it says so, and the run ends as it did.
+    let recalled_now;
+    if status == RunStatus::Finished {
+        let single = std::fs::read_to_string(layout.run_dir.join(super::goal::GOAL_FILE)).ok();
+        let end = super::memory::RunEnd {
+            run: &layout.run,
+            plan,
+            tasks: &records,
+            goals: &goals,
+            single: single.as_deref(),
+            parked: &parked,
+            events: &events,
+            elapsed_ms: i64::try_from(facts.wall.as_millis()).unwrap_or(i64::MAX),
+            client: settings.llm.as_ref(),
+        };
+        match super::memory::remember(g, board, options, &end) {
+            Ok(kept) if kept != super::memory::Kept::default() => {
+                let mut r = recalled.clone();
+                r.distilled = kept.distilled;
+                facts.planning_tokens = Some(facts.planning_tokens.unwrap_or(0) + kept.tokens);
+                recalled_now = r;
+                facts.recalled = &recalled_now;
+            }
+            Ok(_) => {}
+            Err(e) if crate::store::is_full(&e) => return Err(e),
+            Err(e) => ui::say(
+                g.quiet,
+                ui::Verb::Note,
+                &format!("memory could not keep what this run came to: {e:#}"),
+            ),
+        }
+    }
     board.set_run_status(
         &layout.run,
         status,
@@ -608,29 +642,6 @@ pub(super) fn execute(
     facts.landing = Some(&landing);
     facts.pull_requests = &pull_requests;
     facts.exit_code = i32::from(code);
-    if status == RunStatus::Finished {
-        // What the run's goals came to, for later planners. Memory is a help, not the run's:
-        // one that cannot keep it says so, and the run ends as it did.
-        let single = std::fs::read_to_string(layout.run_dir.join(super::goal::GOAL_FILE)).ok();
-        let kept = super::memory::remember(
-            board,
-            options,
-            &layout.run,
-            plan,
-            &records,
-            &goals,
-            single.as_deref(),
-            &parked,
-            i64::try_from(facts.wall.as_millis()).unwrap_or(i64::MAX),
-        );
-        if let Err(e) = kept {
-            ui::say(
-                g.quiet,
-                ui::Verb::Note,
-                &format!("memory could not keep what this run came to: {e:#}"),
-            );
-        }
-    }
     let text = report::markdown(&facts);
     let report_path = layout.run_dir.join("report.md");
     output::write_atomic(&report_path, text.as_bytes())?;

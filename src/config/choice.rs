@@ -118,6 +118,18 @@ choice! {
 }
 
 choice! {
+    /// How a finished goal's run teaches lessons (see the manual's "Memory" (docs/src/memory.md)).
+    #[derive(Default)]
+    pub enum Lessons {
+        #[default]
+        Checks = "checks": "From the checks that failed and the merges that conflicted, with no \
+            model call",
+        Model = "model": "As checks, and one short call to the planner's model per finished \
+            run distils up to 3 more",
+    }
+}
+
+choice! {
     /// The form of the report `--final-out` writes.
     pub enum ReportFormat {
         Markdown = "markdown": "",

@@ -41,7 +41,9 @@ mod tests;
 
 use check::Shape;
 pub(crate) use choice::Choice;
-pub use choice::{Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, ReportFormat, Spawning};
+pub use choice::{
+    Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, Lessons, ReportFormat, Spawning,
+};
 use file::read_file;
 #[cfg(test)]
 use key::Key;

@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use super::check::Shape;
 use super::choice::{
-    Choice, Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, ReportFormat, Spawning,
+    Choice, Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, Lessons, ReportFormat,
+    Spawning,
 };
 use super::key::{
     Key, Spec, duration, machine_paths, price, repo_paths, rungs, slots, transcript_cap, wait,
@@ -419,6 +420,13 @@ macro_rules! run_options {
             no_memory: bool {
                 key: "no-memory", flag: switch, var: "SWARM_NO_MEMORY", file: yes,
                 shape: Switch, listed: 59,
+            }
+            /// How a finished goal's run teaches lessons: from the checks that failed and the
+            /// merges that conflicted (checks), or as well by one short call to the planner's
+            /// model, which spends tokens on every finished run (model) [default: checks].
+            lessons: Option<Lessons> {
+                key: "lessons", flag: "HOW", var: "SWARM_LESSONS", file: yes,
+                shape: OneOf(Lessons), default: Lessons = Lessons::Checks, listed: 60,
             }
             /// The syntax-aware merge program of the structural rung [default: mergiraf, found on
             /// PATH].

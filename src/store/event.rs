@@ -273,6 +273,14 @@ pub enum RunEvent {
     Told {
         lessons: Vec<i64>,
     },
+    /// The planner's model distilled these lessons (by number) from the finished run
+    /// (`lessons = "model"`), with `tokens`; or could not (`error`).
+    Distilled {
+        lessons: Vec<i64>,
+        tokens: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// Delivery stopped before it was done (`--deliver` with pull requests): why, and whether
     /// it is a fault of the environment that a resume may get past.
     DeliveryStopped {

@@ -174,8 +174,8 @@ impl Memories<&mut Board> {
 }
 
 /// Something a run taught about some files of the repository (a check that failed on them, a
-/// conflict between writers changing them), for later agents whose tasks change those files
-/// and later planners. Derived from what happened, with no model call; secrets hidden.
+/// conflict between writers changing them, or what the planner's model distilled), for later
+/// agents whose tasks change those files and later planners; secrets hidden.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Lesson {
     pub id: i64,
@@ -189,6 +189,8 @@ pub struct Lesson {
     pub lanes: Vec<String>,
     /// How many runs taught it.
     pub taught: u32,
+    /// How many finished runs gave it to a planner or an agent.
+    pub used: u32,
 }
 
 impl Lesson {
@@ -216,14 +218,25 @@ fn read_lesson(r: &rusqlite::Row<'_>) -> rusqlite::Result<Lesson> {
         paths: list(r.get(4)?),
         lanes: list(r.get(5)?),
         taught: r.get(6)?,
+        used: r.get(7)?,
     })
 }
 
 impl Memories<&Board> {
+    /// How many runs kept what their goals came to after `at` (milliseconds since the epoch).
+    pub fn runs_since(&self, at: i64) -> anyhow::Result<u32> {
+        Ok(self.board.conn.query_row(
+            "SELECT COUNT(DISTINCT run_id) FROM memory WHERE at > ?1",
+            [at],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Every lesson, newest first.
     pub fn lessons(&self) -> anyhow::Result<Vec<Lesson>> {
         let mut stmt = self.board.conn.prepare(
-            "SELECT id, run_id, at, text, paths, lanes, taught FROM lessons ORDER BY at DESC, id DESC",
+            "SELECT id, run_id, at, text, paths, lanes, taught, used FROM lessons
+             ORDER BY at DESC, id DESC",
         )?;
         let rows = stmt.query_map([], read_lesson)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -232,13 +245,17 @@ impl Memories<&Board> {
 
 impl Memories<&mut Board> {
     /// Keeps `lesson` (its `text`, `paths`, `lanes` and `run_id`): the same lesson taught again
-    /// counts once more and is dated anew. Then the curator keeps at most `MOST_LESSONS`.
-    pub fn learn(&mut self, lesson: &Lesson) -> anyhow::Result<()> {
+    /// by another run counts once more and is dated anew (taught again by the same run, as a
+    /// resumed run's end is, it counts once). Then the curator keeps at most `MOST_LESSONS`.
+    /// Its number.
+    pub fn learn(&mut self, lesson: &Lesson) -> anyhow::Result<i64> {
         let tx = self.board.conn.transaction()?;
-        tx.execute(
+        let id = tx.query_row(
             "INSERT INTO lessons (run_id, at, text, paths, lanes) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (text, paths) DO UPDATE SET
-                 taught = taught + 1, run_id = excluded.run_id, at = excluded.at",
+                 taught = taught + (run_id <> excluded.run_id),
+                 run_id = excluded.run_id, at = excluded.at
+             RETURNING id",
             params![
                 lesson.run_id,
                 super::now_ms(),
@@ -246,11 +263,64 @@ impl Memories<&mut Board> {
                 serde_json::to_string(&lesson.paths)?,
                 serde_json::to_string(&lesson.lanes)?
             ],
+            |r| r.get(0),
         )?;
         tx.execute(
             "DELETE FROM lessons WHERE id NOT IN
                  (SELECT id FROM lessons ORDER BY taught DESC, at DESC, id DESC LIMIT ?1)",
             [i64::try_from(MOST_LESSONS).unwrap_or(i64::MAX)],
+        )?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Counts lessons `ids` used once more: a finished run gave them to a planner or an agent.
+    pub fn used(&mut self, ids: &[i64]) -> anyhow::Result<()> {
+        let tx = self.board.conn.transaction()?;
+        for id in ids {
+            tx.execute("UPDATE lessons SET used = used + 1 WHERE id = ?1", [id])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Makes lesson `into` the one of `merged` too: their runs' teaching and their uses count
+    /// for it, it is about all their files, and they are forgotten.
+    pub fn merge(&mut self, into: &Lesson, merged: &[&Lesson]) -> anyhow::Result<()> {
+        let mut paths = into.paths.clone();
+        let mut lanes = into.lanes.clone();
+        for l in merged {
+            for p in &l.paths {
+                if !paths.contains(p) {
+                    paths.push(p.clone());
+                }
+            }
+            for lane in &l.lanes {
+                if !lanes.contains(lane) {
+                    lanes.push(lane.clone());
+                }
+            }
+        }
+        let taught: u32 = merged.iter().map(|l| l.taught).sum::<u32>() + into.taught;
+        let used: u32 = merged.iter().map(|l| l.used).sum::<u32>() + into.used;
+        let tx = self.board.conn.transaction()?;
+        for l in merged {
+            tx.execute("DELETE FROM lessons WHERE id = ?1", [l.id])?;
+        }
+        // Another lesson may already say the same about the same files: it is merged too.
+        tx.execute(
+            "DELETE FROM lessons WHERE text = ?1 AND paths = ?2 AND id <> ?3",
+            params![into.text, serde_json::to_string(&paths)?, into.id],
+        )?;
+        tx.execute(
+            "UPDATE lessons SET paths = ?1, lanes = ?2, taught = ?3, used = ?4 WHERE id = ?5",
+            params![
+                serde_json::to_string(&paths)?,
+                serde_json::to_string(&lanes)?,
+                taught,
+                used,
+                into.id
+            ],
         )?;
         tx.commit()?;
         Ok(())
@@ -363,6 +433,7 @@ mod tests {
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
             lanes: vec!["coder".to_owned()],
             taught: 1,
+            used: 0,
         }
     }
 
@@ -370,9 +441,14 @@ mod tests {
     fn lessons_count_again_are_about_files_or_directories_and_stay_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let mut board = Board::open(dir.path()).unwrap();
-        let l = lesson("the check failed", &["src/a.rs", "docs/"]);
-        board.memory_mut().learn(&l).unwrap();
-        board.memory_mut().learn(&l).unwrap();
+        let mut l = lesson("the check failed", &["src/a.rs", "docs/"]);
+        let id = board.memory_mut().learn(&l).unwrap();
+        // Taught again by the same run (a resumed run ending once more) it counts once; by
+        // another, twice.
+        assert_eq!(board.memory_mut().learn(&l).unwrap(), id);
+        assert_eq!(board.memory().lessons().unwrap()[0].taught, 1);
+        l.run_id = "r2".to_owned();
+        assert_eq!(board.memory_mut().learn(&l).unwrap(), id);
         let kept = board.memory().lessons().unwrap();
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].taught, 2);

@@ -24,7 +24,7 @@ mod write;
 pub use event::{Delivery, Logged, Moved, Parking, RunEvent, RungTried};
 pub use goals::Goals;
 pub use history::{History, TimeMark};
-pub use memory::{Lesson, Memories, Memory};
+pub use memory::{Lesson, Memories, Memory, words};
 use open::{BUSY_WAIT, damaged, is_busy, refuse_emptied};
 pub use open::{damage_hint, is_full};
 pub use queue::Queue;

@@ -156,6 +156,11 @@ CREATE TABLE lessons (
     UNIQUE (text, paths)
 );
 ",
+    // How many finished runs gave each lesson to a planner or an agent (the curator retires
+    // lessons never used).
+    r"
+ALTER TABLE lessons ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 pub(super) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::fake_llm::{FakeLlm, Request, has_tool};
-use crate::goal::{good_server, llm_cmd};
+use crate::fake_llm::{FakeLlm, Reply, Request, has_tool};
+use crate::goal::{agent_reply, good_plan, good_server, llm_cmd, plan_call};
 use crate::{TestRepo, assert_exit, stderr, stdout};
 
 /// A goal run on the scripted model; writers that change nothing (the notes are there from
@@ -280,7 +280,7 @@ fn memory_a_failed_check_teaches_a_lesson_given_to_later_agents_changing_those_f
     assert_eq!(lessons[0]["paths"], serde_json::json!(["NOTES.md"]));
     let list = repo.swarm(&["memory", "list"]);
     assert!(
-        stdout(&list).contains("   L1  taught 1×  The check `"),
+        stdout(&list).contains("   L1  taught 1×  used 0×  The check `"),
         "{}",
         stdout(&list)
     );
@@ -399,4 +399,214 @@ fn memory_that_cannot_be_read_or_kept_leaves_the_run_as_it_was() {
     );
     assert!(!last_planning(&llm).contains("<past-runs>"));
     assert!(crate::run_report(&repo).contains("Exit code 0."));
+}
+
+/// Whether `req` asks the planner's model for a run's lessons.
+fn is_distil(req: &Request) -> bool {
+    req.messages().iter().any(|m| {
+        m["role"] == "system"
+            && m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("You distil lessons"))
+    })
+}
+
+/// The user messages of the requests for lessons so far.
+fn distil_requests(llm: &FakeLlm) -> Vec<String> {
+    llm.requests()
+        .iter()
+        .filter(|r| is_distil(r))
+        .map(|r| {
+            r.messages()
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .filter_map(|m| m["content"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+/// The lessons a model distils: one about NOTES.md, one about the whole repository.
+fn lessons_answer() -> Reply {
+    Reply::text(
+        serde_json::json!({"lessons": [
+            {"text": "NOTES.md keeps one line per finding, newest last.", "paths": ["NOTES.md", "../outside"]},
+            {"text": "Nothing in this repository needs the network.", "paths": []},
+        ]})
+        .to_string(),
+    )
+}
+
+/// `good_server`, answering a request for lessons with `lessons_answer`.
+fn distilling_server() -> FakeLlm {
+    FakeLlm::start(|req, _| {
+        if is_distil(req) {
+            lessons_answer()
+        } else if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    })
+}
+
+#[test]
+fn memory_lessons_model_distils_lessons_kept_and_told_later_and_none_by_default() {
+    const CANARY: &str = "canary-token-7f3a9b2c";
+    let repo = TestRepo::new();
+    let llm = distilling_server();
+    // By default, no model call is spent on lessons.
+    assert_exit(
+        &goal(&repo, &llm, "Survey the repository and leave notes", &[]),
+        0,
+    );
+    assert!(distil_requests(&llm).is_empty());
+
+    // Asked for, one request at the run's end, with what the run came to as data and no
+    // secret's value.
+    let out = llm_cmd(&repo, &llm)
+        .args([
+            "--goal",
+            &format!("Survey the repository and leave notes for {CANARY}"),
+            "--lessons",
+            "model",
+        ])
+        .env("SWARM_ALLOW_NO_CHANGE", "1")
+        .env("DEPLOY_TOKEN", CANARY)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let asked = distil_requests(&llm);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let asked = &asked[0];
+    assert!(
+        asked.contains("<run>\nGoal: Survey the repository"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("notes (coder, write; files NOTES.md)"),
+        "{asked}"
+    );
+    assert!(asked.contains("Outcome: done (writers merged)"), "{asked}");
+    for r in llm.requests() {
+        assert!(!r.body.to_string().contains(CANARY), "{}", r.body);
+    }
+    let lessons = listed(&repo, "lessons");
+    assert_eq!(lessons.len(), 2, "{lessons:?}");
+    let about_notes = lessons
+        .iter()
+        .find(|l| l["text"] == "NOTES.md keeps one line per finding, newest last.")
+        .unwrap();
+    assert_eq!(about_notes["paths"], serde_json::json!(["NOTES.md"]));
+    assert_eq!(about_notes["lanes"], serde_json::json!(["coder"]));
+    let report = crate::run_report(&repo);
+    let ids: Vec<String> = lessons
+        .iter()
+        .rev()
+        .map(|l| format!("L{}", l["id"]))
+        .collect();
+    assert!(
+        report.contains(&format!(
+            "The planner's model distilled lessons {} from this run for later ones.",
+            ids.join(", ")
+        )),
+        "{report}"
+    );
+
+    // A later run (lessons the default way): the agent changing NOTES.md is told the lesson
+    // about it, the others are not; no lessons are asked for.
+    let out = goal(&repo, &llm, "Leave the notes in the repository", &[]);
+    assert_exit(&out, 0);
+    let notes = agent_requests(&llm, "notes");
+    assert!(
+        notes.last().unwrap().contains("NOTES.md keeps one line"),
+        "{}",
+        notes.last().unwrap()
+    );
+    assert!(
+        agent_requests(&llm, "survey")
+            .iter()
+            .all(|b| !b.contains("NOTES.md keeps one line"))
+    );
+    assert_eq!(distil_requests(&llm).len(), 1);
+    // The lesson told counts as used once.
+    let used = listed(&repo, "lessons");
+    let told = used.iter().find(|l| l["id"] == about_notes["id"]).unwrap();
+    assert_eq!(told["used"], 1);
+}
+
+#[test]
+fn memory_lessons_model_whose_answer_holds_none_says_so_and_the_run_ends_as_it_would() {
+    let repo = TestRepo::new();
+    // Answers the request for lessons as an agent: with a call to read a file.
+    let llm = good_server();
+    let out = goal(
+        &repo,
+        &llm,
+        "Survey the repository and leave notes",
+        &["--lessons", "model"],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(distil_requests(&llm).len(), 1);
+    assert!(
+        stderr(&out).contains(
+            "the planner's model distilled no lesson from this run: its answer could not be read"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(listed(&repo, "lessons").is_empty());
+    assert_eq!(memory_json(&repo).len(), 1);
+    let report = crate::run_report(&repo);
+    assert!(report.contains("Exit code 0."), "{report}");
+    assert!(!report.contains("distilled lessons"), "{report}");
+
+    // A value that is no way of teaching lessons is refused before anything runs.
+    let bad = goal(&repo, &llm, "Survey again", &["--lessons", "oracle"]);
+    assert_exit(&bad, 2);
+    assert!(stderr(&bad).contains("oracle"), "{}", stderr(&bad));
+    assert_eq!(memory_json(&repo).len(), 1);
+}
+
+#[test]
+fn memory_curate_merges_lessons_that_say_the_same_about_a_file() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let empty = repo.swarm(&["memory", "curate"]);
+    assert_exit(&empty, 0);
+    assert_eq!(
+        stdout(&empty),
+        "merged 0 duplicate lessons into others, retired 0 lessons never used in 20 runs; 0 lessons kept\n"
+    );
+    // The same check failing on NOTES.md for two reasons: two lessons, mostly the same words.
+    for reason in ["the first reason", "the second reason"] {
+        let out = goal(
+            &repo,
+            &llm,
+            "Survey the repository and leave notes",
+            &[
+                "--check",
+                &format!("echo {reason}; false"),
+                "--retries",
+                "0",
+            ],
+        );
+        assert_exit(&out, 1);
+    }
+    let before = listed(&repo, "lessons");
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    let out = repo.swarm(&["memory", "curate", "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
+        serde_json::json!({"merged": 1, "retired": 0, "lessons": 1})
+    );
+    let after = listed(&repo, "lessons");
+    assert_eq!(after.len(), 1, "{after:?}");
+    // The newer is kept, taught by both runs.
+    assert_eq!(after[0]["id"], before[0]["id"]);
+    assert_eq!(after[0]["taught"], 2);
+    assert_eq!(after[0]["paths"], serde_json::json!(["NOTES.md"]));
 }
