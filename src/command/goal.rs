@@ -543,6 +543,7 @@ pub(super) fn goal_run(
     }
     Ok(GoalRun {
         recalled,
+        recall: super::memory::recall_joining(g, options, run),
         client: goal_run_client(settings)?,
         summary: summarize(repo)?,
         max_fan_in: MAX_FAN_IN,

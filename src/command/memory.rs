@@ -59,21 +59,44 @@ pub(super) fn recall(
         return Ok(Recalled::default());
     }
     soft(
-        g,
+        g.quiet,
         "planning without it",
         recalled(board, run, goal_id, goal),
     )
 }
 
+/// Memory's recall for the goals that join run `run` from the queue while it goes, as
+/// `recall` does for the goals it starts with; none when memory is off.
+pub(super) fn recall_joining(
+    g: &Globals,
+    options: &Options,
+    run: &str,
+) -> Option<crate::schedule::Recall> {
+    if !enabled(options) {
+        return None;
+    }
+    let (quiet, run) = (g.quiet, run.to_owned());
+    Some(Box::new(
+        move |board: &mut Board, goal_id: &str, goal: &str| {
+            let found = soft(
+                quiet,
+                "planning without it",
+                recalled(board, &run, Some(goal_id), goal),
+            )?;
+            Ok(found.text)
+        },
+    ))
+}
+
 /// `found`, or, when memory could not be read for a reason other than a full disk (which
 /// stops the run as anywhere), nothing, with a note saying so and what the run does instead.
-fn soft<T: Default>(g: &Globals, instead: &str, found: anyhow::Result<T>) -> anyhow::Result<T> {
+fn soft<T: Default>(quiet: bool, instead: &str, found: anyhow::Result<T>) -> anyhow::Result<T> {
     match found {
         Ok(found) => Ok(found),
         Err(e) if crate::store::is_full(&e) => Err(e),
         Err(e) => {
             ui::say(
-                g.quiet,
+                quiet,
                 ui::Verb::Note,
                 &format!("memory could not be read; {instead}: {e:#}"),
             );
@@ -92,7 +115,11 @@ pub(super) fn lessons(
     if !enabled(options) {
         return Ok(Vec::new());
     }
-    soft(g, "agents are told no lesson", board.memory().lessons())
+    soft(
+        g.quiet,
+        "agents are told no lesson",
+        board.memory().lessons(),
+    )
 }
 
 fn recalled(

@@ -24,7 +24,7 @@ pub use self::core::spawn::Ceiling;
 use crate::config::SpawnLimits;
 use job::Report;
 
-pub use executor::{Dispatcher, GoalRun, WorkerEnd, WorkerSetup, work};
+pub use executor::{Dispatcher, GoalRun, Recall, WorkerEnd, WorkerSetup, work};
 
 /// The file in a run's directory that names the directory of its checkouts.
 pub const CHECKOUTS_FILE: &str = "checkouts";

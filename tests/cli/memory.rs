@@ -610,3 +610,60 @@ fn memory_curate_merges_lessons_that_say_the_same_about_a_file() {
     assert_eq!(after[0]["taught"], 2);
     assert_eq!(after[0]["paths"], serde_json::json!(["NOTES.md"]));
 }
+
+#[test]
+fn memory_after_kill_9_at_the_runs_end_the_resumed_run_keeps_it_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let repo = TestRepo::new();
+    // The first request for lessons is never answered: swarm is killed waiting for it.
+    let first = AtomicBool::new(true);
+    let llm = FakeLlm::start(move |req, _| {
+        if is_distil(req) {
+            if first.swap(false, Ordering::SeqCst) {
+                Reply::Hang
+            } else {
+                lessons_answer()
+            }
+        } else if has_tool(req, "submit_plan") {
+            plan_call(&good_plan())
+        } else {
+            agent_reply(req)
+        }
+    });
+    let mut swarm = llm_cmd(&repo, &llm)
+        .args(["--goal", "Survey the repository and leave notes"])
+        .args(["--lessons", "model", "--retries", "0"])
+        .args(["--check", "echo the tests need --offline; false"])
+        .env("SWARM_ALLOW_NO_CHANGE", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..6000 {
+        if !distil_requests(&llm).is_empty() {
+            break;
+        }
+        assert!(swarm.try_wait().unwrap().is_none(), "swarm ended first");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(distil_requests(&llm).len(), 1);
+    swarm.kill().unwrap();
+    swarm.wait().unwrap();
+    // Killed in the run's end: the run is not over.
+    assert_ne!(crate::status_json(&repo)["run"]["status"], "finished");
+
+    let out = llm_cmd(&repo, &llm).args(["resume"]).output().unwrap();
+
+    assert_exit(&out, 1);
+    assert_eq!(distil_requests(&llm).len(), 2);
+    assert_eq!(memory_json(&repo).len(), 1);
+    let lessons = listed(&repo, "lessons");
+    assert_eq!(lessons.len(), 3, "{lessons:?}");
+    // Each taught once, though the check's lesson was learned before the kill and again after.
+    assert!(lessons.iter().all(|l| l["taught"] == 1), "{lessons:?}");
+    assert!(
+        crate::run_report(&repo).contains("The planner's model distilled lessons"),
+        "{}",
+        crate::run_report(&repo)
+    );
+}

@@ -1657,3 +1657,81 @@ fn a_run_spread_over_workers_delivers_its_stack_once() {
     // Nothing landed on the user's branch: the work goes through review.
     assert!(!c.user.root.join("a.txt").exists());
 }
+
+#[test]
+fn under_remote_the_coordinator_plans_with_memory_and_no_lesson_leaves_for_the_workers() {
+    let c = Cluster::new();
+    let llm = crate::goal::good_server();
+    let key = "sk-canary-key-0123456789";
+    // A run here first: its check fails on the writer of NOTES.md, which teaches a lesson.
+    let first = c
+        .swarm(&["--goal", "Survey the repository and leave notes"])
+        .args([
+            "--check",
+            "echo the tests need --offline; false",
+            "--retries",
+            "0",
+        ])
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", key)
+        .env("SWARM_ALLOW_NO_CHANGE", "1")
+        .output()
+        .unwrap();
+    assert_exit(&first, 1);
+
+    let worker = c
+        .runner("w")
+        .swarm(&["worker", "--remote", "origin", "--wait", "60s"])
+        .env("SWARM_API_KEY", key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = c
+        .swarm(&["--goal", "Survey the repository and write notes"])
+        .args(["--remote", "origin", "--yes"])
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_API_KEY", key)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert_exit(&finish(worker), 0);
+
+    // The coordinator's planner was given the first run and its lesson.
+    let planned: Vec<String> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| crate::fake_llm::has_tool(r, "submit_plan"))
+        .map(|r| r.body.to_string())
+        .collect();
+    let asked = planned.last().unwrap();
+    assert!(asked.contains("<past-runs>"), "{asked}");
+    assert!(asked.contains("the tests need --offline"), "{asked}");
+    // The worker's agent changing NOTES.md was told nothing of it.
+    let notes: Vec<String> = llm
+        .requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .filter(|b| b.contains("TASK notes:") && !b.contains("submit_plan"))
+        .collect();
+    assert!(!notes.is_empty());
+    assert!(
+        !notes.last().unwrap().contains("What earlier runs"),
+        "{}",
+        notes.last().unwrap()
+    );
+    // The coordinator kept what the run came to; nothing of memory went to the remote.
+    let kept = c.swarm(&["memory", "list", "--json"]).output().unwrap();
+    let kept: serde_json::Value = serde_json::from_slice(&kept.stdout).unwrap();
+    assert_eq!(kept["goals"].as_array().unwrap().len(), 2, "{kept}");
+    let objects = Command::new("git")
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .current_dir(&c.remote)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    let objects = String::from_utf8_lossy(&objects.stdout);
+    assert!(objects.contains("notes from the agent"));
+    assert!(!objects.contains("the tests need --offline"));
+    assert!(!objects.contains("past-runs"));
+}

@@ -36,13 +36,21 @@ pub struct GoalRun {
     pub goals: Vec<GoalRecord>,
     /// What memory recalled for each goal's planning, by goal id (see `command::memory`).
     pub recalled: BTreeMap<String, String>,
+    /// What memory recalls for a goal that joins from the queue while the run goes (its id
+    /// and text); none when memory is off.
+    pub recall: Option<Recall>,
 }
+
+/// Memory's recall for one goal (its id, its text) of the run, with the board it reads and
+/// records in: the text for its planner, empty when nothing is like it.
+pub type Recall = Box<dyn Fn(&mut crate::store::Board, &str, &str) -> anyhow::Result<String>>;
 
 /// The threads that ask the model about goals.
 pub(in crate::schedule) struct Planner {
     client: crate::llm::Client,
     summary: String,
     recalled: BTreeMap<String, String>,
+    recall: Option<Recall>,
     max_fan_in: usize,
     /// Set when the run stops: planning threads give up at their next request.
     stop: Arc<AtomicBool>,
@@ -56,11 +64,30 @@ impl Planner {
             client: run.client,
             summary: run.summary,
             recalled: run.recalled,
+            recall: run.recall,
             max_fan_in: run.max_fan_in,
             stop: Arc::new(AtomicBool::new(false)),
             tx,
         };
         (planner, (run.goals, run.from_queue))
+    }
+
+    /// What memory recalls for `goals`, joining from the queue, kept for their planning.
+    pub(super) fn recall(
+        &mut self,
+        board: &mut crate::store::Board,
+        goals: &[GoalRecord],
+    ) -> anyhow::Result<()> {
+        let Some(recall) = &self.recall else {
+            return Ok(());
+        };
+        for goal in goals {
+            let found = recall(board, &goal.id, &goal.text)?;
+            if !found.is_empty() {
+                self.recalled.insert(goal.id.clone(), found);
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn stop(&self) {

@@ -43,7 +43,7 @@ use crate::ui::{Told, Ui};
 
 pub(super) use attempt::NO_DEPS_DIR;
 pub(super) use gate::gate_checkout_path;
-pub use goals::GoalRun;
+pub use goals::{GoalRun, Recall};
 pub use run::Dispatcher;
 pub use worker::{WorkerEnd, WorkerSetup, work};
 
@@ -379,6 +379,9 @@ impl<'a> Exec<'a> {
             }
             Effect::PollQueue => {
                 let taken = self.out.record.take_queue()?;
+                if let Some(p) = &mut self.planner {
+                    p.recall(self.out.record.board(), &taken)?;
+                }
                 inputs.push_back(Input::Queued(taken));
             }
             Effect::WritePlan => crate::disk::write(

@@ -544,6 +544,11 @@ impl<'a> Recorder<'a> {
         self.board.queue_mut().take(&self.run)
     }
 
+    /// The board, for memory's recall of a goal joining from the queue.
+    pub(super) fn board(&mut self) -> &mut Board {
+        self.board
+    }
+
     pub(super) fn goal_status(
         &mut self,
         goal: &str,

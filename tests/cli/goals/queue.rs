@@ -118,6 +118,16 @@ fn a_goal_queued_while_the_queue_drains_joins_the_run_after_the_dependency_pass(
         },
     );
     assert_exit(&s.swarm(&llm, &["queue", "add", GOAL_A]), 0);
+    // A past run's goal like B, in memory.
+    let board = rusqlite::Connection::open(s.repo.swarm_dir().join("board.db")).unwrap();
+    board
+        .execute(
+            "INSERT INTO memory (run_id, goal_id, at, goal, skeleton, outcome)
+             VALUES ('20260101-000000-0000', 'goal', 1, 'Describe beta.txt', 'b (coder, write)', 'done')",
+            [],
+        )
+        .unwrap();
+    drop(board);
     let gate = Gate::new(&outside(&s.repo, "gates"), "aw0");
     let mut child = s
         .cmd(&llm)
@@ -160,6 +170,12 @@ fn a_goal_queued_while_the_queue_drains_joins_the_run_after_the_dependency_pass(
         .position(|r| has_tool(r, "submit_plan") && user_text(r).contains("GOAL-B"))
         .expect("B was planned");
     assert!(pass < b_plan);
+    // Joining while the run went, B was planned knowing the past goal like it.
+    let b_asked = user_text(&requests[b_plan]);
+    assert!(
+        b_asked.contains("- run 20260101-000000-0000 (goal goal): Describe beta.txt"),
+        "{b_asked}"
+    );
     let a_merged = events(&s.repo)
         .iter()
         .filter(|e| e["kind"] == "merged" && e["task"] == "g1.aw0")
