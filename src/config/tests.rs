@@ -548,6 +548,7 @@ pr-draft = true
 pr-labels = ["automated"]
 pr-reviewers = ["alice"]
 no-memory = true
+lessons = "model"
 
 [agents.all]
 command = "a"
