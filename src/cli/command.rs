@@ -174,6 +174,17 @@ pub enum Command {
         #[command(subcommand)]
         action: MemoryAction,
     },
+    /// Open the interactive interface (as `swarm` with no arguments does at a terminal).
+    ///
+    /// The runs of this repository, the selected run's goals and tasks as a tree with their
+    /// status, the selected task's facts and transcript (following it as it grows), and a
+    /// composer: a plain message is a goal, planned and shown with the question `--goal` asks
+    /// ([Y/n/e]), then run; /goal TEXT queues a goal, /run runs the queue, /stop stops the
+    /// selected run as Ctrl-C does, /resume and /retry TASK continue it, /help lists the keys,
+    /// /quit leaves (the runs started here go on; `/quit stop` stops them first). Each run it
+    /// starts is a swarm of its own in the background, its output in .git/swarm/tui/; a run
+    /// started elsewhere is shown the same way.
+    Tui,
     /// Remove the checkouts of finished tasks and the deps' files killed runs left behind; a branch
     /// with unmerged commits is never deleted.
     ///

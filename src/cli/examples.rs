@@ -79,6 +79,7 @@ const EXAMPLES: &[(&str, &[Example])] = &[
     ("swarm memory list", MEMORY_LIST),
     ("swarm memory show", MEMORY_SHOW),
     ("swarm memory curate", MEMORY_CURATE),
+    ("swarm tui", TUI),
     ("swarm memory forget", MEMORY_FORGET),
     ("swarm gc", GC),
     ("swarm web", WEB),
@@ -287,6 +288,17 @@ const MEMORY_SHOW: &[Example] = &[
         "Past goal 3 as a planner is given it: its plan, what came of it, its cost",
     ),
     help("swarm memory show 3 --json", "The same as JSON"),
+];
+
+const TUI: &[Example] = &[
+    help(
+        "swarm",
+        "At a terminal: the interface (the runs, the selected run's tasks, a composer)",
+    ),
+    help(
+        "swarm tui -C ~/src/app",
+        "The interface of another repository",
+    ),
 ];
 
 const MEMORY_CURATE: &[Example] = &[

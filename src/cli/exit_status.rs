@@ -251,6 +251,21 @@ const STATUS: &[(&str, &[Exit])] = &[
         ],
     ),
     (
+        "swarm tui",
+        &[
+            exit(
+                "0",
+                "the interface was left (/quit, q, Ctrl-C or Ctrl-D)",
+                "",
+            ),
+            exit(
+                "2",
+                "not at a terminal (stdin and stdout), or not a git repository",
+                "",
+            ),
+        ],
+    ),
+    (
         "swarm memory curate",
         &[
             exit("0", "the lessons were curated (or there were none)", ""),

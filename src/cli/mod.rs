@@ -85,6 +85,12 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub plan_out: Option<PathBuf>,
 
+    /// Run the goal with the plan in FILE (as --plan-only --plan-out wrote it, edited or not)
+    /// instead of asking the model for one: the run is the goal's (its report, its memory), and
+    /// nothing is asked.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["plan_only", "plan_out", "goals_file"])]
+    pub plan: Option<PathBuf>,
+
     /// Plan only, run nothing: print the plan as a tree and the command that runs it (`swarm
     /// run FILE`, FILE being --plan-out or the run's copy); with --json, the plan as JSONL.
     #[arg(long)]
@@ -126,8 +132,23 @@ pub fn command() -> clap::Command {
 }
 
 pub fn parse() -> Cli {
-    let mut matches = command().get_matches();
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `swarm` alone at a terminal opens the interface; elsewhere (a pipe, a hook) it prints
+    // the help as before.
+    if args.len() == 1 && at_terminal() {
+        args.push("tui".into());
+    }
+    let mut matches = command().get_matches_from(args);
     Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.format(&mut command()).exit())
+}
+
+/// Whether swarm was started at a terminal (its stdin and stdout), outside a git hook.
+fn at_terminal() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("GIT_DIR").is_none()
+        && std::env::var_os("GIT_INDEX_FILE").is_none()
 }
 
 /// Every command's help: the usage first, then what it does, then its examples (`examples`),

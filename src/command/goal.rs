@@ -11,6 +11,7 @@ use super::run::{NewRun, Reads, guard_files};
 use super::settings::{Configured, MAX_FAN_IN, PLANNING_HINT, model_client, settings};
 use crate::error::{Usage, exit};
 use crate::git::Repo;
+use crate::plan::Plan;
 use crate::planner;
 use crate::preview::Consent;
 use crate::schedule::{GoalRun, Settings};
@@ -41,6 +42,8 @@ pub(super) fn run_goal(
         // A run that may not run unconfined stops before the model is asked for a plan.
         super::settings::confinement(options)?;
     }
+    // A plan given is read before anything is recorded: one with problems runs nothing.
+    let given = output.given.map(read_given).transpose()?;
     let jobs = options.jobs.unwrap_or(crate::config::Defaults::jobs()) as usize;
     let client = model_client(options, jobs)?.ok_or_else(|| {
         Usage::new("planning a goal needs a model, and none is configured").hint(PLANNING_HINT)
@@ -60,6 +63,10 @@ pub(super) fn run_goal(
     // runs nothing either.
     let run_dir = run.board.run_dir(&run.record.id);
     std::fs::write(run_dir.join(GOAL_FILE), goal)?;
+    // Kept beside the goal, so that a resume runs this plan too rather than asking for one.
+    if let Some(plan) = &given {
+        std::fs::write(run_dir.join(GIVEN_PLAN_FILE), plan.to_jsonl())?;
+    }
     if output.only {
         let out = output.file.map(|f| g.dir.join(f)).unwrap_or_default();
         std::fs::write(
@@ -104,6 +111,17 @@ pub(super) const GOAL_FILE: &str = "goal.md";
 /// The file in a run's directory that marks a `--plan-only` run, holding the `--plan-out` path
 /// (empty without one).
 const PLAN_ONLY_FILE: &str = "plan-only";
+/// In a goal's run directory, the plan `--plan` gave it (the task-file format).
+const GIVEN_PLAN_FILE: &str = "given-plan.jsonl";
+
+/// The plan of `--plan FILE`: a file that cannot be read, or a plan with problems (each named
+/// with its line), is a usage error.
+fn read_given(file: &Path) -> anyhow::Result<Plan> {
+    Plan::load(file).map_err(|e| match e.downcast::<crate::plan::Invalid>() {
+        Ok(invalid) => anyhow::Error::new(invalid),
+        Err(e) => anyhow::Error::new(Usage::new(format!("--plan: {e:#}"))),
+    })
+}
 
 /// A run started with `--plan-only`.
 pub(super) struct PlanOnly {
@@ -135,6 +153,8 @@ pub(super) struct PlanOutput<'a> {
     pub(super) file: Option<&'a Path>,
     /// `--plan-only`: print the plan and run nothing.
     pub(super) only: bool,
+    /// `--plan`: the plan to run, made before (its path, from the directory swarm started in).
+    pub(super) given: Option<&'a Path>,
 }
 
 /// Whether a single goal's plan is shown and asked about before it runs. Several goals are
@@ -173,6 +193,32 @@ pub(super) fn plan_and_launch(
         client,
     } = *goal;
     let run_id = run.record.id.clone();
+    let given = run.board.run_dir(&run_id).join(GIVEN_PLAN_FILE);
+    if given.exists() {
+        // `--plan`: the plan was made before; nothing is asked of the model or the user.
+        let plan = Plan::load(&given)?;
+        run.board.event(
+            &run_id,
+            &Event::run(RunEvent::Planned {
+                tasks: plan.len(),
+                requests: 0,
+                tokens: 0,
+                repairs: 0,
+            }),
+        )?;
+        ui::say(
+            g.quiet,
+            Verb::Planned,
+            &format!(
+                "{} given with --plan",
+                ui::count(plan.len(), "task", "tasks")
+            ),
+        );
+        let mut run_settings = settings(options, &plan, profiles)?;
+        guard_files(&run.repo, &mut run_settings, config_file)?;
+        run_settings.llm = Some(client.clone());
+        return run.launch(g, plan, &run_settings, options, None);
+    }
     let summary = summarize(&run.repo)?;
     ui::say(g.quiet, Verb::Planning, &ui::one_line(goal, 100));
     let board = &mut run.board;

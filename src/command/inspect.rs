@@ -83,7 +83,7 @@ pub(super) fn run_duration(
 }
 
 /// How long a task has taken: for a running task of a live run, since its attempt started.
-fn task_elapsed_ms(task: &TaskRecord, live: bool, now: i64) -> i64 {
+pub(super) fn task_elapsed_ms(task: &TaskRecord, live: bool, now: i64) -> i64 {
     match (task.status, task.started_at) {
         (TaskStatus::Running, Some(start)) if live => (now - start).max(0),
         _ => task.elapsed_ms.max(0),
@@ -123,7 +123,7 @@ fn counts_json(tasks: &[TaskRecord]) -> Value {
 }
 
 /// `20 tasks: 12 done, 3 running, 1 parked`.
-fn counts_line(tasks: &[TaskRecord]) -> String {
+pub(super) fn counts_line(tasks: &[TaskRecord]) -> String {
     let parts: Vec<String> = report::counts(tasks)
         .iter()
         .map(|(s, n)| format!("{n} {}", s.as_str()))

@@ -33,6 +33,7 @@ mod runs;
 mod settings;
 mod show;
 mod stored;
+mod tui;
 mod web;
 mod worker;
 
@@ -80,12 +81,13 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
         && (!cli.goal.is_empty()
             || cli.goals_file.is_some()
             || cli.plan_out.is_some()
+            || cli.plan.is_some()
             || cli.plan_only
             || cli.yes
             || flags != Options::default())
     {
         bail!(Usage::new(
-            "--goal, --plan-out, --plan-only, --yes and run options go without a subcommand; a subcommand's options go after it"
+            "--goal, --plan, --plan-out, --plan-only, --yes and run options go without a subcommand; a subcommand's options go after it"
         )
         .hint("e.g. `swarm run tasks.jsonl -j 8`, or `swarm --goal \"…\" -j 8`"));
     }
@@ -104,14 +106,16 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
             && cli.goals_file.is_none()
         {
             let asked = goal::Question::unless(cli.yes || in_hook(cli.from_hook));
+            let given = cli.plan.as_deref().map(|f| g.dir.join(f));
             let output = goal::PlanOutput {
                 file: cli.plan_out.as_deref(),
                 only: cli.plan_only,
+                given: given.as_deref(),
             };
             return goal::run_goal(&g, one, output, asked, &configured);
         }
-        if cli.plan_out.is_some() || cli.plan_only {
-            bail!(Usage::new("--plan-out and --plan-only take one goal").hint(
+        if cli.plan_out.is_some() || cli.plan_only || cli.plan.is_some() {
+            bail!(Usage::new("--plan, --plan-out and --plan-only take one goal").hint(
                 "with several goals, a goal that needs others is planned only once they are merged"
             ));
         }
@@ -200,6 +204,7 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
             };
             worker::worker(&g, &asked, &configured.profiles)
         }
+        Command::Tui => tui::tui(&g),
         Command::Memory { action } => memory::memory(
             &g,
             &match action {

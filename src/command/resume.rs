@@ -162,9 +162,11 @@ pub(super) fn resume_held(
         // A `--plan-only` run is planned only, again.
         let goal = super::goal::Goal {
             text: &goal,
+            // A `--plan` run's plan is in its directory, where `plan_and_launch` finds it.
             output: goal::PlanOutput {
                 file: plan_out,
                 only: plan_only.is_some(),
+                given: None,
             },
             asked,
             client: &client,

@@ -240,28 +240,34 @@ impl Terminal for Tty {
     }
 
     fn edit(&mut self, file: &Path) -> std::io::Result<bool> {
-        let editor = ["VISUAL", "EDITOR"]
-            .iter()
-            .filter_map(std::env::var_os)
-            .find(|v| !v.is_empty())
-            .unwrap_or_else(|| "vi".into());
-        // Ctrl-C in the editor is the editor's (vi's, for one); swarm waits for it to exit.
-        let _signals = crate::signal::ignore_interrupts();
-        // As git runs it: through the shell, so `EDITOR="code --wait"` works.
-        let mut script = editor;
-        script.push(" \"$@\"");
-        let status = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .arg("editor")
-            .arg(file)
-            .status()?;
-        Ok(status.success())
+        in_editor(file)
     }
 
     fn width(&self) -> Option<usize> {
         terminal_size::terminal_size_of(std::io::stderr()).map(|(w, _)| usize::from(w.0))
     }
+}
+
+/// Opens `file` in the user's editor (`$VISUAL`, `$EDITOR`, else vi) on the terminal and waits
+/// for it: whether it exited 0.
+pub fn in_editor(file: &Path) -> std::io::Result<bool> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .find(|v| !v.is_empty())
+        .unwrap_or_else(|| "vi".into());
+    // Ctrl-C in the editor is the editor's (vi's, for one); swarm waits for it to exit.
+    let _signals = crate::signal::ignore_interrupts();
+    // As git runs it: through the shell, so `EDITOR="code --wait"` works.
+    let mut script = editor;
+    script.push(" \"$@\"");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("editor")
+        .arg(file)
+        .status()?;
+    Ok(status.success())
 }
 
 #[cfg(test)]

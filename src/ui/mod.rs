@@ -13,6 +13,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 mod echo;
 mod told;
+pub mod tui;
 
 pub use told::{Ended, GoalEnd, Limit, Parked, Stop, Told};
 
@@ -163,6 +164,17 @@ pub fn set_colors(when: Colors) {
     console::set_colors_enabled_stderr(on);
     // The bars' own styles are applied as for stdout; swarm colours nothing on stdout.
     console::set_colors_enabled(on);
+}
+
+/// Whether the interface (`swarm tui`, on stdout) is coloured: as stderr's colours are, for a
+/// terminal.
+pub fn colors_on_terminal() -> bool {
+    colors_by_env(
+        std::env::var_os("NO_COLOR"),
+        std::env::var_os("CLICOLOR_FORCE"),
+        std::env::var_os("CLICOLOR"),
+        true,
+    )
 }
 
 /// `NO_COLOR` (non-empty) turns colours off, `CLICOLOR_FORCE` (not `0`) on, `CLICOLOR=0` off;

@@ -39,6 +39,7 @@ mod resume;
 mod snapshots;
 mod terminal;
 mod tidy;
+mod tui;
 mod untrusted;
 pub mod web;
 mod writers;

@@ -667,3 +667,80 @@ fn memory_after_kill_9_at_the_runs_end_the_resumed_run_keeps_it_once() {
         crate::run_report(&repo)
     );
 }
+
+#[test]
+fn a_goal_run_with_a_plan_given_asks_the_model_for_none_and_is_the_goals_run() {
+    let repo = TestRepo::new();
+    let llm = good_server();
+    let plan = crate::outside(&repo, "plan.jsonl");
+    let planned = goal(
+        &repo,
+        &llm,
+        "Survey the repository and leave notes",
+        &["--plan-only", "--plan-out", plan.to_str().unwrap()],
+    );
+    assert_exit(&planned, 0);
+    let plannings = |llm: &FakeLlm| {
+        llm.requests()
+            .iter()
+            .filter(|r| has_tool(r, "submit_plan"))
+            .count()
+    };
+    assert_eq!(plannings(&llm), 1);
+
+    let out = goal(
+        &repo,
+        &llm,
+        "Survey the repository and leave notes",
+        &["--plan", plan.to_str().unwrap()],
+    );
+
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("4 tasks given with --plan"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(plannings(&llm), 1);
+    assert_eq!(repo.read("NOTES.md"), "notes from the agent\n");
+    let report = crate::run_report(&repo);
+    assert!(report.contains("# Final report"), "{report}");
+    // The run is the goal's: memory keeps it as such.
+    let kept = memory_json(&repo);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0]["goal"], "Survey the repository and leave notes");
+
+    // A plan with problems, or one given to several goals, runs nothing.
+    std::fs::write(&plan, "{\"id\": \"a\"}\n").unwrap();
+    let runs = |repo: &TestRepo| {
+        let out = repo.swarm(&["runs", "--json"]);
+        serde_json::from_str::<Value>(&stdout(&out))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let before = runs(&repo);
+    let bad = goal(
+        &repo,
+        &llm,
+        "Survey again",
+        &["--plan", plan.to_str().unwrap()],
+    );
+    assert_exit(&bad, 2);
+    assert!(stderr(&bad).contains("plan.jsonl"), "{}", stderr(&bad));
+    let two = goal(
+        &repo,
+        &llm,
+        "Survey again",
+        &["--goal", "And more", "--plan", plan.to_str().unwrap()],
+    );
+    assert_exit(&two, 2);
+    assert!(
+        stderr(&two).contains("--plan, --plan-out and --plan-only take one goal"),
+        "{}",
+        stderr(&two)
+    );
+    assert_eq!(runs(&repo), before);
+    assert_eq!(plannings(&llm), 1);
+}

@@ -106,6 +106,44 @@ impl Terminal {
         }
     }
 
+    /// Waits until the screen, as the terminal shows it now, holds `text`; returns the screen,
+    /// row by row.
+    pub fn screen_until(&mut self, text: &str) -> String {
+        // A screen that keeps changing (a clock on it) never falls silent: it is given as long.
+        let since = std::time::Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                since.elapsed() < SILENCE,
+                "the screen never held {text:?}:\n{screen}"
+            );
+            match self.output.recv_timeout(SILENCE) {
+                Ok(bytes) => self.bytes.extend(bytes),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("swarm's output ended before {text:?} was on the screen:\n{screen}")
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("the screen never held {text:?}:\n{screen}")
+                }
+            }
+        }
+    }
+
+    /// The screen as the terminal shows it now, row by row.
+    pub fn screen(&self) -> String {
+        let nonzero = |n: u16| std::num::NonZeroU16::new(n).expect("a terminal has a size");
+        let mut parser = vt100::Parser::new(nonzero(self.rows), nonzero(self.cols), 0);
+        parser.process(&self.bytes);
+        parser
+            .screen()
+            .rows(0, self.cols)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     pub fn type_line(&mut self, line: &str) {
         self.type_bytes(format!("{line}\n").as_bytes());
     }

@@ -96,6 +96,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "forge",
         "pr_branch",
         "pr_title",
+        "lessons",
     ] {
         expected[key] = serde_json::Value::Null;
     }
