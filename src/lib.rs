@@ -19,6 +19,7 @@ pub mod error;
 pub mod forge;
 pub(crate) mod git;
 pub(crate) mod llm;
+pub(crate) mod mirror;
 pub(crate) mod near;
 pub(crate) mod panic;
 pub(crate) mod plan;

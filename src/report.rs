@@ -240,7 +240,7 @@ pub fn counts(tasks: &[TaskRecord]) -> Vec<(TaskStatus, usize)> {
         .collect()
 }
 
-fn counts_line(tasks: &[TaskRecord]) -> String {
+pub fn counts_line(tasks: &[TaskRecord]) -> String {
     let parts: Vec<String> = counts(tasks)
         .iter()
         .map(|(s, n)| format!("{n} {}", s.as_str()))

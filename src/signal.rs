@@ -71,6 +71,23 @@ pub fn requested() -> bool {
     COUNT.load(Ordering::SeqCst) > 0
 }
 
+/// Asks the phase running now to stop as a first signal does (`/stop` from a chat the mirror
+/// reads). Never a second: from afar a run is stopped, not killed. Whether it was asked.
+pub fn ask_to_stop() -> bool {
+    let handlers = HANDLERS.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(h) = handlers.last().filter(|h| !h.ignores_interrupts) else {
+        return false;
+    };
+    if COUNT
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return false;
+    }
+    (h.stop)();
+    true
+}
+
 /// While the returned guard lives, the first signal calls `stop` and the second `kill`, then
 /// ends swarm with 75.
 #[must_use]

@@ -22,6 +22,7 @@ mod goal;
 mod inspect;
 mod layout;
 mod memory;
+mod mirror;
 mod output;
 mod pools;
 mod queue;

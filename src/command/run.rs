@@ -35,6 +35,7 @@ pub(super) fn check_before_run(
     reads: &Reads<'_>,
 ) -> anyhow::Result<()> {
     check_open_operation(repo, options)?;
+    super::mirror::check()?;
     crate::git::check_included(repo.workdir(), &options.include).map_err(|why| {
         Usage::new(format!("`include`: {why}"))
             .hint("name the files and directories of the repository to copy into each checkout")
@@ -358,11 +359,19 @@ pub(super) fn execute(
         None
     };
     let lessons = super::memory::lessons(g, board, options)?;
+    // The chats are told the run's start here, its escalations and pauses by the loop, and its
+    // end below.
+    let source = board
+        .load_run(&layout.run)?
+        .map(|r| r.source)
+        .unwrap_or_default();
+    let mirror = super::mirror::start(repo, layout, &source, plan.tasks.len())?;
     let tuned;
-    let settings = if delivery.is_some() || !lessons.is_empty() {
+    let settings = if delivery.is_some() || !lessons.is_empty() || mirror.is_some() {
         tuned = Settings {
             delivery,
             lessons,
+            mirror: mirror.as_ref().map(crate::mirror::Mirror::outbox),
             ..settings.clone()
         };
         &tuned
@@ -680,17 +689,27 @@ pub(super) fn execute(
         }
     }
     drop(lock);
+    let summary = report::summary(&facts, &shown);
     let printed = if g.json {
         ui::out(&serde_json::to_string_pretty(&report::json(
             &facts, &shown,
         ))?)
     } else {
-        ui::out(&report::summary(&facts, &shown))
+        ui::out(&summary)
     };
     // A reader of the summary that went away changes nothing of how the run ended.
     match printed {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
+    }
+    if let Some(mirror) = mirror
+        && let Some(why) = mirror.finish(crate::mirror::words::ended(&summary))
+    {
+        ui::say(
+            g.quiet,
+            ui::Verb::Note,
+            &format!("the Telegram mirror dropped messages the Bot API did not take: {why}"),
+        );
     }
     // The run is over and on record: a signal from here to the exit changes nothing of it.
     crate::signal::keep_until_exit(signals);

@@ -483,6 +483,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         agent,
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
+        mirror: None,
         delivery: None,
         lessons: Vec::new(),
         ladder: ladder(o),

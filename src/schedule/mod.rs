@@ -54,6 +54,8 @@ pub struct Settings {
     pub agent: Option<Agent>,
     pub check: Option<String>,
     pub on_escalate: Option<String>,
+    /// Where escalations and pauses are mirrored (a Telegram chat), when they are.
+    pub mirror: Option<crate::mirror::Outbox>,
     /// Where the run's result is to be delivered as pull requests, given to the
     /// `--on-escalate` hook as `deliver`; `None` when it opens none.
     pub delivery: Option<serde_json::Value>,
@@ -195,6 +197,7 @@ impl Settings {
             agent: Some(Agent::Exec("agent".to_owned())),
             check: None,
             on_escalate: None,
+            mirror: None,
             delivery: None,
             lessons: Vec::new(),
             ladder: vec![Rung::Structural, Rung::Redo],

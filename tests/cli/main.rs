@@ -27,6 +27,7 @@ pub mod lifeline;
 mod manual;
 mod memory;
 mod merge_gate;
+mod mirror;
 pub mod model_server;
 mod outputs;
 mod pools;

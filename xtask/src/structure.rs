@@ -24,7 +24,7 @@ pub const FLOORS: &[(&str, &[&str])] = &[
         &["cli", "command", "complete", "manual", "ci", "preview"],
     ),
     ("loop", &["planner", "schedule", "deliver"]),
-    ("attempt", &["agent", "llm", "remote", "forge"]),
+    ("attempt", &["agent", "llm", "remote", "forge", "mirror"]),
     ("git", &["git"]),
     ("records", &["store", "report"]),
     ("ui", &["ui"]),

@@ -121,9 +121,21 @@ impl<'a> Exec<'a> {
         })
     }
 
-    /// Says `t` on the terminal.
+    /// Says `t` on the terminal, and in the mirror's chats what they are told of: the pauses
+    /// at a usage limit, the run's or a pool's.
     fn tell(&mut self, t: &Told) {
         self.out.ui.tell(t);
+        let Some(mirror) = &self.out.settings.mirror else {
+            return;
+        };
+        let run = &self.out.layout.run;
+        match t {
+            Told::PausedForLimit(wait) => mirror.send(crate::mirror::paused(run, None, *wait)),
+            Told::PoolPaused { pool, wait } => {
+                mirror.send(crate::mirror::paused(run, Some(pool), *wait));
+            }
+            _ => {}
+        }
     }
 
     /// A reader's attempt holds the snapshot of `commit` while it runs.
@@ -514,6 +526,10 @@ impl<'a> Exec<'a> {
         info["task"] = task.into();
         if let Some(delivery) = &settings.delivery {
             info["deliver"] = delivery.clone();
+        }
+        // The chats are told what the hook is given.
+        if let Some(mirror) = &settings.mirror {
+            mirror.send(crate::mirror::words::escalated(&info));
         }
         let Some(cmd) = settings.on_escalate.clone() else {
             let escalated = RunEvent::Escalated {

@@ -94,6 +94,14 @@ const PROCESS_ENV: &[Item] = &[
         "How often the coordinator and workers of a run spread over machines fetch the remote, in seconds (e.g. 0.5), from 0.01 to 600; 2 when unset. Another value is a usage error (exit 2), and so is a worker's poll longer than a third of its **--lease**.",
     ),
     item(
+        "SWARM_TELEGRAM_TOKEN, SWARM_TELEGRAM_CHAT_IDS",
+        "With both set, a run is mirrored to Telegram: each allowed chat (**SWARM_TELEGRAM_CHAT_IDS**, integer ids separated by commas) is sent its start, each escalation with the commands that resolve it, its pauses at usage limits and its end, and may send **/status**, **/goal** _TEXT_ (queued as **swarm queue add** does), **/stop** (as a first Ctrl-C) and **/resume** back; a message from another chat changes nothing and is noted in the run's **mirror.log**. With either unset, nothing is sent or read. A chat id that is not an integer or a token with whitespace is a usage error (exit 2). The token's value is replaced by [redacted] wherever swarm writes; the Bot API being away never fails, slows or stops a run.",
+    ),
+    item(
+        "SWARM_TELEGRAM_API",
+        "The Bot API's base URL for the mirror (a self-hosted Bot API server); else https://api.telegram.org. One that is not an http(s) URL is a usage error (exit 2).",
+    ),
+    item(
         "SWARM_ACTIVE",
         "Set (to 1) in every task's, agent's and hook's environment. A swarm that finds it set, started inside a task or a git hook that a task triggered, does nothing, says why and exits 0.",
     ),
@@ -172,6 +180,10 @@ const RUN_FILES: &[Item] = &[
     item(
         ".git/swarm/runs/RUN/report.md",
         "The report: the deliverable, then the run summary (also written to **--final-out**).",
+    ),
+    item(
+        ".git/swarm/runs/RUN/mirror.log",
+        "What the Telegram mirror ignored (a message from a chat not allowed) or could not send, one line each, with no secret in it; only when the mirror runs (see **SWARM_TELEGRAM_TOKEN**).",
     ),
     item(
         ".git/swarm/runs/RUN/goal.md, plan-only, guarded, checkouts, landing/, deps/",
