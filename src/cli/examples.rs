@@ -292,8 +292,8 @@ const MEMORY_SHOW: &[Example] = &[
 
 const TUI: &[Example] = &[
     help(
-        "swarm",
-        "At a terminal: the interface (the runs, the selected run's tasks, a composer)",
+        "swarm tui",
+        "The runs, their tasks and a composer for goals (`swarm` alone does it too)",
     ),
     help(
         "swarm tui -C ~/src/app",

@@ -286,9 +286,18 @@ impl App {
                     now,
                 )
                 .unwrap_or_default();
+                let alive = state == RunState::Running;
+                let eta = if alive { self.eta(&r.id, now) } else { None };
                 (
-                    format!("run {} {} {}", r.id, state.as_str(), ui::duration(took)),
-                    state == RunState::Running,
+                    format!(
+                        "run {} {} {}{}",
+                        r.id,
+                        state.as_str(),
+                        ui::duration(took),
+                        eta.map(|e| format!(", ETA {}", ui::duration(e)))
+                            .unwrap_or_default()
+                    ),
+                    alive,
                 )
             }
             None => ("no runs yet".to_owned(), false),
@@ -349,6 +358,20 @@ impl App {
             help: self.help,
             colors: self.colors,
         }
+    }
+
+    /// How long the running run `run` has left, as the live display and the live page
+    /// estimate it: from the times of its tasks done and the slots it runs with.
+    fn eta(&self, run: &str, now: i64) -> Option<Duration> {
+        let record = self.board.load_run(run).ok()??;
+        let plan = super::stored::stored_plan(&self.tasks).ok()?;
+        let jobs = record.options["jobs"].as_u64().unwrap_or(4);
+        crate::schedule::eta::from_records(
+            &plan,
+            &self.tasks,
+            usize::try_from(jobs).unwrap_or(1),
+            now,
+        )
     }
 
     /// The selected task's facts and its transcript's end; or the goal's.
