@@ -184,6 +184,16 @@ fn mirrored(repo: &TestRepo, fake: &FakeBot) -> std::process::Command {
     cmd
 }
 
+/// `swarm run TASKS`, mirrored to `fake`, started with its output captured.
+fn start_mirrored(repo: &TestRepo, fake: &FakeBot, tasks: &std::path::Path) -> std::process::Child {
+    mirrored(repo, fake)
+        .args(["run", tasks.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Two writers changing one line of `src/lib.rs`, the second after the first is merged (so it
 /// is parked), and a task after the second.
 fn conflict_tasks(repo: &TestRepo) -> std::path::PathBuf {
@@ -304,12 +314,7 @@ fn a_goal_from_the_allowed_chat_is_queued_while_the_run_goes() {
     let release = outside(&repo, "release-goal");
     let tasks = waiting_task(&repo, &release);
 
-    let mut swarm = mirrored(&repo, &fake)
-        .args(["run", tasks.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut swarm = start_mirrored(&repo, &fake, &tasks);
     let answered = fake.wait_sent(CHAT, "queued goal", &mut swarm);
     std::fs::write(&release, "").unwrap();
     let out = finish(swarm);
@@ -340,12 +345,7 @@ fn a_message_from_another_chat_changes_nothing_and_is_noted() {
     let release = outside(&repo, "release-stranger");
     let tasks = waiting_task(&repo, &release);
 
-    let mut swarm = mirrored(&repo, &fake)
-        .args(["run", tasks.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut swarm = start_mirrored(&repo, &fake, &tasks);
     // Updates are taken in order: the answer to /status comes after the stranger's message.
     let answered = fake.wait_sent(CHAT, "run ", &mut swarm);
     std::fs::write(&release, "").unwrap();
@@ -532,12 +532,7 @@ fn stop_from_the_allowed_chat_stops_the_run_resumably() {
         r#"{"id":"later","run":"echo later > later.txt","deps":["w"]}"#,
     ]);
 
-    let mut swarm = mirrored(&repo, &fake)
-        .args(["run", tasks.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut swarm = start_mirrored(&repo, &fake, &tasks);
     let answered = fake.wait_sent(CHAT, "stopping run", &mut swarm);
     std::fs::write(&release, "").unwrap();
     let out = finish(swarm);
