@@ -73,11 +73,11 @@ fn the_interface_runs_a_goal_it_was_given_after_asking_and_shows_its_tasks_at_80
     insta::assert_snapshot!("tui_80x24_asked", steady(&asked));
     insta::assert_snapshot!("tui_80x24_done", steady(&done));
     // A task's transcript, selected in the tree.
-    for _ in 0..3 {
-        terminal.type_bytes(DOWN);
-    }
-    let shown = terminal.screen_until("task notes");
-    assert!(shown.contains("wrote NOTES.md"), "{shown}");
+    // The writer, the tree's third row; its transcript's line, drawn after the pane's title.
+    terminal.type_bytes(DOWN);
+    terminal.type_bytes(DOWN);
+    let shown = terminal.screen_until("wrote NOTES.md (21 bytes)");
+    assert!(shown.contains("task notes"), "{shown}");
 
     terminal.type_bytes(b"\t\t/quit");
     terminal.type_bytes(ENTER);
@@ -129,8 +129,9 @@ fn the_interface_stops_a_run_started_elsewhere_resumes_it_and_queues_a_goal() {
     gate.reached(&mut elsewhere);
 
     let mut terminal = open(&repo, &llm, 80, 24);
-    let running = terminal.screen_until("running");
-    assert!(running.contains("▶"), "{running}");
+    // Its mark in the runs, drawn after the tree's title that counts it running.
+    let running = terminal.screen_until("▶");
+    assert!(running.contains("1 running"), "{running}");
     terminal.type_bytes(b"/stop");
     terminal.type_bytes(ENTER);
     terminal.screen_until("Stopping run");
