@@ -20,7 +20,9 @@ use super::inspect::{RunState, counts_line, lock_holder, run_duration, task_elap
 use crate::error::{Usage, exit};
 use crate::git::Repo;
 use crate::plan::Plan;
-use crate::store::{Board, GoalRecord, RunListing, TaskRecord, TaskStatus, now_ms};
+use crate::store::{
+    Board, GoalRecord, Logged, RunEvent, RunListing, TaskRecord, TaskStatus, now_ms,
+};
 use crate::ui;
 use crate::ui::tui::{Focus, Key, Row, Screen, Tone, View};
 
@@ -97,6 +99,10 @@ struct App {
     select_after: Option<i64>,
     colors: bool,
     width: usize,
+    /// The selected run's gate runs, from its event log read so far (`log_run`, `log_read`).
+    gate: Vec<Logged>,
+    log_run: Option<String>,
+    log_read: u64,
 }
 
 /// `swarm tui`: the interface, until `/quit`.
@@ -138,6 +144,9 @@ pub(super) fn tui(g: &Globals) -> anyhow::Result<u8> {
         select_after: None,
         colors: ui::colors_on_terminal(),
         width: 80,
+        gate: Vec::new(),
+        log_run: None,
+        log_read: 0,
         repo,
     };
     let mut screen = Screen::open()?;
@@ -199,7 +208,80 @@ impl App {
         self.tasks = self.board.load_tasks(&run)?;
         self.tree = tree(&self.goals, &self.tasks);
         self.row = self.row.min(self.tree.len().saturating_sub(1));
+        self.read_gate(&run);
         Ok(())
+    }
+
+    /// Reads what run `run`'s event log gained since the last look (all of it for a run newly
+    /// selected), keeping its gate's events. A log that cannot be read shows no gate.
+    fn read_gate(&mut self, run: &str) {
+        if self.log_run.as_deref() != Some(run) {
+            self.log_run = Some(run.to_owned());
+            self.log_read = 0;
+            self.gate.clear();
+        }
+        let Ok(mut file) = std::fs::File::open(self.board.events_path(run)) else {
+            return;
+        };
+        let mut bytes = Vec::new();
+        if file.seek(SeekFrom::Start(self.log_read)).is_err()
+            || file.read_to_end(&mut bytes).is_err()
+        {
+            return;
+        }
+        // Whole lines only: a line being written is read at the next look.
+        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
+            return;
+        };
+        self.log_read += end as u64 + 1;
+        for line in bytes[..end].split(|b| *b == b'\n') {
+            if let Ok(e) = serde_json::from_slice::<Logged>(line)
+                && matches!(
+                    e.event,
+                    RunEvent::GateStarted { .. } | RunEvent::GateFinished { .. }
+                )
+            {
+                self.gate.push(e);
+            }
+        }
+    }
+
+    /// The merge queue (writers committed, waiting to be merged) and the gate's last run.
+    fn merges(&self) -> Vec<Row> {
+        let mut rows = Vec::new();
+        let queued: Vec<&str> = self
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Committed)
+            .map(|t| t.id.as_str())
+            .collect();
+        if !queued.is_empty() {
+            rows.push(Row {
+                text: format!("merge queue: {}", queued.join(", ")),
+                tone: Tone::Busy,
+            });
+        }
+        let (runs, _) = super::facts::gate_runs(&self.gate);
+        if let Some(g) = runs.last() {
+            let tone = match g.verdict.as_str() {
+                "green" => Tone::Good,
+                "red" => Tone::Bad,
+                "running" => Tone::Busy,
+                _ => Tone::Warn,
+            };
+            rows.push(Row {
+                text: format!(
+                    "gate run {} {} on {} ({}: {})",
+                    g.run,
+                    g.verdict,
+                    &g.tip[..g.tip.len().min(10)],
+                    g.probe,
+                    g.batch.join(", ")
+                ),
+                tone,
+            });
+        }
+        rows
     }
 
     /// What became of the runs started here that ended since the last look.
@@ -348,6 +430,7 @@ impl App {
             tasks,
             task: self.row,
             counts: counts_line(&self.tasks),
+            merges: self.merges(),
             detail_title,
             detail,
             scroll: self.scroll,

@@ -57,6 +57,8 @@ pub struct View {
     pub task: usize,
     /// The selected run's counts, the live display's words.
     pub counts: String,
+    /// The selected run's merge queue and its gate's last run, when it has them.
+    pub merges: Vec<Row>,
     /// The title of the detail pane: the selected task, or the plan asked about.
     pub detail_title: String,
     /// The selected task's facts and the tail of its transcript, or the plan asked about.
@@ -305,6 +307,20 @@ fn render(frame: &mut ratatui::Frame<'_>, view: &View) {
         &mut state,
     );
     let tasks_title = format!(" {} · {} ", view.counts, view.header);
+    let tasks = if view.merges.is_empty() {
+        tasks
+    } else {
+        let rows = u16::try_from(view.merges.len()).unwrap_or(2) + 2;
+        let [tasks, merges] = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Min(3), Constraint::Length(rows)])
+            .areas(tasks);
+        frame.render_widget(
+            list(&view.merges, " merges and gate ", false, colors),
+            merges,
+        );
+        tasks
+    };
     let mut state =
         ListState::default().with_selected((!view.tasks.is_empty()).then_some(view.task));
     frame.render_stateful_widget(

@@ -1,7 +1,7 @@
 //! The interface (`swarm tui`, and `swarm` alone at a terminal) on a pseudo-terminal: a goal
 //! typed in the composer is planned by the scripted model, shown and asked about, run and
 //! followed to its end; a task's transcript; a run started elsewhere stopped with `/stop` and
-//! continued with `/resume`; `/goal` queues; `/quit` leaves the terminal as it was. Screens at
+//! continued with `/resume`, its gate shown; `/goal` queues; `/quit` leaves the terminal as it was. Screens at
 //! 80×24 and 160×48 are snapshots, with the times and run ids that change from run to run
 //! taken out.
 
@@ -125,7 +125,7 @@ fn the_interface_stops_a_run_started_elsewhere_resumes_it_and_queues_a_goal() {
         &json!({"id": "after", "run": "echo after > after.txt", "deps": ["slow"]}).to_string(),
     ]);
     // A run started elsewhere, waiting at its gate.
-    let mut elsewhere = repo.spawn(&["run", tasks.to_str().unwrap()]);
+    let mut elsewhere = repo.spawn(&["run", tasks.to_str().unwrap(), "--gate", "true"]);
     gate.reached(&mut elsewhere);
 
     let mut terminal = open(&repo, &llm, 80, 24);
@@ -142,6 +142,8 @@ fn the_interface_stops_a_run_started_elsewhere_resumes_it_and_queues_a_goal() {
     terminal.type_bytes(b"/resume");
     terminal.type_bytes(ENTER);
     terminal.screen_until("2 tasks: 2 done");
+    // The gate's last run, under the tree.
+    terminal.screen_until("green on");
 
     terminal.type_bytes(b"/goal Document the slow task");
     terminal.type_bytes(ENTER);
