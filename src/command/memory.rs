@@ -293,9 +293,7 @@ fn distil(
     for m in memories {
         let _ = writeln!(
             facts,
-            "Goal: {}
-Plan, a task a line:
-{}Outcome: {}",
+            "Goal: {}\nPlan, a task a line:\n{}Outcome: {}",
             m.goal, m.skeleton, m.outcome
         );
     }
@@ -303,8 +301,7 @@ Plan, a task a line:
         let lines: Vec<String> = taught.iter().map(|l| format!("- {}", l.text)).collect();
         let _ = writeln!(
             facts,
-            "Lessons swarm kept of it already (do not repeat them):
-{}",
+            "Lessons swarm kept of it already (do not repeat them):\n{}",
             lines.join("\n")
         );
     }
@@ -321,17 +318,14 @@ Plan, a task a line:
     let error = match found {
         Ok(lessons) => {
             for d in lessons {
+                // Its lanes: those of the tasks that declared the files it is about.
+                let mut l = lesson(end.run, &d.text, &d.paths, "");
                 let mut lanes: Vec<String> = Vec::new();
-                for t in &end.plan.tasks {
-                    let about = Lesson {
-                        paths: d.paths.clone(),
-                        ..lesson(end.run, "", &[], "")
-                    };
-                    if about.about(&t.files) && !lanes.iter().any(|l| l == t.lane.as_str()) {
+                for t in end.plan.tasks.iter().filter(|t| l.about(&t.files)) {
+                    if !lanes.iter().any(|lane| lane == t.lane.as_str()) {
                         lanes.push(t.lane.as_str().to_owned());
                     }
                 }
-                let mut l = lesson(end.run, &d.text, &d.paths, "");
                 l.lanes = lanes;
                 kept.distilled.push(board.memory_mut().learn(&l)?);
             }
@@ -357,9 +351,9 @@ Plan, a task a line:
     Ok(kept)
 }
 
-/// What the run teaches, with no model call (its lessons): a check that failed on a writer's files (the
-/// check's last line with it), and writers whose changes conflicted on some files. Lessons
-/// that a check passing on the same files now contradicts are retired.
+/// What the run teaches with no model call, its lessons: a check that failed on a writer's
+/// files (the check's last line with it), and writers whose changes conflicted on some files.
+/// Lessons that a check passing on the same files now contradicts are retired.
 fn learn(board: &mut Board, options: &Options, end: &RunEnd<'_>) -> anyhow::Result<Vec<Lesson>> {
     let (run, plan, tasks, parked) = (end.run, end.plan, end.tasks, end.parked);
     let mut taught: Vec<Lesson> = Vec::new();

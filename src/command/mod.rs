@@ -205,7 +205,7 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
             };
             worker::worker(&g, &asked, &configured.profiles)
         }
-        Command::Tui => tui::tui(&g),
+        Command::Tui => tui::tui(&g, explicit),
         Command::Memory { action } => memory::memory(
             &g,
             &match action {

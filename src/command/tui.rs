@@ -9,7 +9,6 @@
 //! and a run started elsewhere is shown the same way. It reads the board, as `swarm status`
 //! does; `/stop` signals the process that holds the run, as Ctrl-C in its terminal would.
 
-use std::collections::HashMap;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,11 +39,11 @@ struct Started {
     log: PathBuf,
 }
 
-/// A goal being planned (`--plan-only`) before it is asked about: its plan will be in the
-/// directory of the first run begun since `since`.
+/// A goal being planned (`--plan-only --json`) before it is asked about, its plan printed
+/// into `file`.
 struct Planning {
     goal: String,
-    since: i64,
+    file: PathBuf,
     started: Started,
 }
 
@@ -62,15 +61,20 @@ enum Flow {
     Quit,
 }
 
-/// A row of the tree: a goal of the run, or a task (by index in the run's tasks) at a depth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A row of the tree: a goal of the run, or a task (by index in the run's tasks) with the
+/// branches it hangs from.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Node {
     Goal(usize),
-    Task(usize, usize),
+    Task(usize, String),
 }
 
 struct App {
     dir: PathBuf,
+    /// `--config FILE`, passed on to every swarm started here.
+    config: Option<PathBuf>,
+    /// What the configuration lets tasks add, for the plans' questions as `--goal` asks them.
+    limits: crate::config::SpawnLimits,
     repo: Repo,
     board: Board,
     /// Where the output of the runs started here goes.
@@ -81,6 +85,8 @@ struct App {
     run: Option<String>,
     goals: Vec<GoalRecord>,
     tasks: Vec<TaskRecord>,
+    /// The selected run's plan, as its tasks on the board hold it (their order).
+    plan: Option<Plan>,
     tree: Vec<Node>,
     row: usize,
     focus: Focus,
@@ -105,8 +111,8 @@ struct App {
     log_read: u64,
 }
 
-/// `swarm tui`: the interface, until `/quit`.
-pub(super) fn tui(g: &Globals) -> anyhow::Result<u8> {
+/// `swarm tui`: the interface, until `/quit`; `config` is `--config FILE`.
+pub(super) fn tui(g: &Globals, config: Option<&Path>) -> anyhow::Result<u8> {
     use std::io::IsTerminal as _;
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return Err(
@@ -117,10 +123,13 @@ pub(super) fn tui(g: &Globals) -> anyhow::Result<u8> {
     }
     let repo = open_repo(g)?;
     let board = open_board(&repo)?;
+    let configured = super::settings::configure(g, &crate::config::Options::default(), config)?;
     let logs = repo.common_dir().join("swarm").join("tui");
     std::fs::create_dir_all(&logs)?;
     let mut app = App {
         dir: g.dir.clone(),
+        config: config.map(Path::to_path_buf),
+        limits: crate::config::SpawnLimits::of(&configured.options),
         board,
         logs,
         runs: Vec::new(),
@@ -128,6 +137,7 @@ pub(super) fn tui(g: &Globals) -> anyhow::Result<u8> {
         run: None,
         goals: Vec::new(),
         tasks: Vec::new(),
+        plan: None,
         tree: Vec::new(),
         row: 0,
         focus: Focus::Composer,
@@ -206,7 +216,8 @@ impl App {
         };
         self.goals = self.board.goals().load(&run)?;
         self.tasks = self.board.load_tasks(&run)?;
-        self.tree = tree(&self.goals, &self.tasks);
+        self.plan = super::stored::stored_plan(&self.tasks).ok();
+        self.tree = tree(&self.goals, &self.tasks, self.plan.as_ref());
         self.row = self.row.min(self.tree.len().saturating_sub(1));
         self.read_gate(&run);
         Ok(())
@@ -316,14 +327,8 @@ impl App {
                 self.said = format!("planning failed: {}", last_line(&p.started.log));
                 return Ok(());
             }
-            let runs = self.board.history().runs()?;
-            let Some(run) = runs.iter().rev().find(|r| r.created_at >= p.since) else {
-                self.say("the plan's run is not on the board");
-                return Ok(());
-            };
-            let file = self.board.run_dir(&run.id).join("plan.jsonl");
-            match Plan::load(&file) {
-                Ok(plan) => self.ask(p.goal, file, plan),
+            match Plan::load(&p.file) {
+                Ok(plan) => self.ask(p.goal, p.file, plan),
                 Err(e) => self.said = format!("the plan could not be read: {e:#}"),
             }
         }
@@ -335,8 +340,7 @@ impl App {
     }
 
     fn ask(&mut self, goal: String, file: PathBuf, plan: Plan) {
-        let limits = crate::config::SpawnLimits::default();
-        let ceiling = crate::schedule::Ceiling::of(&plan, &limits);
+        let ceiling = crate::schedule::Ceiling::of(&plan, &self.limits);
         self.said = crate::preview::question(&plan, &ceiling);
         self.focus = Focus::Composer;
         self.asking = Some(Asking { goal, file, plan });
@@ -387,9 +391,9 @@ impl App {
         let tasks = self
             .tree
             .iter()
-            .map(|n| match *n {
+            .map(|n| match n {
                 Node::Goal(i) => {
-                    let g = &self.goals[i];
+                    let g = &self.goals[*i];
                     Row {
                         text: format!(
                             "goal {} {}: {}",
@@ -400,13 +404,12 @@ impl App {
                         tone: Tone::Plain,
                     }
                 }
-                Node::Task(i, depth) => task_row(&self.tasks[i], depth, alive, now),
+                Node::Task(i, branch) => task_row(&self.tasks[*i], branch, alive, now),
             })
             .collect();
         let (detail_title, detail) = match &self.asking {
             Some(a) => {
-                let limits = crate::config::SpawnLimits::default();
-                let ceiling = crate::schedule::Ceiling::of(&a.plan, &limits);
+                let ceiling = crate::schedule::Ceiling::of(&a.plan, &self.limits);
                 let text = format!(
                     "{}\n{}",
                     crate::preview::tree(&a.plan, Some(self.width.saturating_sub(4)), &ceiling),
@@ -447,10 +450,9 @@ impl App {
     /// estimate it: from the times of its tasks done and the slots it runs with.
     fn eta(&self, run: &str, now: i64) -> Option<Duration> {
         let record = self.board.load_run(run).ok()??;
-        let plan = super::stored::stored_plan(&self.tasks).ok()?;
         let jobs = record.options["jobs"].as_u64().unwrap_or(4);
         crate::schedule::eta::from_records(
-            &plan,
+            self.plan.as_ref()?,
             &self.tasks,
             usize::try_from(jobs).unwrap_or(1),
             now,
@@ -479,13 +481,13 @@ impl App {
                         u64::try_from(task_elapsed_ms(t, alive, now)).unwrap_or(0)
                     ))
                 )];
-                let lane = t.spec["lane"].as_str().unwrap_or("worker");
-                let mode = t.spec["mode"].as_str().unwrap_or(if t.branch.is_some() {
-                    "write"
-                } else {
-                    "read"
-                });
-                lines.push(format!("lane {lane}, {mode}"));
+                if let Some(task) = self.plan.as_ref().and_then(|p| p.tasks.get(*i)) {
+                    lines.push(format!(
+                        "lane {}, {}",
+                        task.lane.as_str(),
+                        task.mode.as_str()
+                    ));
+                }
                 if let Some(b) = &t.branch {
                     lines.push(format!("branch {b}"));
                 }
@@ -723,15 +725,17 @@ impl App {
             self.say("a goal is being planned already: answer its question first");
             return Ok(());
         }
-        let since = now_ms();
+        // The plan as JSONL on stdout, a task file for `--plan`.
+        let file = self.logs.join(format!("plan-{}.jsonl", now_ms()));
         let started = self.spawn(
             &format!("planning of {}", ui::one_line(goal, 40)),
-            &["--goal", goal, "--plan-only"],
+            &["--json", "--goal", goal, "--plan-only"],
+            Some(&file),
         )?;
         self.said = format!("Planning: {}", ui::one_line(goal, 80));
         self.planning = Some(Planning {
             goal: goal.to_owned(),
-            since,
+            file,
             started,
         });
         Ok(())
@@ -814,27 +818,40 @@ impl App {
         self.started.clear();
     }
 
-    /// swarm itself, in the directory the interface started in, its output plain.
+    /// swarm itself, in the directory the interface started in, with its configuration file,
+    /// its output plain.
     fn swarm(&self, args: &[&str]) -> Command {
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("swarm"));
         let mut cmd = Command::new(exe);
         cmd.current_dir(&self.dir)
-            .args(["--progress", "plain", "--color", "never"])
-            .args(args)
-            .stdin(Stdio::null());
+            .args(["--progress", "plain", "--color", "never"]);
+        if let Some(config) = &self.config {
+            cmd.arg("--config").arg(config);
+        }
+        cmd.args(args).stdin(Stdio::null());
         cmd
     }
 
     /// Starts swarm with `args` in the background, in a process group of its own (so that it
-    /// goes on when the interface and its terminal go), its output in a log.
-    fn spawn(&mut self, what: &str, args: &[&str]) -> anyhow::Result<Started> {
+    /// goes on when the interface and its terminal go), what it prints in a log (its stdout in
+    /// `stdout` when given).
+    fn spawn(
+        &mut self,
+        what: &str,
+        args: &[&str],
+        stdout: Option<&Path>,
+    ) -> anyhow::Result<Started> {
         use std::os::unix::process::CommandExt as _;
         let log = self.logs.join(format!("{}.log", now_ms()));
-        let out = std::fs::File::create(&log)?;
+        let err = std::fs::File::create(&log)?;
+        let out = match stdout {
+            Some(file) => std::fs::File::create(file)?,
+            None => err.try_clone()?,
+        };
         let child = self
             .swarm(args)
-            .stdout(out.try_clone()?)
-            .stderr(out)
+            .stdout(out)
+            .stderr(err)
             .process_group(0)
             .spawn()?;
         Ok(Started {
@@ -847,7 +864,7 @@ impl App {
     /// Starts a run in the background and selects it once it shows up.
     fn start(&mut self, what: &str, args: &[&str]) -> anyhow::Result<()> {
         let after = now_ms();
-        let started = self.spawn(what, args)?;
+        let started = self.spawn(what, args, None)?;
         self.said = format!("Started the {what}");
         self.select_after = Some(after);
         self.started.push(started);
@@ -974,9 +991,9 @@ fn run_row(r: &RunListing, state: RunState) -> Row {
     }
 }
 
-/// A task as the tree shows it: its status (the live display's word), its id indented by its
-/// depth, its attempts and its time.
-fn task_row(t: &TaskRecord, depth: usize, alive: bool, now: i64) -> Row {
+/// A task as the tree shows it: its status (the live display's word), its id under the
+/// branches it hangs from, its attempts and its time.
+fn task_row(t: &TaskRecord, branch: &str, alive: bool, now: i64) -> Row {
     let tone = match t.status {
         TaskStatus::Done => Tone::Good,
         TaskStatus::Failed => Tone::Bad,
@@ -1000,72 +1017,35 @@ fn task_row(t: &TaskRecord, depth: usize, alive: bool, now: i64) -> Row {
         String::new()
     };
     Row {
-        text: format!(
-            "{:<8} {}{}{attempts}{took}",
-            t.status.as_str(),
-            "  ".repeat(depth),
-            t.id
-        ),
+        text: format!("{:<8} {branch}{}{attempts}{took}", t.status.as_str(), t.id),
         tone,
     }
 }
 
-/// The rows of the tree: each goal followed by its tasks (a task of goal `g1` is `g1.…`),
-/// the tasks of no goal after; tasks in the run's order, each indented by its depth (the
-/// longest way to it along the dependencies).
-fn tree(goals: &[GoalRecord], tasks: &[TaskRecord]) -> Vec<Node> {
-    let index: HashMap<&str, usize> = tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i))
-        .collect();
-    let mut depth: Vec<Option<usize>> = vec![None; tasks.len()];
-    for i in 0..tasks.len() {
-        depth_of(i, tasks, &index, &mut depth, 0);
-    }
+/// The rows of the tree: each goal followed by its tasks (a task of goal `g1` is `g1.…`), the
+/// tasks of no goal after; tasks drawn as `--goal` draws a plan, each under the dependency
+/// drawn last before it (in the board's order when the plan cannot be read).
+fn tree(goals: &[GoalRecord], tasks: &[TaskRecord], plan: Option<&Plan>) -> Vec<Node> {
+    let drawn: Vec<(usize, String)> = match plan {
+        Some(plan) => crate::preview::branches(plan),
+        None => (0..tasks.len()).map(|i| (i, String::new())).collect(),
+    };
     let mut rows = Vec::new();
     let mut placed = vec![false; tasks.len()];
     for (gi, g) in goals.iter().enumerate() {
         rows.push(Node::Goal(gi));
         let prefix = format!("{}.", g.id);
-        for (i, t) in tasks.iter().enumerate() {
-            if t.id.starts_with(&prefix) {
-                placed[i] = true;
-                rows.push(Node::Task(i, 1 + depth[i].unwrap_or(0)));
+        for (i, branch) in &drawn {
+            if tasks.get(*i).is_some_and(|t| t.id.starts_with(&prefix)) {
+                placed[*i] = true;
+                rows.push(Node::Task(*i, format!("  {branch}")));
             }
         }
     }
-    for (i, _) in tasks.iter().enumerate().filter(|(i, _)| !placed[*i]) {
-        rows.push(Node::Task(i, depth[i].unwrap_or(0)));
+    for (i, branch) in drawn {
+        if placed.get(i) == Some(&false) {
+            rows.push(Node::Task(i, branch));
+        }
     }
     rows
-}
-
-fn depth_of(
-    i: usize,
-    tasks: &[TaskRecord],
-    index: &HashMap<&str, usize>,
-    depth: &mut [Option<usize>],
-    seen: usize,
-) -> usize {
-    if let Some(d) = depth[i] {
-        return d;
-    }
-    // A plan has no cycle; a record that somehow did is cut off here.
-    if seen > tasks.len() {
-        return 0;
-    }
-    let deps: Vec<usize> = tasks[i].spec["deps"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|d| index.get(d.as_str()?).copied())
-        .collect();
-    let d = deps
-        .into_iter()
-        .map(|d| depth_of(d, tasks, index, depth, seen + 1) + 1)
-        .max()
-        .unwrap_or(0);
-    depth[i] = Some(d);
-    d
 }

@@ -16,7 +16,7 @@ use crate::schedule::Ceiling;
 
 mod tree;
 
-pub use tree::{counts, question, tree};
+pub use tree::{branches, counts, question, tree};
 
 /// What the user answered to one question.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -148,6 +148,12 @@ fn title(task: &Task) -> String {
 
 /// One line of the tree: the task, the branches drawn before it, and its deps other than the
 /// one it is drawn under.
+/// Each task of `plan` in the order the tree draws it, with the branches it hangs from
+/// (`├─ `, `└─ `, `│  `): the same tree as `tree`, for the interface's rows.
+pub fn branches(plan: &Plan) -> Vec<(usize, String)> {
+    rows(plan).into_iter().map(|r| (r.task, r.prefix)).collect()
+}
+
 struct Row {
     task: usize,
     prefix: String,

@@ -430,3 +430,15 @@ pub fn compiled_schema(path: &Path, fragment: &str) -> (boon::Schemas, boon::Sch
         .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
     (schemas, index)
 }
+
+/// Waits until `found` finds something another process makes (a file, an event in a log),
+/// looking every 10 ms for about 60 s, then fails the test saying what never came.
+pub fn wait_until<T>(what: &str, found: impl Fn() -> Option<T>) -> T {
+    for _ in 0..6000 {
+        if let Some(t) = found() {
+            return t;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{what} never came");
+}

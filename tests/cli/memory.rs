@@ -639,13 +639,7 @@ fn memory_after_kill_9_at_the_runs_end_the_resumed_run_keeps_it_once() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..6000 {
-        if !distil_requests(&llm).is_empty() {
-            break;
-        }
-        assert!(swarm.try_wait().unwrap().is_none(), "swarm ended first");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    llm.await_requests_from(&mut swarm, |requests| requests.iter().any(is_distil));
     assert_eq!(distil_requests(&llm).len(), 1);
     swarm.kill().unwrap();
     swarm.wait().unwrap();

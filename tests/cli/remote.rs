@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use crate::{TestRepo, assert_exit, search_path, status_json, stderr, stdout, tasks_with_status};
+use crate::{
+    TestRepo, assert_exit, search_path, status_json, stderr, stdout, tasks_with_status, wait_until,
+};
 
 /// How often coordinator and workers look at the remote in these tests, in seconds.
 const POLL: &str = "0.05";
@@ -287,18 +289,6 @@ fn task_table(report: &str) -> Vec<String> {
             cells.join("|")
         })
         .collect()
-}
-
-/// Waits until `found` finds something, looking every 10 ms for about 60 s, then fails the
-/// test saying what never came.
-fn wait_until<T>(what: &str, found: impl Fn() -> Option<T>) -> T {
-    for _ in 0..6000 {
-        if let Some(t) = found() {
-            return t;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("{what} never came");
 }
 
 /// Waits until the newest run's log in `repo` has an event of `kind` for `task`.

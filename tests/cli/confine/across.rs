@@ -347,11 +347,11 @@ fn gated_hostile(user: &Path, home: &Path, tag: &str, gate: &Gate) -> String {
 }
 
 /// Waits until the first attempt of task `id`, in the one run of `repo`, has printed `line`
-/// into its transcript, looking every 10 ms for about 60 s.
+/// into its transcript.
 fn wait_for_transcript(repo: &TestRepo, id: &str, line: &str) {
     let runs = repo.swarm_dir().join("runs");
-    for _ in 0..6000 {
-        let printed = std::fs::read_dir(&runs)
+    crate::wait_until(&format!("{id}'s transcript saying {line:?}"), || {
+        std::fs::read_dir(&runs)
             .into_iter()
             .flatten()
             .flatten()
@@ -359,13 +359,9 @@ fn wait_for_transcript(repo: &TestRepo, id: &str, line: &str) {
                 std::fs::read_to_string(run.path().join("attempts").join(format!("{id}.1.log")))
                     .ok()
             })
-            .any(|text| text.contains(line));
-        if printed {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("{id}'s transcript never said {line:?}");
+            .any(|text| text.contains(line))
+            .then_some(())
+    });
 }
 
 /// Whether a process still waits at `gate` (reads its pipe): if one does, it is let go.
