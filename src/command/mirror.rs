@@ -23,13 +23,14 @@ pub(super) fn check() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The mirror of the run `layout` says, told it started, when its variables are set: `what`
-/// it runs (a task file, a goal) and its count of tasks.
+/// The mirror of the run `layout` says, told it started (or `resumed`), when its variables are
+/// set: `what` it runs (a task file, a goal) and its count of tasks.
 pub(super) fn start(
     repo: &Repo,
     layout: &Layout,
     what: &str,
     tasks: usize,
+    resumed: bool,
 ) -> anyhow::Result<Option<Mirror>> {
     let Some(config) = Config::from_env(&env)? else {
         return Ok(None);
@@ -43,7 +44,7 @@ pub(super) fn start(
     )?;
     mirror
         .outbox()
-        .send(words::started(&layout.run, what, tasks));
+        .send(words::started(&layout.run, what, tasks, resumed));
     Ok(Some(mirror))
 }
 

@@ -365,7 +365,12 @@ pub(super) fn execute(
         .load_run(&layout.run)?
         .map(|r| r.source)
         .unwrap_or_default();
-    let mirror = super::mirror::start(repo, layout, &source, plan.tasks.len())?;
+    let resumed = board
+        .history()
+        .time_marks(&layout.run)?
+        .iter()
+        .any(|(_, mark)| matches!(mark, crate::store::TimeMark::Resumed { .. }));
+    let mirror = super::mirror::start(repo, layout, &source, plan.tasks.len(), resumed)?;
     let tuned;
     let settings = if delivery.is_some() || !lessons.is_empty() || mirror.is_some() {
         tuned = Settings {

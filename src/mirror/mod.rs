@@ -29,7 +29,7 @@ const DEFAULT_API: &str = "https://api.telegram.org";
 /// Messages waiting to be sent; past this, a message is dropped rather than waited for.
 const QUEUE: usize = 64;
 /// How long the run's end waits for the messages queued before it to go.
-const FLUSH: Duration = Duration::from_secs(15);
+const FLUSH: Duration = Duration::from_secs(5);
 /// Seconds a long poll is held by the API before it answers with nothing.
 const POLL_SECS: u64 = 25;
 /// The longest wait between polls of an API that does not answer.

@@ -152,5 +152,5 @@ fn a_pause_says_until_when() {
 fn a_message_is_cut_to_what_telegram_takes() {
     let long = "x".repeat(10_000);
     assert!(words::ended(&long).chars().count() <= 4000);
-    assert!(words::started("r1", "tasks.jsonl", 1).contains("(1 task)"));
+    assert!(words::started("r1", "tasks.jsonl", 1, false).contains("(1 task)"));
 }

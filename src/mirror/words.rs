@@ -170,9 +170,10 @@ pub(super) fn heard(update: &Update, allowed: &[i64], since: i64) -> Heard {
 pub const HELP: &str = "swarm answers /status (the run's counts), /goal TEXT (queue a goal, as `swarm queue add` does), /stop (stop the run, resumably, as Ctrl-C does) and /resume (the command that resumes it)";
 
 /// The run started.
-pub fn started(run: &str, what: &str, tasks: usize) -> String {
+pub fn started(run: &str, what: &str, tasks: usize, resumed: bool) -> String {
     let tasks = crate::ui::count(tasks, "task", "tasks");
-    fit(&format!("swarm run {run} started: {what} ({tasks})"))
+    let verb = if resumed { "resumed" } else { "started" };
+    fit(&format!("swarm run {run} {verb}: {what} ({tasks})"))
 }
 
 /// A task parked, or the run's merging halted (`task` none), from what the `--on-escalate`

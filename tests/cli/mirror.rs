@@ -557,6 +557,31 @@ fn stop_from_the_allowed_chat_stops_the_run_resumably() {
         .unwrap()
         .clone();
     assert_eq!(later["status"], "pending", "{status}");
+
+    // Resumed, mirrored again: the chat is told it was taken up again, not started anew, and
+    // the `/stop` it sent before is not acted on a second time.
+    let out = mirrored(&repo, &fake)
+        .args(["resume", &run])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let sent = fake.sent();
+    assert!(
+        sent.iter()
+            .any(|(_, t)| t.starts_with(&format!("swarm run {run} resumed: "))),
+        "{sent:#?}"
+    );
+    assert_eq!(
+        sent.iter()
+            .filter(|(_, t)| t.starts_with(&format!("swarm run {run} started: ")))
+            .count(),
+        1,
+        "{sent:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("later.txt")).unwrap(),
+        "later\n"
+    );
 }
 
 #[test]
