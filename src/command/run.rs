@@ -413,7 +413,7 @@ pub(super) fn execute(
         Ending::Faulted(fault) => Some(fault.why.as_str()),
         _ => None,
     };
-    let any = |s: TaskStatus| records.iter().any(|t| t.status == s);
+    let any = |s: TaskStatus| records.iter().any(|t| t.status == s && !t.is_candidate());
     let goal_unfinished = goals.iter().any(|g| {
         matches!(
             g.record.status,
@@ -741,7 +741,7 @@ fn left_out_writers(records: &[TaskRecord]) -> Option<String> {
     const NAMED: usize = 5;
     let writers: Vec<&TaskRecord> = records
         .iter()
-        .filter(|t| t.spec["mode"] == "write")
+        .filter(|t| t.spec["mode"] == "write" && !t.is_candidate())
         .collect();
     let out: Vec<String> = writers
         .iter()

@@ -743,6 +743,17 @@ pub fn patch(repo: &Repo, from: &CommitId, to: &CommitId) -> anyhow::Result<Stri
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
+/// Lines added and removed from `from` to `to`: the size of a change, to compare candidates.
+pub fn change_size(repo: &Repo, from: &CommitId, to: &CommitId) -> anyhow::Result<(u64, u64)> {
+    let a = repo.repo.find_commit(from.oid()?)?.tree()?;
+    let b = repo.repo.find_commit(to.oid()?)?.tree()?;
+    let stats = repo
+        .repo
+        .diff_tree_to_tree(Some(&a), Some(&b), None)?
+        .stats()?;
+    Ok((stats.insertions() as u64, stats.deletions() as u64))
+}
+
 /// Paths changed between two commits, for telling a dependent writer what its deps did.
 pub fn changed_paths(
     repo_dir: &Path,

@@ -12,6 +12,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub mod candidates;
 mod parse;
 pub mod repair;
 
@@ -161,11 +162,28 @@ pub struct Task {
     pub repeat: bool,
     /// A writer that may end with no change: its agent's doing nothing is not a failure.
     pub may_be_empty: bool,
+    /// Run as this many attempts side by side, one of them merged (see `candidates`): the
+    /// task then waits for its candidates and picks.
+    pub candidates: Option<candidates::Candidates>,
+    /// For a candidate, the task it is one of.
+    pub candidate_of: Option<TaskId>,
     /// 1-based line in the task file it came from.
     pub line: usize,
 }
 
 impl Task {
+    /// Whether it picks one of its candidates rather than running an agent itself.
+    pub fn picks(&self) -> bool {
+        self.candidates.is_some_and(|c| c.n >= 2)
+    }
+
+    /// Whether it runs once its deps have ended, whatever their outcome: a reducer (see
+    /// `Lane::runs_on_what_finished`), and a task picking among its candidates, some of which
+    /// may fail.
+    pub fn runs_on_what_finished(&self) -> bool {
+        self.lane.runs_on_what_finished() || self.picks()
+    }
+
     /// The task as one line of the task-file format.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
@@ -213,6 +231,7 @@ impl Task {
         if self.may_be_empty {
             m.insert("may-be-empty".into(), true.into());
         }
+        candidates::to_json(self, &mut m);
         Value::Object(m)
     }
 }
@@ -407,8 +426,10 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Resolves deps to indices, reporting duplicate ids, unknown deps and cycles.
+    /// Resolves deps to indices, reporting duplicate ids, unknown deps and cycles; a task
+    /// with candidates and none yet gets them first (`candidates::expand`).
     fn link(tasks: Vec<Task>, problems: &mut Vec<Problem>) -> Self {
+        let tasks = candidates::expand(tasks, problems);
         let mut index = std::collections::HashMap::new();
         for (i, t) in tasks.iter().enumerate() {
             if let Some(&first) = index.get(&t.id) {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::candidates::{Candidates, MAX_CANDIDATES, Select};
 use super::{Action, Lane, Mode, Problem, Task, TaskId};
 
 const FIELDS: &[&str] = &[
@@ -25,6 +26,9 @@ const FIELDS: &[&str] = &[
     "spawn",
     "repeat",
     "may-be-empty",
+    "candidates",
+    "select",
+    "candidate-of",
 ];
 
 /// The most a task's `spawn` may say: far past any run's `max-spawned`, and a typo beyond.
@@ -236,6 +240,21 @@ pub(super) fn task(
             false
         }
     };
+    let candidates = candidates(obj, mode, spawn, &mut problem);
+    let candidate_of = match obj.get("candidate-of") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match TaskId::parse(s) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                problem(format!("in \"candidate-of\": {e}"));
+                None
+            }
+        },
+        Some(_) => {
+            problem("\"candidate-of\" must be a task id".into());
+            None
+        }
+    };
     if problems.len() > before {
         return None;
     }
@@ -255,7 +274,62 @@ pub(super) fn task(
         spawn,
         repeat,
         may_be_empty,
+        candidates,
+        candidate_of,
         line,
+    })
+}
+
+/// A task's `candidates` and `select`: a writer's, at most `MAX_CANDIDATES`, and not with
+/// `spawn` (what a candidate that loses spawned would be merged all the same).
+fn candidates(
+    obj: &Map<String, Value>,
+    mode: Mode,
+    spawn: Option<u32>,
+    problem: &mut impl FnMut(String),
+) -> Option<Candidates> {
+    let select = match obj.get("select") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Select::parse(s).or_else(|| {
+            problem(format!(
+                "\"select\" must be one of {}, not {s:?}",
+                Select::NAMES.join(", ")
+            ));
+            None
+        }),
+        Some(_) => {
+            problem(format!("\"select\" must be one of {}", Select::NAMES.join(", ")));
+            None
+        }
+    };
+    let n = match obj.get("candidates") {
+        None | Some(Value::Null) => {
+            if select.is_some() {
+                problem("\"select\" picks among candidates: give \"candidates\" too".into());
+            }
+            return None;
+        }
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .filter(|n| (1..=u64::from(MAX_CANDIDATES)).contains(n))
+            .map(|n| n as u32),
+        Some(_) => None,
+    };
+    let Some(n) = n else {
+        problem(format!(
+            "\"candidates\" must be a whole number, 1 to {MAX_CANDIDATES}"
+        ));
+        return None;
+    };
+    if n >= 2 && mode != Mode::Write {
+        problem("\"candidates\" are for writers: a reader's answers are not merged, so there is nothing to pick".into());
+    }
+    if n >= 2 && spawn.is_some_and(|s| s > 0) {
+        problem("\"candidates\" and \"spawn\" do not go together: what a losing candidate spawned would run all the same".into());
+    }
+    Some(Candidates {
+        n,
+        select: select.unwrap_or_default(),
     })
 }
 

@@ -4,6 +4,7 @@
 //! deterministic repair. Touches no git and no board; the caller records what it reports.
 //! Which goal of a run needs which is asked for in [`needs`].
 
+pub mod judge;
 pub mod lessons;
 pub mod needs;
 

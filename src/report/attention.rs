@@ -15,7 +15,7 @@ pub(super) fn needs_attention(f: &Facts<'_>) -> String {
     let failed: Vec<&TaskRecord> = f
         .tasks
         .iter()
-        .filter(|t| t.status == TaskStatus::Failed)
+        .filter(|t| t.status == TaskStatus::Failed && !t.is_candidate())
         .collect();
     if f.parked.is_empty() && f.halted.is_none() && failed.is_empty() {
         return String::new();

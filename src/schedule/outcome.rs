@@ -38,6 +38,11 @@ pub(super) fn outcome(task: &str, generation: u32, worker: &str, report: &Report
             o.result = Some(result.clone());
             o.commit = commit.as_ref().map(ToString::to_string);
         }
+        // A pick runs where the run is, never on a worker.
+        Verdict::Picked(picked) => {
+            o.result = Some(picked.result.clone());
+            o.commit = Some(picked.commit.to_string());
+        }
         Verdict::Failed(why) => {
             o.status = Status::Failed;
             o.why = Some(why.clone());

@@ -5,6 +5,21 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// One candidate of a task, as its pick saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PickedCandidate {
+    pub id: String,
+    /// Whether its check passed (and it changed something).
+    pub green: bool,
+    /// Lines added and removed by its change, for a green one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<u64>,
+    /// What became of it: `picked`, or why it lost.
+    pub why: String,
+}
+
 /// One thing that happened. Its name is the log's `kind`, its fields the log's `detail`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
@@ -85,6 +100,15 @@ pub enum RunEvent {
     Spawned {
         tasks: Vec<String>,
         children: usize,
+    },
+    /// A task with candidates picked the one it merges (`winner`) by its `select` rule; each
+    /// candidate with its check's outcome, the size of its change and why it lost.
+    Picked {
+        select: String,
+        winner: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasons: Option<String>,
+        candidates: Vec<PickedCandidate>,
     },
     /// What the attempt asked to spawn was refused, and why; the task succeeded all the same.
     SpawnRefused {

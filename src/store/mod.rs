@@ -21,7 +21,7 @@ mod schema;
 mod tidy;
 mod write;
 
-pub use event::{Delivery, Logged, Moved, Parking, RunEvent, RungTried};
+pub use event::{Delivery, Logged, Moved, Parking, PickedCandidate, RunEvent, RungTried};
 pub use goals::Goals;
 pub use history::{History, TimeMark};
 pub use memory::{Lesson, Memories, Memory, words};

@@ -126,6 +126,14 @@ pub struct TaskRecord {
     pub session: Option<String>,
 }
 
+impl TaskRecord {
+    /// Whether it is one of a task's candidates: its failure is its task's to answer for (the
+    /// task failed if no candidate was green), not the run's.
+    pub fn is_candidate(&self) -> bool {
+        self.spec.get("candidate-of").is_some_and(|v| !v.is_null())
+    }
+}
+
 /// A run as `swarm runs` lists it: its record's fields but the options, how many tasks it
 /// has, and its last event and when it was.
 #[derive(Debug, Clone)]

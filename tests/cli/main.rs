@@ -5,6 +5,7 @@ mod acp;
 mod agents;
 mod browser;
 mod cache;
+mod candidates;
 mod ci_templates;
 mod completions;
 mod confine;

@@ -249,6 +249,8 @@ pub fn repair(draft: Vec<DraftTask>, max_fan_in: usize) -> anyhow::Result<(Plan,
             spawn: n.spawn,
             repeat: false,
             may_be_empty: false,
+            candidates: None,
+            candidate_of: None,
             line: pos + 1,
         }
     });

@@ -280,7 +280,7 @@ impl Dag {
             if !tasks.contains(&i) || self.states[i] != State::Waiting {
                 continue;
             }
-            let on_what_finished = plan.tasks[i].lane.runs_on_what_finished();
+            let on_what_finished = plan.tasks[i].runs_on_what_finished();
             if !on_what_finished
                 && let Some(bad) = plan.deps(i).find(|&d| self.states[d].ended_badly())
             {
@@ -314,7 +314,7 @@ impl Dag {
         let mut stack: Vec<usize> = plan.dependents(i).collect();
         let mut skipped = false;
         while let Some(d) = stack.pop() {
-            if plan.tasks[d].lane.runs_on_what_finished() {
+            if plan.tasks[d].runs_on_what_finished() {
                 // A waiting task with nothing left to wait for is one `settle` has not
                 // counted yet: it counts what ended when it gets there.
                 if self.states[d] == State::Waiting && self.waiting_on[d] > 0 {

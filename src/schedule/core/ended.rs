@@ -81,6 +81,13 @@ impl Core<'_> {
                 let (result, commit) = (result.clone(), commit.clone());
                 self.succeeded(&id, report, result, commit, totals, now, fx);
             }
+            Verdict::Picked(ref picked) => {
+                // The task's change is its winner's: merged from where the winner started.
+                let (result, commit) = (picked.result.clone(), picked.commit.clone());
+                self.slots[i].start_commit = Some(picked.start.clone());
+                fx.push(Effect::Record(Rec::Task(id.clone(), picked.event.clone())));
+                self.succeeded(&id, report, result, Some(commit), totals, now, fx);
+            }
             Verdict::Limited(ref limit) => {
                 let limit = limit.clone();
                 if let Some(report) =
@@ -189,6 +196,8 @@ impl Core<'_> {
             !joined.specs.is_empty(),
         );
         let then = joined.specs.len() > children;
+        let task = &self.plan.tasks[i];
+        let candidate = task.candidate_of.clone();
         fx.push(Effect::Record(Rec::Succeeded {
             id: id.to_owned(),
             totals,
@@ -197,6 +206,11 @@ impl Core<'_> {
             writes,
             joined,
             report,
+            kept: candidate.is_some(),
+            start: task
+                .picks()
+                .then(|| self.slots[i].start_commit.clone())
+                .flatten(),
         }));
         if grew {
             fx.push(Effect::WritePlan);
@@ -215,7 +229,22 @@ impl Core<'_> {
         }
         self.slots[i].result = Some(result);
         self.slots[i].took = Some(elapsed);
-        if let Some(c) = commit {
+        if let (Some(c), Some(of)) = (&commit, candidate) {
+            // A candidate is never merged itself: its branch is kept for its task's pick.
+            self.slots[i].commit = Some(c.clone());
+            fx.push(Effect::CleanUp {
+                task: i,
+                merged: false,
+                tip: self.tip().clone(),
+            });
+            fx.push(Effect::Tell(Told::Ended {
+                id: id.to_owned(),
+                how: Ended::Finished,
+                elapsed,
+                detail: Some(format!("a candidate of {of}, kept for its pick")),
+            }));
+            self.transition(Transition::Done(i), fx);
+        } else if let Some(c) = commit {
             self.slots[i].commit = Some(c);
             self.transition(Transition::Committed(i), fx);
             self.merge_when_due(i, fx);
@@ -251,7 +280,12 @@ impl Core<'_> {
         let i = report.task;
         let failures = self.slots[i].failures + 1;
         self.slots[i].failures = failures;
-        let retries = self.settings.retries;
+        // A pick done again would pick the same: it is never retried.
+        let retries = if self.plan.tasks[i].picks() {
+            0
+        } else {
+            self.settings.retries
+        };
         let retries_left = failures <= retries;
         let stopping = self.stopping();
         let retry = retries_left && !stopping;

@@ -431,7 +431,7 @@ impl Core<'_> {
                 self.transition(Transition::Committed(i), fx);
                 self.enqueue(i, fx);
             }
-            Verdict::Succeeded { commit: None, .. } => {
+            Verdict::Succeeded { commit: None, .. } | Verdict::Picked(_) => {
                 self.rung_failed(i, "it produced no commit".to_owned(), paths, fx);
             }
             Verdict::Failed(why) => self.rung_failed(i, why, paths, fx),
@@ -504,7 +504,10 @@ impl Core<'_> {
         let (verdict, green) = match &report.verdict {
             Verdict::Succeeded { .. } => ("green", Some(true)),
             Verdict::Failed(_) => ("red", Some(false)),
-            Verdict::Interrupted | Verdict::Limited(_) | Verdict::Fault(_) => ("interrupted", None),
+            Verdict::Interrupted
+            | Verdict::Limited(_)
+            | Verdict::Fault(_)
+            | Verdict::Picked(_) => ("interrupted", None),
         };
         let finished = RunEvent::GateFinished {
             run: report.attempt,

@@ -385,6 +385,10 @@ pub(in crate::schedule) enum Rec {
         commit: Option<CommitId>,
         writes: bool,
         joined: Joined,
+        /// A candidate: its commit is kept for its task's pick, not merged (the task is done).
+        kept: bool,
+        /// A pick: where its winner started, which its merge goes from.
+        start: Option<CommitId>,
     },
     Failed {
         id: String,
@@ -1366,8 +1370,12 @@ impl<'s> Core<'s> {
                 break;
             };
             let mode = self.plan.tasks[i].mode;
-            if local && (mode == Mode::Read || self.counts.writers < s.max_writers) {
-                if !self.admit(i, now, fx) {
+            // A pick runs no agent and holds no checkout: it runs here whatever the slots
+            // (spread over machines, with none here), takes no pool member, and never goes
+            // to a worker.
+            let picks = self.plan.tasks[i].picks();
+            if picks || (local && (mode == Mode::Read || self.counts.writers < s.max_writers)) {
+                if !picks && !self.admit(i, now, fx) {
                     held.push(i);
                     continue;
                 }
@@ -1485,6 +1493,8 @@ impl<'s> Core<'s> {
                 joined: Joined::default(),
                 totals,
                 report,
+                kept: false,
+                start: None,
             },
             Verdict::Failed(why) if taken => Rec::Failed {
                 id,

@@ -392,7 +392,7 @@ pub(super) struct Started<'p> {
 
 /// Records task `i`'s attempt as started (a writer's with its start commit and the checkout it
 /// reuses), on the board and the terminal.
-fn record_start(
+pub(super) fn record_start(
     core: &Core<'_>,
     out: &mut Outlets<'_>,
     i: usize,

@@ -11,6 +11,7 @@ mod forecast;
 mod gate;
 mod goals;
 mod merge;
+mod pick;
 mod record;
 mod remote;
 mod resolver;
@@ -308,7 +309,11 @@ impl<'a> Exec<'a> {
                 tip,
                 running,
             } => {
-                let job = attempt::prepare(core, self, task, attempt, &tip, running)?;
+                let job = if core.plan.tasks[task].picks() {
+                    pick::job(core, self, task, attempt)?
+                } else {
+                    attempt::prepare(core, self, task, attempt, &tip, running)?
+                };
                 self.watch.started(self.out.repo, task);
                 workers.spawn(job);
             }
@@ -425,6 +430,8 @@ impl<'a> Exec<'a> {
                 commit,
                 writes,
                 joined,
+                kept,
+                start,
             } => r.attempt_succeeded(
                 &id,
                 &report,
@@ -433,6 +440,8 @@ impl<'a> Exec<'a> {
                 commit.as_ref(),
                 writes,
                 &joined,
+                kept,
+                start.as_ref(),
             ),
             Rec::Failed {
                 id,

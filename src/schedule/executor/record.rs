@@ -217,6 +217,8 @@ impl<'a> Recorder<'a> {
         commit: Option<&CommitId>,
         writes: bool,
         spawned: &Joined,
+        kept: bool,
+        start: Option<&CommitId>,
     ) -> anyhow::Result<()> {
         let elapsed_ms = report.elapsed.as_millis() as i64;
         let mut events = vec![Event::task(
@@ -252,7 +254,8 @@ impl<'a> Recorder<'a> {
             ));
         }
         let update = TaskUpdate {
-            status: Some(if commit.is_some() {
+            // A candidate's commit waits for its task's pick, not for the merge queue.
+            status: Some(if commit.is_some() && !kept {
                 TaskStatus::Committed
             } else {
                 TaskStatus::Done
@@ -262,6 +265,7 @@ impl<'a> Recorder<'a> {
             finished_at: Some(now_ms()),
             elapsed_ms: Some(elapsed_ms),
             commit_id: commit.map(CommitId::as_str),
+            start_commit: start.map(CommitId::as_str),
             ..spending(totals)
         };
         self.finish_attempt(task, report, "succeeded", &update, &events, &spawned.specs)

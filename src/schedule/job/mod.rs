@@ -16,6 +16,7 @@ use crate::agent::openai::Builtin;
 use crate::agent::{self, Fault, Invocation, Outcome, Watchdog};
 use crate::git::{self, Commit, CommitId, Head, Left, Repo};
 
+pub(super) mod pick;
 mod ready;
 
 /// The most bytes a spawn may hold; past it the whole spawn is refused.
@@ -169,6 +170,8 @@ pub(super) enum Verdict {
     Limited(crate::agent::cli::UsageLimit),
     /// Something outside the task cut the attempt short: the run stops, resumably.
     Fault(Fault),
+    /// A task with candidates picked the one it merges.
+    Picked(Box<pick::Picked>),
 }
 
 pub(super) enum JobKind {
@@ -206,6 +209,8 @@ pub(super) enum JobKind {
     },
     /// A run of the gate on this integration tip, in the gate's own checkout (detached).
     Gate { tip: CommitId },
+    /// A task's pick among its candidates: no process, no checkout.
+    Pick(Box<pick::Pick>),
 }
 
 /// What a conflict-ladder job is.
@@ -325,6 +330,10 @@ impl Job {
             deps.write()?;
         }
         let repo = user_repo(&self.user_checkout)?;
+        if let JobKind::Pick(pick) = &self.kind {
+            let stop = || watchdog.is_stopping();
+            return pick::run(pick, &repo, &self.invocation.transcript, &stop, spent);
+        }
         let mut inv = self.invocation.clone();
         let made = match &self.kind {
             // A continued session goes on in the checkout its earlier attempt left.
@@ -369,6 +378,7 @@ impl Job {
                 let made = gate_checkout(&repo, tip, &self.invocation.cwd, &self.prepare.cache);
                 Some((made, None))
             }
+            JobKind::Pick(_) => None,
         };
         if let Some((made, earlier)) = made {
             let made = made.and_then(|made| {
@@ -588,6 +598,7 @@ impl Job {
                 result: String::new(),
                 commit: None,
             }),
+            JobKind::Pick(_) => anyhow::bail!("a pick ran as an attempt"),
         }
     }
 

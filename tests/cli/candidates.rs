@@ -1,0 +1,99 @@
+//! Candidates: a writer run as several attempts side by side, the one its `select` rule picks
+//! merged, the others kept on their branches and listed.
+
+use serde_json::{Value, json};
+
+use crate::{TestRepo, assert_exit, rev, run_id, status_json, stderr};
+
+/// A task `fix` with three candidates: `fix.c1` writes what its check refuses, `fix.c2` a
+/// change of 40 lines, `fix.c3` one of 12. `fix.c1` and `fix.c2` each wait until the other
+/// has started (so two run at once), and each candidate logs its start and end in `log`.
+fn three_candidates(repo: &TestRepo, log: &std::path::Path, select: &str) -> std::path::PathBuf {
+    let log = log.display();
+    let started = repo.shared.join("started");
+    std::fs::create_dir_all(&started).unwrap();
+    let started = started.display();
+    let run = format!(
+        "echo \"start $SWARM_TASK_ID\" >> '{log}'; touch '{started}'/$SWARM_TASK_ID; \
+         case $SWARM_TASK_ID in \
+           fix.c1|fix.c2) for _ in $(seq 3000); do test -e '{started}'/fix.c1 && test -e '{started}'/fix.c2 && break; sleep 0.01; done;; \
+         esac; \
+         case $SWARM_TASK_ID in \
+           fix.c1) echo bad > out.txt;; \
+           fix.c2) seq 40 > out.txt;; \
+           fix.c3) seq 12 > out.txt;; \
+         esac; \
+         echo \"end $SWARM_TASK_ID\" >> '{log}'; echo \"made by $SWARM_TASK_ID\""
+    );
+    repo.tasks(&[
+        &json!({
+            "id": "fix",
+            "run": run,
+            "check": "! grep -q bad out.txt",
+            "candidates": 3,
+            "select": select,
+        })
+        .to_string(),
+        r#"{"id":"after","run":"wc -l < out.txt > count.txt","deps":["fix"]}"#,
+    ])
+}
+
+fn task<'a>(status: &'a Value, id: &str) -> &'a Value {
+    status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap_or_else(|| panic!("no task {id} in {status}"))
+}
+
+fn is_ancestor(repo: &TestRepo, a: &str, b: &str) -> bool {
+    let a = rev(repo, a);
+    repo.git(&["rev-list", b]).lines().any(|l| l == a)
+}
+
+fn branch_exists(repo: &TestRepo, name: &str) -> bool {
+    !repo
+        .git(&["branch", "--list", name])
+        .trim()
+        .is_empty()
+}
+
+#[test]
+fn smallest_green_merges_the_smaller_change_keeps_the_others_and_two_run_at_once_with_j_2() {
+    let repo = TestRepo::new();
+    let log = repo.shared.join("log");
+    let tasks = three_candidates(&repo, &log, "smallest-green");
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap(), "-j", "2", "--retries", "0"]);
+
+    assert_exit(&out, 0);
+    // The smaller of the two green changes is the task's, merged; what follows builds on it.
+    let seq12: String = (1..=12).map(|n| format!("{n}\n")).collect();
+    assert_eq!(repo.git(&["show", "HEAD:out.txt"]), seq12);
+    assert_eq!(repo.git(&["show", "HEAD:count.txt"]).trim(), "12");
+    let status = status_json(&repo);
+    assert_eq!(task(&status, "fix")["status"], "done", "{status}");
+    assert_eq!(task(&status, "fix.c1")["status"], "failed", "{status}");
+    assert_eq!(task(&status, "fix.c2")["status"], "done", "{status}");
+    assert_eq!(task(&status, "fix.c3")["status"], "done", "{status}");
+    // The losers are kept on their branches; the winner's commit is what was merged.
+    let run = run_id(&repo);
+    assert!(branch_exists(&repo, &format!("swarm/{run}-fix.c2")));
+    assert!(is_ancestor(&repo, &format!("swarm/{run}-fix.c3"), "HEAD"));
+    assert!(!is_ancestor(&repo, &format!("swarm/{run}-fix.c2"), "HEAD"));
+    // -j 2: the first two ran at once (each waited for the other), the third only after one
+    // of them ended.
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let at = |line: &str| lines.iter().position(|l| l == line).unwrap_or_else(|| panic!("{line} not in {lines:?}"));
+    assert!(at("start fix.c3") > at("end fix.c1").min(at("end fix.c2")), "{lines:?}");
+    // What each came to, and why the others lost, in `show`.
+    let shown = repo.swarm(&["show", "fix"]);
+    assert_exit(&shown, 0);
+    let text = crate::stdout(&shown);
+    assert!(text.contains("fix.c3"), "{text}\n{}", stderr(&shown));
+}
