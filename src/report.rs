@@ -21,7 +21,7 @@ pub use svg::{html as graph_html, svg};
 pub use usage::AgentUsage;
 
 use crate::plan::Plan;
-use crate::store::{GoalRecord, GoalStatus, RunRecord, TaskRecord, TaskStatus};
+use crate::store::{GoalRecord, GoalStatus, RunEvent, RunRecord, TaskRecord, TaskStatus};
 
 /// A parked task and what to tell a human about it.
 #[derive(Debug, Clone)]
@@ -206,6 +206,8 @@ pub struct Facts<'a> {
     pub agents: &'a [AgentUsage],
     /// Branches keeping what refused attempts of unfinished tasks left: (task, branch).
     pub kept: &'a [(String, String)],
+    /// The picks of tasks with candidates: (task, its `RunEvent::Picked`).
+    pub picks: &'a [(String, RunEvent)],
     /// What confined the run's tasks, as a sentence.
     pub confinement: &'a str,
 }
@@ -367,6 +369,58 @@ pub fn goal_markdown(f: &Facts<'_>, g: &GoalFacts) -> String {
     out
 }
 
+/// "Candidates": for each task that picked among candidates, its rule, the one it merged,
+/// and each other one with its check's outcome, its change's size, its branch and why it lost.
+fn candidates_section(f: &Facts<'_>) -> String {
+    let mut out = String::new();
+    for (task, pick) in f.picks {
+        let RunEvent::Picked {
+            select,
+            winner,
+            reasons,
+            candidates,
+        } = pick
+        else {
+            continue;
+        };
+        if out.is_empty() {
+            out.push_str("\n### Candidates\n\n");
+        }
+        let _ = writeln!(
+            out,
+            "{} merged {} ({select}){}:\n",
+            named(f.plan, task),
+            escape::code(winner),
+            reasons
+                .as_deref()
+                .map(|r| format!(": {}", escape::markdown(r)))
+                .unwrap_or_default()
+        );
+        for c in candidates {
+            let size = match (c.added, c.removed) {
+                (Some(a), Some(r)) => format!("+{a} −{r}, "),
+                _ => String::new(),
+            };
+            let branch = if c.green && c.id != *winner {
+                format!(
+                    ", kept on {}",
+                    escape::code(&format!("swarm/{}-{}", f.run.id, c.id))
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "- {}: {size}{}{branch}",
+                escape::code(&c.id),
+                escape::markdown(&c.why)
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// "Run summary": the run and its totals, its tasks, skips, repairs, merges, graphs.
 fn run_summary(f: &Facts<'_>) -> String {
     let mut out = String::new();
@@ -479,6 +533,7 @@ fn run_summary(f: &Facts<'_>) -> String {
     }
 
     out.push_str(&usage::section(f));
+    out.push_str(&candidates_section(f));
 
     let skipped: Vec<&TaskRecord> = f
         .tasks
@@ -711,7 +766,32 @@ pub fn summary(f: &Facts<'_>, report_path: &str) -> String {
         let why = p.reason.clone().unwrap_or_else(|| p.paths.join(", "));
         let _ = writeln!(out, "parked: {} on branch {} ({why})", p.task, p.branch);
     }
-    for t in f.tasks.iter().filter(|t| t.status == TaskStatus::Failed) {
+    for (task, pick) in f.picks {
+        if let RunEvent::Picked {
+            select,
+            winner,
+            candidates,
+            ..
+        } = pick
+        {
+            let others: Vec<String> = candidates
+                .iter()
+                .filter(|c| c.green && c.id != *winner)
+                .map(|c| format!("swarm/{}-{}", f.run.id, c.id))
+                .collect();
+            let kept = if others.is_empty() {
+                String::new()
+            } else {
+                format!("; the other green ones kept on {}", others.join(", "))
+            };
+            let _ = writeln!(out, "picked: {winner} for {task} ({select}){kept}");
+        }
+    }
+    for t in f
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed && !t.is_candidate())
+    {
         let _ = writeln!(
             out,
             "failed: {}: {}",

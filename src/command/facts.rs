@@ -324,6 +324,15 @@ pub(super) fn kept_branches(
     Ok(out)
 }
 
+/// The picks of tasks with candidates, in order: (task, the pick).
+pub(super) fn picks(events: &[Logged]) -> Vec<(String, RunEvent)> {
+    events
+        .iter()
+        .filter(|e| matches!(e.event, RunEvent::Picked { .. }))
+        .filter_map(|e| Some((e.task.clone()?, e.event.clone())))
+        .collect()
+}
+
 /// The gate's runs in order (a run the log shows started but not finished is `running`), and
 /// the writers it took out with the tip that failed.
 pub(super) fn gate_runs(events: &[Logged]) -> (Vec<report::GateRun>, Vec<(String, String)>) {

@@ -520,6 +520,7 @@ pub(super) fn execute(
     let kept = super::facts::kept_branches(repo, &layout.run, &records)?;
     let (gate_runs, culprits) = gate_runs(&events);
     let foreseen = super::facts::foreseen(&events);
+    let picks = super::facts::picks(&events);
     let repairs = repairs(&events);
     let goal_notes = if goals.is_empty() {
         Vec::new()
@@ -569,6 +570,7 @@ pub(super) fn execute(
         spans: &spans,
         agents: &agents,
         kept: &kept,
+        picks: &picks,
         confinement: &confinement,
     };
     let delivery = if ending == Ending::Finished

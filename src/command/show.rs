@@ -52,6 +52,9 @@ struct Shown {
     commit: Option<String>,
     changed_files: Option<Vec<String>>,
     merge: Option<Merge>,
+    /// For a task with candidates, its pick: the rule, the winner, each candidate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    picked: Option<Value>,
     attempts: Vec<Attempt>,
     transcript: Option<Transcript>,
 }
@@ -216,6 +219,10 @@ fn gather(
         })
         .collect();
     let merge = merge(&events);
+    let picked = events.iter().rev().find_map(|(_, e)| match e {
+        RunEvent::Picked { .. } => serde_json::to_value(e).ok().map(|v| v["detail"].clone()),
+        _ => None,
+    });
     let writes = text("mode").as_deref() == Some("write");
     let changed_files = if !writes {
         None
@@ -280,6 +287,7 @@ fn gather(
         commit: t.commit_id.clone(),
         changed_files,
         merge,
+        picked,
         attempts,
         transcript,
     })
@@ -403,6 +411,29 @@ fn short(commit: &str) -> &str {
 }
 
 /// `text` under a label: the first line beside it, the others below it, aligned.
+/// A pick's candidates: each with its change's size, its branch and why it lost.
+fn candidates(out: &mut String, run: &str, picked: &Value) {
+    let s = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_owned();
+    let _ = writeln!(out, "\nCandidates ({}):", s(picked, "select"));
+    for c in picked["candidates"].as_array().into_iter().flatten() {
+        let id = s(c, "id");
+        let size = match (c["added"].as_u64(), c["removed"].as_u64()) {
+            (Some(a), Some(r)) => format!("+{a} -{r}"),
+            _ => "-".to_owned(),
+        };
+        let branch = if c["green"] == true {
+            format!("swarm/{run}-{id}")
+        } else {
+            "-".to_owned()
+        };
+        let _ = writeln!(out, "  {id:<16} {size:<12} {branch}  {}", s(c, "why"));
+    }
+    let reasons = s(picked, "reasons");
+    if !reasons.is_empty() {
+        let _ = writeln!(out, "  reasons: {reasons}");
+    }
+}
+
 fn field(out: &mut String, label: &str, text: &str) {
     let mut lines = text.lines();
     let _ = writeln!(out, "  {label:<9} {}", lines.next().unwrap_or_default());
@@ -523,6 +554,9 @@ fn text(s: &Shown) -> String {
             a.number,
             crate::time::local_second(a.started_at),
         );
+    }
+    if let Some(p) = &s.picked {
+        candidates(&mut out, &s.run, p);
     }
     if let Some(r) = &s.result {
         out.push_str("\nResult:\n");

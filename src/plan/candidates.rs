@@ -61,16 +61,20 @@ pub fn candidate_id(id: &TaskId, k: u32) -> Result<TaskId, String> {
 /// deps. Tasks whose candidates are there already (a stored plan) are left as they are; a
 /// candidate id git would refuse is a problem, and its task is left alone.
 pub(super) fn expand(tasks: Vec<Task>, problems: &mut Vec<Problem>) -> Vec<Task> {
-    let expanded: std::collections::HashSet<TaskId> =
-        tasks.iter().filter_map(|t| t.candidate_of.clone()).collect();
+    let expanded: std::collections::HashSet<TaskId> = tasks
+        .iter()
+        .filter_map(|t| t.candidate_of.clone())
+        .collect();
     let mut out = Vec::with_capacity(tasks.len());
     for mut t in tasks {
-        let Some(c) = t.candidates.filter(|c| c.n >= 2 && !expanded.contains(&t.id)) else {
+        let Some(c) = t
+            .candidates
+            .filter(|c| c.n >= 2 && !expanded.contains(&t.id))
+        else {
             out.push(t);
             continue;
         };
-        let ids: Result<Vec<TaskId>, String> =
-            (1..=c.n).map(|k| candidate_id(&t.id, k)).collect();
+        let ids: Result<Vec<TaskId>, String> = (1..=c.n).map(|k| candidate_id(&t.id, k)).collect();
         let ids = match ids {
             Ok(ids) => ids,
             Err(e) => {

@@ -298,7 +298,10 @@ fn candidates(
             None
         }),
         Some(_) => {
-            problem(format!("\"select\" must be one of {}", Select::NAMES.join(", ")));
+            problem(format!(
+                "\"select\" must be one of {}",
+                Select::NAMES.join(", ")
+            ));
             None
         }
     };

@@ -1,6 +1,8 @@
 //! The judge of a task's candidates: the model is shown the task and the change of each
 //! candidate whose check passed, and answers which one to merge and why.
 
+use std::fmt::Write as _;
+
 use serde_json::{Value, json};
 
 use super::answer_json;
@@ -68,10 +70,7 @@ pub fn request(task: &str, shown: &[Shown<'_>]) -> String {
     let mut text = format!("<task>\n{task}\n</task>\n");
     for s in shown {
         let patch = crate::ui::cut(s.patch, PATCH_CAP);
-        text.push_str(&format!(
-            "<candidate id=\"{}\">\n{patch}\n</candidate>\n",
-            s.id
-        ));
+        let _ = write!(text, "<candidate id=\"{}\">\n{patch}\n</candidate>\n", s.id);
     }
     text
 }

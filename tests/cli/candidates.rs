@@ -53,10 +53,7 @@ fn is_ancestor(repo: &TestRepo, a: &str, b: &str) -> bool {
 }
 
 fn branch_exists(repo: &TestRepo, name: &str) -> bool {
-    !repo
-        .git(&["branch", "--list", name])
-        .trim()
-        .is_empty()
+    !repo.git(&["branch", "--list", name]).trim().is_empty()
 }
 
 #[test]
@@ -69,7 +66,7 @@ fn smallest_green_merges_the_smaller_change_keeps_the_others_and_two_run_at_once
 
     assert_exit(&out, 0);
     // The smaller of the two green changes is the task's, merged; what follows builds on it.
-    let seq12: String = (1..=12).map(|n| format!("{n}\n")).collect();
+    let seq12: String = (1..=12).map(|n| n.to_string() + "\n").collect();
     assert_eq!(repo.git(&["show", "HEAD:out.txt"]), seq12);
     assert_eq!(repo.git(&["show", "HEAD:count.txt"]).trim(), "12");
     let status = status_json(&repo);
@@ -89,11 +86,103 @@ fn smallest_green_merges_the_smaller_change_keeps_the_others_and_two_run_at_once
         .lines()
         .map(str::to_owned)
         .collect();
-    let at = |line: &str| lines.iter().position(|l| l == line).unwrap_or_else(|| panic!("{line} not in {lines:?}"));
-    assert!(at("start fix.c3") > at("end fix.c1").min(at("end fix.c2")), "{lines:?}");
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("{line} not in {lines:?}"))
+    };
+    assert!(
+        at("start fix.c3") > at("end fix.c1").min(at("end fix.c2")),
+        "{lines:?}"
+    );
     // What each came to, and why the others lost, in `show`.
     let shown = repo.swarm(&["show", "fix"]);
     assert_exit(&shown, 0);
     let text = crate::stdout(&shown);
     assert!(text.contains("fix.c3"), "{text}\n{}", stderr(&shown));
+}
+
+#[test]
+fn after_kill_9_while_candidates_run_each_runs_at_most_once_more_and_one_is_merged() {
+    let repo = TestRepo::new();
+    let log = repo.shared.join("log");
+    let release = repo.shared.join("release");
+    let hold = format!(
+        "for _ in $(seq 6000); do test -e '{}' && break; sleep 0.01; done",
+        release.display()
+    );
+    // Both candidates start, log it, and wait to be let go; a killed swarm's resume runs them
+    // again (their first attempts never ended), and they end then.
+    let run = format!(
+        "echo \"start $SWARM_TASK_ID\" >> '{}'; {hold}; \
+         case $SWARM_TASK_ID in fix.c1) seq 30 > out.txt;; fix.c2) seq 3 > out.txt;; esac",
+        log.display()
+    );
+    let tasks = repo.tasks(&[&json!({ "id": "fix", "run": run, "candidates": 2 }).to_string()]);
+    let mut swarm = repo.spawn(&["run", tasks.to_str().unwrap(), "-j", "2"]);
+    crate::wait_until("both candidates started", || {
+        let text = std::fs::read_to_string(&log).ok()?;
+        (text.lines().count() >= 2).then_some(())
+    });
+    swarm.kill().unwrap();
+    swarm.wait().unwrap();
+    std::fs::write(&release, "").unwrap();
+
+    let out = repo.swarm(&["resume", &run_id(&repo)]);
+
+    assert_exit(&out, 0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    for c in ["fix.c1", "fix.c2"] {
+        let starts = text.lines().filter(|l| *l == format!("start {c}")).count();
+        assert!(
+            (1..=2).contains(&starts),
+            "{c} started {starts} times:\n{text}"
+        );
+    }
+    assert_eq!(repo.git(&["show", "HEAD:out.txt"]), "1\n2\n3\n");
+    let status = status_json(&repo);
+    assert_eq!(task(&status, "fix")["status"], "done", "{status}");
+}
+
+#[test]
+fn judge_asks_the_model_about_the_green_changes_and_records_its_reasons() {
+    let repo = TestRepo::new();
+    let log = repo.shared.join("log");
+    let tasks = three_candidates(&repo, &log, "judge");
+    let llm = crate::fake_llm::FakeLlm::start(|_, _| {
+        crate::fake_llm::Reply::text(
+            r#"{"winner": "fix.c2", "reasons": "It numbers all forty lines the task needs."}"#,
+        )
+    });
+
+    let out = crate::goal::llm_cmd(&repo, &llm)
+        .args(["run", tasks.to_str().unwrap(), "-j", "2", "--retries", "0"])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    // One request, showing the task and both green changes, and not the one that failed.
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let asked = requests[0].messages()[1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(asked.contains("<candidate id=\"fix.c2\">"), "{asked}");
+    assert!(asked.contains("<candidate id=\"fix.c3\">"), "{asked}");
+    assert!(!asked.contains("<candidate id=\"fix.c1\">"), "{asked}");
+    // The judge's pick is merged, and its reasons are in `show` and the report.
+    assert_eq!(repo.git(&["show", "HEAD:count.txt"]).trim(), "40");
+    let shown = crate::stdout(&repo.swarm(&["show", "fix"]));
+    assert!(
+        shown.contains("reasons: It numbers all forty lines the task needs."),
+        "{shown}"
+    );
+    let report = crate::run_report(&repo);
+    assert!(
+        report.contains("merged `fix.c2` (judge): It numbers all forty lines the task needs."),
+        "{report}"
+    );
+    assert!(report.contains("the judge preferred fix.c2"), "{report}");
 }

@@ -504,10 +504,9 @@ impl Core<'_> {
         let (verdict, green) = match &report.verdict {
             Verdict::Succeeded { .. } => ("green", Some(true)),
             Verdict::Failed(_) => ("red", Some(false)),
-            Verdict::Interrupted
-            | Verdict::Limited(_)
-            | Verdict::Fault(_)
-            | Verdict::Picked(_) => ("interrupted", None),
+            Verdict::Interrupted | Verdict::Limited(_) | Verdict::Fault(_) | Verdict::Picked(_) => {
+                ("interrupted", None)
+            }
         };
         let finished = RunEvent::GateFinished {
             run: report.attempt,

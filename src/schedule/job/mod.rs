@@ -337,7 +337,10 @@ impl Job {
         let mut inv = self.invocation.clone();
         let made = match &self.kind {
             // A continued session goes on in the checkout its earlier attempt left.
-            JobKind::Reader { .. } | JobKind::Writer { in_place: true, .. } => None,
+            // A pick has returned already: it has no directory.
+            JobKind::Reader { .. } | JobKind::Writer { in_place: true, .. } | JobKind::Pick(_) => {
+                None
+            }
             JobKind::Writer {
                 branch,
                 start,
@@ -378,7 +381,6 @@ impl Job {
                 let made = gate_checkout(&repo, tip, &self.invocation.cwd, &self.prepare.cache);
                 Some((made, None))
             }
-            JobKind::Pick(_) => None,
         };
         if let Some((made, earlier)) = made {
             let made = made.and_then(|made| {

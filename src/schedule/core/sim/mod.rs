@@ -453,7 +453,7 @@ impl Lost {
             Verdict::Fault(f) if f.why.starts_with(REACHED_OUT) => Lost::ReachedOut,
             Verdict::Failed(_) => Lost::Failure,
             Verdict::Limited(_) | Verdict::Fault(_) => Lost::Hiccup,
-            Verdict::Succeeded { .. } | Verdict::Interrupted => Lost::Nothing,
+            Verdict::Succeeded { .. } | Verdict::Interrupted | Verdict::Picked(_) => Lost::Nothing,
         }
     }
 }
