@@ -186,3 +186,29 @@ fn judge_asks_the_model_about_the_green_changes_and_records_its_reasons() {
     );
     assert!(report.contains("the judge preferred fix.c2"), "{report}");
 }
+
+#[test]
+fn candidates_on_a_reader_or_with_spawn_or_a_select_alone_are_refused_and_nothing_runs() {
+    let repo = TestRepo::new();
+    let tasks = repo.tasks(&[
+        r#"{"id":"look","prompt":"look","lane":"analyst","candidates":2}"#,
+        r#"{"id":"grow","run":"true","candidates":2,"spawn":3}"#,
+        r#"{"id":"pick","run":"true","select":"smallest-green"}"#,
+        r#"{"id":"many","run":"true","candidates":9,"select":"best"}"#,
+    ]);
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap()]);
+
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    for line in [
+        ":1: task \"look\": \"candidates\" are for writers",
+        ":2: task \"grow\": \"candidates\" and \"spawn\" do not go together",
+        ":3: task \"pick\": \"select\" picks among candidates: give \"candidates\" too",
+        ":4: task \"many\": \"select\" must be one of first-green, smallest-green, judge, not \"best\"",
+        ":4: task \"many\": \"candidates\" must be a whole number, 1 to 8",
+    ] {
+        assert!(err.contains(line), "{line} not in:\n{err}");
+    }
+    assert!(err.contains("has 5 problems; nothing ran"), "{err}");
+}
