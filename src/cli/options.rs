@@ -13,7 +13,7 @@ use clap_complete::engine::ArgValueCandidates;
 
 use crate::config::{
     Choice, Confine, ConfineNet, Defaults, Deliver, Forecast, Land, Lessons, MAX_SLOTS, Options,
-    ReportFormat, Spawning,
+    Pick, ReportFormat, Spawning,
 };
 
 /// Makes [`RunOptions`] and its conversion from the options' table, one entry at a time: the

@@ -305,6 +305,11 @@ pub(super) fn plan_and_launch(
             return Err(e);
         }
     };
+    // Its writers run as candidates when asked: the plan asked about holds them.
+    let mut planned = planned;
+    planned.plan = planned
+        .plan
+        .with_candidates(super::settings::candidates_of(options))?;
     for r in &planned.repairs {
         board.event(
             &run_id,

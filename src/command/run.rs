@@ -129,6 +129,9 @@ pub(super) fn run_file(g: &Globals, tasks: &Path, configured: &Configured) -> an
         Ok(invalid) => anyhow::Error::new(invalid),
         Err(e) => anyhow::Error::new(Usage::new(format!("{e:#}"))),
     })?;
+    let plan = plan
+        .with_candidates(super::settings::candidates_of(options))
+        .map_err(|e| Usage::new(format!("{e:#}")))?;
     let mut settings = settings(options, &plan, &configured.profiles)?;
     let run = NewRun::begin(
         g,

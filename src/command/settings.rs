@@ -514,6 +514,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         spawn: crate::config::SpawnLimits::of(o),
         // Spread over machines, the run's own process runs only the tasks --jobs asks for.
         confine: confinement(o)?,
+        candidates: candidates_of(o),
         local_jobs: if o.remote.is_some() {
             o.jobs.map_or(0, |j| j as usize)
         } else {
@@ -583,4 +584,18 @@ fn structural(o: &Options) -> anyhow::Result<Option<Structural>> {
         .into()),
         None => Ok(None),
     }
+}
+
+/// The candidates `--candidates` and `--select` give every writer without its own, when more
+/// than one.
+pub(super) fn candidates_of(o: &Options) -> Option<crate::plan::candidates::Candidates> {
+    use crate::config::Pick;
+    use crate::plan::candidates::{Candidates, Select};
+    let n = o.candidates.filter(|&n| n >= 2)?;
+    let select = match o.select.unwrap_or_default() {
+        Pick::FirstGreen => Select::FirstGreen,
+        Pick::SmallestGreen => Select::SmallestGreen,
+        Pick::Judge => Select::Judge,
+    };
+    Some(Candidates { n, select })
 }

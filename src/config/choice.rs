@@ -118,6 +118,20 @@ choice! {
 }
 
 choice! {
+    /// How a task with candidates picks the one it merges (see the manual's "Candidates"
+    /// (docs/src/task-files.md)).
+    #[derive(Default)]
+    pub enum Pick {
+        FirstGreen = "first-green": "The candidate whose check passed first",
+        #[default]
+        SmallestGreen = "smallest-green": "The green candidate with the fewest lines added and \
+            removed",
+        Judge = "judge": "The model is shown the green candidates' changes and says which, one \
+            call per task",
+    }
+}
+
+choice! {
     /// How a finished goal's run teaches lessons (see the manual's "Memory" (docs/src/memory.md)).
     #[derive(Default)]
     pub enum Lessons {

@@ -151,6 +151,16 @@ pub(super) fn slots(n: &u32) -> Result<(), String> {
     }
 }
 
+/// A count of candidates: 1 (none) to `plan::candidates::MAX_CANDIDATES`.
+pub(super) fn candidates(n: &u32) -> Result<(), String> {
+    let most = crate::plan::candidates::MAX_CANDIDATES;
+    if (1..=most).contains(n) {
+        Ok(())
+    } else {
+        Err(format!("{n} is out of range: use 1 to {most}"))
+    }
+}
+
 /// A duration longer than zero.
 pub(super) fn duration(text: &str) -> Result<(), String> {
     crate::plan::parse_duration(text).map(drop)

@@ -42,7 +42,7 @@ mod tests;
 use check::Shape;
 pub(crate) use choice::Choice;
 pub use choice::{
-    Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, Lessons, ReportFormat, Spawning,
+    Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, Lessons, Pick, ReportFormat, Spawning,
 };
 use file::read_file;
 #[cfg(test)]

@@ -14,11 +14,12 @@ use serde_json::Value;
 
 use super::check::Shape;
 use super::choice::{
-    Choice, Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, Lessons, ReportFormat,
+    Choice, Confine, ConfineNet, Deliver, Forecast, ForgeKind, Land, Lessons, Pick, ReportFormat,
     Spawning,
 };
 use super::key::{
-    Key, Spec, duration, machine_paths, price, repo_paths, rungs, slots, transcript_cap, wait,
+    Key, Spec, candidates, duration, machine_paths, price, repo_paths, rungs, slots,
+    transcript_cap, wait,
 };
 use super::pool::PoolSpec;
 use super::setting::Setting;
@@ -427,6 +428,19 @@ macro_rules! run_options {
             lessons: Option<Lessons> {
                 key: "lessons", flag: "HOW", var: "SWARM_LESSONS", file: yes,
                 shape: OneOf(Lessons), default: Lessons = Lessons::Checks, listed: 60,
+            }
+            /// Run every writer of the plan (and of goals planned during the run) as N candidates
+            /// side by side, merging the one --select picks; a task's own "candidates" wins
+            /// [default: 1].
+            candidates: Option<u32> {
+                key: "candidates", flag: "N", var: "SWARM_CANDIDATES", file: yes,
+                shape: Count, check: candidates, default: u32 = 1, listed: 61,
+            }
+            /// How a task with candidates picks the one it merges, when the task does not say
+            /// [default: smallest-green].
+            select: Option<Pick> {
+                key: "select", flag: "RULE", var: "SWARM_SELECT", file: yes,
+                shape: OneOf(Pick), default: Pick = Pick::SmallestGreen, listed: 62,
             }
             /// The syntax-aware merge program of the structural rung [default: mergiraf, found on
             /// PATH].

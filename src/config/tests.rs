@@ -549,6 +549,8 @@ pr-labels = ["automated"]
 pr-reviewers = ["alice"]
 no-memory = true
 lessons = "model"
+candidates = 3
+select = "judge"
 
 [agents.all]
 command = "a"

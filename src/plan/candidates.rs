@@ -105,6 +105,21 @@ pub(super) fn expand(tasks: Vec<Task>, problems: &mut Vec<Problem>) -> Vec<Task>
     out
 }
 
+/// `c` for every writer of `tasks` that says nothing of candidates itself and may have them
+/// (not one that spawns, a candidate, or a reducer).
+pub fn give(tasks: &mut [Task], c: Candidates) {
+    for t in tasks {
+        let may = t.mode == super::Mode::Write
+            && t.candidates.is_none()
+            && t.candidate_of.is_none()
+            && t.spawn.unwrap_or(0) == 0
+            && !t.lane.runs_on_what_finished();
+        if may {
+            t.candidates = Some(c);
+        }
+    }
+}
+
 /// The task-file fields of a task's candidates.
 pub(super) fn to_json(task: &Task, m: &mut serde_json::Map<String, Value>) {
     if let Some(c) = task.candidates {

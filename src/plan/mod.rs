@@ -500,6 +500,22 @@ impl Plan {
         plan
     }
 
+    /// The plan with candidates `c` given to every writer that says nothing of them (see
+    /// `candidates::give`); an id its candidates cannot take is an error naming the task.
+    pub fn with_candidates(self, c: Option<candidates::Candidates>) -> anyhow::Result<Self> {
+        let Some(c) = c.filter(|c| c.n >= 2) else {
+            return Ok(self);
+        };
+        let mut tasks = self.tasks;
+        candidates::give(&mut tasks, c);
+        let mut problems = Vec::new();
+        let plan = Self::link(tasks, &mut problems);
+        if let Some(p) = problems.first() {
+            anyhow::bail!("--candidates {}: {}", c.n, p.what());
+        }
+        Ok(plan)
+    }
+
     /// Appends tasks whose deps name tasks of the plan or each other (a goal planned while the
     /// run goes); returns the indices they got. The graph is linked anew, not grown: an edge
     /// added to an existing task would list its new dependent first.

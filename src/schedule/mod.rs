@@ -109,6 +109,9 @@ pub struct Settings {
     pub local_jobs: usize,
     /// What confines the processes of tasks (see `agent::confine`).
     pub confine: std::sync::Arc<crate::agent::confine::Confiner>,
+    /// The candidates every writer of a goal planned during the run gets (`--candidates`,
+    /// `--select`), when more than one.
+    pub candidates: Option<crate::plan::candidates::Candidates>,
 }
 
 /// A run spread over machines through a git remote (see `crate::remote`).
@@ -228,6 +231,7 @@ impl Settings {
                 off: true,
                 ..Default::default()
             }),
+            candidates: None,
         }
     }
 }

@@ -212,3 +212,66 @@ fn candidates_on_a_reader_or_with_spawn_or_a_select_alone_are_refused_and_nothin
     }
     assert!(err.contains("has 5 problems; nothing ran"), "{err}");
 }
+
+#[test]
+fn a_pools_two_members_each_take_one_of_two_candidates() {
+    let repo = TestRepo::new();
+    let logs = crate::outside(&repo, "members");
+    std::fs::create_dir_all(&logs).unwrap();
+    let script = crate::outside(&repo, "member");
+    // Each member writes its name into the checkout and logs the candidate it took.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\necho \"$SWARM_TASK_ID\" >> '{}'/\"$1\"\necho \"by $1\" > out.txt\necho \"done by $1\"\n",
+            logs.display()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let profile = |name: &str| {
+        format!(
+            "[agents.{name}]\ncommand = \"{}\"\nargs = [\"{name}\"]\n\n",
+            script.display()
+        )
+    };
+    repo.write(
+        ".swarm.toml",
+        &format!(
+            "{}{}[pools.pair]\nmembers = [\"left\", \"right\"]\n",
+            profile("left"),
+            profile("right")
+        ),
+    );
+    repo.commit_all("pool");
+    let tasks = repo.tasks(&[&json!({
+        "id": "note",
+        "prompt": "write out.txt",
+        "agent": "pool:pair",
+        "candidates": 2,
+        "select": "first-green",
+    })
+    .to_string()]);
+
+    let out = repo.swarm(&["run", tasks.to_str().unwrap(), "-j", "2"]);
+
+    assert_exit(&out, 0);
+    let took = |name: &str| std::fs::read_to_string(logs.join(name)).unwrap_or_default();
+    let (left, right) = (took("left"), took("right"));
+    assert_eq!(
+        left.lines().count(),
+        1,
+        "left took {left:?}, right {right:?}"
+    );
+    assert_eq!(
+        right.lines().count(),
+        1,
+        "left took {left:?}, right {right:?}"
+    );
+    let merged = repo.git(&["show", "HEAD:out.txt"]);
+    assert!(merged == "by left\n" || merged == "by right\n", "{merged}");
+}

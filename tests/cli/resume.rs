@@ -97,6 +97,8 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
         "pr_branch",
         "pr_title",
         "lessons",
+        "candidates",
+        "select",
     ] {
         expected[key] = serde_json::Value::Null;
     }

@@ -330,8 +330,8 @@ impl Core<'_> {
         } else if retries_left {
             self.transition(Transition::Interrupted(i), fx);
         } else {
-            if self.plan.tasks[i].mode == Mode::Write {
-                // Kept for inspection until `swarm gc`.
+            if self.plan.tasks[i].mode == Mode::Write && !self.plan.tasks[i].picks() {
+                // Kept for inspection until `swarm gc` (a pick has none).
                 fx.push(Effect::KeptCheckout(i));
             }
             self.transition(Transition::Failed(i), fx);

@@ -70,6 +70,7 @@ impl Core<'_> {
             .filter(|&i| {
                 self.dag.state(i) == State::Running
                     && self.plan.tasks[i].mode == crate::plan::Mode::Write
+                    && !self.plan.tasks[i].picks()
                     && !self.counts.remote.contains(&i)
                     && self.slots[i].start_commit.is_some()
             })

@@ -565,16 +565,21 @@ impl Core<'_> {
             }
             Planned::Failed(why) => return self.goal_failed(gi, &why, fx),
         };
-        let specs: Vec<(String, serde_json::Value)> = tasks
-            .iter()
-            .map(|t| (t.id.to_string(), t.to_json()))
-            .collect();
         // The plan joins the run's DAG, or the goal fails; the run's DAG is left as it was.
+        let mut tasks = tasks;
+        if let Some(c) = self.settings.candidates {
+            crate::plan::candidates::give(&mut tasks, c);
+        }
         let added = match self.plan.extend(tasks) {
             Ok(added) => added,
             Err(_) if stopping => return,
             Err(e) => return self.goal_failed(gi, &format!("{e:#}"), fx),
         };
+        // As they joined: with the candidates of those that have any.
+        let specs: Vec<(String, serde_json::Value)> = self.plan.tasks[added.clone()]
+            .iter()
+            .map(|t| (t.id.to_string(), t.to_json()))
+            .collect();
         for (kind, message) in &repairs {
             fx.push(Effect::Record(Rec::Run(RunEvent::PlanRepair {
                 goal: Some(id.clone()),

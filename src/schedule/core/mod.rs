@@ -1323,7 +1323,9 @@ impl<'s> Core<'s> {
     fn release(&mut self, i: usize) {
         self.members.release(i);
         self.counts.running = self.counts.running.saturating_sub(1);
-        if self.plan.tasks[i].mode == Mode::Write {
+        // A pick holds no checkout, but a resolver of its merge does.
+        let picking = self.plan.tasks[i].picks() && self.dag.state(i) != State::Resolving;
+        if self.plan.tasks[i].mode == Mode::Write && !picking {
             self.counts.writers = self.counts.writers.saturating_sub(1);
         }
     }
@@ -1370,17 +1372,19 @@ impl<'s> Core<'s> {
                 break;
             };
             let mode = self.plan.tasks[i].mode;
-            // A pick runs no agent and holds no checkout: it runs here whatever the slots
-            // (spread over machines, with none here), takes no pool member, and never goes
-            // to a worker.
+            // A pick runs no agent and holds no checkout: it is no writer to --max-writers,
+            // takes no pool member, never goes to a worker, and runs here even when the run is
+            // spread over machines with no slot here.
             let picks = self.plan.tasks[i].picks();
-            if picks || (local && (mode == Mode::Read || self.counts.writers < s.max_writers)) {
+            let here = local || (picks && s.local_jobs == 0 && self.counts.running < s.jobs);
+            let writes = mode == Mode::Write && !picks;
+            if here && (!writes || self.counts.writers < s.max_writers) {
                 if !picks && !self.admit(i, now, fx) {
                     held.push(i);
                     continue;
                 }
                 self.counts.running += 1;
-                if mode == Mode::Write {
+                if writes {
                     self.counts.writers += 1;
                 }
                 let attempt = self.started(i, now, fx);
@@ -1390,7 +1394,7 @@ impl<'s> Core<'s> {
                     tip: self.tip().clone(),
                     running: self.counts.running,
                 });
-            } else if s.remote.is_some() {
+            } else if s.remote.is_some() && !picks {
                 let attempt = self.started(i, now, fx);
                 self.counts.remote.insert(i);
                 fx.push(Effect::Publish {

@@ -406,6 +406,13 @@ impl Spawns {
             if matches!(parent.action, Action::Prompt(_)) {
                 commands_refused(t)?;
             }
+            // Its candidates would be tasks the spawn's limits never counted.
+            if t.picks() || t.then.as_deref().is_some_and(Task::picks) {
+                return Err(format!(
+                    "task {:?}: a spawned task may not run as candidates",
+                    t.id.as_str()
+                ));
+            }
             let mut c = t.clone();
             c.id = local[&t.id].clone();
             let mut deps = vec![parent.id.clone()];

@@ -9,10 +9,11 @@ use crate::git::CommitId;
 use crate::plan::Plan;
 use crate::schedule::Settings;
 use crate::schedule::job::{Report, Verdict};
-use crate::store::{GoalRecord, GoalStatus, Moved};
+use crate::store::{GoalRecord, GoalStatus, Moved, RunEvent};
 use crate::ui::Told;
 
 use super::backoff;
+use super::dag::State;
 use super::slot::Totals;
 use super::{Core, Effect, Ending, Found, Hold, Input, MergeOutcome, PlanAnswer, Rec, Start};
 
@@ -1509,4 +1510,189 @@ fn a_rung_of_the_ladder_spends_from_the_runs_budget() {
     assert!(fx.contains(&"record run BudgetSpent".to_owned()), "{fx:?}");
     // The board is told, so that a resumed run counts them too.
     assert!(fx.contains(&"record v spent 150".to_owned()), "{fx:?}");
+}
+
+/// Task `task`'s pick of `winner`'s commit `c`, which started at `base`.
+fn picked(task: usize, winner: &str, c: &str) -> Report {
+    report(
+        task,
+        1,
+        Verdict::Picked(Box::new(crate::schedule::job::pick::Picked {
+            result: format!("{winner}'s result"),
+            commit: commit(c),
+            start: commit("base"),
+            event: RunEvent::Picked {
+                select: "smallest-green".to_owned(),
+                winner: winner.to_owned(),
+                reasons: None,
+                candidates: Vec::new(),
+            },
+        })),
+    )
+}
+
+#[test]
+fn candidates_run_side_by_side_are_kept_not_merged_and_the_pick_merges_its_winner_once() {
+    let settings = Settings::sample(3);
+    let mut run = Run::new(
+        &settings,
+        &[
+            r#"{"id":"w","run":"x","candidates":3,"check":"t"}"#,
+            r#"{"id":"after","run":"x","mode":"read","deps":["w"]}"#,
+        ],
+    );
+    // The plan: w.c1, w.c2, w.c3, w (waiting for them), after.
+    let table: Vec<(u64, Input, Vec<String>)> = vec![
+        (
+            0,
+            Input::Open,
+            lines(&[
+                "start w.c1#1 at base",
+                "start w.c2#1 at base",
+                "start w.c3#1 at base",
+            ]),
+        ),
+        // A green candidate is done, its commit kept: nothing is merged.
+        (
+            1,
+            Input::Ended {
+                report: committed(1, 1, "c2"),
+                limit_wait: Duration::ZERO,
+            },
+            lines(&[
+                "record w.c2 committed c2",
+                "clean up w.c2",
+                "tell w.c2 Finished: a candidate of w, kept for its pick",
+            ]),
+        ),
+        // One that fails does not skip its task.
+        (
+            2,
+            Input::Ended {
+                report: failed(0, 1, "check failed"),
+                limit_wait: Duration::ZERO,
+            },
+            lines(&[
+                "record w.c1 failed (Pending, failure 1, retried)",
+                "tell w.c1 Failed: check failed",
+                "tell tail of 0 line(s)",
+                "tell retry w.c1#2 (retry 1 of 1)",
+            ]),
+        ),
+        (4, Input::Tick, lines(&["start w.c1#2 at base"])),
+        (
+            5,
+            Input::Ended {
+                report: failed(0, 2, "check failed"),
+                limit_wait: Duration::ZERO,
+            },
+            lines(&[
+                "record w.c1 failed (Failed, failure 2)",
+                "tell w.c1 Failed: check failed",
+                "tell tail of 0 line(s)",
+                "keep w.c1's checkout",
+            ]),
+        ),
+        // The last candidate ends: the pick starts.
+        (
+            6,
+            Input::Ended {
+                report: committed(2, 1, "c3"),
+                limit_wait: Duration::ZERO,
+            },
+            lines(&[
+                "record w.c3 committed c3",
+                "clean up w.c3",
+                "tell w.c3 Finished: a candidate of w, kept for its pick",
+                "start w#1 at base",
+            ]),
+        ),
+        // The winner's commit is the task's, merged from where the winner started.
+        (
+            7,
+            Input::Ended {
+                report: picked(3, "w.c3", "c3"),
+                limit_wait: Duration::ZERO,
+            },
+            lines(&[
+                "record w Picked",
+                "record w committed c3",
+                "merge w into base",
+            ]),
+        ),
+        (
+            7,
+            Input::Merge {
+                task: 3,
+                outcome: merged("base", "m1"),
+            },
+            lines(&[
+                "record w merged at m1",
+                "tell merged w",
+                "clean up w (merged)",
+                "drop snapshots but m1's",
+                "start after#1 at m1",
+            ]),
+        ),
+    ];
+    for (at, input, expected) in table {
+        let seen = run.at(at).on(input);
+        assert_eq!(seen, expected);
+    }
+    assert_eq!(run.core.slots[3].start_commit, Some(commit("base")));
+    assert_eq!(
+        run.ended(ok(4, 1)),
+        lines(&["record after succeeded", "tell after Finished"])
+    );
+    assert_eq!(run.finish(), (Ending::Finished, lines(&[])));
+}
+
+#[test]
+fn a_pick_with_no_green_candidate_fails_once_and_skips_below() {
+    let settings = Settings::sample(2);
+    let mut run = Run::new(
+        &settings,
+        &[
+            r#"{"id":"w","run":"x","candidates":2}"#,
+            r#"{"id":"after","run":"x","mode":"read","deps":["w"]}"#,
+        ],
+    );
+    assert_eq!(
+        run.open(),
+        lines(&["start w.c1#1 at base", "start w.c2#1 at base"])
+    );
+    // Each candidate fails, is retried, and fails for good; then the pick starts.
+    let mut due = vec![(0, 1), (1, 1)];
+    let mut now = 0;
+    while let Some((c, attempt)) = due.pop() {
+        now += 1;
+        let _ = run.at(now).ended(failed(c, attempt, "red"));
+        if due.is_empty() {
+            now += 10;
+            for line in run.at(now).on(Input::Tick) {
+                if let Some(rest) = line.strip_prefix("start w.c") {
+                    let (c, attempt) = rest.split_once('#').unwrap();
+                    let attempt = attempt.split(' ').next().unwrap();
+                    due.push((c.parse::<usize>().unwrap() - 1, attempt.parse().unwrap()));
+                }
+            }
+        }
+    }
+    assert_eq!(run.core.dag.state(2), State::Running);
+    let fx = run.ended(failed(
+        2,
+        1,
+        "no candidate was green: w.c1 failed; w.c2 failed",
+    ));
+    assert_eq!(
+        fx,
+        lines(&[
+            "record w failed (Failed, failure 1)",
+            "tell w Failed: no candidate was green: w.c1 failed; w.c2 failed",
+            "tell tail of 0 line(s)",
+            "record skipped after (dependency w failed)",
+            "tell skipped after (dependency w failed)",
+        ])
+    );
+    assert_eq!(run.finish().0, Ending::Finished);
 }

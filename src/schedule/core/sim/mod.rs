@@ -93,6 +93,9 @@ pub(super) struct Figures {
     /// found after their attempt, stopping the run (one the kernel could not confine).
     pub(super) reached_refused: u64,
     pub(super) reached_found: u64,
+    /// Picks among a task's candidates, and those that found none green.
+    pub(super) picks: u64,
+    pub(super) picks_none_green: u64,
 }
 
 impl Figures {
@@ -105,6 +108,8 @@ impl Figures {
         self.refusals += o.refusals;
         self.reached_refused += o.reached_refused;
         self.reached_found += o.reached_found;
+        self.picks += o.picks;
+        self.picks_none_green += o.picks_none_green;
     }
 }
 
@@ -326,8 +331,15 @@ fn tasks(rng: &mut fastrand::Rng) -> Vec<String> {
             String::new()
         };
         let lane = if reducer { r#","lane":"reducer""# } else { "" };
+        // Some writers run as candidates, one of which is merged.
+        let candidates = if mode == "write" && spawn.is_empty() && rng.u32(0..100) < 20 {
+            let select = ["first-green", "smallest-green", "judge"][rng.usize(0..3)];
+            format!(r#","candidates":{},"select":"{select}""#, rng.u32(2..4))
+        } else {
+            String::new()
+        };
         lines.push(format!(
-            r#"{{"id":"t{k}",{action},"mode":"{mode}","deps":{}{spawn}{lane}}}"#,
+            r#"{{"id":"t{k}",{action},"mode":"{mode}","deps":{}{spawn}{lane}{candidates}}}"#,
             serde_json::to_string(&deps).unwrap_or_default()
         ));
     }
@@ -680,11 +692,16 @@ impl Sim {
                 (Some(at), None) => at,
                 (None, Some(w)) => w,
                 (None, None) => {
+                    let unfinished: Vec<String> = (0..core.plan.len())
+                        .filter(|&i| !core.dag.state(i).is_final())
+                        .map(|i| format!("{} {:?}", core.id(i), core.dag.state(i)))
+                        .collect();
                     return Err(format!(
-                        "nothing can happen: the core is not done and waits for nothing ({} running, {} out with workers, {} hooks)",
+                        "nothing can happen: the core is not done and waits for nothing ({} running, {} out with workers, {} hooks; unfinished: {})",
                         core.counts.running,
                         core.counts.remote.len(),
-                        core.counts.hooks
+                        core.counts.hooks,
+                        unfinished.join(", ")
                     )
                     .into());
                 }
@@ -732,7 +749,7 @@ impl Sim {
         }
         let board = &self.board;
         for (i, t) in board.tasks.iter().enumerate() {
-            if t.status != TaskStatus::Running || board.plan.tasks[i].lane.runs_on_what_finished() {
+            if t.status != TaskStatus::Running || board.plan.tasks[i].runs_on_what_finished() {
                 continue;
             }
             for d in board.plan.deps(i) {
@@ -902,8 +919,13 @@ impl Sim {
                 self.starts(core, task, &tip, false)?;
                 let writes = core.plan.tasks[task].mode == Mode::Write;
                 let id = core.id(task).to_owned();
-                self.board.started(&id, attempt, writes.then_some(&tip));
-                core.prepared(task, writes.then(|| tip.clone()), None);
+                // A pick has no checkout: where it goes from is its winner's.
+                let picks = core.plan.tasks[task].picks();
+                let checkout = writes && !picks;
+                self.board.started(&id, attempt, checkout.then_some(&tip));
+                if !picks {
+                    core.prepared(task, checkout.then(|| tip.clone()), None);
+                }
                 let takes = self.fate(&id).takes;
                 let key = self.schedule(
                     takes,
@@ -917,7 +939,7 @@ impl Sim {
                 let running = Running {
                     attempt,
                     member,
-                    writes,
+                    writes: checkout,
                     end: key,
                 };
                 self.local.insert(task, running);
@@ -986,6 +1008,7 @@ impl Sim {
                     )
                     .into());
                 }
+                self.picked_merge(core, task)?;
                 let outcome = self.merge(core, task, &tip, onto)?;
                 if self.rng.u32(0..100) < 25 {
                     let after = Duration::from_secs(self.rng.u64(0..3));
@@ -1374,6 +1397,9 @@ impl Sim {
         if cut {
             return report(i, attempt, Verdict::Interrupted, fate.tokens / 2);
         }
+        if task.picks() {
+            return self.pick_report(core, i, attempt);
+        }
         if fate.reaches_out && self.reached.insert(id.clone()) {
             if core.settings.confine.confines() {
                 // The kernel refused the write as it was made: the attempt goes on as dealt.
@@ -1438,6 +1464,68 @@ impl Sim {
             r.spawn = Some(Ok(children.join("\n")));
         }
         r
+    }
+
+    /// The end of task `i`'s pick: one of its green candidates (its commit kept, not merged)
+    /// by its rule, or a failure when none is green. A pick runs no agent: it meets no limit.
+    fn pick_report(&mut self, core: &Core<'_>, i: usize, attempt: u32) -> Report {
+        let greens: Vec<usize> = core
+            .plan
+            .deps(i)
+            .filter(|&d| core.dag.state(d) == State::Done && core.slots[d].commit.is_some())
+            .collect();
+        let Some(&winner) = greens.get(self.rng.usize(0..greens.len().max(1))) else {
+            self.figures.picks_none_green += 1;
+            return report(
+                i,
+                attempt,
+                Verdict::Failed("no candidate was green".to_owned()),
+                0,
+            );
+        };
+        let slot = &core.slots[winner];
+        let (Some(commit), Some(start)) = (slot.commit.clone(), slot.start_commit.clone()) else {
+            return report(i, attempt, Verdict::Failed("no commit".to_owned()), 0);
+        };
+        self.figures.picks += 1;
+        let picked = crate::schedule::job::pick::Picked {
+            result: format!("{} is done", core.id(winner)),
+            commit,
+            start,
+            event: crate::store::RunEvent::Picked {
+                select: "smallest-green".to_owned(),
+                winner: core.id(winner).to_owned(),
+                reasons: None,
+                candidates: Vec::new(),
+            },
+        };
+        report(i, attempt, Verdict::Picked(Box::new(picked)), 0)
+    }
+
+    /// A merge the core asks for is never a candidate's own (a candidate's commit waits for
+    /// its task's pick), and a pick's is the commit of one of its candidates that ended green
+    /// (or the conflict ladder's resolution of it).
+    fn picked_merge(&mut self, core: &Core<'_>, task: usize) -> Step<()> {
+        self.figures.checks += 1;
+        let t = &core.plan.tasks[task];
+        if let Some(of) = &t.candidate_of {
+            return Err(format!("candidate {} was merged itself, not picked by {of}", t.id).into());
+        }
+        // (Once the conflict ladder resolved its merge, it merges the resolution.)
+        if t.picks() && !self.resolved.contains(&task) {
+            let commit = core.slots[task].commit.as_ref();
+            let from_green = core.plan.deps(task).any(|d| {
+                core.dag.state(d) == State::Done && core.slots[d].commit.as_ref() == commit
+            });
+            if !from_green {
+                return Err(format!(
+                    "{} merges {commit:?}, which no green candidate of it made",
+                    t.id
+                )
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// The end of writer `i`'s resolver attempt.
@@ -1521,7 +1609,7 @@ impl Sim {
         if core.stopping() {
             return Err(format!("{id} started while the run stops").into());
         }
-        let reducer = core.plan.tasks[i].lane.runs_on_what_finished();
+        let reducer = core.plan.tasks[i].runs_on_what_finished();
         for d in core.plan.deps(i) {
             let state = core.dag.state(d);
             if reducer && !state.is_final() {
@@ -1537,6 +1625,7 @@ impl Sim {
                 .into());
             }
             let merged_writer = core.plan.tasks[d].mode == Mode::Write
+                && core.plan.tasks[d].candidate_of.is_none()
                 && state == State::Done
                 && core.slots[d].commit.is_some();
             if merged_writer && !self.git.holds(tip).contains(&d) {
@@ -1557,6 +1646,9 @@ impl Sim {
         }
         if remote && core.settings.remote.is_none() {
             return Err(format!("{id} was published with no remote").into());
+        }
+        if remote && core.plan.tasks[i].picks() {
+            return Err(format!("{id}'s pick was published for a worker").into());
         }
         Ok(())
     }
@@ -1732,7 +1824,11 @@ impl Sim {
                 return Err(format!("{} did not end: {:?}", t.id, r.status));
             }
             let holds = self.git.holds(&final_tip).contains(&i);
-            if t.mode == Mode::Write {
+            if t.candidate_of.is_some() {
+                if holds {
+                    return Err(format!("candidate {} is in the final tip itself", t.id));
+                }
+            } else if t.mode == Mode::Write {
                 let merged = r.status == TaskStatus::Done && r.commit_id.is_some();
                 if merged && !holds {
                     return Err(format!(
@@ -2068,6 +2164,7 @@ fn the_run_loop_keeps_its_invariants_in_thousands_of_seeded_worlds() {
     assert_eq!(f.seeds, SUITE_SEEDS);
     assert!(f.kills > 0 && f.resumes > 0 && f.refusals > 0, "{f:?}");
     assert!(f.reached_refused > 0 && f.reached_found > 0, "{f:?}");
+    assert!(f.picks > 0 && f.picks_none_green > 0, "{f:?}");
 }
 
 /// The case that broke before the core: tasks of a goal run that spawn as much as they may.
@@ -2154,7 +2251,7 @@ fn long() {
     let started = Instant::now();
     let (f, mut violations) = seeds(from, from + n);
     println!(
-        "{} seeds hold, {} fail; {} steps, {} invariant checks, {} resumes, {} kills, {} impossible inputs refused, {} reaches out of a checkout refused by the kernel and {} found after, in {:.1}s",
+        "{} seeds hold, {} fail; {} steps, {} invariant checks, {} resumes, {} kills, {} impossible inputs refused, {} reaches out of a checkout refused by the kernel and {} found after, {} picks among candidates ({} with none green), in {:.1}s",
         f.seeds,
         violations.len(),
         f.steps,
@@ -2164,6 +2261,8 @@ fn long() {
         f.refusals,
         f.reached_refused,
         f.reached_found,
+        f.picks,
+        f.picks_none_green,
         started.elapsed().as_secs_f64()
     );
     violations.sort_by_key(|v| v.seed);

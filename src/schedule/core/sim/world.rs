@@ -291,10 +291,12 @@ impl Board {
                 result,
                 commit,
                 joined,
+                kept,
+                start,
                 ..
             } => {
                 let t = self.task(id);
-                t.status = if commit.is_some() {
+                t.status = if commit.is_some() && !kept {
                     TaskStatus::Committed
                 } else {
                     TaskStatus::Done
@@ -302,6 +304,9 @@ impl Board {
                 t.result = Some(result.clone());
                 spend(t, totals);
                 t.commit_id = commit.as_ref().map(ToString::to_string);
+                if let Some(start) = start {
+                    t.start_commit = Some(start.to_string());
+                }
                 self.add(&joined.specs);
             }
             Rec::Failed {
