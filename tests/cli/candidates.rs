@@ -275,3 +275,80 @@ fn a_pools_two_members_each_take_one_of_two_candidates() {
     let merged = repo.git(&["show", "HEAD:out.txt"]);
     assert!(merged == "by left\n" || merged == "by right\n", "{merged}");
 }
+
+/// The ids of the tasks of the repository's last run, as `status --json` lists them.
+fn task_ids(repo: &TestRepo) -> Vec<String> {
+    status_json(repo)["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_goal_run_with_candidates_counts_them_in_its_plan_and_merges_one_of_its_writers_candidates() {
+    let repo = TestRepo::new();
+    let llm = crate::goal::good_server();
+
+    let out = crate::goal::llm_cmd(&repo, &llm)
+        .args([
+            "--goal",
+            "Survey the repository and leave notes",
+            "--candidates",
+            "2",
+        ])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    // The plan said holds them: 4 tasks, and the writer's 2 candidates.
+    assert!(stderr(&out).contains("Planned 6 tasks"), "{}", stderr(&out));
+    let ids = task_ids(&repo);
+    for id in ["notes.c1", "notes.c2", "notes", "survey", "readme", "final"] {
+        assert!(ids.contains(&id.to_owned()), "{id} not in {ids:?}");
+    }
+    // Readers and the reducer have none.
+    assert!(!ids.iter().any(|i| i.starts_with("survey.c")), "{ids:?}");
+    assert_eq!(
+        repo.git(&["show", "HEAD:NOTES.md"]),
+        "notes from the agent\n"
+    );
+    let status = status_json(&repo);
+    assert_eq!(task(&status, "notes")["status"], "done", "{status}");
+}
+
+#[test]
+fn goals_the_queue_runs_get_candidates_as_they_join() {
+    let repo = TestRepo::new();
+    let llm = crate::goal::good_server();
+    let add = crate::goal::llm_cmd(&repo, &llm)
+        .args(["queue", "add", "Survey the repository and leave notes"])
+        .output()
+        .unwrap();
+    assert_exit(&add, 0);
+
+    let out = crate::goal::llm_cmd(&repo, &llm)
+        .args([
+            "queue",
+            "run",
+            "--candidates",
+            "2",
+            "--select",
+            "first-green",
+        ])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    let ids = task_ids(&repo);
+    let candidates: Vec<&String> = ids.iter().filter(|i| i.contains("notes.c")).collect();
+    assert_eq!(candidates.len(), 2, "{ids:?}");
+    assert_eq!(
+        repo.git(&["show", "HEAD:NOTES.md"]),
+        "notes from the agent\n"
+    );
+    let pick = ids.iter().find(|i| i.ends_with("notes")).unwrap();
+    let shown = crate::stdout(&repo.swarm(&["show", pick]));
+    assert!(shown.contains("Candidates (first-green):"), "{shown}");
+}

@@ -1719,3 +1719,36 @@ fn under_remote_the_coordinator_plans_with_memory_and_no_lesson_leaves_for_the_w
     assert!(!objects.contains("the tests need --offline"));
     assert!(!objects.contains("past-runs"));
 }
+
+#[test]
+fn candidates_run_on_a_worker_and_the_coordinator_picks_one_and_merges_it() {
+    let c = Cluster::new();
+    let tasks = c.tasks(&[serde_json::json!({
+        "id": "fix",
+        "mode": "write",
+        "run": "case $SWARM_TASK_ID in fix.c1) seq 20 > out.txt;; fix.c2) seq 2 > out.txt;; esac",
+        "candidates": 2,
+    })
+    .to_string()]);
+    let worker = c.runner("w").start(&[]);
+
+    let out = c
+        .swarm(&["run", tasks.to_str().unwrap(), "--remote", "origin"])
+        .output()
+        .unwrap();
+
+    assert_exit(&out, 0);
+    assert_exit(&finish(worker), 0);
+    // The candidates went out to the worker; the pick ran here.
+    let published: Vec<String> = events(&c.user, "published")
+        .into_iter()
+        .map(|(task, _)| task)
+        .collect();
+    assert_eq!(published, ["fix.c1", "fix.c2"], "{published:?}");
+    let merged: Vec<String> = events(&c.user, "merged")
+        .into_iter()
+        .map(|(task, _)| task)
+        .collect();
+    assert_eq!(merged, ["fix"]);
+    assert_eq!(c.user.read("out.txt"), "1\n2\n");
+}
