@@ -152,6 +152,10 @@ pub(super) fn slots(n: &u32) -> Result<(), String> {
 }
 
 /// A count of candidates: 1 (none) to `plan::candidates::MAX_CANDIDATES`.
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "every check takes its value by reference"
+)]
 pub(super) fn candidates(n: &u32) -> Result<(), String> {
     let most = crate::plan::candidates::MAX_CANDIDATES;
     if (1..=most).contains(n) {
