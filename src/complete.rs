@@ -75,9 +75,8 @@ fn runs(keep: impl Fn(RunStatus) -> bool) -> Vec<CompletionCandidate> {
         .collect()
 }
 
-/// For `swarm retry`: the writers of the run `--run` names (else the newest run) that were
-/// parked or failed, each with its status.
-pub(crate) fn retryable_tasks() -> Vec<CompletionCandidate> {
+/// The tasks of the run `--run` names, else of the newest run.
+fn tasks_of_the_run() -> Vec<crate::store::TaskRecord> {
     let Some(board) = board() else {
         return Vec::new();
     };
@@ -88,9 +87,28 @@ pub(crate) fn retryable_tasks() -> Vec<CompletionCandidate> {
             _ => return Vec::new(),
         },
     };
-    let Ok(tasks) = board.load_tasks(&run) else {
-        return Vec::new();
-    };
+    board.load_tasks(&run).unwrap_or_default()
+}
+
+/// For `swarm steer`: the tasks of the run that are running or have yet to run, each with its
+/// status.
+pub(crate) fn steerable_tasks() -> Vec<CompletionCandidate> {
+    tasks_of_the_run()
+        .into_iter()
+        .filter(|t| {
+            matches!(
+                t.status,
+                TaskStatus::Running | TaskStatus::Pending | TaskStatus::Interrupted
+            )
+        })
+        .map(|t| CompletionCandidate::new(t.id).help(Some(t.status.as_str().into())))
+        .collect()
+}
+
+/// For `swarm retry`: the writers of the run `--run` names (else the newest run) that were
+/// parked or failed, each with its status.
+pub(crate) fn retryable_tasks() -> Vec<CompletionCandidate> {
+    let tasks = tasks_of_the_run();
     let writer = |spec: &serde_json::Value| {
         let (tasks, _) = crate::plan::Plan::read(&spec.to_string());
         tasks.iter().any(|t| t.mode == crate::plan::Mode::Write)

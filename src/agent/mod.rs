@@ -11,6 +11,7 @@ pub(crate) use fault::{Fault, FaultKind};
 pub(crate) mod acp;
 pub(crate) mod openai;
 mod reap;
+pub(crate) mod steer;
 pub(crate) mod stray;
 pub(crate) mod tools;
 pub(crate) mod transcript;

@@ -149,7 +149,21 @@ fn turns(
     // Answers cut at the output limit in a row.
     let mut cut = 0;
     let stop = || watchdog.is_stopping() || Instant::now() >= deadline;
+    // Where a person's messages to the task wait (`swarm steer`): each is the next user turn.
+    let mailbox = super::steer::of_env(&inv.env);
+    let steered = |messages: &mut Vec<Value>, log: &mut Log| {
+        let taken = mailbox
+            .as_deref()
+            .map(super::steer::take)
+            .unwrap_or_default();
+        for text in &taken {
+            log.line(&format!("--- steered: {text} ---"));
+            messages.push(json!({ "role": "user", "content": super::steer::framed(text) }));
+        }
+        !taken.is_empty()
+    };
     for turn in 1..=b.max_turns {
+        steered(&mut messages, log);
         let mut body = if as_json {
             json!({ "messages": messages, "response_format": call_format(&definitions) })
         } else {
@@ -239,6 +253,10 @@ fn turns(
                 }
                 log.line("swarm: the model answered without calling a tool; asking for the calls as JSON answers");
                 messages.push(json!({ "role": "user", "content": json_calls(&definitions) }));
+                continue;
+            }
+            // A message that came while the model answered: it is told, and goes on.
+            if steered(&mut messages, log) {
                 continue;
             }
             answer.push_str(finished.as_deref().unwrap_or(&text));

@@ -58,6 +58,24 @@ pub enum Command {
         #[command(flatten)]
         options: RunOptions,
     },
+    /// Send a message to a task while it runs: steer it without stopping the run.
+    ///
+    /// The built-in agent reads the message before its next request to the model, as the next
+    /// thing the person said; every other agent finds it first in the prompt of the task's next
+    /// attempt (a retry, a continued session after a pause or a resume), and an agent of your
+    /// own can read it from the directory $SWARM_STEER names while it runs. Recorded in the
+    /// run's log (`swarm logs`) and the attempt's transcript. A task that has ended, or an
+    /// unknown task, is refused (exit 2).
+    Steer {
+        /// The task id, of a task that is running or has yet to run.
+        #[arg(add = ArgValueCandidates::new(crate::complete::steerable_tasks))]
+        task: String,
+        /// What to tell the task's agent.
+        message: String,
+        /// The run the task belongs to [default: the newest run].
+        #[arg(long, value_name = "RUN", add = ArgValueCandidates::new(crate::complete::run_ids))]
+        run: Option<String>,
+    },
     /// Drop an unfinished run (the newest by default), keeping the work no other branch has.
     ///
     /// For a start that failed (a refused key, a model endpoint that did not answer, Ctrl-C

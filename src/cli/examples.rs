@@ -63,6 +63,7 @@ const EXAMPLES: &[(&str, &[Example])] = &[
     ("swarm run", RUN),
     ("swarm resume", RESUME),
     ("swarm retry", RETRY),
+    ("swarm steer", STEER),
     ("swarm drop", DROP),
     ("swarm runs", RUNS),
     ("swarm show", SHOW),
@@ -171,6 +172,17 @@ const RETRY: &[Example] = &[
     help(
         "swarm retry t4 --run 20261129-071300-ab12 --agent claude",
         "The same for a task of an older run, with another agent",
+    ),
+];
+
+const STEER: &[Example] = &[
+    help(
+        "swarm steer api \"Keep the old endpoint; add the new one beside it\"",
+        "Tell the running task api of the newest run what to do differently",
+    ),
+    help(
+        "swarm steer docs \"Write it for operators\" --run 20261129-071300-ab12",
+        "The same for a task of another run that is going",
     ),
 ];
 

@@ -131,6 +131,17 @@ const STATUS: &[(&str, &[Exit])] = &[
         ],
     ),
     (
+        "swarm steer",
+        &[
+            exit("0", "the message waits for the task's agent", ""),
+            exit(
+                "2",
+                "usage error; nothing was sent",
+                "No such task (the hint names the run that has it, or the names close to it), a task that has ended, or an empty message.",
+            ),
+        ],
+    ),
+    (
         "swarm drop",
         &[
             exit(

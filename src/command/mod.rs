@@ -33,6 +33,7 @@ mod run;
 mod runs;
 mod settings;
 mod show;
+mod steer;
 mod stored;
 mod tui;
 mod web;
@@ -145,6 +146,7 @@ fn dispatch_in(cli: Cli, dir: PathBuf) -> anyhow::Result<u8> {
             let configured = configure(&g, &Options::default(), explicit)?;
             retry::retry(&g, &task, run.as_deref(), &options.into(), &configured)
         }
+        Command::Steer { task, message, run } => steer::steer(&g, &task, &message, run.as_deref()),
         Command::Drop { run, yes } => drop::drop_run(&g, run.as_deref(), yes),
         Command::Config { options } => {
             let config = load_config(&g, &options.into(), explicit, CONFIG_SHOW_HINT)?;

@@ -110,6 +110,10 @@ pub enum RunEvent {
         reasons: Option<String>,
         candidates: Vec<PickedCandidate>,
     },
+    /// A person sent the task's agent a message (`swarm steer`).
+    Steered {
+        text: String,
+    },
     /// What the attempt asked to spawn was refused, and why; the task succeeded all the same.
     SpawnRefused {
         why: String,

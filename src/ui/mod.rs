@@ -53,6 +53,7 @@ pub enum Verb {
     Note,
     Wrote,
     Refused,
+    Sent,
 }
 
 /// How a verb is coloured: done and merged green, parked and retrying yellow, failed red.
@@ -108,6 +109,7 @@ impl Verb {
             Self::Resolving => "Resolving",
             Self::Resolved => "Resolved",
             Self::Foreseen => "Foreseen",
+            Self::Sent => "Sent",
             Self::Skipped => "Skipped",
             Self::Skipping => "Skipping",
             Self::Kept => "Kept",

@@ -39,6 +39,7 @@ pub mod remote;
 mod report;
 mod resume;
 mod snapshots;
+mod steer;
 mod terminal;
 mod tidy;
 mod tui;

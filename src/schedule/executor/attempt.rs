@@ -105,6 +105,11 @@ pub(super) fn prepare(
     ];
     let tmp = ex.scratch.acquire(i);
     env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
+    let mailbox = crate::agent::steer::mailbox(&layout.run_dir, id);
+    env.push((
+        crate::agent::steer::VAR.to_owned(),
+        mailbox.display().to_string(),
+    ));
     // What the agent may spawn, and where it writes it, when it may spawn at all: else it
     // is told of no spawn file, and the built-in agent gets no tool to add tasks. No earlier
     // attempt had this number (each is recorded before it starts), so no file an earlier one
@@ -196,6 +201,18 @@ pub(super) fn prepare(
                 .collect();
             told = taught.iter().map(|l| l.id).collect();
             let prompt = with_lessons(prompt, &taught);
+            // What a person sent the task since its last attempt comes first; the built-in
+            // agent takes it from the mailbox itself, before each request.
+            let prompt = if matches!(agent, Agent::OpenAi) {
+                prompt
+            } else {
+                let mut steered: Vec<String> = crate::agent::steer::take(&mailbox)
+                    .iter()
+                    .map(|t| crate::agent::steer::framed(t))
+                    .collect();
+                steered.push(prompt);
+                steered.join("\n\n")
+            };
             match agent {
                 Agent::Exec(cmd) => (cmd, Some(prompt), None),
                 Agent::Cli(profile) => {
