@@ -24,9 +24,9 @@ pub fn mailbox(run_dir: &Path, task: &str) -> PathBuf {
 
 /// Leaves `text` in `mailbox`, whole or not at all (written aside, then renamed in).
 pub fn post(mailbox: &Path, text: &str) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(mailbox)?;
     // Named by the time, then by the order in this process: names sort as messages came.
     static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    std::fs::create_dir_all(mailbox)?;
     let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let at = jiff::Timestamp::now().as_millisecond();
     let name = format!("{at:015}-{n:06}-{}", std::process::id());
