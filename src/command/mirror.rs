@@ -85,6 +85,14 @@ fn answer(swarm_dir: &Path, run: &str, command: Command) -> String {
         Command::Resume => format!(
             "swarm resume {run}\n(run it in the repository, on the machine that ran the run, once it has stopped)"
         ),
+        Command::Steer { task, text } => {
+            match Board::open(swarm_dir)
+                .and_then(|mut b| super::steer::send(&mut b, run, &task, &text, true))
+            {
+                Ok(()) => format!("sent to {task}: {}", super::steer::DELIVERY),
+                Err(e) => format!("could not steer {task}: {e:#}"),
+            }
+        }
         Command::Help => words::HELP.to_owned(),
     }
 }

@@ -1,14 +1,17 @@
-//! `swarm steer TASK MESSAGE`: a message for a task's agent while its run goes, left in the
-//! task's mailbox (`agent::steer`) and recorded in the run's log. The run's process is not
-//! touched: its attempts take the message themselves.
+//! `swarm steer TASK MESSAGE` (and the interface's and the mirror's `/steer`): a message for a
+//! task's agent while its run goes, left in the task's mailbox (`agent::steer`) and recorded in
+//! the run's log. The run's process is not touched: its attempts take the message themselves.
 
 use crate::error::Usage;
-use crate::store::{Event, RunEvent, TaskStatus};
+use crate::store::{Board, Event, RunEvent, TaskStatus};
 use crate::ui::{self, Verb};
 
 use super::context::{Globals, open_repo, open_run_board};
 use super::inspect::pick_run;
 use super::show::unknown_task;
+
+/// What is said once a message is sent.
+pub(super) const DELIVERY: &str = "the built-in agent reads it before its next request; another agent, first in its next attempt's prompt";
 
 pub(super) fn steer(
     g: &Globals,
@@ -16,15 +19,33 @@ pub(super) fn steer(
     message: &str,
     run: Option<&str>,
 ) -> anyhow::Result<u8> {
-    if message.trim().is_empty() {
-        return Err(Usage::new("the message is empty: say what the task's agent should do").into());
-    }
     let repo = open_repo(g)?;
     let mut board = open_run_board(g, &repo)?;
     let record = pick_run(&board, run)?;
-    let tasks = board.load_tasks(&record.id)?;
+    send(&mut board, &record.id, task, message, run.is_some())?;
+    ui::say(
+        g.quiet,
+        Verb::Sent,
+        &format!("to {task} of run {}: {DELIVERY}", record.id),
+    );
+    Ok(crate::error::exit::OK)
+}
+
+/// Leaves `message` (secrets hidden) for task `task` of run `run` and records it; refused for
+/// an empty message, an unknown task, or one that has ended.
+pub(super) fn send(
+    board: &mut Board,
+    run: &str,
+    task: &str,
+    message: &str,
+    run_given: bool,
+) -> anyhow::Result<()> {
+    if message.trim().is_empty() {
+        return Err(Usage::new("the message is empty: say what the task's agent should do").into());
+    }
+    let tasks = board.load_tasks(run)?;
     let Some(t) = tasks.iter().find(|t| t.id == task) else {
-        return Err(unknown_task(&board, task, &record.id, &tasks, run.is_some(), "steer")?.into());
+        return Err(unknown_task(board, task, run, &tasks, run_given, "steer")?.into());
     };
     if matches!(
         t.status,
@@ -41,27 +62,15 @@ pub(super) fn steer(
             _ => "steering reaches a task that is running or has yet to run".to_owned(),
         };
         return Err(Usage::new(format!(
-            "task {task} of run {} is {}: no agent of it will read a message",
-            record.id,
+            "task {task} of run {run} is {}: no agent of it will read a message",
             t.status.as_str()
         ))
         .hint(hint)
         .into());
     }
     let text = crate::secret::redact(message.trim()).into_owned();
-    let mailbox = crate::agent::steer::mailbox(&board.run_dir(&record.id), task);
+    let mailbox = crate::agent::steer::mailbox(&board.run_dir(run), task);
     crate::agent::steer::post(&mailbox, &text)?;
-    board.event(
-        &record.id,
-        &Event::task(task, RunEvent::Steered { text: text.clone() }),
-    )?;
-    ui::say(
-        g.quiet,
-        Verb::Sent,
-        &format!(
-            "to {task} of run {}: the built-in agent reads it before its next request; another agent, first in its next attempt's prompt",
-            record.id
-        ),
-    );
-    Ok(crate::error::exit::OK)
+    board.event(run, &Event::task(task, RunEvent::Steered { text }))?;
+    Ok(())
 }

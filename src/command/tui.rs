@@ -2,7 +2,7 @@
 //! repository's runs, the selected run's goals and tasks as a tree by their dependencies, the
 //! selected task's facts and transcript (following as it grows), and a composer: a plain
 //! message is a goal, planned, shown and asked about as `--goal` asks (`[Y/n/e]`), then run;
-//! `/goal`, `/run`, `/stop`, `/resume`, `/retry`, `/help`, `/quit` are commands.
+//! `/goal`, `/run`, `/stop`, `/resume`, `/retry`, `/steer`, `/help`, `/quit` are commands.
 //!
 //! The interface runs nothing itself: each run it starts is a `swarm` of its own, in the
 //! background (its output in `.git/swarm/tui/`), so that it goes on when the interface is left,
@@ -714,6 +714,18 @@ impl App {
                 None => self.say("there is no run to retry a task of"),
             },
             ("retry", _) => self.say("/retry TASK retries a writer of the selected run"),
+            ("steer", rest) => match (run, rest.split_once(char::is_whitespace)) {
+                (Some(run), Some((task, message))) => {
+                    let out = self
+                        .swarm(&["steer", task, message.trim(), "--run", &run])
+                        .output()?;
+                    self.said = first_line(&out.stdout, &out.stderr);
+                }
+                (None, _) => self.say("there is no run to steer a task of"),
+                (Some(_), None) => {
+                    self.say("/steer TASK TEXT sends TEXT to a running task of the selected run");
+                }
+            },
             _ => self.said = format!("/{name} is no command here: /help lists them"),
         }
         Ok(Flow::Stay)

@@ -66,6 +66,14 @@ fn commands_are_read_with_or_without_the_bots_name() {
     assert_eq!(words::command("/goal"), Command::Help);
     assert_eq!(words::command("/stop"), Command::Stop);
     assert_eq!(words::command("/resume"), Command::Resume);
+    assert_eq!(
+        words::command("/steer api  keep the old endpoint"),
+        Command::Steer {
+            task: "api".to_owned(),
+            text: "keep the old endpoint".to_owned()
+        }
+    );
+    assert_eq!(words::command("/steer api"), Command::Help);
     assert_eq!(words::command("hello"), Command::Help);
 }
 

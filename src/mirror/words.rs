@@ -121,6 +121,8 @@ pub enum Command {
     Stop,
     /// How to resume the run.
     Resume,
+    /// A message for a task's agent, as `swarm steer` sends it.
+    Steer { task: String, text: String },
     /// Anything else: the commands there are.
     Help,
 }
@@ -135,6 +137,13 @@ pub fn command(text: &str) -> Command {
         ("/goal", goal) if !goal.is_empty() => Command::Goal(goal.to_owned()),
         ("/stop", _) => Command::Stop,
         ("/resume", _) => Command::Resume,
+        ("/steer", rest) => match rest.split_once(char::is_whitespace) {
+            Some((task, text)) if !text.trim().is_empty() => Command::Steer {
+                task: task.to_owned(),
+                text: text.trim().to_owned(),
+            },
+            _ => Command::Help,
+        },
         _ => Command::Help,
     }
 }
@@ -167,7 +176,7 @@ pub(super) fn heard(update: &Update, allowed: &[i64], since: i64) -> Heard {
 }
 
 /// What the commands are, for a message that is none of them.
-pub const HELP: &str = "swarm answers /status (the run's counts), /goal TEXT (queue a goal, as `swarm queue add` does), /stop (stop the run, resumably, as Ctrl-C does) and /resume (the command that resumes it)";
+pub const HELP: &str = "swarm answers /status (the run's counts), /goal TEXT (queue a goal, as `swarm queue add` does), /stop (stop the run, resumably, as Ctrl-C does), /resume (the command that resumes it) and /steer TASK TEXT (a message for a running task's agent, as `swarm steer` sends it)";
 
 /// The run started.
 pub fn started(run: &str, what: &str, tasks: usize, resumed: bool) -> String {

@@ -221,6 +221,7 @@ pub const HELP: &[(&str, &str)] = &[
         "/retry TASK",
         "retry a parked or failed writer of the selected run",
     ),
+    ("/steer TASK TEXT", "send TEXT to a running task's agent"),
     ("/quit (q)", "leave; runs started here go on"),
 ];
 

@@ -116,7 +116,7 @@ fn another_agents_next_attempt_gets_the_message_first_in_its_prompt() {
         "agent": format!("exec:{}", agent.display()),
     })
     .to_string()]);
-    let mut swarm = repo.spawn(&["run", tasks.to_str().unwrap(), "--retries", "1"]);
+    let swarm = repo.spawn(&["run", tasks.to_str().unwrap(), "--retries", "1"]);
     wait_until("the first attempt to start", || {
         std::fs::read_to_string(&prompts)
             .ok()
