@@ -155,6 +155,7 @@ fn converse(inv: &Invocation, acp: &Acp, watchdog: &Watchdog) -> anyhow::Result<
         cost: None,
         denials: Vec::new(),
         terminals: HashMap::new(),
+        mailbox: super::steer::of_env(&inv.env),
     };
     let mut resumable = false;
     let ended = client.turn(acp, &mut resumable);
@@ -272,6 +273,9 @@ struct Client {
     cost: Option<f64>,
     denials: Vec<String>,
     terminals: HashMap<String, Terminal>,
+    /// Where a person's messages to the task wait (`swarm steer`): each becomes a new prompt
+    /// in the session once the agent's turn ends.
+    mailbox: Option<PathBuf>,
 }
 
 impl Client {
@@ -354,27 +358,51 @@ impl Client {
         if self.cancelled {
             return Err(Ended::Failed("cancelled before the prompt".to_owned()));
         }
-        let answer: message::Prompted = self.request(
-            "session/prompt",
-            &message::Prompt {
-                prompt: [message::TextBlock {
-                    text: prompt,
-                    kind: "text",
-                }],
-                session_id: &session,
-            },
-        )?;
-        if let Some(total) = answer.usage.total_tokens {
-            self.tokens = Some(total);
-        }
-        match answer.stop_reason.as_deref() {
-            Some("end_turn") => Ok(()),
-            Some(reason) => Err(Ended::Failed(format!(
-                "the agent stopped its turn: {reason}"
-            ))),
-            None => Err(Ended::Failed(
-                "the agent's answer to the prompt has no stopReason".to_owned(),
-            )),
+        let mut prompt = prompt.clone();
+        loop {
+            let answer: message::Prompted = self.request(
+                "session/prompt",
+                &message::Prompt {
+                    prompt: [message::TextBlock {
+                        text: &prompt,
+                        kind: "text",
+                    }],
+                    session_id: &session,
+                },
+            )?;
+            if let Some(total) = answer.usage.total_tokens {
+                self.tokens = Some(self.tokens.unwrap_or(0) + total);
+            }
+            match answer.stop_reason.as_deref() {
+                Some("end_turn") => {}
+                Some(reason) => {
+                    return Err(Ended::Failed(format!(
+                        "the agent stopped its turn: {reason}"
+                    )));
+                }
+                None => {
+                    return Err(Ended::Failed(
+                        "the agent's answer to the prompt has no stopReason".to_owned(),
+                    ));
+                }
+            }
+            // What a person sent while the agent worked is its next prompt in the session.
+            let steered = self
+                .mailbox
+                .as_deref()
+                .map(super::steer::take)
+                .unwrap_or_default();
+            if steered.is_empty() || self.cancelled {
+                return Ok(());
+            }
+            for text in &steered {
+                self.note(&format!("--- steered: {text} ---"));
+            }
+            prompt = steered
+                .iter()
+                .map(|t| super::steer::framed(t))
+                .collect::<Vec<_>>()
+                .join("\n\n");
         }
     }
 

@@ -488,3 +488,59 @@ fn acp_terminal_program_is_stopped_with_a_hung_attempt() {
         }
     }
 }
+
+#[test]
+#[cfg_attr(
+    not(has_python3),
+    ignore = "needs python3: not found on PATH; install python3"
+)]
+fn acp_a_steered_message_is_a_new_prompt_in_the_session_once_the_turn_ends() {
+    let fake = fake();
+    let repo = TestRepo::new();
+    let release = repo.shared.join("release");
+    let tasks = repo.tasks(&[&serde_json::json!({
+        "id": "w",
+        "prompt": format!("WAIT-FOR: {}\nWRITE: notes.txt=first\nRESULT: wrote it", release.display()),
+        "lane": "coder",
+    })
+    .to_string()]);
+    let mut swarm = repo
+        .swarm_cmd()
+        .env("FAKE_ACP_DIR", &fake.dir)
+        .args(["run", "--agent", &Fake::agent(""), tasks.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::wait_until("the agent's first prompt", || {
+        (!fake.calls("session/prompt").is_empty()).then_some(())
+    });
+
+    let sent = repo.swarm(&["steer", "w", "Write it in British English"]);
+    std::fs::write(&release, "").unwrap();
+    let out = swarm.wait_with_output().unwrap();
+
+    assert_exit(&sent, 0);
+    assert_exit(&out, 0);
+    let prompts = fake.calls("session/prompt");
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    let text = |m: &Value| {
+        m["params"]["prompt"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(!text(&prompts[0].2).contains("British"));
+    assert!(
+        text(&prompts[1].2).ends_with("Write it in British English"),
+        "{}",
+        text(&prompts[1].2)
+    );
+    // Both prompts went to the one session.
+    assert_eq!(
+        prompts[0].2["params"]["sessionId"],
+        prompts[1].2["params"]["sessionId"]
+    );
+    assert!(transcript(&repo, "w").contains("--- steered: Write it in British English ---"));
+    assert_eq!(repo.read("notes.txt"), "first\n");
+}

@@ -15,6 +15,7 @@ It offers the modes `read-only` (current) and `auto`, advertises `sessionCapabil
   HANG              wait for session/cancel, then end the turn `cancelled`
   HANG-ONCE         HANG on the task's first attempt only
   IGNORE-CANCEL     start `sleep 600` and never answer, even to session/cancel
+  WAIT-FOR: PATH    wait until PATH exists (a minute at most)
   STOP: REASON      the stop reason (default end_turn)
   RESULT: TEXT      the answer's first line (sent in two chunks)
 A resumed session's prompt is read from the session it resumes.
@@ -24,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 LOG = os.path.join(os.environ["FAKE_ACP_DIR"], "log.jsonl")
 SESSIONS = os.path.join(os.environ["FAKE_ACP_DIR"], "sessions")
@@ -127,6 +129,11 @@ def prompt_turn(request, cwd, prompt):
             subprocess.Popen(["sleep", "600"])
             while True:
                 receive()
+        elif word == "WAIT-FOR":
+            for _ in range(6000):
+                if os.path.exists(rest):
+                    break
+                time.sleep(0.01)
         elif word == "STOP":
             stop = rest
         elif word == "RESULT":
