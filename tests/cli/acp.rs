@@ -504,7 +504,7 @@ fn acp_a_steered_message_is_a_new_prompt_in_the_session_once_the_turn_ends() {
         "lane": "coder",
     })
     .to_string()]);
-    let mut swarm = repo
+    let swarm = repo
         .swarm_cmd()
         .env("FAKE_ACP_DIR", &fake.dir)
         .args(["run", "--agent", &Fake::agent(""), tasks.to_str().unwrap()])
