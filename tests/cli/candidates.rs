@@ -220,19 +220,13 @@ fn a_pools_two_members_each_take_one_of_two_candidates() {
     std::fs::create_dir_all(&logs).unwrap();
     let script = crate::outside(&repo, "member");
     // Each member writes its name into the checkout and logs the candidate it took.
-    std::fs::write(
+    crate::executable(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\ncat > /dev/null\necho \"$SWARM_TASK_ID\" >> '{}'/\"$1\"\necho \"by $1\" > out.txt\necho \"done by $1\"\n",
             logs.display()
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&script)
-        .status()
-        .unwrap();
+    );
     let profile = |name: &str| {
         format!(
             "[agents.{name}]\ncommand = \"{}\"\nargs = [\"{name}\"]\n\n",

@@ -280,6 +280,13 @@ pub fn outside(repo: &TestRepo, name: &str) -> PathBuf {
     repo.shared.join(name)
 }
 
+/// A shell script `text` at `path`, made executable: an agent of one's own for a test.
+pub fn executable(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    let chmod = Command::new("chmod").arg("+x").arg(path).status().unwrap();
+    assert!(chmod.success(), "chmod +x {}", path.display());
+}
+
 /// The directory, kept for the test process's life, under which tests keep what their tasks
 /// may write although it is outside their checkouts (`SWARM_WRITE_ALLOW`): fakes' state, logs
 /// the tests read. The repositories and their homes are elsewhere, out of the tasks' reach.

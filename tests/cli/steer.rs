@@ -96,20 +96,14 @@ fn another_agents_next_attempt_gets_the_message_first_in_its_prompt() {
     // An agent of one's own: it keeps each prompt it is given; its first attempt waits to be
     // let go and fails, its second writes the file.
     let agent = crate::outside(&repo, "agent");
-    std::fs::write(
+    crate::executable(
         &agent,
-        format!(
+        &format!(
             "#!/bin/sh\n{{ cat; echo '---'; }} >> '{p}'\nif [ \"$SWARM_ATTEMPT\" = 1 ]; then\n  for _ in $(seq 6000); do test -e '{r}' && break; sleep 0.01; done\n  exit 1\nfi\necho done > out.txt\necho ok\n",
             p = prompts.display(),
             r = release.display()
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&agent)
-        .status()
-        .unwrap();
+    );
     let tasks = repo.tasks(&[&json!({
         "id": "api",
         "prompt": "Add the endpoint",

@@ -232,38 +232,47 @@ impl Core<'_> {
         if let (Some(c), Some(of)) = (&commit, candidate) {
             // A candidate is never merged itself: its branch is kept for its task's pick.
             self.slots[i].commit = Some(c.clone());
-            fx.push(Effect::CleanUp {
-                task: i,
-                merged: false,
-                tip: self.tip().clone(),
-            });
-            fx.push(Effect::Tell(Told::Ended {
-                id: id.to_owned(),
-                how: Ended::Finished,
-                elapsed,
-                detail: Some(format!("a candidate of {of}, kept for its pick")),
-            }));
-            self.transition(Transition::Done(i), fx);
+            let detail = format!("a candidate of {of}, kept for its pick");
+            self.done_unmerged(i, id, elapsed, Some(detail), fx);
         } else if let Some(c) = commit {
             self.slots[i].commit = Some(c);
             self.transition(Transition::Committed(i), fx);
             self.merge_when_due(i, fx);
+        } else if writes {
+            self.done_unmerged(i, id, elapsed, Some("no changes".to_owned()), fx);
         } else {
-            if writes {
-                fx.push(Effect::CleanUp {
-                    task: i,
-                    merged: false,
-                    tip: self.tip().clone(),
-                });
-            }
             fx.push(Effect::Tell(Told::Ended {
                 id: id.to_owned(),
                 how: Ended::Finished,
                 elapsed,
-                detail: writes.then(|| "no changes".to_owned()),
+                detail: None,
             }));
             self.transition(Transition::Done(i), fx);
         }
+    }
+
+    /// Writer `i` is done with nothing to merge (no change, or a candidate's kept commit): its
+    /// checkout goes (its branch stays when it holds a commit), the terminal is told.
+    fn done_unmerged(
+        &mut self,
+        i: usize,
+        id: &str,
+        elapsed: std::time::Duration,
+        detail: Option<String>,
+        fx: &mut Vec<Effect>,
+    ) {
+        fx.push(Effect::CleanUp {
+            task: i,
+            merged: false,
+            tip: self.tip().clone(),
+        });
+        fx.push(Effect::Tell(Told::Ended {
+            id: id.to_owned(),
+            how: Ended::Finished,
+            elapsed,
+            detail,
+        }));
+        self.transition(Transition::Done(i), fx);
     }
 
     /// An attempt failed: the task is retried after a backoff, waits for a resume (the run
