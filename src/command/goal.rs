@@ -193,6 +193,9 @@ pub(super) fn plan_and_launch(
         client,
     } = *goal;
     let run_id = run.record.id.clone();
+    if let Some(tracer) = &run.trace {
+        super::trace::planner(tracer, client);
+    }
     let given = run.board.run_dir(&run_id).join(GIVEN_PLAN_FILE);
     if given.exists() {
         // `--plan`: the plan was made before; nothing is asked of the model or the user.

@@ -34,6 +34,7 @@ mod runs;
 mod settings;
 mod show;
 mod stored;
+mod trace;
 mod tui;
 mod web;
 mod worker;

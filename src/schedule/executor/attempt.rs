@@ -103,6 +103,13 @@ pub(super) fn prepare(
                 .unwrap_or_default(),
         ),
     ];
+    if settings.trace.is_some() {
+        // The attempt's span in the run's trace, for an agent that exports its own.
+        env.push((
+            "TRACEPARENT".to_owned(),
+            crate::trace::traceparent(&layout.run, id, attempt),
+        ));
+    }
     let tmp = ex.scratch.acquire(i);
     env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
     // What the agent may spawn, and where it writes it, when it may spawn at all: else it
