@@ -5,12 +5,11 @@
 
 use std::collections::HashMap;
 
-use crate::agent::Agent;
 use crate::config::Options;
 use crate::plan::Plan;
 use crate::schedule::Settings;
 use crate::store::Board;
-use crate::trace::{AgentInfo, Agents, Asked, Config, Figures, Tracer};
+use crate::trace::{AgentInfo, Agents, Asked, Config, Figures, Tracer, agent_info};
 use crate::ui;
 
 fn env(name: &str) -> Option<String> {
@@ -61,34 +60,14 @@ pub(super) fn start(
     Ok(Some(tracer))
 }
 
-/// Tells the trace who runs `plan`'s tasks and plans, as `settings` say.
+/// Tells the trace who runs `plan`'s tasks and plans, as `settings` say (each attempt's
+/// agent is told as it starts; this is for what is not).
 pub(super) fn know(tracer: &Tracer, plan: &Plan, settings: &Settings) {
-    let model = settings.llm.as_ref().map(|c| c.model().to_owned());
-    let info = |name: &str, agent: &Agent| match agent {
-        Agent::OpenAi => AgentInfo {
-            name: if name.is_empty() { "openai" } else { name }.to_owned(),
-            provider: Some("openai".to_owned()),
-            model: model.clone(),
-        },
-        Agent::Exec(_) => AgentInfo {
-            name: if name.is_empty() { "exec" } else { name }.to_owned(),
-            provider: None,
-            model: None,
-        },
-        Agent::Cli(profile) => AgentInfo {
-            name: if name.is_empty() { &profile.name } else { name }.to_owned(),
-            provider: match profile.name.as_str() {
-                "claude" => Some("anthropic".to_owned()),
-                "codex" => Some("openai".to_owned()),
-                _ => None,
-            },
-            model: None,
-        },
-    };
+    let llm = settings.llm.as_ref();
     let members: HashMap<String, AgentInfo> = settings
         .named_agents
         .iter()
-        .map(|(name, agent)| (name.clone(), info(name, agent)))
+        .map(|(name, agent)| (name.clone(), agent_info(Some(name), agent, llm)))
         .collect();
     let tasks = plan
         .tasks
@@ -96,17 +75,18 @@ pub(super) fn know(tracer: &Tracer, plan: &Plan, settings: &Settings) {
         .filter_map(|t| {
             let name = t.agent.as_deref()?;
             let agent = settings.agent_for(Some(name))?;
-            Some((t.id.to_string(), info(name, &agent)))
+            Some((t.id.to_string(), agent_info(Some(name), &agent, llm)))
         })
         .collect();
     tracer.feed().know(Agents {
-        run: settings.agent.as_ref().map(|a| info("", a)),
+        run: settings.agent.as_ref().map(|a| agent_info(None, a, llm)),
         tasks,
         members,
-        planner: model.map(|m| AgentInfo {
+        planner: llm.map(|c| AgentInfo {
             name: "swarm".to_owned(),
             provider: Some("openai".to_owned()),
-            model: Some(m),
+            model: Some(c.model().to_owned()),
+            ..AgentInfo::default()
         }),
     });
 }
@@ -118,6 +98,7 @@ pub(super) fn planner(tracer: &Tracer, client: &crate::llm::Client) {
             name: "swarm".to_owned(),
             provider: Some("openai".to_owned()),
             model: Some(client.model().to_owned()),
+            ..AgentInfo::default()
         }),
         ..Agents::default()
     });

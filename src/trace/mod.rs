@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 pub use self::config::{Asked, Config};
-pub use self::spans::{AgentInfo, Agents, Figures};
+pub use self::spans::{AgentInfo, Agents, Doer, Figures};
 use self::spans::{Builder, Span, hex, trace_id};
 use crate::store::Logged;
 
@@ -43,6 +43,35 @@ pub fn traceparent(run: &str, task: &str, number: u32) -> String {
     )
 }
 
+/// What `agent` (named `name` by the task or its pool, if it is) is, as the trace says it:
+/// its name, its provider where swarm knows it, the model of the built-in agent (`llm`).
+pub fn agent_info(
+    name: Option<&str>,
+    agent: &crate::agent::Agent,
+    llm: Option<&crate::llm::Client>,
+) -> AgentInfo {
+    use crate::agent::Agent;
+    let (own, provider, model) = match agent {
+        Agent::OpenAi => ("openai", Some("openai"), llm.map(|c| c.model().to_owned())),
+        Agent::Exec(_) => ("exec", None, None),
+        Agent::Cli(profile) => (
+            profile.name.as_str(),
+            match profile.name.as_str() {
+                "claude" => Some("anthropic"),
+                "codex" => Some("openai"),
+                _ => None,
+            },
+            None,
+        ),
+    };
+    AgentInfo {
+        doer: Doer::Agent,
+        name: name.filter(|n| *n != "auto").unwrap_or(own).to_owned(),
+        provider: provider.map(str::to_owned),
+        model,
+    }
+}
+
 /// What the thread is given, in order.
 enum Incoming {
     /// A line of the event log, as written.
@@ -50,6 +79,7 @@ enum Incoming {
     /// An attempt's figures, recorded with its end.
     Figures(String, u32, Figures),
     Know(Agents),
+    Doer(String, u32, AgentInfo),
     /// The run is over here: everything before this is sent.
     Last,
 }
@@ -99,6 +129,11 @@ impl Feed {
     /// Attempt `number` of `task` ended with `figures` (its event follows).
     pub fn figures(&self, task: &str, number: u32, figures: Figures) {
         self.push(Incoming::Figures(task.to_owned(), number, figures));
+    }
+
+    /// What runs attempt `number` of `task`, as it starts (its start's event follows).
+    pub fn doer(&self, task: &str, number: u32, agent: AgentInfo) {
+        self.push(Incoming::Doer(task.to_owned(), number, agent));
     }
 
     /// Who runs the run's tasks, once it is known.
@@ -225,6 +260,9 @@ impl Exporter {
                     self.builder.figures(&task, number, figures);
                 }
                 Ok(Incoming::Know(agents)) => self.builder.know(agents),
+                Ok(Incoming::Doer(task, number, agent)) => {
+                    self.builder.doer(&task, number, agent);
+                }
                 Ok(Incoming::Last) | Err(RecvTimeoutError::Disconnected) => {
                     let ended = self.builder.finish();
                     self.take(ended);

@@ -105,9 +105,18 @@ pub struct Span {
     pub error: Option<String>,
 }
 
+/// What runs an attempt: an agent, or a `run` task's command.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Doer {
+    #[default]
+    Agent,
+    Command,
+}
+
 /// The agent and model an attempt ran, as far as swarm knows them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentInfo {
+    pub doer: Doer,
     /// The profile's name (`claude`, `codex`, `openai`, `exec`, a pool's member).
     pub name: String,
     /// The provider (`anthropic`, `openai`), when the agent names one.
@@ -193,6 +202,10 @@ pub struct Builder {
     landing: Option<Open>,
     /// Attempts' figures, recorded with their ends, until their events come.
     figures: HashMap<(String, u32), Figures>,
+    /// The spans of tasks that ended, for what happens to them after (a gate's parking).
+    ended_tasks: HashMap<String, SpanId>,
+    /// What runs each attempt, told as it starts, until its start's event comes.
+    doers: HashMap<(String, u32), AgentInfo>,
     /// When the last event was recorded.
     last_ms: i64,
 }
@@ -209,6 +222,8 @@ impl Builder {
             gates: BTreeMap::new(),
             landing: None,
             figures: HashMap::new(),
+            doers: HashMap::new(),
+            ended_tasks: HashMap::new(),
             last_ms: 0,
         }
     }
@@ -267,6 +282,11 @@ impl Builder {
             .or_else(|| self.agents.tasks.get(task))
             .or(self.agents.run.as_ref())
             .cloned()
+    }
+
+    /// Attempt `number` of `task` is run by `agent`; its start's event follows.
+    pub fn doer(&mut self, task: &str, number: u32, agent: AgentInfo) {
+        self.doers.insert((task.to_owned(), number), agent);
     }
 
     /// Attempt `number` of `task` ended with `figures`; its event follows.
@@ -459,19 +479,15 @@ impl Builder {
                 if let Some(reason) = &parking.reason {
                     attrs.push(("swarm.park.reason", reason.clone().into()));
                 }
-                self.mark(task, at, "swarm.parked", attrs);
                 if let Some(task) = task {
-                    ended.extend(self.end_task(task, "parked", None, at));
+                    ended.extend(self.park(task, at, attrs));
                 }
             }
             RunEvent::Escalated { .. } => {
                 let attrs = task
                     .map(|t| vec![("swarm.task.id", t.into())])
                     .unwrap_or_default();
-                self.mark(None, at, "swarm.escalated", attrs.clone());
-                if task.is_some() {
-                    self.mark(task, at, "swarm.escalated", attrs);
-                }
+                self.mark(None, at, "swarm.escalated", attrs);
             }
             RunEvent::UsageLimit {
                 message,
@@ -762,11 +778,19 @@ impl Builder {
             }
         }
         let parent = self.tasks[task].open.span.id;
-        let agent = self.agent_of(task, member).unwrap_or_default();
+        let agent = self
+            .doers
+            .remove(&(task.to_owned(), number))
+            .or_else(|| self.agent_of(task, member))
+            .unwrap_or_default();
+        let operation = match agent.doer {
+            Doer::Agent => "invoke_agent",
+            Doer::Command => "execute_tool",
+        };
         let name = if agent.name.is_empty() {
-            "invoke_agent".to_owned()
+            operation.to_owned()
         } else {
-            format!("invoke_agent {}", agent.name)
+            format!("{operation} {}", agent.name)
         };
         let mut open = Open::new(
             attempt_span(&self.run, task, number),
@@ -774,9 +798,13 @@ impl Builder {
             name,
             at,
         );
-        open.set("gen_ai.operation.name", "invoke_agent");
-        if !agent.name.is_empty() {
-            open.set("gen_ai.agent.name", agent.name.clone());
+        open.set("gen_ai.operation.name", operation);
+        match agent.doer {
+            Doer::Agent if !agent.name.is_empty() => {
+                open.set("gen_ai.agent.name", agent.name.clone());
+            }
+            Doer::Command => open.set("gen_ai.tool.name", agent.name.clone()),
+            Doer::Agent => {}
         }
         if let Some(p) = &agent.provider {
             open.set("gen_ai.provider.name", p.clone());
@@ -803,7 +831,11 @@ impl Builder {
             return Vec::new();
         };
         let figures = self.figures.remove(&(task.to_owned(), number));
-        if let Some(f) = &figures {
+        // An agent that says nothing of its tokens (an exec agent) has no usage to show.
+        if let Some(f) = figures
+            .as_ref()
+            .filter(|f| f.tokens > 0 || f.cost.is_some())
+        {
             open.set("gen_ai.usage.input_tokens", f.prompt_tokens);
             open.set(
                 "gen_ai.usage.output_tokens",
@@ -814,6 +846,8 @@ impl Builder {
             if let Some(cost) = f.cost {
                 open.set("swarm.cost.usd", Value::Float(cost));
             }
+        }
+        if let Some(f) = &figures {
             open.set("swarm.attempt.outcome", f.outcome.clone());
         }
         if let Some(why) = error {
@@ -840,6 +874,7 @@ impl Builder {
             }
         }
         if let Some(TaskSpan { mut open, .. }) = self.tasks.remove(task) {
+            self.ended_tasks.insert(task.to_owned(), open.span.id);
             open.set("swarm.task.status", status);
             if let Some(why) = why {
                 open.span.error = Some(crate::ui::one_line(why, 500));
@@ -855,10 +890,44 @@ impl Builder {
         ended
     }
 
+    /// A writer parked: an event on its span and the span ends, when it is open; when it
+    /// ended already (merged, then taken out by the gate), a span of the parking under it.
+    fn park(&mut self, task: &str, at: i64, attrs: Attributes) -> Vec<Span> {
+        if let Some(t) = self.tasks.get_mut(task) {
+            t.open.span.marks.push(Mark {
+                at_ms: at,
+                name: "swarm.parked",
+                attributes: attrs,
+            });
+            return self.end_task(task, "parked", None, at);
+        }
+        let parent = match self.ended_tasks.get(task) {
+            Some(id) => *id,
+            None => self.top_id(at),
+        };
+        let mut open = Open::new(
+            self.id(&["park", task, &at.to_string()]),
+            Some(parent),
+            format!("park {task}"),
+            at,
+        );
+        open.set("swarm.task.id", task);
+        open.set("swarm.task.status", "parked");
+        open.set("error.type", "parked");
+        for (k, v) in attrs {
+            open.set(k, v);
+        }
+        open.span.error = Some("parked".to_owned());
+        vec![open.end(at)]
+    }
+
     fn merge(&mut self, task: &str, start: i64, at: i64, commit: &str) -> Vec<Span> {
-        let (parent, rung) = match self.tasks.get(task) {
-            Some(t) => (t.open.span.id, t.rung.clone()),
-            None => (self.top_id(at), None),
+        // A writer merged again (after the gate took out a culprit) merges under the span
+        // its task had.
+        let (parent, rung) = match (self.tasks.get(task), self.ended_tasks.get(task)) {
+            (Some(t), _) => (t.open.span.id, t.rung.clone()),
+            (None, Some(id)) => (*id, None),
+            (None, None) => (self.top_id(at), None),
         };
         let mut open = Open::new(
             self.id(&["merge", task, commit]),

@@ -40,6 +40,7 @@ mod resume;
 mod snapshots;
 mod terminal;
 mod tidy;
+mod traces;
 mod tui;
 mod untrusted;
 pub mod web;
