@@ -123,7 +123,7 @@ mod tests {
             "plan_answer_tokens": null, "turn_answer_tokens": null, "price": null,
             "deliver": null, "deliver_remote": null, "forge": null, "pr_branch": null,
             "pr_title": null, "pr_draft": false, "pr_labels": [], "pr_reviewers": [],
-            "no_memory": false, "lessons": null,
+            "no_memory": false, "lessons": null, "otel": false,
         });
         let confinement = {
             let mut c = confinement;

@@ -549,6 +549,7 @@ pr-labels = ["automated"]
 pr-reviewers = ["alice"]
 no-memory = true
 lessons = "model"
+otel = true
 
 [agents.all]
 command = "a"
