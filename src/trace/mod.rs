@@ -1,4 +1,4 @@
-//! A run as an OpenTelemetry trace, with the GenAI conventions: the run's event log, as it is
+//! A run as an OpenTelemetry trace, with the `GenAI` conventions: the run's event log, as it is
 //! written, turned into spans (`spans`: the run, planning, goals, tasks, attempts with their
 //! agent, model, tokens and cost, merges with their rung, gate runs, the landing; pauses, parks
 //! and escalations as span events) and sent over OTLP/HTTP with protobuf (`otlp`) from a thread
@@ -295,7 +295,7 @@ impl Exporter {
         }
         let body = otlp::encode(self.client.config(), &self.builder.trace(), &batch);
         shared(&self.shared).sending = Some(Instant::now());
-        let result = self.client.send(body);
+        let result = self.client.send(&body);
         let mut s = shared(&self.shared);
         s.sending = None;
         if let Err(why) = result

@@ -1,5 +1,5 @@
 //! Spans as OTLP/HTTP: an `ExportTraceServiceRequest` of the OpenTelemetry project's generated
-//! types, encoded with prost, POSTed as `application/x-protobuf`. Errors are said in swarm's
+//! types, encoded with prost, sent (POST) as `application/x-protobuf`. Errors are said in swarm's
 //! words: a header may hold a credential, and no answer or error repeats one.
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -13,7 +13,7 @@ use prost::Message as _;
 use super::config::Config;
 use super::spans::{Span, TraceId, Value};
 
-/// The GenAI conventions' version the spans' names and attributes follow.
+/// The `GenAI` conventions' version the spans' names and attributes follow.
 const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.37.0";
 
 fn value(v: &Value) -> AnyValue {
@@ -133,7 +133,7 @@ impl Client {
     }
 
     /// Sends `body`; why the collector did not take it, if it did not.
-    pub fn send(&self, body: Vec<u8>) -> Result<(), String> {
+    pub fn send(&self, body: &[u8]) -> Result<(), String> {
         let url = &self.config.endpoint;
         let mut request = self
             .agent
@@ -143,7 +143,7 @@ impl Client {
             request = request.header(k.as_str(), v.as_str());
         }
         let response = request
-            .send(&body[..])
+            .send(body)
             .map_err(|e| format!("{url}: {}", failure(&e)))?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {

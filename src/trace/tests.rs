@@ -21,7 +21,7 @@ fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Value> {
         .map(|(_, v)| v)
 }
 
-fn feed(b: &mut Builder, events: Vec<Logged>) -> Vec<Span> {
+fn feed(b: &mut Builder, events: &[Logged]) -> Vec<Span> {
     events.iter().flat_map(|e| b.on(e)).collect()
 }
 
@@ -55,7 +55,7 @@ fn a_retried_writer_gives_two_attempts_a_merge_and_a_task_under_the_run() {
     );
     let mut ended = feed(
         &mut b,
-        vec![
+        &[
             at(
                 1,
                 None,
@@ -107,7 +107,7 @@ fn a_retried_writer_gives_two_attempts_a_merge_and_a_task_under_the_run() {
     );
     ended.extend(feed(
         &mut b,
-        vec![
+        &[
             at(
                 5,
                 Some("w"),
@@ -216,7 +216,7 @@ fn a_resume_is_a_span_under_the_runs_root_and_a_park_is_an_event_of_its_task() {
     };
     let ended = feed(
         &mut b,
-        vec![
+        &[
             at(1, None, RunEvent::RunResumed { pid: 1 }),
             at(
                 2,

@@ -1,11 +1,12 @@
 //! A run exported as an OpenTelemetry trace, against a collector stand-in on loopback that
 //! decodes each OTLP/HTTP request with the OpenTelemetry project's published protobuf
 //! definitions (`opentelemetry-proto`): the span tree of a run with two goals, a retry, a gate
-//! run and a parked writer, with its GenAI attribute names and token counts; `TRACEPARENT` in
+//! run and a parked writer, with its `GenAI` attribute names and token counts; `TRACEPARENT` in
 //! an exec agent's environment; a resumed run's spans in the same trace; and a collector that
 //! is down, answers 500 or never answers, which changes nothing of how the run ends.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::BufReader;
 use std::net::TcpStream;
 use std::path::Path;
@@ -189,7 +190,10 @@ fn text(v: Option<&opentelemetry_proto::tonic::common::v1::AnyValue>) -> String 
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 /// The tree of spans: each span's name and key attributes, its children below it (sorted by
@@ -227,8 +231,9 @@ fn tree(spans: &[Got]) -> String {
             } else {
                 format!(" events: {}", s.events.join(", "))
             };
-            out.push_str(&format!(
-                "{}{}{}{}{}\n",
+            let _ = writeln!(
+                out,
+                "{}{}{}{}{}",
                 "  ".repeat(depth),
                 s.name,
                 if attrs.is_empty() {
@@ -238,7 +243,7 @@ fn tree(spans: &[Got]) -> String {
                 },
                 if s.error { " (error)" } else { "" },
                 events
-            ));
+            );
             walk(spans, &s.id, depth + 1, keys, out);
         }
     }
