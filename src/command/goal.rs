@@ -207,6 +207,8 @@ pub(super) fn plan_and_launch(
                 requests: 0,
                 tokens: 0,
                 repairs: 0,
+                input_tokens: None,
+                output_tokens: None,
             }),
         )?;
         ui::say(
@@ -325,6 +327,8 @@ pub(super) fn plan_and_launch(
             requests: planned.requests,
             tokens: planned.usage.total_tokens,
             repairs: planned.repairs.len(),
+            input_tokens: Some(planned.usage.prompt_tokens),
+            output_tokens: Some(planned.usage.completion_tokens),
         }),
     )?;
     let plan_out = output.file.map(|out| {

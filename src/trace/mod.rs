@@ -161,16 +161,18 @@ impl Tracer {
         };
         let (sent_tx, sent) = mpsc::channel();
         let endpoint = config.endpoint.clone();
-        let exporter = Exporter {
-            client: otlp::Client::new(config),
-            builder: Builder::new(run),
-            shared: Arc::clone(&feed.shared),
-            pending: Vec::new(),
-            since: None,
-        };
+        let (run, shared) = (run.to_owned(), Arc::clone(&feed.shared));
         std::thread::Builder::new()
             .name("swarm-trace".into())
             .spawn(move || {
+                // The HTTP client is made here, off the run's thread.
+                let exporter = Exporter {
+                    client: otlp::Client::new(config),
+                    builder: Builder::new(&run),
+                    shared,
+                    pending: Vec::new(),
+                    since: None,
+                };
                 exporter.run(&waiting);
                 let _ = sent_tx.send(());
             })?;

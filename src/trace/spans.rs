@@ -319,17 +319,28 @@ impl Builder {
                 requests,
                 tokens,
                 repairs,
+                input_tokens,
+                output_tokens,
             } => {
                 let parent = self.top_id(at);
                 let start = self.top.as_ref().map_or(at, |t| t.span.start_ms);
-                ended.push(self.planning(
+                let mut span = self.planning(
                     &["plan"],
                     parent,
                     start,
                     at,
                     Some((*tasks, *requests, *tokens, *repairs)),
                     None,
-                ));
+                );
+                for (key, n) in [
+                    ("gen_ai.usage.input_tokens", input_tokens),
+                    ("gen_ai.usage.output_tokens", output_tokens),
+                ] {
+                    if let Some(n) = n {
+                        span.attributes.push((key, (*n).into()));
+                    }
+                }
+                ended.push(span);
             }
             RunEvent::PlanningFailed { error } => {
                 let parent = self.top_id(at);

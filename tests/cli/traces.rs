@@ -537,6 +537,43 @@ fn a_run_of_two_goals_is_one_trace_with_its_goals_tasks_attempts_merges_and_gate
 }
 
 #[test]
+fn a_single_goals_planning_span_has_the_model_and_the_tokens_in_and_out() {
+    let s = setup();
+    let collector = Collector::start(Answer::Ok);
+    let llm = FakeLlm::start(|_, _| {
+        plan_of(&json!([{"id": "w", "prompt": "WRITE w.txt", "lane": "coder"}]))
+    });
+    let out = s
+        .cmd(&collector.endpoint())
+        .env("SWARM_API_BASE", llm.base_url())
+        .env("SWARM_MODEL", "planner-model-7")
+        .args(["--goal", "add w.txt", "--yes"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let spans = collector.spans();
+    let shown = tree(&spans);
+    let plan = spans
+        .iter()
+        .find(|s| s.name == "plan swarm")
+        .unwrap_or_else(|| panic!("no planning span:\n{shown}"));
+    let root = spans.iter().find(|s| s.parent.is_empty()).unwrap();
+    assert_eq!(plan.parent, root.id);
+    assert_eq!(plan.attr("gen_ai.operation.name"), "plan");
+    assert_eq!(plan.attr("gen_ai.request.model"), "planner-model-7");
+    assert_eq!(plan.attr("gen_ai.plan.step.count"), "1");
+    let (prompt, _) = llm.reported_usage();
+    assert!(prompt > 0);
+    assert_eq!(plan.attr("gen_ai.usage.input_tokens"), prompt.to_string());
+    let input: u64 = plan.attr("gen_ai.usage.input_tokens").parse().unwrap();
+    let output: u64 = plan.attr("gen_ai.usage.output_tokens").parse().unwrap();
+    assert_eq!(
+        plan.attr("swarm.usage.total_tokens"),
+        (input + output).to_string()
+    );
+}
+
+#[test]
 fn a_resumed_run_continues_its_trace() {
     let s = setup();
     let collector = Collector::start(Answer::Ok);
