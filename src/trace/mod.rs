@@ -72,6 +72,15 @@ pub fn agent_info(
     }
 }
 
+/// The `traceparent` of gate run `number` of run `run`: its span, sampled.
+pub fn gate_traceparent(run: &str, number: u32) -> String {
+    format!(
+        "00-{}-{}-01",
+        hex(&trace_id(run)),
+        hex(&spans::gate_span(run, number))
+    )
+}
+
 /// What the thread is given, in order.
 enum Incoming {
     /// A line of the event log, as written.

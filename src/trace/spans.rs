@@ -41,6 +41,11 @@ pub fn attempt_span(run: &str, task: &str, number: u32) -> SpanId {
     span_id(run, &["attempt", task, &number.to_string()])
 }
 
+/// The span of gate run `number`.
+pub fn gate_span(run: &str, number: u32) -> SpanId {
+    span_id(run, &["gate", &number.to_string()])
+}
+
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -577,7 +582,7 @@ impl Builder {
             } => {
                 let parent = self.top_id(at);
                 let mut open = Open::new(
-                    self.id(&["gate", &run.to_string()]),
+                    gate_span(&self.run, *run),
                     Some(parent),
                     format!("gate {run}"),
                     at,
@@ -594,7 +599,7 @@ impl Builder {
                 let mut open = self.gates.remove(run).unwrap_or_else(|| {
                     let parent = self.top.as_ref().map(|t| t.span.id);
                     Open::new(
-                        self.id(&["gate", &run.to_string()]),
+                        gate_span(&self.run, *run),
                         parent,
                         format!("gate {run}"),
                         at - ms,

@@ -358,6 +358,11 @@ fn a_run_of_two_goals_is_one_trace_with_its_goals_tasks_attempts_merges_and_gate
     let fakes = FakeAgents::install(&outside(&s.repo, "fakes"));
     let collector = Collector::start(Answer::Ok);
     let llm = two_goals(&fakes);
+    let gate_log = outside(&s.repo, "gate.log");
+    let gate = format!(
+        "echo \"$TRACEPARENT\" >> '{}'; test ! -e bad.txt",
+        gate_log.display()
+    );
     let out: Output = s
         .cmd(&collector.endpoint())
         .env("PATH", fakes.path_env())
@@ -372,7 +377,7 @@ fn a_run_of_two_goals_is_one_trace_with_its_goals_tasks_attempts_merges_and_gate
             "GOAL-B: add beta",
             "--yes",
             "--gate",
-            "test ! -e bad.txt",
+            &gate,
         ])
         .output()
         .unwrap();
@@ -508,6 +513,19 @@ fn a_run_of_two_goals_is_one_trace_with_its_goals_tasks_attempts_merges_and_gate
             .any(|g| g.attr("swarm.gate.verdict") == "green")
     );
     assert!(gates.iter().all(|g| g.parent == root.id));
+    // Each gate run was told its span.
+    let told: Vec<String> = std::fs::read_to_string(&gate_log)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(told.len(), gates.len(), "{told:?}");
+    for g in &gates {
+        assert!(
+            told.contains(&format!("00-{}-{}-01", root.trace, g.id)),
+            "{told:?}"
+        );
+    }
     let park = one("park g2.bw0");
     assert_eq!(park.parent, task("g2.bw0").id);
     assert_eq!(park.attr("swarm.task.status"), "parked");
