@@ -34,6 +34,7 @@ pub(crate) mod shell;
 pub(crate) mod signal;
 pub(crate) mod store;
 pub mod time;
+pub(crate) mod trace;
 pub(crate) mod ui;
 
 use std::process::ExitCode;

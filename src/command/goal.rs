@@ -193,6 +193,9 @@ pub(super) fn plan_and_launch(
         client,
     } = *goal;
     let run_id = run.record.id.clone();
+    if let Some(tracer) = &run.trace {
+        super::trace::planner(tracer, client);
+    }
     let given = run.board.run_dir(&run_id).join(GIVEN_PLAN_FILE);
     if given.exists() {
         // `--plan`: the plan was made before; nothing is asked of the model or the user.
@@ -204,6 +207,8 @@ pub(super) fn plan_and_launch(
                 requests: 0,
                 tokens: 0,
                 repairs: 0,
+                input_tokens: None,
+                output_tokens: None,
             }),
         )?;
         ui::say(
@@ -327,6 +332,8 @@ pub(super) fn plan_and_launch(
             requests: planned.requests,
             tokens: planned.usage.total_tokens,
             repairs: planned.repairs.len(),
+            input_tokens: Some(planned.usage.prompt_tokens),
+            output_tokens: Some(planned.usage.completion_tokens),
         }),
     )?;
     let plan_out = output.file.map(|out| {

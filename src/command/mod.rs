@@ -35,6 +35,7 @@ mod settings;
 mod show;
 mod steer;
 mod stored;
+mod trace;
 mod tui;
 mod web;
 mod worker;

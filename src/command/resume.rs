@@ -137,6 +137,8 @@ pub(super) fn resume_held(
             files: Vec::new(),
         },
     )?;
+    // Before the resume is recorded: the trace goes on from it.
+    let trace = super::trace::start(&mut board, &run_id, &options)?;
     let records = board.load_tasks(&run_id)?;
     let goal_records = board.goals().load(&run_id)?;
     let goal_file = board.run_dir(&run_id).join(super::goal::GOAL_FILE);
@@ -158,6 +160,7 @@ pub(super) fn resume_held(
             board,
             record,
             tasks_stored: false,
+            trace,
         };
         // A `--plan-only` run is planned only, again.
         let goal = super::goal::Goal {
@@ -223,7 +226,7 @@ pub(super) fn resume_held(
         run_dir: board.run_dir(&run_id),
     };
     execute(
-        g, &repo, &mut board, plan, &settings, &layout, &options, lock, goals,
+        g, &repo, &mut board, plan, &settings, &layout, &options, lock, goals, trace,
     )
 }
 

@@ -36,6 +36,7 @@ pub(super) fn check_before_run(
 ) -> anyhow::Result<()> {
     check_open_operation(repo, options)?;
     super::mirror::check()?;
+    super::trace::check(options)?;
     crate::git::check_included(repo.workdir(), &options.include).map_err(|why| {
         Usage::new(format!("`include`: {why}"))
             .hint("name the files and directories of the repository to copy into each checkout")
@@ -217,6 +218,8 @@ pub(super) struct NewRun {
     pub(super) base: CommitId,
     /// Whether the plan's tasks went into the board with the run.
     pub(super) tasks_stored: bool,
+    /// The run's trace, when it is exported.
+    pub(super) trace: Option<crate::trace::Tracer>,
 }
 
 impl NewRun {
@@ -252,6 +255,8 @@ impl NewRun {
         // Checked before anything is written: a bad --worktree-dir is an input error.
         worktree_root(&repo, options.worktree_dir.as_deref())?;
         let mut board = open_run_board(g, &repo)?;
+        // Before the run is recorded: its start is the trace's.
+        let trace = super::trace::start(&mut board, &run_id, options)?;
         let record = RunRecord {
             id: run_id.clone(),
             created_at: crate::store::now_ms(),
@@ -271,6 +276,7 @@ impl NewRun {
             record,
             base,
             tasks_stored: plan.is_some(),
+            trace,
         })
     }
 
@@ -316,6 +322,7 @@ impl NewRun {
             options,
             self.lock,
             goals,
+            self.trace,
         )
     }
 }
@@ -334,6 +341,7 @@ pub(super) fn execute(
     options: &Options,
     lock: Lock,
     goals: Option<GoalRun>,
+    trace: Option<crate::trace::Tracer>,
 ) -> anyhow::Result<u8> {
     let mut ui = Ui::new(g.quiet, g.progress);
     if let crate::agent::confine::InForce::Unavailable(why) = &settings.confine.in_force {
@@ -375,17 +383,22 @@ pub(super) fn execute(
         .any(|(_, mark)| matches!(mark, crate::store::TimeMark::Resumed { .. }));
     let mirror = super::mirror::start(repo, layout, &source, plan.tasks.len(), resumed)?;
     let tuned;
-    let settings = if delivery.is_some() || !lessons.is_empty() || mirror.is_some() {
-        tuned = Settings {
-            delivery,
-            lessons,
-            mirror: mirror.as_ref().map(crate::mirror::Mirror::outbox),
-            ..settings.clone()
+    if let Some(tracer) = &trace {
+        super::trace::know(tracer, &plan, settings);
+    }
+    let settings =
+        if delivery.is_some() || !lessons.is_empty() || mirror.is_some() || trace.is_some() {
+            tuned = Settings {
+                delivery,
+                lessons,
+                mirror: mirror.as_ref().map(crate::mirror::Mirror::outbox),
+                trace: trace.as_ref().map(crate::trace::Tracer::feed),
+                ..settings.clone()
+            };
+            &tuned
+        } else {
+            settings
         };
-        &tuned
-    } else {
-        settings
-    };
     let records = board.load_tasks(&layout.run)?;
     // Around the run loop (which handles signals itself while it runs): the run is recorded,
     // landed and reported after it, each step whole. A first signal then waits for them (the
@@ -720,6 +733,9 @@ pub(super) fn execute(
             ui::Verb::Note,
             &format!("the Telegram mirror dropped messages the Bot API did not take: {why}"),
         );
+    }
+    if let Some(tracer) = trace {
+        super::trace::finish(tracer, g.quiet);
     }
     // The run is over and on record: a signal from here to the exit changes nothing of it.
     crate::signal::keep_until_exit(signals);

@@ -484,6 +484,7 @@ pub(super) fn settings(o: &Options, plan: &Plan, configured: &Agents) -> anyhow:
         check: o.check.clone(),
         on_escalate: o.on_escalate.clone(),
         mirror: None,
+        trace: None,
         delivery: None,
         lessons: Vec::new(),
         ladder: ladder(o),

@@ -448,6 +448,14 @@ macro_rules! run_options {
                 key: "mergiraf", flag: none, var: "SWARM_MERGIRAF", file: yes,
                 shape: Path, listed: 44,
             }
+            /// Export the run as an OpenTelemetry trace over OTLP/HTTP, to the collector the
+            /// OTEL_EXPORTER_OTLP_* variables name or to http://localhost:4318; without it, a run
+            /// is exported when one of those variables names an endpoint. See "Traces" in the
+            /// manual.
+            otel: bool {
+                key: "otel", flag: switch, var: "SWARM_OTEL", file: yes,
+                shape: Switch, listed: 63,
+            }
         }
     };
 }

@@ -124,6 +124,7 @@ mod tests {
             "deliver": null, "deliver_remote": null, "forge": null, "pr_branch": null,
             "pr_title": null, "pr_draft": false, "pr_labels": [], "pr_reviewers": [],
             "no_memory": false, "lessons": null, "candidates": null, "select": null,
+            "otel": false,
         });
         let confinement = {
             let mut c = confinement;

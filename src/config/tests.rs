@@ -551,6 +551,7 @@ no-memory = true
 lessons = "model"
 candidates = 3
 select = "judge"
+otel = true
 
 [agents.all]
 command = "a"

@@ -430,6 +430,11 @@ impl Client {
     }
 
     /// Whether a request that offered tools has come back without a function call.
+    /// The model asked for.
+    pub fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
     pub fn calls_dropped(&self) -> bool {
         self.calls_dropped.load(Ordering::SeqCst)
     }

@@ -56,6 +56,9 @@ pub struct Settings {
     pub on_escalate: Option<String>,
     /// Where escalations and pauses are mirrored (a Telegram chat), when they are.
     pub mirror: Option<crate::mirror::Outbox>,
+    /// Where the run's trace goes, when it is exported: each attempt's agent is then told
+    /// its span (`TRACEPARENT`).
+    pub trace: Option<crate::trace::Feed>,
     /// Where the run's result is to be delivered as pull requests, given to the
     /// `--on-escalate` hook as `deliver`; `None` when it opens none.
     pub delivery: Option<serde_json::Value>,
@@ -201,6 +204,7 @@ impl Settings {
             check: None,
             on_escalate: None,
             mirror: None,
+            trace: None,
             delivery: None,
             lessons: Vec::new(),
             ladder: vec![Rung::Structural, Rung::Redo],

@@ -53,6 +53,12 @@ pub enum RunEvent {
         requests: u32,
         tokens: u64,
         repairs: usize,
+        /// Of `tokens`, the prompts' and the answers' (none for a plan given, or recorded
+        /// before swarm kept them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_tokens: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_tokens: Option<u64>,
     },
     PlanningFailed {
         error: String,

@@ -59,14 +59,19 @@ pub struct Board {
     conn: Connection,
     dir: PathBuf,
     log: Option<(String, File)>,
-    /// Where the event log's lines go besides its file (`--progress json`).
-    echo: Option<Echo>,
+    /// Where the event log's lines go besides its file (`--progress json`, a run's trace).
+    echo: Vec<Echo>,
+    /// Who is told each attempt's end as it is recorded (a run's trace).
+    ended: Option<Ended>,
     /// The event-log lines of a batch not yet committed, by run (see `begin_batch`).
     batch: Option<Vec<(String, Vec<String>)>>,
 }
 
 /// Where the event log's lines are copied as they are written.
 pub type Echo = Box<dyn FnMut(&str)>;
+
+/// Told each attempt's end as it is recorded: its task, its number and what it used.
+pub type Ended = Box<dyn FnMut(&str, u32, &AttemptEnd<'_>)>;
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -111,7 +116,8 @@ impl Board {
             conn,
             dir: swarm_dir.to_owned(),
             log: None,
-            echo: None,
+            echo: Vec::new(),
+            ended: None,
             batch: None,
         })
     }
@@ -420,6 +426,9 @@ impl Board {
             lines.push(append_event(&tx, run, e)?);
         }
         tx.commit()?;
+        if let Some(ended) = &mut self.ended {
+            ended(task, number, end);
+        }
         self.write_log(run, &lines)
     }
 
@@ -670,7 +679,7 @@ impl Board {
         }
         file.write_all(buf.as_bytes())
             .map_err(|e| crate::disk::name(&self.events_path(run), e))?;
-        if let Some(echo) = &mut self.echo {
+        for echo in &mut self.echo {
             for l in lines {
                 echo(l);
             }
@@ -678,9 +687,15 @@ impl Board {
         Ok(())
     }
 
-    /// Hands every line the event log gets to `echo` too, once it is written.
+    /// Hands every line the event log gets to `echo` too, once it is written (after those
+    /// handed it before).
     pub fn echo_events(&mut self, echo: Echo) {
-        self.echo = Some(echo);
+        self.echo.push(echo);
+    }
+
+    /// Tells `ended` each attempt's end as it is recorded, before its events' lines.
+    pub fn tell_attempt_ends(&mut self, ended: Ended) {
+        self.ended = Some(ended);
     }
 }
 

@@ -42,6 +42,7 @@ mod snapshots;
 mod steer;
 mod terminal;
 mod tidy;
+mod traces;
 mod tui;
 mod untrusted;
 pub mod web;

@@ -76,6 +76,7 @@ fn a_run_whose_options_have_no_version_resumes_with_them() {
     expected["remote"] = serde_json::Value::Null;
     expected["report_format"] = serde_json::Value::Null;
     expected["web"] = false.into();
+    expected["otel"] = false.into();
     for key in [
         "max_children",
         "max_depth",

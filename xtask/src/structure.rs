@@ -24,7 +24,10 @@ pub const FLOORS: &[(&str, &[&str])] = &[
         &["cli", "command", "complete", "manual", "ci", "preview"],
     ),
     ("loop", &["planner", "schedule", "deliver"]),
-    ("attempt", &["agent", "llm", "remote", "forge", "mirror"]),
+    (
+        "attempt",
+        &["agent", "llm", "remote", "forge", "mirror", "trace"],
+    ),
     ("git", &["git"]),
     ("records", &["store", "report"]),
     ("ui", &["ui"]),

@@ -103,6 +103,31 @@ pub(super) fn prepare(
                 .unwrap_or_default(),
         ),
     ];
+    if let Some(trace) = &settings.trace {
+        // The attempt's span in the run's trace, for an agent that exports its own; the
+        // trace is told what runs it.
+        env.push((
+            "TRACEPARENT".to_owned(),
+            crate::trace::traceparent(&layout.run, id, attempt),
+        ));
+        let member = core.slots[i].member.as_deref();
+        let doer = match &task.action {
+            Action::Run(_) => Some(crate::trace::AgentInfo {
+                doer: crate::trace::Doer::Command,
+                name: "run".to_owned(),
+                ..crate::trace::AgentInfo::default()
+            }),
+            Action::Prompt(_) => settings
+                .attempt_agent(task.agent.as_deref(), member)
+                .map(|a| {
+                    let name = member.or(task.agent.as_deref());
+                    crate::trace::agent_info(name, &a, settings.llm.as_ref())
+                }),
+        };
+        if let Some(doer) = doer {
+            trace.doer(id, attempt, doer);
+        }
+    }
     let tmp = ex.scratch.acquire(i);
     env.extend(super::super::attempt_env(&mut ex.ports, i, &tmp));
     let mailbox = crate::agent::steer::mailbox(&layout.run_dir, id);

@@ -39,6 +39,13 @@ pub(super) fn job(
         ("SWARM_ACTIVE".to_owned(), "1".to_owned()),
         ("SWARM_GATE_TIP".to_owned(), tip.to_string()),
     ];
+    if settings.trace.is_some() {
+        // The gate run's span in the run's trace, for a gate that exports its own.
+        env.push((
+            "TRACEPARENT".to_owned(),
+            crate::trace::gate_traceparent(&layout.run, number),
+        ));
+    }
     // Its own TMPDIR and block of ports, as an attempt's.
     env.extend(super::super::attempt_env(&mut ex.ports, GATE_KEY, &tmp));
     let header = format!(
