@@ -32,6 +32,8 @@ const LINGER: Duration = Duration::from_millis(500);
 pub const FLUSH: Duration = Duration::from_secs(2);
 /// A request unanswered for this long at the run's end is not waited for.
 const STALLED: Duration = Duration::from_millis(500);
+/// How often the run's end looks whether the request under way has stalled.
+const LOOK: Duration = Duration::from_millis(25);
 
 /// The `traceparent` (W3C Trace Context) of attempt `number` of task `task` of run `run`:
 /// the attempt's span, sampled, for an agent that exports to join the run's trace.
@@ -198,7 +200,7 @@ impl Tracer {
     }
 
     /// Ends the trace: the spans still open end, and what is queued is sent, waited for at
-    /// most `FLUSH` (not at all when a request has gone unanswered for `STALLED`). Returns
+    /// most `FLUSH`, and no longer than until a request has gone unanswered for `STALLED`. Returns
     /// what to say of spans lost, if any were, once.
     pub fn finish(mut self) -> Option<String> {
         self.end()
@@ -208,11 +210,30 @@ impl Tracer {
         if std::mem::replace(&mut self.finished, true) {
             return None;
         }
-        let stalled = shared(&self.feed.shared)
-            .sending
-            .is_some_and(|t| t.elapsed() >= STALLED);
+        let stalled_now = || {
+            shared(&self.feed.shared)
+                .sending
+                .is_some_and(|t| t.elapsed() >= STALLED)
+        };
+        let mut stalled = stalled_now();
         if self.feed.push(Incoming::Last) && !stalled {
-            let _ = self.sent.recv_timeout(FLUSH);
+            // The last spans are waited for while the collector answers: a request it leaves
+            // unanswered for `STALLED` (a black hole) ends the wait then, not at `FLUSH`.
+            let deadline = Instant::now() + FLUSH;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match self.sent.recv_timeout(left.min(LOOK)) {
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                    Err(RecvTimeoutError::Timeout) => {}
+                }
+                if stalled_now() {
+                    stalled = true;
+                    break;
+                }
+            }
         }
         let mut s = shared(&self.feed.shared);
         let still = s.sending.is_some();
