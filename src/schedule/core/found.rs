@@ -108,11 +108,13 @@ impl Core<'_> {
         Ok(())
     }
 
-    /// Whether `at` (with `parents`) is writer `i`'s merge: its commit, or merging it.
+    /// Whether `at` (with `parents`) is writer `i`'s merge: its commit, or merging it. Never a
+    /// candidate's: its commit, once picked, is merged as its task's, which shares it.
     fn merged_by(&self, i: usize, at: &CommitId, parents: &[CommitId]) -> bool {
-        self.slots[i]
-            .commit
-            .as_ref()
-            .is_some_and(|c| c == at || parents.get(1) == Some(c))
+        self.plan.tasks[i].candidate_of.is_none()
+            && self.slots[i]
+                .commit
+                .as_ref()
+                .is_some_and(|c| c == at || parents.get(1) == Some(c))
     }
 }

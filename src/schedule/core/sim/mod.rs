@@ -2205,9 +2205,14 @@ const ANSWERS: &str = "the simulated history answers";
 ///   resumed run stops at once on a fault.
 /// - 105842: (the world) an attempt's failure that a run stopped by a fault takes as cut short
 ///   is not spent, so the resumed run's agent fails as often as its uninterrupted twin's.
+/// - 5473, 13291, 14893: a picked candidate's commit is merged as its task's, and the two share
+///   it: a resumed run read that merge, still ungated, as the candidate's (which then was
+///   "merged itself", and its task's merge was lost to its dependents).
 #[test]
 fn the_seeds_the_long_mode_found_hold() {
-    for seed in [4643, 6115, 19911, 169_392, 40092, 154_291, 105_842] {
+    for seed in [
+        4643, 6115, 19911, 169_392, 40092, 154_291, 105_842, 5473, 13291, 14893,
+    ] {
         run_scenario(Scenario::of(seed), false).unwrap_or_else(|v| panic!("seed {seed}: {v}"));
     }
 }
