@@ -64,8 +64,8 @@ pub enum Command {
     /// thing the person said; every other agent finds it first in the prompt of the task's next
     /// attempt (a retry, a continued session after a pause or a resume), and an agent of your
     /// own can read it from the directory $SWARM_STEER names while it runs. Recorded in the
-    /// run's log (`swarm logs`) and the attempt's transcript. A task that has ended, or an
-    /// unknown task, is refused (exit 2).
+    /// run's log (`swarm logs`) and the attempt's transcript. A task that has ended, one that
+    /// runs a command (no agent reads a message), or an unknown task is refused (exit 2).
     Steer {
         /// The task id, of a task that is running or has yet to run.
         #[arg(add = ArgValueCandidates::new(crate::complete::steerable_tasks))]

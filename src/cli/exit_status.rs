@@ -137,7 +137,7 @@ const STATUS: &[(&str, &[Exit])] = &[
             exit(
                 "2",
                 "usage error; nothing was sent",
-                "No such task (the hint names the run that has it, or the names close to it), a task that has ended, or an empty message.",
+                "No such task (the hint names the run that has it, or the names close to it), a task that has ended, a task that runs a command, or an empty message.",
             ),
         ],
     ),

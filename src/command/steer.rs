@@ -68,6 +68,13 @@ pub(super) fn send(
         .hint(hint)
         .into());
     }
+    if t.spec.get("run").is_some_and(|r| !r.is_null()) {
+        return Err(Usage::new(format!(
+            "task {task} of run {run} runs a command, not an agent: no message reaches it"
+        ))
+        .hint("steer a task that has a prompt")
+        .into());
+    }
     let text = crate::secret::redact(message.trim()).into_owned();
     let mailbox = crate::agent::steer::mailbox(&board.run_dir(run), task);
     crate::agent::steer::post(&mailbox, &text)?;

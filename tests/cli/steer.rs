@@ -137,16 +137,42 @@ fn another_agents_next_attempt_gets_the_message_first_in_its_prompt() {
 }
 
 #[test]
-fn a_task_that_ended_or_does_not_exist_or_an_empty_message_is_refused() {
+fn a_command_a_task_that_ended_or_does_not_exist_or_an_empty_message_is_refused() {
     let repo = TestRepo::new();
-    let tasks = repo.tasks(&[r#"{"id":"a","run":"echo a > a.txt"}"#]);
-    assert_exit(&repo.swarm(&["run", tasks.to_str().unwrap()]), 0);
+    let release = repo.shared.join("release");
+    let tasks = repo.tasks(&[
+        r#"{"id":"a","run":"echo a > a.txt"}"#,
+        &json!({
+            "id": "cmd",
+            "run": format!("for _ in $(seq 6000); do test -e '{}' && break; sleep 0.01; done", release.display()),
+            "mode": "read",
+            "deps": ["a"],
+        })
+        .to_string(),
+    ]);
+    let swarm = repo.spawn(&["run", tasks.to_str().unwrap()]);
+    crate::wait_until("cmd to start", || {
+        let status = crate::status_json(&repo);
+        let cmd = status["tasks"]
+            .as_array()?
+            .iter()
+            .find(|t| t["id"] == "cmd")?
+            .clone();
+        (cmd["status"] == "running").then_some(())
+    });
+    let command = repo.swarm(&["steer", "cmd", "faster"]);
+    std::fs::write(&release, "").unwrap();
+    assert_exit(&swarm.wait_with_output().unwrap(), 0);
 
     let ended = repo.swarm(&["steer", "a", "faster"]);
     let unknown = repo.swarm(&["steer", "b", "faster"]);
     let empty = repo.swarm(&["steer", "a", "  "]);
 
     for (out, said) in [
+        (
+            &command,
+            "runs a command, not an agent: no message reaches it",
+        ),
         (&ended, "task a of run"),
         (&unknown, "no task \"b\" in run"),
         (&empty, "the message is empty"),
