@@ -151,8 +151,10 @@ fn a_command_a_task_that_ended_or_does_not_exist_or_an_empty_message_is_refused(
         .to_string(),
     ]);
     let swarm = repo.spawn(&["run", tasks.to_str().unwrap()]);
+    // (Before the run is on the board, `status` has nothing to say.)
     crate::wait_until("cmd to start", || {
-        let status = crate::status_json(&repo);
+        let out = repo.swarm(&["status", "--json"]);
+        let status: Value = serde_json::from_slice(&out.stdout).ok()?;
         let cmd = status["tasks"]
             .as_array()?
             .iter()
