@@ -40,7 +40,7 @@ pub(super) fn start(
     let Some(config) = Config::from_env(&env, asked(options))? else {
         return Ok(None);
     };
-    let tracer = Tracer::start(config, run)?;
+    let tracer = Tracer::start(config, run, lost_root(board, run)?)?;
     let feed = tracer.feed();
     board.echo_events(Box::new(move |line| feed.line(line)));
     let feed = tracer.feed();
@@ -58,6 +58,23 @@ pub(super) fn start(
         );
     }));
     Ok(Some(tracer))
+}
+
+/// When run `run` was made, if no swarm that ran it before ended it with its record of an end
+/// (each was killed): none of them sent the run's own span, so this one does. `None` for a
+/// run that starts now, or one a swarm before ended (that swarm sent it).
+fn lost_root(board: &Board, run: &str) -> anyhow::Result<Option<i64>> {
+    // (A run that starts now is not on the board yet.)
+    let ended = board
+        .history()
+        .time_marks(run)?
+        .iter()
+        .any(|(_, m)| matches!(m, crate::store::TimeMark::Ended));
+    let killed_before = !ended && board.history().last_event_at(run)?.is_some();
+    Ok(match (killed_before, board.load_run(run)?) {
+        (true, Some(record)) => Some(record.created_at),
+        _ => None,
+    })
 }
 
 /// Tells the trace who runs `plan`'s tasks and plans, as `settings` say (each attempt's

@@ -164,7 +164,9 @@ pub struct Tracer {
 
 impl Tracer {
     /// Starts the thread that turns run `run`'s events into spans and sends them.
-    pub fn start(config: Config, run: &str) -> anyhow::Result<Tracer> {
+    /// The export of run `run`'s trace; `lost_root`: when the run was made, if this process is
+    /// to send the run's own span too (see `Builder::send_lost_root`).
+    pub fn start(config: Config, run: &str, lost_root: Option<i64>) -> anyhow::Result<Tracer> {
         let (queue, waiting) = mpsc::sync_channel(QUEUE);
         let feed = Feed {
             queue,
@@ -177,9 +179,13 @@ impl Tracer {
             .name("swarm-trace".into())
             .spawn(move || {
                 // The HTTP client is made here, off the run's thread.
+                let mut builder = Builder::new(&run);
+                if let Some(created) = lost_root {
+                    builder.send_lost_root(created);
+                }
                 let exporter = Exporter {
                     client: otlp::Client::new(config),
-                    builder: Builder::new(&run),
+                    builder,
                     shared,
                     pending: Vec::new(),
                     since: None,

@@ -179,6 +179,14 @@ impl Open {
         }
     }
 
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.span
+            .attributes
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+    }
+
     fn end(mut self, at_ms: i64) -> Span {
         self.span.end_ms = at_ms.max(self.span.start_ms);
         self.span
@@ -200,6 +208,11 @@ pub struct Builder {
     agents: Agents,
     /// The run's span, or this resume's.
     top: Option<Open>,
+    /// A resume after every swarm before it was killed: the run's own span, which none of them
+    /// sent, begun when the run was made (see `lost_root`).
+    root: Option<Open>,
+    /// When the run was made, if the run's span is this process's to send.
+    lost_root: Option<i64>,
     goals: BTreeMap<String, Open>,
     tasks: BTreeMap<String, TaskSpan>,
     attempts: BTreeMap<(String, u32), (Open, Option<String>)>,
@@ -221,6 +234,8 @@ impl Builder {
             run: run.to_owned(),
             agents: Agents::default(),
             top: None,
+            root: None,
+            lost_root: None,
             goals: BTreeMap::new(),
             tasks: BTreeMap::new(),
             attempts: BTreeMap::new(),
@@ -231,6 +246,12 @@ impl Builder {
             ended_tasks: HashMap::new(),
             last_ms: 0,
         }
+    }
+
+    /// This process sends the run's own span too, begun `created` (ms): every swarm that ran
+    /// the run before was killed before it could (a `kill -9`), so the collector has none.
+    pub fn send_lost_root(&mut self, created: i64) {
+        self.lost_root = Some(created);
     }
 
     pub fn trace(&self) -> TraceId {
@@ -258,6 +279,13 @@ impl Builder {
     fn begin_top(&mut self, at: i64, resumed: bool) {
         let root = self.id(&["run"]);
         let mut top = if resumed {
+            if let Some(created) = self.lost_root.take() {
+                let mut run = Open::new(root, None, "invoke_workflow swarm".to_owned(), created);
+                run.set("gen_ai.operation.name", "invoke_workflow");
+                run.set("gen_ai.agent.name", "swarm");
+                run.set("swarm.run.id", self.run.clone());
+                self.root = Some(run);
+            }
             let id = self.id(&["resume", &at.to_string()]);
             Open::new(id, Some(root), "resume swarm".to_owned(), at)
         } else {
@@ -674,7 +702,22 @@ impl Builder {
             ended.push(l.end(at));
         }
         if let Some(top) = self.top.take() {
-            ended.push(top.end(at));
+            // The run's span, sent here for the swarms killed before, ends as this one does.
+            if let Some(mut root) = self.root.take() {
+                for key in [
+                    "swarm.run.status",
+                    "swarm.run.exit_code",
+                    "swarm.run.reason",
+                ] {
+                    if let Some(v) = top.get(key) {
+                        root.set(key, v.clone());
+                    }
+                }
+                ended.push(top.end(at));
+                ended.push(root.end(at));
+            } else {
+                ended.push(top.end(at));
+            }
         }
         ended
     }

@@ -764,3 +764,57 @@ fn bad_otel_variables_are_refused_before_anything_runs() {
         let _: &Path = &s.log;
     }
 }
+
+#[test]
+fn a_run_killed_with_kill_9_has_its_root_sent_once_by_its_resume() {
+    let s = setup();
+    let collector = Collector::start(Answer::Ok);
+    let hold = outside(&s.repo, "hold");
+    std::fs::write(&hold, "").unwrap();
+    let tasks = s.repo.tasks(&[
+        &json!({"id": "a", "prompt": format!("HOLD {} WRITE a.txt", hold.display()), "lane": "coder"}).to_string(),
+        r#"{"id":"b","prompt":"WRITE b.txt","deps":["a"],"lane":"coder"}"#,
+    ]);
+    let mut child = s
+        .cmd(&collector.endpoint())
+        .args(["run", tasks.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the held agent's start", || {
+        s.starts().iter().any(|(t, _, _)| t == "a").then_some(())
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::remove_file(&hold).unwrap();
+    let out = s
+        .cmd(&collector.endpoint())
+        .args(["resume"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+
+    let spans = collector.spans();
+    let shown = tree(&spans);
+    // The killed swarm sent nothing of the run's own span; the resume sent it, once.
+    let roots: Vec<&Got> = spans.iter().filter(|s| s.parent.is_empty()).collect();
+    assert_eq!(roots.len(), 1, "{shown}");
+    let root = roots[0];
+    assert_eq!(root.name, "invoke_workflow swarm", "{shown}");
+    assert_eq!(root.attr("swarm.run.status"), "finished", "{shown}");
+    let resume = spans
+        .iter()
+        .find(|s| s.name == "resume swarm")
+        .unwrap_or_else(|| panic!("no resume span:\n{shown}"));
+    assert_eq!(resume.parent, root.id, "{shown}");
+    assert!(spans.iter().all(|s| s.trace == root.trace), "{shown}");
+    // Every span hangs from a span the collector has.
+    for span in &spans {
+        assert!(
+            span.parent.is_empty() || spans.iter().any(|p| p.id == span.parent),
+            "{} has a parent the collector never got:\n{shown}",
+            span.name
+        );
+    }
+}
