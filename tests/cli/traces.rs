@@ -592,17 +592,16 @@ fn a_single_goals_planning_span_has_the_model_and_the_tokens_in_and_out() {
     );
 }
 
-#[test]
-fn a_resumed_run_continues_its_trace() {
-    let s = setup();
-    let collector = Collector::start(Answer::Ok);
+/// A run of `a` (held until `hold`, the path returned, is removed) then `b`, exported to
+/// `collector`, started and waited for until `a`'s agent has started.
+fn held_run(s: &Setup, collector: &Collector) -> (std::process::Child, std::path::PathBuf) {
     let hold = outside(&s.repo, "hold");
     std::fs::write(&hold, "").unwrap();
     let tasks = s.repo.tasks(&[
         &json!({"id": "a", "prompt": format!("HOLD {} WRITE a.txt", hold.display()), "lane": "coder"}).to_string(),
         r#"{"id":"b","prompt":"WRITE b.txt","deps":["a"],"lane":"coder"}"#,
     ]);
-    let mut child = s
+    let child = s
         .cmd(&collector.endpoint())
         .args(["run", tasks.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
@@ -612,6 +611,14 @@ fn a_resumed_run_continues_its_trace() {
     wait_until("the held agent's start", || {
         s.starts().iter().any(|(t, _, _)| t == "a").then_some(())
     });
+    (child, hold)
+}
+
+#[test]
+fn a_resumed_run_continues_its_trace() {
+    let s = setup();
+    let collector = Collector::start(Answer::Ok);
+    let (mut child, hold) = held_run(&s, &collector);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
         nix::sys::signal::Signal::SIGINT,
@@ -769,22 +776,7 @@ fn bad_otel_variables_are_refused_before_anything_runs() {
 fn a_run_killed_with_kill_9_has_its_root_sent_once_by_its_resume() {
     let s = setup();
     let collector = Collector::start(Answer::Ok);
-    let hold = outside(&s.repo, "hold");
-    std::fs::write(&hold, "").unwrap();
-    let tasks = s.repo.tasks(&[
-        &json!({"id": "a", "prompt": format!("HOLD {} WRITE a.txt", hold.display()), "lane": "coder"}).to_string(),
-        r#"{"id":"b","prompt":"WRITE b.txt","deps":["a"],"lane":"coder"}"#,
-    ]);
-    let mut child = s
-        .cmd(&collector.endpoint())
-        .args(["run", tasks.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until("the held agent's start", || {
-        s.starts().iter().any(|(t, _, _)| t == "a").then_some(())
-    });
+    let (mut child, hold) = held_run(&s, &collector);
     child.kill().unwrap();
     child.wait().unwrap();
     std::fs::remove_file(&hold).unwrap();
